@@ -1,0 +1,117 @@
+import { MAX_ATTEMPTS_PER_RUN } from '../contract/vocabulary.js';
+import { isBefore, nonEmpty, type LifecycleEventBase } from './common.js';
+
+export interface RunContext {
+  runId: string;
+  occurrenceId: string;
+  automationId: string;
+  automationRevision: number;
+  fenceGeneration: number;
+  deadlineAt: string;
+  /** Ordinary runs hold for an operator retry after a failed attempt until their deadline. */
+  operatorHold: boolean;
+  attemptCount: number;
+  currentAttemptId: string | null;
+  receiptRef: string | null;
+}
+
+export interface RunInput {
+  runId: string;
+  occurrenceId: string;
+  automationId: string;
+  automationRevision: number;
+  fenceGeneration: number;
+  deadlineAt: string;
+  operatorHold?: boolean;
+}
+
+/** The settled attempt a run event reports on. */
+export interface SettledAttempt {
+  attemptId: string;
+  attemptNumber: number;
+  state: 'succeeded' | 'failed' | 'cancelled' | 'timed_out' | 'ambiguous';
+}
+
+export type RunEvent =
+  | (LifecycleEventBase<'attempt_started'> & {
+      attemptId: string;
+      attemptNumber: number;
+      /** When the attempt's adoption record became durable. */
+      adoptionCommittedAt: string | null;
+      /** When the launch was released to the runtime. */
+      launchIssuedAt: string;
+    })
+  | (LifecycleEventBase<'launch_refused'> & {
+      attempts: Array<{ attemptNumber: number; state: string; failureClass: string | null; evidenceRecorded: boolean }>;
+    })
+  | LifecycleEventBase<'cancel_acknowledged'>
+  | (LifecycleEventBase<'attempt_settled'> & {
+      attempt: SettledAttempt;
+      receiptRef?: string;
+      /** The retry policy opens another attempt for this failure. */
+      furtherAttemptOpens: boolean;
+    })
+  | LifecycleEventBase<'timeout'>
+  | (LifecycleEventBase<'attempt_ambiguous'> & { attempt: SettledAttempt; operatorRecoveryResolved: boolean });
+
+type Args = { context: RunContext; event: RunEvent };
+
+function holdWindowOpen(context: RunContext, now: string): boolean {
+  return context.operatorHold && context.attemptCount < MAX_ATTEMPTS_PER_RUN && isBefore(now, context.deadlineAt);
+}
+
+/** One pure predicate per run.v1 guard id in state-machines.json. */
+export const runGuards = {
+  adoptionCommittedBeforeSideEffect: ({ event }: Args) =>
+    event.type === 'attempt_started' &&
+    nonEmpty(event.attemptId) &&
+    event.adoptionCommittedAt !== null &&
+    !isBefore(event.launchIssuedAt, event.adoptionCommittedAt),
+  everyAttemptRefused: ({ event }: Args) =>
+    event.type === 'launch_refused' &&
+    event.attempts.length > 0 &&
+    event.attempts.every((a) => a.state === 'failed' && a.failureClass === 'launch_refused' && !a.evidenceRecorded),
+  attemptSucceededWithReceipt: ({ context, event }: Args) =>
+    event.type === 'attempt_settled' &&
+    event.attempt.state === 'succeeded' &&
+    event.attempt.attemptId === context.currentAttemptId &&
+    nonEmpty(event.receiptRef),
+  attemptFailedWithoutFurtherAttempt: ({ context, event }: Args) =>
+    event.type === 'attempt_settled' &&
+    event.attempt.state === 'failed' &&
+    event.attempt.attemptId === context.currentAttemptId &&
+    !event.furtherAttemptOpens &&
+    !holdWindowOpen(context, event.now),
+  currentAttemptAmbiguous: ({ context, event }: Args) =>
+    event.type === 'attempt_ambiguous' &&
+    event.attempt.state === 'ambiguous' &&
+    event.attempt.attemptId === context.currentAttemptId &&
+    !event.operatorRecoveryResolved,
+};
+
+export function createRunContext(input: RunInput): RunContext {
+  return {
+    runId: input.runId,
+    occurrenceId: input.occurrenceId,
+    automationId: input.automationId,
+    automationRevision: input.automationRevision,
+    fenceGeneration: input.fenceGeneration,
+    deadlineAt: input.deadlineAt,
+    operatorHold: input.operatorHold ?? true,
+    attemptCount: 0,
+    currentAttemptId: null,
+    receiptRef: null,
+  };
+}
+
+/** Context after a committed run transition. */
+export function applyRunEvent(context: RunContext, event: RunEvent): RunContext {
+  switch (event.type) {
+    case 'attempt_started':
+      return { ...context, currentAttemptId: event.attemptId, attemptCount: Math.max(context.attemptCount, event.attemptNumber) };
+    case 'attempt_settled':
+      return event.receiptRef === undefined ? context : { ...context, receiptRef: event.receiptRef };
+    default:
+      return context;
+  }
+}

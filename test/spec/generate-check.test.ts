@@ -1,0 +1,60 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { packageRoot } from '../../src/spec/package-root.js';
+
+const root = packageRoot();
+const tsx = join(root, 'node_modules', '.bin', 'tsx');
+
+/** A throwaway copy of the package, so the real spec is never touched. */
+function copyPackage(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'coven-generate-'));
+  for (const entry of ['package.json', 'spec', 'src', 'tools', 'machines']) cpSync(join(root, entry), join(dir, entry), { recursive: true });
+  symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'));
+  return dir;
+}
+
+function generate(dir: string, ...args: string[]) {
+  return spawnSync(tsx, ['tools/generate-machines.ts', ...args], { cwd: dir, encoding: 'utf8' });
+}
+
+describe('npm run generate -- --check', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = copyPackage();
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  test('passes on the committed machines', () => {
+    const result = generate(dir, '--check');
+    expect(result.stderr).toBe('');
+    expect(result.status).toBe(0);
+  });
+
+  test('fails after a spec edit without regeneration, then passes once regenerated', () => {
+    const specFile = join(dir, 'spec/coven-automations/v1/state-machines.json');
+    const edited = JSON.parse(readFileSync(specFile, 'utf8'));
+    edited.machines[2].transitions[2].guard = { id: 'cancellationRequested', text: 'a cancellation was requested' };
+    writeFileSync(specFile, JSON.stringify(edited, null, 2));
+
+    const stale = generate(dir, '--check');
+    expect(stale.status).toBe(1);
+    expect(stale.stderr).toContain('machines/run.ts');
+
+    execFileSync(tsx, ['tools/generate-machines.ts'], { cwd: dir });
+    expect(readFileSync(join(dir, 'machines/run.ts'), 'utf8')).toContain("'cancellationRequested'");
+    expect(generate(dir, '--check').status).toBe(0);
+  });
+
+  test('refuses to generate from an unsound spec, naming the transition', () => {
+    const specFile = join(dir, 'spec/coven-automations/v1/state-machines.json');
+    const edited = JSON.parse(readFileSync(specFile, 'utf8'));
+    edited.machines[3].transitions.push({ from: 'failed', to: 'adopted', on: 'dispatch', actor: 'dispatcher' });
+    writeFileSync(specFile, JSON.stringify(edited, null, 2));
+    const result = generate(dir);
+    expect(result.status).toBe(1);
+    expect(result.stderr).toContain("attempt.v1 failed -> adopted on dispatch (dispatcher) leaves terminal state 'failed'");
+  });
+});
