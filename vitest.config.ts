@@ -6,5 +6,6 @@ export default defineConfig({
     environment: 'node',
     // Tests keep no module-level state; sharing one module graph cuts the suite's start-up cost on 2 cores.
     isolate: false,
+    reporters: ['default', './test/support/closing-line-reporter.ts'],
   },
 });
