@@ -1,0 +1,80 @@
+import { open, readFile, rename, rm } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import type { Adapter } from 'lowdb';
+import { parseState, serializeState } from './json-document.js';
+import type { CommittedState, StateLayer } from './layered-state.js';
+import { StoreCorruptError } from './store.js';
+
+/** What the lowdb document holds: the durable state, and the group of writes being made durable. */
+export interface StoreDocument {
+  committed: CommittedState;
+  pending: StateLayer | null;
+}
+
+/** Points where tests inject a failure into a durable write, to prove the old file survives. */
+export interface WriteFaults {
+  afterTempWrite?: () => void;
+}
+
+async function writeDurably(path: string, text: string): Promise<void> {
+  const handle = await open(path, 'w');
+  try {
+    await handle.writeFile(text, 'utf8');
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+async function syncDirectory(dir: string): Promise<void> {
+  const handle = await open(dir, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * A lowdb adapter with a durable commit: write a temp file, fsync it, rename it over the store file,
+ * fsync the directory. lowdb's own steno writer renames without fsync, so a power loss could keep a
+ * rename whose data never reached the disk.
+ */
+export class DurableJsonFile implements Adapter<StoreDocument> {
+  readonly tempPath: string;
+
+  constructor(
+    readonly path: string,
+    private readonly faults: WriteFaults = {},
+  ) {
+    this.tempPath = join(dirname(path), `.${basename(path)}.${process.pid}.tmp`);
+  }
+
+  async read(): Promise<StoreDocument | null> {
+    let text: string;
+    try {
+      text = await readFile(this.path, 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw new StoreCorruptError(this.path, `unreadable (${(error as Error).message})`);
+    }
+    try {
+      return { committed: parseState(text), pending: null };
+    } catch (error) {
+      throw new StoreCorruptError(this.path, (error as Error).message);
+    }
+  }
+
+  async write(document: StoreDocument): Promise<void> {
+    const text = serializeState(document.pending ?? document.committed);
+    try {
+      await writeDurably(this.tempPath, text);
+      this.faults.afterTempWrite?.();
+      await rename(this.tempPath, this.path);
+    } catch (error) {
+      await rm(this.tempPath, { force: true });
+      throw error;
+    }
+    await syncDirectory(dirname(this.path));
+  }
+}

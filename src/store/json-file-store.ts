@@ -1,0 +1,143 @@
+import { mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
+import { Low } from 'lowdb';
+import { DurableJsonFile, type StoreDocument, type WriteFaults } from './durable-json-file.js';
+import { acquireStoreLock, type HeldLock } from './file-lock.js';
+import { CommittedState, Overlay } from './layered-state.js';
+import { StoreClosedError, type Store, type StoreReader, type StoreTransaction } from './store.js';
+
+export interface JsonFileStoreOptions {
+  /** Most transactions folded into one durable write. */
+  maxGroupSize?: number;
+  /** Failure injection for tests. */
+  faults?: WriteFaults;
+}
+
+interface Job {
+  body: (tx: StoreTransaction) => unknown;
+  resolve: (value: unknown) => void;
+  reject: (error: unknown) => void;
+}
+
+/** Bounds the latency one commit adds to the transactions queued behind it. */
+const DEFAULT_MAX_GROUP_SIZE = 256;
+
+/**
+ * The embedded default store: one JSON file managed through lowdb with a durable adapter.
+ *
+ * - Every transaction is all-or-nothing. Transactions queued while a write is in flight are run one after
+ *   another and committed together in the next write (group commit); each still succeeds or fails alone.
+ * - One process at a time: a second opener gets {@link StoreLockedError} naming the holder.
+ * - A corrupt, truncated or foreign file is refused with {@link StoreCorruptError} and never overwritten.
+ *
+ * @example
+ * ```ts
+ * const store = await JsonFileStore.open('./automations.json');
+ * try {
+ *   await store.transact((tx) => tx.append('automation/nightly', { kind: 'definition.created' }));
+ * } finally {
+ *   await store.close();
+ * }
+ * ```
+ */
+export class JsonFileStore implements Store {
+  private readonly pending: Job[] = [];
+  private draining: Promise<void> | undefined;
+  private closed = false;
+
+  private constructor(
+    readonly file: string,
+    private readonly db: Low<StoreDocument>,
+    private readonly lock: HeldLock,
+    private readonly maxGroupSize: number,
+  ) {}
+
+  static async open(file: string, options: JsonFileStoreOptions = {}): Promise<JsonFileStore> {
+    const path = resolve(file);
+    mkdirSync(dirname(path), { recursive: true });
+    const lock = await acquireStoreLock(path);
+    try {
+      const adapter = new DurableJsonFile(path, options.faults);
+      removeStaleTempFiles(path);
+      const db = new Low<StoreDocument>(adapter, { committed: new CommittedState(), pending: null });
+      await db.read();
+      return new JsonFileStore(path, db, lock, options.maxGroupSize ?? DEFAULT_MAX_GROUP_SIZE);
+    } catch (error) {
+      await lock.release();
+      throw error;
+    }
+  }
+
+  transact<R>(body: (tx: StoreTransaction) => Promise<R> | R): Promise<R> {
+    if (this.closed) return Promise.reject(new StoreClosedError('the store is closed'));
+    return new Promise<R>((resolveJob, rejectJob) => {
+      this.pending.push({ body, resolve: resolveJob as (v: unknown) => void, reject: rejectJob });
+      this.kick();
+    });
+  }
+
+  private kick(): void {
+    if (this.draining !== undefined) return;
+    this.draining = this.drain().finally(() => {
+      this.draining = undefined;
+      // A job queued after the loop's last check but before this callback still gets its turn.
+      if (this.pending.length > 0) this.kick();
+    });
+  }
+
+  async read<R>(body: (reader: StoreReader) => Promise<R> | R): Promise<R> {
+    if (this.closed) throw new StoreClosedError('the store is closed');
+    return body(new Overlay(this.db.data.committed));
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    while (this.draining !== undefined) await this.draining;
+    await this.lock.release();
+  }
+
+  private async drain(): Promise<void> {
+    while (this.pending.length > 0) {
+      const batch = this.pending.splice(0, this.maxGroupSize);
+      const lost = this.lock.compromised();
+      if (lost !== undefined) {
+        for (const job of batch) job.reject(new StoreClosedError(`the store lock was lost (${lost.message})`));
+        continue;
+      }
+      const group = new Overlay(this.db.data.committed);
+      const succeeded: Array<[Job, unknown]> = [];
+      for (const job of batch) {
+        const tx = new Overlay(group);
+        try {
+          const result = await job.body(tx);
+          tx.mergeInto(group);
+          succeeded.push([job, result]);
+        } catch (error) {
+          job.reject(error);
+        }
+      }
+      if (!group.isEmpty) {
+        this.db.data.pending = group;
+        try {
+          await this.db.write();
+        } catch (error) {
+          for (const [job] of succeeded) job.reject(error);
+          continue;
+        } finally {
+          this.db.data.pending = null;
+        }
+        group.mergeInto(this.db.data.committed);
+      }
+      for (const [job, result] of succeeded) job.resolve(result);
+    }
+  }
+}
+
+/** Temp files left by a process that died mid-write; we hold the lock, so none of them is live. */
+function removeStaleTempFiles(path: string): void {
+  const prefix = `.${basename(path)}.`;
+  for (const name of readdirSync(dirname(path))) {
+    if (name.startsWith(prefix) && name.endsWith('.tmp')) rmSync(join(dirname(path), name), { force: true });
+  }
+}

@@ -1,0 +1,41 @@
+import { CommittedState, Overlay } from './layered-state.js';
+import { StoreClosedError, type Store, type StoreReader, type StoreTransaction } from './store.js';
+
+/**
+ * A store that keeps everything in memory, with the same transaction semantics as the file stores:
+ * serialised bodies, all-or-nothing commits, compare-and-set, sealed terminal records.
+ *
+ * @example
+ * ```ts
+ * const store = new MemoryStore();
+ * await store.transact((tx) => tx.put('definition', 'nightly', body, { expectedVersion: null }));
+ * ```
+ */
+export class MemoryStore implements Store {
+  private readonly state = new CommittedState();
+  private tail: Promise<unknown> = Promise.resolve();
+  private closed = false;
+
+  transact<R>(body: (tx: StoreTransaction) => Promise<R> | R): Promise<R> {
+    const run = async (): Promise<R> => {
+      if (this.closed) throw new StoreClosedError('the store is closed');
+      const overlay = new Overlay(this.state);
+      const result = await body(overlay);
+      overlay.mergeInto(this.state);
+      return result;
+    };
+    const next = this.tail.then(run, run);
+    this.tail = next.catch(() => undefined);
+    return next;
+  }
+
+  async read<R>(body: (reader: StoreReader) => Promise<R> | R): Promise<R> {
+    if (this.closed) throw new StoreClosedError('the store is closed');
+    return body(new Overlay(this.state));
+  }
+
+  async close(): Promise<void> {
+    await this.tail;
+    this.closed = true;
+  }
+}

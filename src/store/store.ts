@@ -1,0 +1,124 @@
+import { ContractError } from '../contract/errors.js';
+
+/**
+ * One record as the store keeps it. `version` starts at 1 and grows by one with every write, which is
+ * what compare-and-set compares. A record written with `terminal: true` can never change again.
+ */
+export interface StoredRecord<T = unknown> {
+  readonly kind: string;
+  readonly id: string;
+  readonly version: number;
+  readonly terminal: boolean;
+  readonly data: T;
+}
+
+/** One entry of an append-only stream: `sequence` is gapless per stream from 0, `position` global. */
+export interface LogEntry<T = unknown> {
+  readonly stream: string;
+  readonly sequence: number;
+  readonly position: number;
+  readonly data: T;
+}
+
+export interface PutOptions {
+  /** `null`: the record must not exist yet. A number: the stored version must equal it. */
+  expectedVersion: number | null;
+  /** Seal the record: every later put or delete of it is refused. */
+  terminal?: boolean;
+}
+
+export interface ReadLogOptions {
+  /** Return entries strictly after this sequence (or global position, for the feed); -1 = from the start. */
+  after?: number;
+  limit?: number;
+}
+
+/** Consistent reads: inside a transaction they see its own writes; outside, the last durable commit. */
+export interface StoreReader {
+  get<T>(kind: string, id: string): Promise<StoredRecord<T> | undefined>;
+  /** Every record of a kind, in id order. */
+  list<T>(kind: string): Promise<Array<StoredRecord<T>>>;
+  /** The sequence the next append to `stream` will get (0 for an empty stream). */
+  head(stream: string): Promise<number>;
+  readLog<T>(stream: string, options?: ReadLogOptions): Promise<Array<LogEntry<T>>>;
+  /** Every stream's entries in global commit order; `after` and the result use global positions. */
+  readFeed<T>(options?: ReadLogOptions): Promise<Array<LogEntry<T>>>;
+}
+
+export interface StoreTransaction extends StoreReader {
+  put<T>(kind: string, id: string, data: T, options: PutOptions): Promise<StoredRecord<T>>;
+  delete(kind: string, id: string, expectedVersion: number): Promise<void>;
+  /**
+   * Appends to a stream. With `expectedSequence` the append is a compare-and-set on the stream head:
+   * it fails unless the entry would get exactly that sequence.
+   */
+  append<T>(stream: string, data: T, expectedSequence?: number): Promise<LogEntry<T>>;
+}
+
+/**
+ * The persistence port. Each `transact` body runs alone against a consistent view and commits all its
+ * writes and appends atomically, or none of them when it throws. Implementations: {@link MemoryStore},
+ * {@link JsonFileStore}.
+ *
+ * @example
+ * ```ts
+ * await store.transact(async (tx) => {
+ *   const current = await tx.get<Definition>('definition', 'nightly');
+ *   await tx.put('definition', 'nightly', next, { expectedVersion: current?.version ?? null });
+ *   await tx.append('automation/nightly', { kind: 'definition.revised' });
+ * });
+ * ```
+ */
+export interface Store {
+  transact<R>(body: (tx: StoreTransaction) => Promise<R> | R): Promise<R>;
+  read<R>(body: (reader: StoreReader) => Promise<R> | R): Promise<R>;
+  close(): Promise<void>;
+}
+
+/** A compare-and-set failed: the record or stream moved since the caller read it. Nothing was written. */
+export class StoreConflictError extends ContractError {
+  constructor(message: string, details: Record<string, unknown>) {
+    super('REVISION_CONFLICT', message, details);
+    this.name = 'StoreConflictError';
+  }
+}
+
+/** An append named a sequence other than the stream head. Nothing was written. */
+export class StreamSequenceError extends ContractError {
+  constructor(stream: string, expected: number, head: number) {
+    super('STREAM_OUT_OF_ORDER', `stream ${stream} is at sequence ${head}, not ${expected}`, { stream, expected, head });
+    this.name = 'StreamSequenceError';
+  }
+}
+
+/** A write touched a sealed terminal record. Nothing was written. */
+export class TerminalRecordError extends ContractError {
+  constructor(kind: string, id: string) {
+    super('ILLEGAL_TRANSITION', `${kind} ${id} is terminal and immutable`, { kind, id });
+    this.name = 'TerminalRecordError';
+  }
+}
+
+/** The store file is unreadable, truncated, of another format, or of an unknown version. It was left untouched. */
+export class StoreCorruptError extends ContractError {
+  constructor(file: string, reason: string) {
+    super('INTERNAL', `store file ${file} cannot be used: ${reason}. It was left untouched.`, { file, reason });
+    this.name = 'StoreCorruptError';
+  }
+}
+
+/** Another process holds the store file. */
+export class StoreLockedError extends ContractError {
+  constructor(file: string, holder: string) {
+    super('CONCURRENCY_LIMIT', `store file ${file} is in use by ${holder}`, { file, holder }, { retryable: true });
+    this.name = 'StoreLockedError';
+  }
+}
+
+/** The store was closed, or its lock was lost; no further commits are possible. */
+export class StoreClosedError extends ContractError {
+  constructor(reason: string) {
+    super('INTERNAL', `store is not writable: ${reason}`, { reason });
+    this.name = 'StoreClosedError';
+  }
+}

@@ -1,0 +1,19 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll } from 'vitest';
+import { JsonFileStore } from '../../src/store/json-file-store.js';
+import type { Store } from '../../src/store/store.js';
+import { describeStoreConformance } from './store-conformance.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'coven-json-store-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+let counter = 0;
+
+describeStoreConformance('JSON file', {
+  create: () => JsonFileStore.open(join(dir, `store-${counter++}.json`)),
+  reopen: async (store: Store) => {
+    await store.close();
+    return JsonFileStore.open((store as JsonFileStore).file);
+  },
+});

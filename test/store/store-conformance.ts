@@ -1,0 +1,198 @@
+import { describe, expect, test } from 'vitest';
+import { StoreConflictError, StreamSequenceError, TerminalRecordError, type Store } from '../../src/store/store.js';
+
+export interface StoreHarness {
+  /** A fresh, empty store. */
+  create(): Promise<Store>;
+  /** For durable stores: close `store` and open the same storage again. */
+  reopen?(store: Store): Promise<Store>;
+}
+
+async function using<T>(store: Store, body: (store: Store) => Promise<T>): Promise<T> {
+  try {
+    return await body(store);
+  } finally {
+    await store.close();
+  }
+}
+
+/** The behaviour every Store implementation must show; each implementation runs this suite. */
+export function describeStoreConformance(name: string, harness: StoreHarness): void {
+  describe(`${name} store conformance`, () => {
+    test('a committed transaction is visible to later reads', async () => {
+      await using(await harness.create(), async (store) => {
+        await store.transact(async (tx) => {
+          await tx.put('definition', 'a', { n: 1 }, { expectedVersion: null });
+          await tx.put('definition', 'b', { n: 2 }, { expectedVersion: null });
+        });
+        const records = await store.read((r) => r.list<{ n: number }>('definition'));
+        expect(records.map((r) => [r.id, r.version, r.data.n])).toEqual([
+          ['a', 1, 1],
+          ['b', 1, 2],
+        ]);
+      });
+    });
+
+    test('a transaction that throws commits none of its writes or appends', async () => {
+      await using(await harness.create(), async (store) => {
+        await store.transact((tx) => tx.put('definition', 'a', { n: 1 }, { expectedVersion: null }));
+        await expect(
+          store.transact(async (tx) => {
+            await tx.put('definition', 'a', { n: 2 }, { expectedVersion: 1 });
+            await tx.put('run', 'r', { n: 3 }, { expectedVersion: null });
+            await tx.append('automation/a', { kind: 'definition.revised' });
+            throw new Error('boom');
+          }),
+        ).rejects.toThrow('boom');
+        await store.read(async (r) => {
+          expect((await r.get<{ n: number }>('definition', 'a'))?.data.n).toBe(1);
+          expect(await r.get('run', 'r')).toBeUndefined();
+          expect(await r.head('automation/a')).toBe(0);
+          expect(await r.readFeed()).toEqual([]);
+        });
+      });
+    });
+
+    test('a transaction reads its own writes before commit, others do not', async () => {
+      await using(await harness.create(), async (store) => {
+        let seenOutside: unknown = 'unset';
+        await store.transact(async (tx) => {
+          await tx.put('definition', 'a', { n: 1 }, { expectedVersion: null });
+          expect((await tx.get('definition', 'a'))?.version).toBe(1);
+          seenOutside = await store.read((r) => r.get('definition', 'a'));
+        });
+        expect(seenOutside).toBeUndefined();
+      });
+    });
+
+    test('compare-and-set refuses a stale version, a duplicate create and a missing record', async () => {
+      await using(await harness.create(), async (store) => {
+        await store.transact((tx) => tx.put('occurrence', 'o', { state: 'planned' }, { expectedVersion: null }));
+        await store.transact((tx) => tx.put('occurrence', 'o', { state: 'eligible' }, { expectedVersion: 1 }));
+        await expect(store.transact((tx) => tx.put('occurrence', 'o', { state: 'claimed' }, { expectedVersion: 1 }))).rejects.toBeInstanceOf(
+          StoreConflictError,
+        );
+        await expect(store.transact((tx) => tx.put('occurrence', 'o', {}, { expectedVersion: null }))).rejects.toMatchObject({
+          code: 'REVISION_CONFLICT',
+          details: { kind: 'occurrence', id: 'o', expectedVersion: null, currentVersion: 2 },
+        });
+        await expect(store.transact((tx) => tx.put('occurrence', 'missing', {}, { expectedVersion: 1 }))).rejects.toBeInstanceOf(StoreConflictError);
+        await expect(store.transact((tx) => tx.delete('occurrence', 'o', 1))).rejects.toBeInstanceOf(StoreConflictError);
+        expect((await store.read((r) => r.get<{ state: string }>('occurrence', 'o')))?.data.state).toBe('eligible');
+      });
+    });
+
+    test('of two concurrent compare-and-set writers exactly one wins', async () => {
+      await using(await harness.create(), async (store) => {
+        await store.transact((tx) => tx.put('occurrence', 'o', { fence: 0 }, { expectedVersion: null }));
+        const claim = (who: string) =>
+          store.transact(async (tx) => {
+            const current = await tx.get<{ fence: number }>('occurrence', 'o');
+            await Promise.resolve();
+            return tx.put('occurrence', 'o', { fence: current!.data.fence + 1, who }, { expectedVersion: current!.version });
+          });
+        const results = await Promise.allSettled([claim('a'), claim('b'), claim('c')]);
+        // Bodies run one at a time, so each sees the previous commit: all succeed in order, none is lost.
+        expect(results.every((r) => r.status === 'fulfilled')).toBe(true);
+        expect((await store.read((r) => r.get<{ fence: number }>('occurrence', 'o')))?.data.fence).toBe(3);
+
+        const stale = (await store.read((r) => r.get('occurrence', 'o')))!.version;
+        const outcomes = await Promise.allSettled([
+          store.transact((tx) => tx.put('occurrence', 'o', { fence: 10 }, { expectedVersion: stale })),
+          store.transact((tx) => tx.put('occurrence', 'o', { fence: 20 }, { expectedVersion: stale })),
+        ]);
+        expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'rejected']);
+      });
+    });
+
+    test('terminal records refuse every later update and delete', async () => {
+      await using(await harness.create(), async (store) => {
+        await store.transact((tx) => tx.put('attempt', 'x', { state: 'succeeded' }, { expectedVersion: null, terminal: true }));
+        await expect(store.transact((tx) => tx.put('attempt', 'x', { state: 'failed' }, { expectedVersion: 1 }))).rejects.toBeInstanceOf(
+          TerminalRecordError,
+        );
+        await expect(store.transact((tx) => tx.delete('attempt', 'x', 1))).rejects.toMatchObject({ code: 'ILLEGAL_TRANSITION', httpStatus: 422 });
+        const record = await store.read((r) => r.get<{ state: string }>('attempt', 'x'));
+        expect(record).toMatchObject({ version: 1, terminal: true, data: { state: 'succeeded' } });
+      });
+    });
+
+    test('stored data is a frozen copy: mutating the caller object or the result changes nothing', async () => {
+      await using(await harness.create(), async (store) => {
+        const body = { nested: { n: 1 } };
+        await store.transact((tx) => tx.put('definition', 'a', body, { expectedVersion: null }));
+        body.nested.n = 99;
+        const record = await store.read((r) => r.get<{ nested: { n: number } }>('definition', 'a'));
+        expect(record?.data.nested.n).toBe(1);
+        expect(() => {
+          (record!.data.nested as { n: number }).n = 5;
+        }).toThrow(TypeError);
+      });
+    });
+
+    test('streams get gapless sequences from 0 and the feed gapless global positions', async () => {
+      await using(await harness.create(), async (store) => {
+        await store.transact(async (tx) => {
+          await tx.append('automation/a', { i: 0 });
+          await tx.append('occurrence/o', { i: 1 });
+          await tx.append('automation/a', { i: 2 });
+        });
+        await store.transact((tx) => tx.append('automation/a', { i: 3 }, 2));
+        await expect(store.transact((tx) => tx.append('automation/a', { i: 4 }, 2))).rejects.toBeInstanceOf(StreamSequenceError);
+        await store.read(async (r) => {
+          expect((await r.readLog<{ i: number }>('automation/a')).map((e) => [e.sequence, e.position, e.data.i])).toEqual([
+            [0, 0, 0],
+            [1, 2, 2],
+            [2, 3, 3],
+          ]);
+          expect((await r.readLog('automation/a', { after: 0, limit: 1 })).map((e) => e.sequence)).toEqual([1]);
+          expect(await r.head('automation/a')).toBe(3);
+          expect(await r.head('occurrence/o')).toBe(1);
+          expect((await r.readFeed()).map((e) => e.position)).toEqual([0, 1, 2, 3]);
+          expect((await r.readFeed({ after: 1 })).map((e) => e.stream)).toEqual(['automation/a', 'automation/a']);
+        });
+      });
+    });
+
+    test('many concurrent transactions all commit, each exactly once', async () => {
+      await using(await harness.create(), async (store) => {
+        await Promise.all(Array.from({ length: 50 }, (_, i) => store.transact((tx) => tx.append('feed/test', { i }))));
+        const entries = await store.read((r) => r.readLog<{ i: number }>('feed/test'));
+        expect(entries.map((e) => e.sequence)).toEqual(Array.from({ length: 50 }, (_, i) => i));
+        expect(new Set(entries.map((e) => e.data.i)).size).toBe(50);
+      });
+    });
+
+    test('a closed store refuses new work', async () => {
+      const store = await harness.create();
+      await store.close();
+      await expect(store.transact((tx) => tx.head('x'))).rejects.toMatchObject({ code: 'INTERNAL' });
+    });
+
+    if (harness.reopen !== undefined) {
+      const reopen = harness.reopen;
+      test('reopening after close yields exactly the committed state', async () => {
+        const store = await harness.create();
+        await store.transact(async (tx) => {
+          await tx.put('definition', 'a', { n: 1, text: 'ünïcödé \u2028 "quoted"' }, { expectedVersion: null });
+          await tx.put('attempt', 'x', { state: 'failed' }, { expectedVersion: null, terminal: true });
+          await tx.append('automation/a', { kind: 'definition.created' });
+          await tx.append('run/r', { kind: 'run.transitioned' });
+        });
+        await store.transact((tx) => tx.put('definition', 'a', { n: 2, text: 'second' }, { expectedVersion: 1 }));
+        await using(await reopen(store), async (again) => {
+          await again.read(async (r) => {
+            expect(await r.get('definition', 'a')).toMatchObject({ version: 2, data: { n: 2, text: 'second' } });
+            expect(await r.get('attempt', 'x')).toMatchObject({ terminal: true });
+            expect((await r.readFeed()).map((e) => [e.stream, e.sequence, e.position])).toEqual([
+              ['automation/a', 0, 0],
+              ['run/r', 0, 1],
+            ]);
+          });
+          await expect(again.transact((tx) => tx.put('attempt', 'x', {}, { expectedVersion: 1 }))).rejects.toBeInstanceOf(TerminalRecordError);
+          await again.transact((tx) => tx.append('automation/a', { kind: 'definition.revised' }, 1));
+        });
+      });
+    }
+  });
+}
