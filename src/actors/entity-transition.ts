@@ -1,0 +1,110 @@
+import { initialTransition, transition, type AnyMachineSnapshot, type AnyStateMachine, type EventObject } from 'xstate';
+import { ContractError } from '../contract/errors.js';
+import type { StoredRecord, StoreReader, StoreTransaction } from '../store/store.js';
+
+/** What the store keeps for one lifecycle entity: its machine, persisted snapshot and contract attributes. */
+export interface EntityRecord<TAttributes = Record<string, unknown>> {
+  machineId: string;
+  /** `machine.getPersistedSnapshot(...)`: the only place an entity's lifecycle state lives. */
+  snapshot: { value: string; status: string; context: Record<string, unknown> } & Record<string, unknown>;
+  attributes: TAttributes;
+}
+
+/** The outcome of one committed lifecycle transition. */
+export interface EntityTransition<TAttributes = Record<string, unknown>> {
+  kind: string;
+  id: string;
+  from: string;
+  to: string;
+  event: EventObject & { actor?: string; now?: string };
+  terminal: boolean;
+  record: StoredRecord<EntityRecord<TAttributes>>;
+  snapshot: AnyMachineSnapshot;
+}
+
+/** Rebuilds a live snapshot from a persisted one; a copy, because stored data is frozen. */
+export function restoreSnapshot(machine: AnyStateMachine, persisted: EntityRecord['snapshot']): AnyMachineSnapshot {
+  const copy = structuredClone(persisted);
+  return machine.resolveState({ value: copy.value, context: copy.context });
+}
+
+export function persistSnapshot(machine: AnyStateMachine, snapshot: AnyMachineSnapshot): EntityRecord['snapshot'] {
+  return structuredClone(machine.getPersistedSnapshot(snapshot)) as unknown as EntityRecord['snapshot'];
+}
+
+/** Creates a lifecycle entity in its machine's initial state inside `tx`. Fails if the id exists. */
+export async function createEntity<TAttributes>(
+  tx: StoreTransaction,
+  machine: AnyStateMachine,
+  kind: string,
+  id: string,
+  input: unknown,
+  attributes: TAttributes,
+): Promise<StoredRecord<EntityRecord<TAttributes>>> {
+  const [snapshot] = initialTransition(machine, input);
+  return tx.put<EntityRecord<TAttributes>>(kind, id, { machineId: machine.id, snapshot: persistSnapshot(machine, snapshot), attributes }, { expectedVersion: null });
+}
+
+export async function readEntity<TAttributes>(
+  reader: StoreReader,
+  kind: string,
+  id: string,
+): Promise<StoredRecord<EntityRecord<TAttributes>>> {
+  const record = await reader.get<EntityRecord<TAttributes>>(kind, id);
+  if (record === undefined) throw new ContractError('NOT_FOUND', `no ${kind} with id ${id}`, { kind, id });
+  return record;
+}
+
+export function entityState(record: StoredRecord<EntityRecord<unknown>>): string {
+  return record.data.snapshot.value;
+}
+
+/**
+ * Sends one event to a stored entity inside `tx`: the machine decides. A refused event throws a typed
+ * `ILLEGAL_TRANSITION` (HTTP 422) before anything is written, so the whole transaction commits nothing.
+ * An accepted one writes the next persisted snapshot with compare-and-set on the record version and seals
+ * the record when the machine reached a final state.
+ *
+ * @example
+ * ```ts
+ * await store.transact((tx) => transitionEntity(tx, occurrenceMachine, 'occurrence', id, { type: 'eligibility_passed', actor: 'scheduler', now }));
+ * ```
+ */
+export async function transitionEntity<TAttributes>(
+  tx: StoreTransaction,
+  machine: AnyStateMachine,
+  kind: string,
+  id: string,
+  event: EventObject & { actor?: string; now?: string },
+  attributes?: (current: TAttributes) => TAttributes,
+): Promise<EntityTransition<TAttributes>> {
+  const current = await readEntity<TAttributes>(tx, kind, id);
+  if (current.data.machineId !== machine.id) {
+    throw new ContractError('INTERNAL', `${kind} ${id} belongs to machine ${current.data.machineId}, not ${machine.id}`);
+  }
+  const snapshot = restoreSnapshot(machine, current.data.snapshot);
+  const from = String(snapshot.value);
+  if (!snapshot.can(event)) {
+    throw new ContractError('ILLEGAL_TRANSITION', `${machine.id} refuses ${event.type} from ${event.actor ?? 'an unnamed actor'} in state ${from}`, {
+      machine: machine.id,
+      kind,
+      id,
+      state: from,
+      event: event.type,
+      actor: event.actor ?? null,
+    });
+  }
+  const [next] = transition(machine, snapshot, event);
+  const terminal = next.status === 'done';
+  const record = await tx.put<EntityRecord<TAttributes>>(
+    kind,
+    id,
+    {
+      machineId: machine.id,
+      snapshot: persistSnapshot(machine, next),
+      attributes: attributes === undefined ? current.data.attributes : attributes(current.data.attributes),
+    },
+    { expectedVersion: current.version, terminal },
+  );
+  return { kind, id, from, to: String(next.value), event, terminal, record, snapshot: next };
+}
