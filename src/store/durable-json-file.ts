@@ -16,10 +16,13 @@ export interface WriteFaults {
   afterTempWrite?: () => void;
 }
 
-async function writeDurably(path: string, text: string): Promise<void> {
+/** writev takes at most IOV_MAX (1024 on Linux) buffers per call. */
+const WRITEV_BATCH = 1024;
+
+async function writeDurably(path: string, chunks: Buffer[]): Promise<void> {
   const handle = await open(path, 'w');
   try {
-    await handle.writeFile(text, 'utf8');
+    for (let i = 0; i < chunks.length; i += WRITEV_BATCH) await handle.writev(chunks.slice(i, i + WRITEV_BATCH));
     await handle.sync();
   } finally {
     await handle.close();
@@ -66,9 +69,9 @@ export class DurableJsonFile implements Adapter<StoreDocument> {
   }
 
   async write(document: StoreDocument): Promise<void> {
-    const text = serializeState(document.pending ?? document.committed);
+    const chunks = serializeState(document.pending ?? document.committed);
     try {
-      await writeDurably(this.tempPath, text);
+      await writeDurably(this.tempPath, chunks);
       this.faults.afterTempWrite?.();
       await rename(this.tempPath, this.path);
     } catch (error) {

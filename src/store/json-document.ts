@@ -5,37 +5,47 @@ import type { LogEntry, StoredRecord } from './store.js';
 export const JSON_STORE_FORMAT = 'coven-automata/json-store';
 export const JSON_STORE_FORMAT_VERSION = 1;
 
-// Records and log entries are immutable once written, so their JSON text is computed once and reused by
-// every later whole-file write; only what changed is stringified again.
-const serialized = new WeakMap<object, string>();
+// Records and log entries are immutable once written, so each one's encoded JSON is made once and reused
+// by every later whole-file write: a commit encodes only what it changed, then writes cached bytes.
+const encoded = new WeakMap<object, Buffer>();
 
-function cachedJson(value: object, make: () => unknown): string {
-  let text = serialized.get(value);
-  if (text === undefined) {
-    text = JSON.stringify(make());
-    serialized.set(value, text);
+function cachedBytes(value: object, make: () => string): Buffer {
+  let bytes = encoded.get(value);
+  if (bytes === undefined) {
+    bytes = Buffer.from(make(), 'utf8');
+    encoded.set(value, bytes);
   }
-  return text;
+  return bytes;
 }
 
-/** The file text for a state: one line per record and per log entry, in a stable order. */
-export function serializeState(state: StateLayer): string {
-  const parts: string[] = [`{"format":${JSON.stringify(JSON_STORE_FORMAT)},"formatVersion":${JSON_STORE_FORMAT_VERSION},"records":{`];
-  const kinds = state.kinds().sort();
-  kinds.forEach((kind, k) => {
-    const records = state.listRecords(kind).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-    parts.push(`${k === 0 ? '' : ','}\n${JSON.stringify(kind)}:{`);
-    records.forEach((r, i) => {
-      parts.push(`${i === 0 ? '' : ','}\n${JSON.stringify(r.id)}:`, cachedJson(r, () => ({ version: r.version, terminal: r.terminal, data: r.data })));
-    });
-    parts.push('}');
+const COMMA_NEWLINE = Buffer.from(',\n');
+const NEWLINE = Buffer.from('\n');
+
+/**
+ * The file content for a state, as a list of byte chunks to write in order: one line per record and
+ * per log entry, records in storage order, log entries in commit order.
+ */
+export function serializeState(state: StateLayer): Buffer[] {
+  const chunks: Buffer[] = [
+    Buffer.from(`{"format":${JSON.stringify(JSON_STORE_FORMAT)},"formatVersion":${JSON_STORE_FORMAT_VERSION},"records":{`),
+  ];
+  state.kinds().forEach((kind, k) => {
+    chunks.push(Buffer.from(`${k === 0 ? '' : ','}\n${JSON.stringify(kind)}:{`));
+    let first = true;
+    for (const r of state.recordsOf(kind)) {
+      chunks.push(first ? NEWLINE : COMMA_NEWLINE);
+      chunks.push(cachedBytes(r, () => `${JSON.stringify(r.id)}:${JSON.stringify({ version: r.version, terminal: r.terminal, data: r.data })}`));
+      first = false;
+    }
+    chunks.push(Buffer.from('}'));
   });
-  parts.push('},\n"log":[');
+  chunks.push(Buffer.from('},\n"log":['));
   state.feedSlice(0, state.feedLength()).forEach((e, i) => {
-    parts.push(`${i === 0 ? '' : ','}\n`, cachedJson(e, () => ({ stream: e.stream, sequence: e.sequence, data: e.data })));
+    chunks.push(i === 0 ? NEWLINE : COMMA_NEWLINE);
+    chunks.push(cachedBytes(e, () => JSON.stringify({ stream: e.stream, sequence: e.sequence, data: e.data })));
   });
-  parts.push(']}\n');
-  return parts.join('');
+  chunks.push(Buffer.from(']}\n'));
+  return chunks;
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);

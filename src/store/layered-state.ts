@@ -14,6 +14,8 @@ export interface StateLayer {
   kinds(): string[];
   getRecord(kind: string, id: string): StoredRecord | undefined;
   listRecords(kind: string): StoredRecord[];
+  /** Every record of a kind in storage order, without copying the kind's whole collection. */
+  recordsOf(kind: string): Iterable<StoredRecord>;
   streamHead(stream: string): number;
   streamEntries(stream: string): readonly LogEntry[];
   feedLength(): number;
@@ -47,7 +49,10 @@ export class CommittedState implements StateLayer {
     return this.records.get(kind)?.get(id);
   }
   listRecords(kind: string): StoredRecord[] {
-    return [...(this.records.get(kind)?.values() ?? [])];
+    return [...this.recordsOf(kind)];
+  }
+  recordsOf(kind: string): Iterable<StoredRecord> {
+    return this.records.get(kind)?.values() ?? [];
   }
   streamHead(stream: string): number {
     return this.streams.get(stream)?.length ?? 0;
@@ -102,14 +107,22 @@ export class Overlay implements StateLayer, StoreTransaction {
     return this.parent.getRecord(kind, id);
   }
   listRecords(kind: string): StoredRecord[] {
+    return [...this.recordsOf(kind)];
+  }
+  *recordsOf(kind: string): Iterable<StoredRecord> {
     const own = this.writes.get(kind);
-    if (own === undefined) return this.parent.listRecords(kind);
-    const merged = new Map(this.parent.listRecords(kind).map((r) => [r.id, r]));
-    for (const [id, record] of own) {
-      if (record === null) merged.delete(id);
-      else merged.set(id, record);
+    if (own === undefined) {
+      yield* this.parent.recordsOf(kind);
+      return;
     }
-    return [...merged.values()];
+    for (const record of this.parent.recordsOf(kind)) {
+      const replaced = own.get(record.id);
+      if (replaced === undefined) yield record;
+      else if (replaced !== null) yield replaced;
+    }
+    for (const [id, record] of own) {
+      if (record !== null && this.parent.getRecord(kind, id) === undefined) yield record;
+    }
   }
   streamHead(stream: string): number {
     return this.parent.streamHead(stream) + (this.appendedByStream.get(stream)?.length ?? 0);
