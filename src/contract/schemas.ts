@@ -1,0 +1,68 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
+import { packageRoot } from '../spec/package-root.js';
+import { SPEC_DIR } from '../spec/lifecycle-spec.js';
+
+/** The contract object schemas this package owns, by file name (they share one `$id` base). */
+export type SchemaName =
+  | 'common.schema.json'
+  | 'automation-definition.schema.json'
+  | 'automation-occurrence.schema.json'
+  | 'automation-run.schema.json'
+  | 'automation-attempt.schema.json'
+  | 'automation-receipt.schema.json'
+  | 'command-envelope.schema.json'
+  | 'command-response.schema.json'
+  | 'error-envelope.schema.json'
+  | 'event-envelope.schema.json';
+
+export const SCHEMA_BASE = 'https://coven-automata.dev/spec/coven-automations/v1/';
+
+export interface SchemaVerdict {
+  valid: boolean;
+  /** One line per problem: `<instance path>: <message>`. */
+  problems: string[];
+}
+
+let ajv: Ajv2020 | undefined;
+const compiled = new Map<string, ValidateFunction>();
+
+function instance(): Ajv2020 {
+  if (ajv === undefined) {
+    // Unknown keywords and formats still throw; conditional `then` branches may name `required` properties
+    // declared beside them without repeating `type`, which strictRequired/strictTypes would refuse.
+    ajv = new Ajv2020({ strict: true, strictRequired: false, strictTypes: false, allErrors: true });
+    const dir = join(packageRoot(), SPEC_DIR);
+    for (const file of readdirSync(dir).filter((f) => f.endsWith('.schema.json') && f !== 'state-machines.schema.json')) {
+      ajv.addSchema(JSON.parse(readFileSync(join(dir, file), 'utf8')) as object);
+    }
+  }
+  return ajv;
+}
+
+function describe(error: ErrorObject): string {
+  const where = error.instancePath === '' ? '(root)' : error.instancePath;
+  const params = error.params as Record<string, unknown>;
+  const extra =
+    error.keyword === 'additionalProperties'
+      ? ` '${String(params.additionalProperty)}'`
+      : error.keyword === 'const'
+        ? ` ${JSON.stringify(params.allowedValue)}`
+        : error.keyword === 'enum'
+          ? ` ${JSON.stringify(params.allowedValues)}`
+          : '';
+  return `${where}: ${error.message ?? error.keyword}${extra}`;
+}
+
+/** Validates `value` against one of the contract schemas; compiled once per schema and cached. */
+export function validateAgainst(schema: SchemaName, value: unknown): SchemaVerdict {
+  let validate = compiled.get(schema);
+  if (validate === undefined) {
+    validate = instance().getSchema(SCHEMA_BASE + schema);
+    if (validate === undefined) throw new Error(`unknown schema ${schema}`);
+    compiled.set(schema, validate);
+  }
+  const valid = validate(value) as boolean;
+  return { valid, problems: valid ? [] : [...new Set((validate.errors ?? []).map(describe))] };
+}
