@@ -75,7 +75,7 @@ export async function transitionEntity<TAttributes>(
   machine: AnyStateMachine,
   kind: string,
   id: string,
-  event: EventObject & { actor?: string; now?: string },
+  event: EventObject & { actor?: string; now?: string } & Record<string, unknown>,
   attributes?: (current: TAttributes) => TAttributes,
 ): Promise<EntityTransition<TAttributes>> {
   const current = await readEntity<TAttributes>(tx, kind, id);
@@ -107,4 +107,24 @@ export async function transitionEntity<TAttributes>(
     { expectedVersion: current.version, terminal },
   );
   return { kind, id, from, to: String(next.value), event, terminal, record, snapshot: next };
+}
+
+/**
+ * Rewrites an entity's contract attributes without a lifecycle transition (e.g. a revise that keeps a
+ * definition active). The persisted snapshot is carried over unchanged: only the machine moves state.
+ */
+export async function updateEntityAttributes<TAttributes>(
+  tx: StoreTransaction,
+  kind: string,
+  id: string,
+  expectedVersion: number,
+  update: (current: TAttributes) => TAttributes,
+): Promise<StoredRecord<EntityRecord<TAttributes>>> {
+  const current = await readEntity<TAttributes>(tx, kind, id);
+  return tx.put<EntityRecord<TAttributes>>(
+    kind,
+    id,
+    { ...current.data, attributes: update(current.data.attributes) },
+    { expectedVersion, terminal: current.terminal },
+  );
 }

@@ -4,7 +4,7 @@ import { Low } from 'lowdb';
 import { DurableJsonFile, type StoreDocument, type WriteFaults } from './durable-json-file.js';
 import { acquireStoreLock, type HeldLock } from './file-lock.js';
 import { CommittedState, Overlay } from './layered-state.js';
-import { StoreClosedError, type Store, type StoreReader, type StoreTransaction } from './store.js';
+import { CommitListeners, StoreClosedError, type Store, type StoreReader, type StoreTransaction } from './store.js';
 
 export interface JsonFileStoreOptions {
   /** Most transactions folded into one durable write. */
@@ -44,6 +44,7 @@ export class JsonFileStore implements Store {
   private readonly pending: Job[] = [];
   private draining: Promise<void> | undefined;
   private closed = false;
+  private readonly committed = new CommitListeners();
 
   private constructor(
     readonly file: string,
@@ -90,6 +91,10 @@ export class JsonFileStore implements Store {
     return body(new Overlay(this.db.data.committed));
   }
 
+  onCommit(listener: () => void): () => void {
+    return this.committed.add(listener);
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
@@ -128,6 +133,7 @@ export class JsonFileStore implements Store {
           this.db.data.pending = null;
         }
         group.mergeInto(this.db.data.committed);
+        this.committed.notify();
       }
       for (const [job, result] of succeeded) job.resolve(result);
     }

@@ -1,5 +1,5 @@
 import { CommittedState, Overlay } from './layered-state.js';
-import { StoreClosedError, type Store, type StoreReader, type StoreTransaction } from './store.js';
+import { CommitListeners, StoreClosedError, type Store, type StoreReader, type StoreTransaction } from './store.js';
 
 /**
  * A store that keeps everything in memory, with the same transaction semantics as the file stores:
@@ -15,13 +15,17 @@ export class MemoryStore implements Store {
   private readonly state = new CommittedState();
   private tail: Promise<unknown> = Promise.resolve();
   private closed = false;
+  private readonly committed = new CommitListeners();
 
   transact<R>(body: (tx: StoreTransaction) => Promise<R> | R): Promise<R> {
     const run = async (): Promise<R> => {
       if (this.closed) throw new StoreClosedError('the store is closed');
       const overlay = new Overlay(this.state);
       const result = await body(overlay);
-      overlay.mergeInto(this.state);
+      if (!overlay.isEmpty) {
+        overlay.mergeInto(this.state);
+        this.committed.notify();
+      }
       return result;
     };
     const next = this.tail.then(run, run);
@@ -32,6 +36,10 @@ export class MemoryStore implements Store {
   async read<R>(body: (reader: StoreReader) => Promise<R> | R): Promise<R> {
     if (this.closed) throw new StoreClosedError('the store is closed');
     return body(new Overlay(this.state));
+  }
+
+  onCommit(listener: () => void): () => void {
+    return this.committed.add(listener);
   }
 
   async close(): Promise<void> {

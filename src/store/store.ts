@@ -72,7 +72,23 @@ export interface StoreTransaction extends StoreReader {
 export interface Store {
   transact<R>(body: (tx: StoreTransaction) => Promise<R> | R): Promise<R>;
   read<R>(body: (reader: StoreReader) => Promise<R> | R): Promise<R>;
+  /** Calls `listener` after every durable commit that changed something; returns the unsubscribe. */
+  onCommit(listener: () => void): () => void;
   close(): Promise<void>;
+}
+
+/** The listener set every store keeps for {@link Store.onCommit}. */
+export class CommitListeners {
+  private readonly listeners = new Set<() => void>();
+
+  add(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  notify(): void {
+    for (const listener of [...this.listeners]) listener();
+  }
 }
 
 /** A compare-and-set failed: the record or stream moved since the caller read it. Nothing was written. */

@@ -1,0 +1,143 @@
+import { sha256Hex } from '../contract/digest.js';
+import type { Digest } from '../contract/digest.js';
+import { SCHEMA_VERSION } from '../contract/vocabulary.js';
+import type { LogEntry, StoreReader, StoreTransaction } from '../store/store.js';
+
+export type StreamKind = 'automation' | 'occurrence' | 'run' | 'feed';
+
+export interface StreamRef {
+  kind: StreamKind;
+  id: string;
+}
+
+export type EventKind =
+  | 'definition.created'
+  | 'definition.revised'
+  | 'definition.activated'
+  | 'definition.paused'
+  | 'definition.disabled'
+  | 'definition.invalidated'
+  | 'definition.tombstoned'
+  | 'definition.imported'
+  | 'occurrence.transitioned'
+  | 'occurrence.misfire_recorded'
+  | 'run.transitioned'
+  | 'attempt.transitioned'
+  | 'receipt.recorded'
+  | 'feed.snapshot';
+
+export interface ProducerIdentity {
+  component: string;
+  instanceId: string;
+  implementationVersion?: string;
+}
+
+/** The contract's changefeed event envelope. */
+export interface EventEnvelope {
+  schemaVersion: typeof SCHEMA_VERSION;
+  eventId: string;
+  stream: StreamRef;
+  sequence: number;
+  recordedAt: string;
+  observedAt: string;
+  producer: ProducerIdentity;
+  causation?: { adoptionKey?: string; causeEventId?: string; correlationId?: string };
+  automationId?: string;
+  occurrenceId?: string;
+  runId?: string;
+  attemptId?: string;
+  kind: EventKind;
+  summary: string;
+  payload: Record<string, unknown>;
+  privacy: { classification: 'public' | 'operational' | 'sensitive' | 'restricted'; retention: { classification: string } };
+  integrity?: Digest;
+}
+
+/** The store stream that holds a changefeed stream's events. */
+export function storeStream(stream: StreamRef): string {
+  return `${stream.kind}/${stream.id}`;
+}
+
+/** What a caller supplies for one event; the changefeed fills in identity, sequence and time. */
+export interface NewEvent {
+  stream: StreamRef;
+  kind: EventKind;
+  summary: string;
+  payload: Record<string, unknown>;
+  automationId?: string;
+  occurrenceId?: string;
+  runId?: string;
+  attemptId?: string;
+  adoptionKey?: string;
+  correlationId?: string;
+  observedAt?: string;
+}
+
+export interface ChangefeedContext {
+  producer: ProducerIdentity;
+  /** Distinguishes this store's events from any other store's, so event ids are globally unique. */
+  storeId: string;
+  now: string;
+}
+
+/**
+ * Event ids are derived, not random: `evt` + the first 32 hex of SHA-256(storeId, stream, sequence). A
+ * (stream, sequence) pair is unique within a store and the store id is unique, so ids are unique and
+ * replays of the same history reproduce the same ids.
+ */
+export function eventIdFor(storeId: string, stream: StreamRef, sequence: number): string {
+  return `evt${sha256Hex(`${storeId}\u0000${storeStream(stream)}\u0000${sequence}`).slice(0, 32)}`;
+}
+
+/** Appends one event envelope inside `tx`, as a compare-and-set on the stream head. */
+export async function appendEvent(tx: StoreTransaction, context: ChangefeedContext, event: NewEvent): Promise<EventEnvelope> {
+  const key = storeStream(event.stream);
+  const sequence = await tx.head(key);
+  const envelope: EventEnvelope = {
+    schemaVersion: SCHEMA_VERSION,
+    eventId: eventIdFor(context.storeId, event.stream, sequence),
+    stream: event.stream,
+    sequence,
+    recordedAt: context.now,
+    observedAt: event.observedAt ?? context.now,
+    producer: context.producer,
+    ...(event.adoptionKey === undefined && event.correlationId === undefined
+      ? {}
+      : {
+          causation: {
+            ...(event.adoptionKey === undefined ? {} : { adoptionKey: event.adoptionKey }),
+            ...(event.correlationId === undefined ? {} : { correlationId: event.correlationId }),
+          },
+        }),
+    ...(event.automationId === undefined ? {} : { automationId: event.automationId }),
+    ...(event.occurrenceId === undefined ? {} : { occurrenceId: event.occurrenceId }),
+    ...(event.runId === undefined ? {} : { runId: event.runId }),
+    ...(event.attemptId === undefined ? {} : { attemptId: event.attemptId }),
+    kind: event.kind,
+    summary: event.summary.slice(0, 300),
+    payload: event.payload,
+    privacy: { classification: 'operational', retention: { classification: 'standard' } },
+  };
+  await tx.append(key, envelope, sequence);
+  return envelope;
+}
+
+export function envelopeOf(entry: LogEntry): EventEnvelope {
+  return entry.data as EventEnvelope;
+}
+
+const STORE_META_KIND = 'meta';
+const STORE_META_ID = 'store';
+
+/** The store's identity, created on first use from `newId` and never changed afterwards. */
+export async function ensureStoreId(tx: StoreTransaction, newId: () => string): Promise<string> {
+  const existing = await tx.get<{ storeId: string }>(STORE_META_KIND, STORE_META_ID);
+  if (existing !== undefined) return existing.data.storeId;
+  const storeId = newId();
+  await tx.put(STORE_META_KIND, STORE_META_ID, { storeId }, { expectedVersion: null, terminal: true });
+  return storeId;
+}
+
+export async function readStoreId(reader: StoreReader): Promise<string | undefined> {
+  return (await reader.get<{ storeId: string }>(STORE_META_KIND, STORE_META_ID))?.data.storeId;
+}

@@ -1,0 +1,51 @@
+import { jcsSha256 } from '../contract/digest.js';
+import { ContractError } from '../contract/errors.js';
+import type { StoreTransaction } from '../store/store.js';
+import type { CommandEnvelope } from './envelope.js';
+
+export const ADOPTION_KIND = 'adoption';
+
+/**
+ * The durable record of a committed command, written in the same transaction as its effects. Keys are
+ * global: any later use of the key either replays this record or conflicts with it.
+ */
+export interface AdoptionRecord {
+  command: string;
+  requestDigest: string;
+  committedAt: string;
+  result: Record<string, unknown>;
+  revision?: number;
+  eventRef?: { stream: string; sequence: number };
+  automationId?: string;
+}
+
+/**
+ * What makes two requests "the same": JCS SHA-256 over command, expectedRevision and payload. Origin and
+ * intent are context, not content, so a redelivery with another correlation id still replays.
+ */
+export function requestDigest(envelope: Pick<CommandEnvelope, 'command' | 'expectedRevision' | 'payload'>): string {
+  return jcsSha256({ command: envelope.command, expectedRevision: envelope.expectedRevision ?? null, payload: envelope.payload });
+}
+
+export async function findAdoption(tx: StoreTransaction, key: string): Promise<AdoptionRecord | undefined> {
+  return (await tx.get<AdoptionRecord>(ADOPTION_KIND, key))?.data;
+}
+
+export async function recordAdoption(tx: StoreTransaction, key: string, record: AdoptionRecord): Promise<void> {
+  await tx.put(ADOPTION_KIND, key, record, { expectedVersion: null, terminal: true });
+}
+
+/** The refusal for a key already committed by another request. */
+export function replayMismatch(key: string, prior: AdoptionRecord): ContractError {
+  const error = new ContractError(
+    'ADOPTION_REPLAY_MISMATCH',
+    `adoption key ${key} already committed ${prior.command} with a different request; it is never re-executed`,
+    {
+      committedCommand: prior.command,
+      committedOutcome: 'committed',
+      ...(prior.revision === undefined ? {} : { committedRevision: prior.revision }),
+      ...(prior.automationId === undefined ? {} : { automationId: prior.automationId }),
+    },
+  );
+  return Object.assign(error, { adoption: { key, conflictOutcome: 'committed' as const } });
+}

@@ -1,0 +1,194 @@
+import { Changefeed } from '../changefeed/changefeed.js';
+import { ensureStoreId, type EventEnvelope, type StreamRef } from '../changefeed/event-envelope.js';
+import { ContractError, isContractError, type ErrorEnvelope } from '../contract/errors.js';
+import { SCHEMA_VERSION } from '../contract/vocabulary.js';
+import { isoNow, type Clock } from '../engine/clock.js';
+import type { Store, StoreTransaction } from '../store/store.js';
+import { findAdoption, recordAdoption, replayMismatch, requestDigest, type AdoptionRecord } from './adoption.js';
+import {
+  DEFAULT_PRODUCER,
+  defaultNewId,
+  defaultRequirements,
+  type CommandContext,
+  type CommandHandlerOptions,
+  type CommandOutcome,
+  type RequirementsCheck,
+} from './context.js';
+import { changeLifecycle, createDefinition, LIFECYCLE_COMMANDS, reviseDefinition } from './definition-commands.js';
+import { getDefinition, listDefinitions } from './definition-reads.js';
+import { decodeCommand, peekIdentity, QUERY_COMMANDS, type CommandEnvelope, type CommandName, type CommandResponse } from './envelope.js';
+import { importLegacy } from './legacy-import.js';
+
+/** Commands whose effects belong to the scheduler/dispatcher/worker, which this build does not include yet. */
+const NOT_YET_EXECUTED: ReadonlySet<CommandName> = new Set([
+  'occurrence.runNow.v1',
+  'occurrence.cancel.v1',
+  'occurrence.recover.v1',
+  'run.cancel.v1',
+  'attempt.cancel.v1',
+  'attempt.retry.v1',
+  'run.history.v1',
+  'definition.health.v1',
+]);
+
+type Mutation = (ctx: CommandContext) => Promise<CommandOutcome>;
+
+/**
+ * The contract's command handler: one entry point, `handle`, for any input. Input is validated once at
+ * the boundary; every answer is a CommandResponse (`committed`, `replayed` or `rejected`), never a throw.
+ * A mutation commits its effects, its events and its adoption record in one store transaction, or nothing.
+ *
+ * @example
+ * ```ts
+ * const handler = new CommandHandler({ store, clock: systemClock });
+ * const response = await handler.handle({ schemaVersion: 'coven.automations.v1', command: 'definition.pause.v1', ... });
+ * if (response.outcome === 'rejected') console.error(response.error.code, response.error.message);
+ * ```
+ */
+export class CommandHandler {
+  readonly changefeed: Changefeed;
+  private readonly store: Store;
+  private readonly clock: Clock;
+  private readonly requirements: RequirementsCheck;
+  private readonly producer;
+  private readonly newId: () => string;
+  private storeIdPromise: Promise<string> | undefined;
+
+  constructor(options: CommandHandlerOptions) {
+    this.store = options.store;
+    this.clock = options.clock;
+    this.requirements = options.requirements ?? defaultRequirements();
+    this.producer = options.producer ?? DEFAULT_PRODUCER;
+    this.newId = options.newId ?? defaultNewId;
+    this.changefeed = new Changefeed(options.store, options.clock, options.checkpointTtlMs);
+  }
+
+  async handle(raw: unknown): Promise<CommandResponse> {
+    let envelope: CommandEnvelope;
+    try {
+      envelope = decodeCommand(raw);
+    } catch (error) {
+      return this.rejected(peekIdentity(raw), error);
+    }
+    try {
+      if (QUERY_COMMANDS.has(envelope.command)) return this.committed(envelope, await this.query(envelope));
+      if (NOT_YET_EXECUTED.has(envelope.command)) {
+        throw new ContractError('CAPABILITY_UNSUPPORTED', `${envelope.command} is validated but not executed by this build: scheduling and execution are not included yet`, {
+          contractProfile: SCHEMA_VERSION,
+          variant: `command.${envelope.command}`,
+          reason: 'not advertised by this engine build',
+        });
+      }
+      return await this.mutate(envelope);
+    } catch (error) {
+      return this.rejected(envelope, error);
+    }
+  }
+
+  /** Live changefeed delivery; see {@link Changefeed.subscribe}. */
+  subscribe(stream: StreamRef, options: { after?: number; checkpoint?: string; signal?: AbortSignal } = {}): AsyncGenerator<EventEnvelope> {
+    return this.changefeed.subscribe(stream, options);
+  }
+
+  private async query(envelope: CommandEnvelope): Promise<Record<string, unknown>> {
+    // The envelope schema already checked each payload's shape; these casts only name it.
+    const p = envelope.payload;
+    switch (envelope.command) {
+      case 'definition.list.v1':
+        return this.store.read((r) => listDefinitions(r, p as Parameters<typeof listDefinitions>[1]));
+      case 'definition.get.v1':
+        return this.store.read((r) => getDefinition(r, p as Parameters<typeof getDefinition>[1]));
+      case 'events.read.v1':
+      case 'events.subscribe.v1': {
+        const { stream, ...options } = p as { stream: StreamRef; after?: number; from?: string; checkpoint?: string; limit?: number };
+        return { ...(await this.changefeed.read(stream, options)) };
+      }
+      default:
+        throw new ContractError('INTERNAL', `no query handler for ${envelope.command}`);
+    }
+  }
+
+  private mutation(envelope: CommandEnvelope): Mutation {
+    if (envelope.command === 'definition.create.v1') return createDefinition;
+    if (envelope.command === 'definition.revise.v1') return reviseDefinition;
+    if (envelope.command === 'legacy.import.v1') return importLegacy;
+    const lifecycle = LIFECYCLE_COMMANDS[envelope.command];
+    if (lifecycle !== undefined) return (ctx) => changeLifecycle(ctx, lifecycle);
+    throw new ContractError('INTERNAL', `no mutation handler for ${envelope.command}`);
+  }
+
+  private async mutate(envelope: CommandEnvelope): Promise<CommandResponse> {
+    const run = this.mutation(envelope);
+    const digest = requestDigest(envelope);
+    const storeId = await this.storeId();
+    const dryRun = envelope.command === 'legacy.import.v1' && envelope.payload.dryRun === true;
+    return this.store.transact(async (tx: StoreTransaction) => {
+      const prior = await findAdoption(tx, envelope.adoptionKey);
+      if (prior !== undefined) {
+        if (prior.requestDigest !== digest) throw replayMismatch(envelope.adoptionKey, prior);
+        return this.replayed(envelope, prior);
+      }
+      const now = isoNow(this.clock);
+      const outcome = await run({ tx, envelope, now, feed: { producer: this.producer, storeId, now }, requirements: this.requirements });
+      // A dry run is a question, not a command: nothing of it, its key included, is stored.
+      if (!dryRun) {
+        const record: AdoptionRecord = {
+          command: envelope.command,
+          requestDigest: digest,
+          committedAt: now,
+          result: outcome.result,
+          ...(outcome.revision === undefined ? {} : { revision: outcome.revision }),
+          ...(outcome.eventRef === undefined ? {} : { eventRef: outcome.eventRef }),
+          ...(outcome.automationId === undefined ? {} : { automationId: outcome.automationId }),
+        };
+        await recordAdoption(tx, envelope.adoptionKey, record);
+      }
+      return this.committed(envelope, outcome.result, outcome);
+    });
+  }
+
+  private storeId(): Promise<string> {
+    this.storeIdPromise ??= this.store.transact((tx) => ensureStoreId(tx, this.newId));
+    return this.storeIdPromise;
+  }
+
+  private committed(envelope: CommandEnvelope, result: Record<string, unknown>, outcome?: CommandOutcome): CommandResponse {
+    return {
+      schemaVersion: SCHEMA_VERSION,
+      command: envelope.command,
+      adoptionKey: envelope.adoptionKey,
+      outcome: 'committed',
+      ...(outcome?.revision === undefined ? {} : { revision: outcome.revision }),
+      result,
+      ...(outcome?.eventRef === undefined ? {} : { eventRef: outcome.eventRef }),
+    };
+  }
+
+  private replayed(envelope: CommandEnvelope, prior: AdoptionRecord): CommandResponse {
+    return {
+      schemaVersion: SCHEMA_VERSION,
+      command: envelope.command,
+      adoptionKey: envelope.adoptionKey,
+      outcome: 'replayed',
+      replay: { firstCommittedAt: prior.committedAt },
+      ...(prior.revision === undefined ? {} : { revision: prior.revision }),
+      result: structuredClone(prior.result),
+      ...(prior.eventRef === undefined ? {} : { eventRef: { ...prior.eventRef } }),
+    };
+  }
+
+  private rejected(identity: { command: string; adoptionKey: string }, error: unknown): CommandResponse {
+    const typed = isContractError(error) ? error : new ContractError('INTERNAL', `internal error: ${(error as Error)?.message ?? String(error)}`);
+    const envelope: CommandResponse['error'] = typed.toEnvelope() as ErrorEnvelope;
+    const adoption = (typed as { adoption?: { key: string; conflictOutcome?: 'committed' | 'rejected' } }).adoption;
+    if (adoption !== undefined) envelope!.adoption = adoption;
+    envelope!.message = envelope!.message.slice(0, 1000) || typed.code;
+    return {
+      schemaVersion: SCHEMA_VERSION,
+      command: identity.command,
+      adoptionKey: identity.adoptionKey,
+      outcome: 'rejected',
+      error: envelope,
+    };
+  }
+}

@@ -1,0 +1,52 @@
+import { randomUUID } from 'node:crypto';
+import type { ChangefeedContext, ProducerIdentity } from '../changefeed/event-envelope.js';
+import type { RequirementsVerdict } from '../guards/common.js';
+import type { Clock } from '../engine/clock.js';
+import type { Store, StoreTransaction } from '../store/store.js';
+import type { CommandEnvelope } from './envelope.js';
+import type { AutomationDefinition } from './definition-body.js';
+
+/** Decides whether a definition's familiar, authority and runtime requirements can be met right now. */
+export type RequirementsCheck = (definition: AutomationDefinition) => RequirementsVerdict;
+
+export interface CommandHandlerOptions {
+  store: Store;
+  clock: Clock;
+  producer?: ProducerIdentity;
+  /** Source of fresh identifiers (store id, checkpoints); injected so tests can be deterministic. */
+  newId?: () => string;
+  requirements?: RequirementsCheck;
+  /** Lifetime of an events.read checkpoint. */
+  checkpointTtlMs?: number;
+}
+
+/** Everything one command needs while it runs inside its store transaction. */
+export interface CommandContext {
+  tx: StoreTransaction;
+  envelope: CommandEnvelope;
+  now: string;
+  feed: ChangefeedContext;
+  requirements: RequirementsCheck;
+}
+
+export interface CommandOutcome {
+  result: Record<string, unknown>;
+  revision?: number;
+  eventRef?: { stream: string; sequence: number };
+  /** The definition the command concerns, reported on a replay mismatch. */
+  automationId?: string;
+}
+
+export const DEFAULT_PRODUCER: ProducerIdentity = { component: 'coven-automata', instanceId: 'coven-automata@local' };
+export const defaultNewId = (): string => randomUUID().replace(/-/g, '');
+
+/** Familiar and authority must be bound; a runtime must be named (and known, when a runtime list is given). */
+export function defaultRequirements(knownRuntimes?: readonly string[]): RequirementsCheck {
+  return (definition) => ({
+    familiar: typeof definition.binding.familiarId === 'string' && definition.binding.familiarId.length > 0,
+    authority: typeof definition.binding.authority?.approvalPolicyRef === 'string',
+    runtime:
+      definition.runtimeRequirements !== undefined &&
+      (knownRuntimes === undefined || knownRuntimes.includes(definition.runtimeRequirements.runtimeId)),
+  });
+}

@@ -1,0 +1,136 @@
+import { definitionMachine } from '../../machines/index.js';
+import { createEntity, type EntityRecord } from '../actors/entity-transition.js';
+import { appendEvent } from '../changefeed/event-envelope.js';
+import { integrityOf } from '../contract/digest.js';
+import { ContractError, isContractError } from '../contract/errors.js';
+import type { CommandContext, CommandOutcome } from './context.js';
+import { checkDefinitionBody, type AutomationDefinition } from './definition-body.js';
+import { DEFINITION_KIND, DEFINITION_REVISION_KIND, revisionId, type DefinitionAttributes } from './definition-commands.js';
+
+/** The flat legacy definition used by upstream's conformance vectors (schemaVersion 1). */
+export interface FlatDefinition {
+  schemaVersion: 1;
+  id: string;
+  name: string;
+  status: 'ACTIVE' | 'PAUSED' | 'DISABLED';
+  rrule: string;
+  timezone: string;
+  misfire: 'latest';
+  overlap: 'forbid';
+  timeoutMinutes: number;
+  runtime: string;
+  prompt: string;
+  cwd?: string;
+  familiarId?: string;
+  model?: string;
+  tags?: string[];
+  outputTarget?: string;
+  retry?: { maxAttempts: number; backoffPolicy: 'none' | 'fixed' | 'exponential'; backoffSeconds?: number; retryableClasses?: Array<'transient_dispatch' | 'lease_expired' | 'runtime_unavailable'> };
+}
+
+const FLAT_KEYS = new Set(['schemaVersion', 'id', 'name', 'status', 'rrule', 'timezone', 'misfire', 'overlap', 'timeoutMinutes', 'runtime', 'prompt', 'cwd', 'familiarId', 'model', 'tags', 'outputTarget', 'retry']);
+/** Imported definitions bind this approval policy until an operator revises them with a real one. */
+export const LEGACY_APPROVAL_POLICY = 'policy://coven-automata/legacy-import';
+
+function invalid(id: string, why: string): ContractError {
+  return new ContractError('VALIDATION_FAILED', `legacy definition ${id}: ${why}`, { automationId: id });
+}
+
+/**
+ * Maps a flat legacy definition onto a rich v1 body in `draft`, refusing what the flat form cannot say
+ * safely: unknown fields, another schema version, an unsupported output target.
+ */
+export function richFromFlat(flat: unknown, principalId: string, now: string): AutomationDefinition {
+  const f = flat as Partial<FlatDefinition> & Record<string, unknown>;
+  const id = typeof f.id === 'string' ? f.id : '(no id)';
+  if (typeof flat !== 'object' || flat === null || Array.isArray(flat)) throw invalid(id, 'must be an object');
+  if (f.schemaVersion !== 1) {
+    throw new ContractError('SCHEMA_VERSION_UNSUPPORTED', `legacy definition ${id}: schemaVersion ${JSON.stringify(f.schemaVersion)} is not 1`, { automationId: id });
+  }
+  const unknown = Object.keys(f).filter((k) => !FLAT_KEYS.has(k));
+  if (unknown.length > 0) throw invalid(id, `unknown fields ${unknown.join(', ')}`);
+  if (f.status !== 'ACTIVE' && f.status !== 'PAUSED' && f.status !== 'DISABLED') throw invalid(id, `status ${JSON.stringify(f.status)} is not ACTIVE, PAUSED or DISABLED`);
+  if (f.misfire !== 'latest') throw new ContractError('CAPABILITY_UNSUPPORTED', `legacy definition ${id}: misfire ${JSON.stringify(f.misfire)}`, { variant: `misfire.${String(f.misfire)}` });
+  if (f.overlap !== 'forbid') throw new ContractError('CAPABILITY_UNSUPPORTED', `legacy definition ${id}: overlap ${JSON.stringify(f.overlap)}`, { variant: `overlap.${String(f.overlap)}` });
+  const body: Omit<AutomationDefinition, 'integrity'> = {
+    schemaVersion: 'coven.automations.v1',
+    automationId: f.id as string,
+    revision: 1,
+    lifecycleState: 'draft',
+    display: { name: f.name as string, ...(f.tags === undefined ? {} : { tags: f.tags }) },
+    trigger: { variant: 'schedule', version: 1, schedule: { rrule: f.rrule as string, timezone: f.timezone as string } },
+    conditions: [],
+    action: { variant: 'familiarInvocation', version: 1, prompt: f.prompt as string, ...(f.cwd === undefined ? {} : { cwd: f.cwd }) },
+    binding: {
+      familiarBindingPolicy: 'exact',
+      ...(f.familiarId === undefined ? {} : { familiarId: f.familiarId }),
+      authority: { approvalPolicyRef: LEGACY_APPROVAL_POLICY },
+    },
+    runtimeRequirements: { runtimeId: f.runtime as string, capabilities: ['sessions.launch'], ...(f.model === undefined ? {} : { model: f.model }) },
+    policies: {
+      timeout: { perRunMinutes: f.timeoutMinutes as number },
+      retry: f.retry ?? { maxAttempts: 1, backoffPolicy: 'none' },
+      concurrency: { overlap: 'forbid' },
+      misfire: { disposition: 'latest' },
+      ...(f.outputTarget === undefined ? {} : { delivery: { outputTarget: f.outputTarget, mode: 'atomic' as const } }),
+      retention: { occurrenceHistory: { classification: 'standard' } },
+    },
+    provenance: { createdBy: { principalId }, createdAt: now, importedFrom: `legacy:${f.id as string}` },
+    extensions: { 'x-legacy-status': f.status },
+  };
+  const withIntegrity = { ...body, integrity: integrityOf(body as Record<string, unknown>) } as AutomationDefinition;
+  return checkDefinitionBody(withIntegrity, `payload.definitions[${id}]`);
+}
+
+/**
+ * legacy.import.v1 (source `flat-definitions`): each definition lands in `draft` with one
+ * `definition.imported` event; existing ids, tombstoned ones included, are skipped; a dry run writes nothing.
+ */
+export async function importLegacy(ctx: CommandContext): Promise<CommandOutcome> {
+  const payload = ctx.envelope.payload as { source: string; definitions: unknown[]; dryRun?: boolean };
+  const dryRun = payload.dryRun === true;
+  const imported: string[] = [];
+  const skipped: Array<{ automationId: string; reason: string }> = [];
+  const failures: Array<{ automationId: string; code: string; message: string }> = [];
+  const seen = new Set<string>();
+  let lastEvent: { stream: string; sequence: number } | undefined;
+  for (const flat of payload.definitions) {
+    const id = typeof (flat as { id?: unknown })?.id === 'string' ? (flat as { id: string }).id : '(no id)';
+    let body: AutomationDefinition;
+    try {
+      body = richFromFlat(flat, ctx.envelope.origin.principal.principalId, ctx.now);
+    } catch (error) {
+      if (!isContractError(error)) throw error;
+      failures.push({ automationId: id, code: error.code, message: error.message });
+      continue;
+    }
+    const existing = await ctx.tx.get<EntityRecord<DefinitionAttributes>>(DEFINITION_KIND, id);
+    if (existing !== undefined || seen.has(id)) {
+      skipped.push({ automationId: id, reason: existing === undefined ? 'duplicate id in this import' : 'a definition with this id exists (tombstoned ids stay reserved)' });
+      continue;
+    }
+    seen.add(id);
+    imported.push(id);
+    if (dryRun) continue;
+    await createEntity<DefinitionAttributes>(ctx.tx, definitionMachine, DEFINITION_KIND, id, { automationId: id, revision: 1 }, {
+      definition: body,
+      createdAt: ctx.now,
+      updatedAt: ctx.now,
+      tombstonedAt: null,
+    });
+    await ctx.tx.put(DEFINITION_REVISION_KIND, revisionId(id, 1), body, { expectedVersion: null, terminal: true });
+    const event = await appendEvent(ctx.tx, ctx.feed, {
+      stream: { kind: 'automation', id },
+      kind: 'definition.imported',
+      summary: `definition ${id} imported from the flat legacy form (draft)`,
+      payload: { revision: 1, definitionDigest: body.integrity, lifecycleState: 'draft', importedFrom: `legacy:${id}` },
+      automationId: id,
+      adoptionKey: ctx.envelope.adoptionKey,
+    });
+    lastEvent = { stream: `automation/${id}`, sequence: event.sequence };
+  }
+  return {
+    result: { source: payload.source, dryRun, imported, skipped, failures },
+    ...(lastEvent === undefined ? {} : { eventRef: lastEvent }),
+  };
+}
