@@ -91,7 +91,7 @@ export async function importLegacy(ctx: CommandContext): Promise<CommandOutcome>
   const dryRun = payload.dryRun === true;
   const imported: string[] = [];
   const skipped: Array<{ automationId: string; reason: string }> = [];
-  const failures: Array<{ automationId: string; code: string; message: string }> = [];
+  const failures: Array<{ automationId: string; code: string; message: string; problems?: string[] }> = [];
   const seen = new Set<string>();
   let lastEvent: { stream: string; sequence: number } | undefined;
   for (const flat of payload.definitions) {
@@ -101,7 +101,8 @@ export async function importLegacy(ctx: CommandContext): Promise<CommandOutcome>
       body = richFromFlat(flat, ctx.envelope.origin.principal.principalId, ctx.now);
     } catch (error) {
       if (!isContractError(error)) throw error;
-      failures.push({ automationId: id, code: error.code, message: error.message });
+      const problems = error.details?.problems;
+      failures.push({ automationId: id, code: error.code, message: error.message, ...(Array.isArray(problems) ? { problems: problems as string[] } : {}) });
       continue;
     }
     const existing = await ctx.tx.get<EntityRecord<DefinitionAttributes>>(DEFINITION_KIND, id);

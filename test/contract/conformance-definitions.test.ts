@@ -1,0 +1,56 @@
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, test } from 'vitest';
+import { CommandHandler } from '../../src/command-handler/command-handler.js';
+import { SimulatedClock } from '../../src/engine/clock.js';
+import { MemoryStore } from '../../src/store/memory-store.js';
+import { command, expectCommitted } from '../support/commands.js';
+import { readUpstreamJson, upstreamAvailable, upstreamDir } from '../support/upstream.js';
+
+interface DefinitionVector {
+  vectorId: string;
+  input: { definitions?: unknown[]; invalidDefinitions?: unknown[] };
+  expected: { refusals?: Array<{ refusalId: string; reasonMatches: string }> };
+}
+
+/** The contract code each refusal must carry; upstream's reason wording belongs to its reference model. */
+const EXPECTED_CODE: Record<string, string> = {
+  'definitions.reject-bad-id': 'VALIDATION_FAILED',
+  'definitions.reject-empty-rrule': 'VALIDATION_FAILED',
+  'definitions.reject-missing-prompt': 'VALIDATION_FAILED',
+  'definitions.reject-rrule-frequency': 'CAPABILITY_UNSUPPORTED',
+  'definitions.reject-schema-version': 'SCHEMA_VERSION_UNSUPPORTED',
+  'definitions.reject-unknown-field': 'VALIDATION_FAILED',
+};
+
+const files = upstreamAvailable ? readdirSync(join(upstreamDir, 'conformance/vectors/definitions')).filter((f) => f.endsWith('.json')).sort() : [];
+
+describe.skipIf(!upstreamAvailable)('upstream conformance vectors/definitions through legacy.import.v1', () => {
+  test.each(files)('%s', async (file) => {
+    const vector = readUpstreamJson<DefinitionVector>(`conformance/vectors/definitions/${file}`);
+    const handler = new CommandHandler({ store: new MemoryStore(), clock: new SimulatedClock('2026-03-01T00:00:00.000Z') });
+    const definitions = [...(vector.input.definitions ?? []), ...(vector.input.invalidDefinitions ?? [])];
+    const response = expectCommitted(await handler.handle(command('legacy.import.v1', { source: 'flat-definitions', definitions })));
+    const result = response.result as { imported: string[]; failures: Array<{ automationId: string; code: string; message: string; problems?: string[] }> };
+    for (const valid of vector.input.definitions ?? []) {
+      const id = (valid as { id: string }).id;
+      const failure = result.failures.find((f) => f.automationId === id);
+      if ((valid as { outputTarget?: string }).outputTarget !== undefined) {
+        // Contract over reference model: outputTarget.atomic is a refused capability in capabilities.json.
+        expect(failure?.code, `${vector.vectorId}: ${id}`).toBe('CAPABILITY_UNSUPPORTED');
+        console.info(`${vector.vectorId}: refused ${id} (outputTarget.atomic is refused by the contract's capability profile; upstream's reference model accepts it)`);
+      } else {
+        expect(result.imported, `${vector.vectorId}: ${JSON.stringify(failure)}`).toContain(id);
+      }
+    }
+    for (const [i, refusal] of (vector.expected.refusals ?? []).entries()) {
+      const id = (vector.input.invalidDefinitions?.[i] as { id: string }).id;
+      const failure = result.failures.find((f) => f.automationId === id);
+      expect(failure?.code, `${vector.vectorId} ${refusal.refusalId}`).toBe(EXPECTED_CODE[vector.vectorId]);
+      const wording = [failure!.message, ...(failure!.problems ?? [])].join(' | ');
+      if (!wording.includes(refusal.reasonMatches)) {
+        console.info(`${vector.vectorId}: refused with ${failure!.code} "${wording}"; upstream's reference wording "${refusal.reasonMatches}" differs (wording is not contract)`);
+      }
+    }
+  });
+});
