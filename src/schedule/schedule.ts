@@ -1,0 +1,55 @@
+import { RRuleTemporal } from 'rrule-temporal';
+import { Temporal } from 'temporal-polyfill';
+import { checkTimezone, parseRrule, type ScheduleRule } from './rrule.js';
+
+/** Any fixed instant works as DTSTART: v1 rules have no COUNT/INTERVAL, so the phase never matters. */
+const ANCHOR = '20000103T000000';
+const DAY_MS = 86_400_000;
+
+/**
+ * A definition's trigger as a sequence of instants: the contract's RRULE subset in `utc` or an IANA zone,
+ * expanded by rrule-temporal. Wall times that do not exist (spring-forward gap) are skipped; ambiguous
+ * ones (fall-back fold) fire once, at the first, earlier instant. Host timezone never matters.
+ *
+ * @example
+ * ```ts
+ * const schedule = new Schedule('FREQ=WEEKLY;BYDAY=MO,FR;BYHOUR=8', 'Europe/Berlin');
+ * schedule.latestAtOrBefore(new Date('2026-03-04T12:00:00Z')); // 2026-03-02T07:00:00.000Z
+ * ```
+ */
+export class Schedule {
+  readonly rule: ScheduleRule;
+  private readonly expander: RRuleTemporal;
+
+  constructor(
+    readonly rrule: string,
+    readonly timezone: string,
+  ) {
+    this.rule = parseRrule(rrule);
+    checkTimezone(timezone);
+    const zone = timezone === 'utc' ? 'UTC' : timezone;
+    const parts = [`FREQ=${this.rule.freq}`, `BYHOUR=${this.rule.byHour.join(',')}`, 'BYMINUTE=0', 'BYSECOND=0'];
+    if (this.rule.freq === 'WEEKLY') parts.push(`BYDAY=${this.rule.byDay.join(',')}`);
+    this.expander = new RRuleTemporal({ rruleString: `DTSTART;TZID=${zone}:${ANCHOR}\nRRULE:${parts.join(';')}`, temporal: Temporal as never });
+  }
+
+  /** Slots `s` with `after < s <= until`, oldest first. */
+  slotsBetween(after: Date, until: Date): Date[] {
+    if (until.getTime() <= after.getTime()) return [];
+    return this.expander
+      .between(after, until, true)
+      .map((z) => new Date((z as unknown as Temporal.ZonedDateTime).epochMilliseconds))
+      .filter((d) => d.getTime() > after.getTime() && d.getTime() <= until.getTime());
+  }
+
+  /** The latest slot at or before `at`, looking back at most `lookbackDays`. */
+  latestAtOrBefore(at: Date, lookbackDays = 15): Date | null {
+    const slots = this.slotsBetween(new Date(at.getTime() - lookbackDays * DAY_MS), at);
+    return slots.length === 0 ? null : slots[slots.length - 1]!;
+  }
+
+  /** The first slot strictly after `after`, looking forward at most 15 days (a weekly rule always has one). */
+  nextAfter(after: Date): Date | null {
+    return this.slotsBetween(after, new Date(after.getTime() + 15 * DAY_MS))[0] ?? null;
+  }
+}
