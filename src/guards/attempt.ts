@@ -58,8 +58,9 @@ export const attemptGuards = {
     context.sessionId === null &&
     nonEmpty(event.sessionId) &&
     event.dispatchGeneration === context.dispatchGeneration,
-  deterministicRefusal: ({ event }: Args) =>
-    event.type === 'launch_refused' && event.failure.preOwnership && event.failure.failureClass === 'launch_refused',
+  // Any failure proven to precede runtime ownership refuses deterministically for this attempt: the class
+  // (launch_refused, runtime_unavailable, transient_dispatch, lease_expired) only decides whether a retry follows.
+  deterministicRefusal: ({ event }: Args) => event.type === 'launch_refused' && event.failure.preOwnership,
   dispatchUnacknowledgedAtLeaseExpiry: ({ context, event }: Args) =>
     event.type === 'dispatch_unconfirmed' && !event.acknowledged && isBefore(context.leaseExpiresAt, event.now),
   cancelAcknowledgedBeforeStart: ({ context, event }: Args) =>

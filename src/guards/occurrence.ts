@@ -32,7 +32,7 @@ export interface OccurrenceContext {
   perRunMinutes: number;
   /** Ordinary runs hold for an operator retry after a failure instead of settling at once. */
   operatorHold: boolean;
-  /** The run's original deadline, fixed by the first adoption; every later attempt is bounded by it. */
+  /** The run's original deadline, fixed by the first claim; every later attempt and retry is bounded by it. */
   deadlineAt: string | null;
   attemptCount: number;
   /** An attempt opened by a retry that has not been adopted into dispatch yet. */
@@ -208,8 +208,8 @@ export const occurrenceGuards = {
     event.type === 'cancel_acknowledged' && nonEmpty(event.cancellation.reconciledAt) && !context.runtimeEvidenceRecorded,
   runtimeAcknowledgedStart: ({ context, event }: Args) =>
     event.type === 'runtime_started' && nonEmpty(event.sessionId) && nonEmpty(event.attemptId) && context.sessionId === null,
-  launchRefusedBeforeSideEffect: ({ event }: Args) =>
-    event.type === 'launch_refused' && event.failure.preOwnership && event.failure.failureClass === 'launch_refused',
+  // Failed before any side effect: proven pre-ownership, whatever its class (no retry edge leaves dispatching).
+  launchRefusedBeforeSideEffect: ({ event }: Args) => event.type === 'launch_refused' && event.failure.preOwnership,
   dispatchLeaseExpiredWithoutEvidence: (args: Args) =>
     args.event.type === 'lease_expired' && leaseExpiredWithoutEvidence(args),
   cancelBeforeAttemptStarted: ({ context, event }: Args) =>
@@ -279,14 +279,10 @@ export function applyOccurrenceEvent(context: OccurrenceContext, event: Occurren
       return {
         ...context,
         fence: { generation: context.fence.generation + 1, claimedBy: event.claimedBy, leaseExpiresAt: event.leaseExpiresAt },
-      };
-    case 'attempt_adopted':
-      return {
-        ...context,
-        attemptCount: event.attemptNumber,
-        openAttemptNumber: null,
         deadlineAt: context.deadlineAt ?? new Date(instant(event.now) + context.perRunMinutes * 60_000).toISOString(),
       };
+    case 'attempt_adopted':
+      return { ...context, attemptCount: event.attemptNumber, openAttemptNumber: null };
     case 'operator_retry':
     case 'automatic_retry':
       return released(context);

@@ -56,6 +56,8 @@ export type RunEvent =
 
 type Args = { context: RunContext; event: RunEvent };
 
+const PRE_OWNERSHIP: ReadonlySet<string> = new Set(['launch_refused', 'runtime_unavailable', 'transient_dispatch', 'lease_expired']);
+
 function holdWindowOpen(context: RunContext, now: string): boolean {
   return context.operatorHold && context.attemptCount < MAX_ATTEMPTS_PER_RUN && isBefore(now, context.deadlineAt);
 }
@@ -67,10 +69,11 @@ export const runGuards = {
     nonEmpty(event.attemptId) &&
     event.adoptionCommittedAt !== null &&
     !isBefore(event.launchIssuedAt, event.adoptionCommittedAt),
+  // "Deterministically before evidence": every attempt failed with a pre-ownership class and left no evidence.
   everyAttemptRefused: ({ event }: Args) =>
     event.type === 'launch_refused' &&
     event.attempts.length > 0 &&
-    event.attempts.every((a) => a.state === 'failed' && a.failureClass === 'launch_refused' && !a.evidenceRecorded),
+    event.attempts.every((a) => a.state === 'failed' && a.failureClass !== null && PRE_OWNERSHIP.has(a.failureClass) && !a.evidenceRecorded),
   attemptSucceededWithReceipt: ({ context, event }: Args) =>
     event.type === 'attempt_settled' &&
     event.attempt.state === 'succeeded' &&

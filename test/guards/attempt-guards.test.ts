@@ -67,9 +67,8 @@ describeGuards<Args>('attempt.v1 guards', attemptGuards, {
     },
   },
   deterministicRefusal: {
-    pass: { context: dispatching, event: { ...dispatcher, type: 'launch_refused', failure: { failureClass: 'launch_refused', preOwnership: true } } },
+    pass: { context: dispatching, event: { ...dispatcher, type: 'launch_refused', failure: { failureClass: 'runtime_unavailable', preOwnership: true } } },
     fail: {
-      'the failure is transient': { context: dispatching, event: { ...dispatcher, type: 'launch_refused', failure: { failureClass: 'runtime_unavailable', preOwnership: true } } },
       'ownership may have been taken': { context: dispatching, event: { ...dispatcher, type: 'launch_refused', failure: { failureClass: 'launch_refused', preOwnership: false } } },
     },
   },

@@ -156,7 +156,7 @@ describeGuards<Args>('occurrence.v1 guards', occurrenceGuards, {
   },
   launchRefusedBeforeSideEffect: {
     pass: { context: heldClaim, event: ev('dispatcher', { type: 'launch_refused', failure: { failureClass: 'launch_refused', preOwnership: true } }) },
-    fail: { 'the failure is transient': { context: heldClaim, event: ev('dispatcher', { type: 'launch_refused', failure: { failureClass: 'transient_dispatch', preOwnership: true } }) } },
+    fail: { 'ownership may have been taken': { context: heldClaim, event: ev('dispatcher', { type: 'launch_refused', failure: { failureClass: 'transient_dispatch', preOwnership: false } }) } },
   },
   dispatchLeaseExpiredWithoutEvidence: {
     pass: { context: heldClaim, event: ev('scheduler', { type: 'lease_expired', now: '2026-03-01T10:00:01.000Z' }) },

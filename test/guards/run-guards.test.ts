@@ -44,7 +44,8 @@ describeGuards<Args>('run.v1 guards', runGuards, {
     pass: refused([{ state: 'failed', failureClass: 'launch_refused', evidenceRecorded: false }]),
     fail: {
       'there are no attempts': refused([]),
-      'an attempt failed transiently': refused([{ state: 'failed', failureClass: 'runtime_unavailable', evidenceRecorded: false }]),
+      'an attempt failed after ownership': refused([{ state: 'failed', failureClass: 'runtime_error', evidenceRecorded: false }]),
+      'an attempt is still open': refused([{ state: 'dispatching', failureClass: null, evidenceRecorded: false }]),
       'an attempt produced evidence': refused([{ state: 'failed', failureClass: 'launch_refused', evidenceRecorded: true }]),
     },
   },

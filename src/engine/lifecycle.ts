@@ -1,0 +1,103 @@
+import type { AnyStateMachine } from 'xstate';
+import { attemptMachine, occurrenceMachine, runMachine } from '../../machines/index.js';
+import { createEntity, transitionEntity, type EntityRecord, type EntityTransition } from '../actors/entity-transition.js';
+import { appendEvent, type ChangefeedContext, type EventEnvelope, type StreamRef } from '../changefeed/event-envelope.js';
+import type { ContractActor } from '../contract/vocabulary.js';
+import type { StoredRecord, StoreTransaction } from '../store/store.js';
+import { KINDS } from './records.js';
+
+/** One engine step's transaction: the store transaction plus what its events need. */
+export interface StepContext {
+  tx: StoreTransaction;
+  feed: ChangefeedContext;
+  now: string;
+  /** The command that caused the step, if any: recorded as the events' causation. */
+  adoptionKey?: string;
+}
+
+export type ExecutionEntity = 'occurrence' | 'run' | 'attempt';
+
+const MACHINES: Record<ExecutionEntity, AnyStateMachine> = {
+  occurrence: occurrenceMachine as unknown as AnyStateMachine,
+  run: runMachine as unknown as AnyStateMachine,
+  attempt: attemptMachine as unknown as AnyStateMachine,
+};
+
+interface EventLinks {
+  stream: StreamRef;
+  automationId?: string;
+  occurrenceId?: string;
+  runId?: string;
+  attemptId?: string;
+  fenceGeneration?: number;
+  attemptNumber?: number;
+}
+
+function links(entity: ExecutionEntity, id: string, context: Record<string, unknown>): EventLinks {
+  if (entity === 'occurrence') {
+    return {
+      stream: { kind: 'occurrence', id },
+      automationId: context.automationId as string,
+      occurrenceId: id,
+      fenceGeneration: (context.fence as { generation: number }).generation,
+    };
+  }
+  if (entity === 'run') {
+    return { stream: { kind: 'run', id }, automationId: context.automationId as string, occurrenceId: context.occurrenceId as string, runId: id, fenceGeneration: context.fenceGeneration as number };
+  }
+  return {
+    stream: { kind: 'run', id: context.runId as string },
+    occurrenceId: context.occurrenceId as string,
+    runId: context.runId as string,
+    attemptId: id,
+    fenceGeneration: context.fenceGeneration as number,
+    attemptNumber: context.attemptNumber as number,
+  };
+}
+
+async function transitionedEvent(step: StepContext, entity: ExecutionEntity, id: string, from: string, to: string, reason: string, context: Record<string, unknown>): Promise<EventEnvelope> {
+  const l = links(entity, id, context);
+  return appendEvent(step.tx, step.feed, {
+    stream: l.stream,
+    kind: `${entity}.transitioned`,
+    summary: `${entity} ${id} ${from} -> ${to}`,
+    payload: {
+      entity,
+      from,
+      to,
+      reason,
+      ...(l.fenceGeneration === undefined ? {} : { fenceGeneration: l.fenceGeneration }),
+      ...(l.attemptNumber === undefined ? {} : { attemptNumber: l.attemptNumber }),
+      ...(step.adoptionKey === undefined ? {} : { commandAdoptionKey: step.adoptionKey }),
+    },
+    ...(l.automationId === undefined ? {} : { automationId: l.automationId }),
+    ...(l.occurrenceId === undefined ? {} : { occurrenceId: l.occurrenceId }),
+    ...(l.runId === undefined ? {} : { runId: l.runId }),
+    ...(l.attemptId === undefined ? {} : { attemptId: l.attemptId }),
+    ...(step.adoptionKey === undefined ? {} : { adoptionKey: step.adoptionKey }),
+  });
+}
+
+/** Creates an execution entity in its machine's initial state and records the `none -> initial` event. */
+export async function createExecutionEntity<T>(step: StepContext, entity: ExecutionEntity, id: string, input: unknown, attributes: T, reason: string): Promise<StoredRecord<EntityRecord<T>>> {
+  const record = await createEntity(step.tx, MACHINES[entity], KINDS[entity], id, input, attributes);
+  await transitionedEvent(step, entity, id, 'none', record.data.snapshot.value, reason, record.data.snapshot.context);
+  return record;
+}
+
+/**
+ * Sends one event to an execution entity (the machine decides; ILLEGAL_TRANSITION otherwise), updates its
+ * attributes in the same write, and records the `<entity>.transitioned` event.
+ */
+export async function moveEntity<T>(
+  step: StepContext,
+  entity: ExecutionEntity,
+  id: string,
+  event: { type: string; actor: ContractActor } & Record<string, unknown>,
+  update?: (attributes: T) => T,
+  reason?: string,
+): Promise<EntityTransition<T>> {
+  const committed = await transitionEntity<T>(step.tx, MACHINES[entity], KINDS[entity], id, { ...event, now: step.now }, update);
+  await transitionedEvent(step, entity, id, committed.from, committed.to, reason ?? event.type, committed.record.data.snapshot.context);
+  return committed;
+}

@@ -1,0 +1,203 @@
+import type { EntityRecord } from '../actors/entity-transition.js';
+import type { Digest } from '../contract/digest.js';
+import type { SideEffectClass } from '../contract/vocabulary.js';
+import type { AttemptContext } from '../guards/attempt.js';
+import type { TerminalEvidence } from '../guards/common.js';
+import type { AttemptDisposition, OccurrenceContext } from '../guards/occurrence.js';
+import type { RunContext } from '../guards/run.js';
+import type { StoredRecord } from '../store/store.js';
+
+/** Record kinds of the execution side (definitions live in command-handler/definition-commands.ts). */
+export const KINDS = {
+  occurrence: 'occurrence',
+  run: 'run',
+  attempt: 'attempt',
+  receipt: 'receipt',
+  /** `<occurrenceId>#<generation>`: created with the run, so a second acceptance of one fence conflicts. */
+  fenceRun: 'fence-run',
+  /** `<automationId>@<slot>`: one occurrence per slot, however many passes plan it. */
+  occurrenceKey: 'occurrence-key',
+  /** `<attemptId>#<dispatchGeneration>`: a launch committed before it is released to the runtime. */
+  outbox: 'outbox',
+  /** `<automationId>`: the last slot planned, so planning walks forward and never backfills. */
+  planCursor: 'plan-cursor',
+  /** `<automationId>`: set when retryable failures exhaust the policy; blocks planning, claims and runNow. */
+  quarantine: 'quarantine',
+} as const;
+
+export interface OccurrenceAttributes {
+  automationId: string;
+  automationRevision: number;
+  definitionDigest: Digest;
+  occurrenceKey: string;
+  scheduledFor: string;
+  triggerIdentity: { kind: 'schedule.slot'; rruleRef: string } | { kind: 'manual.request'; requestedBy?: { principalId: string } };
+  stateReason: string;
+  misfireDisposition: 'none' | 'collapsed_to_latest' | 'skipped_overlap' | 'skipped_paused' | 'skipped_invalid';
+  createdAt: string;
+  updatedAt: string;
+  observedAt?: string;
+  eligibleAt?: string;
+  claimMetadata?: { claimedAt: string; leaseMinutes: number };
+  activeRunRef?: string;
+  cancellation?: { requestedAt: string; requestedBy?: { principalId: string }; acknowledgedAt?: string; reconciledAt?: string };
+  recovery?: { enteredAt: string; evidence?: 'lease_expired' | 'dispatch_unconfirmed' | 'runtime_lost'; resolvedDisposition?: 'failed_deterministic' | 'failed_ambiguous' };
+  /** The run failed and waits for an operator retry until its deadline. */
+  held: boolean;
+  /** A retry attempt may not be dispatched before this instant (backoff). */
+  notBefore?: string;
+}
+
+export interface RunAttributes {
+  automationId: string;
+  automationRevision: number;
+  definitionDigest: Digest;
+  binding: {
+    familiar: { familiarId: string };
+    authority: { principal: { principalId: string }; approval?: { approvalPolicyRef: string } };
+    runtime: { runtimeId: string; capabilities: string[]; model?: string };
+  };
+  stateReason: string;
+  startedAt: string;
+  finishedAt?: string;
+  terminalDisposition?: { outcome: string; failureClass?: string; detail?: string };
+  receiptRef?: string;
+  attemptIds: string[];
+}
+
+export interface AttemptAttributes {
+  runtimeId: string;
+  priorDisposition?: { attemptNumber: number; outcome: AttemptDisposition };
+  retryClassification: { classification: 'initial' | 'automatic_retry' | 'operator_retry' | 'operator_recovery'; eligibleClasses?: string[] };
+  workerCorrelation?: { workerId: string; sessionId?: string; adoptedAt?: string };
+  outputCursors?: { eventCursor?: string; logCursor?: string };
+  stateReason: string;
+  openedAt: string;
+  settledAt?: string;
+  notBefore?: string;
+  failureClass?: string;
+  evidence?: TerminalEvidence & { outputDigest?: string; cancelled?: boolean };
+  /** Set when a cancellation was requested; acknowledged by a later `exited` observation. */
+  cancelRequestedAt?: string;
+}
+
+export interface OutboxEntry {
+  attemptId: string;
+  occurrenceId: string;
+  runId: string;
+  dispatchGeneration: number;
+  status: 'pending' | 'sending' | 'done' | 'cancelled';
+  committedAt: string;
+  sentAt?: string;
+}
+
+export interface Receipt {
+  schemaVersion: 'coven.automations.v1';
+  receiptId: string;
+  automationId: string;
+  automationRevision: number;
+  definitionDigest: Digest;
+  occurrenceId: string;
+  occurrenceFenceGeneration: number;
+  runId: string;
+  attemptId: string;
+  attemptNumber: number;
+  identity: { familiarId: string };
+  authority?: { principal: { principalId: string } };
+  runtime: { runtimeId: string; capabilities: string[] };
+  resultDigest?: Digest;
+  sideEffectClass: SideEffectClass;
+  outcome: { disposition: string; failureClass?: string; detail?: string; recoveryDisposition?: string };
+  producedAt: string;
+  producer: { component: string; instanceId: string };
+  integrity: Digest & { authentication: 'none' };
+  privacy: { classification: 'operational'; retention: { classification: 'standard' } };
+}
+
+export type OccurrenceRecord = StoredRecord<EntityRecord<OccurrenceAttributes>>;
+export type RunRecord = StoredRecord<EntityRecord<RunAttributes>>;
+export type AttemptRecord = StoredRecord<EntityRecord<AttemptAttributes>>;
+
+export const stateOf = (record: StoredRecord<EntityRecord<unknown>>): string => record.data.snapshot.value;
+export const occurrenceContext = (r: OccurrenceRecord) => r.data.snapshot.context as unknown as OccurrenceContext;
+export const runContext = (r: RunRecord) => r.data.snapshot.context as unknown as RunContext;
+export const attemptContext = (r: AttemptRecord) => r.data.snapshot.context as unknown as AttemptContext;
+
+export const OCCURRENCE_LIVE = new Set(['claimed', 'dispatching', 'running', 'recovering', 'recovery_required']);
+export const ATTEMPT_TERMINAL = new Set(['succeeded', 'failed', 'cancelled', 'timed_out', 'ambiguous']);
+
+const compact = <T extends object>(o: T): T => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
+
+/** The contract's AutomationOccurrence for a stored occurrence; its state comes from the machine snapshot. */
+export function renderOccurrence(r: OccurrenceRecord): Record<string, unknown> {
+  const a = r.data.attributes;
+  const c = occurrenceContext(r);
+  return compact({
+    schemaVersion: 'coven.automations.v1',
+    occurrenceId: r.id,
+    automationId: a.automationId,
+    automationRevision: a.automationRevision,
+    definitionDigest: a.definitionDigest,
+    triggerIdentity: a.triggerIdentity,
+    occurrenceKey: a.occurrenceKey,
+    scheduledFor: a.scheduledFor,
+    observedAt: a.observedAt,
+    eligibleAt: a.eligibleAt,
+    state: stateOf(r),
+    stateReason: a.stateReason,
+    fence: compact({ generation: c.fence.generation, claimedBy: c.fence.claimedBy ?? undefined, leaseExpiresAt: c.fence.leaseExpiresAt ?? undefined }),
+    misfireDisposition: a.misfireDisposition,
+    claimMetadata: a.claimMetadata,
+    activeRunRef: a.activeRunRef,
+    cancellation: a.cancellation,
+    recovery: a.recovery,
+    createdAt: a.createdAt,
+    updatedAt: a.updatedAt,
+  });
+}
+
+export function renderRun(r: RunRecord): Record<string, unknown> {
+  const a = r.data.attributes;
+  const c = runContext(r);
+  return compact({
+    schemaVersion: 'coven.automations.v1',
+    runId: r.id,
+    occurrenceId: c.occurrenceId,
+    automationId: a.automationId,
+    automationRevision: a.automationRevision,
+    definitionDigest: a.definitionDigest,
+    binding: a.binding,
+    state: stateOf(r),
+    stateReason: a.stateReason,
+    attemptCount: a.attemptIds.length,
+    currentAttemptId: c.currentAttemptId ?? undefined,
+    deadlineAt: c.deadlineAt,
+    terminalDisposition: a.terminalDisposition,
+    receiptRef: a.receiptRef,
+    startedAt: a.startedAt,
+    finishedAt: a.finishedAt,
+  });
+}
+
+export function renderAttempt(r: AttemptRecord): Record<string, unknown> {
+  const a = r.data.attributes;
+  const c = attemptContext(r);
+  return compact({
+    schemaVersion: 'coven.automations.v1',
+    attemptId: r.id,
+    runId: c.runId,
+    occurrenceId: c.occurrenceId,
+    attemptNumber: c.attemptNumber,
+    adoptionKey: c.adoptionKey,
+    priorDisposition: a.priorDisposition,
+    dispatchFence: { occurrenceFenceGeneration: c.fenceGeneration, dispatchGeneration: c.dispatchGeneration },
+    workerCorrelation: a.workerCorrelation,
+    retryClassification: a.retryClassification,
+    outputCursors: a.outputCursors,
+    state: stateOf(r),
+    stateReason: a.stateReason,
+    notBefore: a.notBefore,
+    openedAt: a.openedAt,
+    settledAt: a.settledAt,
+  });
+}

@@ -1,0 +1,64 @@
+import type { PreOwnershipFailureClass, SideEffectClass } from '../contract/vocabulary.js';
+
+/** Everything a runtime needs to run one attempt of a familiarInvocation. */
+export interface LaunchRequest {
+  /** Stable per attempt and dispatch generation: a runtime that can deduplicate launches keys on it. */
+  sessionKey: string;
+  automationId: string;
+  occurrenceId: string;
+  runId: string;
+  attemptId: string;
+  attemptNumber: number;
+  prompt: string;
+  cwd?: string;
+  model?: string;
+  deadlineAt: string;
+}
+
+export interface OutputCursors {
+  eventCursor?: string;
+  logCursor?: string;
+}
+
+export type LaunchResult =
+  | { outcome: 'started'; sessionId: string; cursors: OutputCursors }
+  /** Proven to have failed before the runtime owned anything: nothing ran, nothing to clean up. */
+  | { outcome: 'failed'; failureClass: PreOwnershipFailureClass; detail: string };
+
+export type Observation =
+  | { status: 'running'; cursors?: OutputCursors }
+  | {
+      status: 'exited';
+      outcome: 'succeeded' | 'failed';
+      exitCode: number | null;
+      /** The session ended because a cancellation was requested. */
+      cancelled: boolean;
+      outputDigest?: string;
+      detail?: string;
+    }
+  /** The session is gone and nothing says how it ended. */
+  | { status: 'lost'; detail: string };
+
+/**
+ * What runs attempts. `launch` either starts a session, proves a pre-ownership failure, or throws — and
+ * a throw means the launch may or may not have happened, which the engine treats as unconfirmed, never as
+ * a failure it may retry. Evidence comes from `observe`; `cancel` is a request whose acknowledgement is a
+ * later `exited` observation with `cancelled: true`.
+ */
+export interface Runtime {
+  readonly runtimeId: string;
+  /** The most a session of this runtime can do to the world. */
+  readonly sideEffectClass: SideEffectClass;
+  /** The bound is enforced by the runtime (containment), not merely declared. */
+  readonly sideEffectBoundProven: boolean;
+  launch(request: LaunchRequest, now: Date): Promise<LaunchResult>;
+  observe(sessionId: string, now: Date): Promise<Observation>;
+  cancel(sessionId: string, now: Date): Promise<void>;
+}
+
+/** One entry of a runtime's launch log: what invariant checks compare against the store's history. */
+export interface LaunchRecord {
+  sessionKey: string;
+  attemptId: string;
+  at: string;
+}
