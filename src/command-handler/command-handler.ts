@@ -19,8 +19,8 @@ import { getDefinition, listDefinitions } from './definition-reads.js';
 import { decodeCommand, peekIdentity, QUERY_COMMANDS, type CommandEnvelope, type CommandName, type CommandResponse } from './envelope.js';
 import { importLegacy } from './legacy-import.js';
 
-/** Commands whose effects belong to the scheduler/dispatcher/worker, which this build does not include yet. */
-const NOT_YET_EXECUTED: ReadonlySet<CommandName> = new Set([
+/** Commands whose effects belong to the scheduler, dispatcher and worker: executed only with an engine. */
+const EXECUTION_COMMANDS: ReadonlySet<CommandName> = new Set([
   'occurrence.runNow.v1',
   'occurrence.cancel.v1',
   'occurrence.recover.v1',
@@ -52,6 +52,7 @@ export class CommandHandler {
   private readonly requirements: RequirementsCheck;
   private readonly producer;
   private readonly newId: () => string;
+  private readonly operator: CommandHandlerOptions['operator'];
   private storeIdPromise: Promise<string> | undefined;
 
   constructor(options: CommandHandlerOptions) {
@@ -60,6 +61,7 @@ export class CommandHandler {
     this.requirements = options.requirements ?? defaultRequirements();
     this.producer = options.producer ?? DEFAULT_PRODUCER;
     this.newId = options.newId ?? defaultNewId;
+    this.operator = options.operator;
     this.changefeed = new Changefeed(options.store, options.clock, options.checkpointTtlMs);
   }
 
@@ -71,14 +73,16 @@ export class CommandHandler {
       return this.rejected(peekIdentity(raw), error);
     }
     try {
-      if (QUERY_COMMANDS.has(envelope.command)) return this.committed(envelope, await this.query(envelope));
-      if (NOT_YET_EXECUTED.has(envelope.command)) {
-        throw new ContractError('CAPABILITY_UNSUPPORTED', `${envelope.command} is validated but not executed by this build: scheduling and execution are not included yet`, {
+      if (EXECUTION_COMMANDS.has(envelope.command) && this.operator === undefined) {
+        throw new ContractError('CAPABILITY_UNSUPPORTED', `${envelope.command} needs the scheduler and dispatcher: use a command handler from createEngine`, {
           contractProfile: SCHEMA_VERSION,
           variant: `command.${envelope.command}`,
-          reason: 'not advertised by this engine build',
+          reason: 'this command handler runs without an engine',
         });
       }
+      const operatorQuery = this.operator?.queries[envelope.command];
+      if (operatorQuery !== undefined) return this.committed(envelope, await operatorQuery(envelope.payload));
+      if (QUERY_COMMANDS.has(envelope.command)) return this.committed(envelope, await this.query(envelope));
       return await this.mutate(envelope);
     } catch (error) {
       return this.rejected(envelope, error);
@@ -109,6 +113,8 @@ export class CommandHandler {
   }
 
   private mutation(envelope: CommandEnvelope): Mutation {
+    const operator = this.operator?.mutations[envelope.command];
+    if (operator !== undefined) return operator;
     if (envelope.command === 'definition.create.v1') return createDefinition;
     if (envelope.command === 'definition.revise.v1') return reviseDefinition;
     if (envelope.command === 'legacy.import.v1') return importLegacy;
@@ -122,7 +128,9 @@ export class CommandHandler {
     const digest = requestDigest(envelope);
     const storeId = await this.storeId();
     const dryRun = envelope.command === 'legacy.import.v1' && envelope.payload.dryRun === true;
-    return this.store.transact(async (tx: StoreTransaction) => {
+    let afterCommit: (() => Promise<void>) | undefined;
+    let rejection: ContractError | undefined;
+    const response = await this.store.transact(async (tx: StoreTransaction) => {
       const prior = await findAdoption(tx, envelope.adoptionKey);
       if (prior !== undefined) {
         if (prior.requestDigest !== digest) throw replayMismatch(envelope.adoptionKey, prior);
@@ -130,6 +138,11 @@ export class CommandHandler {
       }
       const now = isoNow(this.clock);
       const outcome = await run({ tx, envelope, now, feed: { producer: this.producer, storeId, now }, requirements: this.requirements });
+      afterCommit = outcome.afterCommit;
+      if (outcome.rejectAfterCommit !== undefined) {
+        rejection = outcome.rejectAfterCommit;
+        return undefined;
+      }
       // A dry run is a question, not a command: nothing of it, its key included, is stored.
       if (!dryRun) {
         const record: AdoptionRecord = {
@@ -145,6 +158,9 @@ export class CommandHandler {
       }
       return this.committed(envelope, outcome.result, outcome);
     });
+    // Side effects go out only after the commit is durable; their failures surface through later passes.
+    if (afterCommit !== undefined) await afterCommit().catch(() => undefined);
+    return response ?? this.rejected(envelope, rejection);
   }
 
   private storeId(): Promise<string> {

@@ -18,6 +18,14 @@ export interface CommandHandlerOptions {
   requirements?: RequirementsCheck;
   /** Lifetime of an events.read checkpoint. */
   checkpointTtlMs?: number;
+  /** The occurrence/run/attempt commands, supplied by an engine; without one they answer CAPABILITY_UNSUPPORTED. */
+  operator?: OperatorCommands;
+}
+
+/** Commands whose effects need the scheduler, dispatcher and worker. */
+export interface OperatorCommands {
+  mutations: Partial<Record<string, (ctx: CommandContext) => Promise<CommandOutcome>>>;
+  queries: Partial<Record<string, (payload: Record<string, unknown>) => Promise<Record<string, unknown>>>>;
 }
 
 /** Everything one command needs while it runs inside its store transaction. */
@@ -35,6 +43,13 @@ export interface CommandOutcome {
   eventRef?: { stream: string; sequence: number };
   /** The definition the command concerns, reported on a replay mismatch. */
   automationId?: string;
+  /** Side effects released only once the transaction is durable (a launch, a session stop). */
+  afterCommit?: () => Promise<void>;
+  /**
+   * Commit the writes but answer this error, without an adoption record: a cancellation request is durable
+   * while the answer stays CANCEL_PENDING until the runtime acknowledges.
+   */
+  rejectAfterCommit?: import('../contract/errors.js').ContractError;
 }
 
 export const DEFAULT_PRODUCER: ProducerIdentity = { component: 'coven-automata', instanceId: 'coven-automata@local' };

@@ -4,6 +4,7 @@ import { appendEvent, type EventKind } from '../changefeed/event-envelope.js';
 import { ContractError } from '../contract/errors.js';
 import type { StoredRecord, StoreTransaction } from '../store/store.js';
 import type { CommandContext, CommandOutcome } from './context.js';
+import { cancelUnlaunchedWork } from './tombstone-cleanup.js';
 import { checkDefinitionSemantics, checkDefinitionShape, nextBody, type AutomationDefinition, type LifecycleState } from './definition-body.js';
 
 export const DEFINITION_KIND = 'definition';
@@ -15,6 +16,8 @@ export interface DefinitionAttributes {
   createdAt: string;
   updatedAt: string;
   tombstonedAt: string | null;
+  /** Slots before this instant are never planned: the last activation, or the last revise while active. */
+  scheduleEffectiveFrom?: string;
 }
 
 export type DefinitionRecord = StoredRecord<EntityRecord<DefinitionAttributes>>;
@@ -149,7 +152,11 @@ export async function reviseDefinition(ctx: CommandContext): Promise<CommandOutc
     }, (a: DefinitionAttributes) => ({ ...a, definition: stored, updatedAt: ctx.now }));
     return commitRevision(ctx, id, stored, 'definition.invalidated', `definition ${id} revision ${body.revision} cannot run: invalidated`, 'invalid');
   }
-  await updateEntityAttributes<DefinitionAttributes>(ctx.tx, DEFINITION_KIND, id, record.version, attributes);
+  // Schedule revisions are future-only: a revised active definition plans from now on.
+  await updateEntityAttributes<DefinitionAttributes>(ctx.tx, DEFINITION_KIND, id, record.version, (a) => ({
+    ...attributes(a),
+    ...(state === 'active' ? { scheduleEffectiveFrom: ctx.now } : {}),
+  }));
   return commitRevision(ctx, id, body, 'definition.revised', `definition ${id} revised to revision ${body.revision}`, state as LifecycleState);
 }
 
@@ -194,16 +201,23 @@ export async function changeLifecycle(ctx: CommandContext, spec: LifecycleComman
         ? { deletion: { tombstoned: true as const, requestedAt: ctx.now, requestedBy: { principalId: principalOf(ctx) }, ...(reason === undefined ? {} : { reason }) } }
         : {}),
     });
-    return { ...a, definition, updatedAt: ctx.now, tombstonedAt: tombstone ? ctx.now : a.tombstonedAt };
+    return {
+      ...a,
+      definition,
+      updatedAt: ctx.now,
+      tombstonedAt: tombstone ? ctx.now : a.tombstonedAt,
+      ...(spec.event === 'definition_activated' ? { scheduleEffectiveFrom: ctx.now } : {}),
+    };
   });
   const body = committed.record.data.attributes.definition;
+  const cancelled = tombstone ? await cancelUnlaunchedWork({ tx: ctx.tx, feed: ctx.feed, now: ctx.now, adoptionKey: ctx.envelope.adoptionKey }, id) : [];
   const outcome = await commitRevision(ctx, id, body, spec.eventKind, `definition ${id} ${spec.verb} (revision ${revision})`, committed.to as LifecycleState | 'tombstoned');
   outcome.result = {
     automationId: id,
     lifecycleState: committed.to,
     revision,
     ...(reason === undefined ? {} : { reason }),
-    ...(tombstone ? { tombstoned: true, tombstonedAt: ctx.now } : {}),
+    ...(tombstone ? { tombstoned: true, tombstonedAt: ctx.now, cancelledOccurrences: cancelled } : {}),
   };
   return outcome;
 }

@@ -28,9 +28,10 @@ export const CONTRACT_COMMANDS = [
 /**
  * Commands this engine adds outside the contract's 19, under its own namespace so no contract client
  * mistakes them for v1 commands. `definition.reenable` commits the contract's `disabled → paused`
- * transition, which no v1 command reaches.
+ * transition, which no v1 command reaches; `definition.unquarantine` lifts the quarantine that exhausted
+ * retries impose.
  */
-export const EXTENSION_COMMANDS = ['x-coven-automata.definition.reenable.v1'] as const;
+export const EXTENSION_COMMANDS = ['x-coven-automata.definition.reenable.v1', 'x-coven-automata.definition.unquarantine.v1'] as const;
 
 export type ContractCommand = (typeof CONTRACT_COMMANDS)[number];
 export type CommandName = ContractCommand | (typeof EXTENSION_COMMANDS)[number];

@@ -17,6 +17,12 @@ export interface StepContext {
 
 export type ExecutionEntity = 'occurrence' | 'run' | 'attempt';
 
+/**
+ * Index records of live (non-terminal) occurrences and attempts, kept in the same transaction as the
+ * transition that starts or ends them, so every pass reads live work without scanning history.
+ */
+export const LIVE_INDEX = { occurrence: 'live-occurrence', attempt: 'live-attempt' } as const;
+
 const MACHINES: Record<ExecutionEntity, AnyStateMachine> = {
   occurrence: occurrenceMachine as unknown as AnyStateMachine,
   run: runMachine as unknown as AnyStateMachine,
@@ -81,6 +87,10 @@ async function transitionedEvent(step: StepContext, entity: ExecutionEntity, id:
 /** Creates an execution entity in its machine's initial state and records the `none -> initial` event. */
 export async function createExecutionEntity<T>(step: StepContext, entity: ExecutionEntity, id: string, input: unknown, attributes: T, reason: string): Promise<StoredRecord<EntityRecord<T>>> {
   const record = await createEntity(step.tx, MACHINES[entity], KINDS[entity], id, input, attributes);
+  if (entity !== 'run') {
+    const context = record.data.snapshot.context;
+    await step.tx.put(LIVE_INDEX[entity], id, { since: step.now, automationId: context.automationId ?? null, runId: context.runId ?? null }, { expectedVersion: null });
+  }
   await transitionedEvent(step, entity, id, 'none', record.data.snapshot.value, reason, record.data.snapshot.context);
   return record;
 }
@@ -98,6 +108,10 @@ export async function moveEntity<T>(
   reason?: string,
 ): Promise<EntityTransition<T>> {
   const committed = await transitionEntity<T>(step.tx, MACHINES[entity], KINDS[entity], id, { ...event, now: step.now }, update);
+  if (committed.terminal && entity !== 'run') {
+    const live = await step.tx.get(LIVE_INDEX[entity], id);
+    if (live !== undefined) await step.tx.delete(LIVE_INDEX[entity], id, live.version);
+  }
   await transitionedEvent(step, entity, id, committed.from, committed.to, reason ?? event.type, committed.record.data.snapshot.context);
   return committed;
 }

@@ -96,11 +96,15 @@ export type OccurrenceEvent =
     })
   | (LifecycleEventBase<'automatic_retry'> & {
       failure: PreOwnershipFailure;
+      /** The attempt that failed; the retry opens the next number. */
+      priorAttemptNumber: number;
       priorDisposition: AttemptDisposition;
       notBefore: string;
     })
   | (LifecycleEventBase<'run_settled'> & {
       failure?: PreOwnershipFailure;
+      /** The attempt whose failure settles the run. */
+      attemptNumber?: number;
       evidence?: TerminalEvidence;
       receiptRef?: string;
     })
@@ -133,7 +137,8 @@ type Args = { context: OccurrenceContext; event: OccurrenceEvent };
 /** Classes that read at most: work bounded by them cannot have changed anything. */
 const NON_MUTATING: ReadonlySet<SideEffectClass> = new Set(['none', 'local_read', 'external_read']);
 
-function noSideEffects(facts: SideEffectFacts): boolean {
+/** Nothing was launched, or the launched work is proven unable to change anything. */
+export function sideEffectsRuledOut(facts: SideEffectFacts): boolean {
   return !facts.launched || (facts.proven && NON_MUTATING.has(facts.boundClass));
 }
 
@@ -146,13 +151,21 @@ export function holdWindowOpen(context: OccurrenceContext, now: string): boolean
   return context.operatorHold && context.attemptCount < MAX_ATTEMPTS_PER_RUN && deadlineOpen(context, now);
 }
 
-function automaticRetryPermitted(context: OccurrenceContext, failure: PreOwnershipFailure | undefined, notBefore: string): boolean {
+/**
+ * A pre-ownership failure happens while the occurrence is still `claimed` (it records the adoption only once
+ * the runtime acknowledged), so the failing attempt's number arrives on the event; the count is the larger.
+ */
+function attemptsSoFar(context: OccurrenceContext, reported: number | undefined): number {
+  return Math.max(context.attemptCount, reported ?? 0);
+}
+
+function automaticRetryPermitted(context: OccurrenceContext, failure: PreOwnershipFailure | undefined, notBefore: string, attempts: number): boolean {
   if (failure === undefined || !failure.preOwnership || failure.failureClass === 'launch_refused') return false;
   const policy = context.retryPolicy;
   return (
     !context.ambiguousDisposition &&
     policy.retryableClasses.includes(failure.failureClass) &&
-    context.attemptCount < Math.min(policy.maxAttempts, MAX_ATTEMPTS_PER_RUN) &&
+    attempts < Math.min(policy.maxAttempts, MAX_ATTEMPTS_PER_RUN) &&
     deadlineOpen(context, notBefore)
   );
 }
@@ -180,8 +193,8 @@ export const occurrenceGuards = {
     event.runHeld &&
     event.latestAttemptTerminal &&
     event.priorDisposition !== 'ambiguous' &&
-    event.priorAttemptNumber === context.attemptCount &&
-    context.attemptCount < MAX_ATTEMPTS_PER_RUN &&
+    event.priorAttemptNumber >= context.attemptCount &&
+    event.priorAttemptNumber < MAX_ATTEMPTS_PER_RUN &&
     deadlineOpen(context, event.now) &&
     !event.quarantined &&
     !event.stopUnresolved,
@@ -189,12 +202,13 @@ export const occurrenceGuards = {
     event.type === 'automatic_retry' &&
     event.priorDisposition === 'failed' &&
     !isBefore(event.notBefore, event.now) &&
-    automaticRetryPermitted(context, event.failure, event.notBefore),
+    event.priorAttemptNumber >= context.attemptCount &&
+    automaticRetryPermitted(context, event.failure, event.notBefore, attemptsSoFar(context, event.priorAttemptNumber)),
   preOwnershipFailureFinal: ({ context, event }: Args) =>
     event.type === 'run_settled' &&
     event.failure !== undefined &&
     event.failure.preOwnership &&
-    !automaticRetryPermitted(context, event.failure, event.now) &&
+    !automaticRetryPermitted(context, event.failure, event.now, attemptsSoFar(context, event.attemptNumber)) &&
     !holdWindowOpen(context, event.now),
   adoptionFenceMatches: ({ context, event }: Args) =>
     event.type === 'attempt_adopted' &&
@@ -226,8 +240,8 @@ export const occurrenceGuards = {
     event.type === 'cancel_acknowledged' && nonEmpty(event.cancellation.acknowledgedAt ?? event.cancellation.reconciledAt),
   runtimeLostMidRun: ({ context, event }: Args) =>
     event.type === 'evidence_lost' && !event.terminalEvidenceSeen && event.sessionId === context.sessionId,
-  noSideEffectsPossible: ({ event }: Args) => event.type === 'recovery_determined' && noSideEffects(event.sideEffects),
-  sideEffectsNotRuledOut: ({ event }: Args) => event.type === 'recovery_ambiguous' && !noSideEffects(event.sideEffects),
+  noSideEffectsPossible: ({ event }: Args) => event.type === 'recovery_determined' && sideEffectsRuledOut(event.sideEffects),
+  sideEffectsNotRuledOut: ({ event }: Args) => event.type === 'recovery_ambiguous' && !sideEffectsRuledOut(event.sideEffects),
   recoverFailedDeterministic: ({ event }: Args) =>
     event.type === 'operator_recovery_failed' && event.evidenceDetermination === 'failed_deterministic' && nonEmpty(event.statement),
   recoverWithNewAttempt: ({ context, event }: Args) =>
@@ -261,14 +275,16 @@ export function createOccurrenceContext(input: OccurrenceInput): OccurrenceConte
   };
 }
 
-function released(context: OccurrenceContext): OccurrenceContext {
+/** Back to planned with attempt `prior + 1` opened (adopted, not yet dispatched). */
+function released(context: OccurrenceContext, prior: number): OccurrenceContext {
+  const next = Math.max(context.attemptCount, prior) + 1;
   return {
     ...context,
     fence: { ...context.fence, claimedBy: null, leaseExpiresAt: null },
     sessionId: null,
     runtimeEvidenceRecorded: false,
-    openAttemptNumber: context.attemptCount + 1,
-    attemptCount: context.attemptCount + 1,
+    openAttemptNumber: next,
+    attemptCount: next,
   };
 }
 
@@ -285,7 +301,7 @@ export function applyOccurrenceEvent(context: OccurrenceContext, event: Occurren
       return { ...context, attemptCount: event.attemptNumber, openAttemptNumber: null };
     case 'operator_retry':
     case 'automatic_retry':
-      return released(context);
+      return released(context, event.priorAttemptNumber);
     case 'runtime_started':
       return { ...context, sessionId: event.sessionId, runtimeEvidenceRecorded: true };
     case 'evidence_lost':

@@ -45,6 +45,7 @@ const autoRetry = (over: Record<string, unknown> = {}, context = heldClaim): Arg
   event: ev('dispatcher', {
     type: 'automatic_retry',
     failure: { failureClass: 'runtime_unavailable', preOwnership: true },
+    priorAttemptNumber: 1,
     priorDisposition: 'failed',
     notBefore: '2026-03-01T09:10:30.000Z',
     ...over,
@@ -98,7 +99,7 @@ describeGuards<Args>('occurrence.v1 guards', occurrenceGuards, {
     pass: retry(),
     fail: {
       'the run is not held': retry({ runHeld: false }),
-      'the named attempt is not the latest': retry({ priorAttemptNumber: 0 }),
+      'the named attempt is older than the latest': retry({ priorAttemptNumber: 0 }),
       'the latest attempt is ambiguous': retry({ priorDisposition: 'ambiguous' }),
       'the latest attempt is not terminal': retry({ latestAttemptTerminal: false }),
       'the deadline passed': retry({ now: later }),
@@ -115,7 +116,8 @@ describeGuards<Args>('occurrence.v1 guards', occurrenceGuards, {
       'ownership may have been taken': autoRetry({ failure: { failureClass: 'runtime_unavailable', preOwnership: false } }),
       'the prior disposition was ambiguous': autoRetry({ priorDisposition: 'ambiguous' }),
       'the occurrence saw ambiguous work': autoRetry({}, { ...heldClaim, ambiguousDisposition: true }),
-      'the policy is exhausted': autoRetry({}, { ...heldClaim, attemptCount: 3 }),
+      'the policy is exhausted': autoRetry({ priorAttemptNumber: 3 }, { ...heldClaim, attemptCount: 3 }),
+      'the named attempt is older than the latest': autoRetry({ priorAttemptNumber: 0 }),
       'the backoff ends after the deadline': autoRetry({ notBefore: '2026-03-01T10:00:01.000Z' }),
       'the backoff is in the past': autoRetry({ notBefore: '2026-03-01T09:00:00.000Z' }),
     },

@@ -1,0 +1,115 @@
+import { ContractError } from '../contract/errors.js';
+import { LIVE_INDEX } from '../engine/lifecycle.js';
+import {
+  KINDS,
+  OCCURRENCE_LIVE,
+  occurrenceContext,
+  renderAttempt,
+  renderOccurrence,
+  renderRun,
+  stateOf,
+  type AttemptRecord,
+  type OccurrenceRecord,
+  type RunRecord,
+} from '../engine/records.js';
+import type { EngineServices } from '../engine/services.js';
+import type { StoreReader } from '../store/store.js';
+import { DEFINITION_KIND, type DefinitionRecord } from './definition-commands.js';
+
+function decodeCursor(cursor: string | undefined): { startedAt: string; runId: string } | undefined {
+  if (cursor === undefined) return undefined;
+  try {
+    const value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { startedAt?: unknown; runId?: unknown };
+    if (typeof value.startedAt === 'string' && typeof value.runId === 'string') return { startedAt: value.startedAt, runId: value.runId };
+  } catch {
+    // the typed error below
+  }
+  throw new ContractError('VALIDATION_FAILED', 'cursor is not one this engine issued', { field: 'payload.cursor' });
+}
+
+/** run.history.v1: runs of an automation newest first (by start, then id), each with its attempts. */
+export async function runHistory(reader: StoreReader, payload: { automationId: string; occurrenceId?: string; limit?: number; cursor?: string }): Promise<Record<string, unknown>> {
+  const definition = await reader.get(DEFINITION_KIND, payload.automationId);
+  if (definition === undefined) throw new ContractError('NOT_FOUND', `no definition with id ${payload.automationId}`, { automationId: payload.automationId });
+  const limit = payload.limit ?? 20;
+  const after = decodeCursor(payload.cursor);
+  const runs = ((await reader.list<RunRecord['data']>(KINDS.run)) as RunRecord[])
+    .filter((r) => r.data.attributes.automationId === payload.automationId)
+    .filter((r) => payload.occurrenceId === undefined || (r.data.snapshot.context as { occurrenceId: string }).occurrenceId === payload.occurrenceId)
+    .sort((a, b) => (a.data.attributes.startedAt === b.data.attributes.startedAt ? (a.id < b.id ? 1 : -1) : a.data.attributes.startedAt < b.data.attributes.startedAt ? 1 : -1))
+    .filter((r) => after === undefined || r.data.attributes.startedAt < after.startedAt || (r.data.attributes.startedAt === after.startedAt && r.id < after.runId));
+  const page = runs.slice(0, limit);
+  const rendered = [];
+  for (const run of page) {
+    const attempts = [];
+    for (const attemptId of run.data.attributes.attemptIds) {
+      const attempt = await reader.get<AttemptRecord['data']>(KINDS.attempt, attemptId);
+      if (attempt !== undefined) attempts.push(renderAttempt(attempt as AttemptRecord));
+    }
+    rendered.push({ ...renderRun(run), attempts });
+  }
+  const last = page.at(-1);
+  const hasMore = runs.length > limit;
+  return {
+    automationId: payload.automationId,
+    ...(payload.occurrenceId === undefined ? {} : { occurrenceId: payload.occurrenceId }),
+    runs: rendered,
+    cursor: {
+      hasMore,
+      ...(payload.cursor === undefined ? {} : { current: payload.cursor }),
+      ...(hasMore && last !== undefined ? { next: Buffer.from(JSON.stringify({ startedAt: last.data.attributes.startedAt, runId: last.id })).toString('base64url') } : {}),
+    },
+  };
+}
+
+/** definition.health.v1: where an automation stands and what it will do next. */
+export async function definitionHealth(svc: EngineServices, reader: StoreReader, payload: { automationId: string }): Promise<Record<string, unknown>> {
+  const record = (await reader.get<DefinitionRecord['data']>(DEFINITION_KIND, payload.automationId)) as DefinitionRecord | undefined;
+  if (record === undefined) throw new ContractError('NOT_FOUND', `no definition with id ${payload.automationId}`, { automationId: payload.automationId });
+  const state = stateOf(record);
+  if (state === 'tombstoned') throw new ContractError('GONE_TOMBSTONED', `definition ${payload.automationId} is tombstoned`, { automationId: payload.automationId });
+  const definition = record.data.attributes.definition;
+  const occurrences = ((await reader.list<OccurrenceRecord['data']>(KINDS.occurrence)) as OccurrenceRecord[]).filter((o) => o.data.attributes.automationId === payload.automationId);
+  const runs = ((await reader.list<RunRecord['data']>(KINDS.run)) as RunRecord[]).filter((r) => r.data.attributes.automationId === payload.automationId);
+  const quarantine = await reader.get<{ since: string; reason: string }>(KINDS.quarantine, payload.automationId);
+  const latest = (values: Array<string | undefined>) => values.filter((v): v is string => v !== undefined).sort().at(-1) ?? null;
+  const settled = runs.filter((r) => r.data.attributes.finishedAt !== undefined).sort((a, b) => (a.data.attributes.finishedAt! < b.data.attributes.finishedAt! ? 1 : -1));
+  let consecutiveFailures = 0;
+  for (const run of settled) {
+    if (stateOf(run) === 'succeeded') break;
+    if (stateOf(run) !== 'cancelled') consecutiveFailures += 1;
+  }
+  const live = occurrences.filter((o) => OCCURRENCE_LIVE.has(stateOf(o)));
+  const leased = live.map((o) => occurrenceContext(o)).find((c) => c.fence.claimedBy !== null);
+  const schedule = svc.schedule(payload.automationId, definition.revision, definition.trigger.schedule.rrule, definition.trigger.schedule.timezone);
+  const nextDueAt = state === 'active' && quarantine === undefined ? (schedule.nextAfter(svc.clock.now())?.toISOString() ?? null) : null;
+  const staleReason =
+    quarantine !== undefined
+      ? `quarantined: ${quarantine.data.reason}`
+      : live.some((o) => stateOf(o) === 'recovery_required')
+        ? 'an occurrence waits for operator recovery'
+        : live.some((o) => o.data.attributes.held)
+          ? 'a run is held for an operator retry'
+          : state !== 'active'
+            ? `definition is ${state}`
+            : null;
+  const indexed = await reader.list(LIVE_INDEX.occurrence);
+  return {
+    health: {
+      automationId: payload.automationId,
+      lifecycleState: state,
+      revision: definition.revision,
+      nextDueAt,
+      lastPlannedAt: latest(occurrences.map((o) => o.data.attributes.createdAt)),
+      lastStartedAt: latest(runs.map((r) => r.data.attributes.startedAt)),
+      lastSuccessAt: latest(runs.filter((r) => stateOf(r) === 'succeeded').map((r) => r.data.attributes.finishedAt)),
+      consecutiveFailures,
+      leaseOwner: leased?.fence.claimedBy ?? null,
+      leaseExpiresAt: leased?.fence.leaseExpiresAt ?? null,
+      quarantined: quarantine !== undefined,
+      staleReason,
+      liveOccurrences: live.map((o) => renderOccurrence(o)),
+      engineLiveOccurrences: indexed.length,
+    },
+  };
+}

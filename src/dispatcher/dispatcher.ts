@@ -1,0 +1,260 @@
+import { updateEntityAttributes } from '../actors/entity-transition.js';
+import { isContractError } from '../contract/errors.js';
+import { DEFINITION_REVISION_KIND, revisionId } from '../command-handler/definition-commands.js';
+import type { AutomationDefinition } from '../command-handler/definition-body.js';
+import { createExecutionEntity, moveEntity, type StepContext } from '../engine/lifecycle.js';
+import {
+  KINDS,
+  attemptContext,
+  occurrenceContext,
+  runContext,
+  stateOf,
+  type AttemptAttributes,
+  type OccurrenceAttributes,
+  type OutboxEntry,
+  type RunAttributes,
+} from '../engine/records.js';
+import type { EngineServices } from '../engine/services.js';
+import type { LaunchResult } from '../runtime/runtime.js';
+import { afterPreOwnershipFailure, attemptIdFor, attemptKeyFor, loadAttempt, loadOccurrence, loadRun, type QuarantineRequest } from './settlement.js';
+import { sha256Hex } from '../contract/digest.js';
+
+export const outboxIdFor = (attemptId: string, dispatchGeneration: number) => `${attemptId}#${dispatchGeneration}`;
+export const runIdFor = (occurrenceId: string) => `run-${occurrenceId}`.slice(0, 160);
+
+async function pinnedDefinition(step: StepContext, automationId: string, revision: number): Promise<AutomationDefinition> {
+  const record = await step.tx.get<AutomationDefinition>(DEFINITION_REVISION_KIND, revisionId(automationId, revision));
+  if (record === undefined) throw new Error(`definition ${automationId} has no revision ${revision}`);
+  return record.data;
+}
+
+/**
+ * Accepts the run (first dispatch of an occurrence: one run per fence generation, enforced by a
+ * compare-and-set record), adopts or reuses the attempt, moves it to `dispatching`, and queues its launch
+ * in the outbox — all in one transaction. Nothing reaches the runtime until this is durable.
+ * Returns the outbox id to release, or undefined when the occurrence has nothing to dispatch.
+ */
+export async function acceptAndDispatch(svc: EngineServices, step: StepContext, occurrenceId: string): Promise<string | undefined> {
+  const occurrence = await loadOccurrence(step.tx, occurrenceId);
+  const state = stateOf(occurrence);
+  const o = occurrenceContext(occurrence);
+  const attributes = occurrence.data.attributes;
+  if (state !== 'claimed' && state !== 'dispatching') return undefined;
+  if (attributes.held) return undefined;
+  if (state === 'claimed' && attributes.notBefore !== undefined && Date.parse(attributes.notBefore) > Date.parse(step.now)) return undefined;
+  let runId = attributes.activeRunRef;
+  let attemptId: string;
+  if (runId === undefined) {
+    const definition = await pinnedDefinition(step, attributes.automationId, attributes.automationRevision);
+    runId = runIdFor(occurrenceId);
+    // one-fence-one-run: the acceptance is keyed by the fence generation; a second one conflicts.
+    await step.tx.put(KINDS.fenceRun, `${occurrenceId}#${o.fence.generation}`, { runId, acceptedAt: step.now }, { expectedVersion: null, terminal: true });
+    const runtimeId = definition.runtimeRequirements?.runtimeId ?? 'coven-code';
+    await createExecutionEntity<RunAttributes>(step, 'run', runId, {
+      runId,
+      occurrenceId,
+      automationId: attributes.automationId,
+      automationRevision: attributes.automationRevision,
+      fenceGeneration: o.fence.generation,
+      deadlineAt: o.deadlineAt!,
+      operatorHold: o.operatorHold,
+    }, {
+      automationId: attributes.automationId,
+      automationRevision: attributes.automationRevision,
+      definitionDigest: attributes.definitionDigest,
+      binding: {
+        familiar: { familiarId: definition.binding.familiarId ?? 'unbound' },
+        authority: { principal: definition.provenance?.createdBy ?? { principalId: 'unknown' }, approval: { approvalPolicyRef: definition.binding.authority.approvalPolicyRef } },
+        runtime: { runtimeId, capabilities: definition.runtimeRequirements?.capabilities ?? [] },
+      },
+      stateReason: 'accepted',
+      startedAt: step.now,
+      attemptIds: [],
+    }, 'fence_accepted');
+    attemptId = attemptIdFor(runId, 1);
+    const adoptionKey = attemptKeyFor(runId, 1);
+    await step.tx.put('adoption', adoptionKey, { command: 'attempt.adopt', requestDigest: sha256Hex(attemptId), committedAt: step.now, result: { attemptId } }, { expectedVersion: null, terminal: true });
+    await createExecutionEntity<AttemptAttributes>(step, 'attempt', attemptId, {
+      attemptId,
+      runId,
+      occurrenceId,
+      attemptNumber: 1,
+      adoptionKey,
+      fenceGeneration: o.fence.generation,
+      leaseExpiresAt: o.fence.leaseExpiresAt!,
+      deadlineAt: o.deadlineAt!,
+    }, {
+      runtimeId,
+      retryClassification: { classification: 'initial', eligibleClasses: o.retryPolicy.retryableClasses },
+      stateReason: 'adopted',
+      openedAt: step.now,
+    }, 'adopted');
+    await updateEntityAttributes<RunAttributes>(step.tx, KINDS.run, runId, 1, (a) => ({ ...a, attemptIds: [attemptId] }));
+    await updateEntityAttributes<OccurrenceAttributes>(step.tx, KINDS.occurrence, occurrenceId, occurrence.version, (a) => ({ ...a, activeRunRef: runId, updatedAt: step.now }));
+  } else {
+    const run = await loadRun(step.tx, runId);
+    attemptId = run.data.attributes.attemptIds.at(-1)!;
+    const attempt = await loadAttempt(step.tx, attemptId);
+    if (stateOf(attempt) !== 'adopted') return undefined;
+  }
+  const attempt = await loadAttempt(step.tx, attemptId);
+  const dispatchGeneration = attemptContext(attempt).dispatchGeneration + 1;
+  await moveEntity<AttemptAttributes>(step, 'attempt', attemptId, {
+    type: 'dispatch',
+    actor: 'dispatcher',
+    dispatchGeneration,
+    fenceGeneration: state === 'claimed' ? o.fence.generation : attemptContext(attempt).fenceGeneration,
+  }, (a) => ({ ...a, stateReason: 'dispatching', workerCorrelation: { workerId: svc.instanceId, adoptedAt: a.openedAt } }));
+  const outboxId = outboxIdFor(attemptId, dispatchGeneration);
+  const entry: OutboxEntry = { attemptId, occurrenceId, runId, dispatchGeneration, status: 'pending', committedAt: step.now };
+  await step.tx.put(KINDS.outbox, outboxId, entry, { expectedVersion: null });
+  await step.tx.put('pending-launch', outboxId, { committedAt: step.now }, { expectedVersion: null });
+  return outboxId;
+}
+
+export interface LaunchOutcome {
+  outboxId: string;
+  result: LaunchResult | { outcome: 'unconfirmed'; detail: string } | { outcome: 'skipped'; detail: string };
+  quarantine?: QuarantineRequest;
+}
+
+/**
+ * Releases one committed launch: marks it `sending` and the run `running` (adoption committed before the
+ * side effect), calls the runtime, and commits what it answered. A throw from the runtime leaves the launch
+ * `sending`: it may have happened, so only lease expiry and recovery may decide, never a blind retry.
+ */
+export async function releaseLaunch(svc: EngineServices, outboxId: string): Promise<LaunchOutcome> {
+  const prepared = await svc.step(async (step) => {
+    const outbox = await step.tx.get<OutboxEntry>(KINDS.outbox, outboxId);
+    if (outbox === undefined || outbox.data.status !== 'pending') return undefined;
+    const attempt = await loadAttempt(step.tx, outbox.data.attemptId);
+    if (stateOf(attempt) !== 'dispatching') {
+      await step.tx.put(KINDS.outbox, outboxId, { ...outbox.data, status: 'cancelled' }, { expectedVersion: outbox.version });
+      await clearPending(step, outboxId);
+      return undefined;
+    }
+    const run = await loadRun(step.tx, outbox.data.runId);
+    const occurrence = await loadOccurrence(step.tx, outbox.data.occurrenceId);
+    await step.tx.put(KINDS.outbox, outboxId, { ...outbox.data, status: 'sending', sentAt: step.now }, { expectedVersion: outbox.version });
+    await clearPending(step, outboxId);
+    if (stateOf(run) === 'accepted') {
+      await moveEntity<RunAttributes>(step, 'run', run.id, {
+        type: 'attempt_started',
+        actor: 'dispatcher',
+        attemptId: attempt.id,
+        attemptNumber: attemptContext(attempt).attemptNumber,
+        adoptionCommittedAt: attempt.data.attributes.openedAt,
+        launchIssuedAt: step.now,
+      }, (a) => ({ ...a, stateReason: 'launch_issued' }));
+    }
+    const definition = await pinnedDefinition(step, occurrence.data.attributes.automationId, occurrence.data.attributes.automationRevision);
+    return { outbox: outbox.data, attempt, definition, deadlineAt: runContext(run).deadlineAt };
+  });
+  if (prepared === undefined) return { outboxId, result: { outcome: 'skipped', detail: 'nothing to launch' } };
+  const runtime = svc.runtime(prepared.attempt.data.attributes.runtimeId);
+  let result: LaunchResult;
+  if (runtime === undefined) {
+    result = { outcome: 'failed', failureClass: 'launch_refused', detail: `no runtime ${prepared.attempt.data.attributes.runtimeId} is registered` };
+  } else {
+    try {
+      result = await runtime.launch(
+        {
+          sessionKey: outboxId,
+          automationId: prepared.definition.automationId,
+          occurrenceId: prepared.outbox.occurrenceId,
+          runId: prepared.outbox.runId,
+          attemptId: prepared.attempt.id,
+          attemptNumber: attemptContext(prepared.attempt).attemptNumber,
+          prompt: prepared.definition.action.prompt,
+          ...(prepared.definition.action.cwd === undefined ? {} : { cwd: prepared.definition.action.cwd }),
+          ...(prepared.definition.runtimeRequirements?.model === undefined ? {} : { model: prepared.definition.runtimeRequirements.model }),
+          deadlineAt: prepared.deadlineAt,
+        },
+        svc.clock.now(),
+      );
+    } catch (error) {
+      return { outboxId, result: { outcome: 'unconfirmed', detail: (error as Error).message } };
+    }
+  }
+  const quarantine = await svc.step((step) => applyLaunchResult(step, outboxId, result));
+  return { outboxId, result, ...(quarantine === undefined ? {} : { quarantine }) };
+}
+
+async function clearPending(step: StepContext, outboxId: string): Promise<void> {
+  const pending = await step.tx.get('pending-launch', outboxId);
+  if (pending !== undefined) await step.tx.delete('pending-launch', outboxId, pending.version);
+}
+
+/** Commits the runtime's answer to a launch. */
+async function applyLaunchResult(step: StepContext, outboxId: string, result: LaunchResult): Promise<QuarantineRequest | undefined> {
+  const outbox = await step.tx.get<OutboxEntry>(KINDS.outbox, outboxId);
+  if (outbox === undefined || outbox.data.status !== 'sending') return undefined;
+  await step.tx.put(KINDS.outbox, outboxId, { ...outbox.data, status: 'done' }, { expectedVersion: outbox.version });
+  const { attemptId, occurrenceId, runId } = outbox.data;
+  const attempt = await loadAttempt(step.tx, attemptId);
+  if (stateOf(attempt) !== 'dispatching') return undefined;
+  const a = attemptContext(attempt);
+  if (result.outcome === 'started') {
+    await moveEntity<AttemptAttributes>(step, 'attempt', attemptId, { type: 'runtime_started', actor: 'dispatcher', sessionId: result.sessionId, dispatchGeneration: a.dispatchGeneration }, (x) => ({
+      ...x,
+      stateReason: 'runtime_started',
+      workerCorrelation: { ...(x.workerCorrelation ?? { workerId: 'unknown' }), sessionId: result.sessionId },
+    }));
+    if (result.cursors.eventCursor !== undefined || result.cursors.logCursor !== undefined) {
+      await moveEntity<AttemptAttributes>(step, 'attempt', attemptId, { type: 'evidence_stream_open', actor: 'worker', sessionId: result.sessionId, cursors: result.cursors }, (x) => ({
+        ...x,
+        stateReason: 'observing',
+        outputCursors: result.cursors,
+      }));
+    }
+    const occurrence = await loadOccurrence(step.tx, occurrenceId);
+    if (stateOf(occurrence) === 'claimed') {
+      await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrenceId, {
+        type: 'attempt_adopted',
+        actor: 'dispatcher',
+        attemptId,
+        attemptNumber: a.attemptNumber,
+        adoptionKey: a.adoptionKey,
+        fenceGeneration: a.fenceGeneration,
+      });
+    }
+    if (stateOf(await loadOccurrence(step.tx, occurrenceId)) === 'dispatching') {
+      await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrenceId, { type: 'runtime_started', actor: 'dispatcher', attemptId, sessionId: result.sessionId }, (x) => ({
+        ...x,
+        stateReason: 'runtime_started',
+        updatedAt: step.now,
+      }));
+    }
+    return undefined;
+  }
+  await moveEntity<AttemptAttributes>(step, 'attempt', attemptId, { type: 'launch_refused', actor: 'dispatcher', failure: { failureClass: result.failureClass, preOwnership: true } }, (x) => ({
+    ...x,
+    stateReason: result.detail.slice(0, 500),
+    failureClass: result.failureClass,
+    settledAt: step.now,
+  }));
+  const occurrence = await loadOccurrence(step.tx, occurrenceId);
+  if (stateOf(occurrence) === 'dispatching') {
+    // Operator recovery attempts dispatch from `dispatching`: a refusal there settles the occurrence.
+    await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrenceId, { type: 'launch_refused', actor: 'dispatcher', failure: { failureClass: result.failureClass, preOwnership: true } }, (x) => ({
+      ...x,
+      stateReason: `launch_refused: ${result.detail}`.slice(0, 500),
+      updatedAt: step.now,
+    }));
+    const run = await loadRun(step.tx, runId);
+    if (stateOf(run) === 'running') {
+      await moveEntity<RunAttributes>(step, 'run', runId, { type: 'attempt_settled', actor: 'dispatcher', attempt: { attemptId, attemptNumber: a.attemptNumber, state: 'failed' }, furtherAttemptOpens: false }, (x) => ({
+        ...x,
+        stateReason: 'recovery attempt refused',
+        finishedAt: step.now,
+        terminalDisposition: { outcome: 'failed', failureClass: 'launch_refused', detail: result.detail.slice(0, 500) },
+      }));
+    }
+    return undefined;
+  }
+  return afterPreOwnershipFailure(step, occurrenceId, runId, attemptId, result.failureClass, result.detail);
+}
+
+export function isConflict(error: unknown): boolean {
+  return isContractError(error) && (error.code === 'REVISION_CONFLICT' || error.code === 'ILLEGAL_TRANSITION');
+}

@@ -1,0 +1,224 @@
+import { updateEntityAttributes } from '../actors/entity-transition.js';
+import { sha256Hex } from '../contract/digest.js';
+import { MAX_ATTEMPTS_PER_RUN, type PreOwnershipFailureClass } from '../contract/vocabulary.js';
+import { moveEntity, createExecutionEntity, type StepContext } from '../engine/lifecycle.js';
+import {
+  KINDS,
+  attemptContext,
+  occurrenceContext,
+  runContext,
+  stateOf,
+  type AttemptAttributes,
+  type AttemptRecord,
+  type OccurrenceAttributes,
+  type OccurrenceRecord,
+  type RunAttributes,
+  type RunRecord,
+} from '../engine/records.js';
+import type { TerminalEvidence } from '../guards/common.js';
+import { holdWindowOpen, type AttemptDisposition, type OccurrenceContext } from '../guards/occurrence.js';
+import type { StoreTransaction } from '../store/store.js';
+
+export async function loadOccurrence(tx: StoreTransaction, id: string): Promise<OccurrenceRecord> {
+  const r = await tx.get<OccurrenceRecord['data']>(KINDS.occurrence, id);
+  if (r === undefined) throw new Error(`occurrence ${id} is missing`);
+  return r as OccurrenceRecord;
+}
+export async function loadRun(tx: StoreTransaction, id: string): Promise<RunRecord> {
+  const r = await tx.get<RunRecord['data']>(KINDS.run, id);
+  if (r === undefined) throw new Error(`run ${id} is missing`);
+  return r as RunRecord;
+}
+export async function loadAttempt(tx: StoreTransaction, id: string): Promise<AttemptRecord> {
+  const r = await tx.get<AttemptRecord['data']>(KINDS.attempt, id);
+  if (r === undefined) throw new Error(`attempt ${id} is missing`);
+  return r as AttemptRecord;
+}
+
+export const attemptIdFor = (runId: string, n: number) => `attempt-${runId}-${n}`.slice(0, 160);
+export const attemptKeyFor = (runId: string, n: number) => `automation:${runId}:${n}`.slice(0, 200);
+
+/**
+ * Backoff before retry attempt `n` (n ≥ 2), bounded by the policy: none 0, fixed backoffSeconds,
+ * exponential base·2^min(n−2,16) capped at a day, jittered deterministically from the run and attempt
+ * (SHA-256 here; upstream pins BLAKE3) so replays compute the same instant.
+ */
+export function backoffMs(policy: OccurrenceContext['retryPolicy'], runId: string, n: number): number {
+  if (policy.backoffPolicy === 'none') return 0;
+  const base = policy.backoffSeconds ?? 30;
+  if (policy.backoffPolicy === 'fixed') return base * 1000;
+  const ceiling = Math.min(base * 2 ** Math.min(n - 2, 16), 86_400);
+  const jitter = Number(BigInt(`0x${sha256Hex(`${runId}:${n}`).slice(0, 16)}`) % BigInt(ceiling)) + 1;
+  return jitter * 1000;
+}
+
+function retryPermitted(context: OccurrenceContext, failureClass: PreOwnershipFailureClass, notBefore: string, attempts: number): boolean {
+  const policy = context.retryPolicy;
+  return (
+    failureClass !== 'launch_refused' &&
+    !context.ambiguousDisposition &&
+    policy.retryableClasses.includes(failureClass) &&
+    attempts < Math.min(policy.maxAttempts, MAX_ATTEMPTS_PER_RUN) &&
+    context.deadlineAt !== null &&
+    Date.parse(notBefore) < Date.parse(context.deadlineAt)
+  );
+}
+
+/** Opens attempt n+1 of a run, adopted, with its global adoption key. */
+export async function openAttempt(
+  step: StepContext,
+  run: RunRecord,
+  occurrence: OccurrenceRecord,
+  input: { attemptNumber: number; fenceGeneration: number; leaseExpiresAt: string; prior: { attemptNumber: number; outcome: AttemptDisposition }; classification: AttemptAttributes['retryClassification']['classification']; notBefore?: string; runtimeId: string },
+): Promise<AttemptRecord> {
+  const attemptId = attemptIdFor(run.id, input.attemptNumber);
+  const adoptionKey = attemptKeyFor(run.id, input.attemptNumber);
+  // Attempt keys share the command key space: a command can never reuse one, nor one a command's.
+  await step.tx.put('adoption', adoptionKey, { command: 'attempt.adopt', requestDigest: sha256Hex(attemptId), committedAt: step.now, result: { attemptId } }, { expectedVersion: null, terminal: true });
+  const attempt = (await createExecutionEntity<AttemptAttributes>(
+    step,
+    'attempt',
+    attemptId,
+    {
+      attemptId,
+      runId: run.id,
+      occurrenceId: occurrence.id,
+      attemptNumber: input.attemptNumber,
+      adoptionKey,
+      fenceGeneration: input.fenceGeneration,
+      leaseExpiresAt: input.leaseExpiresAt,
+      deadlineAt: runContext(run).deadlineAt,
+    },
+    {
+      runtimeId: input.runtimeId,
+      priorDisposition: input.prior,
+      retryClassification: { classification: input.classification },
+      stateReason: input.classification,
+      openedAt: step.now,
+      ...(input.notBefore === undefined ? {} : { notBefore: input.notBefore }),
+    },
+    input.classification,
+  )) as AttemptRecord;
+  await updateEntityAttributes<RunAttributes>(step.tx, KINDS.run, run.id, (await loadRun(step.tx, run.id)).version, (a) => ({ ...a, attemptIds: [...a.attemptIds, attemptId] }));
+  return attempt;
+}
+
+async function settleRunFailed(step: StepContext, runId: string, attemptId: string, attemptNumber: number, detail: string, failureClass: string): Promise<void> {
+  await moveEntity<RunAttributes>(step, 'run', runId, { type: 'attempt_settled', actor: 'dispatcher', attempt: { attemptId, attemptNumber, state: 'failed' }, furtherAttemptOpens: false }, (a) => ({
+    ...a,
+    stateReason: detail,
+    finishedAt: step.now,
+    terminalDisposition: { outcome: 'failed', failureClass, detail },
+  }));
+}
+
+export type QuarantineRequest = { automationId: string; reason: string };
+
+/**
+ * After an attempt failed before the runtime owned anything, with its occurrence still `claimed`: retry
+ * automatically when the pinned policy allows it, else hold the run for an operator retry while its
+ * window is open, else settle run and occurrence failed. Returns a quarantine request when a retryable
+ * class exhausted the policy.
+ */
+export async function afterPreOwnershipFailure(step: StepContext, occurrenceId: string, runId: string, attemptId: string, failureClass: PreOwnershipFailureClass, detail: string): Promise<QuarantineRequest | undefined> {
+  const occurrence = await loadOccurrence(step.tx, occurrenceId);
+  const run = await loadRun(step.tx, runId);
+  const attempt = await loadAttempt(step.tx, attemptId);
+  const o = occurrenceContext(occurrence);
+  const n = attemptContext(attempt).attemptNumber;
+  const notBefore = new Date(Date.parse(step.now) + backoffMs(o.retryPolicy, runId, n + 1)).toISOString();
+  if (retryPermitted(o, failureClass, notBefore, Math.max(o.attemptCount, n))) {
+    await openAttempt(step, run, occurrence, {
+      attemptNumber: n + 1,
+      fenceGeneration: o.fence.generation + 1,
+      leaseExpiresAt: o.deadlineAt!,
+      prior: { attemptNumber: n, outcome: 'failed' },
+      classification: 'automatic_retry',
+      notBefore,
+      runtimeId: attempt.data.attributes.runtimeId,
+    });
+    await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrenceId, {
+      type: 'automatic_retry',
+      actor: 'dispatcher',
+      failure: { failureClass, preOwnership: true },
+      priorAttemptNumber: n,
+      priorDisposition: 'failed',
+      notBefore,
+    }, (a) => ({ ...a, notBefore, held: false, stateReason: `automatic retry after ${failureClass}`, updatedAt: step.now }));
+    return undefined;
+  }
+  const exhausted = failureClass !== 'launch_refused' && o.retryPolicy.retryableClasses.includes(failureClass);
+  if (holdWindowOpen(o, step.now) && !exhausted) {
+    await updateEntityAttributes<OccurrenceAttributes>(step.tx, KINDS.occurrence, occurrenceId, occurrence.version, (a) => ({ ...a, held: true, stateReason: `held for operator retry after ${failureClass}`, updatedAt: step.now }));
+    await updateEntityAttributes<RunAttributes>(step.tx, KINDS.run, runId, run.version, (a) => ({ ...a, stateReason: 'held_for_operator_retry' }));
+    return undefined;
+  }
+  await settleRunFailed(step, runId, attemptId, n, detail, failureClass);
+  await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrenceId, {
+    type: 'run_settled',
+    actor: 'dispatcher',
+    failure: { failureClass, preOwnership: true },
+    attemptNumber: n,
+  }, (a) => ({ ...a, held: false, stateReason: `${failureClass}: ${detail}`.slice(0, 500), updatedAt: step.now }));
+  return exhausted ? { automationId: run.data.attributes.automationId, reason: `retryable ${failureClass} failures exhausted the retry policy of run ${runId}` } : undefined;
+}
+
+/**
+ * After an attempt settled with terminal runtime evidence: success settles run and occurrence (with the
+ * receipt); failure settles them unless the ordinary run's operator hold window is open, in which case
+ * both stay running, held.
+ */
+export async function afterTerminalEvidence(step: StepContext, occurrenceId: string, runId: string, attemptId: string, evidence: TerminalEvidence, receiptRef: string): Promise<void> {
+  const occurrence = await loadOccurrence(step.tx, occurrenceId);
+  const run = await loadRun(step.tx, runId);
+  const n = attemptContext(await loadAttempt(step.tx, attemptId)).attemptNumber;
+  const runIsCurrent = stateOf(run) === 'running' && runContext(run).currentAttemptId === attemptId;
+  const occurrenceRunning = stateOf(occurrence) === 'running';
+  if (!runIsCurrent || !occurrenceRunning) return;
+  const succeeded = evidence.outcome === 'succeeded' && (evidence.exitCode === null || evidence.exitCode === 0);
+  if (succeeded) {
+    await moveEntity<RunAttributes>(step, 'run', runId, { type: 'attempt_settled', actor: 'dispatcher', attempt: { attemptId, attemptNumber: n, state: 'succeeded' }, receiptRef, furtherAttemptOpens: false }, (a) => ({
+      ...a,
+      stateReason: 'attempt_settled_succeeded',
+      finishedAt: step.now,
+      receiptRef,
+      terminalDisposition: { outcome: 'succeeded', detail: 'verified completion evidence' },
+    }));
+    await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrenceId, { type: 'run_settled', actor: 'dispatcher', evidence, receiptRef }, (a) => ({ ...a, held: false, stateReason: 'run_succeeded', updatedAt: step.now }));
+    return;
+  }
+  if (holdWindowOpen(occurrenceContext(occurrence), step.now)) {
+    await updateEntityAttributes<OccurrenceAttributes>(step.tx, KINDS.occurrence, occurrenceId, occurrence.version, (a) => ({ ...a, held: true, stateReason: 'held for operator retry after a failed attempt', updatedAt: step.now }));
+    await updateEntityAttributes<RunAttributes>(step.tx, KINDS.run, runId, run.version, (a) => ({ ...a, stateReason: 'held_for_operator_retry' }));
+    return;
+  }
+  await settleRunFailed(step, runId, attemptId, n, 'runtime evidence proves failure', 'runtime_error');
+  await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrenceId, { type: 'run_settled', actor: 'dispatcher', evidence }, (a) => ({ ...a, held: false, stateReason: 'run_failed', updatedAt: step.now }));
+}
+
+/** A held run whose original deadline passed settles failed, its prior attempt untouched. */
+export async function settleExpiredHold(step: StepContext, occurrence: OccurrenceRecord): Promise<void> {
+  const runId = occurrence.data.attributes.activeRunRef;
+  if (runId === undefined) return;
+  const run = await loadRun(step.tx, runId);
+  const attemptId = run.data.attributes.attemptIds.at(-1)!;
+  const attempt = await loadAttempt(step.tx, attemptId);
+  const n = attemptContext(attempt).attemptNumber;
+  if (stateOf(run) === 'running') await settleRunFailed(step, runId, attemptId, n, 'held run deadline expired', attempt.data.attributes.failureClass ?? 'runtime_error');
+  const state = stateOf(occurrence);
+  if (state === 'claimed') {
+    await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrence.id, { type: 'run_settled', actor: 'dispatcher', failure: { failureClass: (attempt.data.attributes.failureClass ?? 'launch_refused') as PreOwnershipFailureClass, preOwnership: true }, attemptNumber: n }, (a) => ({
+      ...a,
+      held: false,
+      stateReason: 'held run deadline expired',
+      updatedAt: step.now,
+    }));
+  } else if (state === 'running' && attempt.data.attributes.evidence !== undefined) {
+    await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrence.id, { type: 'run_settled', actor: 'dispatcher', evidence: attempt.data.attributes.evidence }, (a) => ({
+      ...a,
+      held: false,
+      stateReason: 'held run deadline expired',
+      updatedAt: step.now,
+    }));
+  }
+}

@@ -1,0 +1,75 @@
+import { ensureStoreId, type ProducerIdentity } from '../changefeed/event-envelope.js';
+import { readEntity, type EntityRecord } from '../actors/entity-transition.js';
+import { ContractError } from '../contract/errors.js';
+import type { Store, StoreReader, StoreTransaction } from '../store/store.js';
+import type { Runtime } from '../runtime/runtime.js';
+import { DEFINITION_KIND, type DefinitionAttributes, type DefinitionRecord } from '../command-handler/definition-commands.js';
+import { Schedule } from '../schedule/schedule.js';
+import { isoNow, type Clock } from './clock.js';
+import type { StepContext } from './lifecycle.js';
+import { KINDS } from './records.js';
+
+/** Contract default and upstream's scheduler value: a claim holds its occurrence for an hour. */
+export const DEFAULT_LEASE_MINUTES = 60;
+
+/** What the scheduler, dispatcher and worker share: the store, time, runtimes and identity. */
+export class EngineServices {
+  private storeIdPromise: Promise<string> | undefined;
+  private readonly schedules = new Map<string, Schedule>();
+
+  constructor(
+    readonly store: Store,
+    readonly clock: Clock,
+    readonly runtimes: ReadonlyMap<string, Runtime>,
+    readonly instanceId: string,
+    readonly producer: ProducerIdentity,
+    readonly leaseMinutes: number,
+    private readonly newId: () => string,
+  ) {}
+
+  storeId(): Promise<string> {
+    this.storeIdPromise ??= this.store.transact((tx) => ensureStoreId(tx, this.newId));
+    return this.storeIdPromise;
+  }
+
+  /** Runs `body` in one store transaction with the changefeed context of this instant. */
+  async step<R>(body: (step: StepContext) => Promise<R>, adoptionKey?: string): Promise<R> {
+    const storeId = await this.storeId();
+    const now = isoNow(this.clock);
+    return this.store.transact((tx) =>
+      body({ tx, now, feed: { producer: this.producer, storeId, now }, ...(adoptionKey === undefined ? {} : { adoptionKey }) }),
+    );
+  }
+
+  runtime(runtimeId: string): Runtime | undefined {
+    return this.runtimes.get(runtimeId);
+  }
+
+  /** The schedule of one definition revision; expanders are cached because they are immutable. */
+  schedule(automationId: string, revision: number, rrule: string, timezone: string): Schedule {
+    const key = `${automationId}@${revision}`;
+    let schedule = this.schedules.get(key);
+    if (schedule === undefined) {
+      schedule = new Schedule(rrule, timezone);
+      this.schedules.set(key, schedule);
+    }
+    return schedule;
+  }
+}
+
+export async function readDefinitionRecord(reader: StoreReader | StoreTransaction, automationId: string): Promise<DefinitionRecord> {
+  return readEntity<DefinitionAttributes>(reader as StoreTransaction, DEFINITION_KIND, automationId);
+}
+
+export async function isQuarantined(reader: StoreReader | StoreTransaction, automationId: string): Promise<boolean> {
+  return (await reader.get(KINDS.quarantine, automationId)) !== undefined;
+}
+
+export function definitionBlocked(record: EntityRecord<DefinitionAttributes>): string | undefined {
+  const state = record.snapshot.value;
+  return state === 'active' ? undefined : state;
+}
+
+export function notFound(kind: string, id: string): ContractError {
+  return new ContractError('NOT_FOUND', `no ${kind} with id ${id}`, { kind, id });
+}

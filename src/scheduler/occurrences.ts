@@ -1,0 +1,267 @@
+import { entityState } from '../actors/entity-transition.js';
+import { updateEntityAttributes } from '../actors/entity-transition.js';
+import type { DefinitionRecord } from '../command-handler/definition-commands.js';
+import { moveEntity, LIVE_INDEX, type StepContext } from '../engine/lifecycle.js';
+import {
+  KINDS,
+  OCCURRENCE_LIVE,
+  attemptContext,
+  occurrenceContext,
+  stateOf,
+  type AttemptAttributes,
+  type OccurrenceAttributes,
+  type OccurrenceRecord,
+  type OutboxEntry,
+  type RunAttributes,
+} from '../engine/records.js';
+import { isQuarantined, readDefinitionRecord, type EngineServices } from '../engine/services.js';
+import { sideEffectsRuledOut, type SideEffectFacts } from '../guards/occurrence.js';
+import { recordReceipt } from '../dispatcher/receipts.js';
+import { loadAttempt, loadOccurrence, loadRun, settleExpiredHold } from '../dispatcher/settlement.js';
+
+/** A session the scheduler decided to stop; stopped after the decision is durable. */
+export interface SessionStop {
+  runtimeId: string;
+  sessionId: string;
+}
+
+const SKIP_FOR_STATE: Record<string, 'skipped_paused' | 'skipped_invalid'> = {
+  paused: 'skipped_paused',
+  disabled: 'skipped_paused',
+  tombstoned: 'skipped_paused',
+  draft: 'skipped_invalid',
+  invalid: 'skipped_invalid',
+};
+
+async function otherLiveWork(step: StepContext, occurrence: OccurrenceRecord): Promise<boolean> {
+  for (const { id, data } of await step.tx.list<{ automationId: string | null }>(LIVE_INDEX.occurrence)) {
+    if (id === occurrence.id || data.automationId !== occurrence.data.attributes.automationId) continue;
+    const other = await step.tx.get<OccurrenceRecord['data']>(KINDS.occurrence, id);
+    if (other !== undefined && OCCURRENCE_LIVE.has(other.data.snapshot.value)) return true;
+  }
+  return false;
+}
+
+const touch = (now: string, reason: string) => (a: OccurrenceAttributes): OccurrenceAttributes => ({ ...a, stateReason: reason, updatedAt: now });
+
+/**
+ * Planned and eligible occurrences of a definition that is no longer active, or was revised before the
+ * claim, are disposed of with the reason; a retry cycle (activeRunRef set) continues regardless, since
+ * its run already exists and is bounded by its own deadline.
+ */
+async function disposeIfStale(step: StepContext, occurrence: OccurrenceRecord, definition: DefinitionRecord): Promise<boolean> {
+  if (occurrence.data.attributes.activeRunRef !== undefined) return false;
+  const state = entityState(definition);
+  const quarantined = await isQuarantined(step.tx, definition.id);
+  if (state !== 'active' || quarantined) {
+    const disposition = quarantined ? 'skipped_paused' : (SKIP_FOR_STATE[state] ?? 'skipped_paused');
+    await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrence.id, { type: 'misfire', actor: 'scheduler', disposition }, (a) => ({
+      ...touch(step.now, quarantined ? 'definition quarantined' : `definition ${state}`)(a),
+      misfireDisposition: disposition,
+    }));
+    return true;
+  }
+  const revision = definition.data.attributes.definition.revision;
+  if (revision > occurrence.data.attributes.automationRevision) {
+    await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrence.id, { type: 'definition_superseded', actor: 'scheduler', currentRevision: revision }, touch(step.now, `superseded by revision ${revision}`));
+    return true;
+  }
+  return false;
+}
+
+/**
+ * One scheduler step for one occurrence, inside its own transaction: eligibility, claim (overlap forbid),
+ * lease expiry and recovery determination, held-run deadlines, timeouts.
+ */
+export async function advanceOccurrence(svc: EngineServices, step: StepContext, occurrenceId: string, stops: SessionStop[]): Promise<void> {
+  let occurrence = await loadOccurrence(step.tx, occurrenceId);
+  const attributes = occurrence.data.attributes;
+  const now = Date.parse(step.now);
+  let state = stateOf(occurrence);
+  const definition = await readDefinitionRecord(step.tx, attributes.automationId);
+
+  if (state === 'planned') {
+    if (await disposeIfStale(step, occurrence, definition)) return;
+    if (Date.parse(attributes.scheduledFor) > now) return;
+    if (attributes.notBefore !== undefined && Date.parse(attributes.notBefore) > now) return;
+    await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrenceId, { type: 'eligibility_passed', actor: 'scheduler' }, (a) => ({ ...touch(step.now, 'eligibility_passed')(a), eligibleAt: step.now }));
+    occurrence = await loadOccurrence(step.tx, occurrenceId);
+    state = 'eligible';
+  }
+
+  if (state === 'eligible') {
+    if (await disposeIfStale(step, occurrence, definition)) return;
+    if (await otherLiveWork(step, occurrence)) {
+      if (attributes.activeRunRef !== undefined) return;
+      // overlap forbid: a slot that comes due while the automation has live work is skipped, with the reason.
+      await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrenceId, { type: 'misfire', actor: 'scheduler', disposition: 'skipped_overlap' }, (a) => ({
+        ...touch(step.now, 'overlap forbidden: the automation has live work')(a),
+        misfireDisposition: 'skipped_overlap',
+      }));
+      return;
+    }
+    const leaseExpiresAt = new Date(now + svc.leaseMinutes * 60_000).toISOString();
+    await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrenceId, {
+      type: 'claim',
+      actor: 'scheduler',
+      expectedGeneration: occurrenceContext(occurrence).fence.generation,
+      claimedBy: svc.instanceId,
+      leaseExpiresAt,
+    }, (a) => ({ ...touch(step.now, `claimed by ${svc.instanceId}`)(a), claimMetadata: { claimedAt: step.now, leaseMinutes: svc.leaseMinutes } }));
+    return;
+  }
+
+  const o = occurrenceContext(occurrence);
+  const deadlinePassed = o.deadlineAt !== null && Date.parse(o.deadlineAt) <= now;
+
+  if (attributes.held) {
+    if (deadlinePassed) await settleExpiredHold(step, occurrence);
+    return;
+  }
+
+  if ((state === 'claimed' || state === 'dispatching') && !o.runtimeEvidenceRecorded && o.fence.leaseExpiresAt !== null && Date.parse(o.fence.leaseExpiresAt) < now) {
+    await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrenceId, { type: 'lease_expired', actor: 'scheduler' }, (a) => ({
+      ...touch(step.now, 'lease expired without runtime evidence')(a),
+      recovery: { enteredAt: step.now, evidence: 'lease_expired' },
+    }));
+    state = 'recovering';
+  }
+
+  if (state === 'recovering') {
+    await determineRecovery(svc, step, occurrenceId);
+    return;
+  }
+
+  if (state === 'running' && deadlinePassed) {
+    await timeOut(svc, step, occurrenceId, stops);
+  }
+}
+
+/** What the store proves about the current attempt's launch, and what its runtime can do at most. */
+async function sideEffectFacts(svc: EngineServices, step: StepContext, occurrence: OccurrenceRecord): Promise<{ facts: SideEffectFacts; attemptId?: string; runId?: string }> {
+  const runId = occurrence.data.attributes.activeRunRef;
+  if (runId === undefined) return { facts: { launched: false, boundClass: 'none', proven: true } };
+  const run = await loadRun(step.tx, runId);
+  const attemptId = run.data.attributes.attemptIds.at(-1);
+  if (attemptId === undefined) return { facts: { launched: false, boundClass: 'none', proven: true }, runId };
+  const attempt = await loadAttempt(step.tx, attemptId);
+  const outbox = await step.tx.get<OutboxEntry>(KINDS.outbox, `${attemptId}#${attemptContext(attempt).dispatchGeneration}`);
+  const launched = outbox !== undefined && (outbox.data.status === 'sending' || outbox.data.status === 'done');
+  const runtime = svc.runtime(attempt.data.attributes.runtimeId);
+  return {
+    facts: { launched, boundClass: runtime?.sideEffectClass ?? 'irreversible_external_mutation', proven: runtime?.sideEffectBoundProven ?? false },
+    attemptId,
+    runId,
+  };
+}
+
+/** recovering → failed when no side effect was possible, else → recovery_required for the operator. */
+async function determineRecovery(svc: EngineServices, step: StepContext, occurrenceId: string): Promise<void> {
+  const occurrence = await loadOccurrence(step.tx, occurrenceId);
+  const { facts, attemptId, runId } = await sideEffectFacts(svc, step, occurrence);
+  const ruledOut = sideEffectsRuledOut(facts);
+  if (attemptId !== undefined && runId !== undefined) {
+    const attempt = await loadAttempt(step.tx, attemptId);
+    const run = await loadRun(step.tx, runId);
+    if (stateOf(attempt) === 'dispatching') {
+      if (!facts.launched) {
+        await moveEntity<AttemptAttributes>(step, 'attempt', attemptId, { type: 'launch_refused', actor: 'dispatcher', failure: { failureClass: 'lease_expired', preOwnership: true } }, (a) => ({
+          ...a,
+          stateReason: 'lease expired before the launch was released',
+          failureClass: 'lease_expired',
+          settledAt: step.now,
+        }));
+        const outboxId = `${attemptId}#${attemptContext(attempt).dispatchGeneration}`;
+        const outbox = await step.tx.get<OutboxEntry>(KINDS.outbox, outboxId);
+        if (outbox !== undefined) await step.tx.put(KINDS.outbox, outboxId, { ...outbox.data, status: 'cancelled' }, { expectedVersion: outbox.version });
+        const pending = await step.tx.get('pending-launch', outboxId);
+        if (pending !== undefined) await step.tx.delete('pending-launch', outboxId, pending.version);
+      } else {
+        await moveEntity<AttemptAttributes>(step, 'attempt', attemptId, { type: 'dispatch_unconfirmed', actor: 'dispatcher', acknowledged: false }, (a) => ({
+          ...a,
+          stateReason: 'dispatch sent but not acknowledged before lease expiry',
+          settledAt: step.now,
+        }));
+      }
+      const settled = await loadAttempt(step.tx, attemptId);
+      await recordReceipt(step, svc.runtime(settled.data.attributes.runtimeId), occurrence, run, settled, {
+        disposition: stateOf(settled),
+        ...(stateOf(settled) === 'failed' ? { failureClass: 'lease_expired' } : {}),
+        detail: settled.data.attributes.stateReason,
+        recoveryDisposition: ruledOut ? 'not_required' : 'deferred_to_operator',
+      });
+    }
+    if (ruledOut) {
+      const attemptState = stateOf(await loadAttempt(step.tx, attemptId));
+      const a = attemptContext(await loadAttempt(step.tx, attemptId));
+      if (stateOf(run) === 'accepted' && attemptState === 'failed') {
+        await moveEntity<RunAttributes>(step, 'run', runId, {
+          type: 'launch_refused',
+          actor: 'dispatcher',
+          attempts: [{ attemptNumber: a.attemptNumber, state: 'failed', failureClass: 'lease_expired', evidenceRecorded: false }],
+        }, (x) => ({ ...x, stateReason: 'lease expired before launch', finishedAt: step.now, terminalDisposition: { outcome: 'failed', failureClass: 'lease_expired', detail: 'lease expired before launch' } }));
+      } else if (stateOf(run) === 'running' && attemptState === 'ambiguous') {
+        await moveEntity<RunAttributes>(step, 'run', runId, {
+          type: 'attempt_ambiguous',
+          actor: 'dispatcher',
+          attempt: { attemptId, attemptNumber: a.attemptNumber, state: 'ambiguous' },
+          operatorRecoveryResolved: false,
+        }, (x) => ({ ...x, stateReason: 'launch unconfirmed', finishedAt: step.now, terminalDisposition: { outcome: 'ambiguous', failureClass: 'ambiguous_evidence' } }));
+      }
+    }
+  }
+  if (ruledOut) {
+    await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrenceId, { type: 'recovery_determined', actor: 'scheduler', sideEffects: facts }, (a) => ({
+      ...touch(step.now, facts.launched ? 'lease expired; the runtime is proven side-effect free' : 'lease expired before anything was launched')(a),
+      recovery: { ...(a.recovery ?? { enteredAt: step.now }), resolvedDisposition: 'failed_deterministic' },
+    }));
+  } else {
+    await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrenceId, { type: 'recovery_ambiguous', actor: 'scheduler', sideEffects: facts }, (a) => ({
+      ...touch(step.now, 'launch unconfirmed: side effects cannot be ruled out; operator recovery required')(a),
+      recovery: { enteredAt: a.recovery?.enteredAt ?? step.now, evidence: 'dispatch_unconfirmed' },
+    }));
+  }
+}
+
+/** The run's deadline passed without settled evidence: occurrence, run and attempt time out; the session is stopped. */
+async function timeOut(svc: EngineServices, step: StepContext, occurrenceId: string, stops: SessionStop[]): Promise<void> {
+  const occurrence = await loadOccurrence(step.tx, occurrenceId);
+  const runId = occurrence.data.attributes.activeRunRef;
+  await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrenceId, { type: 'timeout', actor: 'scheduler', settledEvidence: false }, touch(step.now, 'perRunMinutes elapsed without settled evidence'));
+  if (runId === undefined) return;
+  const run = await loadRun(step.tx, runId);
+  if (stateOf(run) === 'running') {
+    await moveEntity<RunAttributes>(step, 'run', runId, { type: 'timeout', actor: 'scheduler' }, (x) => ({
+      ...x,
+      stateReason: 'timed out',
+      finishedAt: step.now,
+      terminalDisposition: { outcome: 'timed_out', failureClass: 'timeout', detail: 'perRunMinutes elapsed' },
+    }));
+  }
+  const attemptId = run.data.attributes.attemptIds.at(-1);
+  if (attemptId === undefined) return;
+  const attempt = await loadAttempt(step.tx, attemptId);
+  const sessionId = attempt.data.attributes.workerCorrelation?.sessionId;
+  if (stateOf(attempt) === 'observing') {
+    await moveEntity<AttemptAttributes>(step, 'attempt', attemptId, { type: 'timeout', actor: 'scheduler' }, (x) => ({ ...x, stateReason: 'perRunMinutes elapsed', settledAt: step.now }));
+    await recordReceipt(step, svc.runtime(attempt.data.attributes.runtimeId), occurrence, run, await loadAttempt(step.tx, attemptId), {
+      disposition: 'timed_out',
+      failureClass: 'timeout',
+      detail: 'perRunMinutes elapsed; the session was told to stop',
+      recoveryDisposition: 'not_required',
+    });
+  } else if (stateOf(attempt) === 'started') {
+    await updateEntityAttributes<AttemptAttributes>(step.tx, KINDS.attempt, attemptId, attempt.version, (x) => ({ ...x, cancelRequestedAt: step.now }));
+  }
+  if (sessionId !== undefined) stops.push({ runtimeId: attempt.data.attributes.runtimeId, sessionId });
+}
+
+/** Every live occurrence, one transaction each. Returns the sessions to stop once those commits are durable. */
+export async function advanceAll(svc: EngineServices): Promise<SessionStop[]> {
+  const stops: SessionStop[] = [];
+  const live = await svc.store.read((r) => r.list(LIVE_INDEX.occurrence));
+  for (const { id } of live) {
+    await svc.step((step) => advanceOccurrence(svc, step, id, stops));
+  }
+  return stops;
+}

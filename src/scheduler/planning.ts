@@ -1,0 +1,104 @@
+import { appendEvent } from '../changefeed/event-envelope.js';
+import { DEFINITION_KIND, type DefinitionRecord } from '../command-handler/definition-commands.js';
+import type { AutomationDefinition } from '../command-handler/definition-body.js';
+import { createExecutionEntity, type StepContext } from '../engine/lifecycle.js';
+import { KINDS, type OccurrenceAttributes } from '../engine/records.js';
+import { isQuarantined, type EngineServices } from '../engine/services.js';
+import type { OccurrenceInput } from '../guards/occurrence.js';
+import { entityState } from '../actors/entity-transition.js';
+
+/** Planning never looks further back than this; older missed slots are out of the misfire window. */
+export const PLANNING_LOOKBACK_DAYS = 15;
+const DAY_MS = 86_400_000;
+
+export const occurrenceIdFor = (automationId: string, slot: Date) => `${automationId}-${slot.getTime()}`;
+export const occurrenceKeyFor = (automationId: string, slot: Date) => `${automationId}@${slot.toISOString()}`;
+
+/** The machine input of a new occurrence: everything its guards need, pinned from one definition revision. */
+export function occurrenceInput(occurrenceId: string, definition: AutomationDefinition, scheduledFor: string): OccurrenceInput {
+  return {
+    occurrenceId,
+    automationId: definition.automationId,
+    automationRevision: definition.revision,
+    definitionDigest: definition.integrity.value,
+    scheduledFor,
+    retryPolicy: {
+      maxAttempts: definition.policies.retry.maxAttempts,
+      backoffPolicy: definition.policies.retry.backoffPolicy,
+      ...(definition.policies.retry.backoffSeconds === undefined ? {} : { backoffSeconds: definition.policies.retry.backoffSeconds }),
+      retryableClasses: definition.policies.retry.retryableClasses ?? [],
+    },
+    perRunMinutes: definition.policies.timeout.perRunMinutes,
+    operatorHold: true,
+  };
+}
+
+/**
+ * Plans the latest due slot of one active definition (misfire `latest`): slots after the last planned one
+ * (and after activation, and within the lookback) up to now collapse into the newest, and the collapsed
+ * ones are recorded as `occurrence.misfire_recorded` — never silently dropped, never backfilled.
+ * Returns the new occurrence id, if one was planned.
+ */
+export async function planLatestSlot(svc: EngineServices, step: StepContext, definitionRecord: DefinitionRecord): Promise<string | undefined> {
+  if (entityState(definitionRecord) !== 'active') return undefined;
+  const automationId = definitionRecord.id;
+  if (await isQuarantined(step.tx, automationId)) return undefined;
+  const definition = definitionRecord.data.attributes.definition;
+  const now = new Date(step.now);
+  const cursor = await step.tx.get<{ lastSlot: string }>(KINDS.planCursor, automationId);
+  const lowerBound = Math.max(
+    Date.parse(definitionRecord.data.attributes.scheduleEffectiveFrom ?? definitionRecord.data.attributes.createdAt) - 1,
+    cursor === undefined ? -Infinity : Date.parse(cursor.data.lastSlot),
+    now.getTime() - PLANNING_LOOKBACK_DAYS * DAY_MS,
+  );
+  const schedule = svc.schedule(automationId, definition.revision, definition.trigger.schedule.rrule, definition.trigger.schedule.timezone);
+  const slots = schedule.slotsBetween(new Date(lowerBound), now);
+  const latest = slots.at(-1);
+  if (latest === undefined) return undefined;
+  await step.tx.put(KINDS.planCursor, automationId, { lastSlot: latest.toISOString() }, { expectedVersion: cursor?.version ?? null });
+
+  const key = occurrenceKeyFor(automationId, latest);
+  // One occurrence per slot: a second planner (another engine) finds the key taken and plans nothing.
+  if ((await step.tx.get(KINDS.occurrenceKey, key)) !== undefined) return undefined;
+  const occurrenceId = occurrenceIdFor(automationId, latest);
+  await step.tx.put(KINDS.occurrenceKey, key, { occurrenceId }, { expectedVersion: null });
+  const collapsed = slots.slice(0, -1).map((d) => d.toISOString());
+  const attributes: OccurrenceAttributes = {
+    automationId,
+    automationRevision: definition.revision,
+    definitionDigest: definition.integrity,
+    occurrenceKey: key,
+    scheduledFor: latest.toISOString(),
+    triggerIdentity: { kind: 'schedule.slot', rruleRef: definition.trigger.schedule.rrule },
+    stateReason: 'slot_fenced',
+    misfireDisposition: collapsed.length > 0 ? 'collapsed_to_latest' : 'none',
+    createdAt: step.now,
+    updatedAt: step.now,
+    observedAt: step.now,
+    held: false,
+  };
+  await createExecutionEntity(step, 'occurrence', occurrenceId, occurrenceInput(occurrenceId, definition, latest.toISOString()), attributes, 'slot_fenced');
+  if (collapsed.length > 0) {
+    await appendEvent(step.tx, step.feed, {
+      stream: { kind: 'occurrence', id: occurrenceId },
+      kind: 'occurrence.misfire_recorded',
+      summary: `${collapsed.length} missed slot(s) of ${automationId} collapsed into ${latest.toISOString()}`,
+      payload: { disposition: 'collapsed_to_latest', collapsedSlots: collapsed.slice(-4096) },
+      automationId,
+      occurrenceId,
+    });
+  }
+  return occurrenceId;
+}
+
+/** Plans every active definition, one transaction each. Returns the ids of the occurrences planned. */
+export async function planDueSlots(svc: EngineServices): Promise<string[]> {
+  const definitions = await svc.store.read((r) => r.list<DefinitionRecord['data']>(DEFINITION_KIND));
+  const planned: string[] = [];
+  for (const record of definitions) {
+    if (record.data.snapshot.value !== 'active') continue;
+    const id = await svc.step((step) => step.tx.get<DefinitionRecord['data']>(DEFINITION_KIND, record.id).then((fresh) => (fresh === undefined ? undefined : planLatestSlot(svc, step, fresh as DefinitionRecord))));
+    if (id !== undefined) planned.push(id);
+  }
+  return planned;
+}

@@ -1,0 +1,157 @@
+import { moveEntity, LIVE_INDEX, type StepContext } from '../engine/lifecycle.js';
+import { attemptContext, stateOf, type AttemptAttributes, type OccurrenceAttributes, type RunAttributes } from '../engine/records.js';
+import type { EngineServices } from '../engine/services.js';
+import type { TerminalEvidence } from '../guards/common.js';
+import type { Observation } from '../runtime/runtime.js';
+import { recordReceipt } from '../dispatcher/receipts.js';
+import { afterTerminalEvidence, loadAttempt, loadOccurrence, loadRun } from '../dispatcher/settlement.js';
+import { KINDS } from '../engine/records.js';
+
+/**
+ * The contract's worker: observes every started session and turns runtime evidence into transitions.
+ * It settles only on verified terminal evidence; duplicate or late observations of a settled attempt are
+ * no-ops, because the machine refuses them and nothing is sent.
+ */
+export class Worker {
+  /** Last instant each attempt showed a sign of life; evidence older than the lease is expired. */
+  private readonly lastSeen = new Map<string, string>();
+
+  constructor(private readonly svc: EngineServices) {}
+
+  async observeAll(): Promise<number> {
+    const live = await this.svc.store.read((r) => r.list(LIVE_INDEX.attempt));
+    let settled = 0;
+    for (const { id } of live) {
+      if (await this.observe(id)) settled += 1;
+    }
+    return settled;
+  }
+
+  /** Observes one attempt's session; returns true when the attempt settled. */
+  async observe(attemptId: string): Promise<boolean> {
+    const attempt = await this.svc.store.read((r) => r.get<Awaited<ReturnType<typeof loadAttempt>>['data']>(KINDS.attempt, attemptId));
+    if (attempt === undefined) return false;
+    const state = attempt.data.snapshot.value;
+    const sessionId = attempt.data.attributes.workerCorrelation?.sessionId;
+    if ((state !== 'started' && state !== 'observing') || sessionId === undefined) return false;
+    const runtime = this.svc.runtime(attempt.data.attributes.runtimeId);
+    if (runtime === undefined) return false;
+    let observation: Observation;
+    try {
+      observation = await runtime.observe(sessionId, this.svc.clock.now());
+    } catch {
+      return false;
+    }
+    if (observation.status === 'running') {
+      this.lastSeen.set(attemptId, this.svc.clock.now().toISOString());
+      if (state === 'started' && observation.cursors !== undefined) {
+        await this.svc.step((step) => this.openStream(step, attemptId, sessionId, observation.cursors!));
+      }
+      return false;
+    }
+    const settled = await this.svc.step((step) => this.settle(step, attemptId, sessionId, observation));
+    this.lastSeen.delete(attemptId);
+    return settled;
+  }
+
+  private async openStream(step: StepContext, attemptId: string, sessionId: string, cursors: { eventCursor?: string; logCursor?: string }): Promise<void> {
+    if (stateOf(await loadAttempt(step.tx, attemptId)) !== 'started') return;
+    await moveEntity<AttemptAttributes>(step, 'attempt', attemptId, { type: 'evidence_stream_open', actor: 'worker', sessionId, cursors }, (a) => ({ ...a, outputCursors: cursors, stateReason: 'observing' }));
+  }
+
+  private async settle(step: StepContext, attemptId: string, sessionId: string, observation: Exclude<Observation, { status: 'running' }>): Promise<boolean> {
+    const attempt = await loadAttempt(step.tx, attemptId);
+    const state = stateOf(attempt);
+    if (state !== 'started' && state !== 'observing') return false;
+    const a = attemptContext(attempt);
+    const run = await loadRun(step.tx, a.runId);
+    const occurrence = await loadOccurrence(step.tx, a.occurrenceId);
+    const runtime = this.svc.runtime(attempt.data.attributes.runtimeId);
+
+    if (observation.status === 'lost') {
+      const lastSeen = this.lastSeen.get(attemptId) ?? attempt.data.attributes.openedAt;
+      await moveEntity<AttemptAttributes>(step, 'attempt', attemptId, { type: 'evidence_lost', actor: 'scheduler', sessionId, terminalEvidenceSeen: false, evidenceExpiresAt: lastSeen }, (x) => ({
+        ...x,
+        stateReason: observation.detail.slice(0, 500),
+        settledAt: step.now,
+      }));
+      await recordReceipt(step, runtime, occurrence, run, await loadAttempt(step.tx, attemptId), { disposition: 'ambiguous', detail: observation.detail.slice(0, 500), recoveryDisposition: 'deferred_to_operator' });
+      if (stateOf(occurrence) === 'running' && occurrence.data.attributes.activeRunRef === run.id) {
+        await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrence.id, { type: 'evidence_lost', actor: 'scheduler', sessionId, terminalEvidenceSeen: false }, (x) => ({
+          ...x,
+          stateReason: 'runtime lost mid-run: outcome cannot be determined automatically',
+          recovery: { enteredAt: step.now, evidence: 'runtime_lost' },
+          updatedAt: step.now,
+        }));
+      }
+      return true;
+    }
+
+    const cancelled = observation.cancelled || attempt.data.attributes.cancelRequestedAt !== undefined;
+    if (cancelled && state === 'observing') {
+      return this.acknowledgeCancellation(step, attemptId, sessionId);
+    }
+    const evidence: TerminalEvidence & { outputDigest?: string } = {
+      sessionId,
+      outcome: observation.outcome,
+      exitCode: observation.exitCode,
+      verified: true,
+      ...(observation.outputDigest === undefined ? {} : { outputDigest: observation.outputDigest }),
+    };
+    const settledAttempt = await moveEntity<AttemptAttributes>(step, 'attempt', attemptId, { type: 'run_settled', actor: 'worker', evidence }, (x) => ({
+      ...x,
+      evidence,
+      stateReason: observation.outcome === 'succeeded' ? 'verified completion evidence' : `verified failure evidence (exit ${String(observation.exitCode)})`,
+      settledAt: step.now,
+    }));
+    const receipt = await recordReceipt(
+      step,
+      runtime,
+      occurrence,
+      run,
+      settledAttempt.record as Awaited<ReturnType<typeof loadAttempt>>,
+      {
+        disposition: settledAttempt.to,
+        ...(settledAttempt.to === 'failed' ? { failureClass: 'runtime_error' } : {}),
+        detail: settledAttempt.to === 'succeeded' ? 'verified completion evidence' : `exit ${String(observation.exitCode)}`,
+        recoveryDisposition: 'not_required',
+      },
+      observation.outputDigest,
+    );
+    await afterTerminalEvidence(step, occurrence.id, run.id, attemptId, evidence, receipt.receiptId);
+    return true;
+  }
+
+  /** The runtime acknowledged a requested cancellation: attempt, run and occurrence settle cancelled. */
+  private async acknowledgeCancellation(step: StepContext, attemptId: string, sessionId: string): Promise<boolean> {
+    const attempt = await loadAttempt(step.tx, attemptId);
+    const a = attemptContext(attempt);
+    const requestedAt = attempt.data.attributes.cancelRequestedAt ?? step.now;
+    const cancellation = { requestedAt, acknowledgedAt: step.now };
+    await moveEntity<AttemptAttributes>(step, 'attempt', attemptId, { type: 'cancel_acknowledged', actor: 'command_handler', cancellation }, (x) => ({ ...x, stateReason: 'cancellation acknowledged by runtime', settledAt: step.now }));
+    const run = await loadRun(step.tx, a.runId);
+    const occurrence = await loadOccurrence(step.tx, a.occurrenceId);
+    await recordReceipt(step, this.svc.runtime(attempt.data.attributes.runtimeId), occurrence, run, await loadAttempt(step.tx, attemptId), {
+      disposition: 'cancelled',
+      detail: `session ${sessionId} stopped on request`,
+      recoveryDisposition: 'not_required',
+    });
+    if (stateOf(run) === 'running') {
+      await moveEntity<RunAttributes>(step, 'run', run.id, { type: 'cancel_acknowledged', actor: 'command_handler' }, (x) => ({
+        ...x,
+        stateReason: 'cancelled on request',
+        finishedAt: step.now,
+        terminalDisposition: { outcome: 'cancelled', failureClass: 'cancelled_by_request' },
+      }));
+    }
+    if (stateOf(occurrence) === 'running') {
+      await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrence.id, { type: 'cancel_acknowledged', actor: 'command_handler', cancellation }, (x) => ({
+        ...x,
+        stateReason: 'cancellation acknowledged by runtime',
+        cancellation: { ...(x.cancellation ?? { requestedAt }), acknowledgedAt: step.now },
+        updatedAt: step.now,
+      }));
+    }
+    return true;
+  }
+}

@@ -1,0 +1,66 @@
+import { createEngine, type Engine } from '../../src/engine/engine.js';
+import { SimulatedClock } from '../../src/engine/clock.js';
+import { SimulatedRuntime, type SimulatedBehavior } from '../../src/runtime/simulated-runtime.js';
+import { MemoryStore } from '../../src/store/memory-store.js';
+import type { Store } from '../../src/store/store.js';
+import type { EventEnvelope } from '../../src/changefeed/event-envelope.js';
+import { KINDS, renderAttempt, renderOccurrence, renderRun, type AttemptRecord, type OccurrenceRecord, type RunRecord } from '../../src/engine/records.js';
+import { command, definitionBody } from './commands.js';
+import { expect } from 'vitest';
+
+export interface HarnessOptions {
+  start?: string;
+  store?: Store;
+  runtime?: SimulatedRuntime;
+  retry?: Record<string, unknown>;
+  perRunMinutes?: number;
+  rrule?: string;
+  timezone?: string;
+  instanceId?: string;
+  activate?: boolean;
+}
+
+/** An engine on a simulated clock and runtime, with one automation `daily` created and activated. */
+export async function harness(options: HarnessOptions = {}) {
+  const clock = new SimulatedClock(options.start ?? '2026-03-02T08:00:00.000Z');
+  const store = options.store ?? new MemoryStore();
+  const runtime = options.runtime ?? new SimulatedRuntime({ durationMs: 60_000 });
+  let ids = 0;
+  const engine = createEngine({ store, clock, runtimes: [runtime], instanceId: options.instanceId ?? 'engine-a', newId: () => `store-${++ids}` });
+  const policies = {
+    timeout: { perRunMinutes: options.perRunMinutes ?? 30 },
+    retry: options.retry ?? { maxAttempts: 3, backoffPolicy: 'fixed', backoffSeconds: 30, retryableClasses: ['runtime_unavailable', 'transient_dispatch'] },
+    concurrency: { overlap: 'forbid' },
+    misfire: { disposition: 'latest' },
+    retention: { occurrenceHistory: { classification: 'standard' } },
+  };
+  const body = (revision: number, lifecycleState: 'draft' | 'paused') =>
+    definitionBody('daily', { revision, lifecycleState, rrule: options.rrule ?? 'FREQ=DAILY;BYHOUR=9', timezone: options.timezone ?? 'utc', extra: { policies } });
+  const ok = async (input: unknown) => {
+    const r = await engine.commands.handle(input);
+    expect(r.outcome, JSON.stringify(r.error)).not.toBe('rejected');
+    return r;
+  };
+  if (options.store === undefined) {
+    await ok(command('definition.create.v1', { definition: body(1, 'draft') }));
+    await ok(command('definition.revise.v1', { definition: body(2, 'paused') }, { expectedRevision: 1 }));
+    if (options.activate !== false) await ok(command('definition.activate.v1', { automationId: 'daily' }, { expectedRevision: 2 }));
+  }
+  const read = {
+    occurrences: async () => ((await store.read((r) => r.list<OccurrenceRecord['data']>(KINDS.occurrence))) as OccurrenceRecord[]).map(renderOccurrence),
+    runs: async () => ((await store.read((r) => r.list<RunRecord['data']>(KINDS.run))) as RunRecord[]).map(renderRun),
+    attempts: async () => ((await store.read((r) => r.list<AttemptRecord['data']>(KINDS.attempt))) as AttemptRecord[]).map(renderAttempt),
+    receipts: async () => (await store.read((r) => r.list<Record<string, unknown>>(KINDS.receipt))).map((r) => r.data),
+    feed: async () => (await store.read((r) => r.readFeed<EventEnvelope>())).map((e) => e.data),
+    stream: async (kind: string, id: string) => (await store.read((r) => r.readLog<EventEnvelope>(`${kind}/${id}`))).map((e) => e.data),
+  };
+  return { clock, store, runtime, engine, ok, read, body };
+}
+
+export type Harness = Awaited<ReturnType<typeof harness>>;
+
+export function transitions(events: EventEnvelope[]): string[] {
+  return events.filter((e) => e.kind.endsWith('.transitioned')).map((e) => `${String(e.payload.from)}->${String(e.payload.to)}`);
+}
+
+export type { SimulatedBehavior };
