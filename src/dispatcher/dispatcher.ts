@@ -58,6 +58,7 @@ export async function acceptAndDispatch(svc: EngineServices, step: StepContext, 
       fenceGeneration: o.fence.generation,
       deadlineAt: o.deadlineAt!,
       operatorHold: o.operatorHold,
+      retryPolicy: o.retryPolicy,
     }, {
       automationId: attributes.automationId,
       automationRevision: attributes.automationRevision,

@@ -16,7 +16,7 @@ import {
   type RunRecord,
 } from '../engine/records.js';
 import type { TerminalEvidence } from '../guards/common.js';
-import { holdWindowOpen, type AttemptDisposition, type OccurrenceContext } from '../guards/occurrence.js';
+import { holdWindowOpen, retryExhausted, type AttemptDisposition, type OccurrenceContext } from '../guards/occurrence.js';
 import type { StoreTransaction } from '../store/store.js';
 
 export async function loadOccurrence(tx: StoreTransaction, id: string): Promise<OccurrenceRecord> {
@@ -104,7 +104,7 @@ export async function openAttempt(
 }
 
 async function settleRunFailed(step: StepContext, runId: string, attemptId: string, attemptNumber: number, detail: string, failureClass: string): Promise<void> {
-  await moveEntity<RunAttributes>(step, 'run', runId, { type: 'attempt_settled', actor: 'dispatcher', attempt: { attemptId, attemptNumber, state: 'failed' }, furtherAttemptOpens: false }, (a) => ({
+  await moveEntity<RunAttributes>(step, 'run', runId, { type: 'attempt_settled', actor: 'dispatcher', attempt: { attemptId, attemptNumber, state: 'failed' }, furtherAttemptOpens: false, failureClass }, (a) => ({
     ...a,
     stateReason: detail,
     finishedAt: step.now,
@@ -147,8 +147,9 @@ export async function afterPreOwnershipFailure(step: StepContext, occurrenceId: 
     }, (a) => ({ ...a, notBefore, held: false, stateReason: `automatic retry after ${failureClass}`, updatedAt: step.now }));
     return undefined;
   }
-  const exhausted = failureClass !== 'launch_refused' && o.retryPolicy.retryableClasses.includes(failureClass);
-  if (holdWindowOpen(o, step.now) && !exhausted) {
+  const attempts = Math.max(o.attemptCount, n);
+  const exhausted = retryExhausted(o.retryPolicy, attempts, failureClass);
+  if (holdWindowOpen(o, step.now, attempts, failureClass)) {
     await updateEntityAttributes<OccurrenceAttributes>(step.tx, KINDS.occurrence, occurrenceId, occurrence.version, (a) => ({ ...a, held: true, stateReason: `held for operator retry after ${failureClass}`, updatedAt: step.now }));
     await updateEntityAttributes<RunAttributes>(step.tx, KINDS.run, runId, run.version, (a) => ({ ...a, stateReason: 'held_for_operator_retry' }));
     return undefined;
@@ -172,7 +173,7 @@ export async function afterTerminalEvidence(step: StepContext, occurrenceId: str
   const occurrence = await loadOccurrence(step.tx, occurrenceId);
   const run = await loadRun(step.tx, runId);
   const n = attemptContext(await loadAttempt(step.tx, attemptId)).attemptNumber;
-  const runIsCurrent = stateOf(run) === 'running' && runContext(run).currentAttemptId === attemptId;
+  const runIsCurrent = stateOf(run) === 'running' && run.data.attributes.attemptIds.at(-1) === attemptId;
   const occurrenceRunning = stateOf(occurrence) === 'running';
   if (!runIsCurrent || !occurrenceRunning) return;
   const succeeded = evidence.outcome === 'succeeded' && (evidence.exitCode === null || evidence.exitCode === 0);
@@ -187,13 +188,14 @@ export async function afterTerminalEvidence(step: StepContext, occurrenceId: str
     await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrenceId, { type: 'run_settled', actor: 'dispatcher', evidence, receiptRef }, (a) => ({ ...a, held: false, stateReason: 'run_succeeded', updatedAt: step.now }));
     return;
   }
-  if (holdWindowOpen(occurrenceContext(occurrence), step.now)) {
+  const o = occurrenceContext(occurrence);
+  if (holdWindowOpen(o, step.now, Math.max(o.attemptCount, n))) {
     await updateEntityAttributes<OccurrenceAttributes>(step.tx, KINDS.occurrence, occurrenceId, occurrence.version, (a) => ({ ...a, held: true, stateReason: 'held for operator retry after a failed attempt', updatedAt: step.now }));
     await updateEntityAttributes<RunAttributes>(step.tx, KINDS.run, runId, run.version, (a) => ({ ...a, stateReason: 'held_for_operator_retry' }));
     return;
   }
   await settleRunFailed(step, runId, attemptId, n, 'runtime evidence proves failure', 'runtime_error');
-  await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrenceId, { type: 'run_settled', actor: 'dispatcher', evidence }, (a) => ({ ...a, held: false, stateReason: 'run_failed', updatedAt: step.now }));
+  await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrenceId, { type: 'run_settled', actor: 'dispatcher', evidence, attemptNumber: n }, (a) => ({ ...a, held: false, stateReason: 'run_failed', updatedAt: step.now }));
 }
 
 /** A held run whose original deadline passed settles failed, its prior attempt untouched. */
@@ -214,7 +216,7 @@ export async function settleExpiredHold(step: StepContext, occurrence: Occurrenc
       updatedAt: step.now,
     }));
   } else if (state === 'running' && attempt.data.attributes.evidence !== undefined) {
-    await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrence.id, { type: 'run_settled', actor: 'dispatcher', evidence: attempt.data.attributes.evidence }, (a) => ({
+    await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrence.id, { type: 'run_settled', actor: 'dispatcher', evidence: attempt.data.attributes.evidence, attemptNumber: n }, (a) => ({
       ...a,
       held: false,
       stateReason: 'held run deadline expired',

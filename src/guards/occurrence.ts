@@ -146,9 +146,28 @@ function deadlineOpen(context: OccurrenceContext, at: string): boolean {
   return context.deadlineAt !== null && isBefore(at, context.deadlineAt);
 }
 
-/** An ordinary run whose attempt failed stays held for an operator retry while this is true. */
-export function holdWindowOpen(context: OccurrenceContext, now: string): boolean {
-  return context.operatorHold && context.attemptCount < MAX_ATTEMPTS_PER_RUN && deadlineOpen(context, now);
+/** Retryable failures used up the pinned policy: the run settles (and the automation is quarantined). */
+export function retryExhausted(policy: RetryPolicy, attempts: number, failureClass: string | undefined): boolean {
+  return failureClass !== undefined && (policy.retryableClasses as string[]).includes(failureClass) && attempts >= policy.maxAttempts;
+}
+
+/**
+ * An ordinary run whose attempt failed stays held for an operator retry while this is true: before its
+ * deadline, with fewer than ten attempts, and not after retryable failures exhausted the policy.
+ */
+export function holdWindowOpen(
+  context: Pick<OccurrenceContext, 'operatorHold' | 'deadlineAt' | 'retryPolicy'>,
+  now: string,
+  attempts: number,
+  failureClass?: string,
+): boolean {
+  return (
+    context.operatorHold &&
+    attempts < MAX_ATTEMPTS_PER_RUN &&
+    context.deadlineAt !== null &&
+    isBefore(now, context.deadlineAt) &&
+    !retryExhausted(context.retryPolicy, attempts, failureClass)
+  );
 }
 
 /**
@@ -209,7 +228,7 @@ export const occurrenceGuards = {
     event.failure !== undefined &&
     event.failure.preOwnership &&
     !automaticRetryPermitted(context, event.failure, event.now, attemptsSoFar(context, event.attemptNumber)) &&
-    !holdWindowOpen(context, event.now),
+    !holdWindowOpen(context, event.now, attemptsSoFar(context, event.attemptNumber), event.failure.failureClass),
   adoptionFenceMatches: ({ context, event }: Args) =>
     event.type === 'attempt_adopted' &&
     nonEmpty(event.adoptionKey) &&
@@ -233,7 +252,9 @@ export const occurrenceGuards = {
   completionEvidenceWithReceipt: ({ context, event }: Args) =>
     event.type === 'run_settled' && provesCompletion(event.evidence, context.sessionId) && nonEmpty(event.receiptRef),
   failureEvidenceWithoutHold: ({ context, event }: Args) =>
-    event.type === 'run_settled' && provesFailure(event.evidence, context.sessionId) && !holdWindowOpen(context, event.now),
+    event.type === 'run_settled' &&
+    provesFailure(event.evidence, context.sessionId) &&
+    !holdWindowOpen(context, event.now, attemptsSoFar(context, event.attemptNumber)),
   deadlineElapsedWithoutSettlement: ({ context, event }: Args) =>
     event.type === 'timeout' && !event.settledEvidence && context.deadlineAt !== null && !isBefore(event.now, context.deadlineAt),
   cancelAcknowledgedOrReconciled: ({ event }: Args) =>

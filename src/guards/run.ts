@@ -1,5 +1,5 @@
-import { MAX_ATTEMPTS_PER_RUN } from '../contract/vocabulary.js';
 import { isBefore, nonEmpty, type LifecycleEventBase } from './common.js';
+import { holdWindowOpen, type RetryPolicy } from './occurrence.js';
 
 export interface RunContext {
   runId: string;
@@ -10,6 +10,9 @@ export interface RunContext {
   deadlineAt: string;
   /** Ordinary runs hold for an operator retry after a failed attempt until their deadline. */
   operatorHold: boolean;
+  /** The retry policy pinned with the definition revision; exhaustion closes the hold window. */
+  retryPolicy: RetryPolicy;
+  /** Highest attempt number this run has started or settled; older attempts cannot settle it. */
   attemptCount: number;
   currentAttemptId: string | null;
   receiptRef: string | null;
@@ -23,6 +26,7 @@ export interface RunInput {
   fenceGeneration: number;
   deadlineAt: string;
   operatorHold?: boolean;
+  retryPolicy?: RetryPolicy;
 }
 
 /** The settled attempt a run event reports on. */
@@ -50,6 +54,8 @@ export type RunEvent =
       receiptRef?: string;
       /** The retry policy opens another attempt for this failure. */
       furtherAttemptOpens: boolean;
+      /** The failure's class, when it failed before the runtime took ownership. */
+      failureClass?: string;
     })
   | LifecycleEventBase<'timeout'>
   | (LifecycleEventBase<'attempt_ambiguous'> & { attempt: SettledAttempt; operatorRecoveryResolved: boolean });
@@ -58,9 +64,8 @@ type Args = { context: RunContext; event: RunEvent };
 
 const PRE_OWNERSHIP: ReadonlySet<string> = new Set(['launch_refused', 'runtime_unavailable', 'transient_dispatch', 'lease_expired']);
 
-function holdWindowOpen(context: RunContext, now: string): boolean {
-  return context.operatorHold && context.attemptCount < MAX_ATTEMPTS_PER_RUN && isBefore(now, context.deadlineAt);
-}
+/** The settling attempt is the run's latest: retries open attempts the run machine never sees start. */
+const isLatest = (context: RunContext, attempt: SettledAttempt) => attempt.attemptNumber >= context.attemptCount && nonEmpty(attempt.attemptId);
 
 /** One pure predicate per run.v1 guard id in state-machines.json. */
 export const runGuards = {
@@ -77,18 +82,18 @@ export const runGuards = {
   attemptSucceededWithReceipt: ({ context, event }: Args) =>
     event.type === 'attempt_settled' &&
     event.attempt.state === 'succeeded' &&
-    event.attempt.attemptId === context.currentAttemptId &&
+    isLatest(context, event.attempt) &&
     nonEmpty(event.receiptRef),
   attemptFailedWithoutFurtherAttempt: ({ context, event }: Args) =>
     event.type === 'attempt_settled' &&
     event.attempt.state === 'failed' &&
-    event.attempt.attemptId === context.currentAttemptId &&
+    isLatest(context, event.attempt) &&
     !event.furtherAttemptOpens &&
-    !holdWindowOpen(context, event.now),
+    !holdWindowOpen(context, event.now, event.attempt.attemptNumber, event.failureClass),
   currentAttemptAmbiguous: ({ context, event }: Args) =>
     event.type === 'attempt_ambiguous' &&
     event.attempt.state === 'ambiguous' &&
-    event.attempt.attemptId === context.currentAttemptId &&
+    isLatest(context, event.attempt) &&
     !event.operatorRecoveryResolved,
 };
 
@@ -101,6 +106,7 @@ export function createRunContext(input: RunInput): RunContext {
     fenceGeneration: input.fenceGeneration,
     deadlineAt: input.deadlineAt,
     operatorHold: input.operatorHold ?? true,
+    retryPolicy: input.retryPolicy ?? { maxAttempts: 1, backoffPolicy: 'none', retryableClasses: [] },
     attemptCount: 0,
     currentAttemptId: null,
     receiptRef: null,
@@ -113,7 +119,13 @@ export function applyRunEvent(context: RunContext, event: RunEvent): RunContext 
     case 'attempt_started':
       return { ...context, currentAttemptId: event.attemptId, attemptCount: Math.max(context.attemptCount, event.attemptNumber) };
     case 'attempt_settled':
-      return event.receiptRef === undefined ? context : { ...context, receiptRef: event.receiptRef };
+    case 'attempt_ambiguous':
+      return {
+        ...context,
+        currentAttemptId: event.attempt.attemptId,
+        attemptCount: Math.max(context.attemptCount, event.attempt.attemptNumber),
+        ...(event.type === 'attempt_settled' && event.receiptRef !== undefined ? { receiptRef: event.receiptRef } : {}),
+      };
     default:
       return context;
   }

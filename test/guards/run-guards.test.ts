@@ -54,7 +54,7 @@ describeGuards<Args>('run.v1 guards', runGuards, {
     fail: {
       'no receipt is recorded': settled('succeeded'),
       'the attempt failed': settled('failed', { receiptRef: 'receipt-1' }),
-      'it is not the current attempt': settled('succeeded', { receiptRef: 'receipt-1', attemptId: 'attempt-0' }),
+      'it is an older attempt than the latest': settled('succeeded', { receiptRef: 'receipt-1', ctx: { ...context, attemptCount: 2 } }),
     },
   },
   attemptFailedWithoutFurtherAttempt: {
@@ -62,6 +62,7 @@ describeGuards<Args>('run.v1 guards', runGuards, {
     fail: {
       'retry opens another attempt': settled('failed', { ctx: unheld, furtherAttemptOpens: true }),
       'an operator hold window is open': settled('failed'),
+      'the attempt is older than the latest': settled('failed', { ctx: { ...unheld, attemptCount: 2 } }),
       'the attempt succeeded': settled('succeeded', { ctx: unheld }),
     },
   },
@@ -69,7 +70,7 @@ describeGuards<Args>('run.v1 guards', runGuards, {
     pass: { context, event: { ...base, type: 'attempt_ambiguous', attempt: { attemptId: 'attempt-1', attemptNumber: 1, state: 'ambiguous' }, operatorRecoveryResolved: false } },
     fail: {
       'an operator recovery resolved it': { context, event: { ...base, type: 'attempt_ambiguous', attempt: { attemptId: 'attempt-1', attemptNumber: 1, state: 'ambiguous' }, operatorRecoveryResolved: true } },
-      'it is not the current attempt': { context, event: { ...base, type: 'attempt_ambiguous', attempt: { attemptId: 'attempt-9', attemptNumber: 1, state: 'ambiguous' }, operatorRecoveryResolved: false } },
+      'it is an older attempt than the latest': { context: { ...context, attemptCount: 3 }, event: { ...base, type: 'attempt_ambiguous', attempt: { attemptId: 'attempt-1', attemptNumber: 1, state: 'ambiguous' }, operatorRecoveryResolved: false } },
     },
   },
 });
