@@ -1,0 +1,82 @@
+import { sha256Hex } from '../contract/digest.js';
+import type { SideEffectClass } from '../contract/vocabulary.js';
+import type { LaunchRecord, LaunchRequest, LaunchResult, Observation, Runtime } from './runtime.js';
+
+/** What an in-process automation returns: its outcome and, optionally, output to digest. */
+export interface FunctionResult {
+  outcome: 'succeeded' | 'failed';
+  output?: string;
+}
+
+interface Session {
+  settled?: { outcome: 'succeeded' | 'failed'; digest: string; detail?: string };
+  abort: AbortController;
+}
+
+/**
+ * Runs attempts as async functions inside the embedding process. Sessions live in memory: after a
+ * process restart they are `lost`, and the engine sends them to operator recovery rather than guessing.
+ *
+ * @example
+ * ```ts
+ * const runtime = new FunctionRuntime('reports', async (request, signal) => {
+ *   const text = await buildReport(request.prompt, { signal });
+ *   return { outcome: 'succeeded', output: text };
+ * });
+ * ```
+ */
+export class FunctionRuntime implements Runtime {
+  readonly launches: LaunchRecord[] = [];
+  private readonly sessions = new Map<string, Session>();
+  private counter = 0;
+
+  constructor(
+    readonly runtimeId: string,
+    private readonly run: (request: LaunchRequest, signal: AbortSignal) => Promise<FunctionResult>,
+    readonly sideEffectClass: SideEffectClass = 'local_write',
+    readonly sideEffectBoundProven = false,
+  ) {}
+
+  async launch(request: LaunchRequest, now: Date): Promise<LaunchResult> {
+    const sessionId = `fn-${++this.counter}-${request.attemptId}`.slice(0, 160);
+    const session: Session = { abort: new AbortController() };
+    this.sessions.set(sessionId, session);
+    this.launches.push({ sessionKey: request.sessionKey, attemptId: request.attemptId, at: now.toISOString() });
+    // Started, not awaited: the worker observes the outcome on its next pass.
+    void Promise.resolve()
+      .then(() => this.run(request, session.abort.signal))
+      .then(
+        (result) => {
+          session.settled = { outcome: result.outcome, digest: sha256Hex(result.output ?? '') };
+        },
+        (error: unknown) => {
+          session.settled = { outcome: 'failed', digest: sha256Hex(''), detail: (error as Error)?.message ?? String(error) };
+        },
+      );
+    return { outcome: 'started', sessionId, cursors: { eventCursor: `${sessionId}:0` } };
+  }
+
+  async observe(sessionId: string): Promise<Observation> {
+    const session = this.sessions.get(sessionId);
+    if (session === undefined) return { status: 'lost', detail: `session ${sessionId} is not in this process (restarted?)` };
+    if (session.settled === undefined) return { status: 'running' };
+    const cancelled = session.abort.signal.aborted;
+    return {
+      status: 'exited',
+      outcome: cancelled ? 'failed' : session.settled.outcome,
+      exitCode: session.settled.outcome === 'succeeded' && !cancelled ? 0 : 1,
+      cancelled,
+      outputDigest: session.settled.digest,
+      ...(session.settled.detail === undefined ? {} : { detail: session.settled.detail }),
+    };
+  }
+
+  async cancel(sessionId: string): Promise<void> {
+    this.sessions.get(sessionId)?.abort.abort();
+  }
+
+  /** Waits until every started session has settled (embedding helpers and tests). */
+  async drain(): Promise<void> {
+    for (let i = 0; i < 1000 && [...this.sessions.values()].some((s) => s.settled === undefined); i++) await new Promise((r) => setImmediate(r));
+  }
+}

@@ -1,0 +1,92 @@
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, test } from 'vitest';
+import { ChildProcessRuntime } from '../../src/runtime/child-process-runtime.js';
+import { FunctionRuntime } from '../../src/runtime/function-runtime.js';
+import type { LaunchRequest, Observation } from '../../src/runtime/runtime.js';
+import { sha256Hex } from '../../src/contract/digest.js';
+import { eventually } from '../support/eventually.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'coven-runtime-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+let n = 0;
+const request = (over: Partial<LaunchRequest> = {}): LaunchRequest => ({
+  sessionKey: `attempt-${++n}#1`,
+  automationId: 'daily',
+  occurrenceId: 'daily-1',
+  runId: 'run-daily-1',
+  attemptId: `attempt-${n}`,
+  attemptNumber: 1,
+  prompt: 'say hello',
+  deadlineAt: '2026-03-02T09:30:00.000Z',
+  ...over,
+});
+const now = new Date('2026-03-02T09:00:00.000Z');
+const exited = (runtime: { observe(id: string, now: Date): Promise<Observation> }, id: string) =>
+  eventually(async () => {
+    const o = await runtime.observe(id, now);
+    return o.status === 'running' ? undefined : o;
+  });
+
+describe('ChildProcessRuntime', () => {
+  const sessionsDir = join(dir, 'sessions');
+  const runtime = (command: string) => new ChildProcessRuntime({ runtimeId: 'sh', command, sessionsDir, defaultCwd: dir });
+
+  test('runs the command with the prompt; exit 0 and the output digest are the evidence', async () => {
+    const r = runtime('printf "%s" "$COVEN_PROMPT"');
+    const launched = await r.launch(request(), now);
+    expect(launched.outcome).toBe('started');
+    const observation = await exited(r, (launched as { sessionId: string }).sessionId);
+    expect(observation).toEqual({ status: 'exited', outcome: 'succeeded', exitCode: 0, cancelled: false, outputDigest: sha256Hex('say hello') });
+  });
+
+  test('a non-zero exit is failure evidence', async () => {
+    const r = runtime('exit 3');
+    const launched = await r.launch(request(), now);
+    expect(await exited(r, (launched as { sessionId: string }).sessionId)).toMatchObject({ outcome: 'failed', exitCode: 3, cancelled: false });
+  });
+
+  test('cancel stops the process group and the next observation acknowledges it', async () => {
+    const r = runtime('sleep 30');
+    const launched = (await r.launch(request(), now)) as { sessionId: string };
+    expect(await r.observe(launched.sessionId, now)).toMatchObject({ status: 'running' });
+    await r.cancel(launched.sessionId, now);
+    expect(await exited(r, launched.sessionId)).toMatchObject({ status: 'exited', cancelled: true, exitCode: null });
+  });
+
+  test('a missing working directory is a deterministic pre-ownership refusal; nothing is spawned', async () => {
+    const r = runtime('true');
+    const before = readdirSync(sessionsDir).length;
+    expect(await r.launch(request({ cwd: join(dir, 'missing') }), now)).toMatchObject({ outcome: 'failed', failureClass: 'launch_refused' });
+    expect(readdirSync(sessionsDir).length).toBe(before);
+  });
+
+  test('a new runtime instance (an engine restart) re-observes sessions started before it', async () => {
+    const first = runtime('printf done');
+    const launched = (await first.launch(request(), now)) as { sessionId: string };
+    await exited(first, launched.sessionId);
+    const afterRestart = runtime('printf done');
+    expect(await afterRestart.observe(launched.sessionId, now)).toMatchObject({ status: 'exited', outcome: 'succeeded', exitCode: 0 });
+    expect(await afterRestart.observe('cp-unknown', now)).toMatchObject({ status: 'lost' });
+  });
+});
+
+describe('FunctionRuntime', () => {
+  test('settles with the function outcome and digests its output; a throw is failure; cancel aborts', async () => {
+    const runtime = new FunctionRuntime('fn', async (req, signal) => {
+      if (req.prompt === 'boom') throw new Error('exploded');
+      if (req.prompt === 'wait') await new Promise((_, reject) => signal.addEventListener('abort', () => reject(new Error('aborted'))));
+      return { outcome: 'succeeded', output: req.prompt.toUpperCase() };
+    });
+    const ok = (await runtime.launch(request({ prompt: 'hi' }), now)) as { sessionId: string };
+    const boom = (await runtime.launch(request({ prompt: 'boom' }), now)) as { sessionId: string };
+    const waiting = (await runtime.launch(request({ prompt: 'wait' }), now)) as { sessionId: string };
+    await runtime.cancel(waiting.sessionId);
+    await runtime.drain();
+    expect(await runtime.observe(ok.sessionId)).toEqual({ status: 'exited', outcome: 'succeeded', exitCode: 0, cancelled: false, outputDigest: sha256Hex('HI') });
+    expect(await runtime.observe(boom.sessionId)).toMatchObject({ outcome: 'failed', exitCode: 1, detail: 'exploded' });
+    expect(await runtime.observe(waiting.sessionId)).toMatchObject({ cancelled: true });
+    expect(await new FunctionRuntime('fn', async () => ({ outcome: 'succeeded' })).observe(ok.sessionId)).toMatchObject({ status: 'lost' });
+  });
+});
