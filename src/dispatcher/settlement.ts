@@ -178,6 +178,7 @@ export async function afterTerminalEvidence(step: StepContext, occurrenceId: str
   if (!runIsCurrent || !occurrenceRunning) return;
   const succeeded = evidence.outcome === 'succeeded' && (evidence.exitCode === null || evidence.exitCode === 0);
   if (succeeded) {
+    await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrenceId, { type: 'run_settled', actor: 'dispatcher', evidence, receiptRef }, (a) => ({ ...a, held: false, stateReason: 'run_succeeded', updatedAt: step.now }));
     await moveEntity<RunAttributes>(step, 'run', runId, { type: 'attempt_settled', actor: 'dispatcher', attempt: { attemptId, attemptNumber: n, state: 'succeeded' }, receiptRef, furtherAttemptOpens: false }, (a) => ({
       ...a,
       stateReason: 'attempt_settled_succeeded',
@@ -185,7 +186,6 @@ export async function afterTerminalEvidence(step: StepContext, occurrenceId: str
       receiptRef,
       terminalDisposition: { outcome: 'succeeded', detail: 'verified completion evidence' },
     }));
-    await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrenceId, { type: 'run_settled', actor: 'dispatcher', evidence, receiptRef }, (a) => ({ ...a, held: false, stateReason: 'run_succeeded', updatedAt: step.now }));
     return;
   }
   const o = occurrenceContext(occurrence);
@@ -194,8 +194,8 @@ export async function afterTerminalEvidence(step: StepContext, occurrenceId: str
     await updateEntityAttributes<RunAttributes>(step.tx, KINDS.run, runId, run.version, (a) => ({ ...a, stateReason: 'held_for_operator_retry' }));
     return;
   }
-  await settleRunFailed(step, runId, attemptId, n, 'runtime evidence proves failure', 'runtime_error');
   await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrenceId, { type: 'run_settled', actor: 'dispatcher', evidence, attemptNumber: n }, (a) => ({ ...a, held: false, stateReason: 'run_failed', updatedAt: step.now }));
+  await settleRunFailed(step, runId, attemptId, n, 'runtime evidence proves failure', 'runtime_error');
 }
 
 /** A held run whose original deadline passed settles failed, its prior attempt untouched. */

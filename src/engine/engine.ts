@@ -26,12 +26,20 @@ export interface EngineOptions {
   requirements?: RequirementsCheck;
 }
 
+/**
+ * Fault injection for conformance scenarios: the pass stops right after the named phase's commits, as if
+ * the process died there; whatever later phases would have committed is lost.
+ */
+export type CrashPoint = 'plan' | 'claim' | 'dispatch' | 'observe';
+
 export interface TickReport {
   at: string;
   planned: number;
   launched: number;
   settled: number;
   launches: LaunchOutcome[];
+  /** Steps that failed in this pass; each rolled back alone, the rest of the pass went on. */
+  errors: Error[];
 }
 
 /**
@@ -79,15 +87,21 @@ export class Engine {
   }
 
   /** One pass: plan due slots, advance occurrences (claims, leases, timeouts), dispatch, observe. */
-  async tick(): Promise<TickReport> {
+  async tick(options: { crashBefore?: CrashPoint } = {}): Promise<TickReport> {
     const svc = this.services;
     const at = svc.clock.now().toISOString();
-    const planned = await planDueSlots(svc);
-    const stops = await advanceAll(svc);
+    const report: TickReport = { at, planned: 0, launched: 0, settled: 0, launches: [], errors: [] };
+    if (options.crashBefore === 'plan') return report;
+    report.planned = (await planDueSlots(svc, report.errors)).length;
+    if (options.crashBefore === 'claim') return report;
+    const stops = await advanceAll(svc, report.errors);
     for (const stop of stops) await svc.runtime(stop.runtimeId)?.cancel(stop.sessionId, svc.clock.now()).catch(() => undefined);
-    const launches = await this.dispatchAll();
-    const settled = await this.worker.observeAll();
-    return { at, planned: planned.length, launched: launches.filter((l) => l.result.outcome === 'started').length, settled, launches };
+    if (options.crashBefore === 'dispatch') return report;
+    report.launches = await this.dispatchAll(report.errors);
+    report.launched = report.launches.filter((l) => l.result.outcome === 'started').length;
+    if (options.crashBefore === 'observe') return report;
+    report.settled = await this.worker.observeAll(report.errors);
+    return report;
   }
 
   /** Accepts and launches one claimed occurrence now (runNow and operator recovery use this). */
@@ -100,17 +114,24 @@ export class Engine {
    * Releases launches committed but never sent (a crash between the commit and the launch) and
    * dispatches every claimed occurrence. A launch already `sending` is never re-sent.
    */
-  private async dispatchAll(): Promise<LaunchOutcome[]> {
+  private async dispatchAll(errors: Error[]): Promise<LaunchOutcome[]> {
     const outcomes: LaunchOutcome[] = [];
-    for (const { id } of await this.services.store.read((r) => r.list('pending-launch'))) outcomes.push(await this.release(id));
+    const attempt = async (what: string, work: () => Promise<LaunchOutcome | undefined>) => {
+      try {
+        const outcome = await work();
+        if (outcome !== undefined) outcomes.push(outcome);
+      } catch (error) {
+        errors.push(new Error(`dispatcher: ${what}: ${(error as Error).message}`, { cause: error }));
+      }
+    };
+    for (const { id } of await this.services.store.read((r) => r.list('pending-launch'))) await attempt(`launch ${id}`, () => this.release(id));
     const live = await this.services.store.read((r) => r.list(LIVE_INDEX.occurrence));
     for (const { id } of live) {
       const occurrence = await this.services.store.read((r) => r.get<{ snapshot: { value: string }; attributes: { held: boolean } }>(KINDS.occurrence, id));
       if (occurrence === undefined || occurrence.data.attributes.held) continue;
       const state = occurrence.data.snapshot.value;
       if (state !== 'claimed' && state !== 'dispatching') continue;
-      const outcome = await this.dispatch(id);
-      if (outcome !== undefined) outcomes.push(outcome);
+      await attempt(`occurrence ${id}`, () => this.dispatch(id));
     }
     return outcomes;
   }

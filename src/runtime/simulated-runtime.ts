@@ -45,7 +45,10 @@ export class SimulatedRuntime implements Runtime {
   readonly runtimeId: string;
   readonly sideEffectClass: SideEffectClass;
   readonly sideEffectBoundProven: boolean;
+  /** Sessions started. */
   readonly launches: LaunchRecord[] = [];
+  /** Every launch call, refused ones included: what a conformance `dispatchCount` counts. */
+  launchCalls = 0;
   private readonly queue: SimulatedBehavior[] = [];
   private readonly sessions = new Map<string, Session>();
   private counter = 0;
@@ -66,6 +69,7 @@ export class SimulatedRuntime implements Runtime {
   }
 
   async launch(request: LaunchRequest, now: Date): Promise<LaunchResult> {
+    this.launchCalls += 1;
     const behavior = this.queue.shift() ?? this.defaultBehavior;
     if (behavior === 'refuse') return { outcome: 'failed', failureClass: 'launch_refused', detail: 'simulated deterministic refusal' };
     if (behavior === 'unavailable') return { outcome: 'failed', failureClass: 'runtime_unavailable', detail: 'simulated runtime unavailable' };

@@ -256,12 +256,21 @@ async function timeOut(svc: EngineServices, step: StepContext, occurrenceId: str
   if (sessionId !== undefined) stops.push({ runtimeId: attempt.data.attributes.runtimeId, sessionId });
 }
 
-/** Every live occurrence, one transaction each. Returns the sessions to stop once those commits are durable. */
-export async function advanceAll(svc: EngineServices): Promise<SessionStop[]> {
+/**
+ * Every live occurrence, one transaction each; one occurrence's failure is reported and does not stop the
+ * others. Returns the sessions to stop once those commits are durable.
+ */
+export async function advanceAll(svc: EngineServices, errors: Error[] = []): Promise<SessionStop[]> {
   const stops: SessionStop[] = [];
   const live = await svc.store.read((r) => r.list(LIVE_INDEX.occurrence));
   for (const { id } of live) {
-    await svc.step((step) => advanceOccurrence(svc, step, id, stops));
+    const mine: SessionStop[] = [];
+    try {
+      await svc.step((step) => advanceOccurrence(svc, step, id, mine));
+      stops.push(...mine);
+    } catch (error) {
+      errors.push(new Error(`scheduler: occurrence ${id}: ${(error as Error).message}`, { cause: error }));
+    }
   }
   return stops;
 }

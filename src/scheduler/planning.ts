@@ -92,13 +92,20 @@ export async function planLatestSlot(svc: EngineServices, step: StepContext, def
 }
 
 /** Plans every active definition, one transaction each. Returns the ids of the occurrences planned. */
-export async function planDueSlots(svc: EngineServices): Promise<string[]> {
+export async function planDueSlots(svc: EngineServices, errors: Error[] = []): Promise<string[]> {
   const definitions = await svc.store.read((r) => r.list<DefinitionRecord['data']>(DEFINITION_KIND));
   const planned: string[] = [];
   for (const record of definitions) {
     if (record.data.snapshot.value !== 'active') continue;
-    const id = await svc.step((step) => step.tx.get<DefinitionRecord['data']>(DEFINITION_KIND, record.id).then((fresh) => (fresh === undefined ? undefined : planLatestSlot(svc, step, fresh as DefinitionRecord))));
-    if (id !== undefined) planned.push(id);
+    try {
+      const id = await svc.step(async (step) => {
+        const fresh = await step.tx.get<DefinitionRecord['data']>(DEFINITION_KIND, record.id);
+        return fresh === undefined ? undefined : planLatestSlot(svc, step, fresh as DefinitionRecord);
+      });
+      if (id !== undefined) planned.push(id);
+    } catch (error) {
+      errors.push(new Error(`scheduler: planning ${record.id}: ${(error as Error).message}`, { cause: error }));
+    }
   }
   return planned;
 }

@@ -3,7 +3,7 @@ import { attemptContext, stateOf, type AttemptAttributes, type OccurrenceAttribu
 import type { EngineServices } from '../engine/services.js';
 import type { TerminalEvidence } from '../guards/common.js';
 import type { Observation } from '../runtime/runtime.js';
-import { recordReceipt } from '../dispatcher/receipts.js';
+import { receiptIdFor, recordReceipt } from '../dispatcher/receipts.js';
 import { afterTerminalEvidence, loadAttempt, loadOccurrence, loadRun } from '../dispatcher/settlement.js';
 import { KINDS } from '../engine/records.js';
 
@@ -18,11 +18,16 @@ export class Worker {
 
   constructor(private readonly svc: EngineServices) {}
 
-  async observeAll(): Promise<number> {
+  /** Observes every live attempt; one attempt's failure is reported and does not stop the others. */
+  async observeAll(errors: Error[] = []): Promise<number> {
     const live = await this.svc.store.read((r) => r.list(LIVE_INDEX.attempt));
     let settled = 0;
     for (const { id } of live) {
-      if (await this.observe(id)) settled += 1;
+      try {
+        if (await this.observe(id)) settled += 1;
+      } catch (error) {
+        errors.push(new Error(`worker: attempt ${id}: ${(error as Error).message}`, { cause: error }));
+      }
     }
     return settled;
   }
@@ -69,7 +74,9 @@ export class Worker {
     const runtime = this.svc.runtime(attempt.data.attributes.runtimeId);
 
     if (observation.status === 'lost') {
-      const lastSeen = this.lastSeen.get(attemptId) ?? attempt.data.attributes.openedAt;
+      // The runtime's report that the session is gone ends its evidence: valid at the latest just before now.
+      const seen = Date.parse(this.lastSeen.get(attemptId) ?? attempt.data.attributes.openedAt);
+      const lastSeen = new Date(Math.min(seen, Date.parse(step.now) - 1)).toISOString();
       await moveEntity<AttemptAttributes>(step, 'attempt', attemptId, { type: 'evidence_lost', actor: 'scheduler', sessionId, terminalEvidenceSeen: false, evidenceExpiresAt: lastSeen }, (x) => ({
         ...x,
         stateReason: observation.detail.slice(0, 500),
@@ -104,7 +111,11 @@ export class Worker {
       stateReason: observation.outcome === 'succeeded' ? 'verified completion evidence' : `verified failure evidence (exit ${String(observation.exitCode)})`,
       settledAt: step.now,
     }));
-    const receipt = await recordReceipt(
+    // The occurrence and run settle first; the receipt is written in the same commit, so nothing can observe
+    // either settled without it, and the changefeed reads settled -> finished -> sealed.
+    const receiptId = receiptIdFor(attemptId);
+    await afterTerminalEvidence(step, occurrence.id, run.id, attemptId, evidence, receiptId);
+    await recordReceipt(
       step,
       runtime,
       occurrence,
@@ -118,7 +129,6 @@ export class Worker {
       },
       observation.outputDigest,
     );
-    await afterTerminalEvidence(step, occurrence.id, run.id, attemptId, evidence, receipt.receiptId);
     return true;
   }
 
