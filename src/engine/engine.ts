@@ -11,6 +11,7 @@ import { systemClock, type Clock } from './clock.js';
 import { LIVE_INDEX } from './lifecycle.js';
 import { KINDS, stateOf } from './records.js';
 import { DEFAULT_LEASE_MINUTES, EngineServices } from './services.js';
+import { nextWakeAt, OBSERVE_INTERVAL_MS } from './next-wake.js';
 import { operatorCommands } from '../command-handler/operator-commands.js';
 
 export interface EngineOptions {
@@ -60,6 +61,9 @@ export class Engine {
   private readonly worker: Worker;
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<TickReport> | undefined;
+  private stopped = true;
+  private unsubscribe: (() => void) | undefined;
+  private onPass: ((report: TickReport) => void) | undefined;
 
   constructor(options: EngineOptions) {
     const clock = options.clock ?? systemClock;
@@ -149,25 +153,56 @@ export class Engine {
     return outcome;
   }
 
-  /** Runs passes every `intervalMs` with the engine's clock until {@link Engine.stop}. */
-  start(intervalMs = 1000): void {
-    if (this.timer !== undefined) return;
-    const loop = () => {
-      this.running = this.tick().finally(() => {
-        this.running = undefined;
-      });
-      this.running.catch(() => undefined);
-    };
-    loop();
-    this.timer = setInterval(() => {
-      if (this.running === undefined) loop();
-    }, intervalMs);
+  /**
+   * Runs passes until {@link Engine.stop}: one now (reconciling whatever a previous process left: expired
+   * leases, launches committed but not sent, sessions to re-observe), then each time something is due —
+   * the next slot, lease expiry, deadline or backoff, or every second while sessions run — and at once
+   * after any commit (a command, another engine). Meant for the real clock.
+   */
+  start(onPass?: (report: TickReport) => void): void {
+    if (this.stopped === false) return;
+    this.stopped = false;
+    this.unsubscribe = this.services.store.onCommit(() => {
+      // Commits made by a pass itself would wake it forever; only outside commits reschedule.
+      if (this.running === undefined) this.schedule(0);
+    });
+    this.schedule(0);
+    this.onPass = onPass;
   }
 
   async stop(): Promise<void> {
-    if (this.timer !== undefined) clearInterval(this.timer);
+    this.stopped = true;
+    this.unsubscribe?.();
+    if (this.timer !== undefined) clearTimeout(this.timer);
     this.timer = undefined;
     await this.running?.catch(() => undefined);
+  }
+
+  private schedule(delayMs: number): void {
+    if (this.stopped) return;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.running = this.tick()
+        .then(async (report) => {
+          this.onPass?.(report);
+          const wake = await this.services.store.read((r) => nextWakeAt(this.services, r));
+          return { report, delay: Math.max(0, wake.getTime() - this.services.clock.now().getTime()) };
+        })
+        .then(
+          ({ report, delay }) => {
+            this.running = undefined;
+            this.schedule(delay);
+            return report;
+          },
+          (error: unknown) => {
+            this.running = undefined;
+            this.schedule(OBSERVE_INTERVAL_MS);
+            throw error;
+          },
+        );
+      this.running.catch(() => undefined);
+    }, delayMs);
   }
 }
 

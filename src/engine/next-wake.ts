@@ -1,0 +1,40 @@
+import { DEFINITION_KIND, type DefinitionRecord } from '../command-handler/definition-commands.js';
+import type { StoreReader } from '../store/store.js';
+import { LIVE_INDEX } from './lifecycle.js';
+import { KINDS, occurrenceContext, stateOf, type OccurrenceRecord } from './records.js';
+import type { EngineServices } from './services.js';
+
+/** How often running sessions are observed: the runtimes report by being asked. */
+export const OBSERVE_INTERVAL_MS = 1_000;
+/** The longest the loop sleeps without looking, so a clock jump or a missed wake-up costs at most this. */
+export const MAX_SLEEP_MS = 60_000;
+
+/**
+ * The next instant a pass has something to do: a running session to observe soon, else the earliest of
+ * the next due slot, a lease expiry, a run deadline or a retry's backoff end. Never later than MAX_SLEEP_MS.
+ */
+export async function nextWakeAt(svc: EngineServices, reader: StoreReader): Promise<Date> {
+  const now = svc.clock.now().getTime();
+  let wake = now + MAX_SLEEP_MS;
+  const consider = (instant: string | number | null | undefined) => {
+    const t = typeof instant === 'number' ? instant : instant == null ? Number.NaN : Date.parse(instant);
+    if (!Number.isNaN(t)) wake = Math.min(wake, Math.max(t, now));
+  };
+  if ((await reader.list(LIVE_INDEX.attempt)).length > 0) consider(now + OBSERVE_INTERVAL_MS);
+  for (const { id } of await reader.list(LIVE_INDEX.occurrence)) {
+    const occurrence = (await reader.get<OccurrenceRecord['data']>(KINDS.occurrence, id)) as OccurrenceRecord | undefined;
+    if (occurrence === undefined) continue;
+    const o = occurrenceContext(occurrence);
+    const state = stateOf(occurrence);
+    if (state === 'planned') consider(occurrence.data.attributes.notBefore ?? occurrence.data.attributes.scheduledFor);
+    if (state === 'eligible') consider(now);
+    if (state === 'claimed' || state === 'dispatching') consider(o.fence.leaseExpiresAt === null ? null : Date.parse(o.fence.leaseExpiresAt) + 1);
+    if (o.deadlineAt !== null) consider(o.deadlineAt);
+  }
+  for (const record of (await reader.list<DefinitionRecord['data']>(DEFINITION_KIND)) as DefinitionRecord[]) {
+    if (stateOf(record) !== 'active') continue;
+    const d = record.data.attributes.definition;
+    consider(svc.schedule(record.id, d.revision, d.trigger.schedule.rrule, d.trigger.schedule.timezone).nextAfter(new Date(now))?.getTime());
+  }
+  return new Date(wake);
+}

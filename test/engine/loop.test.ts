@@ -1,0 +1,43 @@
+import { describe, expect, test } from 'vitest';
+import { nextWakeAt, MAX_SLEEP_MS, OBSERVE_INTERVAL_MS } from '../../src/engine/next-wake.js';
+import type { TickReport } from '../../src/engine/engine.js';
+import { harness } from '../support/engine-harness.js';
+import { command } from '../support/commands.js';
+
+const at = (time: string) => `2026-03-02T${time}.000Z`;
+
+describe('the engine loop', () => {
+  test('sleeps until the next due slot, observes running sessions every second, never longer than the cap', async () => {
+    const h = await harness();
+    h.clock.set(at('08:59:00'));
+    const wake = async () => (await h.store.read((r) => nextWakeAt(h.engine.services, r))).toISOString();
+    expect(await wake()).toBe(at('09:00:00'));
+    h.runtime.enqueue('hang');
+    h.clock.set(at('09:00:00'));
+    await h.engine.tick();
+    expect(await wake()).toBe(new Date(Date.parse(at('09:00:00')) + OBSERVE_INTERVAL_MS).toISOString());
+    await h.ok(command('definition.pause.v1', { automationId: 'daily' }, { expectedRevision: 3 }));
+    const paused = await harness({ activate: false });
+    paused.clock.set(at('08:00:00'));
+    expect(await paused.store.read((r) => nextWakeAt(paused.engine.services, r))).toEqual(new Date(Date.parse(at('08:00:00')) + MAX_SLEEP_MS));
+  });
+
+  test('start runs a pass at once and after outside commits; stop ends it', async () => {
+    const h = await harness();
+    h.clock.set(at('09:00:00'));
+    const passes: TickReport[] = [];
+    let resolveFirst!: () => void;
+    const first = new Promise<void>((resolve) => (resolveFirst = resolve));
+    h.engine.start((report) => {
+      passes.push(report);
+      resolveFirst();
+    });
+    await first;
+    expect(passes[0]).toMatchObject({ planned: 1, launched: 1 });
+    await h.engine.stop();
+    const count = passes.length;
+    await h.ok(command('definition.pause.v1', { automationId: 'daily' }, { expectedRevision: 3 }));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(passes.length).toBe(count);
+  });
+});
