@@ -2,6 +2,7 @@ import { ContractError } from '../contract/errors.js';
 import { integrityOf, verifyIntegrity, type Digest } from '../contract/digest.js';
 import { validateAgainst } from '../contract/schemas.js';
 import { checkTimezone, parseRrule } from '../schedule/rrule.js';
+import { negotiateDefinition, refuseUnexecutedShapes } from '../contract/capabilities.js';
 
 export type LifecycleState = 'draft' | 'paused' | 'active' | 'disabled' | 'invalid';
 
@@ -32,8 +33,9 @@ export interface AutomationDefinition {
   extensions?: Record<string, unknown>;
 }
 
-/** Structure only (schema, closed objects): the check that runs before any lookup. */
+/** Version and variant negotiation, then structure (schema, closed objects): the checks before any lookup. */
 export function checkDefinitionShape(body: unknown, field = 'payload.definition'): AutomationDefinition {
+  negotiateDefinition(body);
   const verdict = validateAgainst('automation-definition.schema.json', body);
   if (!verdict.valid) {
     throw new ContractError('VALIDATION_FAILED', 'automation definition failed validation', {
@@ -67,21 +69,11 @@ export function checkDefinitionSemantics(definition: AutomationDefinition, field
   }
 }
 
-function unsupported(variant: string, reason: string): ContractError {
-  return new ContractError('CAPABILITY_UNSUPPORTED', `variant ${variant} is not supported: ${reason}`, {
-    contractProfile: 'coven.automations.v1',
-    variant,
-    reason,
-  });
-}
-
 /** Variants the schema admits but this engine refuses to execute (see the capability profile). */
 export function checkCapabilities(definition: AutomationDefinition): void {
+  refuseUnexecutedShapes(definition);
   parseRrule(definition.trigger.schedule.rrule);
   checkTimezone(definition.trigger.schedule.timezone);
-  if (definition.policies.delivery !== undefined) {
-    throw unsupported('outputTarget.atomic', 'no pinned-revision, crash-recoverable delivery state machine exists yet');
-  }
 }
 
 /** A stored body for a new revision: revision, lifecycle state and timestamps set, integrity recomputed. */

@@ -10,6 +10,8 @@ const QUARANTINE =
   'quarantined is not an occurrence.v1 state: the occurrence settles failed, the automation is quarantined (definition.health.v1 quarantined: true), and both attempts belong to one run (retry-new-attempt: a retry is a new attempt, not a new run)';
 const ATOMIC_RUN_NOW =
   'adoption-before-side-effects: occurrence.runNow.v1 commits the manual occurrence, its claim and its adoption in one transaction, so a crash before that commit leaves nothing durable: no planned occurrence, no run, no dispatch';
+const MANUAL_KEYS =
+  'manual occurrences are keyed <automationId>@manual-<adoptionKey>: two runNow requests with different keys are two occurrences, refused against each other only by overlap forbid while one is live; the first had settled, so the second ran';
 const LOCAL_ZONE =
   'timezone "local" is never durable (capabilities: timezone.local.durable refused): the import resolves it to this host\'s zone before storing it; the vector assumes a host 4 h behind UTC, this host is not, so the 09:00 local slot is a different instant (and precedes the definition\'s creation)';
 
@@ -26,6 +28,9 @@ export const KNOWN_DIFFERENCES: Record<string, Difference> = {
   'golden.18-retryable-failure-quarantine#occurrences[0]': { status: 'differs', reason: QUARANTINE },
   'golden.18-retryable-failure-quarantine#runs[0]': { status: 'differs', reason: QUARANTINE },
   'state-machines.planned-never-settles-without-claim#occurrences[0]': { status: 'differs', reason: ATOMIC_RUN_NOW },
+  'idempotency.adoption-fence-collision#refusals.second': { status: 'differs', reason: MANUAL_KEYS },
+  'idempotency.adoption-fence-collision#runs[0]': { status: 'differs', reason: MANUAL_KEYS },
+  'idempotency.adoption-fence-collision#dispatchCount': { status: 'differs', reason: MANUAL_KEYS },
   'schedules.host-timezone-change#occurrences[0]': { status: 'differs', reason: LOCAL_ZONE },
   'schedules.host-timezone-change#dispatchCount': { status: 'differs', reason: LOCAL_ZONE },
 };

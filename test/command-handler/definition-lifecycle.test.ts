@@ -108,7 +108,10 @@ describe('definition lifecycle through the command handler', () => {
       ['a local timezone', definitionBody('x7', { timezone: 'local' }), 'CAPABILITY_UNSUPPORTED'],
       ['an unknown timezone', definitionBody('x8', { timezone: 'Mars/Olympus_Mons' }), 'VALIDATION_FAILED'],
       ['an unknown field', { ...definitionBody('x9'), autoRetry: true }, 'VALIDATION_FAILED'],
-      ['a conditions entry', definitionBody('x10', { extra: { conditions: [{ variant: 'webhook' }] } }), 'VALIDATION_FAILED'],
+      ['a condition variant', definitionBody('x10', { extra: { conditions: [{ variant: 'webhook' }] } }), 'CAPABILITY_UNSUPPORTED'],
+      ['a webhook trigger', { ...definitionBody('x11'), trigger: { variant: 'webhook', version: 1, webhook: {} } }, 'CAPABILITY_UNSUPPORTED'],
+      ['a backfill misfire policy', definitionBody('x12', { extra: { policies: { ...definitionBody('x').policies, misfire: { disposition: 'backfill' } } } }), 'CAPABILITY_UNSUPPORTED'],
+      ['a future schema version', { ...definitionBody('x13'), schemaVersion: 'coven.automations.v2' }, 'SCHEMA_VERSION_UNSUPPORTED'],
     ];
     for (const [why, body, code] of cases) {
       const r = await handler.handle(command('definition.create.v1', { definition: body }));

@@ -13,10 +13,12 @@ const FOLDERS = [
   'conformance/scenarios/scheduling',
   'conformance/vectors/schedules',
   'conformance/vectors/state-machines',
+  'conformance/vectors/events',
+  'conformance/vectors/idempotency',
 ];
 const files = upstreamAvailable ? FOLDERS.flatMap((folder) => readdirSync(join(upstreamDir, folder)).filter((f) => f.endsWith('.json')).map((f) => join(upstreamDir, folder, f))) : [];
 
-describe.skipIf(!upstreamAvailable)('upstream scenarios and schedule/state-machine vectors through the conformance runner', () => {
+describe.skipIf(!upstreamAvailable)('upstream scenarios and schedule, state-machine, event and idempotency vectors through the conformance runner', () => {
   test.each(files.map((f) => [f.slice(upstreamDir.length + 1), f] as const))('%s', async (_name, file) => {
     const report = await runVector(file);
     console.info(formatReports([report]));
