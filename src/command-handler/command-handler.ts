@@ -53,6 +53,7 @@ export class CommandHandler {
   private readonly producer;
   private readonly newId: () => string;
   private readonly operator: CommandHandlerOptions['operator'];
+  private readonly faults: CommandHandlerOptions['faults'];
   private storeIdPromise: Promise<string> | undefined;
 
   constructor(options: CommandHandlerOptions) {
@@ -62,6 +63,7 @@ export class CommandHandler {
     this.producer = options.producer ?? DEFAULT_PRODUCER;
     this.newId = options.newId ?? defaultNewId;
     this.operator = options.operator;
+    this.faults = options.faults;
     this.changefeed = new Changefeed(options.store, options.clock, options.checkpointTtlMs);
   }
 
@@ -137,7 +139,14 @@ export class CommandHandler {
         return this.replayed(envelope, prior);
       }
       const now = isoNow(this.clock);
-      const outcome = await run({ tx, envelope, now, feed: { producer: this.producer, storeId, now }, requirements: this.requirements });
+      const outcome = await run({
+        tx,
+        envelope,
+        now,
+        feed: { producer: this.producer, storeId, now },
+        requirements: this.requirements,
+        ...(this.faults === undefined ? {} : { faults: this.faults }),
+      });
       afterCommit = outcome.afterCommit;
       if (outcome.rejectAfterCommit !== undefined) {
         rejection = outcome.rejectAfterCommit;

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { ChangefeedContext, ProducerIdentity } from '../changefeed/event-envelope.js';
 import type { RequirementsVerdict } from '../guards/common.js';
 import type { Clock } from '../engine/clock.js';
+import type { EngineFaults } from '../engine/faults.js';
 import type { Store, StoreTransaction } from '../store/store.js';
 import type { CommandEnvelope } from './envelope.js';
 import type { AutomationDefinition } from './definition-body.js';
@@ -20,6 +21,8 @@ export interface CommandHandlerOptions {
   checkpointTtlMs?: number;
   /** The occurrence/run/attempt commands, supplied by an engine; without one they answer CAPABILITY_UNSUPPORTED. */
   operator?: OperatorCommands;
+  /** Deliberate bugs for the invariant suite's self-check. */
+  faults?: Pick<EngineFaults, 'rewriteHistoricRevision'>;
 }
 
 /** Commands whose effects need the scheduler, dispatcher and worker. */
@@ -35,6 +38,7 @@ export interface CommandContext {
   now: string;
   feed: ChangefeedContext;
   requirements: RequirementsCheck;
+  faults?: Pick<EngineFaults, 'rewriteHistoricRevision'>;
 }
 
 export interface CommandOutcome {

@@ -128,8 +128,11 @@ async function cancelOccurrenceWork(svc: EngineServices, ctx: CommandContext, oc
   const attempt = attemptId === undefined ? undefined : await loadAttempt(ctx.tx, attemptId);
   const attemptState = attempt === undefined ? undefined : stateOf(attempt);
 
-  // A session exists (or may): request, stop after commit, answer CANCEL_PENDING.
-  if (attempt !== undefined && (attemptState === 'started' || attemptState === 'observing')) {
+  if (attempt !== undefined && attemptState === 'observing' && svc.faults.ackCancelWithoutRuntime) {
+    // Fault: settles as if the runtime had acknowledged, without asking it.
+    await moveEntity<AttemptAttributes>(s, 'attempt', attempt.id, { type: 'cancel_acknowledged', actor: 'command_handler', cancellation: { requestedAt: ctx.now, acknowledgedAt: ctx.now } }, (a) => ({ ...a, stateReason: reason, settledAt: ctx.now }));
+  } else if (attempt !== undefined && (attemptState === 'started' || attemptState === 'observing')) {
+    // A session exists (or may): request, stop after commit, answer CANCEL_PENDING.
     const sessionId = attempt.data.attributes.workerCorrelation?.sessionId;
     if (attempt.data.attributes.cancelRequestedAt === undefined) {
       await updateEntityAttributes<AttemptAttributes>(ctx.tx, KINDS.attempt, attempt.id, attempt.version, (a) => ({ ...a, cancelRequestedAt: ctx.now }));
@@ -235,6 +238,11 @@ async function retryAttempt(svc: EngineServices, ctx: CommandContext): Promise<C
     stopUnresolved: false,
   }, (a) => ({ ...a, held: false, stateReason: `operator retry: attempt ${latestNumber + 1}`, updatedAt: ctx.now }));
   await updateEntityAttributes<RunAttributes>(ctx.tx, KINDS.run, runId, (await loadRun(ctx.tx, runId)).version, (a) => ({ ...a, stateReason: 'operator_retry' }));
+  if (svc.faults.rewritePriorAttempt) {
+    // Fault: the retry edits the prior attempt's record (only possible on a store that does not seal).
+    const prior = await loadAttempt(ctx.tx, latestId);
+    await ctx.tx.put(KINDS.attempt, latestId, { ...prior.data, attributes: { ...prior.data.attributes, stateReason: 'superseded by retry' } }, { expectedVersion: prior.version });
+  }
   return {
     automationId: run.data.attributes.automationId,
     result: { runId, occurrenceId: occurrence.id, attemptId: next.id, attemptNumber: latestNumber + 1, priorDisposition: latestState, status: 'planned', retriedAt: ctx.now },

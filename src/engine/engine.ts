@@ -1,7 +1,7 @@
 import { CommandHandler } from '../command-handler/command-handler.js';
 import { DEFAULT_PRODUCER, defaultNewId, defaultRequirements, type RequirementsCheck } from '../command-handler/context.js';
 import type { ProducerIdentity } from '../changefeed/event-envelope.js';
-import { acceptAndDispatch, releaseLaunch, type LaunchOutcome } from '../dispatcher/dispatcher.js';
+import { acceptAndDispatch, launchAhead, releaseLaunch, resendLaunch, type LaunchOutcome } from '../dispatcher/dispatcher.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { advanceAll } from '../scheduler/occurrences.js';
 import { planDueSlots } from '../scheduler/planning.js';
@@ -12,6 +12,7 @@ import { LIVE_INDEX } from './lifecycle.js';
 import { KINDS, stateOf } from './records.js';
 import { DEFAULT_LEASE_MINUTES, EngineServices } from './services.js';
 import { nextWakeAt, OBSERVE_INTERVAL_MS } from './next-wake.js';
+import { NO_FAULTS, type EngineFaults } from './faults.js';
 import { operatorCommands } from '../command-handler/operator-commands.js';
 
 export interface EngineOptions {
@@ -25,6 +26,8 @@ export interface EngineOptions {
   producer?: ProducerIdentity;
   newId?: () => string;
   requirements?: RequirementsCheck;
+  /** Deliberate bugs for the invariant suite's self-check; see EngineFaults. */
+  faults?: Partial<EngineFaults>;
 }
 
 /**
@@ -78,6 +81,7 @@ export class Engine {
       producer,
       options.leaseMinutes ?? DEFAULT_LEASE_MINUTES,
       newId,
+      { ...NO_FAULTS, ...options.faults },
     );
     this.worker = new Worker(this.services);
     this.commands = new CommandHandler({
@@ -87,6 +91,7 @@ export class Engine {
       newId,
       requirements: options.requirements ?? defaultRequirements(options.runtimes.map((r) => r.runtimeId)),
       operator: operatorCommands(this.services, (occurrenceId) => this.dispatch(occurrenceId)),
+      faults: this.services.faults,
     });
   }
 
@@ -110,7 +115,13 @@ export class Engine {
 
   /** Accepts and launches one claimed occurrence now (runNow and operator recovery use this). */
   async dispatch(occurrenceId: string): Promise<LaunchOutcome | undefined> {
+    const faults = this.services.faults;
+    if (faults.launchBeforeAdoptionCommit) await launchAhead(this.services, occurrenceId);
     const outboxId = await this.services.step((step) => acceptAndDispatch(this.services, step, occurrenceId));
+    if (outboxId !== undefined && faults.acceptFenceTwice) {
+      const second = await this.services.step((step) => acceptAndDispatch(this.services, step, occurrenceId, { forceNewRun: true }));
+      if (second !== undefined) await this.release(second);
+    }
     return outboxId === undefined ? undefined : this.release(outboxId);
   }
 
@@ -129,6 +140,11 @@ export class Engine {
       }
     };
     for (const { id } of await this.services.store.read((r) => r.list('pending-launch'))) await attempt(`launch ${id}`, () => this.release(id));
+    if (this.services.faults.resendUnconfirmedLaunches) {
+      for (const { id, data } of await this.services.store.read((r) => r.list<{ status: string }>(KINDS.outbox))) {
+        if (data.status === 'sending') await attempt(`resend ${id}`, () => resendLaunch(this.services, id));
+      }
+    }
     const live = await this.services.store.read((r) => r.list(LIVE_INDEX.occurrence));
     for (const { id } of live) {
       const occurrence = await this.services.store.read((r) => r.get<{ snapshot: { value: string }; attributes: { held: boolean } }>(KINDS.occurrence, id));

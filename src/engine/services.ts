@@ -8,6 +8,7 @@ import { Schedule } from '../schedule/schedule.js';
 import { isoNow, type Clock } from './clock.js';
 import type { StepContext } from './lifecycle.js';
 import { KINDS } from './records.js';
+import { NO_FAULTS, type EngineFaults } from './faults.js';
 
 /** Contract default and upstream's scheduler value: a claim holds its occurrence for an hour. */
 export const DEFAULT_LEASE_MINUTES = 60;
@@ -25,6 +26,7 @@ export class EngineServices {
     readonly producer: ProducerIdentity,
     readonly leaseMinutes: number,
     private readonly newId: () => string,
+    readonly faults: EngineFaults = NO_FAULTS,
   ) {}
 
   storeId(): Promise<string> {

@@ -40,7 +40,8 @@ export function occurrenceInput(occurrenceId: string, definition: AutomationDefi
  * Returns the new occurrence id, if one was planned.
  */
 export async function planLatestSlot(svc: EngineServices, step: StepContext, definitionRecord: DefinitionRecord): Promise<string | undefined> {
-  if (entityState(definitionRecord) !== 'active') return undefined;
+  const plannable = entityState(definitionRecord) === 'active' || (svc.faults.planTombstoned && entityState(definitionRecord) === 'tombstoned');
+  if (!plannable) return undefined;
   const automationId = definitionRecord.id;
   if (await isQuarantined(step.tx, automationId)) return undefined;
   const definition = definitionRecord.data.attributes.definition;
@@ -96,7 +97,7 @@ export async function planDueSlots(svc: EngineServices, errors: Error[] = []): P
   const definitions = await svc.store.read((r) => r.list<DefinitionRecord['data']>(DEFINITION_KIND));
   const planned: string[] = [];
   for (const record of definitions) {
-    if (record.data.snapshot.value !== 'active') continue;
+    if (record.data.snapshot.value !== 'active' && !(svc.faults.planTombstoned && record.data.snapshot.value === 'tombstoned')) continue;
     try {
       const id = await svc.step(async (step) => {
         const fresh = await step.tx.get<DefinitionRecord['data']>(DEFINITION_KIND, record.id);

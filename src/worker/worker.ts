@@ -1,10 +1,10 @@
 import { moveEntity, LIVE_INDEX, type StepContext } from '../engine/lifecycle.js';
-import { attemptContext, stateOf, type AttemptAttributes, type OccurrenceAttributes, type RunAttributes } from '../engine/records.js';
+import { attemptContext, occurrenceContext, stateOf, type AttemptAttributes, type OccurrenceAttributes, type RunAttributes } from '../engine/records.js';
 import type { EngineServices } from '../engine/services.js';
 import type { TerminalEvidence } from '../guards/common.js';
 import type { Observation } from '../runtime/runtime.js';
 import { receiptIdFor, recordReceipt } from '../dispatcher/receipts.js';
-import { afterTerminalEvidence, loadAttempt, loadOccurrence, loadRun } from '../dispatcher/settlement.js';
+import { afterTerminalEvidence, loadAttempt, loadOccurrence, loadRun, openAttempt } from '../dispatcher/settlement.js';
 import { KINDS } from '../engine/records.js';
 
 /**
@@ -73,6 +73,10 @@ export class Worker {
     const occurrence = await loadOccurrence(step.tx, a.occurrenceId);
     const runtime = this.svc.runtime(attempt.data.attributes.runtimeId);
 
+    if (observation.status === 'lost' && this.svc.faults.successWithoutEvidence) {
+      // Fault: a vanished session is booked as a success with made-up evidence.
+      return this.settle(step, attemptId, sessionId, { status: 'exited', outcome: 'succeeded', exitCode: 0, cancelled: false });
+    }
     if (observation.status === 'lost') {
       // The runtime's report that the session is gone ends its evidence: valid at the latest just before now.
       const seen = Date.parse(this.lastSeen.get(attemptId) ?? attempt.data.attributes.openedAt);
@@ -90,6 +94,7 @@ export class Worker {
           recovery: { enteredAt: step.now, evidence: 'runtime_lost' },
           updatedAt: step.now,
         }));
+        if (this.svc.faults.autoRetryAmbiguous) await this.retryWithoutOperator(step, occurrence.id, run.id);
       }
       return true;
     }
@@ -130,6 +135,34 @@ export class Worker {
       observation.outputDigest,
     );
     return true;
+  }
+
+  /** Fault `autoRetryAmbiguous`: opens new work after an ambiguous attempt with no operator determination. */
+  private async retryWithoutOperator(step: StepContext, occurrenceId: string, runId: string): Promise<void> {
+    const occurrence = await loadOccurrence(step.tx, occurrenceId);
+    const run = await loadRun(step.tx, runId);
+    const latest = await loadAttempt(step.tx, run.data.attributes.attemptIds.at(-1)!);
+    const n = attemptContext(latest).attemptNumber;
+    const leaseExpiresAt = new Date(Date.parse(step.now) + this.svc.leaseMinutes * 60_000).toISOString();
+    const next = await openAttempt(step, run, occurrence, {
+      attemptNumber: n + 1,
+      fenceGeneration: occurrenceContext(occurrence).fence.generation,
+      leaseExpiresAt,
+      prior: { attemptNumber: n, outcome: 'ambiguous' },
+      classification: 'automatic_retry',
+      runtimeId: latest.data.attributes.runtimeId,
+    });
+    await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrenceId, {
+      type: 'operator_recovery_attempt',
+      actor: 'command_handler',
+      evidenceDetermination: 'retry_with_new_attempt',
+      statement: 'retried automatically',
+      attemptId: next.id,
+      attemptNumber: n + 1,
+      adoptionKey: attemptContext(next).adoptionKey,
+      priorDisposition: 'ambiguous',
+      leaseExpiresAt,
+    });
   }
 
   /** The runtime acknowledged a requested cancellation: attempt, run and occurrence settle cancelled. */

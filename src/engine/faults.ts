@@ -1,0 +1,40 @@
+/**
+ * Deliberate bugs, for the invariant suite's self-check only: each flag makes the engine break one
+ * contract rule the way a real bug would, so the suite can prove it notices, by the invariant's name.
+ * All are off unless a self-check turns one on; never enable them in a real deployment.
+ */
+export interface EngineFaults {
+  /** The runtime is called before the run acceptance and attempt adoption are committed. */
+  launchBeforeAdoptionCommit: boolean;
+  /** A claimed occurrence is accepted twice: a second run for the same fence generation. */
+  acceptFenceTwice: boolean;
+  /** A launch is sent to the runtime twice: a second session for one attempt. */
+  bindSecondSession: boolean;
+  /** A lost session opens new work without an operator's occurrence.recover.v1. */
+  autoRetryAmbiguous: boolean;
+  /** A lost session is recorded as a success with made-up evidence. */
+  successWithoutEvidence: boolean;
+  /** An operator retry rewrites the prior attempt's record (needs a store that does not seal). */
+  rewritePriorAttempt: boolean;
+  /** Tombstoned definitions keep being planned. */
+  planTombstoned: boolean;
+  /** A cancellation of a running session is settled at once, without the runtime's acknowledgement. */
+  ackCancelWithoutRuntime: boolean;
+  /** A revise moves live occurrences onto the new revision. */
+  rewriteHistoricRevision: boolean;
+  /** Launches left `sending` by a crash are sent again. */
+  resendUnconfirmedLaunches: boolean;
+}
+
+export const NO_FAULTS: EngineFaults = {
+  launchBeforeAdoptionCommit: false,
+  acceptFenceTwice: false,
+  bindSecondSession: false,
+  autoRetryAmbiguous: false,
+  successWithoutEvidence: false,
+  rewritePriorAttempt: false,
+  planTombstoned: false,
+  ackCancelWithoutRuntime: false,
+  rewriteHistoricRevision: false,
+  resendUnconfirmedLaunches: false,
+};
