@@ -293,7 +293,7 @@ async function recover(svc: EngineServices, dispatch: (id: string) => Promise<un
   const leaseExpiresAt = new Date(Date.parse(ctx.now) + svc.leaseMinutes * 60_000).toISOString();
   const next = await openAttempt(s, run, occurrence, {
     attemptNumber: latestNumber + 1,
-    fenceGeneration: o.fence.generation,
+    fenceGeneration: o.fence.generation + 1,
     leaseExpiresAt,
     prior: { attemptNumber: latestNumber, outcome: 'ambiguous' },
     classification: 'operator_recovery',

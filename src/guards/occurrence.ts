@@ -329,13 +329,15 @@ export function applyOccurrenceEvent(context: OccurrenceContext, event: Occurren
     case 'recovery_ambiguous':
       return { ...context, ambiguousDisposition: true };
     case 'operator_recovery_attempt':
+      // The recovery dispatches without a claim, so it takes a fence generation of its own: every dispatch
+      // of an occurrence has a distinct fence, and a late answer to the ambiguous dispatch cannot pass for it.
       return {
         ...context,
         attemptCount: event.attemptNumber,
         openAttemptNumber: null,
         sessionId: null,
         runtimeEvidenceRecorded: false,
-        fence: { ...context.fence, leaseExpiresAt: event.leaseExpiresAt },
+        fence: { ...context.fence, generation: context.fence.generation + 1, leaseExpiresAt: event.leaseExpiresAt },
       };
     default:
       return context;

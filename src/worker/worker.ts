@@ -99,8 +99,9 @@ export class Worker {
       return true;
     }
 
-    const cancelled = observation.cancelled || attempt.data.attributes.cancelRequestedAt !== undefined;
-    if (cancelled && state === 'observing') {
+    // Only the runtime's word makes a cancellation acknowledged: a session that ran to its own end after a
+    // cancel was requested settles by its evidence (completion won the race).
+    if (observation.cancelled && state === 'observing') {
       return this.acknowledgeCancellation(step, attemptId, sessionId);
     }
     const evidence: TerminalEvidence & { outputDigest?: string } = {
@@ -146,7 +147,7 @@ export class Worker {
     const leaseExpiresAt = new Date(Date.parse(step.now) + this.svc.leaseMinutes * 60_000).toISOString();
     const next = await openAttempt(step, run, occurrence, {
       attemptNumber: n + 1,
-      fenceGeneration: occurrenceContext(occurrence).fence.generation,
+      fenceGeneration: occurrenceContext(occurrence).fence.generation + 1,
       leaseExpiresAt,
       prior: { attemptNumber: n, outcome: 'ambiguous' },
       classification: 'automatic_retry',

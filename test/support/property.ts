@@ -11,3 +11,10 @@ export function propertyParameters<T>(name: string, numRuns: number): fc.Paramet
   console.info(`[property] ${name}: seed=${seed} runs=${runs} (replay with FC_SEED=${seed})`);
   return { seed, numRuns: runs, verbose: 1 };
 }
+
+/** A seed for properties driven outside fc.assert (suites that take a seed): printed the same way. */
+export function propertySeed(name: string): number {
+  const seed = process.env.FC_SEED === undefined ? Date.now() % 2 ** 31 : Number(process.env.FC_SEED);
+  console.info(`[property] ${name}: seed=${seed} (replay with FC_SEED=${seed})`);
+  return seed;
+}

@@ -1,116 +1,14 @@
-import { lifecycleMachines } from '../../machines/index.js';
-import { loadLifecycleSpec, type LifecycleSpec, type MachineId, type SpecMachine } from '../../src/spec/lifecycle-spec.js';
-import type { AnyStateMachine } from 'xstate';
+import type { LifecycleSpec } from '../../src/spec/lifecycle-spec.js';
+import { lifecycleSpec } from '../../src/invariants/machine-samples.js';
 
-export const spec: LifecycleSpec = loadLifecycleSpec();
+export { FIXED_NOW, generatedMachine, machineSpec, permissiveMachine, sampleEvent, sampleEvents, sampleInputs, type SampleEvent } from '../../src/invariants/machine-samples.js';
+
+export const spec: LifecycleSpec = lifecycleSpec;
 
 /** A deep copy of the real spec for tests that break it on purpose. */
 export function specCopy(): LifecycleSpec {
   return structuredClone(spec);
 }
 
-export function machineSpec(id: MachineId, from: LifecycleSpec = spec): SpecMachine {
-  const m = from.machines.find((x) => x.id === id);
-  if (m === undefined) throw new Error(`no machine ${id}`);
-  return m;
-}
-
 export const machineIds = spec.machines.map((m) => m.id);
 
-export function generatedMachine(id: MachineId): AnyStateMachine {
-  return lifecycleMachines[id] as AnyStateMachine;
-}
-
-/**
- * The generated machine with test guards: a contract guard passes unless the event names another guard
- * in `permit`, so the actor-role check decides and guarded alternatives can each be selected.
- */
-export function permissiveMachine(id: MachineId): AnyStateMachine {
-  const guardIds = new Set(machineSpec(id).transitions.flatMap((t) => (t.guard ? [t.guard.id] : [])));
-  const guards = Object.fromEntries(
-    [...guardIds].map((g) => [g, ({ event }: { event: { permit?: string } }) => event.permit === undefined || event.permit === g]),
-  );
-  return generatedMachine(id).provide({ guards });
-}
-
-export const FIXED_NOW = '2026-03-01T09:00:00.000Z';
-
-/** Inputs that create a fresh context for each machine. */
-export const sampleInputs: Record<MachineId, unknown> = {
-  'definition.v1': { automationId: 'nightly-report', revision: 1 },
-  'occurrence.v1': {
-    occurrenceId: 'nightly-report-1772355600000',
-    automationId: 'nightly-report',
-    automationRevision: 2,
-    definitionDigest: 'a'.repeat(64),
-    scheduledFor: FIXED_NOW,
-    retryPolicy: { maxAttempts: 3, backoffPolicy: 'fixed', backoffSeconds: 30, retryableClasses: ['runtime_unavailable'] },
-    perRunMinutes: 30,
-  },
-  'run.v1': {
-    runId: 'run-1',
-    occurrenceId: 'occ-1',
-    automationId: 'nightly-report',
-    automationRevision: 2,
-    fenceGeneration: 1,
-    deadlineAt: '2026-03-01T09:30:00.000Z',
-  },
-  'attempt.v1': {
-    attemptId: 'attempt-run-1-1',
-    runId: 'run-1',
-    occurrenceId: 'occ-1',
-    attemptNumber: 1,
-    adoptionKey: 'automation:run-1:1',
-    fenceGeneration: 1,
-    leaseExpiresAt: '2026-03-01T10:00:00.000Z',
-    deadlineAt: '2026-03-01T09:30:00.000Z',
-  },
-};
-
-/** Payload fields that the context reducers read, so permissive paths keep a well-formed context. */
-const payloads: Record<string, Record<string, unknown>> = {
-  claim: { expectedGeneration: 0, claimedBy: 'scheduler-1', leaseExpiresAt: '2026-03-01T10:00:00.000Z' },
-  attempt_adopted: { attemptId: 'attempt-1', attemptNumber: 1, adoptionKey: 'automation:run-1:1', fenceGeneration: 1 },
-  runtime_started: { attemptId: 'attempt-1', sessionId: 'session-1', dispatchGeneration: 1 },
-  dispatch: { dispatchGeneration: 1, fenceGeneration: 1 },
-  evidence_stream_open: { sessionId: 'session-1', cursors: { eventCursor: 'c0' } },
-  attempt_started: { attemptId: 'attempt-1', attemptNumber: 1, adoptionCommittedAt: FIXED_NOW, launchIssuedAt: FIXED_NOW },
-  operator_recovery_attempt: {
-    evidenceDetermination: 'retry_with_new_attempt',
-    statement: 'checked the target system; nothing was written',
-    attemptId: 'attempt-2',
-    attemptNumber: 2,
-    adoptionKey: 'automation:run-1:2',
-    priorDisposition: 'ambiguous',
-    leaseExpiresAt: '2026-03-01T10:00:00.000Z',
-  },
-  attempt_settled: { attempt: { attemptId: 'attempt-1', attemptNumber: 1, state: 'succeeded' }, receiptRef: 'receipt-1', furtherAttemptOpens: false },
-  attempt_ambiguous: { attempt: { attemptId: 'attempt-1', attemptNumber: 1, state: 'ambiguous' }, operatorRecoveryResolved: false },
-  automatic_retry: { priorAttemptNumber: 1, priorDisposition: 'failed', notBefore: FIXED_NOW, failure: { failureClass: 'runtime_unavailable', preOwnership: true } },
-  operator_retry: { priorAttemptNumber: 1, priorDisposition: 'failed', runId: 'run-1' },
-  definition_revise_committed: { revision: 2 },
-  definition_activated: { revision: 2 },
-  definition_paused: { revision: 2 },
-  definition_disabled: { revision: 2 },
-  definition_invalidated: { revision: 2 },
-  definition_reenabled: { revision: 2 },
-  definition_tombstoned: { revision: 2 },
-};
-
-export function sampleEvent(type: string, actor: string): { type: string; actor: string; now: string } {
-  return { type, actor, now: FIXED_NOW, ...(payloads[type] ?? {}) };
-}
-
-export type SampleEvent = { type: string; actor: string; now: string; permit?: string };
-
-/**
- * For each event name of a machine: the event as sent by every actor, plus one variant per guarded
- * transition that permits only that transition's guard (see {@link permissiveMachine}).
- */
-export function sampleEvents(id: MachineId): SampleEvent[] {
-  const m = machineSpec(id);
-  const names = [...new Set(m.transitions.map((t) => t.on))];
-  const byActor = names.flatMap((name) => spec.actors.map((actor) => sampleEvent(name, actor)));
-  const byGuard = m.transitions.flatMap((t) => (t.guard ? [{ ...sampleEvent(t.on, t.actor), permit: t.guard.id }] : []));
-  return [...byActor, ...byGuard];
-}

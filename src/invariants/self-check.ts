@@ -1,0 +1,138 @@
+import { createMachine, type AnyStateMachine } from 'xstate';
+import type { EngineFaults } from '../engine/faults.js';
+import { checkMachineProperties, generatedMachines } from './machine-properties.js';
+import { InvariantViolation, World, type StoreKind } from './world.js';
+
+/** One deliberately broken variant, the invariant that must catch it, and a scenario that exercises it. */
+export interface BrokenVariant {
+  name: string;
+  invariant: string;
+  fault?: keyof EngineFaults;
+  store?: StoreKind;
+  scenario?: (world: World) => Promise<void>;
+  machine?: () => string[];
+}
+
+export interface SelfCheckRow {
+  variant: string;
+  expected: string;
+  caughtBy: string[];
+  status: 'caught' | 'missed';
+}
+
+const at = (w: World, time: string) => w.clock.set(`2026-03-02T${time}:00.000Z`);
+
+async function slotRuns(w: World, behavior?: Parameters<World['behave']>[0]): Promise<void> {
+  await w.define('alpha', 1, [9]);
+  await w.verify('define alpha');
+  if (behavior !== undefined) w.behave(behavior);
+  at(w, '09:00');
+  await w.tick();
+  await w.verify('tick at 09:00');
+  at(w, '09:06');
+  await w.tick();
+  await w.verify('tick at 09:06');
+}
+
+/** The terminal-exit variant is a spec edit: the occurrence machine gains succeeded → running. */
+function machineWithTerminalExit(): AnyStateMachine {
+  const subject = generatedMachines().find((m) => m.id === 'occurrence.v1')!;
+  const config = subject.machine.config as { states: Record<string, Record<string, unknown>> } & Record<string, unknown>;
+  const states = { ...config.states, succeeded: { on: { runtime_started: { target: 'running', guard: { type: 'actorIs', params: { actor: 'dispatcher' } } } } } };
+  return createMachine({ ...config, states } as never, subject.machine.implementations as never) as unknown as AnyStateMachine;
+}
+
+export const BROKEN_VARIANTS: BrokenVariant[] = [
+  {
+    name: 'spec: a transition out of a terminal state (occurrence succeeded → running)',
+    invariant: 'terminal-no-regress',
+    machine: () => {
+      const subject = generatedMachines().find((m) => m.id === 'occurrence.v1')!;
+      const spec = structuredClone(subject.spec);
+      spec.transitions.push({ from: 'succeeded', to: 'running', on: 'runtime_started', actor: 'dispatcher' });
+      return checkMachineProperties([{ id: 'occurrence.v1', spec, machine: machineWithTerminalExit() }], { runs: 50, seed: 1 })
+        .filter((r) => r.problems.length > 0)
+        .map((r) => r.invariant);
+    },
+  },
+  { name: 'launch before the adoption commit', invariant: 'adoption-before-side-effects', fault: 'launchBeforeAdoptionCommit', scenario: (w) => slotRuns(w) },
+  { name: 'a second run accepted for one fence generation', invariant: 'one-fence-one-run', fault: 'acceptFenceTwice', scenario: (w) => slotRuns(w) },
+  { name: 'a second session bound to one attempt', invariant: 'one-attempt-one-session', fault: 'bindSecondSession', scenario: (w) => slotRuns(w) },
+  { name: 'an automatic retry after an ambiguous disposition', invariant: 'ambiguous-never-auto-retried', fault: 'autoRetryAmbiguous', scenario: (w) => slotRuns(w, 'lost-after-side-effect') },
+  { name: 'a success without runtime evidence', invariant: 'no-evidence-no-success', fault: 'successWithoutEvidence', scenario: (w) => slotRuns(w, 'lost-after-side-effect') },
+  {
+    name: 'a retry that rewrites the prior attempt',
+    invariant: 'retry-new-attempt',
+    fault: 'rewritePriorAttempt',
+    store: 'unsealed-memory',
+    scenario: async (w) => {
+      await slotRuns(w, 'refuse');
+      const held = await w.store.read((r) => r.list<{ snapshot: { value: string } }>('run'));
+      await w.command('attempt.retry.v1', { runId: held[0]!.id, priorAttemptNumber: 1, priorDisposition: 'failed' });
+      await w.verify('operator retry');
+    },
+  },
+  {
+    name: 'planning for a tombstoned definition',
+    invariant: 'tombstone-preserves-history',
+    fault: 'planTombstoned',
+    scenario: async (w) => {
+      await w.define('alpha', 1, [9]);
+      await w.command('definition.tombstone.v1', { automationId: 'alpha' }, { expectedRevision: 3 });
+      at(w, '09:00');
+      await w.tick();
+      await w.verify('tick after tombstone');
+    },
+  },
+  {
+    name: 'a cancellation acknowledged without the runtime',
+    invariant: 'cancellation-is-a-request',
+    fault: 'ackCancelWithoutRuntime',
+    scenario: async (w) => {
+      await slotRuns(w, 'hang');
+      const live = await w.store.read((r) => r.list('live-occurrence'));
+      await w.command('occurrence.cancel.v1', { occurrenceId: live[0]!.id });
+      await w.verify('cancel');
+    },
+  },
+  {
+    name: 'a revise that rewrites historic records onto the new revision',
+    invariant: 'revision-pins-history',
+    fault: 'rewriteHistoricRevision',
+    scenario: async (w) => {
+      await slotRuns(w, 'hang');
+      await w.revise('alpha', 10);
+      await w.verify('revise');
+    },
+  },
+  {
+    name: 'an unconfirmed launch sent again (duplicate dispatch for one fence)',
+    invariant: 'no-duplicate-dispatch-per-fence',
+    fault: 'resendUnconfirmedLaunches',
+    scenario: (w) => slotRuns(w, 'crash-during-launch'),
+  },
+];
+
+/** Runs every broken variant and reports which invariants caught it; a variant is caught only by name. */
+export async function runSelfCheck(onProgress?: (message: string) => void): Promise<SelfCheckRow[]> {
+  const rows: SelfCheckRow[] = [];
+  for (const variant of BROKEN_VARIANTS) {
+    onProgress?.(`self-check: ${variant.name}`);
+    let caughtBy: string[] = [];
+    if (variant.machine !== undefined) {
+      caughtBy = [...new Set(variant.machine())];
+    } else {
+      const world = await World.create(variant.store ?? 'memory', variant.fault === undefined ? {} : { [variant.fault]: true }, new Map());
+      try {
+        await variant.scenario!(world);
+      } catch (error) {
+        if (!(error instanceof InvariantViolation)) throw error;
+        caughtBy = [...error.violations.keys()];
+      } finally {
+        await world.dispose();
+      }
+    }
+    rows.push({ variant: variant.name, expected: variant.invariant, caughtBy, status: caughtBy.includes(variant.invariant) ? 'caught' : 'missed' });
+  }
+  return rows;
+}

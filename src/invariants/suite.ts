@@ -1,0 +1,148 @@
+import fc from 'fast-check';
+import type { EngineFaults } from '../engine/faults.js';
+import { INVARIANTS } from './checks.js';
+import { engineCommands, type Model } from './engine-model.js';
+import { checkMachineProperties, generatedMachines, type MachinePropertyResult } from './machine-properties.js';
+import { InvariantViolation, World, type StoreKind } from './world.js';
+
+export interface SuiteOptions {
+  /** Engine-level property runs per store kind. */
+  runs: number;
+  /** Machine-level walks per machine and property. */
+  machineRuns?: number;
+  seed: number;
+  maxCommands?: number;
+  stores?: StoreKind[];
+  faults?: Partial<EngineFaults>;
+  onProgress?: (message: string) => void;
+}
+
+export interface EngineFailure {
+  store: StoreKind;
+  invariants: string[];
+  problems: string[];
+  /** The shrunk command sequence, one command per line. */
+  counterexample: string;
+  seed: number;
+  path: string | undefined;
+}
+
+export interface InvariantRow {
+  invariant: string;
+  source: 'contract' | 'conformance';
+  /** Where it is enforced: engine history checks, and machine-level properties for five of the ten. */
+  levels: string[];
+  runs: number;
+  stepsChecked: number;
+  status: 'passed' | 'failed';
+}
+
+export interface SuiteResult {
+  seed: number;
+  rows: InvariantRow[];
+  machine: MachinePropertyResult[];
+  failures: EngineFailure[];
+  passed: boolean;
+}
+
+/** The engine-level property for one store kind: random command sequences, every invariant after every step. */
+export async function runEngineProperty(store: StoreKind, options: SuiteOptions, checked: Map<string, number>): Promise<EngineFailure | undefined> {
+  let runs = 0;
+  const report = await fc.check(
+    fc.asyncProperty(fc.commands(engineCommands(), { maxCommands: options.maxCommands ?? 40, size: 'large' }), async (commands) => {
+      const world = await World.create(store, options.faults ?? {}, checked);
+      try {
+        await fc.asyncModelRun(() => ({ model: {} as Model, real: world }), commands);
+      } finally {
+        await world.dispose();
+        runs += 1;
+        if (runs % 10 === 0) options.onProgress?.(`engine (${store} store): ${runs} runs`);
+      }
+    }),
+    { seed: options.seed, numRuns: options.runs },
+  );
+  if (!report.failed) return undefined;
+  const violation = report.errorInstance instanceof InvariantViolation ? report.errorInstance : undefined;
+  return {
+    store,
+    invariants: violation === undefined ? ['(engine error)'] : [...violation.violations.keys()],
+    problems: violation === undefined ? [String(report.errorInstance)] : [...violation.violations.values()].flat().slice(0, 10),
+    counterexample: String(report.counterexample?.[0] ?? '').split(',').join('\n'),
+    seed: report.seed,
+    path: report.counterexample === null ? undefined : report.counterexamplePath ?? undefined,
+  };
+}
+
+/**
+ * Two engines and operator commands racing on one store, with fast-check choosing the order of every
+ * transaction; all invariants are checked after each round.
+ */
+export async function runInterleavingProperty(options: SuiteOptions, checked: Map<string, number>): Promise<EngineFailure | undefined> {
+  const rounds = fc.array(fc.tuple(fc.constantFrom(1, 5, 61), fc.boolean(), fc.boolean()), { minLength: 1, maxLength: 6 });
+  const report = await fc.check(
+    fc.asyncProperty(fc.scheduler(), rounds, async (s, plan) => {
+      const world = World.scheduled(s, checked);
+      try {
+        await s.waitFor(world.define('alpha', 2, [9, 10]));
+        world.clock.set('2026-03-02T09:00:00.000Z');
+        for (const [minutes, runNow, cancel] of plan) {
+          const work: Array<Promise<unknown>> = [world.tick(0), world.tick(1)];
+          if (runNow) work.push(world.command('occurrence.runNow.v1', { automationId: 'alpha' }, { engine: 1 }));
+          if (cancel) {
+            work.push(
+              world.store.read((r) => r.list('live-occurrence')).then((live) => (live[0] === undefined ? undefined : world.command('occurrence.cancel.v1', { occurrenceId: live[0].id }))),
+            );
+          }
+          await s.waitFor(Promise.all(work));
+          await s.waitFor(world.verify(`round (+${minutes} min${runNow ? ', runNow' : ''}${cancel ? ', cancel' : ''})`));
+          world.clock.advance({ minutes });
+        }
+      } finally {
+        await world.dispose();
+      }
+    }),
+    { seed: options.seed, numRuns: Math.max(1, Math.floor(options.runs / 2)) },
+  );
+  if (!report.failed) return undefined;
+  const violation = report.errorInstance instanceof InvariantViolation ? report.errorInstance : undefined;
+  return {
+    store: 'memory',
+    invariants: violation === undefined ? ['(engine error)'] : [...violation.violations.keys()],
+    problems: violation === undefined ? [String(report.errorInstance)] : [...violation.violations.values()].flat().slice(0, 10),
+    counterexample: String(report.counterexample?.[0] ?? ''),
+    seed: report.seed,
+    path: report.counterexamplePath ?? undefined,
+  };
+}
+
+const MACHINE_LEVEL = new Set(['terminal-no-regress', 'no-evidence-no-success', 'ambiguous-never-auto-retried', 'one-attempt-one-session']);
+
+/** Runs the machine-level properties and the engine-level property on each store kind; never throws on a violation. */
+export async function runInvariantSuite(options: SuiteOptions): Promise<SuiteResult> {
+  const stores = options.stores ?? ['memory', 'json'];
+  options.onProgress?.('machine-level properties over the generated machines');
+  const machine = checkMachineProperties(generatedMachines(), { runs: options.machineRuns ?? 200, seed: options.seed });
+  const checked = new Map<string, number>();
+  const failures: EngineFailure[] = [];
+  for (const store of stores) {
+    options.onProgress?.(`engine-level property on the ${store} store (${options.runs} runs)`);
+    const failure = await runEngineProperty(store, options, checked);
+    if (failure !== undefined) failures.push(failure);
+  }
+  options.onProgress?.('interleavings: two engines and commands under a fast-check scheduler');
+  const interleaving = await runInterleavingProperty(options, checked);
+  if (interleaving !== undefined) failures.push(interleaving);
+  const rows: InvariantRow[] = INVARIANTS.map((invariant) => {
+    const machineResults = machine.filter((m) => m.invariant === invariant.id);
+    const failed = failures.some((f) => f.invariants.includes(invariant.id)) || machineResults.some((m) => m.problems.length > 0);
+    return {
+      invariant: invariant.id,
+      source: invariant.source,
+      levels: ['engine', ...(MACHINE_LEVEL.has(invariant.id) ? ['machine'] : [])],
+      runs: options.runs * stores.length + machineResults.reduce((n, m) => n + m.runs, 0),
+      stepsChecked: (checked.get(invariant.id) ?? 0) + machineResults.reduce((n, m) => n + m.steps, 0),
+      status: failed ? 'failed' : 'passed',
+    };
+  });
+  return { seed: options.seed, rows, machine, failures, passed: rows.every((r) => r.status === 'passed') && failures.length === 0 };
+}

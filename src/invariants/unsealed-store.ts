@@ -1,0 +1,36 @@
+import type { PutOptions, Store, StoreReader, StoreTransaction } from '../store/store.js';
+
+/**
+ * A store that ignores the terminal seal: only for the self-check of `retry-new-attempt`, whose broken
+ * variant rewrites a prior attempt — a write every real store refuses.
+ */
+export class UnsealedStore implements Store {
+  constructor(private readonly inner: Store) {}
+
+  transact<R>(body: (tx: StoreTransaction) => Promise<R> | R): Promise<R> {
+    return this.inner.transact((tx) =>
+      body({
+        get: (k, i) => tx.get(k, i),
+        list: (k) => tx.list(k),
+        head: (s) => tx.head(s),
+        readLog: (s, o) => tx.readLog(s, o),
+        readFeed: (o) => tx.readFeed(o),
+        append: (s, d, e) => tx.append(s, d, e),
+        delete: (k, i, v) => tx.delete(k, i, v),
+        put: (k, i, d, o: PutOptions) => tx.put(k, i, d, { expectedVersion: o.expectedVersion }),
+      }),
+    );
+  }
+
+  read<R>(body: (reader: StoreReader) => Promise<R> | R): Promise<R> {
+    return this.inner.read(body);
+  }
+
+  onCommit(listener: () => void): () => void {
+    return this.inner.onCommit(listener);
+  }
+
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+}

@@ -1,0 +1,185 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { integrityOf } from '../contract/digest.js';
+import { SimulatedClock } from '../engine/clock.js';
+import { createEngine, type CrashPoint, type Engine } from '../engine/engine.js';
+import type { EngineFaults } from '../engine/faults.js';
+import { SimulatedRuntime, type SimulatedBehavior } from '../runtime/simulated-runtime.js';
+import { JsonFileStore } from '../store/json-file-store.js';
+import { MemoryStore } from '../store/memory-store.js';
+import type { Store } from '../store/store.js';
+import type { CommandResponse } from '../command-handler/envelope.js';
+import { captureHistory, type History } from './history.js';
+import { INVARIANTS } from './checks.js';
+import { ProbeRuntime } from './probe-runtime.js';
+import { UnsealedStore } from './unsealed-store.js';
+import { ScheduledStore } from './scheduled-store.js';
+import type fc from 'fast-check';
+
+export type StoreKind = 'memory' | 'json' | 'unsealed-memory';
+
+/** A violated invariant, with the problems found and the step that revealed them. */
+export class InvariantViolation extends Error {
+  /** Every invariant the step violated, with its problems; `invariant` is the first. */
+  constructor(
+    readonly violations: Map<string, string[]>,
+    readonly step: string,
+  ) {
+    const [first] = violations;
+    super(`${first![0]} violated after ${step}: ${first![1].slice(0, 3).join('; ')}${violations.size > 1 ? ` (also: ${[...violations.keys()].slice(1).join(', ')})` : ''}`);
+    this.name = 'InvariantViolation';
+  }
+
+  get invariant(): string {
+    return [...this.violations.keys()][0]!;
+  }
+}
+
+export const AUTOMATIONS = ['alpha', 'beta'] as const;
+const START = '2026-03-02T08:00:00.000Z';
+
+/**
+ * One engine world under test: a store, a simulated clock and runtime (probed), up to two engines, and
+ * the invariant checks run after every step against the full history.
+ */
+export class World {
+  readonly clock = new SimulatedClock(START);
+  readonly runtime = new SimulatedRuntime({ runtimeId: 'coven-code', durationMs: 5 * 60_000, sideEffectClass: 'local_write', sideEffectBoundProven: false });
+  readonly probe: ProbeRuntime;
+  readonly engines: Engine[] = [];
+  readonly passes: Array<{ at: string; feedLength: number }> = [];
+  readonly usedKeys: string[] = [];
+  private previous: History | undefined;
+  private keyCounter = 0;
+  private steps = 0;
+
+  private constructor(
+    readonly store: Store,
+    private readonly faults: Partial<EngineFaults>,
+    readonly checked: Map<string, number>,
+    private readonly dir: string | undefined,
+  ) {
+    this.probe = new ProbeRuntime(this.runtime, () => store.read(async (r) => (await r.readFeed()).length));
+    this.engines.push(this.newEngine('engine-a'), this.newEngine('engine-b'));
+  }
+
+  /** A world whose store transactions are ordered by a fast-check scheduler. */
+  static scheduled(scheduler: fc.Scheduler, checked: Map<string, number>): World {
+    return new World(new ScheduledStore(new MemoryStore(), scheduler), {}, checked, undefined);
+  }
+
+  static async create(kind: StoreKind, faults: Partial<EngineFaults>, checked: Map<string, number>): Promise<World> {
+    if (kind === 'json') {
+      const dir = mkdtempSync(join(tmpdir(), 'coven-invariants-'));
+      return new World(await JsonFileStore.open(join(dir, 'store.json')), faults, checked, dir);
+    }
+    return new World(kind === 'unsealed-memory' ? new UnsealedStore(new MemoryStore()) : new MemoryStore(), faults, checked, undefined);
+  }
+
+  async dispose(): Promise<void> {
+    for (const e of this.engines) await e.stop();
+    await this.store.close();
+    if (this.dir !== undefined) rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  private newEngine(instanceId: string): Engine {
+    let ids = 0;
+    return createEngine({ store: this.store, clock: this.clock, runtimes: [this.probe], instanceId, newId: () => `${instanceId}-store-${++ids}`, faults: this.faults });
+  }
+
+  nextKey(tag: string): string {
+    const key = `inv-${tag}-${String(++this.keyCounter).padStart(5, '0')}`;
+    this.usedKeys.push(key);
+    return key;
+  }
+
+  async command(name: string, payload: Record<string, unknown>, extra: { expectedRevision?: number; adoptionKey?: string; engine?: number } = {}): Promise<CommandResponse> {
+    return this.engines[extra.engine ?? 0]!.commands.handle({
+      schemaVersion: 'coven.automations.v1',
+      command: name,
+      adoptionKey: extra.adoptionKey ?? this.nextKey(name.split('.')[1] ?? 'cmd'),
+      ...(extra.expectedRevision === undefined ? {} : { expectedRevision: extra.expectedRevision }),
+      origin: { principal: { principalId: 'invariant-suite' }, channel: 'sdk' },
+      intent: { statement: `invariant suite: ${name}` },
+      payload,
+    });
+  }
+
+  async revision(automationId: string): Promise<number | undefined> {
+    const r = await this.store.read((reader) => reader.get<{ attributes: { definition: { revision: number } } }>('definition', automationId));
+    return r?.data.attributes.definition.revision;
+  }
+
+  /** Creates, revises and activates one automation; the retry policy decides how failures behave. */
+  async define(automationId: string, maxAttempts: number, hours: number[]): Promise<void> {
+    const body = (revision: number, lifecycleState: string) => {
+      const b: Record<string, unknown> = {
+        schemaVersion: 'coven.automations.v1',
+        automationId,
+        revision,
+        lifecycleState,
+        display: { name: automationId },
+        trigger: { variant: 'schedule', version: 1, schedule: { rrule: `FREQ=DAILY;BYHOUR=${hours.join(',')}`, timezone: 'utc' } },
+        conditions: [],
+        action: { variant: 'familiarInvocation', version: 1, prompt: `run ${automationId}` },
+        binding: { familiarBindingPolicy: 'exact', familiarId: 'charm', authority: { approvalPolicyRef: 'policy://invariants' } },
+        runtimeRequirements: { runtimeId: 'coven-code', capabilities: [] },
+        policies: {
+          timeout: { perRunMinutes: 45 },
+          retry: { maxAttempts, backoffPolicy: 'fixed', backoffSeconds: 60, retryableClasses: ['runtime_unavailable', 'transient_dispatch'] },
+          concurrency: { overlap: 'forbid' },
+          misfire: { disposition: 'latest' },
+          retention: { occurrenceHistory: { classification: 'standard' } },
+        },
+        provenance: { createdBy: { principalId: 'invariant-suite' } },
+      };
+      return { ...b, integrity: integrityOf(b) };
+    };
+    if ((await this.revision(automationId)) !== undefined) return;
+    await this.command('definition.create.v1', { definition: body(1, 'draft') });
+    await this.command('definition.revise.v1', { definition: body(2, 'paused') }, { expectedRevision: 1 });
+    await this.command('definition.activate.v1', { automationId }, { expectedRevision: 2 });
+  }
+
+  async revise(automationId: string, hour: number): Promise<CommandResponse | undefined> {
+    const got = await this.command('definition.get.v1', { automationId });
+    if (got.outcome !== 'committed') return undefined;
+    const current = got.result!.definition as Record<string, unknown> & { revision: number };
+    const { integrity: _old, ...rest } = structuredClone(current);
+    const body: Record<string, unknown> = { ...rest, revision: current.revision + 1 };
+    (body.trigger as { schedule: { rrule: string } }).schedule.rrule = `FREQ=DAILY;BYHOUR=${hour}`;
+    if (body.lifecycleState === 'draft' || body.lifecycleState === 'invalid') body.lifecycleState = 'paused';
+    return this.command('definition.revise.v1', { definition: { ...body, integrity: integrityOf(body) } }, { expectedRevision: current.revision });
+  }
+
+  async tick(engine = 0, crashBefore?: CrashPoint): Promise<void> {
+    const feedLength = await this.store.read(async (r) => (await r.readFeed()).length);
+    await this.engines[engine]!.tick(crashBefore === undefined ? {} : { crashBefore });
+    if (crashBefore === undefined) this.passes.push({ at: this.clock.now().toISOString(), feedLength });
+  }
+
+  /** A process dies mid-pass and a new engine takes its place on the same store and runtime. */
+  async crashAndRestart(point: CrashPoint): Promise<void> {
+    await this.tick(0, point);
+    this.engines[0] = this.newEngine(`engine-a-${this.steps}`);
+  }
+
+  behave(behavior: SimulatedBehavior): void {
+    this.runtime.enqueue(behavior);
+  }
+
+  /** Runs every invariant over the whole history; throws the first violation with its name. */
+  async verify(step: string): Promise<void> {
+    this.steps += 1;
+    const history = await captureHistory(this.store, this.probe.log, this.clock.now().toISOString(), this.passes);
+    const violations = new Map<string, string[]>();
+    for (const invariant of INVARIANTS) {
+      this.checked.set(invariant.id, (this.checked.get(invariant.id) ?? 0) + 1);
+      const problems = invariant.check(history, this.previous);
+      if (problems.length > 0) violations.set(invariant.id, problems);
+    }
+    if (violations.size > 0) throw new InvariantViolation(violations, step);
+    this.previous = history;
+  }
+}
