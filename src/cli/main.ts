@@ -6,6 +6,7 @@ import { isContractError } from '../contract/errors.js';
 import { runVector } from '../conformance/vector-runner.js';
 import { formatReports } from '../conformance/report-format.js';
 import { runLifecycleWalkthrough } from './lifecycle-walkthrough.js';
+import { runInvariantsCommand } from './invariants-command.js';
 
 const USAGE = `usage: coven-automata <command>
 
@@ -14,7 +15,11 @@ commands:
                                       (default .coven/walkthrough.json), then reopen it and show what was restored
   machines                            print the four contract machines, their static proofs and the ten invariants
   conformance run [--json] FILE...    run conformance.vector.v1 files (upstream's scenarios and vectors) against
-                                      a fresh engine each, with a simulated clock and runtime; exit 1 on any failure`;
+                                      a fresh engine each, with a simulated clock and runtime; exit 1 on any failure
+  invariants [--runs N] [--seed S] [--stores memory,json] [--no-self-check] [--result FILE] [--json]
+                                      run the invariant property suite: the ten contract invariants and the conformance
+                                      gates at machine and engine level, then the broken-variant self-check; --result
+                                      writes a coven.automations.conformance-result.v1 envelope; exit 1 on any violation`;
 
 function option(argv: string[], name: string): string | undefined {
   const i = argv.indexOf(name);
@@ -42,6 +47,8 @@ async function main(argv: string[]): Promise<number> {
       console.log(args.includes('--json') ? JSON.stringify(reports, null, 2) : formatReports(reports));
       return reports.some((r) => r.status === 'fail') ? 1 : 0;
     }
+    case 'invariants':
+      return runInvariantsCommand(rest);
     case 'help':
     case '--help':
       console.log(USAGE);
