@@ -13,6 +13,8 @@ import { KINDS, stateOf } from './records.js';
 import { DEFAULT_LEASE_MINUTES, EngineServices } from './services.js';
 import { nextWakeAt, OBSERVE_INTERVAL_MS } from './next-wake.js';
 import { NO_FAULTS, type EngineFaults } from './faults.js';
+import { InspectionMirror } from './inspection.js';
+import type { InspectionEvent } from 'xstate';
 import { operatorCommands } from '../command-handler/operator-commands.js';
 
 export interface EngineOptions {
@@ -28,6 +30,11 @@ export interface EngineOptions {
   requirements?: RequirementsCheck;
   /** Deliberate bugs for the invariant suite's self-check; see EngineFaults. */
   faults?: Partial<EngineFaults>;
+  /**
+   * Receives XState inspection events for every committed occurrence, run and attempt transition (live
+   * actors mirror the store), e.g. a Stately inspector's `inspect`.
+   */
+  inspect?: (event: InspectionEvent) => void;
 }
 
 /**
@@ -65,6 +72,7 @@ export class Engine {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<TickReport> | undefined;
   private stopped = true;
+  private mirror: InspectionMirror | undefined;
   private unsubscribe: (() => void) | undefined;
   private onPass: ((report: TickReport) => void) | undefined;
 
@@ -84,6 +92,10 @@ export class Engine {
       { ...NO_FAULTS, ...options.faults },
     );
     this.worker = new Worker(this.services);
+    if (options.inspect !== undefined) {
+      this.mirror = new InspectionMirror(options.inspect);
+      this.services.observer = (transitions) => this.mirror?.apply(transitions);
+    }
     this.commands = new CommandHandler({
       store: options.store,
       clock,
@@ -187,6 +199,7 @@ export class Engine {
   }
 
   async stop(): Promise<void> {
+    this.mirror?.stop();
     this.stopped = true;
     this.unsubscribe?.();
     if (this.timer !== undefined) clearTimeout(this.timer);

@@ -5,6 +5,7 @@ import { appendEvent, type ChangefeedContext, type EventEnvelope, type StreamRef
 import type { ContractActor } from '../contract/vocabulary.js';
 import type { StoredRecord, StoreTransaction } from '../store/store.js';
 import { KINDS } from './records.js';
+import type { CommittedTransition } from './inspection.js';
 
 /** One engine step's transaction: the store transaction plus what its events need. */
 export interface StepContext {
@@ -13,6 +14,8 @@ export interface StepContext {
   now: string;
   /** The command that caused the step, if any: recorded as the events' causation. */
   adoptionKey?: string;
+  /** Collects the step's transitions for observers, who see them only once the step committed. */
+  committed?: CommittedTransition[];
 }
 
 export type ExecutionEntity = 'occurrence' | 'run' | 'attempt';
@@ -92,6 +95,7 @@ export async function createExecutionEntity<T>(step: StepContext, entity: Execut
     await step.tx.put(LIVE_INDEX[entity], id, { since: step.now, automationId: context.automationId ?? null, runId: context.runId ?? null }, { expectedVersion: null });
   }
   await transitionedEvent(step, entity, id, 'none', record.data.snapshot.value, reason, record.data.snapshot.context);
+  step.committed?.push({ entity, id, from: 'none', to: record.data.snapshot.value, event: { type: 'xstate.init' }, context: record.data.snapshot.context });
   return record;
 }
 
@@ -113,5 +117,6 @@ export async function moveEntity<T>(
     if (live !== undefined) await step.tx.delete(LIVE_INDEX[entity], id, live.version);
   }
   await transitionedEvent(step, entity, id, committed.from, committed.to, reason ?? event.type, committed.record.data.snapshot.context);
+  step.committed?.push({ entity, id, from: committed.from, to: committed.to, event: { ...event, now: step.now }, context: committed.record.data.snapshot.context });
   return committed;
 }

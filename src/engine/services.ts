@@ -9,6 +9,7 @@ import { isoNow, type Clock } from './clock.js';
 import type { StepContext } from './lifecycle.js';
 import { KINDS } from './records.js';
 import { NO_FAULTS, type EngineFaults } from './faults.js';
+import type { CommittedTransition } from './inspection.js';
 
 /** Contract default and upstream's scheduler value: a claim holds its occurrence for an hour. */
 export const DEFAULT_LEASE_MINUTES = 60;
@@ -29,6 +30,9 @@ export class EngineServices {
     readonly faults: EngineFaults = NO_FAULTS,
   ) {}
 
+  /** Receives each step's transitions after the step committed (the inspection mirror). */
+  observer: ((transitions: CommittedTransition[]) => void) | undefined;
+
   storeId(): Promise<string> {
     this.storeIdPromise ??= this.store.transact((tx) => ensureStoreId(tx, this.newId));
     return this.storeIdPromise;
@@ -38,9 +42,13 @@ export class EngineServices {
   async step<R>(body: (step: StepContext) => Promise<R>, adoptionKey?: string): Promise<R> {
     const storeId = await this.storeId();
     const now = isoNow(this.clock);
-    return this.store.transact((tx) =>
-      body({ tx, now, feed: { producer: this.producer, storeId, now }, ...(adoptionKey === undefined ? {} : { adoptionKey }) }),
-    );
+    const committed: CommittedTransition[] = [];
+    const result = await this.store.transact((tx) => {
+      committed.length = 0;
+      return body({ tx, now, feed: { producer: this.producer, storeId, now }, committed, ...(adoptionKey === undefined ? {} : { adoptionKey }) });
+    });
+    if (committed.length > 0) this.observer?.(committed);
+    return result;
   }
 
   runtime(runtimeId: string): Runtime | undefined {

@@ -1,0 +1,66 @@
+import { mkdirSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import type { CommandResponse } from '../command-handler/envelope.js';
+import { createEngine, type Engine } from '../engine/engine.js';
+import { ChildProcessRuntime } from '../runtime/child-process-runtime.js';
+import { JsonFileStore } from '../store/json-file-store.js';
+
+export const DEFAULT_STORE = join('.coven', 'automations.json');
+/** What `start` and CLI launches run per attempt unless --command says otherwise: prints the prompt. */
+export const DEFAULT_COMMAND = 'printf "%s\\n" "$COVEN_PROMPT"';
+
+export interface CliOptions {
+  store?: string;
+  json?: boolean;
+  command?: string;
+}
+
+/** The CLI's error for user mistakes: printed as one line, no stack trace, exit code 1. */
+export class CliError extends Error {}
+
+/** Opens the store (taking its lock) and an engine with the child-process runtime for the duration of `body`. */
+export async function withEngine<T>(options: CliOptions, body: (engine: Engine, store: JsonFileStore) => Promise<T>): Promise<T> {
+  const file = resolve(options.store ?? DEFAULT_STORE);
+  mkdirSync(dirname(file), { recursive: true });
+  const store = await JsonFileStore.open(file);
+  try {
+    const runtime = new ChildProcessRuntime({
+      runtimeId: 'coven-code',
+      command: options.command ?? process.env.COVEN_RUNTIME_COMMAND ?? DEFAULT_COMMAND,
+      sessionsDir: join(dirname(file), 'sessions'),
+    });
+    const engine = createEngine({ store, runtimes: [runtime] });
+    return await body(engine, store);
+  } finally {
+    await store.close();
+  }
+}
+
+let keys = 0;
+
+export function envelope(command: string, payload: Record<string, unknown>, expectedRevision?: number): Record<string, unknown> {
+  return {
+    schemaVersion: 'coven.automations.v1',
+    command,
+    adoptionKey: `cli-${Date.now().toString(36)}-${process.pid}-${++keys}`,
+    ...(expectedRevision === undefined ? {} : { expectedRevision }),
+    origin: { principal: { principalId: `cli:${process.env.USER ?? 'operator'}` }, channel: 'cli' },
+    intent: { statement: `coven-automata ${command}` },
+    payload,
+  };
+}
+
+/** Prints a response: JSON with --json, else one readable line (and the result for reads). */
+export function report(response: CommandResponse, options: CliOptions, human?: (result: Record<string, unknown>) => string): number {
+  if (options.json === true) {
+    console.log(JSON.stringify(response, null, 2));
+    return response.outcome === 'rejected' ? 1 : 0;
+  }
+  if (response.outcome === 'rejected') {
+    const e = response.error!;
+    console.error(`${e.code} (${e.httpStatus}): ${e.message}`);
+    return 1;
+  }
+  console.log(human === undefined ? `${response.command}: ${response.outcome}${response.revision === undefined ? '' : ` (revision ${response.revision})`}` : human(response.result ?? {}));
+  return 0;
+}

@@ -1,0 +1,192 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Command } from 'commander';
+import { integrityOf, verifyIntegrity } from '../contract/digest.js';
+import { isContractError } from '../contract/errors.js';
+import { formatReports } from '../conformance/report-format.js';
+import { runVector } from '../conformance/vector-runner.js';
+import { loadLifecycleSpec } from '../spec/lifecycle-spec.js';
+import { summarizeSpec } from '../spec/summary.js';
+import { JsonFileStore } from '../store/json-file-store.js';
+import type { Engine } from '../engine/engine.js';
+import { CliError, DEFAULT_STORE, envelope, report, withEngine, type CliOptions } from './context.js';
+import { runDemo } from './demo.js';
+import { paint, table } from './format.js';
+import { runInvariantsCommand } from './invariants-command.js';
+import { renderDiagrams } from './diagram-command.js';
+import { runInspect } from './inspect-command.js';
+import { runLifecycleWalkthrough } from './lifecycle-walkthrough.js';
+
+async function revisionOf(engine: Engine, automationId: string): Promise<number> {
+  const got = await engine.commands.handle(envelope('definition.get.v1', { automationId }));
+  if (got.outcome === 'rejected') throw new CliError(`${got.error!.code} (${got.error!.httpStatus}): ${got.error!.message}`);
+  return got.result!.currentRevision as number;
+}
+
+function readJson(file: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new CliError(`cannot read ${file}: ${(error as Error).message}`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new CliError(`${file} is not valid JSON: ${(error as Error).message}`);
+  }
+}
+
+/** Creates (draft, then paused) or revises a rich definition, recomputing its revision and integrity. */
+async function apply(engine: Engine, body: Record<string, unknown>, options: CliOptions): Promise<number> {
+  const id = body.automationId as string;
+  const current = await engine.commands.handle(envelope('definition.get.v1', { automationId: id }));
+  const { integrity: _ignored, ...rest } = body;
+  const withIntegrity = (b: Record<string, unknown>) => ({ ...b, integrity: integrityOf(b) });
+  if (current.outcome === 'rejected') {
+    const created = await engine.commands.handle(envelope('definition.create.v1', { definition: withIntegrity({ ...rest, revision: 1, lifecycleState: 'draft' }) }));
+    if (created.outcome === 'rejected') return report(created, options);
+    return report(await engine.commands.handle(envelope('definition.revise.v1', { definition: withIntegrity({ ...rest, revision: 2, lifecycleState: 'paused' }) }, 1)), options);
+  }
+  const revision = current.result!.currentRevision as number;
+  const state = current.result!.lifecycleState as string;
+  const lifecycleState = state === 'active' ? 'active' : 'paused';
+  return report(await engine.commands.handle(envelope('definition.revise.v1', { definition: withIntegrity({ ...rest, revision: revision + 1, lifecycleState }) }, revision)), options);
+}
+
+/** The `coven-automata` command line. */
+export function buildProgram(): Command {
+  const program = new Command('coven-automata')
+    .description('An XState orchestration engine for the coven.automations.v1 contract')
+    .option('--store <file>', 'the JSON store file', DEFAULT_STORE)
+    .option('--json', 'machine-readable output')
+    .option('--command <shell>', 'what the child-process runtime runs per attempt (reads $COVEN_PROMPT)')
+    .showHelpAfterError();
+  const opts = (): CliOptions => program.opts<CliOptions>();
+  const run =
+    <A extends unknown[]>(handler: (...args: A) => Promise<number | void>) =>
+    async (...args: A) => {
+      process.exitCode = (await handler(...args)) ?? 0;
+    };
+  const simple = (name: string, command: string, describe: string, field: string, extra?: (engine: Engine, id: string) => Promise<Record<string, unknown>>) =>
+    program
+      .command(`${name} <${field}>`)
+      .description(describe)
+      .action(run(async (id: string) => withEngine(opts(), async (engine) => report(await engine.commands.handle(envelope(command, { [field]: id, ...(extra === undefined ? {} : await extra(engine, id)) })), opts()))));
+
+  program.command('init').description('create the store file').action(run(async () => {
+    const store = await JsonFileStore.open(opts().store ?? DEFAULT_STORE);
+    await store.transact((tx) => tx.head('init'));
+    await store.close();
+    console.log(`store ready: ${store.file}`);
+  }));
+  program.command('apply').description('create or revise a definition (rich contract form), or import flat legacy definitions').requiredOption('-f, --file <file>', 'definition JSON')
+    .action(run(async (cmd: { file: string }) => withEngine(opts(), async (engine) => {
+      const body = readJson(cmd.file);
+      const flat = Array.isArray(body) ? body : (body as { schemaVersion?: unknown }).schemaVersion === 1 ? [body] : undefined;
+      if (flat !== undefined) {
+        return report(await engine.commands.handle(envelope('legacy.import.v1', { source: 'flat-definitions', definitions: flat })), opts(), (r) => `imported: ${(r.imported as string[]).join(', ') || 'none'}; skipped: ${(r.skipped as unknown[]).length}; failed: ${(r.failures as Array<{ automationId: string; message: string }>).map((f) => `${f.automationId} (${f.message})`).join('; ') || 'none'}`);
+      }
+      return apply(engine, body as Record<string, unknown>, opts());
+    })));
+  for (const [name, command] of [['activate', 'definition.activate.v1'], ['pause', 'definition.pause.v1'], ['disable', 'definition.disable.v1'], ['enable', 'x-coven-automata.definition.reenable.v1'], ['tombstone', 'definition.tombstone.v1']] as const) {
+    program.command(`${name} <automationId>`).description(`${command}`).option('--reason <text>', 'why').action(run(async (id: string, cmd: { reason?: string }) =>
+      withEngine(opts(), async (engine) => report(await engine.commands.handle(envelope(command, { automationId: id, ...(cmd.reason === undefined ? {} : { reason: cmd.reason }) }, await revisionOf(engine, id))), opts(), (r) => `${id}: ${String(r.lifecycleState)} (revision ${String(r.revision)})`))));
+  }
+  simple('run-now', 'occurrence.runNow.v1', 'run an active automation now (launches at once)', 'automationId');
+  simple('cancel', 'occurrence.cancel.v1', 'cancel an occurrence (a request while its session runs)', 'occurrenceId');
+  simple('unquarantine', 'x-coven-automata.definition.unquarantine.v1', 'lift a quarantine after exhausted retries', 'automationId');
+  program.command('retry <runId>').description('operator retry of a held run (attempt n+1)').action(run(async (runId: string) => withEngine(opts(), async (engine) => {
+    const history = await engine.services.store.read((r) => r.get<{ attributes: { attemptIds: string[] } }>('run', runId));
+    const latest = history === undefined ? undefined : await engine.services.store.read((r) => r.get<{ snapshot: { value: string; context: { attemptNumber: number } } }>('attempt', history.data.attributes.attemptIds.at(-1)!));
+    return report(await engine.commands.handle(envelope('attempt.retry.v1', { runId, priorAttemptNumber: latest?.data.snapshot.context.attemptNumber ?? 1, priorDisposition: latest?.data.snapshot.value ?? 'failed' })), opts());
+  })));
+  program.command('recover <occurrenceId>').description('operator determination for an occurrence in recovery_required')
+    .requiredOption('--determination <kind>', 'failed_deterministic | retry_with_new_attempt').requiredOption('--statement <text>', 'what the operator established')
+    .action(run(async (occurrenceId: string, cmd: { determination: string; statement: string }) => withEngine(opts(), async (engine) =>
+      report(await engine.commands.handle(envelope('occurrence.recover.v1', { occurrenceId, evidenceDetermination: cmd.determination, statement: cmd.statement })), opts()))));
+  program.command('list').description('list definitions').option('--all', 'include tombstoned').action(run(async (cmd: { all?: boolean }) => withEngine(opts(), async (engine) =>
+    report(await engine.commands.handle(envelope('definition.list.v1', cmd.all === true ? { lifecycleState: 'all' } : {})), opts(), (r) =>
+      table(['automation', 'name', 'state', 'revision'], (r.definitions as Array<Record<string, unknown>>).map((d) => [String(d.automationId), String(d.name), paint(String(d.lifecycleState), String(d.lifecycleState)), String(d.revision)]))))));
+  program.command('get <automationId>').option('--revision <n>', 'a historic revision').description('show a definition').action(run(async (id: string, cmd: { revision?: string }) => withEngine(opts(), async (engine) =>
+    report(await engine.commands.handle(envelope('definition.get.v1', { automationId: id, ...(cmd.revision === undefined ? {} : { revision: Number(cmd.revision) }) })), opts(), (r) => JSON.stringify(r, null, 2)))));
+  program.command('history <automationId>').description('runs, newest first').action(run(async (id: string) => withEngine(opts(), async (engine) =>
+    report(await engine.commands.handle(envelope('run.history.v1', { automationId: id })), opts(), (r) =>
+      table(['run', 'started', 'attempts', 'state'], (r.runs as Array<Record<string, unknown>>).map((x) => [String(x.runId), String(x.startedAt), String(x.attemptCount), paint(String(x.state), String(x.state))]))))));
+  program.command('health <automationId>').description('where an automation stands').action(run(async (id: string) => withEngine(opts(), async (engine) =>
+    report(await engine.commands.handle(envelope('definition.health.v1', { automationId: id })), opts(), (r) => {
+      const h = r.health as Record<string, unknown>;
+      return Object.entries(h).filter(([k]) => k !== 'liveOccurrences').map(([k, v]) => `${k.padEnd(22)} ${JSON.stringify(v)}`).join('\n');
+    }))));
+  program.command('events').description('read the changefeed').option('--stream <kind/id>', 'a stream, e.g. automation/daily-notes', 'feed/all').option('--after <n>', 'cursor', '-1').option('--follow', 'keep printing new events until interrupted')
+    .action(run(async (cmd: { stream: string; after: string; follow?: boolean }) => withEngine(opts(), async (engine) => {
+      const [kind, ...rest] = cmd.stream.split('/');
+      const stream = { kind: kind as 'feed', id: rest.join('/') };
+      const print = (e: { sequence: number; kind: string; stream: { kind: string; id: string }; summary: string }) =>
+        console.log(opts().json === true ? JSON.stringify(e) : `${String(e.sequence).padStart(4)} ${e.stream.kind}/${e.stream.id} ${e.kind}: ${e.summary}`);
+      if (cmd.follow !== true) {
+        return report(await engine.commands.handle(envelope('events.read.v1', { stream, after: Number(cmd.after), limit: 1000 })), opts(), (r) => (r.events as Parameters<typeof print>[0][]).map((e) => `${String(e.sequence).padStart(4)} ${e.stream.kind}/${e.stream.id} ${e.kind}: ${e.summary}`).join('\n'));
+      }
+      const controller = new AbortController();
+      process.once('SIGINT', () => controller.abort());
+      process.once('SIGTERM', () => controller.abort());
+      for await (const e of engine.commands.subscribe(stream, { after: Number(cmd.after), signal: controller.signal })) print(e);
+      return 0;
+    })));
+  program.command('start').description('run the engine with the child-process runtime until SIGINT/SIGTERM').action(run(async () => withEngine(opts(), async (engine, store) => {
+    console.log(`engine running on ${store.file} (Ctrl-C to stop)`);
+    engine.start((pass) => {
+      if (pass.planned + pass.launched + pass.settled > 0 || pass.errors.length > 0) {
+        console.log(`${pass.at} planned ${pass.planned}, launched ${pass.launched}, settled ${pass.settled}${pass.errors.length > 0 ? `, errors: ${pass.errors.map((e) => e.message).join('; ')}` : ''}`);
+      }
+    });
+    await new Promise<void>((resolve) => {
+      process.once('SIGINT', resolve);
+      process.once('SIGTERM', resolve);
+    });
+    await engine.stop();
+    console.log('stopped; store lock released');
+    return 0;
+  })));
+  program.command('demo').description('the four-day demo on a fresh JSON store (default .coven/demo.json)').option('--file <file>', 'demo store', join('.coven', 'demo.json'))
+    .action(run(async (cmd: { file: string }) => {
+      const { receipts, verified } = await runDemo(cmd.file, (...lines) => console.log(lines.join('\n')));
+      return receipts === verified ? 0 : 1;
+    }));
+  program.command('walkthrough').description('one automation through the four machines with persistent actors').option('--file <file>', 'store', join('.coven', 'walkthrough.json'))
+    .action(run(async (cmd: { file: string }) => runLifecycleWalkthrough(cmd.file, (...lines) => console.log(lines.join('\n')))));
+  program.command('machines').description('the four machines, their static proofs and the ten invariants').action(run(async () => console.log(summarizeSpec(loadLifecycleSpec()))));
+  program.command('invariants').description('run the invariant property suite (see --help-invariants in the README)').allowUnknownOption().helpOption(false).argument('[args...]')
+    .action(run(async (args: string[]) => runInvariantsCommand(args ?? [])));
+  program.command('conformance').description('conformance vectors').command('run <files...>').description('run conformance.vector.v1 files against a fresh engine each')
+    .action(run(async (files: string[]) => {
+      const reports = [];
+      for (const file of files) reports.push(await runVector(file));
+      console.log(opts().json === true ? JSON.stringify(reports, null, 2) : formatReports(reports));
+      return reports.some((r) => r.status === 'fail') ? 1 : 0;
+    }));
+  program.command('diagram').description('render the machines as Mermaid and SVG').option('--out <dir>', 'where SVGs go', 'docs').option('--check', 'exit 1 if the README or docs/ are stale')
+    .action(run(async (cmd: { out: string; check?: boolean }) => renderDiagrams(cmd.out, cmd.check === true)));
+  program.command('inspect').description('run the demo with the Stately inspector (WebSocket relay on loopback)').option('--port <n>', 'relay port', '8787').option('--no-wait', 'do not wait for the inspector UI')
+    .action(run(async (cmd: { port: string; wait: boolean }) => runInspect(Number(cmd.port), cmd.wait)));
+  program.command('verify <file>').description('recompute and check the JCS SHA-256 integrity of a receipt or definition').action(run(async (file: string) => {
+    const object = readJson(file) as Record<string, unknown>;
+    const verdict = verifyIntegrity(object);
+    if (opts().json === true) console.log(JSON.stringify(verdict));
+    else console.log(verdict.valid ? `valid: ${verdict.actual}` : `INVALID: carried ${String(verdict.expected)}, computed ${verdict.actual}`);
+    return verdict.valid ? 0 : 1;
+  }));
+  return program;
+}
+
+/** Runs the CLI; user errors print one line (code, status, explanation) and exit 1, never a stack trace. */
+export async function main(argv: string[]): Promise<void> {
+  try {
+    await buildProgram().parseAsync(argv, { from: 'user' });
+  } catch (error) {
+    if (isContractError(error)) console.error(`${error.code} (${error.httpStatus}): ${error.message}`);
+    else if (error instanceof CliError) console.error(error.message);
+    else console.error(`internal error: ${(error as Error)?.message ?? String(error)}`);
+    process.exitCode = 1;
+  }
+}

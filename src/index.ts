@@ -1,0 +1,69 @@
+/**
+ * coven-automata: an orchestration engine for the coven.automations.v1 contract, built on XState v5.
+ *
+ * @example
+ * ```ts
+ * import { createEngine, JsonFileStore, FunctionRuntime } from 'coven-automata';
+ *
+ * const store = await JsonFileStore.open('automations.json');
+ * const runtime = new FunctionRuntime('coven-code', async (request) => ({ outcome: 'succeeded', output: `ran ${request.prompt}` }));
+ * const engine = createEngine({ store, runtimes: [runtime] });
+ * const response = await engine.commands.handle(commandEnvelope); // committed | replayed | rejected
+ * engine.start();
+ * ```
+ * @packageDocumentation
+ */
+
+// The engine and its commands
+export { createEngine, Engine, type EngineOptions, type TickReport, type CrashPoint } from './engine/engine.js';
+export { SimulatedClock, systemClock, type Clock } from './engine/clock.js';
+export { CommandHandler } from './command-handler/command-handler.js';
+export { CONTRACT_COMMANDS, EXTENSION_COMMANDS, decodeCommand, type CommandEnvelope, type CommandResponse, type CommandName } from './command-handler/envelope.js';
+export type { AutomationDefinition, LifecycleState } from './command-handler/definition-body.js';
+export { renderOccurrence, renderRun, renderAttempt, type Receipt } from './engine/records.js';
+
+// Stores
+export { MemoryStore } from './store/memory-store.js';
+export { JsonFileStore, type JsonFileStoreOptions } from './store/json-file-store.js';
+export {
+  StoreConflictError,
+  StoreCorruptError,
+  StoreLockedError,
+  StoreClosedError,
+  StreamSequenceError,
+  TerminalRecordError,
+  type Store,
+  type StoreReader,
+  type StoreTransaction,
+  type StoredRecord,
+  type LogEntry,
+} from './store/store.js';
+
+// Runtimes
+export type { Runtime, LaunchRequest, LaunchResult, Observation } from './runtime/runtime.js';
+export { SimulatedRuntime, type SimulatedBehavior } from './runtime/simulated-runtime.js';
+export { FunctionRuntime, type FunctionResult } from './runtime/function-runtime.js';
+export { ChildProcessRuntime, type ChildProcessRuntimeOptions } from './runtime/child-process-runtime.js';
+
+// Changefeed
+export { Changefeed, type ReadPage } from './changefeed/changefeed.js';
+export { StreamReducer } from './changefeed/reducer.js';
+export type { EventEnvelope, EventKind, StreamRef } from './changefeed/event-envelope.js';
+
+// Machines, single entities, the contract
+export { definitionMachine, occurrenceMachine, runMachine, attemptMachine, lifecycleMachines } from '../machines/index.js';
+export { PersistentActor, type PersistentActorOptions } from './actors/persistent-actor.js';
+export { transitionEntity, createEntity, type EntityRecord, type EntityTransition } from './actors/entity-transition.js';
+export { ContractError, ERROR_HTTP_STATUS, isContractError, type ErrorCode, type ErrorEnvelope } from './contract/errors.js';
+export { canonicalJson, jcsSha256, integrityOf, verifyIntegrity, type Digest } from './contract/digest.js';
+export { validateAgainst, type SchemaName } from './contract/schemas.js';
+export { CAPABILITY_PROFILE } from './contract/capabilities.js';
+export { Schedule } from './schedule/schedule.js';
+export { parseRrule, type ScheduleRule } from './schedule/rrule.js';
+export { loadLifecycleSpec, type LifecycleSpec } from './spec/lifecycle-spec.js';
+
+// The invariant suite and the conformance runner
+export { runInvariantSuite, type SuiteResult, type SuiteOptions } from './invariants/suite.js';
+export { runSelfCheck, BROKEN_VARIANTS } from './invariants/self-check.js';
+export { INVARIANTS, type InvariantCheck } from './invariants/checks.js';
+export { runVector } from './conformance/vector-runner.js';
