@@ -1,14 +1,15 @@
-import { execFileSync } from 'node:child_process';
-import { cpSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, execSync } from 'node:child_process';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
 import { packageRoot } from '../../src/spec/package-root.js';
 import { integrityOf } from '../../src/contract/digest.js';
 
+// Both tests build dist/, so they live in one file: vitest runs a file's tests in order, never side by side.
 const dir = mkdtempSync(join(tmpdir(), 'coven-pack-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const root = packageRoot();
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const run = (cmd: string, args: string[], cwd: string) => execFileSync(cmd, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1' } });
 
 test('npm pack installs in a clean folder; the examples and the CLI run against the installed package', () => {
@@ -36,3 +37,40 @@ test('npm pack installs in a clean folder; the examples and the CLI run against 
   expect(failure?.status).toBe(1);
   expect(failure?.stdout).toMatch(/^INVALID: carried [0-9a-f]{64}, computed [0-9a-f]{64}/);
 }, 240_000);
+
+/** Every command of every ```sh block in the README, in order. */
+function readmeCommands(): string[] {
+  const readme = readFileSync(join(root, 'README.md'), 'utf8');
+  return [...readme.matchAll(/```sh\n([\s\S]*?)```/g)].flatMap((m) =>
+    m[1]!
+      .split('\n')
+      .map((line) => line.replace(/\s+#.*$/, '').trim())
+      .filter((line) => line !== ''),
+  );
+}
+
+/** Commands this test cannot run from inside `npm test`, each with the reason it prints. */
+const NOT_HERE: Array<[RegExp, string]> = [
+  [/^npm test$/, 'npm test is the run executing this test'],
+];
+
+test('every shell command in the README runs and exits 0', () => {
+  rmSync(join(root, '.coven', 'readme.json'), { force: true });
+  const commands = readmeCommands();
+  expect(commands.length).toBeGreaterThan(10);
+  for (const raw of commands) {
+    // `npm ci` is CI's own first step (it reinstalls node_modules under the running test), so only the rest runs here.
+    const command = raw.replace(/^npm ci && /, '');
+    const skip = NOT_HERE.find(([pattern]) => pattern.test(command));
+    if (skip !== undefined) {
+      console.info(`README command not run here: ${command} (${skip[1]})`);
+      continue;
+    }
+    try {
+      execSync(command, { cwd: root, stdio: 'pipe', timeout: 180_000, env: { ...process.env, NO_COLOR: '1' } });
+    } catch (error) {
+      const e = error as { status: number; stdout?: Buffer; stderr?: Buffer };
+      throw new Error(`README command failed (${e.status}): ${command}\n${String(e.stderr ?? '')}${String(e.stdout ?? '').slice(-2000)}`);
+    }
+  }
+}, 600_000);
