@@ -25,6 +25,8 @@ export { renderOccurrence, renderRun, renderAttempt, type Receipt } from './engi
 // Stores
 export { MemoryStore } from './store/memory-store.js';
 export { JsonFileStore, type JsonFileStoreOptions } from './store/json-file-store.js';
+export { SqliteStore, type SqliteStoreOptions } from './store/sqlite-store.js';
+export { openStore, storeKindFor, type FileStore, type FileStoreKind } from './store/open-store.js';
 export {
   StoreConflictError,
   StoreCorruptError,

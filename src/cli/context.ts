@@ -3,7 +3,7 @@ import { dirname, join, resolve } from 'node:path';
 import type { CommandResponse } from '../command-handler/envelope.js';
 import { createEngine, type Engine } from '../engine/engine.js';
 import { ChildProcessRuntime } from '../runtime/child-process-runtime.js';
-import { JsonFileStore } from '../store/json-file-store.js';
+import { openStore, type FileStore, type FileStoreKind } from '../store/open-store.js';
 
 export const DEFAULT_STORE = join('.coven', 'automations.json');
 /** What `start` and CLI launches run per attempt unless --command says otherwise: prints the prompt. */
@@ -11,6 +11,7 @@ export const DEFAULT_COMMAND = 'printf "%s\\n" "$COVEN_PROMPT"';
 
 export interface CliOptions {
   store?: string;
+  storeKind?: FileStoreKind;
   json?: boolean;
   command?: string;
 }
@@ -19,10 +20,10 @@ export interface CliOptions {
 export class CliError extends Error {}
 
 /** Opens the store (taking its lock) and an engine with the child-process runtime for the duration of `body`. */
-export async function withEngine<T>(options: CliOptions, body: (engine: Engine, store: JsonFileStore) => Promise<T>): Promise<T> {
+export async function withEngine<T>(options: CliOptions, body: (engine: Engine, store: FileStore) => Promise<T>): Promise<T> {
   const file = resolve(options.store ?? DEFAULT_STORE);
   mkdirSync(dirname(file), { recursive: true });
-  const store = await JsonFileStore.open(file);
+  const store = await openStore(file, options.storeKind);
   try {
     const runtime = new ChildProcessRuntime({
       runtimeId: 'coven-code',

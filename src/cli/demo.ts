@@ -6,7 +6,7 @@ import { SimulatedClock } from '../engine/clock.js';
 import { createEngine, type Engine } from '../engine/engine.js';
 import { KINDS, renderAttempt, renderOccurrence, renderRun, type AttemptRecord, type OccurrenceRecord, type RunRecord } from '../engine/records.js';
 import { SimulatedRuntime } from '../runtime/simulated-runtime.js';
-import { JsonFileStore } from '../store/json-file-store.js';
+import { openStore } from '../store/open-store.js';
 import type { Store } from '../store/store.js';
 import { paint, table } from './format.js';
 import type { InspectionEvent } from 'xstate';
@@ -101,8 +101,8 @@ async function liveOccurrence(ctx: DemoContext): Promise<string> {
  * then a summary with every receipt verified.
  */
 export async function runDemo(file: string, print: (...lines: string[]) => void, options: { inspect?: (event: InspectionEvent) => void } = {}): Promise<{ receipts: number; verified: number }> {
-  rmSync(file, { force: true });
-  const store = await JsonFileStore.open(file);
+  for (const leftover of [file, `${file}-wal`, `${file}-shm`]) rmSync(leftover, { force: true });
+  const store = await openStore(file);
   const clock = new SimulatedClock('2026-03-02T08:00:00.000Z');
   const runtime = new SimulatedRuntime({ runtimeId: 'coven-code', durationMs: 5 * 60_000 });
   let ids = 0;

@@ -16,9 +16,9 @@ function option(argv: string[], name: string): string | undefined {
 export async function runInvariantsCommand(argv: string[]): Promise<number> {
   const runs = Number(option(argv, '--runs') ?? 100);
   const seed = Number(option(argv, '--seed') ?? Date.now() % 2 ** 31);
-  const stores = (option(argv, '--stores') ?? 'memory,json').split(',') as StoreKind[];
-  if (!Number.isInteger(runs) || runs < 1 || !Number.isInteger(seed) || stores.some((s) => s !== 'memory' && s !== 'json')) {
-    console.error('usage: coven-automata invariants [--runs N] [--seed S] [--stores memory,json] [--no-self-check] [--result FILE] [--json]');
+  const stores = (option(argv, '--stores') ?? 'memory,json,sqlite').split(',') as StoreKind[];
+  if (!Number.isInteger(runs) || runs < 1 || !Number.isInteger(seed) || stores.some((s) => s !== 'memory' && s !== 'json' && s !== 'sqlite')) {
+    console.error('usage: coven-automata invariants [--runs N] [--seed S] [--stores memory,json,sqlite] [--no-self-check] [--result FILE] [--json]');
     return 2;
   }
   const progress = (message: string) => process.stderr.write(`… ${message}\n`);

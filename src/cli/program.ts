@@ -1,13 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Command } from 'commander';
+import { Command, Option } from 'commander';
 import { integrityOf, verifyIntegrity } from '../contract/digest.js';
 import { isContractError } from '../contract/errors.js';
 import { formatReports } from '../conformance/report-format.js';
 import { runVector } from '../conformance/vector-runner.js';
 import { loadLifecycleSpec } from '../spec/lifecycle-spec.js';
 import { summarizeSpec } from '../spec/summary.js';
-import { JsonFileStore } from '../store/json-file-store.js';
+import { openStore } from '../store/open-store.js';
 import type { Engine } from '../engine/engine.js';
 import { CliError, DEFAULT_STORE, envelope, report, withEngine, type CliOptions } from './context.js';
 import { runDemo } from './demo.js';
@@ -58,7 +58,8 @@ async function apply(engine: Engine, body: Record<string, unknown>, options: Cli
 export function buildProgram(): Command {
   const program = new Command('coven-automata')
     .description('An XState orchestration engine for the coven.automations.v1 contract')
-    .option('--store <file>', 'the JSON store file', DEFAULT_STORE)
+    .option('--store <file>', 'the store file (.sqlite/.sqlite3/.db selects SQLite, anything else JSON)', DEFAULT_STORE)
+    .addOption(new Option('--store-kind <kind>', 'force the store implementation regardless of the extension').choices(['json', 'sqlite']))
     .option('--json', 'machine-readable output')
     .option('--command <shell>', 'what the child-process runtime runs per attempt (reads $COVEN_PROMPT)')
     .showHelpAfterError();
@@ -75,7 +76,7 @@ export function buildProgram(): Command {
       .action(run(async (id: string) => withEngine(opts(), async (engine) => report(await engine.commands.handle(envelope(command, { [field]: id, ...(extra === undefined ? {} : await extra(engine, id)) })), opts()))));
 
   program.command('init').description('create the store file').action(run(async () => {
-    const store = await JsonFileStore.open(opts().store ?? DEFAULT_STORE);
+    const store = await openStore(opts().store ?? DEFAULT_STORE, opts().storeKind);
     await store.transact((tx) => tx.head('init'));
     await store.close();
     console.log(`store ready: ${store.file}`);
@@ -148,7 +149,7 @@ export function buildProgram(): Command {
     console.log('stopped; store lock released');
     return 0;
   })));
-  program.command('demo').description('the four-day demo on a fresh JSON store (default .coven/demo.json)').option('--file <file>', 'demo store', join('.coven', 'demo.json'))
+  program.command('demo').description('the four-day demo on a fresh store (default .coven/demo.json; a .sqlite file runs it on SQLite)').option('--file <file>', 'demo store', join('.coven', 'demo.json'))
     .action(run(async (cmd: { file: string }) => {
       const { receipts, verified } = await runDemo(cmd.file, (...lines) => console.log(lines.join('\n')));
       return receipts === verified ? 0 : 1;

@@ -119,7 +119,7 @@ const MACHINE_LEVEL = new Set(['terminal-no-regress', 'no-evidence-no-success', 
 
 /** Runs the machine-level properties and the engine-level property on each store kind; never throws on a violation. */
 export async function runInvariantSuite(options: SuiteOptions): Promise<SuiteResult> {
-  const stores = options.stores ?? ['memory', 'json'];
+  const stores = options.stores ?? ['memory', 'json', 'sqlite'];
   options.onProgress?.('machine-level properties over the generated machines');
   const machine = checkMachineProperties(generatedMachines(), { runs: options.machineRuns ?? 200, seed: options.seed });
   const checked = new Map<string, number>();

@@ -7,6 +7,7 @@ import { createEngine, type CrashPoint, type Engine } from '../engine/engine.js'
 import type { EngineFaults } from '../engine/faults.js';
 import { SimulatedRuntime, type SimulatedBehavior } from '../runtime/simulated-runtime.js';
 import { JsonFileStore } from '../store/json-file-store.js';
+import { SqliteStore } from '../store/sqlite-store.js';
 import { MemoryStore } from '../store/memory-store.js';
 import type { Store } from '../store/store.js';
 import type { CommandResponse } from '../command-handler/envelope.js';
@@ -17,7 +18,7 @@ import { UnsealedStore } from './unsealed-store.js';
 import { ScheduledStore } from './scheduled-store.js';
 import type fc from 'fast-check';
 
-export type StoreKind = 'memory' | 'json' | 'unsealed-memory';
+export type StoreKind = 'memory' | 'json' | 'sqlite' | 'unsealed-memory';
 
 /** A violated invariant, with the problems found and the step that revealed them. */
 export class InvariantViolation extends Error {
@@ -73,6 +74,10 @@ export class World {
     if (kind === 'json') {
       const dir = mkdtempSync(join(tmpdir(), 'coven-invariants-'));
       return new World(await JsonFileStore.open(join(dir, 'store.json')), faults, checked, dir);
+    }
+    if (kind === 'sqlite') {
+      const dir = mkdtempSync(join(tmpdir(), 'coven-invariants-'));
+      return new World(await SqliteStore.open(join(dir, 'store.sqlite')), faults, checked, dir);
     }
     return new World(kind === 'unsealed-memory' ? new UnsealedStore(new MemoryStore()) : new MemoryStore(), faults, checked, undefined);
   }

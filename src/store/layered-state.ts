@@ -22,7 +22,8 @@ export interface StateLayer {
   feedSlice(from: number, to: number): LogEntry[];
 }
 
-function deepFreeze<T>(value: T): T {
+/** Freezes a parsed value all the way down, so a reader cannot mutate what another reader sees. */
+export function deepFreeze<T>(value: T): T {
   if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
     Object.freeze(value);
     for (const child of Object.values(value as Record<string, unknown>)) deepFreeze(child);

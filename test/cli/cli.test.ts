@@ -26,10 +26,10 @@ async function cli(...args: string[]): Promise<{ out: string; err: string; code:
   }
 }
 
-describe('the coven-automata CLI', () => {
+describe.each(['automations.json', 'automations.sqlite'])('the coven-automata CLI on %s', (storeName) => {
   let store: string;
   beforeEach(() => {
-    store = join(mkdtempSync(join(dir, 'store-')), 'automations.json');
+    store = join(mkdtempSync(join(dir, 'store-')), storeName);
   });
   afterEach(() => vi.restoreAllMocks());
 
@@ -68,6 +68,11 @@ describe('the coven-automata CLI', () => {
     writeFileSync(corrupt, 'garbage');
     expect((await cli('--store', corrupt, 'list')).err).toMatch(/^INTERNAL \(500\): store file .* cannot be used/);
     expect(readFileSync(corrupt, 'utf8')).toBe('garbage');
+    const foreign = join(dir, 'foreign.sqlite');
+    writeFileSync(foreign, 'garbage');
+    expect((await cli('--store', foreign, 'list')).err).toMatch(/^INTERNAL \(500\): store file .* cannot be used/);
+    expect((await cli('--store', foreign, '--store-kind', 'json', 'list')).err).toMatch(/^INTERNAL \(500\): store file .* cannot be used/);
+    expect(readFileSync(foreign, 'utf8')).toBe('garbage');
   });
 
   test('verify checks integrity digests', async () => {
@@ -77,9 +82,9 @@ describe('the coven-automata CLI', () => {
   });
 });
 
-test('the demo (npm start) runs four simulated days on a fresh JSON store and verifies every receipt', async () => {
+test.each(['demo.json', 'demo.sqlite'])('the demo (npm start) runs four simulated days on a fresh %s store and verifies every receipt', async (file) => {
   const lines: string[] = [];
-  const result = await runDemo(join(dir, 'demo.json'), (...l) => lines.push(...l));
+  const result = await runDemo(join(dir, file), (...l) => lines.push(...l));
   const text = lines.join('\n');
   expect(result.receipts).toBeGreaterThanOrEqual(5);
   expect(result.verified).toBe(result.receipts);

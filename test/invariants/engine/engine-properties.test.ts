@@ -7,7 +7,7 @@ import { propertySeed } from '../../support/property.js';
 const RUNS = Number(process.env.FC_RUNS ?? 40);
 
 describe('engine-level invariants: random command sequences, all invariants after every step', () => {
-  test.each(['memory', 'json'] as const)('on the %s store', async (store) => {
+  test.each(['memory', 'json', 'sqlite'] as const)('on the %s store', async (store) => {
     const seed = propertySeed(`engine invariants (${store} store)`);
     const checked = new Map<string, number>();
     const failure = await runEngineProperty(store, { runs: RUNS, seed }, checked);

@@ -1,0 +1,300 @@
+import { mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import Database from 'better-sqlite3';
+import { acquireStoreLock, type HeldLock } from './file-lock.js';
+import { deepFreeze } from './layered-state.js';
+import {
+  CommitListeners,
+  StoreClosedError,
+  StoreConflictError,
+  StoreCorruptError,
+  StreamSequenceError,
+  TerminalRecordError,
+  type LogEntry,
+  type PutOptions,
+  type ReadLogOptions,
+  type Store,
+  type StoredRecord,
+  type StoreReader,
+  type StoreTransaction,
+} from './store.js';
+
+export interface SqliteStoreOptions {
+  /** `FULL` (default) fsyncs every commit; `NORMAL` trades the last commits on power loss for speed under WAL. */
+  synchronous?: 'FULL' | 'NORMAL';
+  /** Most queued transactions folded into one SQLite transaction. */
+  maxGroupSize?: number;
+}
+
+/** Identifies this package's schema; any other SQLite file is refused rather than altered. */
+const SCHEMA_VERSION = 1;
+const MAX_GROUP = 256;
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS records (
+  kind TEXT NOT NULL, id TEXT NOT NULL, version INTEGER NOT NULL, terminal INTEGER NOT NULL, data TEXT NOT NULL,
+  PRIMARY KEY (kind, id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS log (
+  position INTEGER PRIMARY KEY, stream TEXT NOT NULL, sequence INTEGER NOT NULL, data TEXT NOT NULL,
+  UNIQUE (stream, sequence)
+);
+-- Defence in depth under the machines: the database itself refuses a second run for one occurrence fence
+-- and a session bound to two attempts, even if engine logic were wrong.
+CREATE UNIQUE INDEX IF NOT EXISTS one_run_per_fence ON records (
+  json_extract(data, '$.snapshot.context.occurrenceId'), json_extract(data, '$.snapshot.context.fenceGeneration')
+) WHERE kind = 'run';
+CREATE UNIQUE INDEX IF NOT EXISTS one_session_per_attempt ON records (json_extract(data, '$.snapshot.context.sessionId'))
+  WHERE kind = 'attempt' AND json_extract(data, '$.snapshot.context.sessionId') IS NOT NULL;
+`;
+
+const UNIQUE_VIOLATION = new Set(['SQLITE_CONSTRAINT_UNIQUE', 'SQLITE_CONSTRAINT_PRIMARYKEY']);
+
+/** Runs a write, turning a unique-constraint refusal into the port's conflict error. */
+function guardedWrite(kind: string, id: string, expectedVersion: number | null, write: () => void): void {
+  try {
+    write();
+  } catch (error) {
+    if (UNIQUE_VIOLATION.has((error as { code?: string }).code ?? '')) {
+      throw new StoreConflictError(`${kind} ${id} would break a uniqueness rule: ${(error as Error).message}`, { kind, id, expectedVersion });
+    }
+    throw error;
+  }
+}
+
+type Row = { kind: string; id: string; version: number; terminal: number; data: string };
+type LogRow = { position: number; stream: string; sequence: number; data: string };
+
+const toRecord = <T>(row: Row): StoredRecord<T> =>
+  deepFreeze({ kind: row.kind, id: row.id, version: row.version, terminal: row.terminal === 1, data: JSON.parse(row.data) as T });
+const toEntry = <T>(row: LogRow): LogEntry<T> => deepFreeze({ stream: row.stream, sequence: row.sequence, position: row.position, data: JSON.parse(row.data) as T });
+
+/** Prepared once per connection: preparing per call costs more than most of the queries it runs. */
+class Statements {
+  private readonly cache = new Map<string, Database.Statement>();
+  constructor(readonly db: Database.Database) {}
+  get(sql: string): Database.Statement {
+    let statement = this.cache.get(sql);
+    if (statement === undefined) {
+      statement = this.db.prepare(sql);
+      this.cache.set(sql, statement);
+    }
+    return statement;
+  }
+}
+
+/** Reads through one connection: inside a transaction they see its writes, outside only committed data. */
+class SqliteReader implements StoreReader {
+  constructor(protected readonly sql: Statements) {}
+
+  async get<T>(kind: string, id: string): Promise<StoredRecord<T> | undefined> {
+    const row = this.sql.get('SELECT * FROM records WHERE kind = ? AND id = ?').get(kind, id) as Row | undefined;
+    return row === undefined ? undefined : toRecord<T>(row);
+  }
+  async list<T>(kind: string): Promise<Array<StoredRecord<T>>> {
+    return (this.sql.get('SELECT * FROM records WHERE kind = ? ORDER BY id').all(kind) as Row[]).map((r) => toRecord<T>(r));
+  }
+  async head(stream: string): Promise<number> {
+    const row = this.sql.get('SELECT MAX(sequence) AS s FROM log WHERE stream = ?').get(stream) as { s: number | null };
+    return row.s === null ? 0 : row.s + 1;
+  }
+  async readLog<T>(stream: string, options: ReadLogOptions = {}): Promise<Array<LogEntry<T>>> {
+    const rows = this.sql
+      .get('SELECT * FROM log WHERE stream = ? AND sequence > ? ORDER BY sequence LIMIT ?')
+      .all(stream, options.after ?? -1, options.limit ?? -1) as LogRow[];
+    return rows.map((r) => toEntry<T>(r));
+  }
+  async readFeed<T>(options: ReadLogOptions = {}): Promise<Array<LogEntry<T>>> {
+    const rows = this.sql.get('SELECT * FROM log WHERE position > ? ORDER BY position LIMIT ?').all(options.after ?? -1, options.limit ?? -1) as LogRow[];
+    return rows.map((r) => toEntry<T>(r));
+  }
+}
+
+class SqliteTransaction extends SqliteReader implements StoreTransaction {
+  async put<T>(kind: string, id: string, data: T, options: PutOptions): Promise<StoredRecord<T>> {
+    const current = this.sql.get('SELECT version, terminal FROM records WHERE kind = ? AND id = ?').get(kind, id) as { version: number; terminal: number } | undefined;
+    if (current?.terminal === 1) throw new TerminalRecordError(kind, id);
+    const currentVersion = current?.version ?? null;
+    if (currentVersion !== options.expectedVersion) {
+      throw new StoreConflictError(
+        current === undefined ? `${kind} ${id} does not exist (expected version ${String(options.expectedVersion)})` : `${kind} ${id} is at version ${current.version}, not ${String(options.expectedVersion)}`,
+        { kind, id, expectedVersion: options.expectedVersion, currentVersion },
+      );
+    }
+    const version = (currentVersion ?? 0) + 1;
+    const text = JSON.stringify(data);
+    const terminal = options.terminal === true ? 1 : 0;
+    if (currentVersion === null) {
+      guardedWrite(kind, id, options.expectedVersion, () => this.sql.get('INSERT INTO records (kind, id, version, terminal, data) VALUES (?, ?, ?, ?, ?)').run(kind, id, version, terminal, text));
+    } else {
+      // Compare-and-set in SQL as well: the row changes only if it is still at the expected version.
+      let changed = 0;
+      guardedWrite(kind, id, options.expectedVersion, () => {
+        changed = this.sql.get('UPDATE records SET version = ?, terminal = ?, data = ? WHERE kind = ? AND id = ? AND version = ? AND terminal = 0').run(version, terminal, text, kind, id, currentVersion).changes;
+      });
+      if (changed !== 1) throw new StoreConflictError(`${kind} ${id} changed underneath`, { kind, id, expectedVersion: options.expectedVersion });
+    }
+    return deepFreeze({ kind, id, version, terminal: terminal === 1, data: JSON.parse(text) as T });
+  }
+
+  async delete(kind: string, id: string, expectedVersion: number): Promise<void> {
+    const current = this.sql.get('SELECT version, terminal FROM records WHERE kind = ? AND id = ?').get(kind, id) as { version: number; terminal: number } | undefined;
+    if (current?.terminal === 1) throw new TerminalRecordError(kind, id);
+    if (current?.version !== expectedVersion) {
+      throw new StoreConflictError(`${kind} ${id} is not at version ${expectedVersion}`, { kind, id, expectedVersion, currentVersion: current?.version ?? null });
+    }
+    this.sql.get('DELETE FROM records WHERE kind = ? AND id = ? AND version = ?').run(kind, id, expectedVersion);
+  }
+
+  async append<T>(stream: string, data: T, expectedSequence?: number): Promise<LogEntry<T>> {
+    const sequence = await this.head(stream);
+    if (expectedSequence !== undefined && expectedSequence !== sequence) throw new StreamSequenceError(stream, expectedSequence, sequence);
+    const text = JSON.stringify(data);
+    // UNIQUE(stream, sequence) backs the gapless head: a racing append fails instead of duplicating.
+    const last = this.sql.get('SELECT MAX(position) AS p FROM log').get() as { p: number | null };
+    const position = last.p === null ? 0 : last.p + 1;
+    this.sql.get('INSERT INTO log (position, stream, sequence, data) VALUES (?, ?, ?, ?)').run(position, stream, sequence, text);
+    return deepFreeze({ stream, sequence, position, data: JSON.parse(text) as T });
+  }
+}
+
+interface Job {
+  body: (tx: StoreTransaction) => unknown;
+  resolve: (value: unknown) => void;
+  reject: (error: unknown) => void;
+}
+
+/**
+ * The Store port on SQLite (better-sqlite3): WAL, real transactions, compare-and-set through conditional
+ * updates and unique constraints, `synchronous=FULL` by default. Queued transactions are grouped into one
+ * SQLite transaction with a savepoint each, so each still commits or rolls back alone. Reads use a second
+ * connection and see only committed data. One process at a time, as with the JSON store.
+ *
+ * @example
+ * ```ts
+ * const store = await SqliteStore.open('automations.sqlite');
+ * const engine = createEngine({ store, runtimes: [runtime] });
+ * ```
+ */
+export class SqliteStore implements Store {
+  private readonly pending: Job[] = [];
+  private draining: Promise<void> | undefined;
+  private closed = false;
+  private readonly committed = new CommitListeners();
+  private readonly writeSql: Statements;
+  private readonly readSql: Statements;
+
+  private constructor(
+    readonly file: string,
+    private readonly writer: Database.Database,
+    private readonly reader: Database.Database,
+    private readonly lock: HeldLock,
+    private readonly maxGroup: number,
+  ) {
+    this.writeSql = new Statements(writer);
+    this.readSql = new Statements(reader);
+  }
+
+  static async open(file: string, options: SqliteStoreOptions = {}): Promise<SqliteStore> {
+    const path = resolve(file);
+    mkdirSync(dirname(path), { recursive: true });
+    const lock = await acquireStoreLock(path);
+    let writer: Database.Database | undefined;
+    try {
+      writer = new Database(path);
+      writer.pragma('journal_mode = WAL');
+      writer.pragma(`synchronous = ${options.synchronous ?? 'FULL'}`);
+      writer.pragma('busy_timeout = 5000');
+      const version = (() => {
+        const tables = writer.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as Array<{ name: string }>;
+        if (tables.length === 0) return undefined;
+        if (!tables.some((t) => t.name === 'meta')) throw new StoreCorruptError(path, 'not a coven-automata SQLite store');
+        return (writer!.prepare("SELECT value FROM meta WHERE key = 'schemaVersion'").get() as { value: string } | undefined)?.value;
+      })();
+      if (version !== undefined && version !== String(SCHEMA_VERSION)) throw new StoreCorruptError(path, `schema version ${version} is not supported (this build reads ${SCHEMA_VERSION})`);
+      writer.exec(SCHEMA);
+      writer.prepare("INSERT OR IGNORE INTO meta (key, value) VALUES ('schemaVersion', ?)").run(String(SCHEMA_VERSION));
+      const reader = new Database(path, { readonly: true });
+      return new SqliteStore(path, writer, reader, lock, options.maxGroupSize ?? MAX_GROUP);
+    } catch (error) {
+      writer?.close();
+      await lock.release();
+      if (error instanceof StoreCorruptError) throw error;
+      throw new StoreCorruptError(path, (error as Error).message);
+    }
+  }
+
+  transact<R>(body: (tx: StoreTransaction) => Promise<R> | R): Promise<R> {
+    if (this.closed) return Promise.reject(new StoreClosedError('the store is closed'));
+    return new Promise<R>((resolveJob, rejectJob) => {
+      this.pending.push({ body, resolve: resolveJob as (v: unknown) => void, reject: rejectJob });
+      this.kick();
+    });
+  }
+
+  private kick(): void {
+    if (this.draining !== undefined) return;
+    this.draining = this.drain().finally(() => {
+      this.draining = undefined;
+      if (this.pending.length > 0) this.kick();
+    });
+  }
+
+  private async drain(): Promise<void> {
+    while (this.pending.length > 0) {
+      const batch = this.pending.splice(0, this.maxGroup);
+      const lost = this.lock.compromised();
+      if (lost !== undefined) {
+        for (const job of batch) job.reject(new StoreClosedError(`the store lock was lost (${lost.message})`));
+        continue;
+      }
+      const tx = new SqliteTransaction(this.writeSql);
+      const done: Array<[Job, unknown]> = [];
+      let changed = false;
+      this.writer.exec('BEGIN IMMEDIATE');
+      for (const job of batch) {
+        this.writer.exec('SAVEPOINT job');
+        const before = this.writeSql.get('SELECT total_changes() AS n').get() as { n: number };
+        try {
+          const result = await job.body(tx);
+          const after = this.writeSql.get('SELECT total_changes() AS n').get() as { n: number };
+          changed ||= after.n !== before.n;
+          this.writer.exec('RELEASE job');
+          done.push([job, result]);
+        } catch (error) {
+          this.writer.exec('ROLLBACK TO job');
+          this.writer.exec('RELEASE job');
+          job.reject(error);
+        }
+      }
+      try {
+        this.writer.exec('COMMIT');
+      } catch (error) {
+        if (this.writer.inTransaction) this.writer.exec('ROLLBACK');
+        for (const [job] of done) job.reject(error);
+        continue;
+      }
+      if (changed) this.committed.notify();
+      for (const [job, result] of done) job.resolve(result);
+    }
+  }
+
+  async read<R>(body: (reader: StoreReader) => Promise<R> | R): Promise<R> {
+    if (this.closed) throw new StoreClosedError('the store is closed');
+    return body(new SqliteReader(this.readSql));
+  }
+
+  onCommit(listener: () => void): () => void {
+    return this.committed.add(listener);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    while (this.draining !== undefined) await this.draining;
+    this.reader.close();
+    this.writer.close();
+    await this.lock.release();
+  }
+}

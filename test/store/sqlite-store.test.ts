@@ -1,0 +1,50 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, expect, test } from 'vitest';
+import { SqliteStore } from '../../src/store/sqlite-store.js';
+import { StoreConflictError, StoreCorruptError, StoreLockedError, type Store } from '../../src/store/store.js';
+import { describeStoreConformance } from './store-conformance.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'coven-sqlite-store-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+let counter = 0;
+
+describeStoreConformance('SQLite', {
+  create: () => SqliteStore.open(join(dir, `store-${counter++}.sqlite`)),
+  reopen: async (store: Store) => {
+    await store.close();
+    return SqliteStore.open((store as SqliteStore).file);
+  },
+});
+
+test('a second opener is refused naming the holder; a foreign file is refused and left untouched', async () => {
+  const file = join(dir, 'locked.sqlite');
+  const store = await SqliteStore.open(file);
+  await expect(SqliteStore.open(file)).rejects.toBeInstanceOf(StoreLockedError);
+  await store.close();
+  const foreign = join(dir, 'foreign.sqlite');
+  writeFileSync(foreign, 'not a database at all');
+  await expect(SqliteStore.open(foreign)).rejects.toBeInstanceOf(StoreCorruptError);
+  expect(readFileSync(foreign, 'utf8')).toBe('not a database at all');
+});
+
+test('the database itself refuses a second run for one fence and one session bound to two attempts', async () => {
+  const store = await SqliteStore.open(join(dir, 'unique.sqlite'));
+  const run = (occurrenceId: string, fenceGeneration: number) => ({ snapshot: { context: { occurrenceId, fenceGeneration } } });
+  const attempt = (sessionId: string | null) => ({ snapshot: { context: { sessionId } } });
+  await store.transact(async (tx) => {
+    await tx.put('run', 'run-a', run('occ-1', 1), { expectedVersion: null });
+    await tx.put('attempt', 'att-1', attempt('session-1'), { expectedVersion: null });
+    await tx.put('attempt', 'att-2', attempt(null), { expectedVersion: null });
+    await tx.put('attempt', 'att-3', attempt(null), { expectedVersion: null });
+  });
+  await expect(store.transact((tx) => tx.put('run', 'run-b', run('occ-1', 1), { expectedVersion: null }))).rejects.toBeInstanceOf(StoreConflictError);
+  await expect(store.transact((tx) => tx.put('attempt', 'att-2', attempt('session-1'), { expectedVersion: 1 }))).rejects.toBeInstanceOf(StoreConflictError);
+  // A later fence of the same occurrence and a fresh session are fine; the refused writes left nothing behind.
+  await store.transact((tx) => tx.put('run', 'run-c', run('occ-1', 2), { expectedVersion: null }));
+  await store.transact((tx) => tx.put('attempt', 'att-2', attempt('session-2'), { expectedVersion: 1 }));
+  expect(await store.read((r) => r.get('run', 'run-b'))).toBeUndefined();
+  expect((await store.read((r) => r.get('attempt', 'att-2')))?.version).toBe(2);
+  await store.close();
+});
