@@ -35,3 +35,9 @@ function format(n: number): string {
   if (Math.abs(n) >= 10) return n.toFixed(1);
   return n.toFixed(2);
 }
+
+/** The q-quantile (nearest rank) of a series; NaN when empty. */
+export function percentile(values: number[], q: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? Number.NaN;
+}

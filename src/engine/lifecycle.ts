@@ -3,7 +3,7 @@ import { attemptMachine, occurrenceMachine, runMachine } from '../../machines/in
 import { createEntity, transitionEntity, type EntityRecord, type EntityTransition } from '../actors/entity-transition.js';
 import { appendEvent, type ChangefeedContext, type EventEnvelope, type StreamRef } from '../changefeed/event-envelope.js';
 import type { ContractActor } from '../contract/vocabulary.js';
-import type { StoredRecord, StoreTransaction } from '../store/store.js';
+import type { StoredRecord, StoreReader, StoreTransaction } from '../store/store.js';
 import { KINDS } from './records.js';
 import type { CommittedTransition } from './inspection.js';
 
@@ -25,6 +25,28 @@ export type ExecutionEntity = 'occurrence' | 'run' | 'attempt';
  * transition that starts or ends them, so every pass reads live work without scanning history.
  */
 export const LIVE_INDEX = { occurrence: 'live-occurrence', attempt: 'live-attempt' } as const;
+/**
+ * `<automationId>` → its live occurrence ids: the overlap check reads one small record per claim instead of
+ * the whole live index, which made each pass quadratic in the number of due occurrences.
+ */
+export const LIVE_BY_AUTOMATION = 'live-occurrence-by-automation';
+
+/** The live occurrence ids of one automation, in the order they were created. */
+export async function liveOccurrencesOf(reader: StoreReader, automationId: string): Promise<readonly string[]> {
+  return (await reader.get<{ occurrenceIds: string[] }>(LIVE_BY_AUTOMATION, automationId))?.data.occurrenceIds ?? [];
+}
+
+async function indexLiveOccurrence(step: StepContext, automationId: unknown, occurrenceId: string, live: boolean): Promise<void> {
+  if (typeof automationId !== 'string') return;
+  const current = await step.tx.get<{ occurrenceIds: string[] }>(LIVE_BY_AUTOMATION, automationId);
+  const ids = (current?.data.occurrenceIds ?? []).filter((id) => id !== occurrenceId);
+  if (live) ids.push(occurrenceId);
+  if (ids.length === 0) {
+    if (current !== undefined) await step.tx.delete(LIVE_BY_AUTOMATION, automationId, current.version);
+    return;
+  }
+  await step.tx.put(LIVE_BY_AUTOMATION, automationId, { occurrenceIds: ids }, { expectedVersion: current?.version ?? null });
+}
 
 const MACHINES: Record<ExecutionEntity, AnyStateMachine> = {
   occurrence: occurrenceMachine as unknown as AnyStateMachine,
@@ -93,6 +115,7 @@ export async function createExecutionEntity<T>(step: StepContext, entity: Execut
   if (entity !== 'run') {
     const context = record.data.snapshot.context;
     await step.tx.put(LIVE_INDEX[entity], id, { since: step.now, automationId: context.automationId ?? null, runId: context.runId ?? null }, { expectedVersion: null });
+    if (entity === 'occurrence') await indexLiveOccurrence(step, context.automationId, id, true);
   }
   await transitionedEvent(step, entity, id, 'none', record.data.snapshot.value, reason, record.data.snapshot.context);
   step.committed?.push({ entity, id, from: 'none', to: record.data.snapshot.value, event: { type: 'xstate.init' }, context: record.data.snapshot.context });
@@ -115,6 +138,7 @@ export async function moveEntity<T>(
   if (committed.terminal && entity !== 'run') {
     const live = await step.tx.get(LIVE_INDEX[entity], id);
     if (live !== undefined) await step.tx.delete(LIVE_INDEX[entity], id, live.version);
+    if (entity === 'occurrence') await indexLiveOccurrence(step, committed.record.data.snapshot.context.automationId, id, false);
   }
   await transitionedEvent(step, entity, id, committed.from, committed.to, reason ?? event.type, committed.record.data.snapshot.context);
   step.committed?.push({ entity, id, from: committed.from, to: committed.to, event: { ...event, now: step.now }, context: committed.record.data.snapshot.context });

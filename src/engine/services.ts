@@ -13,6 +13,8 @@ import type { CommittedTransition } from './inspection.js';
 
 /** Contract default and upstream's scheduler value: a claim holds its occurrence for an hour. */
 export const DEFAULT_LEASE_MINUTES = 60;
+/** Items a pass phase works on at once: enough to fold commits into shared fsyncs, few enough to bound memory. */
+export const DEFAULT_PASS_CONCURRENCY = 16;
 
 /** What the scheduler, dispatcher and worker share: the store, time, runtimes and identity. */
 export class EngineServices {
@@ -29,6 +31,9 @@ export class EngineServices {
     private readonly newId: () => string,
     readonly faults: EngineFaults = NO_FAULTS,
   ) {}
+
+  /** How many definitions, occurrences or attempts one pass phase works on at once (1 = strictly in order). */
+  passConcurrency = DEFAULT_PASS_CONCURRENCY;
 
   /** Receives each step's transitions after the step committed (the inspection mirror). */
   observer: ((transitions: CommittedTransition[]) => void) | undefined;

@@ -1,7 +1,8 @@
+import { forEachConcurrently } from '../engine/concurrency.js';
 import { entityState } from '../actors/entity-transition.js';
 import { updateEntityAttributes } from '../actors/entity-transition.js';
 import type { DefinitionRecord } from '../command-handler/definition-commands.js';
-import { moveEntity, LIVE_INDEX, type StepContext } from '../engine/lifecycle.js';
+import { liveOccurrencesOf, moveEntity, LIVE_INDEX, type StepContext } from '../engine/lifecycle.js';
 import {
   KINDS,
   OCCURRENCE_LIVE,
@@ -34,8 +35,8 @@ const SKIP_FOR_STATE: Record<string, 'skipped_paused' | 'skipped_invalid'> = {
 };
 
 async function otherLiveWork(step: StepContext, occurrence: OccurrenceRecord): Promise<boolean> {
-  for (const { id, data } of await step.tx.list<{ automationId: string | null }>(LIVE_INDEX.occurrence)) {
-    if (id === occurrence.id || data.automationId !== occurrence.data.attributes.automationId) continue;
+  for (const id of await liveOccurrencesOf(step.tx, occurrence.data.attributes.automationId)) {
+    if (id === occurrence.id) continue;
     const other = await step.tx.get<OccurrenceRecord['data']>(KINDS.occurrence, id);
     if (other !== undefined && OCCURRENCE_LIVE.has(other.data.snapshot.value)) return true;
   }
@@ -263,7 +264,7 @@ async function timeOut(svc: EngineServices, step: StepContext, occurrenceId: str
 export async function advanceAll(svc: EngineServices, errors: Error[] = []): Promise<SessionStop[]> {
   const stops: SessionStop[] = [];
   const live = await svc.store.read((r) => r.list(LIVE_INDEX.occurrence));
-  for (const { id } of live) {
+  await forEachConcurrently(live, svc.passConcurrency, async ({ id }) => {
     const mine: SessionStop[] = [];
     try {
       await svc.step((step) => advanceOccurrence(svc, step, id, mine));
@@ -271,6 +272,6 @@ export async function advanceAll(svc: EngineServices, errors: Error[] = []): Pro
     } catch (error) {
       errors.push(new Error(`scheduler: occurrence ${id}: ${(error as Error).message}`, { cause: error }));
     }
-  }
+  });
   return stops;
 }

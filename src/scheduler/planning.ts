@@ -1,3 +1,4 @@
+import { forEachConcurrently } from '../engine/concurrency.js';
 import { appendEvent } from '../changefeed/event-envelope.js';
 import { DEFINITION_KIND, type DefinitionRecord } from '../command-handler/definition-commands.js';
 import type { AutomationDefinition } from '../command-handler/definition-body.js';
@@ -96,8 +97,8 @@ export async function planLatestSlot(svc: EngineServices, step: StepContext, def
 export async function planDueSlots(svc: EngineServices, errors: Error[] = []): Promise<string[]> {
   const definitions = await svc.store.read((r) => r.list<DefinitionRecord['data']>(DEFINITION_KIND));
   const planned: string[] = [];
-  for (const record of definitions) {
-    if (record.data.snapshot.value !== 'active' && !(svc.faults.planTombstoned && record.data.snapshot.value === 'tombstoned')) continue;
+  const plannable = definitions.filter((record) => record.data.snapshot.value === 'active' || (svc.faults.planTombstoned && record.data.snapshot.value === 'tombstoned'));
+  await forEachConcurrently(plannable, svc.passConcurrency, async (record) => {
     try {
       const id = await svc.step(async (step) => {
         const fresh = await step.tx.get<DefinitionRecord['data']>(DEFINITION_KIND, record.id);
@@ -107,6 +108,6 @@ export async function planDueSlots(svc: EngineServices, errors: Error[] = []): P
     } catch (error) {
       errors.push(new Error(`scheduler: planning ${record.id}: ${(error as Error).message}`, { cause: error }));
     }
-  }
+  });
   return planned;
 }

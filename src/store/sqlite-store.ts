@@ -112,6 +112,9 @@ class SqliteReader implements StoreReader {
 }
 
 class SqliteTransaction extends SqliteReader implements StoreTransaction {
+  /** Set by any write, so a group that only read commits without waking changefeed listeners. */
+  wrote = false;
+
   async put<T>(kind: string, id: string, data: T, options: PutOptions): Promise<StoredRecord<T>> {
     const current = this.sql.get('SELECT version, terminal FROM records WHERE kind = ? AND id = ?').get(kind, id) as { version: number; terminal: number } | undefined;
     if (current?.terminal === 1) throw new TerminalRecordError(kind, id);
@@ -124,6 +127,7 @@ class SqliteTransaction extends SqliteReader implements StoreTransaction {
     }
     const version = (currentVersion ?? 0) + 1;
     const text = JSON.stringify(data);
+    this.wrote = true;
     const terminal = options.terminal === true ? 1 : 0;
     if (currentVersion === null) {
       guardedWrite(kind, id, options.expectedVersion, () => this.sql.get('INSERT INTO records (kind, id, version, terminal, data) VALUES (?, ?, ?, ?, ?)').run(kind, id, version, terminal, text));
@@ -144,6 +148,7 @@ class SqliteTransaction extends SqliteReader implements StoreTransaction {
     if (current?.version !== expectedVersion) {
       throw new StoreConflictError(`${kind} ${id} is not at version ${expectedVersion}`, { kind, id, expectedVersion, currentVersion: current?.version ?? null });
     }
+    this.wrote = true;
     this.sql.get('DELETE FROM records WHERE kind = ? AND id = ? AND version = ?').run(kind, id, expectedVersion);
   }
 
@@ -154,6 +159,7 @@ class SqliteTransaction extends SqliteReader implements StoreTransaction {
     // UNIQUE(stream, sequence) backs the gapless head: a racing append fails instead of duplicating.
     const last = this.sql.get('SELECT MAX(position) AS p FROM log').get() as { p: number | null };
     const position = last.p === null ? 0 : last.p + 1;
+    this.wrote = true;
     this.sql.get('INSERT INTO log (position, stream, sequence, data) VALUES (?, ?, ?, ?)').run(position, stream, sequence, text);
     return deepFreeze({ stream, sequence, position, data: JSON.parse(text) as T });
   }
@@ -251,20 +257,24 @@ export class SqliteStore implements Store {
       }
       const tx = new SqliteTransaction(this.writeSql);
       const done: Array<[Job, unknown]> = [];
-      let changed = false;
-      this.writer.exec('BEGIN IMMEDIATE');
+      const run = (sql: string) => this.writeSql.get(sql).run();
+      try {
+        this.writer.exec('BEGIN IMMEDIATE');
+      } catch (error) {
+        for (const job of batch) job.reject(error);
+        continue;
+      }
       for (const job of batch) {
-        this.writer.exec('SAVEPOINT job');
-        const before = this.writeSql.get('SELECT total_changes() AS n').get() as { n: number };
+        run('SAVEPOINT job');
+        const wroteBefore = tx.wrote;
         try {
           const result = await job.body(tx);
-          const after = this.writeSql.get('SELECT total_changes() AS n').get() as { n: number };
-          changed ||= after.n !== before.n;
-          this.writer.exec('RELEASE job');
+          run('RELEASE job');
           done.push([job, result]);
         } catch (error) {
-          this.writer.exec('ROLLBACK TO job');
-          this.writer.exec('RELEASE job');
+          run('ROLLBACK TO job');
+          run('RELEASE job');
+          tx.wrote = wroteBefore;
           job.reject(error);
         }
       }
@@ -275,7 +285,7 @@ export class SqliteStore implements Store {
         for (const [job] of done) job.reject(error);
         continue;
       }
-      if (changed) this.committed.notify();
+      if (tx.wrote) this.committed.notify();
       for (const [job, result] of done) job.resolve(result);
     }
   }

@@ -1,3 +1,4 @@
+import { forEachConcurrently } from '../engine/concurrency.js';
 import { moveEntity, LIVE_INDEX, type StepContext } from '../engine/lifecycle.js';
 import { attemptContext, occurrenceContext, stateOf, type AttemptAttributes, type OccurrenceAttributes, type RunAttributes } from '../engine/records.js';
 import type { EngineServices } from '../engine/services.js';
@@ -22,13 +23,13 @@ export class Worker {
   async observeAll(errors: Error[] = []): Promise<number> {
     const live = await this.svc.store.read((r) => r.list(LIVE_INDEX.attempt));
     let settled = 0;
-    for (const { id } of live) {
+    await forEachConcurrently(live, this.svc.passConcurrency, async ({ id }) => {
       try {
         if (await this.observe(id)) settled += 1;
       } catch (error) {
         errors.push(new Error(`worker: attempt ${id}: ${(error as Error).message}`, { cause: error }));
       }
-    }
+    });
     return settled;
   }
 

@@ -1,0 +1,255 @@
+// One bench cell: one store kind at one history size, in its own process so RSS belongs to this cell alone.
+// Run by bench/slo.ts; alone: tsx bench/slo-cell.ts --store sqlite --history 10000 --definitions 1000
+// Prints one JSON line (CellResult) last on stdout.
+import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { integrityOf } from '../src/contract/digest.js';
+import { createEngine, type Engine, type TickReport } from '../src/engine/engine.js';
+import { SimulatedClock } from '../src/engine/clock.js';
+import type { CommittedTransition } from '../src/engine/inspection.js';
+import { SimulatedRuntime } from '../src/runtime/simulated-runtime.js';
+import { openStore, type FileStoreKind } from '../src/store/open-store.js';
+import type { Store } from '../src/store/store.js';
+import { cloneHistory } from './history.js';
+import { percentile } from './stats.js';
+
+export interface CellResult {
+  store: FileStoreKind;
+  history: number;
+  definitions: number;
+  definitionsPerMinute: number;
+  dueOccurrencesPerMinute: number;
+  measuredOccurrences: number;
+  /** Wall time of the measured hours; commits and transitions are counted over it. */
+  measuredMs: number;
+  commits: number;
+  /** Bytes the measured hours added, divided by their commits: what the fsync floor appends per commit. */
+  bytesPerCommit: number;
+  /** Each pass phase's wall time, p50/p95/p99 over the passes where that phase had work. */
+  phases: Record<'plan' | 'claim' | 'dispatch' | 'start' | 'pass', { p50: number; p95: number; p99: number; samples: number }>;
+  changefeedEventsPerSecond: number;
+  changefeedEvents: number;
+  replayP95Ms: number;
+  recoveryMs: number[];
+  storeBytes: number;
+  bytesPerOccurrence: number;
+  rssIdleMb: number;
+  rssLoadedMb: number;
+  seedMs: number;
+  transitions: CommittedTransition[];
+}
+
+const arg = (name: string, fallback: string) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i === -1 ? fallback : process.argv[i + 1]!;
+};
+
+const START = '2026-03-02T00:30:00.000Z';
+const HOUR = 3_600_000;
+/** Measured hours after the history is seeded: enough passes for percentiles without a long run. */
+const MEASURED_HOURS = 3;
+/** A tick per simulated minute; a slot completes within a few (plan, claim, dispatch, observe after 1 min). */
+const MAX_TICKS_PER_HOUR = 12;
+/** Historical occurrences whose changefeed events are cloned too; beyond it only records (seeding time). */
+const EVENT_HISTORY = 10_000;
+
+/** Every hour, in the daily form v1 executes (FREQ=HOURLY is outside the contract's v1 profile). */
+const HOURLY = `FREQ=DAILY;BYHOUR=${Array.from({ length: 24 }, (_, h) => h).join(',')}`;
+
+function definition(automationId: string, revision: number, lifecycleState: 'draft' | 'paused'): Record<string, unknown> {
+  const body: Record<string, unknown> = {
+    schemaVersion: 'coven.automations.v1',
+    automationId,
+    revision,
+    lifecycleState,
+    display: { name: automationId },
+    trigger: { variant: 'schedule', version: 1, schedule: { rrule: HOURLY, timezone: 'utc' } },
+    conditions: [],
+    action: { variant: 'familiarInvocation', version: 1, prompt: `bench ${automationId}` },
+    binding: { familiarBindingPolicy: 'exact', familiarId: 'charm', authority: { approvalPolicyRef: 'policy://bench' } },
+    runtimeRequirements: { runtimeId: 'coven-code', capabilities: ['sessions.launch'] },
+    policies: {
+      timeout: { perRunMinutes: 30 },
+      retry: { maxAttempts: 1, backoffPolicy: 'none' },
+      concurrency: { overlap: 'forbid' },
+      misfire: { disposition: 'latest' },
+      retention: { occurrenceHistory: { classification: 'standard' } },
+    },
+    provenance: { createdBy: { principalId: 'principal:bench' } },
+  };
+  return { ...body, integrity: integrityOf(body) };
+}
+
+let keys = 0;
+async function command(engine: Engine, name: string, payload: Record<string, unknown>, expectedRevision?: number): Promise<void> {
+  const response = await engine.commands.handle({
+    schemaVersion: 'coven.automations.v1',
+    command: name,
+    adoptionKey: `bench-key-${String(++keys).padStart(8, "0")}`,
+    ...(expectedRevision === undefined ? {} : { expectedRevision }),
+    origin: { principal: { principalId: 'principal:bench' }, channel: 'cli' },
+    intent: { statement: 'bench' },
+    payload,
+  });
+  if (response.outcome === 'rejected') throw new Error(`${name}: ${response.error!.code} ${response.error!.message}`);
+}
+
+function storeBytes(dir: string): number {
+  return readdirSync(dir).reduce((sum, f) => sum + statSync(join(dir, f)).size, 0);
+}
+
+const rssMb = () => process.memoryUsage().rss / 1_048_576;
+const stats = (xs: number[]) => ({ p50: percentile(xs, 0.5), p95: percentile(xs, 0.95), p99: percentile(xs, 0.99), samples: xs.length });
+
+async function main(): Promise<void> {
+  const kind = arg('store', 'sqlite') as FileStoreKind;
+  const history = Number(arg('history', '1000'));
+  const count = Number(arg('definitions', '1000'));
+  const dir = mkdtempSync(join(tmpdir(), 'coven-bench-slo-'));
+  const file = join(dir, kind === 'sqlite' ? 'store.sqlite' : 'store.json');
+  const clock = new SimulatedClock(START);
+  const runtime = new SimulatedRuntime({ runtimeId: 'coven-code', durationMs: 60_000 });
+  const transitions: CommittedTransition[] = [];
+  let store: Store = await openStore(file, kind);
+  let ids = 0;
+  const concurrency = Number(arg('concurrency', '16'));
+  const engineOn = (s: Store) => createEngine({ store: s, clock, runtimes: [runtime], instanceId: 'bench-engine', newId: () => `bench-${++ids}`, passConcurrency: concurrency });
+  let engine = engineOn(store);
+  try {
+    // definitions/min: create (draft), revise to paused, activate: the whole path to becoming schedulable.
+    const defStart = performance.now();
+    for (let i = 0; i < count; i++) {
+      const id = `bench-${String(i).padStart(6, '0')}`;
+      await command(engine, 'definition.create.v1', { definition: definition(id, 1, 'draft') });
+      await command(engine, 'definition.revise.v1', { definition: definition(id, 2, 'paused') }, 1);
+      await command(engine, 'definition.activate.v1', { automationId: id }, 2);
+    }
+    const definitionsPerMinute = count / ((performance.now() - defStart) / 60_000);
+
+    // The first hour runs through the engine and is the template the synthetic history is cloned from.
+    let hour = Date.parse('2026-03-02T01:00:00.000Z');
+    await runHour(engine, clock, hour, () => undefined);
+    const seedStart = performance.now();
+    await cloneHistory(store, { automationCount: count, templateSlot: hour, occurrences: history, copiesWithEvents: Math.ceil(EVENT_HISTORY / count) });
+    const seedMs = performance.now() - seedStart;
+    // Reopen so the growth figure starts from a checkpointed file (SQLite folds its WAL back on close).
+    await store.close();
+    store = await openStore(file, kind);
+    const bytesBefore = storeBytes(dir);
+
+    // Measured hours: passes timed by phase, commits counted, transitions recorded for the XState baseline.
+    const samples = { plan: [] as number[], claim: [] as number[], dispatch: [] as number[], start: [] as number[], pass: [] as number[] };
+    let commits = 0;
+    const countCommits = store.onCommit(() => void commits++);
+    engine = engineOn(store);
+    engine.services.observer = (t) => void transitions.push(...t);
+    let rssLoadedMb = rssMb();
+    const measureStart = performance.now();
+    let measured = 0;
+    for (let h = 0; h < MEASURED_HOURS; h++) {
+      hour += HOUR;
+      measured += await runHour(engine, clock, hour, (r) => {
+        const start = r.phaseMs.plan + r.phaseMs.advance + r.phaseMs.dispatch;
+        if (r.planned > 0) samples.plan.push(r.phaseMs.plan);
+        if (r.launched > 0) {
+          samples.claim.push(r.phaseMs.advance);
+          samples.dispatch.push(r.phaseMs.dispatch);
+          samples.start.push(start);
+        }
+        samples.pass.push(start + r.phaseMs.observe);
+        rssLoadedMb = Math.max(rssLoadedMb, rssMb());
+      });
+    }
+    const measuredMs = performance.now() - measureStart;
+    const dueOccurrencesPerMinute = measured / (measuredMs / 60_000);
+    countCommits();
+    let grownBytes = Number.NaN;
+
+    // Changefeed: the whole feed through events.read pages, then p95 of replaying a page from a checkpoint.
+    const feedStart = performance.now();
+    let events = 0;
+    let after: number | undefined;
+    const replay: number[] = [];
+    for (;;) {
+      const pageStart = performance.now();
+      const response = await engine.commands.handle({
+        schemaVersion: 'coven.automations.v1',
+        command: 'events.read.v1',
+        adoptionKey: `bench-read-${++keys}`,
+        origin: { principal: { principalId: 'principal:bench' }, channel: 'cli' },
+        intent: { statement: 'bench' },
+        payload: { stream: { kind: 'feed', id: 'all' }, limit: 500, ...(after === undefined ? {} : { after }) },
+      });
+      replay.push(performance.now() - pageStart);
+      const result = response.result as { events: unknown[]; nextAfter: number | null } | undefined;
+      if (result === undefined || result.events.length === 0) break;
+      events += result.events.length;
+      if (result.nextAfter === null || result.nextAfter === after) break;
+      after = result.nextAfter;
+    }
+    const changefeedEventsPerSecond = events / ((performance.now() - feedStart) / 1000);
+
+    // Restart recovery: close, reopen the store, first pass of a new engine (which re-observes leases) done.
+    const recoveryMs: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      await engine.stop();
+      await store.close();
+      if (i === 0) grownBytes = storeBytes(dir) - bytesBefore;
+      const t0 = performance.now();
+      store = await openStore(file, kind);
+      engine = engineOn(store);
+      await engine.tick();
+      recoveryMs.push(performance.now() - t0);
+    }
+    // Idle: after the restarts, a pass with nothing due and a full collection (as a long-lived daemon settles).
+    clock.advance({ minutes: 20 });
+    await engine.tick();
+    (globalThis as { gc?: () => void }).gc?.();
+    const rssIdleMb = rssMb();
+    const result: CellResult = {
+      store: kind,
+      history,
+      definitions: count,
+      definitionsPerMinute,
+      dueOccurrencesPerMinute,
+      measuredOccurrences: measured,
+      measuredMs,
+      commits,
+      bytesPerCommit: grownBytes / Math.max(1, commits),
+      phases: { plan: stats(samples.plan), claim: stats(samples.claim), dispatch: stats(samples.dispatch), start: stats(samples.start), pass: stats(samples.pass) },
+      changefeedEventsPerSecond,
+      changefeedEvents: events,
+      replayP95Ms: percentile(replay, 0.95),
+      recoveryMs,
+      storeBytes: storeBytes(dir),
+      bytesPerOccurrence: grownBytes / Math.max(1, measured),
+      rssIdleMb,
+      rssLoadedMb,
+      seedMs,
+      transitions: transitions.slice(0, 20_000),
+    };
+    process.stdout.write(`${JSON.stringify(result)}\n`);
+  } finally {
+    await engine.stop();
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Ticks through one hourly slot until every definition's occurrence for it settled; returns how many did. */
+async function runHour(engine: Engine, clock: SimulatedClock, slot: number, onPass: (report: TickReport) => void): Promise<number> {
+  clock.set(new Date(slot));
+  let settled = 0;
+  for (let i = 0; i < MAX_TICKS_PER_HOUR; i++) {
+    const report = await engine.tick();
+    if (report.errors.length > 0) throw new Error(`pass at ${report.at}: ${report.errors.map((e) => e.message).join('; ')}`);
+    onPass(report);
+    settled += report.settled;
+    clock.advance({ minutes: 1 });
+    if (i > 0 && report.planned === 0 && report.launched === 0 && report.settled === 0) break;
+  }
+  return settled;
+}
+
+await main();

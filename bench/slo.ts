@@ -1,0 +1,183 @@
+// The SLO bench: every applicable upstream release-gate measure for the JSON and SQLite stores at growing
+// history sizes, each cell in its own process, with two baselines measured in the same run:
+//   XState ceiling  restore + transition() of the exact transitions the engine committed, in memory
+//   fsync floor     write + fsync appends of the bytes the engine wrote per commit
+// Prints a table and writes a slo.measured.v1-shaped report (default bench/results/slo.measured.json).
+// Run: npm run bench [-- --quick] [-- --out FILE]; see bench/README.md.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, openSync, closeSync, fsyncSync, rmSync, writeFileSync, writeSync, readFileSync } from 'node:fs';
+import { cpus, tmpdir, totalmem } from 'node:os';
+import { dirname, join } from 'node:path';
+import { transition, type AnyStateMachine } from 'xstate';
+import { attemptMachine, occurrenceMachine, runMachine } from '../machines/index.js';
+import type { CommittedTransition } from '../src/engine/inspection.js';
+import type { CellResult } from './slo-cell.js';
+import { table } from './stats.js';
+
+interface Cell {
+  store: 'json' | 'sqlite';
+  history: number;
+  definitions: number;
+}
+
+const quick = process.argv.includes('--quick');
+const outIndex = process.argv.indexOf('--out');
+const out = outIndex === -1 ? join('bench', 'results', 'slo.measured.json') : process.argv[outIndex + 1]!;
+
+/**
+ * The SQLite cells carry 1,000 definitions (the upstream restart gate's size); the JSON store rewrites its
+ * whole file per commit, so its cells carry 100 definitions and stop at 10k history (100k would be a ~1 GB file).
+ */
+const CELLS: Cell[] = quick
+  ? [
+      { store: 'json', history: 1_000, definitions: 100 },
+      { store: 'sqlite', history: 1_000, definitions: 200 },
+    ]
+  : [
+      { store: 'json', history: 1_000, definitions: 100 },
+      { store: 'json', history: 10_000, definitions: 100 },
+      { store: 'sqlite', history: 1_000, definitions: 1_000 },
+      { store: 'sqlite', history: 10_000, definitions: 1_000 },
+      { store: 'sqlite', history: 100_000, definitions: 1_000 },
+    ];
+
+function runCell(cell: Cell): CellResult {
+  const started = performance.now();
+  const child = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', join('bench', 'slo-cell.ts'), '--store', cell.store, '--history', String(cell.history), '--definitions', String(cell.definitions)], {
+    encoding: 'utf8',
+    maxBuffer: 512 * 1024 * 1024,
+  });
+  if (child.status !== 0) throw new Error(`cell ${cell.store}/${cell.history} failed:\n${child.stderr}`);
+  const result = JSON.parse(child.stdout.trim().split('\n').at(-1)!) as CellResult;
+  console.error(`  ${cell.store} ${cell.history} history, ${cell.definitions} definitions: ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  return result;
+}
+
+const MACHINES: Record<CommittedTransition['entity'], AnyStateMachine> = {
+  occurrence: occurrenceMachine as unknown as AnyStateMachine,
+  run: runMachine as unknown as AnyStateMachine,
+  attempt: attemptMachine as unknown as AnyStateMachine,
+};
+
+/** The in-memory ceiling: restore each committed transition's source state and take it again with transition(). */
+function xstateCeiling(committed: CommittedTransition[]): { perSecond: number; agreed: number; compared: number } {
+  // Creations ('none' → initial) are actor starts, not transitions; the rest are replayed.
+  // A committed transition carries its target context; the source context is the entity's previous one.
+  const previous = new Map<string, Record<string, unknown>>();
+  const transitions: CommittedTransition[] = [];
+  for (const t of committed) {
+    const key = `${t.entity}/${t.id}`;
+    const before = previous.get(key);
+    if (t.from !== 'none' && before !== undefined) transitions.push({ ...t, context: before });
+    previous.set(key, t.context);
+  }
+  let agreed = 0;
+  const rounds = 3;
+  const start = performance.now();
+  for (let round = 0; round < rounds; round++) {
+    for (const t of transitions) {
+      const machine = MACHINES[t.entity];
+      const before = machine.resolveState({ value: t.from, context: t.context });
+      const [after] = transition(machine, before, t.event as never);
+      if (round === 0 && String(after.value) === t.to) agreed++;
+    }
+  }
+  return { perSecond: (transitions.length * rounds) / ((performance.now() - start) / 1000), agreed, compared: transitions.length };
+}
+
+/** The durability floor: appends of `bytes` each followed by fsync, as fast as the disk allows. */
+function fsyncFloor(bytes: number, appends: number): number {
+  const dir = mkdtempSync(join(tmpdir(), 'coven-bench-floor-'));
+  const fd = openSync(join(dir, 'append.log'), 'a');
+  const chunk = Buffer.alloc(Math.max(1, Math.round(bytes)), 0x61);
+  const start = performance.now();
+  for (let i = 0; i < appends; i++) {
+    writeSync(fd, chunk);
+    fsyncSync(fd);
+  }
+  const perSecond = appends / ((performance.now() - start) / 1000);
+  closeSync(fd);
+  rmSync(dir, { recursive: true, force: true });
+  return perSecond;
+}
+
+interface Gate {
+  id: string;
+  unit: string;
+  direction: 'higher-is-better' | 'lower-is-better';
+  gate: number;
+}
+
+function sourceCommit(): string {
+  try {
+    return execFileSync('git', ['rev-parse', 'HEAD'], { encoding: 'utf8' }).trim();
+  } catch {
+    return '0'.repeat(40);
+  }
+}
+
+function main(): void {
+  const gates = (JSON.parse(readFileSync(join(process.env.COVEN_UPSTREAM_DIR ?? join('..', 'shared', 'upstream'), 'conformance', 'slo', 'slo.v1.json'), 'utf8')) as { measures: Gate[] }).measures;
+  console.error(`coven-automata SLO bench: ${CELLS.length} cells${quick ? ' (quick)' : ''}`);
+  const results = CELLS.map(runCell);
+
+  const rows: Array<Array<string | number>> = [];
+  const measuredByCell: Array<{ cell: CellResult; measures: Map<string, number> }> = [];
+  for (const r of results) {
+    const ceiling = xstateCeiling(r.transitions);
+    const floor = fsyncFloor(r.bytesPerCommit, 300);
+    const commitsPerSecond = r.commits / (r.measuredMs / 1000);
+    const transitionsPerSecond = r.transitions.length / (r.measuredMs / 1000);
+    const measures = new Map<string, number>([
+      ['definitions.per-minute', r.definitionsPerMinute],
+      ['due-occurrences.per-minute', r.dueOccurrencesPerMinute],
+      ['planning.latency.p95', r.phases.plan.p95],
+      ['claim.latency.p95', r.phases.claim.p95],
+      ['dispatch.latency.p95', r.phases.dispatch.p95],
+      ['start.latency.p95', r.phases.start.p95],
+      ['scheduler.pass.duration.p95', r.phases.pass.p95],
+      ['changefeed.throughput', r.changefeedEventsPerSecond],
+      ['changefeed.replay-latency.p95', r.replayP95Ms],
+      // MB/day at this cell's load: every definition due hourly, 24 slots a day each.
+      ['store.growth.per-day', (r.bytesPerOccurrence * r.definitions * 24) / 1_048_576],
+      ['restart.recovery-latency.p95', Math.max(...r.recoveryMs) / 1000],
+      ['memory.idle', r.rssIdleMb],
+      ['memory.load.p95', r.rssLoadedMb],
+    ]);
+    measuredByCell.push({ cell: r, measures });
+    const label = `${r.store} ${r.history / 1000}k`;
+    for (const g of gates) {
+      const value = measures.get(g.id);
+      if (value === undefined) continue;
+      const pass = g.direction === 'higher-is-better' ? value >= g.gate : value <= g.gate;
+      const margin = g.direction === 'higher-is-better' ? value / g.gate : g.gate / value;
+      rows.push([label, g.id, value, g.unit, g.gate, `${margin.toFixed(1)}x`, pass ? 'PASS' : 'FAIL']);
+    }
+    rows.push([label, 'baseline: engine transitions/s vs XState ceiling', transitionsPerSecond, '/s', ceiling.perSecond, `${(transitionsPerSecond / ceiling.perSecond).toFixed(3)}x`, `${ceiling.agreed}/${ceiling.compared} agree`]);
+    rows.push([label, 'baseline: engine commits/s vs fsync floor', commitsPerSecond, '/s', floor, `${(commitsPerSecond / floor).toFixed(2)}x`, `${Math.round(r.bytesPerCommit)} B/commit`]);
+    rows.push([label, 'info: phase p50 plan/claim/dispatch ms', `${r.phases.plan.p50.toFixed(0)}/${r.phases.claim.p50.toFixed(0)}/${r.phases.dispatch.p50.toFixed(0)}`, 'ms', '-', '-', `${r.measuredOccurrences} occ, ${r.commits} commits`]);
+    rows.push([label, 'info: store size, bytes per occurrence', r.storeBytes / 1_048_576, 'MB', '-', '-', `${Math.round(r.bytesPerOccurrence)} B/occ`]);
+  }
+  console.log(table(['cell', 'measure', 'value', 'unit', 'gate', 'margin', 'result'], rows));
+
+  // The report binds the largest SQLite cell (the profile's store); every cell goes to the .cells.json beside it.
+  const headline = [...measuredByCell].reverse().find((m) => m.cell.store === 'sqlite') ?? measuredByCell.at(-1)!;
+  const report = {
+    measuredVersion: 1,
+    environment: {
+      cpu: `${cpus().length} vCPU (${cpus()[0]?.model ?? 'unknown'})`,
+      memory: `${Math.round(totalmem() / 1_073_741_824)} GB`,
+      disk: 'local (tmpdir)',
+      os: `${process.platform} ${process.arch}`,
+      store: `${headline.cell.store === 'sqlite' ? 'SQLite WAL' : 'JSON file'}, single store, one engine; ${headline.cell.definitions} definitions, ${headline.cell.history} historical occurrences`,
+    },
+    artifact: { sourceCommit: sourceCommit(), artifactDigest: `sha256-${'0'.repeat(64)}` },
+    measures: [...headline.measures].map(([id, value]) => ({ id, value, unit: gates.find((g) => g.id === id)?.unit ?? '' })),
+  };
+  mkdirSync(dirname(out), { recursive: true });
+  writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`);
+  writeFileSync(out.replace(/\.json$/, '.cells.json'), `${JSON.stringify(measuredByCell.map((m) => ({ store: m.cell.store, history: m.cell.history, definitions: m.cell.definitions, measures: Object.fromEntries(m.measures) })), null, 2)}\n`);
+  console.log(`\nreport: ${out} (slo.measured.v1 shape; artifactDigest is zeros: the bench measures the working tree, not a packed release)`);
+}
+
+main();
