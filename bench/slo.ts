@@ -8,6 +8,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, openSync, closeSync, fsyncSync, rmSync, writeFileSync, writeSync, readFileSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import { transition, type AnyStateMachine } from 'xstate';
 import { attemptMachine, occurrenceMachine, runMachine } from '../machines/index.js';
 import type { CommittedTransition } from '../src/engine/inspection.js';
@@ -117,7 +118,8 @@ function sourceCommit(): string {
 }
 
 function main(): void {
-  const gates = (JSON.parse(readFileSync(join(process.env.COVEN_UPSTREAM_DIR ?? join('..', 'shared', 'upstream'), 'conformance', 'slo', 'slo.v1.json'), 'utf8')) as { measures: Gate[] }).measures;
+  const sloDir = join(process.env.COVEN_UPSTREAM_DIR ?? join('..', 'shared', 'upstream'), 'conformance', 'slo');
+  const gates = (JSON.parse(readFileSync(join(sloDir, 'slo.v1.json'), 'utf8')) as { measures: Gate[] }).measures;
   console.error(`coven-automata SLO bench: ${CELLS.length} cells${quick ? ' (quick)' : ''}`);
   const results = CELLS.map(runCell);
 
@@ -174,6 +176,10 @@ function main(): void {
     artifact: { sourceCommit: sourceCommit(), artifactDigest: `sha256-${'0'.repeat(64)}` },
     measures: [...headline.measures].map(([id, value]) => ({ id, value, unit: gates.find((g) => g.id === id)?.unit ?? '' })),
   };
+  const validate = new Ajv2020({ allErrors: true }).compile(JSON.parse(readFileSync(join(sloDir, 'slo.measured.v1.schema.json'), 'utf8')) as object);
+  const valid = validate(report);
+  const absent = gates.filter((g) => !headline.measures.has(g.id)).map((g) => g.id);
+  console.log(`\nslo.measured.v1 schema: ${valid ? 'valid' : `INVALID ${JSON.stringify(validate.errors)}`}; measures absent (see bench/README.md): ${absent.join(', ')}`);
   mkdirSync(dirname(out), { recursive: true });
   writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`);
   writeFileSync(out.replace(/\.json$/, '.cells.json'), `${JSON.stringify(measuredByCell.map((m) => ({ store: m.cell.store, history: m.cell.history, definitions: m.cell.definitions, measures: Object.fromEntries(m.measures) })), null, 2)}\n`);
