@@ -47,8 +47,8 @@ const arg = (name: string, fallback: string) => {
 
 const START = '2026-03-02T00:30:00.000Z';
 const HOUR = 3_600_000;
-/** Measured hours after the history is seeded: enough passes for percentiles without a long run. */
-const MEASURED_HOURS = 3;
+/** Measured hours after the history is seeded (--hours): enough passes for percentiles without a long run. */
+const DEFAULT_MEASURED_HOURS = 3;
 /** A tick per simulated minute; a slot completes within a few (plan, claim, dispatch, observe after 1 min). */
 const MAX_TICKS_PER_HOUR = 12;
 /** Historical occurrences whose changefeed events are cloned too; beyond it only records (seeding time). */
@@ -128,10 +128,14 @@ async function main(): Promise<void> {
     const definitionsPerMinute = count / ((performance.now() - defStart) / 60_000);
 
     // The first hour runs through the engine and is the template the synthetic history is cloned from.
+    // --hours 0 is the restart-only cell: definitions, no executions, then the restart figures.
+    const hours = Number(arg('hours', String(DEFAULT_MEASURED_HOURS)));
     let hour = Date.parse('2026-03-02T01:00:00.000Z');
-    await runHour(engine, clock, hour, () => undefined);
+    if (hours > 0) await runHour(engine, clock, hour, () => undefined);
+    // Before the first slot: recovery itself, not a catch-up pass planning every definition's missed slot.
+    else clock.set(new Date(hour - 15 * 60_000));
     const seedStart = performance.now();
-    await cloneHistory(store, { automationCount: count, templateSlot: hour, occurrences: history, copiesWithEvents: Math.ceil(EVENT_HISTORY / count) });
+    if (history > 0) await cloneHistory(store, { automationCount: count, templateSlot: hour, occurrences: history, copiesWithEvents: Math.ceil(EVENT_HISTORY / count) });
     const seedMs = performance.now() - seedStart;
     // Reopen so the growth figure starts from a checkpointed file (SQLite folds its WAL back on close).
     await store.close();
@@ -147,7 +151,7 @@ async function main(): Promise<void> {
     let rssLoadedMb = rssMb();
     const measureStart = performance.now();
     let measured = 0;
-    for (let h = 0; h < MEASURED_HOURS; h++) {
+    for (let h = 0; h < hours; h++) {
       hour += HOUR;
       measured += await runHour(engine, clock, hour, (r) => {
         const start = r.phaseMs.plan + r.phaseMs.advance + r.phaseMs.dispatch;
@@ -203,8 +207,10 @@ async function main(): Promise<void> {
       recoveryMs.push(performance.now() - t0);
     }
     // Idle: after the restarts, a pass with nothing due and a full collection (as a long-lived daemon settles).
-    clock.advance({ minutes: 20 });
-    await engine.tick();
+    if (hours > 0) {
+      clock.advance({ minutes: 20 });
+      await engine.tick();
+    }
     (globalThis as { gc?: () => void }).gc?.();
     const rssIdleMb = rssMb();
     const result: CellResult = {
