@@ -1,4 +1,5 @@
 import { mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { CommitQueue, type QueuedTransaction } from './commit-queue.js';
 import { basename, dirname, join, resolve } from 'node:path';
 import { Low } from 'lowdb';
 import { DurableJsonFile, type StoreDocument, type WriteFaults } from './durable-json-file.js';
@@ -13,11 +14,6 @@ export interface JsonFileStoreOptions {
   faults?: WriteFaults;
 }
 
-interface Job {
-  body: (tx: StoreTransaction) => unknown;
-  resolve: (value: unknown) => void;
-  reject: (error: unknown) => void;
-}
 
 /** Bounds the latency one commit adds to the transactions queued behind it. */
 const DEFAULT_MAX_GROUP_SIZE = 256;
@@ -41,17 +37,17 @@ const DEFAULT_MAX_GROUP_SIZE = 256;
  * ```
  */
 export class JsonFileStore implements Store {
-  private readonly pending: Job[] = [];
-  private draining: Promise<void> | undefined;
-  private closed = false;
   private readonly committed = new CommitListeners();
+  private readonly queue: CommitQueue;
 
   private constructor(
     readonly file: string,
     private readonly db: Low<StoreDocument>,
     private readonly lock: HeldLock,
-    private readonly maxGroupSize: number,
-  ) {}
+    maxGroupSize: number,
+  ) {
+    this.queue = new CommitQueue(maxGroupSize, (batch) => this.writeBatch(batch));
+  }
 
   static async open(file: string, options: JsonFileStoreOptions = {}): Promise<JsonFileStore> {
     const path = resolve(file);
@@ -70,24 +66,11 @@ export class JsonFileStore implements Store {
   }
 
   transact<R>(body: (tx: StoreTransaction) => Promise<R> | R): Promise<R> {
-    if (this.closed) return Promise.reject(new StoreClosedError('the store is closed'));
-    return new Promise<R>((resolveJob, rejectJob) => {
-      this.pending.push({ body, resolve: resolveJob as (v: unknown) => void, reject: rejectJob });
-      this.kick();
-    });
-  }
-
-  private kick(): void {
-    if (this.draining !== undefined) return;
-    this.draining = this.drain().finally(() => {
-      this.draining = undefined;
-      // A job queued after the loop's last check but before this callback still gets its turn.
-      if (this.pending.length > 0) this.kick();
-    });
+    return this.queue.enqueue(body);
   }
 
   async read<R>(body: (reader: StoreReader) => Promise<R> | R): Promise<R> {
-    if (this.closed) throw new StoreClosedError('the store is closed');
+    if (this.queue.isClosed) throw new StoreClosedError('the store is closed');
     return body(new Overlay(this.db.data.committed));
   }
 
@@ -96,47 +79,43 @@ export class JsonFileStore implements Store {
   }
 
   async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    while (this.draining !== undefined) await this.draining;
+    if (this.queue.isClosed) return;
+    await this.queue.close();
     await this.lock.release();
   }
 
-  private async drain(): Promise<void> {
-    while (this.pending.length > 0) {
-      const batch = this.pending.splice(0, this.maxGroupSize);
-      const lost = this.lock.compromised();
-      if (lost !== undefined) {
-        for (const job of batch) job.reject(new StoreClosedError(`the store lock was lost (${lost.message})`));
-        continue;
-      }
-      const group = new Overlay(this.db.data.committed);
-      const succeeded: Array<[Job, unknown]> = [];
-      for (const job of batch) {
-        const tx = new Overlay(group);
-        try {
-          const result = await job.body(tx);
-          tx.mergeInto(group);
-          succeeded.push([job, result]);
-        } catch (error) {
-          job.reject(error);
-        }
-      }
-      if (!group.isEmpty) {
-        this.db.data.pending = group;
-        try {
-          await this.db.write();
-        } catch (error) {
-          for (const [job] of succeeded) job.reject(error);
-          continue;
-        } finally {
-          this.db.data.pending = null;
-        }
-        group.mergeInto(this.db.data.committed);
-        this.committed.notify();
-      }
-      for (const [job, result] of succeeded) job.resolve(result);
+  private async writeBatch(batch: QueuedTransaction[]): Promise<void> {
+    const lost = this.lock.compromised();
+    if (lost !== undefined) {
+      for (const job of batch) job.reject(new StoreClosedError(`the store lock was lost (${lost.message})`));
+      return;
     }
+    const group = new Overlay(this.db.data.committed);
+    const succeeded: Array<[QueuedTransaction, unknown]> = [];
+    for (const job of batch) {
+      const tx = new Overlay(group);
+      try {
+        const result = await job.body(tx);
+        tx.mergeInto(group);
+        succeeded.push([job, result]);
+      } catch (error) {
+        job.reject(error);
+      }
+    }
+    if (!group.isEmpty) {
+      this.db.data.pending = group;
+      try {
+        await this.db.write();
+      } catch (error) {
+        for (const [job] of succeeded) job.reject(error);
+        return;
+      } finally {
+        this.db.data.pending = null;
+      }
+      group.mergeInto(this.db.data.committed);
+      this.committed.notify();
+    }
+    for (const [job, result] of succeeded) job.resolve(result);
   }
 }
 

@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
+import { CommitQueue, type QueuedTransaction } from './commit-queue.js';
 import { acquireStoreLock, type HeldLock } from './file-lock.js';
 import { deepFreeze } from './layered-state.js';
 import {
@@ -165,11 +166,6 @@ class SqliteTransaction extends SqliteReader implements StoreTransaction {
   }
 }
 
-interface Job {
-  body: (tx: StoreTransaction) => unknown;
-  resolve: (value: unknown) => void;
-  reject: (error: unknown) => void;
-}
 
 /**
  * The Store port on SQLite (better-sqlite3): WAL, real transactions, compare-and-set through conditional
@@ -184,10 +180,8 @@ interface Job {
  * ```
  */
 export class SqliteStore implements Store {
-  private readonly pending: Job[] = [];
-  private draining: Promise<void> | undefined;
-  private closed = false;
   private readonly committed = new CommitListeners();
+  private readonly queue: CommitQueue;
   private readonly writeSql: Statements;
   private readonly readSql: Statements;
 
@@ -196,8 +190,9 @@ export class SqliteStore implements Store {
     private readonly writer: Database.Database,
     private readonly reader: Database.Database,
     private readonly lock: HeldLock,
-    private readonly maxGroup: number,
+    maxGroup: number,
   ) {
+    this.queue = new CommitQueue(maxGroup, (batch) => this.writeBatch(batch));
     this.writeSql = new Statements(writer);
     this.readSql = new Statements(reader);
   }
@@ -232,66 +227,51 @@ export class SqliteStore implements Store {
   }
 
   transact<R>(body: (tx: StoreTransaction) => Promise<R> | R): Promise<R> {
-    if (this.closed) return Promise.reject(new StoreClosedError('the store is closed'));
-    return new Promise<R>((resolveJob, rejectJob) => {
-      this.pending.push({ body, resolve: resolveJob as (v: unknown) => void, reject: rejectJob });
-      this.kick();
-    });
+    return this.queue.enqueue(body);
   }
 
-  private kick(): void {
-    if (this.draining !== undefined) return;
-    this.draining = this.drain().finally(() => {
-      this.draining = undefined;
-      if (this.pending.length > 0) this.kick();
-    });
-  }
-
-  private async drain(): Promise<void> {
-    while (this.pending.length > 0) {
-      const batch = this.pending.splice(0, this.maxGroup);
-      const lost = this.lock.compromised();
-      if (lost !== undefined) {
-        for (const job of batch) job.reject(new StoreClosedError(`the store lock was lost (${lost.message})`));
-        continue;
-      }
-      const tx = new SqliteTransaction(this.writeSql);
-      const done: Array<[Job, unknown]> = [];
-      const run = (sql: string) => this.writeSql.get(sql).run();
-      try {
-        this.writer.exec('BEGIN IMMEDIATE');
-      } catch (error) {
-        for (const job of batch) job.reject(error);
-        continue;
-      }
-      for (const job of batch) {
-        run('SAVEPOINT job');
-        const wroteBefore = tx.wrote;
-        try {
-          const result = await job.body(tx);
-          run('RELEASE job');
-          done.push([job, result]);
-        } catch (error) {
-          run('ROLLBACK TO job');
-          run('RELEASE job');
-          tx.wrote = wroteBefore;
-          job.reject(error);
-        }
-      }
-      try {
-        this.writer.exec('COMMIT');
-      } catch (error) {
-        if (this.writer.inTransaction) this.writer.exec('ROLLBACK');
-        for (const [job] of done) job.reject(error);
-        continue;
-      }
-      if (tx.wrote) this.committed.notify();
-      for (const [job, result] of done) job.resolve(result);
+  private async writeBatch(batch: QueuedTransaction[]): Promise<void> {
+    const lost = this.lock.compromised();
+    if (lost !== undefined) {
+      for (const job of batch) job.reject(new StoreClosedError(`the store lock was lost (${lost.message})`));
+      return;
     }
+    const tx = new SqliteTransaction(this.writeSql);
+    const done: Array<[QueuedTransaction, unknown]> = [];
+    const run = (sql: string) => this.writeSql.get(sql).run();
+    try {
+      this.writer.exec('BEGIN IMMEDIATE');
+    } catch (error) {
+      for (const job of batch) job.reject(error);
+      return;
+    }
+    for (const job of batch) {
+      run('SAVEPOINT job');
+      const wroteBefore = tx.wrote;
+      try {
+        const result = await job.body(tx);
+        run('RELEASE job');
+        done.push([job, result]);
+      } catch (error) {
+        run('ROLLBACK TO job');
+        run('RELEASE job');
+        tx.wrote = wroteBefore;
+        job.reject(error);
+      }
+    }
+    try {
+      this.writer.exec('COMMIT');
+    } catch (error) {
+      if (this.writer.inTransaction) this.writer.exec('ROLLBACK');
+      for (const [job] of done) job.reject(error);
+      return;
+    }
+    if (tx.wrote) this.committed.notify();
+    for (const [job, result] of done) job.resolve(result);
   }
 
   async read<R>(body: (reader: StoreReader) => Promise<R> | R): Promise<R> {
-    if (this.closed) throw new StoreClosedError('the store is closed');
+    if (this.queue.isClosed) throw new StoreClosedError('the store is closed');
     return body(new SqliteReader(this.readSql));
   }
 
@@ -300,9 +280,8 @@ export class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    while (this.draining !== undefined) await this.draining;
+    if (this.queue.isClosed) return;
+    await this.queue.close();
     this.reader.close();
     this.writer.close();
     await this.lock.release();
