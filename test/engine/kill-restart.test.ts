@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
 import { packageRoot } from '../../src/spec/package-root.js';
-import { JsonFileStore } from '../../src/store/json-file-store.js';
+import { openStore } from '../../src/store/open-store.js';
 import type { EventEnvelope } from '../../src/changefeed/event-envelope.js';
 import { verifyIntegrity } from '../../src/contract/digest.js';
 
@@ -35,11 +35,11 @@ function runEngine(file: string, sessions: string, at: string, killAfter?: numbe
   });
 }
 
-test('SIGKILL at successive commit points, then restart: nothing lost, nothing launched twice, receipts verify', async () => {
+test.each(['store.json', 'store.sqlite'])('SIGKILL at successive commit points on %s, then restart: nothing lost, nothing launched twice, receipts verify', async (storeFile) => {
   // A clean run commits 10 times (setup 4, plan, claim, dispatch, release, launch answer, settlement).
   for (const killAfter of [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]) {
     const round = mkdtempSync(join(dir, `round-${killAfter}-`));
-    const file = join(round, 'store.json');
+    const file = join(round, storeFile);
     const sessions = join(round, 'sessions');
     const results = [await runEngine(file, sessions, '2026-03-02T09:00:00.000Z', killAfter)];
     // Restart at the slot; if the kill left a launch unconfirmed, restart again after its lease expired.
@@ -55,7 +55,7 @@ test('SIGKILL at successive commit points, then restart: nothing lost, nothing l
     expect(new Set(launchedKeys).size, `kill after ${killAfter}`).toBe(launchedKeys.length);
     expect(launchedKeys.length).toBeLessThanOrEqual(1);
 
-    const store = await JsonFileStore.open(file);
+    const store = await openStore(file);
     try {
       const feed = await store.read((r) => r.readFeed<EventEnvelope>());
       const byStream = new Map<string, number[]>();
