@@ -2,7 +2,7 @@ import { entityState, updateEntityAttributes } from '../actors/entity-transition
 import { sha256Hex } from '../contract/digest.js';
 import { ContractError } from '../contract/errors.js';
 import { MAX_ATTEMPTS_PER_RUN } from '../contract/vocabulary.js';
-import { createExecutionEntity, moveEntity, LIVE_INDEX, type StepContext } from '../engine/lifecycle.js';
+import { createExecutionEntity, liveWorkOf, moveEntity, type StepContext } from '../engine/lifecycle.js';
 import {
   ATTEMPT_TERMINAL,
   KINDS,
@@ -42,15 +42,6 @@ async function getRun(ctx: CommandContext, id: string): Promise<RunRecord> {
   return r as RunRecord;
 }
 
-async function liveWorkOf(ctx: CommandContext, automationId: string): Promise<string | undefined> {
-  for (const { id, data } of await ctx.tx.list<{ automationId: string | null }>(LIVE_INDEX.occurrence)) {
-    if (data.automationId !== automationId) continue;
-    const o = await ctx.tx.get<OccurrenceRecord['data']>(KINDS.occurrence, id);
-    if (o !== undefined && OCCURRENCE_LIVE.has(o.data.snapshot.value)) return id;
-  }
-  return undefined;
-}
-
 /** occurrence.runNow.v1: a manual occurrence, claimed in the command's own commit, launched right after it. */
 async function runNow(svc: EngineServices, dispatch: (id: string) => Promise<unknown>, ctx: CommandContext): Promise<CommandOutcome> {
   const automationId = ctx.envelope.payload.automationId as string;
@@ -62,7 +53,7 @@ async function runNow(svc: EngineServices, dispatch: (id: string) => Promise<unk
   if (await isQuarantined(ctx.tx, automationId)) {
     throw new ContractError('ILLEGAL_TRANSITION', `definition ${automationId} is quarantined after exhausted retries`, { automationId, quarantined: true });
   }
-  const live = await liveWorkOf(ctx, automationId);
+  const live = await liveWorkOf(ctx.tx, automationId);
   if (live !== undefined) throw new ContractError('OVERLAP_FORBIDDEN', `automation ${automationId} has live work (${live}); overlap is forbidden`, { automationId, occurrenceId: live });
   const definition = definitionRecord.data.attributes.definition;
   const occurrenceId = `occ-manual-${sha256Hex(ctx.envelope.adoptionKey).slice(0, 32)}`;

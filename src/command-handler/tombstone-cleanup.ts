@@ -1,4 +1,4 @@
-import { moveEntity, LIVE_INDEX, type StepContext } from '../engine/lifecycle.js';
+import { liveOccurrencesOf, moveEntity, type StepContext } from '../engine/lifecycle.js';
 import { KINDS, stateOf, type AttemptAttributes, type OccurrenceAttributes, type OccurrenceRecord, type OutboxEntry, type RunAttributes } from '../engine/records.js';
 import { loadAttempt, loadRun } from '../dispatcher/settlement.js';
 import { attemptContext } from '../engine/records.js';
@@ -11,8 +11,7 @@ import { attemptContext } from '../engine/records.js';
  */
 export async function cancelUnlaunchedWork(step: StepContext, automationId: string): Promise<string[]> {
   const cancelled: string[] = [];
-  for (const { id, data } of await step.tx.list<{ automationId: string | null }>(LIVE_INDEX.occurrence)) {
-    if (data.automationId !== automationId) continue;
+  for (const id of await liveOccurrencesOf(step.tx, automationId)) {
     const occurrence = (await step.tx.get<OccurrenceRecord['data']>(KINDS.occurrence, id)) as OccurrenceRecord | undefined;
     if (occurrence === undefined) continue;
     const state = stateOf(occurrence);

@@ -4,7 +4,7 @@ import { createEntity, transitionEntity, type EntityRecord, type EntityTransitio
 import { appendEvent, type ChangefeedContext, type EventEnvelope, type StreamRef } from '../changefeed/event-envelope.js';
 import type { ContractActor } from '../contract/vocabulary.js';
 import type { StoredRecord, StoreReader, StoreTransaction } from '../store/store.js';
-import { KINDS } from './records.js';
+import { KINDS, OCCURRENCE_LIVE } from './records.js';
 import type { CommittedTransition } from './inspection.js';
 
 /** One engine step's transaction: the store transaction plus what its events need. */
@@ -34,6 +34,19 @@ export const LIVE_BY_AUTOMATION = 'live-occurrence-by-automation';
 /** The live occurrence ids of one automation, in the order they were created. */
 export async function liveOccurrencesOf(reader: StoreReader, automationId: string): Promise<readonly string[]> {
   return (await reader.get<{ occurrenceIds: string[] }>(LIVE_BY_AUTOMATION, automationId))?.data.occurrenceIds ?? [];
+}
+
+/**
+ * The first occurrence of an automation that holds live work (claimed through recovery_required), other than
+ * `except`: overlap=forbid and runNow refuse to start a second one while it exists.
+ */
+export async function liveWorkOf(reader: StoreReader, automationId: string, except?: string): Promise<string | undefined> {
+  for (const id of await liveOccurrencesOf(reader, automationId)) {
+    if (id === except) continue;
+    const occurrence = await reader.get<{ snapshot: { value: string } }>(KINDS.occurrence, id);
+    if (occurrence !== undefined && OCCURRENCE_LIVE.has(occurrence.data.snapshot.value)) return id;
+  }
+  return undefined;
 }
 
 async function indexLiveOccurrence(step: StepContext, automationId: unknown, occurrenceId: string, live: boolean): Promise<void> {

@@ -2,10 +2,9 @@ import { forEachConcurrently } from '../engine/concurrency.js';
 import { entityState } from '../actors/entity-transition.js';
 import { updateEntityAttributes } from '../actors/entity-transition.js';
 import type { DefinitionRecord } from '../command-handler/definition-commands.js';
-import { liveOccurrencesOf, moveEntity, LIVE_INDEX, type StepContext } from '../engine/lifecycle.js';
+import { liveWorkOf, moveEntity, LIVE_INDEX, type StepContext } from '../engine/lifecycle.js';
 import {
   KINDS,
-  OCCURRENCE_LIVE,
   attemptContext,
   occurrenceContext,
   stateOf,
@@ -34,14 +33,6 @@ const SKIP_FOR_STATE: Record<string, 'skipped_paused' | 'skipped_invalid'> = {
   invalid: 'skipped_invalid',
 };
 
-async function otherLiveWork(step: StepContext, occurrence: OccurrenceRecord): Promise<boolean> {
-  for (const id of await liveOccurrencesOf(step.tx, occurrence.data.attributes.automationId)) {
-    if (id === occurrence.id) continue;
-    const other = await step.tx.get<OccurrenceRecord['data']>(KINDS.occurrence, id);
-    if (other !== undefined && OCCURRENCE_LIVE.has(other.data.snapshot.value)) return true;
-  }
-  return false;
-}
 
 const touch = (now: string, reason: string) => (a: OccurrenceAttributes): OccurrenceAttributes => ({ ...a, stateReason: reason, updatedAt: now });
 
@@ -92,7 +83,7 @@ export async function advanceOccurrence(svc: EngineServices, step: StepContext, 
 
   if (state === 'eligible') {
     if (await disposeIfStale(step, occurrence, definition)) return;
-    if (await otherLiveWork(step, occurrence)) {
+    if ((await liveWorkOf(step.tx, occurrence.data.attributes.automationId, occurrence.id)) !== undefined) {
       if (attributes.activeRunRef !== undefined) return;
       // overlap forbid: a slot that comes due while the automation has live work is skipped, with the reason.
       await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrenceId, { type: 'misfire', actor: 'scheduler', disposition: 'skipped_overlap' }, (a) => ({
