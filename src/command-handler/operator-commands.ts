@@ -75,7 +75,7 @@ async function runNow(svc: EngineServices, dispatch: (id: string) => Promise<unk
     held: false,
   }, 'manual_request');
   await moveEntity<OccurrenceAttributes>(s, 'occurrence', occurrenceId, { type: 'eligibility_passed', actor: 'scheduler' }, (a) => ({ ...a, eligibleAt: ctx.now }));
-  const leaseExpiresAt = new Date(Date.parse(ctx.now) + svc.leaseMinutes * 60_000).toISOString();
+  const leaseExpiresAt = svc.leaseExpiresAt(ctx.now);
   await moveEntity<OccurrenceAttributes>(s, 'occurrence', occurrenceId, { type: 'claim', actor: 'scheduler', expectedGeneration: 0, claimedBy: svc.instanceId, leaseExpiresAt }, (a) => ({
     ...a,
     stateReason: `claimed by ${svc.instanceId} for a manual run`,
@@ -281,7 +281,7 @@ async function recover(svc: EngineServices, dispatch: (id: string) => Promise<un
   if (latestNumber >= MAX_ATTEMPTS_PER_RUN) throw new ContractError('ILLEGAL_TRANSITION', `run ${run.id} already has ${MAX_ATTEMPTS_PER_RUN} attempts`, { runId: run.id });
   const definition = await readDefinitionRecord(ctx.tx, occurrence.data.attributes.automationId);
   if (entityState(definition) !== 'active') throw new ContractError('ILLEGAL_TRANSITION', `definition ${definition.id} is not active`, { automationId: definition.id });
-  const leaseExpiresAt = new Date(Date.parse(ctx.now) + svc.leaseMinutes * 60_000).toISOString();
+  const leaseExpiresAt = svc.leaseExpiresAt(ctx.now);
   const next = await openAttempt(s, run, occurrence, {
     attemptNumber: latestNumber + 1,
     fenceGeneration: o.fence.generation + 1,

@@ -32,6 +32,11 @@ export class EngineServices {
     readonly faults: EngineFaults = NO_FAULTS,
   ) {}
 
+  /** When a claim or attempt made at `now` (ISO instant or epoch ms) loses its lease. */
+  leaseExpiresAt(now: string | number): string {
+    return new Date((typeof now === 'number' ? now : Date.parse(now)) + this.leaseMinutes * 60_000).toISOString();
+  }
+
   /** How many definitions, occurrences or attempts one pass phase works on at once (1 = strictly in order). */
   passConcurrency = DEFAULT_PASS_CONCURRENCY;
 

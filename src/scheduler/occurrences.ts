@@ -92,7 +92,7 @@ export async function advanceOccurrence(svc: EngineServices, step: StepContext, 
       }));
       return;
     }
-    const leaseExpiresAt = new Date(now + svc.leaseMinutes * 60_000).toISOString();
+    const leaseExpiresAt = svc.leaseExpiresAt(now);
     await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrenceId, {
       type: 'claim',
       actor: 'scheduler',

@@ -145,7 +145,7 @@ export class Worker {
     const run = await loadRun(step.tx, runId);
     const latest = await loadAttempt(step.tx, run.data.attributes.attemptIds.at(-1)!);
     const n = attemptContext(latest).attemptNumber;
-    const leaseExpiresAt = new Date(Date.parse(step.now) + this.svc.leaseMinutes * 60_000).toISOString();
+    const leaseExpiresAt = this.svc.leaseExpiresAt(step.now);
     const next = await openAttempt(step, run, occurrence, {
       attemptNumber: n + 1,
       fenceGeneration: occurrenceContext(occurrence).fence.generation + 1,
