@@ -28,6 +28,8 @@ interface Session {
   startedAt: number;
   durationMs: number;
   cancelRequested: boolean;
+  /** The cancel reached the session while it still ran (a cancel after its natural end changes nothing). */
+  cancelledBeforeEnd: boolean;
   observations: number;
 }
 
@@ -76,7 +78,7 @@ export class SimulatedRuntime implements Runtime {
     if (behavior === 'transient') return { outcome: 'failed', failureClass: 'transient_dispatch', detail: 'simulated transient dispatch failure' };
     const sessionId = `sim-${++this.counter}-${request.attemptId}`.slice(0, 160);
     this.launches.push({ sessionKey: request.sessionKey, attemptId: request.attemptId, at: now.toISOString() });
-    this.sessions.set(sessionId, { behavior, startedAt: now.getTime(), durationMs: this.durationMs, cancelRequested: false, observations: 0 });
+    this.sessions.set(sessionId, { behavior, startedAt: now.getTime(), durationMs: this.durationMs, cancelRequested: false, cancelledBeforeEnd: false, observations: 0 });
     if (behavior === 'crash-during-launch') throw new Error('simulated crash after the session started');
     return { outcome: 'started', sessionId, cursors: { eventCursor: `${sessionId}:0`, logCursor: '0' } };
   }
@@ -85,8 +87,9 @@ export class SimulatedRuntime implements Runtime {
     const session = this.sessions.get(sessionId);
     if (session === undefined) return { status: 'lost', detail: `no simulated session ${sessionId}` };
     session.observations += 1;
-    if (session.cancelRequested) return { status: 'exited', outcome: 'failed', exitCode: null, cancelled: true, detail: 'cancelled on request' };
     const done = now.getTime() >= session.startedAt + session.durationMs;
+    // A session that had already ended keeps its exit: a cancel that arrives afterwards changes nothing.
+    if (session.cancelRequested && (!done || session.cancelledBeforeEnd)) return { status: 'exited', outcome: 'failed', exitCode: null, cancelled: true, detail: 'cancelled on request' };
     switch (session.behavior) {
       case 'hang':
       case 'crash-during-launch':
@@ -104,9 +107,12 @@ export class SimulatedRuntime implements Runtime {
     }
   }
 
-  async cancel(sessionId: string): Promise<void> {
+  async cancel(sessionId: string, now?: Date): Promise<void> {
     const session = this.sessions.get(sessionId);
-    if (session !== undefined && session.behavior !== 'lost-after-side-effect') session.cancelRequested = true;
+    if (session === undefined || session.behavior === 'lost-after-side-effect' || session.cancelRequested) return;
+    session.cancelRequested = true;
+    const endsAt = session.behavior === 'hang' || session.behavior === 'crash-during-launch' ? Infinity : session.startedAt + session.durationMs;
+    session.cancelledBeforeEnd = now === undefined || now.getTime() < endsAt;
   }
 
   /** Forgets every session, as a runtime process restart would. */

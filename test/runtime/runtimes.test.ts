@@ -1,3 +1,4 @@
+import { SimulatedRuntime } from '../../src/runtime/simulated-runtime.js';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -88,5 +89,22 @@ describe('FunctionRuntime', () => {
     expect(await runtime.observe(boom.sessionId)).toMatchObject({ outcome: 'failed', exitCode: 1, detail: 'exploded' });
     expect(await runtime.observe(waiting.sessionId)).toMatchObject({ cancelled: true });
     expect(await new FunctionRuntime('fn', async () => ({ outcome: 'succeeded' })).observe(ok.sessionId)).toMatchObject({ status: 'lost' });
+  });
+});
+
+describe('SimulatedRuntime', () => {
+  const request = (id: string) => ({ sessionKey: `key-${id}`, automationId: 'a', occurrenceId: `occ-${id}`, runId: `run-${id}`, attemptId: `att-${id}`, attemptNumber: 1, prompt: 'p', deadlineAt: '2026-03-02T10:00:00.000Z' });
+  const at = (minute: number) => new Date(Date.UTC(2026, 2, 2, 9, minute));
+
+  test('a cancel while the session runs ends it cancelled; a cancel after its natural end leaves the exit as it was', async () => {
+    const r = new SimulatedRuntime({ durationMs: 5 * 60_000 });
+    const early = (await r.launch(request('early'), at(0))) as { sessionId: string };
+    const late = (await r.launch(request('late'), at(0))) as { sessionId: string };
+    await r.cancel(early.sessionId, at(2));
+    expect(await r.observe(early.sessionId, at(3))).toMatchObject({ status: 'exited', cancelled: true });
+    expect(await r.observe(late.sessionId, at(6))).toMatchObject({ status: 'exited', outcome: 'succeeded', cancelled: false });
+    await r.cancel(late.sessionId, at(7));
+    // Every later look reports the same exit: a runtime never rewrites how a session ended.
+    expect(await r.observe(late.sessionId, at(8))).toMatchObject({ status: 'exited', outcome: 'succeeded', cancelled: false });
   });
 });
