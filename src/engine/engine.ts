@@ -18,6 +18,12 @@ import { InspectionMirror } from './inspection.js';
 import type { InspectionEvent } from 'xstate';
 import { operatorCommands } from '../command-handler/operator-commands.js';
 
+/**
+ * Outside commits come in bursts (a client's commands, a storm of run-now requests): one pass this long after
+ * the first serves the whole burst, instead of a pass per commit. Well inside the planning latency gate.
+ */
+export const COMMIT_WAKE_MS = 100;
+
 export interface EngineOptions {
   store: Store;
   /** Runtimes by the `runtimeRequirements.runtimeId` definitions name. */
@@ -78,6 +84,8 @@ export class Engine {
   readonly services: EngineServices;
   private readonly worker: Worker;
   private timer: NodeJS.Timeout | undefined;
+  /** When the pending timer fires (performance.now() time base). */
+  private timerDueAt = 0;
   private running: Promise<TickReport> | undefined;
   private stopped = true;
   private mirror: InspectionMirror | undefined;
@@ -204,15 +212,15 @@ export class Engine {
   /**
    * Runs passes until {@link Engine.stop}: one now (reconciling whatever a previous process left: expired
    * leases, launches committed but not sent, sessions to re-observe), then each time something is due —
-   * the next slot, lease expiry, deadline or backoff, or every second while sessions run — and at once
-   * after any commit (a command, another engine). Meant for the real clock.
+   * the next slot, lease expiry, deadline or backoff, or every second while sessions run — and within
+   * {@link COMMIT_WAKE_MS} of any outside commit (a command, another engine). Meant for the real clock.
    */
   start(onPass?: (report: TickReport) => void): void {
     if (this.stopped === false) return;
     this.stopped = false;
     this.unsubscribe = this.services.store.onCommit(() => {
       // Commits made by a pass itself would wake it forever; only outside commits reschedule.
-      if (this.running === undefined) this.schedule(0);
+      if (this.running === undefined && !(this.timer !== undefined && this.timerDueAt <= performance.now() + COMMIT_WAKE_MS)) this.schedule(COMMIT_WAKE_MS);
     });
     this.schedule(0);
     this.onPass = onPass;
@@ -230,6 +238,7 @@ export class Engine {
   private schedule(delayMs: number): void {
     if (this.stopped) return;
     if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timerDueAt = performance.now() + delayMs;
     this.timer = setTimeout(() => {
       this.timer = undefined;
       this.running = this.tick()

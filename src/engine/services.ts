@@ -42,6 +42,7 @@ export class EngineServices {
 
   /** Receives each step's transitions after the step committed (the inspection mirror). */
   observer: ((transitions: CommittedTransition[]) => void) | undefined;
+  private readonly firstSlots = new Map<string, { revision: number; after: number; next: number | null }>();
 
   storeId(): Promise<string> {
     this.storeIdPromise ??= this.store.transact((tx) => ensureStoreId(tx, this.newId));
@@ -63,6 +64,18 @@ export class EngineServices {
 
   runtime(runtimeId: string): Runtime | undefined {
     return this.runtimes.get(runtimeId);
+  }
+
+  /**
+   * The first slot of a definition revision strictly after `after` (epoch ms), or null when none falls in the
+   * next 15 days. Remembered per definition until its revision or `after` changes: a pure function of both.
+   */
+  firstSlotAfter(automationId: string, revision: number, rrule: string, timezone: string, after: number): number | null {
+    const known = this.firstSlots.get(automationId);
+    if (known !== undefined && known.revision === revision && known.after === after) return known.next;
+    const next = this.schedule(automationId, revision, rrule, timezone).nextAfter(new Date(after))?.getTime() ?? null;
+    this.firstSlots.set(automationId, { revision, after, next });
+    return next;
   }
 
   /** The schedule of one definition revision; expanders are cached because they are immutable. */

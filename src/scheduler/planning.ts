@@ -48,11 +48,7 @@ export async function planLatestSlot(svc: EngineServices, step: StepContext, def
   const definition = definitionRecord.data.attributes.definition;
   const now = new Date(step.now);
   const cursor = await step.tx.get<{ lastSlot: string }>(KINDS.planCursor, automationId);
-  const lowerBound = Math.max(
-    Date.parse(definitionRecord.data.attributes.scheduleEffectiveFrom ?? definitionRecord.data.attributes.createdAt) - 1,
-    cursor === undefined ? -Infinity : Date.parse(cursor.data.lastSlot),
-    now.getTime() - PLANNING_LOOKBACK_DAYS * DAY_MS,
-  );
+  const lowerBound = Math.max(planningBase(definitionRecord, cursor?.data.lastSlot), now.getTime() - PLANNING_LOOKBACK_DAYS * DAY_MS);
   const schedule = svc.schedule(automationId, definition.revision, definition.trigger.schedule.rrule, definition.trigger.schedule.timezone);
   const slots = schedule.slotsBetween(new Date(lowerBound), now);
   const latest = slots.at(-1);
@@ -93,11 +89,40 @@ export async function planLatestSlot(svc: EngineServices, step: StepContext, def
   return occurrenceId;
 }
 
-/** Plans every active definition, one transaction each. Returns the ids of the occurrences planned. */
+/** Slots after this instant (epoch ms) are the definition's to plan: after activation and after the last planned one. */
+function planningBase(definitionRecord: DefinitionRecord, lastSlot: string | undefined): number {
+  const attributes = definitionRecord.data.attributes;
+  return Math.max(Date.parse(attributes.scheduleEffectiveFrom ?? attributes.createdAt) - 1, lastSlot === undefined ? -Infinity : Date.parse(lastSlot));
+}
+
+/** The first slot the definition has not planned yet (epoch ms); null when none falls within 15 days of the last. */
+export function nextUnplannedSlot(svc: EngineServices, record: DefinitionRecord, lastSlot: string | undefined): number | null {
+  const { automationId, revision, trigger } = record.data.attributes.definition;
+  return svc.firstSlotAfter(automationId, revision, trigger.schedule.rrule, trigger.schedule.timezone, planningBase(record, lastSlot));
+}
+
+/**
+ * False only when the definition's next slot is provably still ahead, so a pass skips it without opening a
+ * transaction (most definitions, most passes). Anything else goes to {@link planLatestSlot}, which decides.
+ */
+function mayBeDue(svc: EngineServices, record: DefinitionRecord, lastSlot: string | undefined, now: number): boolean {
+  const next = nextUnplannedSlot(svc, record, lastSlot);
+  return next === null || next <= now;
+}
+
+/** Plans every active definition with a due slot, one transaction each. Returns the ids of the occurrences planned. */
 export async function planDueSlots(svc: EngineServices, errors: Error[] = []): Promise<string[]> {
-  const definitions = await svc.store.read((r) => r.list<DefinitionRecord['data']>(DEFINITION_KIND));
+  const [definitions, cursors] = await svc.store.read(async (r) => [
+    await r.list<DefinitionRecord['data']>(DEFINITION_KIND),
+    new Map((await r.list<{ lastSlot: string }>(KINDS.planCursor)).map((c) => [c.id, c.data.lastSlot])),
+  ] as const);
   const planned: string[] = [];
-  const plannable = definitions.filter((record) => record.data.snapshot.value === 'active' || (svc.faults.planTombstoned && record.data.snapshot.value === 'tombstoned'));
+  const now = svc.clock.now().getTime();
+  const plannable = definitions.filter(
+    (record) =>
+      (record.data.snapshot.value === 'active' || (svc.faults.planTombstoned && record.data.snapshot.value === 'tombstoned')) &&
+      mayBeDue(svc, record as DefinitionRecord, cursors.get(record.id), now),
+  );
   await forEachConcurrently(plannable, svc.passConcurrency, async (record) => {
     try {
       const id = await svc.step(async (step) => {

@@ -41,6 +41,24 @@ describe('a daily definition runs at its slot', () => {
     expect(h.runtime.launches).toHaveLength(1);
   });
 
+  test('a pass with no slot due opens no transaction for the definition; the slot is planned the moment it is due', async () => {
+    const h = await harness({ start: '2026-03-02T08:00:00.000Z' });
+    const transact = h.engine.services.store.transact.bind(h.engine.services.store);
+    let transactions = 0;
+    h.engine.services.store.transact = (body) => {
+      transactions++;
+      return transact(body);
+    };
+    for (const at of ['2026-03-02T08:00:00.000Z', '2026-03-02T08:30:00.000Z', '2026-03-02T08:59:59.999Z']) {
+      h.clock.set(at);
+      expect((await h.engine.tick()).planned).toBe(0);
+    }
+    expect(transactions).toBe(0);
+    h.clock.set('2026-03-02T09:00:00.000Z');
+    expect((await h.engine.tick()).planned).toBe(1);
+    expect(transactions).toBeGreaterThan(0);
+  });
+
   test('the next day plans the next slot; nothing before activation is ever planned', async () => {
     const h = await harness({ start: '2026-03-02T10:00:00.000Z' });
     expect((await h.engine.tick()).planned).toBe(0);

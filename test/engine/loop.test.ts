@@ -1,8 +1,8 @@
-import { describe, expect, test } from 'vitest';
+import { afterEach, describe, expect, test, vi } from 'vitest';
 import { nextWakeAt, MAX_SLEEP_MS, OBSERVE_INTERVAL_MS } from '../../src/engine/next-wake.js';
-import type { TickReport } from '../../src/engine/engine.js';
+import { COMMIT_WAKE_MS, type TickReport } from '../../src/engine/engine.js';
 import { harness } from '../support/engine-harness.js';
-import { command } from '../support/commands.js';
+import { command, definitionBody } from '../support/commands.js';
 
 const at = (time: string) => `2026-03-02T${time}.000Z`;
 
@@ -39,5 +39,33 @@ describe('the engine loop', () => {
     await h.ok(command('definition.pause.v1', { automationId: 'daily' }, { expectedRevision: 3 }));
     await new Promise((resolve) => setImmediate(resolve));
     expect(passes.length).toBe(count);
+  });
+
+  describe('with timers the test controls', () => {
+    afterEach(() => {
+      vi.useRealTimers();
+    });
+
+    test('a burst of outside commits wakes one pass, COMMIT_WAKE_MS after the first of them', async () => {
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+      const h = await harness();
+      h.clock.set(at('08:00:00'));
+      let passes = 0;
+      h.engine.start(() => void passes++);
+      await vi.advanceTimersByTimeAsync(0);
+      expect(passes).toBe(1);
+      for (let i = 0; i < 5; i++) await h.ok(command('definition.create.v1', { definition: definitionBody(`burst-${i}`, { revision: 1, lifecycleState: 'draft' }) }));
+      await vi.advanceTimersByTimeAsync(COMMIT_WAKE_MS - 1);
+      expect(passes).toBe(1);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(passes).toBe(2);
+      // Nothing is due and nothing committed since: the loop sleeps.
+      await vi.advanceTimersByTimeAsync(COMMIT_WAKE_MS * 5);
+      expect(passes).toBe(2);
+      await h.ok(command('definition.create.v1', { definition: definitionBody('burst-late', { revision: 1, lifecycleState: 'draft' }) }));
+      await vi.advanceTimersByTimeAsync(COMMIT_WAKE_MS);
+      expect(passes).toBe(3);
+      await h.engine.stop();
+    });
   });
 });
