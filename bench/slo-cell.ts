@@ -4,13 +4,13 @@
 import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { integrityOf } from '../src/contract/digest.js';
 import { createEngine, type Engine, type TickReport } from '../src/engine/engine.js';
 import { SimulatedClock } from '../src/engine/clock.js';
 import type { CommittedTransition } from '../src/engine/inspection.js';
 import { SimulatedRuntime } from '../src/runtime/simulated-runtime.js';
 import { openStore, type FileStoreKind } from '../src/store/open-store.js';
 import type { Store } from '../src/store/store.js';
+import { command, definition } from './fixtures.js';
 import { cloneHistory } from './history.js';
 import { percentile } from './stats.js';
 
@@ -57,50 +57,14 @@ const EVENT_HISTORY = 10_000;
 /** Every hour, in the daily form v1 executes (FREQ=HOURLY is outside the contract's v1 profile). */
 const HOURLY = `FREQ=DAILY;BYHOUR=${Array.from({ length: 24 }, (_, h) => h).join(',')}`;
 
-function definition(automationId: string, revision: number, lifecycleState: 'draft' | 'paused'): Record<string, unknown> {
-  const body: Record<string, unknown> = {
-    schemaVersion: 'coven.automations.v1',
-    automationId,
-    revision,
-    lifecycleState,
-    display: { name: automationId },
-    trigger: { variant: 'schedule', version: 1, schedule: { rrule: HOURLY, timezone: 'utc' } },
-    conditions: [],
-    action: { variant: 'familiarInvocation', version: 1, prompt: `bench ${automationId}` },
-    binding: { familiarBindingPolicy: 'exact', familiarId: 'charm', authority: { approvalPolicyRef: 'policy://bench' } },
-    runtimeRequirements: { runtimeId: 'coven-code', capabilities: ['sessions.launch'] },
-    policies: {
-      timeout: { perRunMinutes: 30 },
-      retry: { maxAttempts: 1, backoffPolicy: 'none' },
-      concurrency: { overlap: 'forbid' },
-      misfire: { disposition: 'latest' },
-      retention: { occurrenceHistory: { classification: 'standard' } },
-    },
-    provenance: { createdBy: { principalId: 'principal:bench' } },
-  };
-  return { ...body, integrity: integrityOf(body) };
-}
-
-let keys = 0;
-async function command(engine: Engine, name: string, payload: Record<string, unknown>, expectedRevision?: number): Promise<void> {
-  const response = await engine.commands.handle({
-    schemaVersion: 'coven.automations.v1',
-    command: name,
-    adoptionKey: `bench-key-${String(++keys).padStart(8, "0")}`,
-    ...(expectedRevision === undefined ? {} : { expectedRevision }),
-    origin: { principal: { principalId: 'principal:bench' }, channel: 'cli' },
-    intent: { statement: 'bench' },
-    payload,
-  });
-  if (response.outcome === 'rejected') throw new Error(`${name}: ${response.error!.code} ${response.error!.message}`);
-}
-
 function storeBytes(dir: string): number {
   return readdirSync(dir).reduce((sum, f) => sum + statSync(join(dir, f)).size, 0);
 }
 
 const rssMb = () => process.memoryUsage().rss / 1_048_576;
 const stats = (xs: number[]) => ({ p50: percentile(xs, 0.5), p95: percentile(xs, 0.95), p99: percentile(xs, 0.99), samples: xs.length });
+
+let reads = 0;
 
 async function main(): Promise<void> {
   const kind = arg('store', 'sqlite') as FileStoreKind;
@@ -121,8 +85,8 @@ async function main(): Promise<void> {
     const defStart = performance.now();
     for (let i = 0; i < count; i++) {
       const id = `bench-${String(i).padStart(6, '0')}`;
-      await command(engine, 'definition.create.v1', { definition: definition(id, 1, 'draft') });
-      await command(engine, 'definition.revise.v1', { definition: definition(id, 2, 'paused') }, 1);
+      await command(engine, 'definition.create.v1', { definition: definition(id, 1, 'draft', HOURLY) });
+      await command(engine, 'definition.revise.v1', { definition: definition(id, 2, 'paused', HOURLY) }, 1);
       await command(engine, 'definition.activate.v1', { automationId: id }, 2);
     }
     const definitionsPerMinute = count / ((performance.now() - defStart) / 60_000);
@@ -180,7 +144,7 @@ async function main(): Promise<void> {
       const response = await engine.commands.handle({
         schemaVersion: 'coven.automations.v1',
         command: 'events.read.v1',
-        adoptionKey: `bench-read-${++keys}`,
+        adoptionKey: `bench-read-${++reads}`,
         origin: { principal: { principalId: 'principal:bench' }, channel: 'cli' },
         intent: { statement: 'bench' },
         payload: { stream: { kind: 'feed', id: 'all' }, limit: 500, ...(after === undefined ? {} : { after }) },

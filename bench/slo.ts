@@ -12,6 +12,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { transition, type AnyStateMachine } from 'xstate';
 import { attemptMachine, occurrenceMachine, runMachine } from '../machines/index.js';
 import type { CommittedTransition } from '../src/engine/inspection.js';
+import type { ArrivalsResult } from './slo-arrivals.js';
 import type { CellResult } from './slo-cell.js';
 import { table } from './stats.js';
 
@@ -45,6 +46,40 @@ const CELLS: Cell[] = quick
       { store: 'sqlite', history: 10_000, definitions: 1_000 },
       { store: 'sqlite', history: 100_000, definitions: 1_000 },
     ];
+
+/** Seconds of steady run-now arrivals per store at the upstream gate's rate (2,000 due occurrences/min). */
+const ARRIVAL_SECONDS = quick ? 10 : 30;
+const ARRIVAL_STORES: Array<'json' | 'sqlite'> = ['json', 'sqlite'];
+
+function runArrivals(store: 'json' | 'sqlite'): ArrivalsResult {
+  const started = performance.now();
+  const child = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', join('bench', 'slo-arrivals.ts'), '--store', store, '--rate', '2000', '--seconds', String(ARRIVAL_SECONDS)], {
+    encoding: 'utf8',
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  if (child.status !== 0) throw new Error(`arrivals cell ${store} failed:\n${child.stderr}`);
+  const result = JSON.parse(child.stdout.trim().split('\n').at(-1)!) as ArrivalsResult;
+  console.error(`  ${store} arrivals, ${result.requested} run-now requests over ${ARRIVAL_SECONDS} s: ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  return result;
+}
+
+/** The measures a daemon under steady arrivals answers: each latency is one occurrence's own. */
+function arrivalMeasures(r: ArrivalsResult): Map<string, number> {
+  return new Map<string, number>([
+    ['claim.latency.p95', r.latencyMs.claim.p95],
+    ['dispatch.latency.p95', r.latencyMs.dispatch.p95],
+    ['start.latency.p95', r.latencyMs.start.p95],
+    ['scheduler.pass.duration.p95', r.passMs.p95],
+    ['queue.depth.p95', r.queueDepth.p95],
+    ['oldest-eligible.age.p95', r.oldestEligibleAgeS.p95],
+    ['active.runs.max', r.activeRuns.max],
+    ...(r.store === 'sqlite' ? ([['sqlite.busy-retries.max', r.busyErrorsPerPassMax]] as Array<[string, number]>) : []),
+    ['cpu.idle', r.cpuIdlePercent],
+    ['cpu.load.p95', r.cpuLoadPercent.p95],
+    ['memory.idle', r.rssIdleMb],
+    ['memory.load.p95', r.rssLoadMb.p95],
+  ]);
+}
 
 function runCell(cell: Cell): CellResult {
   const started = performance.now();
@@ -126,8 +161,18 @@ function main(): void {
   const gates = (JSON.parse(readFileSync(join(sloDir, 'slo.v1.json'), 'utf8')) as { measures: Gate[] }).measures;
   console.error(`coven-automata SLO bench: ${CELLS.length} cells${quick ? ' (quick)' : ''}`);
   const results = CELLS.map(runCell);
+  const arrivals = ARRIVAL_STORES.map(runArrivals);
 
   const rows: Array<Array<string | number>> = [];
+  const gateRows = (label: string, measures: Map<string, number>) => {
+    for (const g of gates) {
+      const value = measures.get(g.id);
+      if (value === undefined) continue;
+      const pass = g.direction === 'higher-is-better' ? value >= g.gate : value <= g.gate;
+      const margin = g.direction === 'higher-is-better' ? value / g.gate : g.gate / value;
+      rows.push([label, g.id, value, g.unit, g.gate, `${margin.toFixed(1)}x`, pass ? 'PASS' : 'FAIL']);
+    }
+  };
   const measuredByCell: Array<{ cell: CellResult; measures: Map<string, number> }> = [];
   for (const r of results) {
     const ceiling = xstateCeiling(r.transitions);
@@ -156,23 +201,30 @@ function main(): void {
     }
     measuredByCell.push({ cell: r, measures });
     const label = `${r.store} ${r.history / 1000}k${r.measuredOccurrences === 0 ? ` (${r.definitions / 1000}k defs, restart)` : ''}`;
-    for (const g of gates) {
-      const value = measures.get(g.id);
-      if (value === undefined) continue;
-      const pass = g.direction === 'higher-is-better' ? value >= g.gate : value <= g.gate;
-      const margin = g.direction === 'higher-is-better' ? value / g.gate : g.gate / value;
-      rows.push([label, g.id, value, g.unit, g.gate, `${margin.toFixed(1)}x`, pass ? 'PASS' : 'FAIL']);
-    }
+    gateRows(label, measures);
     if (r.measuredOccurrences === 0) continue;
     rows.push([label, 'baseline: engine transitions/s vs XState ceiling', transitionsPerSecond, '/s', ceiling.perSecond, `${(transitionsPerSecond / ceiling.perSecond).toFixed(3)}x`, `${ceiling.agreed}/${ceiling.compared} agree`]);
     rows.push([label, 'baseline: engine commits/s vs fsync floor', commitsPerSecond, '/s', floor, `${(commitsPerSecond / floor).toFixed(2)}x`, `${Math.round(r.bytesPerCommit)} B/commit`]);
     rows.push([label, 'info: phase p50 plan/claim/dispatch ms', `${r.phases.plan.p50.toFixed(0)}/${r.phases.claim.p50.toFixed(0)}/${r.phases.dispatch.p50.toFixed(0)}`, 'ms', '-', '-', `${r.measuredOccurrences} occ, ${r.commits} commits`]);
     rows.push([label, 'info: store size, bytes per occurrence', r.storeBytes / 1_048_576, 'MB', '-', '-', `${Math.round(r.bytesPerOccurrence)} B/occ`]);
   }
+  for (const a of arrivals) {
+    const label = `${a.store} arrivals`;
+    gateRows(label, arrivalMeasures(a));
+    const refused = Object.entries(a.refused).map(([code, n]) => `${n} ${code}`).join(', ') || 'none refused';
+    rows.push([label, 'info: latency p50 claim/dispatch/start/settle ms', `${a.latencyMs.claim.p50.toFixed(0)}/${a.latencyMs.dispatch.p50.toFixed(0)}/${a.latencyMs.start.p50.toFixed(0)}/${a.latencyMs.settle.p50.toFixed(0)}`, 'ms', '-', '-', `${a.succeeded}/${a.requested} succeeded, ${refused}`]);
+    rows.push([label, 'info: succeeded per minute at 2000/min offered', a.succeededPerMinute, '/min', '-', '-', `${a.definitions} definitions, ${a.sessionMs} ms sessions`]);
+    rows.push([label, "baseline: active runs vs Little's law (rate × session)", a.activeRuns.max, 'runs', a.activeRuns.littleBaseline, `${(a.activeRuns.max / a.activeRuns.littleBaseline).toFixed(2)}x`, 'settlement lag adds the rest']);
+    rows.push([label, 'info: pass phase p50 plan/advance/dispatch/observe ms', `${a.phaseP50Ms.plan.toFixed(1)}/${a.phaseP50Ms.advance.toFixed(1)}/${a.phaseP50Ms.dispatch.toFixed(1)}/${a.phaseP50Ms.observe.toFixed(1)}`, 'ms', '-', '-', `${a.passMs.samples} passes`]);
+  }
   console.log(table(['cell', 'measure', 'value', 'unit', 'gate', 'margin', 'result'], rows));
 
-  // The report binds the largest SQLite cell (the profile's store); every cell goes to the .cells.json beside it.
-  const headline = [...measuredByCell].reverse().find((m) => m.cell.store === 'sqlite' && m.cell.measuredOccurrences > 0) ?? measuredByCell.at(-1)!;
+  // The report binds the largest SQLite cell (the profile's store) for throughput, growth, changefeed and
+  // restart, and the SQLite arrivals cell (a daemon at the gate's rate) for per-occurrence latency, queue,
+  // runs, CPU and memory. Every cell goes to the .cells.json beside it.
+  const largest = [...measuredByCell].reverse().find((m) => m.cell.store === 'sqlite' && m.cell.measuredOccurrences > 0) ?? measuredByCell.at(-1)!;
+  const daemon = arrivals.find((a) => a.store === 'sqlite')!;
+  const headline = { cell: largest.cell, measures: new Map([...largest.measures, ...arrivalMeasures(daemon)]) };
   const report = {
     measuredVersion: 1,
     environment: {
@@ -180,7 +232,7 @@ function main(): void {
       memory: `${Math.round(totalmem() / 1_073_741_824)} GB`,
       disk: 'local (tmpdir)',
       os: `${process.platform} ${process.arch}`,
-      store: `${headline.cell.store === 'sqlite' ? 'SQLite WAL' : 'JSON file'}, single store, one engine; ${headline.cell.definitions} definitions, ${headline.cell.history} historical occurrences`,
+      store: `${headline.cell.store === 'sqlite' ? 'SQLite WAL' : 'JSON file'}, single store, one engine; ${headline.cell.definitions} definitions, ${headline.cell.history} historical occurrences; latency, queue, CPU and memory from ${daemon.ratePerMinute}/min run-now arrivals on ${daemon.definitions} definitions`,
     },
     artifact: { sourceCommit: sourceCommit(), artifactDigest: `sha256-${'0'.repeat(64)}` },
     measures: [...headline.measures].map(([id, value]) => ({ id, value, unit: gates.find((g) => g.id === id)?.unit ?? '' })),
@@ -191,7 +243,11 @@ function main(): void {
   console.log(`\nslo.measured.v1 schema: ${valid ? 'valid' : `INVALID ${JSON.stringify(validate.errors)}`}; measures absent (see bench/README.md): ${absent.join(', ')}`);
   mkdirSync(dirname(out), { recursive: true });
   writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`);
-  writeFileSync(out.replace(/\.json$/, '.cells.json'), `${JSON.stringify(measuredByCell.map((m) => ({ store: m.cell.store, history: m.cell.history, definitions: m.cell.definitions, measures: Object.fromEntries(m.measures) })), null, 2)}\n`);
+  const cells = [
+    ...measuredByCell.map((m) => ({ cell: 'burst', store: m.cell.store, history: m.cell.history, definitions: m.cell.definitions, measures: Object.fromEntries(m.measures) })),
+    ...arrivals.map((a) => ({ cell: 'arrivals', store: a.store, ratePerMinute: a.ratePerMinute, definitions: a.definitions, measures: Object.fromEntries(arrivalMeasures(a)), detail: a })),
+  ];
+  writeFileSync(out.replace(/\.json$/, '.cells.json'), `${JSON.stringify(cells, null, 2)}\n`);
   console.log(`\nreport: ${out} (slo.measured.v1 shape; artifactDigest is zeros: the bench measures the working tree, not a packed release)`);
 }
 

@@ -25,11 +25,15 @@ export interface SqliteStoreOptions {
   synchronous?: 'FULL' | 'NORMAL';
   /** Most queued transactions folded into one SQLite transaction. */
   maxGroupSize?: number;
+  /** How long SQLite waits for a lock another connection holds before the transaction fails (default 5 s). */
+  busyTimeoutMs?: number;
 }
 
 /** Identifies this package's schema; any other SQLite file is refused rather than altered. */
 const SCHEMA_VERSION = 1;
 const MAX_GROUP = 256;
+/** Long enough to outlast a WAL checkpoint or a brief outside reader; short enough that a stuck lock surfaces. */
+const BUSY_TIMEOUT_MS = 5_000;
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -51,6 +55,8 @@ CREATE UNIQUE INDEX IF NOT EXISTS one_session_per_attempt ON records (json_extra
 `;
 
 const UNIQUE_VIOLATION = new Set(['SQLITE_CONSTRAINT_UNIQUE', 'SQLITE_CONSTRAINT_PRIMARYKEY']);
+/** SQLite gave up waiting for a lock (after `busy_timeout`): another connection held the database. */
+const isBusy = (error: unknown) => /^SQLITE_(BUSY|LOCKED)/.test((error as { code?: string }).code ?? '');
 
 /** Runs a write, turning a unique-constraint refusal into the port's conflict error. */
 function guardedWrite(kind: string, id: string, expectedVersion: number | null, write: () => void): void {
@@ -184,6 +190,7 @@ export class SqliteStore implements Store {
   private readonly queue: CommitQueue;
   private readonly writeSql: Statements;
   private readonly readSql: Statements;
+  private busy = 0;
 
   private constructor(
     readonly file: string,
@@ -206,7 +213,7 @@ export class SqliteStore implements Store {
       writer = new Database(path);
       writer.pragma('journal_mode = WAL');
       writer.pragma(`synchronous = ${options.synchronous ?? 'FULL'}`);
-      writer.pragma('busy_timeout = 5000');
+      writer.pragma(`busy_timeout = ${options.busyTimeoutMs ?? BUSY_TIMEOUT_MS}`);
       const version = (() => {
         const tables = writer.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as Array<{ name: string }>;
         if (tables.length === 0) return undefined;
@@ -242,6 +249,7 @@ export class SqliteStore implements Store {
     try {
       this.writer.exec('BEGIN IMMEDIATE');
     } catch (error) {
+      this.noteBusy(error);
       for (const job of batch) job.reject(error);
       return;
     }
@@ -253,6 +261,7 @@ export class SqliteStore implements Store {
         run('RELEASE job');
         done.push([job, result]);
       } catch (error) {
+        this.noteBusy(error);
         run('ROLLBACK TO job');
         run('RELEASE job');
         tx.wrote = wroteBefore;
@@ -262,6 +271,7 @@ export class SqliteStore implements Store {
     try {
       this.writer.exec('COMMIT');
     } catch (error) {
+      this.noteBusy(error);
       if (this.writer.inTransaction) this.writer.exec('ROLLBACK');
       for (const [job] of done) job.reject(error);
       return;
@@ -272,7 +282,24 @@ export class SqliteStore implements Store {
 
   async read<R>(body: (reader: StoreReader) => Promise<R> | R): Promise<R> {
     if (this.queue.isClosed) throw new StoreClosedError('the store is closed');
-    return body(new SqliteReader(this.readSql));
+    try {
+      return await body(new SqliteReader(this.readSql));
+    } catch (error) {
+      this.noteBusy(error);
+      throw error;
+    }
+  }
+
+  /**
+   * How many statements failed because SQLite stayed busy past its timeout (another connection, e.g. a
+   * backup or an operator's sqlite3 shell, held the file). Each failed transaction rolled back alone.
+   */
+  get busyErrors(): number {
+    return this.busy;
+  }
+
+  private noteBusy(error: unknown): void {
+    if (isBusy(error)) this.busy++;
   }
 
   onCommit(listener: () => void): () => void {

@@ -1,6 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { afterAll, expect, test } from 'vitest';
 import { SqliteStore } from '../../src/store/sqlite-store.js';
 import { StoreConflictError, StoreCorruptError, StoreLockedError, type Store } from '../../src/store/store.js';
@@ -46,5 +47,22 @@ test('the database itself refuses a second run for one fence and one session bou
   await store.transact((tx) => tx.put('attempt', 'att-2', attempt('session-2'), { expectedVersion: 1 }));
   expect(await store.read((r) => r.get('run', 'run-b'))).toBeUndefined();
   expect((await store.read((r) => r.get('attempt', 'att-2')))?.version).toBe(2);
+  await store.close();
+});
+
+test('a transaction that finds the file locked by another connection fails alone, is counted, and writes nothing', async () => {
+  const file = join(dir, 'busy.sqlite');
+  const store = await SqliteStore.open(file, { busyTimeoutMs: 20 });
+  await store.transact((tx) => tx.put('k', 'a', { n: 1 }, { expectedVersion: null }));
+  const outsider = new Database(file);
+  outsider.exec('BEGIN IMMEDIATE');
+  await expect(store.transact((tx) => tx.put('k', 'a', { n: 2 }, { expectedVersion: 1 }))).rejects.toMatchObject({ code: 'SQLITE_BUSY' });
+  expect(store.busyErrors).toBe(1);
+  outsider.exec('ROLLBACK');
+  outsider.close();
+  expect((await store.read((r) => r.get('k', 'a')))?.data).toEqual({ n: 1 });
+  await store.transact((tx) => tx.put('k', 'a', { n: 2 }, { expectedVersion: 1 }));
+  expect((await store.read((r) => r.get('k', 'a')))?.version).toBe(2);
+  expect(store.busyErrors).toBe(1);
   await store.close();
 });
