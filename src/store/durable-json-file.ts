@@ -2,13 +2,13 @@ import { open, readFile, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type { Adapter } from 'lowdb';
 import { parseState, serializeState } from './json-document.js';
-import type { CommittedState, StateLayer } from './layered-state.js';
+import type { CommittedState } from './layered-state.js';
 import { StoreCorruptError } from './store.js';
 
-/** What the lowdb document holds: the durable state, and the group of writes being made durable. */
+/** What the lowdb document holds: the state and the last journal group it includes. */
 export interface StoreDocument {
   committed: CommittedState;
-  pending: StateLayer | null;
+  journalThrough: number;
 }
 
 /** Points where tests inject a failure into a durable write, to prove the old file survives. */
@@ -39,8 +39,8 @@ async function syncDirectory(dir: string): Promise<void> {
 }
 
 /**
- * A lowdb adapter with a durable commit: write a temp file, fsync it, rename it over the store file,
- * fsync the directory. lowdb's own steno writer renames without fsync, so a power loss could keep a
+ * A lowdb adapter for the store's snapshot with a durable write: write a temp file, fsync it, rename it over
+ * the store file, fsync the directory. lowdb's own steno writer renames without fsync, so a power loss could keep a
  * rename whose data never reached the disk.
  */
 export class DurableJsonFile implements Adapter<StoreDocument> {
@@ -62,14 +62,15 @@ export class DurableJsonFile implements Adapter<StoreDocument> {
       throw new StoreCorruptError(this.path, `unreadable (${(error as Error).message})`);
     }
     try {
-      return { committed: parseState(text), pending: null };
+      const { state, journalThrough } = parseState(text);
+      return { committed: state, journalThrough };
     } catch (error) {
       throw new StoreCorruptError(this.path, (error as Error).message);
     }
   }
 
   async write(document: StoreDocument): Promise<void> {
-    const chunks = serializeState(document.pending ?? document.committed);
+    const chunks = serializeState(document.committed, document.journalThrough);
     try {
       await writeDurably(this.tempPath, chunks);
       this.faults.afterTempWrite?.();

@@ -3,7 +3,9 @@ import type { LogEntry, StoredRecord } from './store.js';
 
 /** Identifies a coven-automata JSON store file; anything else is refused rather than overwritten. */
 export const JSON_STORE_FORMAT = 'coven-automata/json-store';
-export const JSON_STORE_FORMAT_VERSION = 1;
+/** 2 adds `journalThrough`: the last journal group the snapshot holds. Version 1 files (no journal) still open. */
+export const JSON_STORE_FORMAT_VERSION = 2;
+const READABLE_VERSIONS = new Set([1, 2]);
 
 // Records and log entries are immutable once written, so each one's encoded JSON is made once and reused
 // by every later whole-file write: a commit encodes only what it changed, then writes cached bytes.
@@ -25,9 +27,9 @@ const NEWLINE = Buffer.from('\n');
  * The file content for a state, as a list of byte chunks to write in order: one line per record and
  * per log entry, records in storage order, log entries in commit order.
  */
-export function serializeState(state: StateLayer): Buffer[] {
+export function serializeState(state: StateLayer, journalThrough: number): Buffer[] {
   const chunks: Buffer[] = [
-    Buffer.from(`{"format":${JSON.stringify(JSON_STORE_FORMAT)},"formatVersion":${JSON_STORE_FORMAT_VERSION},"records":{`),
+    Buffer.from(`{"format":${JSON.stringify(JSON_STORE_FORMAT)},"formatVersion":${JSON_STORE_FORMAT_VERSION},"journalThrough":${journalThrough},"records":{`),
   ];
   state.kinds().forEach((kind, k) => {
     chunks.push(Buffer.from(`${k === 0 ? '' : ','}\n${JSON.stringify(kind)}:{`));
@@ -54,7 +56,7 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
  * Parses and checks a store file. Throws a plain Error whose message says what is wrong; the caller
  * turns it into a StoreCorruptError that names the file.
  */
-export function parseState(text: string): CommittedState {
+export function parseState(text: string): { state: CommittedState; journalThrough: number } {
   let doc: unknown;
   try {
     doc = JSON.parse(text);
@@ -62,9 +64,11 @@ export function parseState(text: string): CommittedState {
     throw new Error(`not valid JSON (${(error as Error).message}); the file may be truncated`);
   }
   if (!isObject(doc) || doc.format !== JSON_STORE_FORMAT) throw new Error(`not a ${JSON_STORE_FORMAT} file`);
-  if (doc.formatVersion !== JSON_STORE_FORMAT_VERSION) {
-    throw new Error(`format version ${JSON.stringify(doc.formatVersion)} is not supported (this build reads ${JSON_STORE_FORMAT_VERSION})`);
+  if (!READABLE_VERSIONS.has(doc.formatVersion as number)) {
+    throw new Error(`format version ${JSON.stringify(doc.formatVersion)} is not supported (this build reads ${[...READABLE_VERSIONS].join(' and ')})`);
   }
+  const journalThrough = doc.formatVersion === 1 ? 0 : doc.journalThrough;
+  if (!Number.isSafeInteger(journalThrough) || (journalThrough as number) < 0) throw new Error('journalThrough is missing or not a count');
   if (!isObject(doc.records) || !Array.isArray(doc.log)) throw new Error('records or log section missing');
   const state = new CommittedState();
   for (const [kind, byId] of Object.entries(doc.records)) {
@@ -84,5 +88,5 @@ export function parseState(text: string): CommittedState {
     const entry: LogEntry = { stream: raw.stream, sequence: expected, position, data: raw.data };
     state.loadEntry(entry);
   });
-  return state;
+  return { state, journalThrough: journalThrough as number };
 }

@@ -1,28 +1,34 @@
-import { mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { CommitQueue, type QueuedTransaction } from './commit-queue.js';
 import { basename, dirname, join, resolve } from 'node:path';
 import { Low } from 'lowdb';
 import { DurableJsonFile, type StoreDocument, type WriteFaults } from './durable-json-file.js';
 import { acquireStoreLock, type HeldLock } from './file-lock.js';
+import { Journal } from './json-journal.js';
 import { CommittedState, Overlay } from './layered-state.js';
-import { CommitListeners, StoreClosedError, type Store, type StoreReader, type StoreTransaction } from './store.js';
+import { CommitListeners, StoreClosedError, StoreCorruptError, type Store, type StoreReader, type StoreTransaction } from './store.js';
 
 export interface JsonFileStoreOptions {
   /** Most transactions folded into one durable write. */
   maxGroupSize?: number;
   /** Failure injection for tests. */
   faults?: WriteFaults;
+  /** Journal size (bytes) from which the next commit folds it into the snapshot; default: the larger of 8 MiB and the snapshot. */
+  compactAtBytes?: number;
 }
-
 
 /** Bounds the latency one commit adds to the transactions queued behind it. */
 const DEFAULT_MAX_GROUP_SIZE = 256;
+/** Below this a journal replays in milliseconds; folding it sooner would rewrite small snapshots for nothing. */
+const MIN_COMPACT_BYTES = 8 * 1_048_576;
 
 /**
- * The embedded default store: one JSON file managed through lowdb with a durable adapter.
+ * The embedded default store: a JSON snapshot file managed through lowdb with a durable adapter, and a
+ * journal beside it (`<file>.journal`, one line per group commit) folded into the snapshot as it grows and on
+ * close, so the file at rest is one readable JSON document.
  *
  * - Every transaction is all-or-nothing. Transactions queued while a write is in flight are run one after
- *   another and committed together in the next write (group commit); each still succeeds or fails alone.
+ *   another and committed together in the next journal append (group commit); each still succeeds or fails alone.
  * - One process at a time: a second opener gets {@link StoreLockedError} naming the holder.
  * - A corrupt, truncated or foreign file is refused with {@link StoreCorruptError} and never overwritten.
  *
@@ -40,13 +46,18 @@ export class JsonFileStore implements Store {
   private readonly committed = new CommitListeners();
   private readonly queue: CommitQueue;
 
+  private snapshotBytes: number;
+
   private constructor(
     readonly file: string,
     private readonly db: Low<StoreDocument>,
+    private readonly journal: Journal,
     private readonly lock: HeldLock,
     maxGroupSize: number,
+    private readonly compactAtBytes: number | undefined,
   ) {
     this.queue = new CommitQueue(maxGroupSize, (batch) => this.writeBatch(batch));
+    this.snapshotBytes = statSync(file).size;
   }
 
   static async open(file: string, options: JsonFileStoreOptions = {}): Promise<JsonFileStore> {
@@ -56,9 +67,14 @@ export class JsonFileStore implements Store {
     try {
       const adapter = new DurableJsonFile(path, options.faults);
       removeStaleTempFiles(path);
-      const db = new Low<StoreDocument>(adapter, { committed: new CommittedState(), pending: null });
+      const db = new Low<StoreDocument>(adapter, { committed: new CommittedState(), journalThrough: 0 });
       await db.read();
-      return new JsonFileStore(path, db, lock, options.maxGroupSize ?? DEFAULT_MAX_GROUP_SIZE);
+      // A new store gets its snapshot at once, so the file exists (and says what it is) from the first open.
+      if (!existsSync(path)) await db.write();
+      const journal = await Journal.open(journalPath(path), db.data.committed, db.data.journalThrough).catch((error: unknown) => {
+        throw new StoreCorruptError(journalPath(path), (error as Error).message);
+      });
+      return new JsonFileStore(path, db, journal, lock, options.maxGroupSize ?? DEFAULT_MAX_GROUP_SIZE, options.compactAtBytes);
     } catch (error) {
       await lock.release();
       throw error;
@@ -81,7 +97,20 @@ export class JsonFileStore implements Store {
   async close(): Promise<void> {
     if (this.queue.isClosed) return;
     await this.queue.close();
-    await this.lock.release();
+    try {
+      if (this.journal.size > 0 && this.lock.compromised() === undefined) await this.compact();
+    } finally {
+      await this.journal.close();
+      await this.lock.release();
+    }
+  }
+
+  /** Writes every committed group into a new snapshot, then empties the journal (in that order: a crash between keeps both, and replay skips what the snapshot holds). */
+  private async compact(): Promise<void> {
+    this.db.data.journalThrough = this.journal.lastSeq;
+    await this.db.write();
+    await this.journal.reset();
+    this.snapshotBytes = statSync(this.file).size;
   }
 
   private async writeBatch(batch: QueuedTransaction[]): Promise<void> {
@@ -103,21 +132,24 @@ export class JsonFileStore implements Store {
       }
     }
     if (!group.isEmpty) {
-      this.db.data.pending = group;
       try {
-        await this.db.write();
+        await this.journal.append(group.changes());
       } catch (error) {
         for (const [job] of succeeded) job.reject(error);
         return;
-      } finally {
-        this.db.data.pending = null;
       }
       group.mergeInto(this.db.data.committed);
       this.committed.notify();
     }
     for (const [job, result] of succeeded) job.resolve(result);
+    if (this.journal.size >= (this.compactAtBytes ?? Math.max(MIN_COMPACT_BYTES, this.snapshotBytes))) {
+      // The groups are durable in the journal already; a failed fold only leaves the journal longer for the next try.
+      await this.compact().catch(() => undefined);
+    }
   }
 }
+
+const journalPath = (path: string) => `${path}.journal`;
 
 /** Temp files left by a process that died mid-write; we hold the lock, so none of them is live. */
 function removeStaleTempFiles(path: string): void {

@@ -1,3 +1,4 @@
+import type { CommittedChanges } from './json-journal.js';
 import {
   StoreConflictError,
   StreamSequenceError,
@@ -206,6 +207,13 @@ export class Overlay implements StateLayer, StoreTransaction {
     if (own === undefined) this.appendedByStream.set(stream, (own = []));
     own.push(entry);
     return entry;
+  }
+
+  /** Every write (null = deleted) and append of this overlay, in the order a journal replays them. */
+  changes(): CommittedChanges {
+    const records: CommittedChanges['records'] = [];
+    for (const [kind, byId] of this.writes) for (const [id, record] of byId) records.push([kind, id, record]);
+    return { records, entries: [...this.appended] };
   }
 
   /** Moves every write and append into `target`, which must be this overlay's parent. */

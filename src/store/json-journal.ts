@@ -1,0 +1,157 @@
+import { open, readFile, type FileHandle } from 'node:fs/promises';
+import type { CommittedState } from './layered-state.js';
+import type { LogEntry, StoredRecord } from './store.js';
+
+/** What one group commit changed: records written (null = deleted) and log entries appended, in order. */
+export interface CommittedChanges {
+  records: Array<[kind: string, id: string, record: StoredRecord | null]>;
+  entries: LogEntry[];
+}
+
+type RecordLine = [kind: string, id: string, version: number, terminal: boolean, data: unknown] | [kind: string, id: string, deleted: null];
+interface GroupLine {
+  seq: number;
+  records: RecordLine[];
+  log: Array<[stream: string, sequence: number, data: unknown]>;
+}
+
+/** One journal line per group commit: the changes only, so a commit writes what it changed and no more. */
+export function encodeGroup(seq: number, changes: CommittedChanges): string {
+  const line: GroupLine = {
+    seq,
+    records: changes.records.map(([kind, id, r]): RecordLine => (r === null ? [kind, id, null] : [kind, id, r.version, r.terminal, r.data])),
+    log: changes.entries.map((e) => [e.stream, e.sequence, e.data]),
+  };
+  return `${JSON.stringify(line)}\n`;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Applies one parsed journal line to the state, checking it continues exactly where the state stands. */
+function applyGroup(state: CommittedState, raw: unknown, expectedSeq: number): void {
+  if (!isObject(raw) || raw.seq !== expectedSeq || !Array.isArray(raw.records) || !Array.isArray(raw.log)) {
+    throw new Error(`group ${expectedSeq} is missing or malformed`);
+  }
+  for (const line of raw.records as unknown[]) {
+    if (!Array.isArray(line) || typeof line[0] !== 'string' || typeof line[1] !== 'string') throw new Error(`group ${expectedSeq} has a malformed record`);
+    const [kind, id] = line as [string, string];
+    const current = state.getRecord(kind, id);
+    // A group holds several transactions' writes, folded to each record's last value: a record may have moved
+    // several versions, or been created and deleted, within one group. A sealed record never moves.
+    if (current?.terminal === true) throw new Error(`group ${expectedSeq} changes ${kind}/${id}, which is sealed`);
+    if (line[2] === null) {
+      state.records.get(kind)?.delete(id);
+      continue;
+    }
+    const [, , version, terminal, data] = line as [string, string, number, boolean, unknown];
+    if (!Number.isSafeInteger(version) || version < 1 || typeof terminal !== 'boolean') throw new Error(`group ${expectedSeq} has a malformed record ${kind}/${id}`);
+    state.loadRecord({ kind, id, version, terminal, data });
+  }
+  for (const line of raw.log as unknown[]) {
+    if (!Array.isArray(line) || typeof line[0] !== 'string' || line[1] !== state.streamHead(line[0])) throw new Error(`group ${expectedSeq} has a log entry out of sequence`);
+    state.loadEntry({ stream: line[0], sequence: line[1] as number, position: state.feedLength(), data: line[2] });
+  }
+}
+
+/**
+ * Replays journal text over the snapshot's state: groups up to `through` are already in the snapshot (a crash
+ * between writing a snapshot and emptying the journal leaves them) and are skipped. A last line cut short by
+ * a crash was never acknowledged and is ignored; anything wrong before it means the file is corrupt (throws).
+ * Returns the bytes of complete groups and the last group's number.
+ */
+export function replayJournal(text: string, state: CommittedState, through: number): { validBytes: number; lastSeq: number } {
+  let lastSeq = through;
+  let offset = 0;
+  while (offset < text.length) {
+    const end = text.indexOf('\n', offset);
+    const lineText = end === -1 ? text.slice(offset) : text.slice(offset, end);
+    let raw: unknown;
+    try {
+      raw = JSON.parse(lineText);
+    } catch (error) {
+      if (end === -1 || end === text.length - 1) break;
+      throw new Error(`journal line at byte ${offset} is not JSON (${(error as Error).message})`);
+    }
+    if (end === -1) break;
+    const seq = isObject(raw) ? raw.seq : undefined;
+    if (typeof seq === 'number' && seq <= through) {
+      offset = end + 1;
+      continue;
+    }
+    applyGroup(state, raw, lastSeq + 1);
+    lastSeq += 1;
+    offset = end + 1;
+  }
+  return { validBytes: Buffer.byteLength(text.slice(0, offset)), lastSeq };
+}
+
+/**
+ * The JSON store's write-ahead journal: each group commit appends one line and fsyncs it, so a commit costs
+ * what it changed rather than a rewrite of the whole file. The store folds the journal into a new snapshot
+ * when it has grown as large as the snapshot, which keeps replay short and writes at most twice per byte.
+ */
+export class Journal {
+  private constructor(
+    readonly path: string,
+    private readonly handle: FileHandle,
+    private bytes: number,
+    private seq: number,
+  ) {}
+
+  /** Opens (or creates) the journal at `path`, replaying it into `state`; a torn last line is cut off. */
+  static async open(path: string, state: CommittedState, through: number): Promise<Journal> {
+    let text = '';
+    try {
+      text = await readFile(path, 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    }
+    const { validBytes, lastSeq } = replayJournal(text, state, through);
+    const handle = await open(path, 'a+');
+    try {
+      if (validBytes < Buffer.byteLength(text)) {
+        await handle.truncate(validBytes);
+        await handle.sync();
+      }
+    } catch (error) {
+      await handle.close();
+      throw error;
+    }
+    return new Journal(path, handle, validBytes, lastSeq);
+  }
+
+  /** Bytes of acknowledged groups in the journal. */
+  get size(): number {
+    return this.bytes;
+  }
+
+  /** The number of the last group appended (or replayed). */
+  get lastSeq(): number {
+    return this.seq;
+  }
+
+  /** Appends one group durably. On failure the journal is cut back to where it was, so nothing half-written stays. */
+  async append(changes: CommittedChanges): Promise<void> {
+    const line = Buffer.from(encodeGroup(this.seq + 1, changes));
+    try {
+      await this.handle.write(line);
+      await this.handle.datasync();
+    } catch (error) {
+      await this.handle.truncate(this.bytes);
+      throw error;
+    }
+    this.bytes += line.length;
+    this.seq += 1;
+  }
+
+  /** Empties the journal once a snapshot durably holds every group in it. */
+  async reset(): Promise<void> {
+    await this.handle.truncate(0);
+    await this.handle.sync();
+    this.bytes = 0;
+  }
+
+  async close(): Promise<void> {
+    await this.handle.close();
+  }
+}

@@ -1,0 +1,140 @@
+import { appendFileSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, expect, test } from 'vitest';
+import { JsonFileStore } from '../../src/store/json-file-store.js';
+import { StoreCorruptError } from '../../src/store/store.js';
+
+// The JSON store commits by appending one journal line per group and folds the journal into the snapshot
+// when it has grown (and on close). These tests hold the crash cases: a torn append, a corrupt journal, and
+// a crash between writing a snapshot and emptying the journal.
+
+const dir = mkdtempSync(join(tmpdir(), 'coven-json-journal-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+let counter = 0;
+const freshFile = () => join(dir, `store-${counter++}.json`);
+const journalOf = (file: string) => `${file}.journal`;
+
+/** Three commits, then the files as a process killed right after them would leave them (nothing folded). */
+async function crashedAfterThreeCommits(file: string): Promise<{ snapshot: string; journal: string }> {
+  const store = await JsonFileStore.open(file);
+  for (let n = 1; n <= 3; n++) {
+    await store.transact(async (tx) => {
+      await tx.put('counter', 'c', { n }, { expectedVersion: n === 1 ? null : n - 1 });
+      await tx.append('counter/c', { n });
+    });
+  }
+  const files = { snapshot: readFileSync(file, 'utf8'), journal: readFileSync(journalOf(file), 'utf8') };
+  await store.close();
+  writeFileSync(file, files.snapshot);
+  writeFileSync(journalOf(file), files.journal);
+  return files;
+}
+
+async function counterOf(file: string): Promise<{ version: number; n: number; log: number[] }> {
+  const store = await JsonFileStore.open(file);
+  try {
+    return await store.read(async (r) => {
+      const c = await r.get<{ n: number }>('counter', 'c');
+      return { version: c!.version, n: c!.data.n, log: (await r.readLog<{ n: number }>('counter/c')).map((e) => e.data.n) };
+    });
+  } finally {
+    await store.close();
+  }
+}
+
+test('commits append one journal line per group; the snapshot is rewritten only when the journal outgrows it, and on close', async () => {
+  const file = freshFile();
+  const store = await JsonFileStore.open(file);
+  const snapshot = readFileSync(file, 'utf8');
+  for (let n = 1; n <= 20; n++) await store.transact((tx) => tx.put('counter', 'c', { n }, { expectedVersion: n === 1 ? null : n - 1 }));
+  expect(readFileSync(file, 'utf8')).toBe(snapshot);
+  expect(readFileSync(journalOf(file), 'utf8').trim().split('\n')).toHaveLength(20);
+  await store.close();
+  expect(statSync(journalOf(file)).size).toBe(0);
+  expect(JSON.parse(readFileSync(file, 'utf8'))).toMatchObject({ formatVersion: 2, journalThrough: 20, records: { counter: { c: { version: 20, data: { n: 20 } } } } });
+});
+
+test('a journal line cut short by a crash was never acknowledged: it is dropped on open, every complete group replays', async () => {
+  const file = freshFile();
+  const { journal } = await crashedAfterThreeCommits(file);
+  appendFileSync(journalOf(file), '{"seq":4,"records":[["counter","c",4,false,{"n"');
+  expect(await counterOf(file)).toEqual({ version: 3, n: 3, log: [1, 2, 3] });
+  // Folded on close: the torn bytes are gone and the next commits continue the numbering.
+  expect(readFileSync(journalOf(file), 'utf8')).toBe('');
+  expect(journal.trim().split('\n')).toHaveLength(3);
+  const store = await JsonFileStore.open(file);
+  await store.transact((tx) => tx.put('counter', 'c', { n: 4 }, { expectedVersion: 3 }));
+  await store.close();
+  expect((await counterOf(file)).version).toBe(4);
+});
+
+test('a damaged journal line before the last refuses the store and leaves both files as they were', async () => {
+  const file = freshFile();
+  const { journal } = await crashedAfterThreeCommits(file);
+  const lines = journal.split('\n');
+  lines[1] = lines[1]!.replace('"seq":2', '"seq":2,');
+  const damaged = lines.join('\n');
+  writeFileSync(journalOf(file), damaged);
+  const snapshot = readFileSync(file, 'utf8');
+  const error = await JsonFileStore.open(file).catch((e: unknown) => e);
+  expect(error).toBeInstanceOf(StoreCorruptError);
+  expect((error as StoreCorruptError).toEnvelope()).toMatchObject({ code: 'INTERNAL', httpStatus: 500 });
+  expect(readFileSync(journalOf(file), 'utf8')).toBe(damaged);
+  expect(readFileSync(file, 'utf8')).toBe(snapshot);
+});
+
+test('a group that does not continue the state (a log entry out of sequence) is refused as corrupt', async () => {
+  const file = freshFile();
+  const { journal } = await crashedAfterThreeCommits(file);
+  expect(journal).toContain('["counter/c",1,');
+  writeFileSync(journalOf(file), journal.replace('["counter/c",1,', '["counter/c",4,'));
+  await expect(JsonFileStore.open(file)).rejects.toBeInstanceOf(StoreCorruptError);
+});
+
+test('a group folds several transactions: a record that moved several versions or was created and deleted in it replays', async () => {
+  const file = freshFile();
+  const store = await JsonFileStore.open(file);
+  await store.transact((tx) => tx.put('index', 'gone', { n: 0 }, { expectedVersion: null }));
+  // Queued together, so they share one group (one journal line).
+  await Promise.all([
+    store.transact((tx) => tx.put('counter', 'c', { n: 1 }, { expectedVersion: null })),
+    store.transact((tx) => tx.put('counter', 'c', { n: 2 }, { expectedVersion: 1 })),
+    store.transact((tx) => tx.put('counter', 'c', { n: 3 }, { expectedVersion: 2 })),
+    store.transact((tx) => tx.delete('index', 'gone', 1)),
+    store.transact((tx) => tx.put('index', 'brief', { n: 0 }, { expectedVersion: null })),
+    store.transact((tx) => tx.delete('index', 'brief', 1)),
+  ]);
+  const journal = readFileSync(journalOf(file), 'utf8');
+  const snapshot = readFileSync(file, 'utf8');
+  await store.close();
+  writeFileSync(file, snapshot);
+  writeFileSync(journalOf(file), journal);
+  const reopened = await JsonFileStore.open(file);
+  expect(await reopened.read(async (r) => [(await r.get('counter', 'c'))?.version, await r.get('index', 'gone'), await r.get('index', 'brief')])).toEqual([3, undefined, undefined]);
+  await reopened.close();
+});
+
+test('a crash between writing a snapshot and emptying the journal replays nothing twice', async () => {
+  const file = freshFile();
+  const { journal } = await crashedAfterThreeCommits(file);
+  // Fold (open + close), then put the already-folded groups back, as if the journal was never emptied.
+  await (await JsonFileStore.open(file)).close();
+  writeFileSync(journalOf(file), journal);
+  expect(await counterOf(file)).toEqual({ version: 3, n: 3, log: [1, 2, 3] });
+  writeFileSync(journalOf(file), journal);
+  const store = await JsonFileStore.open(file);
+  await store.transact((tx) => tx.put('counter', 'c', { n: 4 }, { expectedVersion: 3 }));
+  await store.close();
+  expect(await counterOf(file)).toMatchObject({ version: 4, n: 4 });
+});
+
+test('a version 1 store file (before the journal) opens, and is written as version 2 on its next fold', async () => {
+  const file = freshFile();
+  writeFileSync(file, `{"format":"coven-automata/json-store","formatVersion":1,"records":{"counter":{"c":{"version":1,"terminal":false,"data":{"n":1}}}},"log":[]}\n`);
+  const store = await JsonFileStore.open(file);
+  await store.transact((tx) => tx.put('counter', 'c', { n: 2 }, { expectedVersion: 1 }));
+  await store.close();
+  expect(JSON.parse(readFileSync(file, 'utf8'))).toMatchObject({ formatVersion: 2, journalThrough: 1 });
+  expect((await counterOf(file)).n).toBe(2);
+});
