@@ -5,6 +5,8 @@ import { checkTimezone, parseRrule, type ScheduleRule } from './rrule.js';
 /** Any fixed instant works as DTSTART: v1 rules have no COUNT/INTERVAL, so the phase never matters. */
 const ANCHOR = '20000103T000000';
 const DAY_MS = 86_400_000;
+/** Windows nextAfter looks in, shortest first; the last is the contract's 15-day horizon. */
+const NEXT_SLOT_WINDOWS_DAYS = [1, 15];
 
 /**
  * A definition's trigger as a sequence of instants: the contract's RRULE subset in `utc` or an IANA zone,
@@ -50,6 +52,12 @@ export class Schedule {
 
   /** The first slot strictly after `after`, looking forward at most 15 days (a weekly rule always has one). */
   nextAfter(after: Date): Date | null {
-    return this.slotsBetween(after, new Date(after.getTime() + 15 * DAY_MS))[0] ?? null;
+    // Expansion costs per slot: a daily rule's next slot is within a day (an hourly one's within the hour),
+    // so the 15-day window is only for weekly rules and a DST gap that swallowed a day's only slot.
+    for (const days of NEXT_SLOT_WINDOWS_DAYS) {
+      const next = this.slotsBetween(after, new Date(after.getTime() + days * DAY_MS))[0];
+      if (next !== undefined) return next;
+    }
+    return null;
   }
 }
