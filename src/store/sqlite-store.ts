@@ -35,12 +35,16 @@ const MAX_GROUP = 256;
 /** Long enough to outlast a WAL checkpoint or a brief outside reader; short enough that a stuck lock surfaces. */
 const BUSY_TIMEOUT_MS = 5_000;
 
+// Records are 1-2 KB of JSON: a rowid table with a separate (kind, id) index stores and updates them in
+// less space and time than a WITHOUT ROWID table (bench, 1000 definitions: 33 -> 22 KB per occurrence,
+// 10.3k -> 15.2k occurrences/min). Stores created before 2026-11-30 keep WITHOUT ROWID; every statement
+// here works on both layouts, so the schema version is unchanged.
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS records (
   kind TEXT NOT NULL, id TEXT NOT NULL, version INTEGER NOT NULL, terminal INTEGER NOT NULL, data TEXT NOT NULL,
-  PRIMARY KEY (kind, id)
-) WITHOUT ROWID;
+  UNIQUE (kind, id)
+);
 CREATE TABLE IF NOT EXISTS log (
   position INTEGER PRIMARY KEY, stream TEXT NOT NULL, sequence INTEGER NOT NULL, data TEXT NOT NULL,
   UNIQUE (stream, sequence)

@@ -66,3 +66,21 @@ test('a transaction that finds the file locked by another connection fails alone
   expect(store.busyErrors).toBe(1);
   await store.close();
 });
+
+test('a store made with the earlier records layout (WITHOUT ROWID) opens and keeps every guarantee', async () => {
+  const file = join(dir, 'earlier-layout.sqlite');
+  const db = new Database(file);
+  db.exec(`CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE records (kind TEXT NOT NULL, id TEXT NOT NULL, version INTEGER NOT NULL, terminal INTEGER NOT NULL, data TEXT NOT NULL, PRIMARY KEY (kind, id)) WITHOUT ROWID;
+    INSERT INTO meta VALUES ('schemaVersion', '1');
+    INSERT INTO records VALUES ('k', 'a', 1, 0, '{"n":1}');`);
+  db.close();
+  const store = await SqliteStore.open(file);
+  expect((await store.read((r) => r.get('k', 'a')))?.data).toEqual({ n: 1 });
+  await store.transact((tx) => tx.put('k', 'a', { n: 2 }, { expectedVersion: 1 }));
+  await expect(store.transact((tx) => tx.put('k', 'a', { n: 3 }, { expectedVersion: 1 }))).rejects.toBeInstanceOf(StoreConflictError);
+  await expect(store.transact((tx) => tx.put('k', 'a', { n: 3 }, { expectedVersion: null }))).rejects.toBeInstanceOf(StoreConflictError);
+  await store.transact((tx) => tx.put('k', 'b', { n: 1 }, { expectedVersion: null, terminal: true }));
+  expect((await store.read((r) => r.list('k'))).map((r) => [r.id, r.version])).toEqual([['a', 2], ['b', 1]]);
+  await store.close();
+});
