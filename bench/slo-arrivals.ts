@@ -1,6 +1,6 @@
 // The arrivals cell: the engine as a daemon (Engine.start on the real clock) under a steady stream of
 // run-now requests, so every latency is one occurrence's own, measured from its request, not a batch's.
-// Run by bench/slo.ts; alone: tsx bench/slo-arrivals.ts --store sqlite --rate 2000 --seconds 40
+// Run by bench/slo.ts (compiled to .bench-build/); alone: tsx bench/slo-arrivals.ts --store sqlite --rate 2000 --seconds 30
 // Prints one JSON line (ArrivalsResult) last on stdout.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,5 +1,5 @@
 // One bench cell: one store kind at one history size, in its own process so RSS belongs to this cell alone.
-// Run by bench/slo.ts; alone: tsx bench/slo-cell.ts --store sqlite --history 10000 --definitions 1000
+// Run by bench/slo.ts (compiled to .bench-build/); alone: tsx bench/slo-cell.ts --store sqlite --history 10000 --definitions 1000
 // Prints one JSON line (CellResult) last on stdout.
 import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
