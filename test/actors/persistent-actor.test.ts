@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
@@ -11,6 +11,7 @@ import { packageRoot } from '../../src/spec/package-root.js';
 import { JsonFileStore } from '../../src/store/json-file-store.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import { TerminalRecordError } from '../../src/store/store.js';
+import { jsonStoreBytes } from '../support/store-bytes.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'coven-actor-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -72,10 +73,10 @@ describe('PersistentActor', () => {
     const file = freshFile();
     const store = await JsonFileStore.open(file);
     const actor = await PersistentActor.create(definitionMachine, { store, kind: 'definition', id: 'nightly' }, { automationId: 'nightly', revision: 1 });
-    const bytes = readFileSync(file, 'utf8');
+    const bytes = jsonStoreBytes(file);
     const error = await thrown(actor.send(event as never));
     expect(error.toEnvelope()).toMatchObject({ code: 'ILLEGAL_TRANSITION', httpStatus: 422, details: { state: 'draft', event: event.type } });
-    expect(readFileSync(file, 'utf8')).toBe(bytes);
+    expect(jsonStoreBytes(file)).toBe(bytes);
     expect(actor.state).toBe('draft');
     expect(actor.version).toBe(1);
     actor.stop();

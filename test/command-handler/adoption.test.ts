@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
@@ -8,6 +8,7 @@ import { SimulatedClock } from '../../src/engine/clock.js';
 import { JsonFileStore } from '../../src/store/json-file-store.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import { command, definitionBody, expectCommitted, expectRejected, expectValidResponse } from '../support/commands.js';
+import { jsonStoreBytes } from '../support/store-bytes.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'coven-adoption-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -85,10 +86,10 @@ describe('bad input gets a typed error envelope and leaves the JSON store byte-i
     try {
       const handler = new CommandHandler({ store, clock: new SimulatedClock('2026-03-01T08:00:00.000Z') });
       expectCommitted(await handler.handle(command('definition.create.v1', { definition: definitionBody('a') })));
-      const bytes = readFileSync(file, 'utf8');
+      const bytes = jsonStoreBytes(file);
       const valid = command('definition.pause.v1', { automationId: 'a' }, { expectedRevision: 1 });
       expectRejected(await handler.handle(mutate(valid)), code, status);
-      expect(readFileSync(file, 'utf8')).toBe(bytes);
+      expect(jsonStoreBytes(file)).toBe(bytes);
     } finally {
       await store.close();
     }

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
@@ -10,6 +10,7 @@ import { SimulatedClock } from '../../src/engine/clock.js';
 import { JsonFileStore } from '../../src/store/json-file-store.js';
 import { command, definitionBody } from '../support/commands.js';
 import { propertyParameters } from '../support/property.js';
+import { jsonStoreBytes } from '../support/store-bytes.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'coven-bad-input-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -62,16 +63,16 @@ test('every response validates; every rejected command leaves the JSON store byt
     await fc.assert(
       fc.asyncProperty(validEnvelope, fc.option(mutation, { freq: 3 }), async (envelope, damage) => {
         const input = damage === null ? envelope : damage(envelope as Json);
-        const before = readFileSync(file);
+        const before = jsonStoreBytes(file);
         const response = await handler.handle(input);
         const verdict = validateAgainst('command-response.schema.json', response);
         expect(verdict.problems, JSON.stringify(response)).toEqual([]);
         expect(['committed', 'replayed', 'rejected']).toContain(response.outcome);
         if (response.outcome === 'rejected') {
           codes.set(response.error!.code, (codes.get(response.error!.code) ?? 0) + 1);
-          expect(readFileSync(file).equals(before), `rejected ${response.error!.code} changed the store`).toBe(true);
+          expect(jsonStoreBytes(file) === before, `rejected ${response.error!.code} changed the store`).toBe(true);
         }
-        if (response.outcome === 'replayed') expect(readFileSync(file).equals(before)).toBe(true);
+        if (response.outcome === 'replayed') expect(jsonStoreBytes(file) === before).toBe(true);
       }),
       propertyParameters('bad input', 2000),
     );
