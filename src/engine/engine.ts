@@ -220,7 +220,7 @@ export class Engine {
     this.stopped = false;
     this.unsubscribe = this.services.store.onCommit(() => {
       // Commits made by a pass itself would wake it forever; only outside commits reschedule.
-      if (this.running === undefined && !(this.timer !== undefined && this.timerDueAt <= performance.now() + COMMIT_WAKE_MS)) this.schedule(COMMIT_WAKE_MS);
+      if (this.running === undefined) this.wakeWithin(COMMIT_WAKE_MS);
     });
     this.schedule(0);
     this.onPass = onPass;
@@ -233,6 +233,12 @@ export class Engine {
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.timer = undefined;
     await this.running?.catch(() => undefined);
+  }
+
+  /** Makes sure a pass starts within `delayMs`, keeping a timer that already fires sooner. */
+  private wakeWithin(delayMs: number): void {
+    if (this.timer !== undefined && this.timerDueAt <= performance.now() + delayMs) return;
+    this.schedule(delayMs);
   }
 
   private schedule(delayMs: number): void {

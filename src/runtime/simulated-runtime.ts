@@ -27,11 +27,13 @@ interface Session {
   behavior: SimulatedBehavior;
   startedAt: number;
   durationMs: number;
-  cancelRequested: boolean;
-  /** The cancel reached the session while it still ran (a cancel after its natural end changes nothing). */
-  cancelledBeforeEnd: boolean;
+  /** When a cancel reached the session (epoch ms; -Infinity when the caller gave no time), or null. */
+  cancelledAt: number | null;
   observations: number;
 }
+
+/** When a session ends by itself; hanging sessions never do. */
+const naturalEnd = (s: Session): number => (s.behavior === 'hang' || s.behavior === 'crash-during-launch' ? Infinity : s.startedAt + s.durationMs);
 
 /**
  * A deterministic runtime for tests, the demo and benchmarks: behaviours are queued per launch (or a
@@ -78,7 +80,7 @@ export class SimulatedRuntime implements Runtime {
     if (behavior === 'transient') return { outcome: 'failed', failureClass: 'transient_dispatch', detail: 'simulated transient dispatch failure' };
     const sessionId = `sim-${++this.counter}-${request.attemptId}`.slice(0, 160);
     this.launches.push({ sessionKey: request.sessionKey, attemptId: request.attemptId, at: now.toISOString() });
-    this.sessions.set(sessionId, { behavior, startedAt: now.getTime(), durationMs: this.durationMs, cancelRequested: false, cancelledBeforeEnd: false, observations: 0 });
+    this.sessions.set(sessionId, { behavior, startedAt: now.getTime(), durationMs: this.durationMs, cancelledAt: null, observations: 0 });
     if (behavior === 'crash-during-launch') throw new Error('simulated crash after the session started');
     return { outcome: 'started', sessionId, cursors: { eventCursor: `${sessionId}:0`, logCursor: '0' } };
   }
@@ -87,9 +89,9 @@ export class SimulatedRuntime implements Runtime {
     const session = this.sessions.get(sessionId);
     if (session === undefined) return { status: 'lost', detail: `no simulated session ${sessionId}` };
     session.observations += 1;
-    const done = now.getTime() >= session.startedAt + session.durationMs;
     // A session that had already ended keeps its exit: a cancel that arrives afterwards changes nothing.
-    if (session.cancelRequested && (!done || session.cancelledBeforeEnd)) return { status: 'exited', outcome: 'failed', exitCode: null, cancelled: true, detail: 'cancelled on request' };
+    if (session.cancelledAt !== null && session.cancelledAt < naturalEnd(session)) return { status: 'exited', outcome: 'failed', exitCode: null, cancelled: true, detail: 'cancelled on request' };
+    const done = now.getTime() >= session.startedAt + session.durationMs;
     switch (session.behavior) {
       case 'hang':
       case 'crash-during-launch':
@@ -109,10 +111,8 @@ export class SimulatedRuntime implements Runtime {
 
   async cancel(sessionId: string, now?: Date): Promise<void> {
     const session = this.sessions.get(sessionId);
-    if (session === undefined || session.behavior === 'lost-after-side-effect' || session.cancelRequested) return;
-    session.cancelRequested = true;
-    const endsAt = session.behavior === 'hang' || session.behavior === 'crash-during-launch' ? Infinity : session.startedAt + session.durationMs;
-    session.cancelledBeforeEnd = now === undefined || now.getTime() < endsAt;
+    if (session === undefined || session.behavior === 'lost-after-side-effect' || session.cancelledAt !== null) return;
+    session.cancelledAt = now?.getTime() ?? -Infinity;
   }
 
   /** Forgets every session, as a runtime process restart would. */
