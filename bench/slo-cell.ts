@@ -3,7 +3,9 @@
 // Prints one JSON line (CellResult) last on stdout.
 import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { createEngine, type Engine, type TickReport } from '../src/engine/engine.js';
 import { SimulatedClock } from '../src/engine/clock.js';
 import type { CommittedTransition } from '../src/engine/inspection.js';
@@ -34,7 +36,10 @@ export interface CellResult {
   recoveryMs: number[];
   storeBytes: number;
   bytesPerOccurrence: number;
+  /** A fresh daemon process at rest on this cell's store (bench/slo-idle.ts): what `memory.idle` reports. */
   rssIdleMb: number;
+  /** The same idle moment inside the cell's process, which also holds the harness and its heap's high-water mark. */
+  rssInCellIdleMb: number;
   rssLoadedMb: number;
   seedMs: number;
   transitions: CommittedTransition[];
@@ -65,6 +70,14 @@ const rssMb = () => process.memoryUsage().rss / 1_048_576;
 const stats = (xs: number[]) => ({ p50: percentile(xs, 0.5), p95: percentile(xs, 0.95), p99: percentile(xs, 0.99), samples: xs.length });
 
 let reads = 0;
+
+/** RSS of a new process that opens the store, runs idle passes and collects garbage (bench/slo-idle.ts). */
+function idleDaemonRssMb(kind: FileStoreKind, file: string, at: string): number {
+  const script = join(dirname(fileURLToPath(import.meta.url)), 'slo-idle.js');
+  const child = spawnSync(process.execPath, ['--expose-gc', script, '--store', kind, '--file', file, '--at', at], { encoding: 'utf8' });
+  if (child.status !== 0) throw new Error(`idle daemon failed:\n${child.stderr}`);
+  return (JSON.parse(child.stdout.trim().split('\n').at(-1)!) as { rssIdleMb: number }).rssIdleMb;
+}
 
 async function main(): Promise<void> {
   const kind = arg('store', 'sqlite') as FileStoreKind;
@@ -176,7 +189,10 @@ async function main(): Promise<void> {
       await engine.tick();
     }
     (globalThis as { gc?: () => void }).gc?.();
-    const rssIdleMb = rssMb();
+    const rssInCellIdleMb = rssMb();
+    await engine.stop();
+    await store.close();
+    const rssIdleMb = idleDaemonRssMb(kind, file, clock.now().toISOString());
     const result: CellResult = {
       store: kind,
       history,
@@ -195,6 +211,7 @@ async function main(): Promise<void> {
       storeBytes: storeBytes(dir),
       bytesPerOccurrence: grownBytes / Math.max(1, measured),
       rssIdleMb,
+      rssInCellIdleMb,
       rssLoadedMb,
       seedMs,
       transitions: transitions.slice(0, 20_000),

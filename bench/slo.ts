@@ -218,6 +218,7 @@ function main(): void {
     rows.push([label, 'baseline: engine commits/s vs fsync floor', commitsPerSecond, '/s', floor, `${(commitsPerSecond / floor).toFixed(2)}x`, `${Math.round(r.bytesPerCommit)} B/commit`]);
     rows.push([label, 'info: phase p50 plan/claim/dispatch ms', `${r.phases.plan.p50.toFixed(0)}/${r.phases.claim.p50.toFixed(0)}/${r.phases.dispatch.p50.toFixed(0)}`, 'ms', '-', '-', `${r.measuredOccurrences} occ, ${r.commits} commits`]);
     rows.push([label, 'info: store size, bytes per occurrence', r.storeBytes / 1_048_576, 'MB', '-', '-', `${Math.round(r.bytesPerOccurrence)} B/occ`]);
+    rows.push([label, 'info: idle RSS inside the cell (harness + heap high-water)', r.rssInCellIdleMb, 'MB', '-', '-', 'memory.idle is a fresh daemon on the same store']);
   }
   for (const a of arrivals) {
     const label = `${a.store} arrivals`;
