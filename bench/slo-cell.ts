@@ -26,6 +26,11 @@ export interface CellResult {
   /** Wall time of the measured hours; commits and transitions are counted over it. */
   measuredMs: number;
   commits: number;
+  /** Retention window of the cell (hours; 0 = none) and the unmeasured hours run first to fill it. */
+  retentionHours: number;
+  warmupHours: number;
+  /** Occurrences retention compacted during the measured hours. */
+  compacted: number;
   /** Bytes the measured hours added, divided by their commits: what the fsync floor appends per commit. */
   bytesPerCommit: number;
   /** Each pass phase's wall time, p50/p95/p99 over the passes where that phase had work. */
@@ -91,7 +96,13 @@ async function main(): Promise<void> {
   let store: Store = await openStore(file, kind);
   let ids = 0;
   const concurrency = Number(arg('concurrency', '16'));
-  const engineOn = (s: Store) => createEngine({ store: s, clock, runtimes: [runtime], instanceId: 'bench-engine', newId: () => `bench-${++ids}`, passConcurrency: concurrency });
+  // --retention-hours R: settled history of the definitions' class (standard) is compacted R hours after it
+  // settled; --warmup-hours lets the window fill first, so the measured hours show the steady state.
+  const retentionHours = Number(arg('retention-hours', '0'));
+  const warmupHours = Number(arg('warmup-hours', '0'));
+  const retention = retentionHours > 0 ? { windowDays: { standard: retentionHours / 24 }, sweepEveryMinutes: 0 } : false;
+  const engineOn = (s: Store) =>
+    createEngine({ store: s, clock, runtimes: [runtime], instanceId: 'bench-engine', newId: () => `bench-${++ids}`, passConcurrency: concurrency, retention });
   let engine = engineOn(store);
   try {
     // definitions/min: create (draft), revise to paused, activate: the whole path to becoming schedulable.
@@ -114,7 +125,12 @@ async function main(): Promise<void> {
     const seedStart = performance.now();
     if (history > 0) await cloneHistory(store, { automationCount: count, templateSlot: hour, occurrences: history, copiesWithEvents: Math.ceil(EVENT_HISTORY / count) });
     const seedMs = performance.now() - seedStart;
+    for (let h = 0; h < warmupHours; h++) {
+      hour += HOUR;
+      await runHour(engine, clock, hour, () => undefined);
+    }
     // Reopen so the growth figure starts from a checkpointed file (SQLite folds its WAL back on close).
+    await engine.stop();
     await store.close();
     store = await openStore(file, kind);
     const bytesBefore = storeBytes(dir);
@@ -128,9 +144,11 @@ async function main(): Promise<void> {
     let rssLoadedMb = rssMb();
     const measureStart = performance.now();
     let measured = 0;
+    let compacted = 0;
     for (let h = 0; h < hours; h++) {
       hour += HOUR;
       measured += await runHour(engine, clock, hour, (r) => {
+        compacted += r.compacted;
         const start = r.phaseMs.plan + r.phaseMs.advance + r.phaseMs.dispatch;
         if (r.planned > 0) samples.plan.push(r.phaseMs.plan);
         if (r.launched > 0) {
@@ -138,7 +156,7 @@ async function main(): Promise<void> {
           samples.dispatch.push(r.phaseMs.dispatch);
           samples.start.push(start);
         }
-        samples.pass.push(start + r.phaseMs.observe);
+        samples.pass.push(start + r.phaseMs.observe + r.phaseMs.retention);
         rssLoadedMb = Math.max(rssLoadedMb, rssMb());
       });
     }
@@ -197,6 +215,9 @@ async function main(): Promise<void> {
       store: kind,
       history,
       definitions: count,
+      retentionHours,
+      warmupHours,
+      compacted,
       definitionsPerMinute,
       dueOccurrencesPerMinute,
       measuredOccurrences: measured,
@@ -234,7 +255,7 @@ async function runHour(engine: Engine, clock: SimulatedClock, slot: number, onPa
     onPass(report);
     settled += report.settled;
     clock.advance({ minutes: 1 });
-    if (i > 0 && report.planned === 0 && report.launched === 0 && report.settled === 0) break;
+    if (i > 0 && report.planned === 0 && report.launched === 0 && report.settled === 0 && report.compacted === 0) break;
   }
   return settled;
 }

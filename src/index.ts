@@ -16,6 +16,7 @@
 
 // The engine and its commands
 export { createEngine, Engine, type EngineOptions, type TickReport, type CrashPoint } from './engine/engine.js';
+export { DEFAULT_RETENTION_DAYS, RETENTION_CLASSES, type RetentionClass, type RetentionOptions } from './retention/policy.js';
 export { SimulatedClock, systemClock, type Clock } from './engine/clock.js';
 export { CommandHandler } from './command-handler/command-handler.js';
 export { CONTRACT_COMMANDS, EXTENSION_COMMANDS, decodeCommand, type CommandEnvelope, type CommandResponse, type CommandName } from './command-handler/envelope.js';
@@ -34,6 +35,8 @@ export {
   StoreClosedError,
   StreamSequenceError,
   TerminalRecordError,
+  LogTrimError,
+  type ListOptions,
   type Store,
   type StoreReader,
   type StoreTransaction,

@@ -1,7 +1,7 @@
 import { sha256Hex } from '../contract/digest.js';
 import { ContractError } from '../contract/errors.js';
 import type { Clock } from '../engine/clock.js';
-import type { LogEntry, Store, StoreReader } from '../store/store.js';
+import type { LogEntry, Store, StoreReader, StoreTransaction } from '../store/store.js';
 import { envelopeOf, readStoreId, storeStream, type EventEnvelope, type StreamRef } from './event-envelope.js';
 
 /** Checkpoints expire a day after issue, as upstream's do; a later resume gets CURSOR_EXPIRED. */
@@ -30,12 +30,44 @@ function isFeed(stream: StreamRef): boolean {
   return stream.kind === 'feed';
 }
 
+/** `meta/feed-horizon`: the highest global position retention removed; a feed cursor below it missed events. */
+const HORIZON = { kind: 'meta', id: 'feed-horizon' } as const;
+
+/** Records that retention removed the feed entry at `position` (and, with it, possibly others before it). */
+export async function advanceFeedHorizon(tx: StoreTransaction, position: number): Promise<void> {
+  const current = await tx.get<{ position: number }>(HORIZON.kind, HORIZON.id);
+  if (current !== undefined && current.data.position >= position) return;
+  await tx.put(HORIZON.kind, HORIZON.id, { position }, { expectedVersion: current?.version ?? null });
+}
+
+function compacted(stream: StreamRef, after: number, retainedFrom: number): ContractError {
+  return new ContractError('CURSOR_EXPIRED', `events after ${after} of ${storeStream(stream)} were compacted by retention; read again from the beginning, which starts at a snapshot`, {
+    stream: storeStream(stream),
+    after,
+    retainedFrom,
+  });
+}
+
+/**
+ * The page after a cursor. A cursor behind what retention removed gets CURSOR_EXPIRED, never a silent skip:
+ * on a stream, when its first retained entry is past the next one the cursor expects; on the feed, when the
+ * cursor is below the horizon.
+ */
 async function entriesAfter(reader: StoreReader, stream: StreamRef, after: number | null, limit: number): Promise<LogEntry[]> {
   if (isFeed(stream)) {
     if (stream.id !== FEED_ID) throw new ContractError('VALIDATION_FAILED', `the global feed is stream {kind: "feed", id: "${FEED_ID}"}`, { stream });
+    if (after !== null) {
+      const horizon = (await reader.get<{ position: number }>(HORIZON.kind, HORIZON.id))?.data.position;
+      if (horizon !== undefined && after < horizon) throw compacted(stream, after, horizon + 1);
+    }
     return reader.readFeed({ after: after ?? -1, limit });
   }
-  return reader.readLog(storeStream(stream), { after: after ?? -1, limit });
+  const entries = await reader.readLog(storeStream(stream), { after: after ?? -1, limit });
+  if (after !== null) {
+    const first = entries[0]?.sequence ?? (await reader.readLog(storeStream(stream), { limit: 1 }))[0]?.sequence;
+    if (first !== undefined && first > after + 1) throw compacted(stream, after, first);
+  }
+  return entries;
 }
 
 const cursorOf = (stream: StreamRef, entry: LogEntry) => (isFeed(stream) ? entry.position : entry.sequence);

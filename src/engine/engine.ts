@@ -17,6 +17,8 @@ import { NO_FAULTS, type EngineFaults } from './faults.js';
 import { InspectionMirror } from './inspection.js';
 import type { InspectionEvent } from 'xstate';
 import { operatorCommands } from '../command-handler/operator-commands.js';
+import { compactExpiredHistory } from '../retention/compaction.js';
+import { RetentionPolicy, type RetentionOptions } from '../retention/policy.js';
 
 /**
  * Outside commits come in bursts (a client's commands, a storm of run-now requests): one pass this long after
@@ -47,6 +49,12 @@ export interface EngineOptions {
    * actors mirror the store), e.g. a Stately inspector's `inspect`.
    */
   inspect?: (event: InspectionEvent) => void;
+  /**
+   * Retention of settled history by the contract's classes (default: ephemeral 1 day, standard 30, extended
+   * 365, legal_hold forever). Each compacted occurrence and run keeps one `feed.snapshot` event with its final
+   * state; its records and earlier events leave the store. `false` keeps all history.
+   */
+  retention?: RetentionOptions | false;
 }
 
 /**
@@ -63,8 +71,10 @@ export interface TickReport {
   launches: LaunchOutcome[];
   /** Steps that failed in this pass; each rolled back alone, the rest of the pass went on. */
   errors: Error[];
+  /** Settled occurrences whose history retention compacted in this pass. */
+  compacted: number;
   /** Wall time each phase took (ms), for operators and the bench; never read by engine logic. */
-  phaseMs: { plan: number; advance: number; dispatch: number; observe: number };
+  phaseMs: { plan: number; advance: number; dispatch: number; observe: number; retention: number };
 }
 
 /**
@@ -83,6 +93,9 @@ export class Engine {
   readonly commands: CommandHandler;
   readonly services: EngineServices;
   private readonly worker: Worker;
+  private readonly retention: RetentionPolicy | undefined;
+  /** Engine-clock instant of the next retention sweep (0: the first pass sweeps). */
+  private nextSweepAt = 0;
   private timer: NodeJS.Timeout | undefined;
   /** When the pending timer fires (performance.now() time base). */
   private timerDueAt = 0;
@@ -108,6 +121,7 @@ export class Engine {
       { ...NO_FAULTS, ...options.faults },
     );
     if (options.passConcurrency !== undefined) this.services.passConcurrency = options.passConcurrency;
+    this.retention = options.retention === false ? undefined : RetentionPolicy.from(options.retention);
     this.worker = new Worker(this.services);
     if (options.inspect !== undefined) {
       this.mirror = new InspectionMirror(options.inspect);
@@ -128,7 +142,7 @@ export class Engine {
   async tick(options: { crashBefore?: CrashPoint } = {}): Promise<TickReport> {
     const svc = this.services;
     const at = svc.clock.now().toISOString();
-    const report: TickReport = { at, planned: 0, launched: 0, settled: 0, launches: [], errors: [], phaseMs: { plan: 0, advance: 0, dispatch: 0, observe: 0 } };
+    const report: TickReport = { at, planned: 0, launched: 0, settled: 0, compacted: 0, launches: [], errors: [], phaseMs: { plan: 0, advance: 0, dispatch: 0, observe: 0, retention: 0 } };
     // A stopwatch, not the engine clock: durations are reported only, so they cannot affect determinism.
     let lap = performance.now();
     const timed = (phase: keyof TickReport['phaseMs']) => {
@@ -150,6 +164,11 @@ export class Engine {
     if (options.crashBefore === 'observe') return report;
     report.settled = await this.worker.observeAll(report.errors);
     timed('observe');
+    if (this.retention !== undefined && svc.clock.now().getTime() >= this.nextSweepAt) {
+      this.nextSweepAt = svc.clock.now().getTime() + this.retention.sweepEveryMs;
+      report.compacted = (await compactExpiredHistory(svc, this.retention, report.errors)).occurrences;
+    }
+    timed('retention');
     return report;
   }
 

@@ -4,7 +4,8 @@ import { createEntity, transitionEntity, type EntityRecord, type EntityTransitio
 import { appendEvent, type ChangefeedContext, type EventEnvelope, type StreamRef } from '../changefeed/event-envelope.js';
 import type { ContractActor } from '../contract/vocabulary.js';
 import type { StoredRecord, StoreReader, StoreTransaction } from '../store/store.js';
-import { KINDS, OCCURRENCE_LIVE } from './records.js';
+import { KINDS, OCCURRENCE_LIVE, type OccurrenceRecord } from './records.js';
+import { queueForRetention } from '../retention/compaction.js';
 import type { CommittedTransition } from './inspection.js';
 
 /** One engine step's transaction: the store transaction plus what its events need. */
@@ -151,7 +152,10 @@ export async function moveEntity<T>(
   if (committed.terminal && entity !== 'run') {
     const live = await step.tx.get(LIVE_INDEX[entity], id);
     if (live !== undefined) await step.tx.delete(LIVE_INDEX[entity], id, live.version);
-    if (entity === 'occurrence') await indexLiveOccurrence(step, committed.record.data.snapshot.context.automationId, id, false);
+    if (entity === 'occurrence') {
+      await indexLiveOccurrence(step, committed.record.data.snapshot.context.automationId, id, false);
+      await queueForRetention(step, committed.record as unknown as OccurrenceRecord);
+    }
   }
   await transitionedEvent(step, entity, id, committed.from, committed.to, reason ?? event.type, committed.record.data.snapshot.context);
   step.committed?.push({ entity, id, from: committed.from, to: committed.to, event: { ...event, now: step.now }, context: committed.record.data.snapshot.context });

@@ -11,12 +11,14 @@ export class UnsealedStore implements Store {
     return this.inner.transact((tx) =>
       body({
         get: (k, i) => tx.get(k, i),
-        list: (k) => tx.list(k),
+        list: (k, o) => tx.list(k, o),
         head: (s) => tx.head(s),
         readLog: (s, o) => tx.readLog(s, o),
         readFeed: (o) => tx.readFeed(o),
         append: (s, d, e) => tx.append(s, d, e),
         delete: (k, i, v) => tx.delete(k, i, v),
+        expire: (k, i, v) => tx.expire(k, i, v),
+        trimLog: (s, b) => tx.trimLog(s, b),
         put: (k, i, d, o: PutOptions) => tx.put(k, i, d, { expectedVersion: o.expectedVersion }),
       }),
     );

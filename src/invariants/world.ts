@@ -90,7 +90,8 @@ export class World {
 
   private newEngine(instanceId: string): Engine {
     let ids = 0;
-    return createEngine({ store: this.store, clock: this.clock, runtimes: [this.probe], instanceId, newId: () => `${instanceId}-store-${++ids}`, faults: this.faults });
+    // The checks read complete history (every launch against its attempt); retention has its own properties.
+    return createEngine({ store: this.store, clock: this.clock, runtimes: [this.probe], instanceId, newId: () => `${instanceId}-store-${++ids}`, faults: this.faults, retention: false });
   }
 
   nextKey(tag: string): string {

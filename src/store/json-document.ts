@@ -1,11 +1,15 @@
-import { CommittedState, type StateLayer } from './layered-state.js';
+import { CommittedState } from './layered-state.js';
 import type { LogEntry, StoredRecord } from './store.js';
 
 /** Identifies a coven-automata JSON store file; anything else is refused rather than overwritten. */
 export const JSON_STORE_FORMAT = 'coven-automata/json-store';
-/** 2 adds `journalThrough`: the last journal group the snapshot holds. Version 1 files (no journal) still open. */
-export const JSON_STORE_FORMAT_VERSION = 2;
-const READABLE_VERSIONS = new Set([1, 2]);
+/**
+ * 2 adds `journalThrough`: the last journal group the snapshot holds. 3 adds each log entry's `position` and
+ * `nextPosition`, because retention trims leave gaps in positions and streams that start past sequence 0.
+ * Version 1 and 2 files still open (their positions are their indexes).
+ */
+export const JSON_STORE_FORMAT_VERSION = 3;
+const READABLE_VERSIONS = new Set([1, 2, 3]);
 
 // Records and log entries are immutable once written, so each one's encoded JSON is made once and reused
 // by every later whole-file write: a commit encodes only what it changed, then writes cached bytes.
@@ -27,9 +31,11 @@ const NEWLINE = Buffer.from('\n');
  * The file content for a state, as a list of byte chunks to write in order: one line per record and
  * per log entry, records in storage order, log entries in commit order.
  */
-export function serializeState(state: StateLayer, journalThrough: number): Buffer[] {
+export function serializeState(state: CommittedState, journalThrough: number): Buffer[] {
   const chunks: Buffer[] = [
-    Buffer.from(`{"format":${JSON.stringify(JSON_STORE_FORMAT)},"formatVersion":${JSON_STORE_FORMAT_VERSION},"journalThrough":${journalThrough},"records":{`),
+    Buffer.from(
+      `{"format":${JSON.stringify(JSON_STORE_FORMAT)},"formatVersion":${JSON_STORE_FORMAT_VERSION},"journalThrough":${journalThrough},"nextPosition":${state.nextPosition()},"records":{`,
+    ),
   ];
   state.kinds().forEach((kind, k) => {
     chunks.push(Buffer.from(`${k === 0 ? '' : ','}\n${JSON.stringify(kind)}:{`));
@@ -42,10 +48,12 @@ export function serializeState(state: StateLayer, journalThrough: number): Buffe
     chunks.push(Buffer.from('}'));
   });
   chunks.push(Buffer.from('},\n"log":['));
-  state.feedSlice(0, state.feedLength()).forEach((e, i) => {
-    chunks.push(i === 0 ? NEWLINE : COMMA_NEWLINE);
-    chunks.push(cachedBytes(e, () => JSON.stringify({ stream: e.stream, sequence: e.sequence, data: e.data })));
-  });
+  let first = true;
+  for (const e of state.retainedFeed()) {
+    chunks.push(first ? NEWLINE : COMMA_NEWLINE);
+    chunks.push(cachedBytes(e, () => JSON.stringify({ stream: e.stream, sequence: e.sequence, position: e.position, data: e.data })));
+    first = false;
+  }
   chunks.push(Buffer.from(']}\n'));
   return chunks;
 }
@@ -81,12 +89,22 @@ export function parseState(text: string): { state: CommittedState; journalThroug
       state.loadRecord(record);
     }
   }
-  doc.log.forEach((raw: unknown, position) => {
-    if (!isObject(raw) || typeof raw.stream !== 'string' || !('data' in raw)) throw new Error(`log entry ${position} is malformed`);
+  const positioned = doc.formatVersion === 3;
+  doc.log.forEach((raw: unknown, index) => {
+    if (!isObject(raw) || typeof raw.stream !== 'string' || !('data' in raw)) throw new Error(`log entry ${index} is malformed`);
+    const position = positioned ? raw.position : index;
+    if (!Number.isSafeInteger(position) || (position as number) < state.nextPosition()) throw new Error(`log entry ${index} has position ${String(position)}, not after the one before it`);
+    // Retention trims a stream's oldest entries, so (from format 3) a stream's first entry may be past 0.
+    const retained = state.streamEntries(raw.stream).length > 0;
     const expected = state.streamHead(raw.stream);
-    if (raw.sequence !== expected) throw new Error(`log entry ${position} has sequence ${String(raw.sequence)} where stream ${raw.stream} expects ${expected}`);
-    const entry: LogEntry = { stream: raw.stream, sequence: expected, position, data: raw.data };
+    const sequenceOk = retained || !positioned ? raw.sequence === expected : Number.isSafeInteger(raw.sequence) && (raw.sequence as number) >= 0;
+    if (!sequenceOk) throw new Error(`log entry ${index} has sequence ${String(raw.sequence)} where stream ${raw.stream} expects ${expected}`);
+    const entry: LogEntry = { stream: raw.stream, sequence: raw.sequence as number, position: position as number, data: raw.data };
     state.loadEntry(entry);
   });
+  if (positioned) {
+    if (!Number.isSafeInteger(doc.nextPosition) || (doc.nextPosition as number) < state.nextPosition()) throw new Error('nextPosition is missing or behind the log');
+    state.advancePositions(doc.nextPosition as number);
+  }
   return { state, journalThrough: journalThrough as number };
 }

@@ -2,10 +2,12 @@ import { open, readFile, type FileHandle } from 'node:fs/promises';
 import type { CommittedState } from './layered-state.js';
 import type { LogEntry, StoredRecord } from './store.js';
 
-/** What one group commit changed: records written (null = deleted) and log entries appended, in order. */
+/** What one group commit changed: records written (null = removed), log entries appended, and streams trimmed. */
 export interface CommittedChanges {
   records: Array<[kind: string, id: string, record: StoredRecord | null]>;
   entries: LogEntry[];
+  /** Retention: entries of the stream below this sequence are gone. */
+  trims: Array<[stream: string, before: number]>;
 }
 
 type RecordLine = [kind: string, id: string, version: number, terminal: boolean, data: unknown] | [kind: string, id: string, deleted: null];
@@ -13,6 +15,8 @@ interface GroupLine {
   seq: number;
   records: RecordLine[];
   log: Array<[stream: string, sequence: number, data: unknown]>;
+  /** Absent in groups without retention trims (and in every journal written before they existed). */
+  trims?: Array<[stream: string, before: number]>;
 }
 
 /** One journal line per group commit: the changes only, so a commit writes what it changed and no more. */
@@ -21,6 +25,7 @@ export function encodeGroup(seq: number, changes: CommittedChanges): string {
     seq,
     records: changes.records.map(([kind, id, r]): RecordLine => (r === null ? [kind, id, null] : [kind, id, r.version, r.terminal, r.data])),
     log: changes.entries.map((e) => [e.stream, e.sequence, e.data]),
+    ...(changes.trims.length === 0 ? {} : { trims: changes.trims }),
   };
   return `${JSON.stringify(line)}\n`;
 }
@@ -37,19 +42,27 @@ function applyGroup(state: CommittedState, raw: unknown, expectedSeq: number): v
     const [kind, id] = line as [string, string];
     const current = state.getRecord(kind, id);
     // A group holds several transactions' writes, folded to each record's last value: a record may have moved
-    // several versions, or been created and deleted, within one group. A sealed record never moves.
-    if (current?.terminal === true) throw new Error(`group ${expectedSeq} changes ${kind}/${id}, which is sealed`);
+    // several versions, or been created and deleted, within one group. A sealed record never changes; only
+    // retention removes one (a null line).
     if (line[2] === null) {
       state.records.get(kind)?.delete(id);
       continue;
     }
+    if (current?.terminal === true) throw new Error(`group ${expectedSeq} changes ${kind}/${id}, which is sealed`);
     const [, , version, terminal, data] = line as [string, string, number, boolean, unknown];
     if (!Number.isSafeInteger(version) || version < 1 || typeof terminal !== 'boolean') throw new Error(`group ${expectedSeq} has a malformed record ${kind}/${id}`);
     state.loadRecord({ kind, id, version, terminal, data });
   }
   for (const line of raw.log as unknown[]) {
     if (!Array.isArray(line) || typeof line[0] !== 'string' || line[1] !== state.streamHead(line[0])) throw new Error(`group ${expectedSeq} has a log entry out of sequence`);
-    state.loadEntry({ stream: line[0], sequence: line[1] as number, position: state.feedLength(), data: line[2] });
+    state.loadEntry({ stream: line[0], sequence: line[1] as number, position: state.nextPosition(), data: line[2] });
+  }
+  if (raw.trims !== undefined && !Array.isArray(raw.trims)) throw new Error(`group ${expectedSeq} has malformed trims`);
+  for (const trim of (raw.trims ?? []) as unknown[]) {
+    if (!Array.isArray(trim) || typeof trim[0] !== 'string' || !Number.isSafeInteger(trim[1]) || (trim[1] as number) >= state.streamHead(trim[0])) {
+      throw new Error(`group ${expectedSeq} has a malformed trim`);
+    }
+    state.trimStream(trim[0], trim[1] as number);
   }
 }
 

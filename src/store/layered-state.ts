@@ -1,8 +1,10 @@
 import type { CommittedChanges } from './json-journal.js';
 import {
+  LogTrimError,
   StoreConflictError,
   StreamSequenceError,
   TerminalRecordError,
+  type ListOptions,
   type LogEntry,
   type PutOptions,
   type ReadLogOptions,
@@ -18,9 +20,12 @@ export interface StateLayer {
   /** Every record of a kind in storage order, without copying the kind's whole collection. */
   recordsOf(kind: string): Iterable<StoredRecord>;
   streamHead(stream: string): number;
+  /** The stream's retained entries, oldest first (retention may have trimmed a prefix). */
   streamEntries(stream: string): readonly LogEntry[];
-  feedLength(): number;
-  feedSlice(from: number, to: number): LogEntry[];
+  /** The position the next appended entry gets: positions only grow, even across trims. */
+  nextPosition(): number;
+  /** Retained entries with a position above `after`, in position order, at most `limit`. */
+  feedAfter(after: number, limit: number): LogEntry[];
 }
 
 /** Freezes a parsed value all the way down, so a reader cannot mutate what another reader sees. */
@@ -32,17 +37,41 @@ export function deepFreeze<T>(value: T): T {
   return value;
 }
 
+/** Entries of one stream after `after` (a sequence); the retained entries may start past sequence 0. */
 function window<T extends { sequence: number }>(entries: readonly T[], options: ReadLogOptions = {}): T[] {
-  const from = Math.max(0, (options.after ?? -1) + 1);
+  const base = entries[0]?.sequence ?? 0;
+  const from = Math.max(0, (options.after ?? -1) + 1 - base);
   const to = options.limit === undefined ? entries.length : Math.min(entries.length, from + options.limit);
   return entries.slice(from, to);
 }
 
+function byId(a: StoredRecord, b: StoredRecord): number {
+  return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+}
+
+/** The first index whose entry's position is above `after` (entries sorted by position). */
+function firstAfter(entries: readonly LogEntry[], after: number): number {
+  let lo = 0;
+  let hi = entries.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (entries[mid]!.position <= after) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** Trimmed entries the feed array may carry before it is rebuilt without them (amortises the rebuild). */
+const FEED_REBUILD_SLACK = 4096;
+
 /** The committed state: records by kind and id, streams, and the global feed in commit order. */
 export class CommittedState implements StateLayer {
   readonly records = new Map<string, Map<string, StoredRecord>>();
-  readonly streams = new Map<string, LogEntry[]>();
-  readonly feed: LogEntry[] = [];
+  private readonly streams = new Map<string, LogEntry[]>();
+  /** Entries in position order; may still hold trimmed ones (listed in `trimmed`) until the next rebuild. */
+  private feed: LogEntry[] = [];
+  private readonly trimmed = new Set<LogEntry>();
+  private positions = 0;
 
   kinds(): string[] {
     return [...this.records.keys()];
@@ -57,31 +86,62 @@ export class CommittedState implements StateLayer {
     return this.records.get(kind)?.values() ?? [];
   }
   streamHead(stream: string): number {
-    return this.streams.get(stream)?.length ?? 0;
+    const last = this.streams.get(stream)?.at(-1);
+    return last === undefined ? 0 : last.sequence + 1;
   }
   streamEntries(stream: string): readonly LogEntry[] {
     return this.streams.get(stream) ?? [];
   }
-  feedLength(): number {
-    return this.feed.length;
+  nextPosition(): number {
+    return this.positions;
   }
-  feedSlice(from: number, to: number): LogEntry[] {
-    return this.feed.slice(from, to);
+  feedAfter(after: number, limit: number): LogEntry[] {
+    const out: LogEntry[] = [];
+    for (let i = firstAfter(this.feed, after); i < this.feed.length && out.length < limit; i++) {
+      const entry = this.feed[i]!;
+      if (!this.trimmed.has(entry)) out.push(entry);
+    }
+    return out;
+  }
+  /** Every retained entry in position order (for writing a snapshot). */
+  *retainedFeed(): Iterable<LogEntry> {
+    for (const entry of this.feed) if (!this.trimmed.has(entry)) yield entry;
   }
 
   /** Loads one record as read from durable storage. */
   loadRecord(record: StoredRecord): void {
-    let byId = this.records.get(record.kind);
-    if (byId === undefined) this.records.set(record.kind, (byId = new Map()));
-    byId.set(record.id, deepFreeze(record));
+    let records = this.records.get(record.kind);
+    if (records === undefined) this.records.set(record.kind, (records = new Map()));
+    records.set(record.id, deepFreeze(record));
   }
 
   /** Loads one log entry as read from durable storage; entries must arrive in position order. */
   loadEntry(entry: LogEntry): void {
+    if (entry.position < this.positions) throw new Error(`log entry at position ${entry.position} arrived after position ${this.positions - 1}`);
     let entries = this.streams.get(entry.stream);
     if (entries === undefined) this.streams.set(entry.stream, (entries = []));
-    entries.push(deepFreeze(entry));
-    this.feed.push(entry);
+    const frozen = deepFreeze(entry);
+    entries.push(frozen);
+    this.feed.push(frozen);
+    this.positions = entry.position + 1;
+  }
+
+  /** Positions given out before the snapshot's retained entries (as a snapshot file records them). */
+  advancePositions(next: number): void {
+    this.positions = Math.max(this.positions, next);
+  }
+
+  /** Drops a stream's entries below sequence `before` (retention); the newest entry always stays. */
+  trimStream(stream: string, before: number): void {
+    const entries = this.streams.get(stream);
+    if (entries === undefined) return;
+    let dropped = 0;
+    while (dropped < entries.length - 1 && entries[dropped]!.sequence < before) this.trimmed.add(entries[dropped++]!);
+    if (dropped > 0) this.streams.set(stream, entries.slice(dropped));
+    if (this.trimmed.size > FEED_REBUILD_SLACK && this.trimmed.size * 4 > this.feed.length) {
+      this.feed = this.feed.filter((e) => !this.trimmed.has(e));
+      this.trimmed.clear();
+    }
   }
 }
 
@@ -93,11 +153,13 @@ export class Overlay implements StateLayer, StoreTransaction {
   private readonly writes = new Map<string, Map<string, StoredRecord | null>>();
   private readonly appended: LogEntry[] = [];
   private readonly appendedByStream = new Map<string, LogEntry[]>();
+  /** Retention trims of this overlay: stream → entries below this sequence are gone. */
+  private readonly trims = new Map<string, number>();
 
   constructor(private readonly parent: StateLayer) {}
 
   get isEmpty(): boolean {
-    return this.writes.size === 0 && this.appended.length === 0;
+    return this.writes.size === 0 && this.appended.length === 0 && this.trims.size === 0;
   }
 
   kinds(): string[] {
@@ -127,27 +189,48 @@ export class Overlay implements StateLayer, StoreTransaction {
     }
   }
   streamHead(stream: string): number {
-    return this.parent.streamHead(stream) + (this.appendedByStream.get(stream)?.length ?? 0);
+    const own = this.appendedByStream.get(stream)?.at(-1);
+    return own === undefined ? this.parent.streamHead(stream) : own.sequence + 1;
   }
   streamEntries(stream: string): readonly LogEntry[] {
-    const own = this.appendedByStream.get(stream);
-    const base = this.parent.streamEntries(stream);
-    return own === undefined ? base : [...base, ...own];
+    const own = this.appendedByStream.get(stream) ?? [];
+    const all = [...this.parent.streamEntries(stream), ...own];
+    const before = this.trims.get(stream);
+    return before === undefined ? all : all.filter((e) => e.sequence >= before);
   }
-  feedLength(): number {
-    return this.parent.feedLength() + this.appended.length;
+  nextPosition(): number {
+    return this.parent.nextPosition() + this.appended.length;
   }
-  feedSlice(from: number, to: number): LogEntry[] {
-    const baseLength = this.parent.feedLength();
-    const fromBase = from < baseLength ? this.parent.feedSlice(from, Math.min(to, baseLength)) : [];
-    return [...fromBase, ...this.appended.slice(Math.max(0, from - baseLength), Math.max(0, to - baseLength))];
+  feedAfter(after: number, limit: number): LogEntry[] {
+    const out: LogEntry[] = [];
+    // Trims of this overlay hide parent entries; ask for enough to fill the page after hiding them.
+    let cursor = after;
+    while (out.length < limit) {
+      const page = this.parent.feedAfter(cursor, limit - out.length);
+      if (page.length === 0) break;
+      for (const entry of page) if (!this.isTrimmed(entry)) out.push(entry);
+      cursor = page.at(-1)!.position;
+    }
+    for (const entry of this.appended) {
+      if (out.length >= limit) break;
+      if (entry.position > after && !this.isTrimmed(entry)) out.push(entry);
+    }
+    return out;
+  }
+
+  private isTrimmed(entry: LogEntry): boolean {
+    const before = this.trims.get(entry.stream);
+    return before !== undefined && entry.sequence < before;
   }
 
   async get<T>(kind: string, id: string): Promise<StoredRecord<T> | undefined> {
     return this.getRecord(kind, id) as StoredRecord<T> | undefined;
   }
-  async list<T>(kind: string): Promise<Array<StoredRecord<T>>> {
-    return this.listRecords(kind).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)) as Array<StoredRecord<T>>;
+  async list<T>(kind: string, options: ListOptions = {}): Promise<Array<StoredRecord<T>>> {
+    let records = this.listRecords(kind);
+    if (options.before !== undefined) records = records.filter((r) => r.id < options.before!);
+    records.sort(byId);
+    return (options.limit === undefined ? records : records.slice(0, options.limit)) as Array<StoredRecord<T>>;
   }
   async head(stream: string): Promise<number> {
     return this.streamHead(stream);
@@ -156,9 +239,7 @@ export class Overlay implements StateLayer, StoreTransaction {
     return window(this.streamEntries(stream), options) as Array<LogEntry<T>>;
   }
   async readFeed<T>(options: ReadLogOptions = {}): Promise<Array<LogEntry<T>>> {
-    const from = Math.max(0, (options.after ?? -1) + 1);
-    const to = options.limit === undefined ? this.feedLength() : Math.min(this.feedLength(), from + options.limit);
-    return this.feedSlice(from, to) as Array<LogEntry<T>>;
+    return this.feedAfter(options.after ?? -1, options.limit ?? Number.POSITIVE_INFINITY) as Array<LogEntry<T>>;
   }
 
   async put<T>(kind: string, id: string, data: T, options: PutOptions): Promise<StoredRecord<T>> {
@@ -187,6 +268,14 @@ export class Overlay implements StateLayer, StoreTransaction {
   async delete(kind: string, id: string, expectedVersion: number): Promise<void> {
     const current = this.getRecord(kind, id);
     if (current?.terminal) throw new TerminalRecordError(kind, id);
+    this.remove(kind, id, current, expectedVersion);
+  }
+
+  async expire(kind: string, id: string, expectedVersion: number): Promise<void> {
+    this.remove(kind, id, this.getRecord(kind, id), expectedVersion);
+  }
+
+  private remove(kind: string, id: string, current: StoredRecord | undefined, expectedVersion: number): void {
     if (current?.version !== expectedVersion) {
       throw new StoreConflictError(`${kind} ${id} is not at version ${expectedVersion}`, {
         kind,
@@ -201,7 +290,7 @@ export class Overlay implements StateLayer, StoreTransaction {
   async append<T>(stream: string, data: T, expectedSequence?: number): Promise<LogEntry<T>> {
     const sequence = this.streamHead(stream);
     if (expectedSequence !== undefined && expectedSequence !== sequence) throw new StreamSequenceError(stream, expectedSequence, sequence);
-    const entry: LogEntry<T> = deepFreeze({ stream, sequence, position: this.feedLength(), data: structuredClone(data) });
+    const entry: LogEntry<T> = deepFreeze({ stream, sequence, position: this.nextPosition(), data: structuredClone(data) });
     this.appended.push(entry);
     let own = this.appendedByStream.get(stream);
     if (own === undefined) this.appendedByStream.set(stream, (own = []));
@@ -209,39 +298,49 @@ export class Overlay implements StateLayer, StoreTransaction {
     return entry;
   }
 
-  /** Every write (null = deleted) and append of this overlay, in the order a journal replays them. */
-  changes(): CommittedChanges {
-    const records: CommittedChanges['records'] = [];
-    for (const [kind, byId] of this.writes) for (const [id, record] of byId) records.push([kind, id, record]);
-    return { records, entries: [...this.appended] };
+  async trimLog(stream: string, before: number): Promise<number> {
+    const head = this.streamHead(stream);
+    if (before > head - 1) throw new LogTrimError(stream, before, head);
+    const dropped = this.streamEntries(stream).filter((e) => e.sequence < before).length;
+    if (dropped > 0) this.trims.set(stream, Math.max(before, this.trims.get(stream) ?? 0));
+    return dropped;
   }
 
-  /** Moves every write and append into `target`, which must be this overlay's parent. */
+  /** Every write (null = removed), append and trim of this overlay, in the order a journal replays them. */
+  changes(): CommittedChanges {
+    const records: CommittedChanges['records'] = [];
+    for (const [kind, writes] of this.writes) for (const [id, record] of writes) records.push([kind, id, record]);
+    return { records, entries: [...this.appended], trims: [...this.trims] };
+  }
+
+  /** Moves every write, append and trim into `target`, which must be this overlay's parent. */
   mergeInto(target: Overlay | CommittedState): void {
     if (target instanceof Overlay) {
-      for (const [kind, byId] of this.writes) for (const [id, record] of byId) target.ownWrites(kind).set(id, record);
+      for (const [kind, writes] of this.writes) for (const [id, record] of writes) target.ownWrites(kind).set(id, record);
       for (const entry of this.appended) {
         target.appended.push(entry);
         let own = target.appendedByStream.get(entry.stream);
         if (own === undefined) target.appendedByStream.set(entry.stream, (own = []));
         own.push(entry);
       }
+      for (const [stream, before] of this.trims) target.trims.set(stream, Math.max(before, target.trims.get(stream) ?? 0));
       return;
     }
-    for (const [kind, byId] of this.writes) {
+    for (const [kind, writes] of this.writes) {
       let committed = target.records.get(kind);
       if (committed === undefined) target.records.set(kind, (committed = new Map()));
-      for (const [id, record] of byId) {
+      for (const [id, record] of writes) {
         if (record === null) committed.delete(id);
         else committed.set(id, record);
       }
     }
     for (const entry of this.appended) target.loadEntry(entry);
+    for (const [stream, before] of this.trims) target.trimStream(stream, before);
   }
 
   private ownWrites(kind: string): Map<string, StoredRecord | null> {
-    let byId = this.writes.get(kind);
-    if (byId === undefined) this.writes.set(kind, (byId = new Map()));
-    return byId;
+    let writes = this.writes.get(kind);
+    if (writes === undefined) this.writes.set(kind, (writes = new Map()));
+    return writes;
   }
 }

@@ -6,11 +6,13 @@ import { acquireStoreLock, type HeldLock } from './file-lock.js';
 import { deepFreeze } from './layered-state.js';
 import {
   CommitListeners,
+  LogTrimError,
   StoreClosedError,
   StoreConflictError,
   StoreCorruptError,
   StreamSequenceError,
   TerminalRecordError,
+  type ListOptions,
   type LogEntry,
   type PutOptions,
   type ReadLogOptions,
@@ -103,8 +105,12 @@ class SqliteReader implements StoreReader {
     const row = this.sql.get('SELECT * FROM records WHERE kind = ? AND id = ?').get(kind, id) as Row | undefined;
     return row === undefined ? undefined : toRecord<T>(row);
   }
-  async list<T>(kind: string): Promise<Array<StoredRecord<T>>> {
-    return (this.sql.get('SELECT * FROM records WHERE kind = ? ORDER BY id').all(kind) as Row[]).map((r) => toRecord<T>(r));
+  async list<T>(kind: string, options: ListOptions = {}): Promise<Array<StoredRecord<T>>> {
+    const rows =
+      options.before === undefined
+        ? this.sql.get('SELECT * FROM records WHERE kind = ? ORDER BY id LIMIT ?').all(kind, options.limit ?? -1)
+        : this.sql.get('SELECT * FROM records WHERE kind = ? AND id < ? ORDER BY id LIMIT ?').all(kind, options.before, options.limit ?? -1);
+    return (rows as Row[]).map((r) => toRecord<T>(r));
   }
   async head(stream: string): Promise<number> {
     const row = this.sql.get('SELECT MAX(sequence) AS s FROM log WHERE stream = ?').get(stream) as { s: number | null };
@@ -154,8 +160,16 @@ class SqliteTransaction extends SqliteReader implements StoreTransaction {
   }
 
   async delete(kind: string, id: string, expectedVersion: number): Promise<void> {
+    await this.remove(kind, id, expectedVersion, false);
+  }
+
+  async expire(kind: string, id: string, expectedVersion: number): Promise<void> {
+    await this.remove(kind, id, expectedVersion, true);
+  }
+
+  private async remove(kind: string, id: string, expectedVersion: number, evenSealed: boolean): Promise<void> {
     const current = this.sql.get('SELECT version, terminal FROM records WHERE kind = ? AND id = ?').get(kind, id) as { version: number; terminal: number } | undefined;
-    if (current?.terminal === 1) throw new TerminalRecordError(kind, id);
+    if (current?.terminal === 1 && !evenSealed) throw new TerminalRecordError(kind, id);
     if (current?.version !== expectedVersion) {
       throw new StoreConflictError(`${kind} ${id} is not at version ${expectedVersion}`, { kind, id, expectedVersion, currentVersion: current?.version ?? null });
     }
@@ -173,6 +187,15 @@ class SqliteTransaction extends SqliteReader implements StoreTransaction {
     this.wrote = true;
     this.sql.get('INSERT INTO log (position, stream, sequence, data) VALUES (?, ?, ?, ?)').run(position, stream, sequence, text);
     return deepFreeze({ stream, sequence, position, data: JSON.parse(text) as T });
+  }
+
+  async trimLog(stream: string, before: number): Promise<number> {
+    const head = await this.head(stream);
+    if (before > head - 1) throw new LogTrimError(stream, before, head);
+    // The newest entry stays, so MAX(sequence) and MAX(position) (the next sequence and position) never move back.
+    const dropped = this.sql.get('DELETE FROM log WHERE stream = ? AND sequence < ?').run(stream, before).changes;
+    if (dropped > 0) this.wrote = true;
+    return dropped;
   }
 }
 

@@ -33,11 +33,18 @@ export interface ReadLogOptions {
   limit?: number;
 }
 
+export interface ListOptions {
+  /** Only records whose id sorts before this one (string order): a range read over ids that encode an order. */
+  before?: string;
+  /** At most this many, lowest ids first. */
+  limit?: number;
+}
+
 /** Consistent reads: inside a transaction they see its own writes; outside, the last durable commit. */
 export interface StoreReader {
   get<T>(kind: string, id: string): Promise<StoredRecord<T> | undefined>;
-  /** Every record of a kind, in id order. */
-  list<T>(kind: string): Promise<Array<StoredRecord<T>>>;
+  /** The records of a kind in id order: all of them, or the range `options` names. */
+  list<T>(kind: string, options?: ListOptions): Promise<Array<StoredRecord<T>>>;
   /** The sequence the next append to `stream` will get (0 for an empty stream). */
   head(stream: string): Promise<number>;
   readLog<T>(stream: string, options?: ReadLogOptions): Promise<Array<LogEntry<T>>>;
@@ -53,6 +60,17 @@ export interface StoreTransaction extends StoreReader {
    * it fails unless the entry would get exactly that sequence.
    */
   append<T>(stream: string, data: T, expectedSequence?: number): Promise<LogEntry<T>>;
+  /**
+   * Retention only: removes a record whether or not it is sealed (compare-and-set on its version). Nothing
+   * else may remove a sealed record; history leaves the store through retention alone.
+   */
+  expire(kind: string, id: string, expectedVersion: number): Promise<void>;
+  /**
+   * Retention only: drops the entries of `stream` with a sequence below `before`. The newest entry always
+   * stays (`before` ≤ head − 1), so the head never moves back and a sequence is never given out twice.
+   * Returns how many entries were dropped.
+   */
+  trimLog(stream: string, before: number): Promise<number>;
 }
 
 /**
@@ -104,6 +122,14 @@ export class StreamSequenceError extends ContractError {
   constructor(stream: string, expected: number, head: number) {
     super('STREAM_OUT_OF_ORDER', `stream ${stream} is at sequence ${head}, not ${expected}`, { stream, expected, head });
     this.name = 'StreamSequenceError';
+  }
+}
+
+/** A trim would have dropped a stream's newest entry, which keeps its head. Nothing was written. */
+export class LogTrimError extends ContractError {
+  constructor(stream: string, before: number, head: number) {
+    super('INTERNAL', `stream ${stream} cannot be trimmed below ${before}: its newest entry is ${head - 1} and always stays`, { stream, before, head });
+    this.name = 'LogTrimError';
   }
 }
 

@@ -52,7 +52,7 @@ test('commits append one journal line per group; the snapshot is rewritten only 
   expect(readFileSync(journalOf(file), 'utf8').trim().split('\n')).toHaveLength(20);
   await store.close();
   expect(statSync(journalOf(file)).size).toBe(0);
-  expect(JSON.parse(readFileSync(file, 'utf8'))).toMatchObject({ formatVersion: 2, journalThrough: 20, records: { counter: { c: { version: 20, data: { n: 20 } } } } });
+  expect(JSON.parse(readFileSync(file, 'utf8'))).toMatchObject({ formatVersion: 3, journalThrough: 20, records: { counter: { c: { version: 20, data: { n: 20 } } } } });
 });
 
 test('a journal line cut short by a crash was never acknowledged: it is dropped on open, every complete group replays', async () => {
@@ -129,12 +129,57 @@ test('a crash between writing a snapshot and emptying the journal replays nothin
   expect(await counterOf(file)).toMatchObject({ version: 4, n: 4 });
 });
 
-test('a version 1 store file (before the journal) opens, and is written as version 2 on its next fold', async () => {
+test.each([
+  ['1 (before the journal)', `{"format":"coven-automata/json-store","formatVersion":1,"records":{"counter":{"c":{"version":1,"terminal":false,"data":{"n":1}}}},"log":[{"stream":"counter/c","sequence":0,"data":{"n":1}}]}\n`],
+  ['2 (before retention)', `{"format":"coven-automata/json-store","formatVersion":2,"journalThrough":0,"records":{"counter":{"c":{"version":1,"terminal":false,"data":{"n":1}}}},"log":[{"stream":"counter/c","sequence":0,"data":{"n":1}}]}\n`],
+])('a version %s store file opens, positions are its log indexes, and it is written as version 3 on its next fold', async (_, text) => {
   const file = freshFile();
-  writeFileSync(file, `{"format":"coven-automata/json-store","formatVersion":1,"records":{"counter":{"c":{"version":1,"terminal":false,"data":{"n":1}}}},"log":[]}\n`);
+  writeFileSync(file, text);
   const store = await JsonFileStore.open(file);
-  await store.transact((tx) => tx.put('counter', 'c', { n: 2 }, { expectedVersion: 1 }));
+  await store.transact(async (tx) => {
+    await tx.put('counter', 'c', { n: 2 }, { expectedVersion: 1 });
+    expect((await tx.append('counter/c', { n: 2 })).position).toBe(1);
+  });
   await store.close();
-  expect(JSON.parse(readFileSync(file, 'utf8'))).toMatchObject({ formatVersion: 2, journalThrough: 1 });
-  expect((await counterOf(file)).n).toBe(2);
+  expect(JSON.parse(readFileSync(file, 'utf8'))).toMatchObject({ formatVersion: 3, journalThrough: 1, nextPosition: 2, log: [{ position: 0 }, { position: 1 }] });
+  expect(await counterOf(file)).toEqual({ version: 2, n: 2, log: [1, 2] });
+});
+
+test('a version 3 file whose positions run backwards, or whose nextPosition is behind its log, is refused untouched', async () => {
+  const entry = (sequence: number, position: number) => `{"stream":"s","sequence":${sequence},"position":${position},"data":{}}`;
+  for (const [log, next] of [[`${entry(3, 5)},${entry(4, 4)}`, 6], [`${entry(3, 5)}`, 2]] as const) {
+    const file = freshFile();
+    const text = `{"format":"coven-automata/json-store","formatVersion":3,"journalThrough":0,"nextPosition":${next},"records":{},"log":[${log}]}\n`;
+    writeFileSync(file, text);
+    await expect(JsonFileStore.open(file)).rejects.toBeInstanceOf(StoreCorruptError);
+    expect(readFileSync(file, 'utf8')).toBe(text);
+  }
+});
+
+test('retention in the journal: expired records and trimmed entries stay gone when a crash leaves only the journal', async () => {
+  const file = freshFile();
+  const store = await JsonFileStore.open(file);
+  await store.transact(async (tx) => {
+    for (let n = 0; n < 3; n++) await tx.append('occurrence/o', { n });
+    await tx.put('attempt', 'a', { state: 'failed' }, { expectedVersion: null, terminal: true });
+  });
+  await store.transact(async (tx) => {
+    await tx.trimLog('occurrence/o', 2);
+    await tx.expire('attempt', 'a', 1);
+  });
+  const files = { snapshot: readFileSync(file, 'utf8'), journal: readFileSync(journalOf(file), 'utf8') };
+  expect(files.journal).toContain('"trims":[["occurrence/o",2]]');
+  await store.close();
+  writeFileSync(file, files.snapshot);
+  writeFileSync(journalOf(file), files.journal);
+  const again = await JsonFileStore.open(file);
+  try {
+    await again.read(async (r) => {
+      expect(await r.get('attempt', 'a')).toBeUndefined();
+      expect((await r.readLog('occurrence/o')).map((e) => [e.sequence, e.position])).toEqual([[2, 2]]);
+    });
+    expect((await again.transact((tx) => tx.append('occurrence/o', { n: 3 }, 3))).position).toBe(3);
+  } finally {
+    await again.close();
+  }
 });

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { StoreConflictError, StreamSequenceError, TerminalRecordError, type Store } from '../../src/store/store.js';
+import { LogTrimError, StoreConflictError, StreamSequenceError, TerminalRecordError, type Store } from '../../src/store/store.js';
 
 export interface StoreHarness {
   /** A fresh, empty store. */
@@ -169,6 +169,85 @@ export function describeStoreConformance(name: string, harness: StoreHarness): v
       await expect(store.transact((tx) => tx.head('x'))).rejects.toMatchObject({ code: 'INTERNAL' });
     });
 
+    test('list reads a range of ids in order: before an id, at most a limit', async () => {
+      await using(await harness.create(), async (store) => {
+        await store.transact(async (tx) => {
+          for (const id of ['2026-03-02|c', '2026-03-01|b', '2026-03-03|d', '2026-03-01|a']) await tx.put('due', id, { id }, { expectedVersion: null });
+        });
+        await store.read(async (r) => {
+          expect((await r.list('due', { before: '2026-03-02|~' })).map((x) => x.id)).toEqual(['2026-03-01|a', '2026-03-01|b', '2026-03-02|c']);
+          expect((await r.list('due', { before: '2026-03-02|~', limit: 2 })).map((x) => x.id)).toEqual(['2026-03-01|a', '2026-03-01|b']);
+          expect((await r.list('due', { limit: 1 })).map((x) => x.id)).toEqual(['2026-03-01|a']);
+          expect(await r.list('due', { before: '2026' })).toEqual([]);
+        });
+        // Inside a transaction the range sees its own writes and removals.
+        await store.transact(async (tx) => {
+          await tx.put('due', '2026-02-28|z', {}, { expectedVersion: null });
+          await tx.delete('due', '2026-03-01|a', 1);
+          expect((await tx.list('due', { before: '2026-03-01|~' })).map((x) => x.id)).toEqual(['2026-02-28|z', '2026-03-01|b']);
+        });
+      });
+    });
+
+    test('expire removes a record, sealed or not, by compare-and-set; delete still refuses a sealed one', async () => {
+      await using(await harness.create(), async (store) => {
+        await store.transact(async (tx) => {
+          await tx.put('attempt', 'sealed', { state: 'failed' }, { expectedVersion: null, terminal: true });
+          await tx.put('outbox', 'open', { status: 'done' }, { expectedVersion: null });
+        });
+        await expect(store.transact((tx) => tx.delete('attempt', 'sealed', 1))).rejects.toBeInstanceOf(TerminalRecordError);
+        await expect(store.transact((tx) => tx.expire('attempt', 'sealed', 2))).rejects.toBeInstanceOf(StoreConflictError);
+        await expect(store.transact((tx) => tx.expire('attempt', 'missing', 1))).rejects.toBeInstanceOf(StoreConflictError);
+        await store.transact(async (tx) => {
+          await tx.expire('attempt', 'sealed', 1);
+          await tx.expire('outbox', 'open', 1);
+        });
+        await store.read(async (r) => {
+          expect(await r.get('attempt', 'sealed')).toBeUndefined();
+          expect(await r.list('outbox')).toEqual([]);
+        });
+      });
+    });
+
+    test('trimLog drops a stream prefix: the head, later sequences and feed positions carry on', async () => {
+      await using(await harness.create(), async (store) => {
+        await store.transact(async (tx) => {
+          for (let i = 0; i < 4; i++) await tx.append('occurrence/o', { i });
+          await tx.append('automation/a', { i: 'a0' });
+        });
+        await expect(store.transact((tx) => tx.trimLog('occurrence/o', 4))).rejects.toBeInstanceOf(LogTrimError);
+        // A failed transaction's trim is rolled back with the rest of it.
+        await expect(
+          store.transact(async (tx) => {
+            await tx.trimLog('occurrence/o', 3);
+            throw new Error('boom');
+          }),
+        ).rejects.toThrow('boom');
+        expect(await store.read((r) => r.readLog('occurrence/o'))).toHaveLength(4);
+        const dropped = await store.transact(async (tx) => {
+          const n = await tx.trimLog('occurrence/o', 3);
+          // The transaction sees its own trim.
+          expect((await tx.readLog('occurrence/o')).map((e) => e.sequence)).toEqual([3]);
+          expect((await tx.readFeed()).map((e) => e.position)).toEqual([3, 4]);
+          return n;
+        });
+        expect(dropped).toBe(3);
+        await store.transact((tx) => tx.append('occurrence/o', { i: 4 }, 4));
+        await store.read(async (r) => {
+          expect(await r.head('occurrence/o')).toBe(5);
+          expect((await r.readLog('occurrence/o')).map((e) => [e.sequence, e.position])).toEqual([
+            [3, 3],
+            [4, 5],
+          ]);
+          expect((await r.readLog('occurrence/o', { after: 3 })).map((e) => e.sequence)).toEqual([4]);
+          expect((await r.readFeed()).map((e) => e.position)).toEqual([3, 4, 5]);
+          expect((await r.readFeed({ after: 0, limit: 2 })).map((e) => e.position)).toEqual([3, 4]);
+          expect((await r.readFeed({ after: 4 })).map((e) => e.position)).toEqual([5]);
+        });
+        expect(await store.transact((tx) => tx.trimLog('occurrence/o', 2))).toBe(0);
+      });
+    });
+
     if (harness.reopen !== undefined) {
       const reopen = harness.reopen;
       test('reopening after close yields exactly the committed state', async () => {
@@ -191,6 +270,36 @@ export function describeStoreConformance(name: string, harness: StoreHarness): v
           });
           await expect(again.transact((tx) => tx.put('attempt', 'x', {}, { expectedVersion: 1 }))).rejects.toBeInstanceOf(TerminalRecordError);
           await again.transact((tx) => tx.append('automation/a', { kind: 'definition.revised' }, 1));
+        });
+      });
+
+      test('reopening keeps what retention removed removed: expired records, trimmed entries, positions', async () => {
+        const store = await harness.create();
+        await store.transact(async (tx) => {
+          for (let i = 0; i < 3; i++) await tx.append('occurrence/o', { i });
+          await tx.append('run/r', { i: 'r0' });
+          await tx.put('attempt', 'x', { state: 'failed' }, { expectedVersion: null, terminal: true });
+        });
+        await store.transact(async (tx) => {
+          await tx.trimLog('occurrence/o', 2);
+          await tx.expire('attempt', 'x', 1);
+        });
+        const again = await reopen(store);
+        const reopened = await using(again, async (s) => {
+          await s.read(async (r) => {
+            expect(await r.get('attempt', 'x')).toBeUndefined();
+            expect((await r.readFeed()).map((e) => [e.stream, e.sequence, e.position])).toEqual([
+              ['occurrence/o', 2, 2],
+              ['run/r', 0, 3],
+            ]);
+            expect(await r.head('occurrence/o')).toBe(3);
+          });
+          const next = await s.transact((tx) => tx.append('occurrence/o', { i: 3 }, 3));
+          expect(next.position).toBe(4);
+          return reopen(s);
+        });
+        await using(reopened, async (s) => {
+          expect((await s.read((r) => r.readFeed())).map((e) => e.position)).toEqual([2, 3, 4]);
         });
       });
     }

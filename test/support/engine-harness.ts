@@ -6,6 +6,7 @@ import type { Store } from '../../src/store/store.js';
 import type { EventEnvelope } from '../../src/changefeed/event-envelope.js';
 import { KINDS, renderAttempt, renderOccurrence, renderRun, type AttemptRecord, type OccurrenceRecord, type RunRecord } from '../../src/engine/records.js';
 import { command, definitionBody } from './commands.js';
+import type { RetentionOptions } from '../../src/retention/policy.js';
 import { expect } from 'vitest';
 
 export interface HarnessOptions {
@@ -18,6 +19,9 @@ export interface HarnessOptions {
   timezone?: string;
   instanceId?: string;
   activate?: boolean;
+  retention?: RetentionOptions | false;
+  /** The definition's `policies.retention` (default: occurrence history `standard`). */
+  retentionClasses?: Record<string, { classification: string }>;
 }
 
 /** An engine on a simulated clock and runtime, with one automation `daily` created and activated. */
@@ -26,13 +30,20 @@ export async function harness(options: HarnessOptions = {}) {
   const store = options.store ?? new MemoryStore();
   const runtime = options.runtime ?? new SimulatedRuntime({ durationMs: 60_000 });
   let ids = 0;
-  const engine = createEngine({ store, clock, runtimes: [runtime], instanceId: options.instanceId ?? 'engine-a', newId: () => `store-${++ids}` });
+  const engine = createEngine({
+    store,
+    clock,
+    runtimes: [runtime],
+    instanceId: options.instanceId ?? 'engine-a',
+    newId: () => `store-${++ids}`,
+    ...(options.retention === undefined ? {} : { retention: options.retention }),
+  });
   const policies = {
     timeout: { perRunMinutes: options.perRunMinutes ?? 30 },
     retry: options.retry ?? { maxAttempts: 3, backoffPolicy: 'fixed', backoffSeconds: 30, retryableClasses: ['runtime_unavailable', 'transient_dispatch'] },
     concurrency: { overlap: 'forbid' },
     misfire: { disposition: 'latest' },
-    retention: { occurrenceHistory: { classification: 'standard' } },
+    retention: options.retentionClasses ?? { occurrenceHistory: { classification: 'standard' } },
   };
   const body = (revision: number, lifecycleState: 'draft' | 'paused') =>
     definitionBody('daily', { revision, lifecycleState, rrule: options.rrule ?? 'FREQ=DAILY;BYHOUR=9', timezone: options.timezone ?? 'utc', extra: { policies } });
@@ -41,7 +52,8 @@ export async function harness(options: HarnessOptions = {}) {
     expect(r.outcome, JSON.stringify(r.error)).not.toBe('rejected');
     return r;
   };
-  if (options.store === undefined) {
+  // A store handed in may already hold the automation (a restart); a new one gets it created.
+  if ((await store.read((r) => r.get('definition', 'daily'))) === undefined) {
     await ok(command('definition.create.v1', { definition: body(1, 'draft') }));
     await ok(command('definition.revise.v1', { definition: body(2, 'paused') }, { expectedRevision: 1 }));
     if (options.activate !== false) await ok(command('definition.activate.v1', { automationId: 'daily' }, { expectedRevision: 2 }));

@@ -1,0 +1,226 @@
+import { appendEvent, storeStream, type StreamRef } from '../changefeed/event-envelope.js';
+import { advanceFeedHorizon } from '../changefeed/changefeed.js';
+import type { AutomationDefinition } from '../command-handler/definition-body.js';
+import { DEFINITION_REVISION_KIND, revisionId } from '../command-handler/definition-commands.js';
+import { receiptIdFor } from '../dispatcher/receipts.js';
+import { outboxIdFor, runIdFor } from '../dispatcher/dispatcher.js';
+import { forEachConcurrently } from '../engine/concurrency.js';
+import type { StepContext } from '../engine/lifecycle.js';
+import {
+  ATTEMPT_TERMINAL,
+  KINDS,
+  attemptContext,
+  occurrenceContext,
+  stateOf,
+  type AttemptRecord,
+  type OccurrenceRecord,
+  type RunRecord,
+} from '../engine/records.js';
+import type { EngineServices } from '../engine/services.js';
+import type { StoredRecord } from '../store/store.js';
+import type { RetentionPolicy } from './policy.js';
+
+/** Settled occurrences wait for retention here: one kind per class, ids ordered by when they settled. */
+export const retentionQueueKind = (retentionClass: string) => `retention-due/${retentionClass}`;
+const queueId = (settledAt: string, occurrenceId: string) => `${settledAt}|${occurrenceId}`;
+/** Sorts after every `<settledAt>|<id>` of the same instant: a range bound that includes that instant. */
+const AFTER_INSTANT = '|\u{10FFFF}';
+
+interface RetentionDue {
+  occurrenceId: string;
+  settledAt: string;
+  /** Class of the receipts (`policies.retention.receipts`, else the occurrence's own). */
+  receiptsClass: string;
+  /** Present when the occurrence is gone and only its longer-kept receipts wait. */
+  receiptIds?: string[];
+}
+
+/** Kept a day longer when something it holds is still live (it cannot be, once settled; never assumed). */
+const POSTPONE_MS = 86_400_000;
+
+/**
+ * Queues a settled occurrence for retention, in the transaction that settled it. The class comes from the
+ * revision the occurrence pinned; `legal_hold` history is never queued.
+ */
+export async function queueForRetention(step: StepContext, occurrence: OccurrenceRecord): Promise<void> {
+  const { automationId, automationRevision } = occurrence.data.attributes;
+  const revision = await step.tx.get<AutomationDefinition>(DEFINITION_REVISION_KIND, revisionId(automationId, automationRevision));
+  const retention = revision?.data.policies.retention;
+  const occurrenceClass = retention?.occurrenceHistory?.classification ?? 'standard';
+  if (occurrenceClass === 'legal_hold') return;
+  const due: RetentionDue = { occurrenceId: occurrence.id, settledAt: step.now, receiptsClass: retention?.receipts?.classification ?? occurrenceClass };
+  await step.tx.put(retentionQueueKind(occurrenceClass), queueId(step.now, occurrence.id), due, { expectedVersion: null });
+}
+
+export interface CompactionReport {
+  occurrences: number;
+  receipts: number;
+  postponed: number;
+}
+
+/**
+ * One retention sweep: for each class with a finite window, compacts occurrences that settled longer ago
+ * than the window, oldest first, at most `policy.perPass` in all, one transaction each.
+ */
+export async function compactExpiredHistory(svc: EngineServices, policy: RetentionPolicy, errors: Error[] = []): Promise<CompactionReport> {
+  const report: CompactionReport = { occurrences: 0, receipts: 0, postponed: 0 };
+  const now = svc.clock.now().getTime();
+  let budget = policy.perPass;
+  for (const retentionClass of policy.expiringClasses()) {
+    if (budget <= 0) break;
+    const cutoff = new Date(now - policy.windowMs(retentionClass)!).toISOString();
+    const kind = retentionQueueKind(retentionClass);
+    const due = await svc.store.read((r) => r.list<RetentionDue>(kind, { before: `${cutoff}${AFTER_INSTANT}`, limit: budget }));
+    budget -= due.length;
+    await forEachConcurrently(due, svc.passConcurrency, async (entry) => {
+      try {
+        const outcome = await svc.step((step) => compactOne(step, policy, kind, entry));
+        report[outcome]++;
+      } catch (error) {
+        errors.push(new Error(`retention: ${entry.data.occurrenceId}: ${(error as Error).message}`, { cause: error }));
+      }
+    });
+  }
+  return report;
+}
+
+type Outcome = keyof CompactionReport;
+
+async function compactOne(step: StepContext, policy: RetentionPolicy, kind: string, entry: StoredRecord<RetentionDue>): Promise<Outcome> {
+  const fresh = await step.tx.get<RetentionDue>(kind, entry.id);
+  if (fresh === undefined) return 'postponed';
+  const due = fresh.data;
+  if (due.receiptIds !== undefined) {
+    for (const id of due.receiptIds) await expireIfPresent(step, KINDS.receipt, id);
+    await step.tx.delete(kind, entry.id, fresh.version);
+    return 'receipts';
+  }
+  const occurrence = await step.tx.get<OccurrenceRecord['data']>(KINDS.occurrence, due.occurrenceId);
+  if (occurrence === undefined) {
+    await step.tx.delete(kind, entry.id, fresh.version);
+    return 'postponed';
+  }
+  const history = await settledHistory(step, occurrence as OccurrenceRecord);
+  if (history === undefined) {
+    // Something of it is still live: look again later rather than remove what may still change.
+    const later = new Date(Date.parse(due.settledAt) + POSTPONE_MS).toISOString();
+    await step.tx.delete(kind, entry.id, fresh.version);
+    await step.tx.put(kind, queueId(later, due.occurrenceId), { ...due, settledAt: later }, { expectedVersion: null });
+    return 'postponed';
+  }
+  const keepReceipts = policy.outlives(due.receiptsClass, kind.slice('retention-due/'.length));
+  // Streams first: each keeps one snapshot event (the final state) and loses everything before it.
+  const links = { automationId: occurrence.data.attributes.automationId, occurrenceId: occurrence.id };
+  await snapshotAndTrim(step, { kind: 'occurrence', id: occurrence.id }, { occurrence: finalOccurrence(occurrence as OccurrenceRecord, history.runs) }, links);
+  for (const { run, attempts } of history.runs) {
+    await snapshotAndTrim(step, { kind: 'run', id: run.id }, { run: finalRun(run, attempts, keepReceipts) }, { ...links, runId: run.id });
+  }
+  const receiptIds: string[] = [];
+  for (const { run, attempts } of history.runs) {
+    for (const attempt of attempts) {
+      const a = attemptContext(attempt);
+      for (let g = 1; g <= a.dispatchGeneration; g++) {
+        await expireIfPresent(step, KINDS.outbox, outboxIdFor(attempt.id, g));
+        await expireIfPresent(step, 'pending-launch', outboxIdFor(attempt.id, g));
+      }
+      await expireIfPresent(step, 'adoption', a.adoptionKey);
+      if (keepReceipts) {
+        if ((await step.tx.get(KINDS.receipt, receiptIdFor(attempt.id))) !== undefined) receiptIds.push(receiptIdFor(attempt.id));
+      } else {
+        await expireIfPresent(step, KINDS.receipt, receiptIdFor(attempt.id));
+      }
+      await step.tx.expire(KINDS.attempt, attempt.id, attempt.version);
+    }
+    await step.tx.expire(KINDS.run, run.id, run.version);
+  }
+  for (let g = 1; g <= occurrenceContext(occurrence as OccurrenceRecord).fence.generation; g++) await expireIfPresent(step, KINDS.fenceRun, `${occurrence.id}#${g}`);
+  await step.tx.expire(KINDS.occurrence, occurrence.id, occurrence.version);
+  await step.tx.delete(kind, entry.id, fresh.version);
+  if (receiptIds.length > 0) {
+    await step.tx.put(retentionQueueKind(due.receiptsClass), queueId(due.settledAt, occurrence.id), { ...due, receiptIds }, { expectedVersion: null });
+  }
+  return 'occurrences';
+}
+
+/**
+ * What a snapshot keeps of a compacted occurrence: identity, slot, pinned revision and how it ended — the
+ * state a consumer folds to, not the full object (every byte of it stays for good: 24k occurrences a day).
+ */
+function finalOccurrence(occurrence: OccurrenceRecord, runs: Array<{ run: RunRecord }>): Record<string, unknown> {
+  const a = occurrence.data.attributes;
+  return {
+    occurrenceId: occurrence.id,
+    automationId: a.automationId,
+    automationRevision: a.automationRevision,
+    scheduledFor: a.scheduledFor,
+    state: stateOf(occurrence),
+    stateReason: a.stateReason,
+    fenceGeneration: occurrenceContext(occurrence).fence.generation,
+    runIds: runs.map(({ run }) => run.id),
+    settledAt: a.updatedAt,
+  };
+}
+
+function finalRun(run: RunRecord, attempts: AttemptRecord[], receiptsKept: boolean): Record<string, unknown> {
+  const a = run.data.attributes;
+  return {
+    runId: run.id,
+    state: stateOf(run),
+    ...(a.terminalDisposition === undefined ? {} : { outcome: a.terminalDisposition.outcome }),
+    attempts: attempts.map((attempt) => ({ attemptId: attempt.id, attemptNumber: attemptContext(attempt).attemptNumber, state: stateOf(attempt) })),
+    ...(a.receiptRef === undefined ? {} : { receiptRef: a.receiptRef, receiptRetained: receiptsKept }),
+    ...(a.finishedAt === undefined ? {} : { finishedAt: a.finishedAt }),
+  };
+}
+
+/** The occurrence's runs and attempts, or undefined when any of them is not settled for good. */
+async function settledHistory(step: StepContext, occurrence: OccurrenceRecord): Promise<{ runs: Array<{ run: RunRecord; attempts: AttemptRecord[] }> } | undefined> {
+  if (!occurrence.terminal) return undefined;
+  const runIds = new Set([runIdFor(occurrence.id), ...(occurrence.data.attributes.activeRunRef === undefined ? [] : [occurrence.data.attributes.activeRunRef])]);
+  const runs: Array<{ run: RunRecord; attempts: AttemptRecord[] }> = [];
+  for (const runId of runIds) {
+    const run = (await step.tx.get(KINDS.run, runId)) as RunRecord | undefined;
+    if (run === undefined) continue;
+    if (!run.terminal) return undefined;
+    const attempts: AttemptRecord[] = [];
+    for (const attemptId of run.data.attributes.attemptIds) {
+      const attempt = (await step.tx.get(KINDS.attempt, attemptId)) as AttemptRecord | undefined;
+      if (attempt === undefined) continue;
+      if (!attempt.terminal && !ATTEMPT_TERMINAL.has(stateOf(attempt))) return undefined;
+      attempts.push(attempt);
+    }
+    runs.push({ run, attempts });
+  }
+  return { runs };
+}
+
+async function expireIfPresent(step: StepContext, kind: string, id: string): Promise<void> {
+  const record = await step.tx.get(kind, id);
+  if (record !== undefined) await step.tx.expire(kind, id, record.version);
+}
+
+/**
+ * Appends a `feed.snapshot` (reason `retention_compaction`) holding the entity's final state, then drops
+ * every earlier event of the stream: the contract lets retention compact only behind a snapshot.
+ */
+async function snapshotAndTrim(
+  step: StepContext,
+  stream: StreamRef,
+  state: Record<string, unknown>,
+  links: { automationId: string; occurrenceId: string; runId?: string },
+): Promise<void> {
+  const key = storeStream(stream);
+  const through = await step.tx.head(key);
+  if (through === 0) return;
+  const dropped = await step.tx.readLog(key);
+  await appendEvent(step.tx, step.feed, {
+    stream,
+    kind: 'feed.snapshot',
+    summary: `${stream.kind} ${stream.id} compacted by retention through sequence ${through}`,
+    payload: { throughSequence: through, state, reason: 'retention_compaction' },
+    ...links,
+  });
+  await step.tx.trimLog(key, through);
+  const lastDropped = dropped.at(-1);
+  if (lastDropped !== undefined) await advanceFeedHorizon(step.tx, lastDropped.position);
+}
