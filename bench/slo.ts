@@ -22,6 +22,9 @@ interface Cell {
   definitions: number;
   /** Measured hours; 0 = definitions and restart only (the 10k-definition recovery figure). */
   hours?: number;
+  /** Retention window (hours) and unmeasured hours that fill it first: the store's steady-state growth. */
+  retentionHours?: number;
+  warmupHours?: number;
 }
 
 const quick = process.argv.includes('--quick');
@@ -36,6 +39,7 @@ const CELLS: Cell[] = quick
   ? [
       { store: 'json', history: 1_000, definitions: 100 },
       { store: 'sqlite', history: 1_000, definitions: 200 },
+      { store: 'sqlite', history: 0, definitions: 200, hours: 2, retentionHours: 1, warmupHours: 2 },
     ]
   : [
       { store: 'json', history: 1_000, definitions: 100 },
@@ -44,6 +48,8 @@ const CELLS: Cell[] = quick
       { store: 'sqlite', history: 1_000, definitions: 1_000 },
       { store: 'sqlite', history: 10_000, definitions: 1_000 },
       { store: 'sqlite', history: 100_000, definitions: 1_000 },
+      { store: 'json', history: 0, definitions: 100, hours: 3, retentionHours: 1, warmupHours: 2 },
+      { store: 'sqlite', history: 0, definitions: 1_000, hours: 3, retentionHours: 1, warmupHours: 2 },
     ];
 
 /** Seconds of steady run-now arrivals per store at the upstream gate's rate (2,000 due occurrences/min). */
@@ -93,13 +99,16 @@ function arrivalMeasures(r: ArrivalsResult): Map<string, number> {
 
 function runCell(cell: Cell): CellResult {
   const started = performance.now();
-  const child = spawnSync(process.execPath, ['--expose-gc', join(BUILD_DIR, 'bench', 'slo-cell.js'), '--store', cell.store, '--history', String(cell.history), '--definitions', String(cell.definitions), '--hours', String(cell.hours ?? 3)], {
+  const retention = cell.retentionHours === undefined ? [] : ['--retention-hours', String(cell.retentionHours), '--warmup-hours', String(cell.warmupHours ?? 0)];
+  const args = ['--store', cell.store, '--history', String(cell.history), '--definitions', String(cell.definitions), '--hours', String(cell.hours ?? 3), ...retention];
+  const child = spawnSync(process.execPath, ['--expose-gc', join(BUILD_DIR, 'bench', 'slo-cell.js'), ...args], {
     encoding: 'utf8',
     maxBuffer: 512 * 1024 * 1024,
   });
   if (child.status !== 0) throw new Error(`cell ${cell.store}/${cell.history} failed:\n${child.stderr}`);
   const result = JSON.parse(child.stdout.trim().split('\n').at(-1)!) as CellResult;
-  console.error(`  ${cell.store} ${cell.history} history, ${cell.definitions} definitions: ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  const kind = cell.retentionHours === undefined ? `${cell.history} history` : `${cell.retentionHours} h retention`;
+  console.error(`  ${cell.store} ${kind}, ${cell.definitions} definitions: ${((performance.now() - started) / 1000).toFixed(1)} s`);
   return result;
 }
 
@@ -210,14 +219,21 @@ function main(): void {
       // Restart-only cell: the other measures need executions it does not run.
       for (const id of [...measures.keys()]) if (id !== 'definitions.per-minute' && id !== 'restart.recovery-latency.p95' && id !== 'memory.idle') measures.delete(id);
     }
+    if (r.retentionHours > 0) {
+      // Retention cell: what the store grows by once its window is full; latency comes from the other cells.
+      for (const id of [...measures.keys()]) if (id !== 'store.growth.per-day' && id !== 'due-occurrences.per-minute' && id !== 'memory.idle') measures.delete(id);
+    }
     measuredByCell.push({ cell: r, measures });
-    const label = `${r.store} ${r.history / 1000}k${r.measuredOccurrences === 0 ? ` (${r.definitions / 1000}k defs, restart)` : ''}`;
+    const label =
+      r.retentionHours > 0
+        ? `${r.store} retention ${r.retentionHours} h`
+        : `${r.store} ${r.history / 1000}k${r.measuredOccurrences === 0 ? ` (${r.definitions / 1000}k defs, restart)` : ''}`;
     gateRows(label, measures);
     if (r.measuredOccurrences === 0) continue;
     rows.push([label, 'baseline: engine transitions/s vs XState ceiling', transitionsPerSecond, '/s', ceiling.perSecond, `${(transitionsPerSecond / ceiling.perSecond).toFixed(3)}x`, `${ceiling.agreed}/${ceiling.compared} agree`]);
     rows.push([label, 'baseline: engine commits/s vs fsync floor', commitsPerSecond, '/s', floor, `${(commitsPerSecond / floor).toFixed(2)}x`, `${Math.round(r.bytesPerCommit)} B/commit`]);
     rows.push([label, 'info: phase p50 plan/claim/dispatch ms', `${r.phases.plan.p50.toFixed(0)}/${r.phases.claim.p50.toFixed(0)}/${r.phases.dispatch.p50.toFixed(0)}`, 'ms', '-', '-', `${r.measuredOccurrences} occ, ${r.commits} commits`]);
-    rows.push([label, 'info: store size, bytes per occurrence', r.storeBytes / 1_048_576, 'MB', '-', '-', `${Math.round(r.bytesPerOccurrence)} B/occ`]);
+    rows.push([label, 'info: store size, bytes per occurrence', r.storeBytes / 1_048_576, 'MB', '-', '-', `${Math.round(r.bytesPerOccurrence)} B/occ${r.retentionHours > 0 ? `, ${r.compacted} compacted in the measured hours` : ''}`]);
     rows.push([label, 'info: idle RSS inside the cell (harness + heap high-water)', r.rssInCellIdleMb, 'MB', '-', '-', 'memory.idle is a fresh daemon on the same store']);
   }
   for (const a of arrivals) {
@@ -234,9 +250,16 @@ function main(): void {
   // The report binds the largest SQLite cell (the profile's store) for throughput, growth, changefeed and
   // restart, and the SQLite arrivals cell (a daemon at the gate's rate) for per-occurrence latency, queue,
   // runs, CPU and memory. Every cell goes to the .cells.json beside it.
-  const largest = [...measuredByCell].reverse().find((m) => m.cell.store === 'sqlite' && m.cell.measuredOccurrences > 0) ?? measuredByCell.at(-1)!;
+  const largest = [...measuredByCell].reverse().find((m) => m.cell.store === 'sqlite' && m.cell.measuredOccurrences > 0 && m.cell.retentionHours === 0) ?? measuredByCell.at(-1)!;
+  const steady = measuredByCell.find((m) => m.cell.store === 'sqlite' && m.cell.retentionHours > 0);
   const daemon = arrivals.find((a) => a.store === 'sqlite')!;
-  const headline = { cell: largest.cell, measures: new Map([...largest.measures, ...arrivalMeasures(daemon)]) };
+  // Growth is the steady state under retention (bounded growth over retention windows, upstream's hard gate),
+  // when a retention cell ran; the largest cell's figure without retention stays in the table and .cells.json.
+  const growth = steady?.measures.get('store.growth.per-day');
+  const headline = {
+    cell: largest.cell,
+    measures: new Map([...largest.measures, ...arrivalMeasures(daemon), ...(growth === undefined ? [] : ([['store.growth.per-day', growth]] as Array<[string, number]>))]),
+  };
   const report = {
     measuredVersion: 1,
     environment: {
@@ -244,7 +267,7 @@ function main(): void {
       memory: `${Math.round(totalmem() / 1_073_741_824)} GB`,
       disk: 'local (tmpdir)',
       os: `${process.platform} ${process.arch}`,
-      store: `${headline.cell.store === 'sqlite' ? 'SQLite WAL' : 'JSON file'}, single store, one engine; ${headline.cell.definitions} definitions, ${headline.cell.history} historical occurrences; latency, queue, CPU and memory from ${daemon.ratePerMinute}/min run-now arrivals on ${daemon.definitions} definitions`,
+      store: `${headline.cell.store === 'sqlite' ? 'SQLite WAL' : 'JSON file'}, single store, one engine; ${headline.cell.definitions} definitions, ${headline.cell.history} historical occurrences; latency, queue, CPU and memory from ${daemon.ratePerMinute}/min run-now arrivals on ${daemon.definitions} definitions${steady === undefined ? '' : `; growth at steady state under a ${steady.cell.retentionHours} h retention window, ${steady.cell.definitions} definitions`}`,
     },
     artifact: { sourceCommit: sourceCommit(), artifactDigest: `sha256-${'0'.repeat(64)}` },
     measures: [...headline.measures].map(([id, value]) => ({ id, value, unit: gates.find((g) => g.id === id)?.unit ?? '' })),
@@ -256,7 +279,14 @@ function main(): void {
   mkdirSync(dirname(out), { recursive: true });
   writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`);
   const cells = [
-    ...measuredByCell.map((m) => ({ cell: 'burst', store: m.cell.store, history: m.cell.history, definitions: m.cell.definitions, measures: Object.fromEntries(m.measures) })),
+    ...measuredByCell.map((m) => ({
+      cell: m.cell.retentionHours > 0 ? 'retention' : 'burst',
+      store: m.cell.store,
+      history: m.cell.history,
+      definitions: m.cell.definitions,
+      retentionHours: m.cell.retentionHours,
+      measures: Object.fromEntries(m.measures),
+    })),
     ...arrivals.map((a) => ({ cell: 'arrivals', store: a.store, ratePerMinute: a.ratePerMinute, definitions: a.definitions, measures: Object.fromEntries(arrivalMeasures(a)), detail: a })),
   ];
   writeFileSync(out.replace(/\.json$/, '.cells.json'), `${JSON.stringify(cells, null, 2)}\n`);

@@ -24,6 +24,8 @@ export interface EngineFaults {
   rewriteHistoricRevision: boolean;
   /** Launches left `sending` by a crash are sent again. */
   resendUnconfirmedLaunches: boolean;
+  /** Retention compacts occurrences that are still live, as if they had settled. */
+  compactLiveHistory: boolean;
 }
 
 export const NO_FAULTS: EngineFaults = {
@@ -37,4 +39,5 @@ export const NO_FAULTS: EngineFaults = {
   ackCancelWithoutRuntime: false,
   rewriteHistoricRevision: false,
   resendUnconfirmedLaunches: false,
+  compactLiveHistory: false,
 };

@@ -25,13 +25,14 @@ const attrs = (r: Rec) => (r.data as Any).attributes as Any;
 const ctx = (r: Rec) => (r.data as Any).snapshot.context as Any;
 const same = (a: Rec, b: Rec) => a.version === b.version && JSON.stringify(a.data) === JSON.stringify(b.data);
 
-function transitions(h: History): Array<{ index: number; event: EventEnvelope; entityId: string }> {
+/** Transition events in feed order, each with its global position (what launches and passes compare with). */
+function transitions(h: History): Array<{ position: number; event: EventEnvelope; entityId: string }> {
   const out = [];
   for (const [index, event] of h.feed.entries()) {
     if (!event.kind.endsWith('.transitioned')) continue;
     const entity = event.payload.entity as string;
     const entityId = entity === 'attempt' ? event.attemptId! : entity === 'run' ? event.runId! : event.occurrenceId!;
-    out.push({ index, event, entityId });
+    out.push({ position: h.positions[index]!, event, entityId });
   }
   return out;
 }
@@ -39,6 +40,35 @@ function transitions(h: History): Array<{ index: number; event: EventEnvelope; e
 function attemptsOfRun(h: History, runId: string): Rec[] {
   return [...h.records.attempt.values()].filter((a) => ctx(a).runId === runId).sort((a, b) => ctx(a).attemptNumber - ctx(b).attemptNumber);
 }
+
+/**
+ * Retention compacts only settled history, only behind a snapshot, and leaves nothing of it behind that
+ * could still act: checked whenever a world runs with retention (vacuous otherwise).
+ */
+export const COMPACTION_CHECK: InvariantCheck = {
+  id: 'compaction-behind-snapshot',
+  source: 'conformance',
+  check(h) {
+    const problems: string[] = [];
+    for (const e of h.compacted.snapshots) {
+      if (e.payload.throughSequence !== e.sequence) problems.push(`snapshot of ${e.stream.kind}/${e.stream.id} covers ${String(e.payload.throughSequence)} but sits at ${e.sequence}`);
+      const state = e.payload.state as Any;
+      if (e.stream.kind === 'occurrence' && !TERMINAL.occurrence!.has(state.occurrence?.state)) problems.push(`occurrence ${e.stream.id} was compacted in state ${String(state.occurrence?.state)}`);
+      if (e.stream.kind === 'run') {
+        if (!TERMINAL.run!.has(state.run?.state)) problems.push(`run ${e.stream.id} was compacted in state ${String(state.run?.state)}`);
+        for (const a of state.run?.attempts ?? []) if (!TERMINAL.attempt!.has(a.state)) problems.push(`attempt ${a.attemptId} was compacted in state ${String(a.state)}`);
+      }
+    }
+    const { occurrences, runs, attempts } = h.compacted;
+    for (const [kind, ids] of [['occurrence', occurrences], ['run', runs], ['attempt', attempts]] as const) {
+      for (const id of ids) if (h.records[kind].has(id)) problems.push(`${kind} ${id} was compacted but its record remains`);
+    }
+    for (const r of h.records.outbox.values()) if (attempts.has((r.data as Any).attemptId)) problems.push(`outbox ${r.id} of compacted attempt ${(r.data as Any).attemptId} remains`);
+    for (const id of h.records['fence-run'].keys()) if (occurrences.has(id.slice(0, id.lastIndexOf('#')))) problems.push(`fence record ${id} of a compacted occurrence remains`);
+    for (const r of h.records.run.values()) if (occurrences.has(ctx(r).occurrenceId)) problems.push(`run ${r.id} outlived its compacted occurrence ${ctx(r).occurrenceId}`);
+    return problems;
+  },
+};
 
 /** The contract's ten invariants, plus upstream's conformance gates, as checks over history. */
 export const INVARIANTS: InvariantCheck[] = [
@@ -53,7 +83,7 @@ export const INVARIANTS: InvariantCheck[] = [
         const attempt = h.records.attempt.get(launch.attemptId);
         const accepted = attempt === undefined ? undefined : all.find((t) => t.event.payload.entity === 'run' && t.entityId === ctx(attempt).runId && t.event.payload.from === 'none');
         if (adopted === undefined || accepted === undefined) problems.push(`launch ${launch.sessionKey} of attempt ${launch.attemptId} has no accepted run and adopted attempt`);
-        else if (adopted.index >= launch.committedFeedLength || accepted.index >= launch.committedFeedLength) {
+        else if (adopted.position >= launch.feedEnd || accepted.position >= launch.feedEnd) {
           problems.push(`launch ${launch.sessionKey} happened before the adoption of ${launch.attemptId} was durable`);
         }
       }
@@ -233,8 +263,14 @@ export const INVARIANTS: InvariantCheck[] = [
         const attempts = new Set([...h.records.attempt.values()].filter((a) => mine.some((o) => o.id === ctx(a).occurrenceId)).map((a) => a.id));
         for (const l of h.runtime.launches) if (attempts.has(l.attemptId) && l.at > tombstonedAt) problems.push(`attempt ${l.attemptId} launched after ${d.id} was tombstoned`);
       }
+      // Retention is the one way history leaves: what it compacted is accounted for by a snapshot.
+      const compactedIds: Record<string, Set<string>> = { occurrence: h.compacted.occurrences, run: h.compacted.runs, attempt: h.compacted.attempts };
+      const receiptCompacted = (id: string) => h.compacted.attempts.has(id.replace(/^receipt-/, ''));
       for (const kind of ['definition', 'definition-revision', 'occurrence', 'run', 'attempt', 'receipt'] as const) {
-        for (const id of previous?.records[kind].keys() ?? []) if (!h.records[kind].has(id)) problems.push(`${kind} ${id} disappeared from history`);
+        for (const id of previous?.records[kind].keys() ?? []) {
+          if (h.records[kind].has(id) || compactedIds[kind]?.has(id) === true || (kind === 'receipt' && receiptCompacted(id))) continue;
+          problems.push(`${kind} ${id} disappeared from history`);
+        }
       }
       return problems;
     },
@@ -260,15 +296,21 @@ export const INVARIANTS: InvariantCheck[] = [
       if (h.passes.length === 0) return problems;
       const covered = new Set<string>();
       for (const o of h.records.occurrence.values()) covered.add(`${attrs(o).automationId}@${attrs(o).scheduledFor}`);
+      // A slot's key outlives its occurrence's retention; a compacted occurrence's snapshot keeps its misfire.
+      for (const key of h.records['occurrence-key'].keys()) covered.add(key);
       for (const e of h.feed) if (e.kind === 'occurrence.misfire_recorded') for (const s of e.payload.collapsedSlots as string[]) covered.add(`${e.automationId}@${s}`);
+      for (const e of h.compacted.snapshots) {
+        for (const s of ((e.payload.state as Any).occurrence?.collapsedSlots as string[] | undefined) ?? []) covered.add(`${e.automationId}@${s}`);
+      }
       for (const d of h.records.definition.values()) {
         if (state(d) !== 'active' || h.records.quarantine.has(d.id)) continue;
         const from = attrs(d).scheduleEffectiveFrom as string | undefined;
         if (from === undefined) continue;
         const body = attrs(d).definition as Any;
         // Only passes that began after the schedule took effect (activation or the last revise) had to plan it.
-        const effective = h.feed.findLastIndex((e) => e.automationId === d.id && (e.kind === 'definition.activated' || e.kind === 'definition.revised'));
-        const passedSince = h.passes.filter((p) => p.feedLength > effective);
+        const index = h.feed.findLastIndex((e) => e.automationId === d.id && (e.kind === 'definition.activated' || e.kind === 'definition.revised'));
+        const effective = index === -1 ? -1 : h.positions[index]!;
+        const passedSince = h.passes.filter((p) => p.feedEnd > effective);
         const lastPass = passedSince.at(-1);
         if (lastPass === undefined) continue;
         const since = Math.max(Date.parse(from) - 1, Date.parse(lastPass.at) - 15 * 86_400_000);
@@ -294,6 +336,7 @@ export const INVARIANTS: InvariantCheck[] = [
       return problems;
     },
   },
+  COMPACTION_CHECK,
 ];
 
 export const CONTRACT_INVARIANT_IDS = INVARIANTS.filter((i) => i.source === 'contract').map((i) => i.id);

@@ -2,34 +2,73 @@ import type { EventEnvelope } from '../changefeed/event-envelope.js';
 import type { Store, StoredRecord } from '../store/store.js';
 import type { RuntimeLog } from './probe-runtime.js';
 
-const KINDS = ['definition', 'definition-revision', 'occurrence', 'run', 'attempt', 'receipt', 'adoption', 'quarantine', 'outbox', 'fence-run'] as const;
+const KINDS = ['definition', 'definition-revision', 'occurrence', 'run', 'attempt', 'receipt', 'adoption', 'quarantine', 'outbox', 'fence-run', 'occurrence-key'] as const;
 
-/** Everything the store holds and the runtime saw, at one instant, for invariant checks. */
+/** What retention removed: the entities whose streams now hold only a `retention_compaction` snapshot. */
+export interface Compacted {
+  occurrences: Set<string>;
+  runs: Set<string>;
+  attempts: Set<string>;
+  /** The snapshot events themselves (not in `feed`), for the checks of compaction. */
+  snapshots: EventEnvelope[];
+}
+
+/**
+ * Everything the store holds and the runtime saw, at one instant, for invariant checks. With retention, the
+ * history is the retained one: compacted entities' snapshots are set apart in `compacted`, and the runtime's
+ * log of their sessions is left out, so every check reads the same world the store still describes.
+ */
 export interface History {
   at: string;
   records: Record<(typeof KINDS)[number], Map<string, StoredRecord<Record<string, unknown>>>>;
   feed: EventEnvelope[];
+  /** Global position of each feed entry, parallel to `feed` (positions have gaps once retention trimmed). */
+  positions: number[];
   /** Stream key (`kind/id`) of each feed entry, parallel to `feed`. */
   streams: string[];
   sequences: number[];
   runtime: RuntimeLog;
-  /** Full engine passes: their instant and how long the changefeed was when each began (orders them among commits). */
-  passes: Array<{ at: string; feedLength: number }>;
+  /** Full engine passes: their instant and the feed position after the last commit before each began. */
+  passes: Array<{ at: string; feedEnd: number }>;
+  compacted: Compacted;
 }
+
+const isCompaction = (e: EventEnvelope) => e.kind === 'feed.snapshot' && e.payload.reason === 'retention_compaction';
 
 export async function captureHistory(store: Store, runtime: RuntimeLog, at: string, passes: History['passes']): Promise<History> {
   return store.read(async (reader) => {
     const records = {} as History['records'];
     for (const kind of KINDS) records[kind] = new Map((await reader.list<Record<string, unknown>>(kind)).map((r) => [r.id, r]));
     const entries = await reader.readFeed<EventEnvelope>();
+    const compacted: Compacted = { occurrences: new Set(), runs: new Set(), attempts: new Set(), snapshots: [] };
+    for (const { data: e } of entries) {
+      if (!isCompaction(e)) continue;
+      compacted.snapshots.push(e);
+      if (e.stream.kind === 'occurrence') compacted.occurrences.add(e.stream.id);
+      if (e.stream.kind === 'run') {
+        compacted.runs.add(e.stream.id);
+        const state = e.payload.state as { run?: { attempts?: Array<{ attemptId: string }> } };
+        for (const a of state.run?.attempts ?? []) compacted.attempts.add(a.attemptId);
+      }
+    }
+    const retained = entries.filter((e) => !(e.data.stream.kind === 'occurrence' ? compacted.occurrences : compacted.runs).has(e.data.stream.id));
+    const launches = runtime.launches.filter((l) => !compacted.attempts.has(l.attemptId));
+    const forgotten = new Set(runtime.launches.filter((l) => compacted.attempts.has(l.attemptId) && l.sessionId !== undefined).map((l) => l.sessionId!));
     return {
       at,
       records,
-      feed: entries.map((e) => e.data),
-      streams: entries.map((e) => e.stream),
-      sequences: entries.map((e) => e.sequence),
-      runtime: { launches: [...runtime.launches], cancels: [...runtime.cancels], exits: new Map(runtime.exits), lost: new Set(runtime.lost) },
+      feed: retained.map((e) => e.data),
+      positions: retained.map((e) => e.position),
+      streams: retained.map((e) => e.stream),
+      sequences: retained.map((e) => e.sequence),
+      runtime: {
+        launches,
+        cancels: runtime.cancels.filter((c) => !forgotten.has(c.sessionId)),
+        exits: new Map([...runtime.exits].filter(([session]) => !forgotten.has(session))),
+        lost: new Set([...runtime.lost].filter((session) => !forgotten.has(session))),
+      },
       passes: [...passes],
+      compacted,
     };
   });
 }

@@ -3,7 +3,7 @@ import type { LaunchRequest, LaunchResult, Observation, Runtime } from '../runti
 
 /** What the runtime saw, independent of what the engine recorded: the ground truth the checks compare with. */
 export interface RuntimeLog {
-  launches: Array<{ sessionKey: string; attemptId: string; at: string; sessionId?: string; committedFeedLength: number }>;
+  launches: Array<{ sessionKey: string; attemptId: string; at: string; sessionId?: string; feedEnd: number }>;
   cancels: Array<{ sessionId: string; at: string }>;
   /** Sessions the runtime reported as exited: with its outcome, and whether it ended on a cancel. */
   exits: Map<string, { outcome: 'succeeded' | 'failed'; cancelled: boolean }>;
@@ -11,7 +11,7 @@ export interface RuntimeLog {
 }
 
 /**
- * Wraps a runtime and logs every launch (with how much of the changefeed was durable at that instant),
+ * Wraps a runtime and logs every launch (with how far the changefeed was durable at that instant),
  * cancel request and terminal observation, so invariant checks can hold the store's history against what
  * actually happened at the runtime.
  */
@@ -23,7 +23,8 @@ export class ProbeRuntime implements Runtime {
 
   constructor(
     private readonly inner: Runtime,
-    private readonly committedFeedLength: () => Promise<number>,
+    /** The feed position after the last durable commit: launches must follow their adoption's events. */
+    private readonly feedEnd: () => Promise<number>,
   ) {
     this.runtimeId = inner.runtimeId;
     this.sideEffectClass = inner.sideEffectClass;
@@ -31,7 +32,7 @@ export class ProbeRuntime implements Runtime {
   }
 
   async launch(request: LaunchRequest, now: Date): Promise<LaunchResult> {
-    const entry: RuntimeLog['launches'][number] = { sessionKey: request.sessionKey, attemptId: request.attemptId, at: now.toISOString(), committedFeedLength: await this.committedFeedLength() };
+    const entry: RuntimeLog['launches'][number] = { sessionKey: request.sessionKey, attemptId: request.attemptId, at: now.toISOString(), feedEnd: await this.feedEnd() };
     let result: LaunchResult;
     try {
       result = await this.inner.launch(request, now);

@@ -2,6 +2,7 @@ import { createMachine, type AnyStateMachine } from 'xstate';
 import type { EngineFaults } from '../engine/faults.js';
 import { checkMachineProperties, generatedMachines } from './machine-properties.js';
 import { InvariantViolation, World, type StoreKind } from './world.js';
+import type { RetentionOptions } from '../retention/policy.js';
 
 /** One deliberately broken variant, the invariant that must catch it, and a scenario that exercises it. */
 export interface BrokenVariant {
@@ -9,6 +10,8 @@ export interface BrokenVariant {
   invariant: string;
   fault?: keyof EngineFaults;
   store?: StoreKind;
+  /** Retention for the variant's engines (off unless set). */
+  retention?: RetentionOptions;
   scenario?: (world: World) => Promise<void>;
   machine?: () => string[];
 }
@@ -106,6 +109,13 @@ export const BROKEN_VARIANTS: BrokenVariant[] = [
     },
   },
   {
+    name: 'retention compacts a live occurrence as if it had settled',
+    invariant: 'compaction-behind-snapshot',
+    fault: 'compactLiveHistory',
+    retention: { windowDays: { standard: 1 / 1440 }, sweepEveryMinutes: 0 },
+    scenario: (w) => slotRuns(w, 'hang'),
+  },
+  {
     name: 'an unconfirmed launch sent again (duplicate dispatch for one fence)',
     invariant: 'no-duplicate-dispatch-per-fence',
     fault: 'resendUnconfirmedLaunches',
@@ -122,7 +132,7 @@ export async function runSelfCheck(onProgress?: (message: string) => void): Prom
     if (variant.machine !== undefined) {
       caughtBy = [...new Set(variant.machine())];
     } else {
-      const world = await World.create(variant.store ?? 'memory', variant.fault === undefined ? {} : { [variant.fault]: true }, new Map());
+      const world = await World.create(variant.store ?? 'memory', variant.fault === undefined ? {} : { [variant.fault]: true }, new Map(), variant.retention ?? false);
       try {
         await variant.scenario!(world);
       } catch (error) {

@@ -4,6 +4,7 @@ import { INVARIANTS } from './checks.js';
 import { engineCommands, type Model } from './engine-model.js';
 import { checkMachineProperties, generatedMachines, type MachinePropertyResult } from './machine-properties.js';
 import { InvariantViolation, World, type StoreKind } from './world.js';
+import type { RetentionOptions } from '../retention/policy.js';
 
 export interface SuiteOptions {
   /** Engine-level property runs per store kind. */
@@ -14,6 +15,8 @@ export interface SuiteOptions {
   maxCommands?: number;
   stores?: StoreKind[];
   faults?: Partial<EngineFaults>;
+  /** Retention for the engines under test (default off): the checks then read the retained history. */
+  retention?: RetentionOptions;
   onProgress?: (message: string) => void;
 }
 
@@ -50,7 +53,7 @@ export async function runEngineProperty(store: StoreKind, options: SuiteOptions,
   let runs = 0;
   const report = await fc.check(
     fc.asyncProperty(fc.commands(engineCommands(), { maxCommands: options.maxCommands ?? 40, size: 'large' }), async (commands) => {
-      const world = await World.create(store, options.faults ?? {}, checked);
+      const world = await World.create(store, options.faults ?? {}, checked, options.retention ?? false);
       try {
         await fc.asyncModelRun(() => ({ model: {} as Model, real: world }), commands);
       } finally {
@@ -115,6 +118,16 @@ export async function runInterleavingProperty(options: SuiteOptions, checked: Ma
   };
 }
 
+/**
+ * The retention run: a one-minute window swept every pass, so settled history is compacted as soon as it may
+ * be and races everything else; longer sequences, because an occurrence must come due and settle first.
+ */
+export const RETENTION_PROPERTY = (runs: number): Pick<SuiteOptions, 'runs' | 'maxCommands' | 'retention'> => ({
+  runs: runs * 2,
+  maxCommands: 100,
+  retention: { windowDays: { standard: 1 / 1440 }, sweepEveryMinutes: 0 },
+});
+
 const MACHINE_LEVEL = new Set(['terminal-no-regress', 'no-evidence-no-success', 'ambiguous-never-auto-retried', 'one-attempt-one-session']);
 
 /** Runs the machine-level properties and the engine-level property on each store kind; never throws on a violation. */
@@ -129,6 +142,9 @@ export async function runInvariantSuite(options: SuiteOptions): Promise<SuiteRes
     const failure = await runEngineProperty(store, options, checked);
     if (failure !== undefined) failures.push(failure);
   }
+  options.onProgress?.(`engine-level property with retention compacting history a minute after it settles (memory store, ${options.runs * 2} runs)`);
+  const retained = await runEngineProperty('memory', { ...options, ...RETENTION_PROPERTY(options.runs) }, checked);
+  if (retained !== undefined) failures.push(retained);
   options.onProgress?.('interleavings: two engines and commands under a fast-check scheduler');
   const interleaving = await runInterleavingProperty(options, checked);
   if (interleaving !== undefined) failures.push(interleaving);
@@ -139,7 +155,7 @@ export async function runInvariantSuite(options: SuiteOptions): Promise<SuiteRes
       invariant: invariant.id,
       source: invariant.source,
       levels: ['engine', ...(MACHINE_LEVEL.has(invariant.id) ? ['machine'] : [])],
-      runs: options.runs * stores.length + machineResults.reduce((n, m) => n + m.runs, 0),
+      runs: options.runs * (stores.length + 2) + machineResults.reduce((n, m) => n + m.runs, 0),
       stepsChecked: (checked.get(invariant.id) ?? 0) + machineResults.reduce((n, m) => n + m.steps, 0),
       status: failed ? 'failed' : 'passed',
     };

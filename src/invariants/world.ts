@@ -9,7 +9,8 @@ import { SimulatedRuntime, type SimulatedBehavior } from '../runtime/simulated-r
 import { JsonFileStore } from '../store/json-file-store.js';
 import { SqliteStore } from '../store/sqlite-store.js';
 import { MemoryStore } from '../store/memory-store.js';
-import type { Store } from '../store/store.js';
+import type { Store, StoreReader } from '../store/store.js';
+import type { RetentionOptions } from '../retention/policy.js';
 import type { CommandResponse } from '../command-handler/envelope.js';
 import { captureHistory, type History } from './history.js';
 import { INVARIANTS } from './checks.js';
@@ -40,6 +41,15 @@ export class InvariantViolation extends Error {
 export const AUTOMATIONS = ['alpha', 'beta'] as const;
 const START = '2026-03-02T08:00:00.000Z';
 
+/** Key in a world's `checked` map: occurrences its engines compacted (retention properties assert it grew). */
+export const COMPACTIONS = 'retention:compacted-occurrences';
+
+/** The feed position after the last commit (the newest entry is never trimmed, so this is exact). */
+async function feedEnd(reader: StoreReader): Promise<number> {
+  const last = (await reader.readFeed()).at(-1);
+  return last === undefined ? 0 : last.position + 1;
+}
+
 /**
  * One engine world under test: a store, a simulated clock and runtime (probed), up to two engines, and
  * the invariant checks run after every step against the full history.
@@ -49,7 +59,7 @@ export class World {
   readonly runtime = new SimulatedRuntime({ runtimeId: 'coven-code', durationMs: 5 * 60_000, sideEffectClass: 'local_write', sideEffectBoundProven: false });
   readonly probe: ProbeRuntime;
   readonly engines: Engine[] = [];
-  readonly passes: Array<{ at: string; feedLength: number }> = [];
+  readonly passes: Array<{ at: string; feedEnd: number }> = [];
   readonly usedKeys: string[] = [];
   private previous: History | undefined;
   private keyCounter = 0;
@@ -60,8 +70,10 @@ export class World {
     private readonly faults: Partial<EngineFaults>,
     readonly checked: Map<string, number>,
     private readonly dir: string | undefined,
+    /** Retention for the world's engines; off unless a property exercises it (the checks then read retained history). */
+    private readonly retention: RetentionOptions | false = false,
   ) {
-    this.probe = new ProbeRuntime(this.runtime, () => store.read(async (r) => (await r.readFeed()).length));
+    this.probe = new ProbeRuntime(this.runtime, () => store.read(feedEnd));
     this.engines.push(this.newEngine('engine-a'), this.newEngine('engine-b'));
   }
 
@@ -70,16 +82,16 @@ export class World {
     return new World(new ScheduledStore(new MemoryStore(), scheduler), {}, checked, undefined);
   }
 
-  static async create(kind: StoreKind, faults: Partial<EngineFaults>, checked: Map<string, number>): Promise<World> {
+  static async create(kind: StoreKind, faults: Partial<EngineFaults>, checked: Map<string, number>, retention: RetentionOptions | false = false): Promise<World> {
     if (kind === 'json') {
       const dir = mkdtempSync(join(tmpdir(), 'coven-invariants-'));
-      return new World(await JsonFileStore.open(join(dir, 'store.json')), faults, checked, dir);
+      return new World(await JsonFileStore.open(join(dir, 'store.json')), faults, checked, dir, retention);
     }
     if (kind === 'sqlite') {
       const dir = mkdtempSync(join(tmpdir(), 'coven-invariants-'));
-      return new World(await SqliteStore.open(join(dir, 'store.sqlite')), faults, checked, dir);
+      return new World(await SqliteStore.open(join(dir, 'store.sqlite')), faults, checked, dir, retention);
     }
-    return new World(kind === 'unsealed-memory' ? new UnsealedStore(new MemoryStore()) : new MemoryStore(), faults, checked, undefined);
+    return new World(kind === 'unsealed-memory' ? new UnsealedStore(new MemoryStore()) : new MemoryStore(), faults, checked, undefined, retention);
   }
 
   async dispose(): Promise<void> {
@@ -90,8 +102,7 @@ export class World {
 
   private newEngine(instanceId: string): Engine {
     let ids = 0;
-    // The checks read complete history (every launch against its attempt); retention has its own properties.
-    return createEngine({ store: this.store, clock: this.clock, runtimes: [this.probe], instanceId, newId: () => `${instanceId}-store-${++ids}`, faults: this.faults, retention: false });
+    return createEngine({ store: this.store, clock: this.clock, runtimes: [this.probe], instanceId, newId: () => `${instanceId}-store-${++ids}`, faults: this.faults, retention: this.retention });
   }
 
   nextKey(tag: string): string {
@@ -160,9 +171,11 @@ export class World {
   }
 
   async tick(engine = 0, crashBefore?: CrashPoint): Promise<void> {
-    const feedLength = await this.store.read(async (r) => (await r.readFeed()).length);
-    await this.engines[engine]!.tick(crashBefore === undefined ? {} : { crashBefore });
-    if (crashBefore === undefined) this.passes.push({ at: this.clock.now().toISOString(), feedLength });
+    const end = await this.store.read(feedEnd);
+    const report = await this.engines[engine]!.tick(crashBefore === undefined ? {} : { crashBefore });
+    // Counted beside the checks, so a retention property can show it compacted anything at all.
+    if (report.compacted > 0) this.checked.set(COMPACTIONS, (this.checked.get(COMPACTIONS) ?? 0) + report.compacted);
+    if (crashBefore === undefined) this.passes.push({ at: this.clock.now().toISOString(), feedEnd: end });
   }
 
   /** A process dies mid-pass and a new engine takes its place on the same store and runtime. */

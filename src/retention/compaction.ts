@@ -1,11 +1,11 @@
-import { appendEvent, storeStream, type StreamRef } from '../changefeed/event-envelope.js';
+import { appendEvent, storeStream, type EventEnvelope, type StreamRef } from '../changefeed/event-envelope.js';
 import { advanceFeedHorizon } from '../changefeed/changefeed.js';
 import type { AutomationDefinition } from '../command-handler/definition-body.js';
 import { DEFINITION_REVISION_KIND, revisionId } from '../command-handler/definition-commands.js';
 import { receiptIdFor } from '../dispatcher/receipts.js';
 import { outboxIdFor, runIdFor } from '../dispatcher/dispatcher.js';
 import { forEachConcurrently } from '../engine/concurrency.js';
-import type { StepContext } from '../engine/lifecycle.js';
+import { LIVE_INDEX, type StepContext } from '../engine/lifecycle.js';
 import {
   ATTEMPT_TERMINAL,
   KINDS,
@@ -81,6 +81,15 @@ export async function compactExpiredHistory(svc: EngineServices, policy: Retenti
       }
     });
   }
+  if (svc.faults.compactLiveHistory) {
+    for (const live of await svc.store.read((r) => r.list(LIVE_INDEX.occurrence))) {
+      await svc.step(async (step) => {
+        const occurrence = (await step.tx.get(KINDS.occurrence, live.id)) as OccurrenceRecord | undefined;
+        if (occurrence !== undefined) await compactOccurrence(step, occurrence, (await settledHistory(step, occurrence, true))!, false);
+      });
+      report.occurrences++;
+    }
+  }
   return report;
 }
 
@@ -109,9 +118,26 @@ async function compactOne(step: StepContext, policy: RetentionPolicy, kind: stri
     return 'postponed';
   }
   const keepReceipts = policy.outlives(due.receiptsClass, kind.slice('retention-due/'.length));
+  const receiptIds = await compactOccurrence(step, occurrence as OccurrenceRecord, history, keepReceipts);
+  await step.tx.delete(kind, entry.id, fresh.version);
+  if (receiptIds.length > 0) {
+    await step.tx.put(retentionQueueKind(due.receiptsClass), queueId(due.settledAt, occurrence.id), { ...due, receiptIds }, { expectedVersion: null });
+  }
+  return 'occurrences';
+}
+
+/**
+ * Compacts one occurrence with its runs and attempts: snapshot and trim of each stream, then every record
+ * of it expired. Returns the receipts kept for their own, longer window.
+ */
+async function compactOccurrence(step: StepContext, occurrence: OccurrenceRecord, history: History, keepReceipts: boolean): Promise<string[]> {
   // Streams first: each keeps one snapshot event (the final state) and loses everything before it.
   const links = { automationId: occurrence.data.attributes.automationId, occurrenceId: occurrence.id };
-  await snapshotAndTrim(step, { kind: 'occurrence', id: occurrence.id }, { occurrence: finalOccurrence(occurrence as OccurrenceRecord, history.runs) }, links);
+  // Missed slots stay visibly explained after compaction (zero silent loss): the snapshot keeps them.
+  const collapsedSlots = (await step.tx.readLog<EventEnvelope>(storeStream({ kind: 'occurrence', id: occurrence.id })))
+    .filter((e) => e.data.kind === 'occurrence.misfire_recorded')
+    .flatMap((e) => e.data.payload.collapsedSlots as string[]);
+  await snapshotAndTrim(step, { kind: 'occurrence', id: occurrence.id }, { occurrence: finalOccurrence(occurrence as OccurrenceRecord, history.runs, collapsedSlots) }, links);
   for (const { run, attempts } of history.runs) {
     await snapshotAndTrim(step, { kind: 'run', id: run.id }, { run: finalRun(run, attempts, keepReceipts) }, { ...links, runId: run.id });
   }
@@ -135,18 +161,14 @@ async function compactOne(step: StepContext, policy: RetentionPolicy, kind: stri
   }
   for (let g = 1; g <= occurrenceContext(occurrence as OccurrenceRecord).fence.generation; g++) await expireIfPresent(step, KINDS.fenceRun, `${occurrence.id}#${g}`);
   await step.tx.expire(KINDS.occurrence, occurrence.id, occurrence.version);
-  await step.tx.delete(kind, entry.id, fresh.version);
-  if (receiptIds.length > 0) {
-    await step.tx.put(retentionQueueKind(due.receiptsClass), queueId(due.settledAt, occurrence.id), { ...due, receiptIds }, { expectedVersion: null });
-  }
-  return 'occurrences';
+  return receiptIds;
 }
 
 /**
  * What a snapshot keeps of a compacted occurrence: identity, slot, pinned revision and how it ended — the
  * state a consumer folds to, not the full object (every byte of it stays for good: 24k occurrences a day).
  */
-function finalOccurrence(occurrence: OccurrenceRecord, runs: Array<{ run: RunRecord }>): Record<string, unknown> {
+function finalOccurrence(occurrence: OccurrenceRecord, runs: Array<{ run: RunRecord }>, collapsedSlots: string[]): Record<string, unknown> {
   const a = occurrence.data.attributes;
   return {
     occurrenceId: occurrence.id,
@@ -158,6 +180,7 @@ function finalOccurrence(occurrence: OccurrenceRecord, runs: Array<{ run: RunRec
     fenceGeneration: occurrenceContext(occurrence).fence.generation,
     runIds: runs.map(({ run }) => run.id),
     settledAt: a.updatedAt,
+    ...(collapsedSlots.length === 0 ? {} : { collapsedSlots }),
   };
 }
 
@@ -174,19 +197,21 @@ function finalRun(run: RunRecord, attempts: AttemptRecord[], receiptsKept: boole
 }
 
 /** The occurrence's runs and attempts, or undefined when any of them is not settled for good. */
-async function settledHistory(step: StepContext, occurrence: OccurrenceRecord): Promise<{ runs: Array<{ run: RunRecord; attempts: AttemptRecord[] }> } | undefined> {
-  if (!occurrence.terminal) return undefined;
+type History = { runs: Array<{ run: RunRecord; attempts: AttemptRecord[] }> };
+
+async function settledHistory(step: StepContext, occurrence: OccurrenceRecord, evenUnsettled = false): Promise<History | undefined> {
+  if (!occurrence.terminal && !evenUnsettled) return undefined;
   const runIds = new Set([runIdFor(occurrence.id), ...(occurrence.data.attributes.activeRunRef === undefined ? [] : [occurrence.data.attributes.activeRunRef])]);
   const runs: Array<{ run: RunRecord; attempts: AttemptRecord[] }> = [];
   for (const runId of runIds) {
     const run = (await step.tx.get(KINDS.run, runId)) as RunRecord | undefined;
     if (run === undefined) continue;
-    if (!run.terminal) return undefined;
+    if (!run.terminal && !evenUnsettled) return undefined;
     const attempts: AttemptRecord[] = [];
     for (const attemptId of run.data.attributes.attemptIds) {
       const attempt = (await step.tx.get(KINDS.attempt, attemptId)) as AttemptRecord | undefined;
       if (attempt === undefined) continue;
-      if (!attempt.terminal && !ATTEMPT_TERMINAL.has(stateOf(attempt))) return undefined;
+      if (!attempt.terminal && !ATTEMPT_TERMINAL.has(stateOf(attempt)) && !evenUnsettled) return undefined;
       attempts.push(attempt);
     }
     runs.push({ run, attempts });

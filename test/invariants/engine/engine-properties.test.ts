@@ -1,7 +1,8 @@
 import { describe, expect, test } from 'vitest';
-import { runEngineProperty, runInterleavingProperty } from '../../../src/invariants/suite.js';
+import { RETENTION_PROPERTY, runEngineProperty, runInterleavingProperty } from '../../../src/invariants/suite.js';
 import { CONTRACT_INVARIANT_IDS, INVARIANTS } from '../../../src/invariants/checks.js';
 import { propertySeed } from '../../support/property.js';
+import { COMPACTIONS } from '../../../src/invariants/world.js';
 
 /** CI sizes: enough runs to meet every command kind; `npm run invariants -- --runs N` scales up. */
 const RUNS = Number(process.env.FC_RUNS ?? 40);
@@ -13,6 +14,15 @@ describe('engine-level invariants: random command sequences, all invariants afte
     const failure = await runEngineProperty(store, { runs: RUNS, seed }, checked);
     expect(failure, failure === undefined ? '' : `${failure.invariants.join(', ')}: ${failure.problems.join('; ')}\n${failure.counterexample}\nseed ${failure.seed} path ${failure.path}`).toBeUndefined();
     for (const invariant of INVARIANTS) expect(checked.get(invariant.id), invariant.id).toBeGreaterThan(RUNS);
+  }, 120_000);
+
+  test.each(['memory', 'sqlite'] as const)('with retention compacting settled history behind snapshots (%s store)', async (store) => {
+    const seed = propertySeed(`engine invariants with retention (${store} store)`);
+    const checked = new Map<string, number>();
+    const failure = await runEngineProperty(store, { seed, ...RETENTION_PROPERTY(RUNS) }, checked);
+    expect(failure, failure === undefined ? '' : `${failure.invariants.join(', ')}: ${failure.problems.join('; ')}\n${failure.counterexample}\nseed ${failure.seed} path ${failure.path}`).toBeUndefined();
+    console.log(`[property] retention (${store}): ${checked.get(COMPACTIONS) ?? 0} occurrences compacted over ${RUNS * 2} runs`);
+    expect(checked.get(COMPACTIONS) ?? 0).toBeGreaterThan(0);
   }, 120_000);
 
   test('two engines and operator commands in every interleaving fast-check picks', async () => {
