@@ -53,9 +53,14 @@ export async function queueForRetention(step: StepContext, occurrence: Occurrenc
 }
 
 export interface CompactionReport {
+  /** Occurrences compacted (with their runs, attempts and, unless kept longer, receipts). */
   occurrences: number;
+  /** Queue entries of receipts kept past their occurrence that have now expired too. */
   receipts: number;
+  /** Occurrences not settled for good yet (never expected once settled): looked at again a day later. */
   postponed: number;
+  /** Queue entries another engine already handled. */
+  skipped: number;
 }
 
 /**
@@ -63,7 +68,7 @@ export interface CompactionReport {
  * than the window, oldest first, at most `policy.perPass` in all, one transaction each.
  */
 export async function compactExpiredHistory(svc: EngineServices, policy: RetentionPolicy, errors: Error[] = []): Promise<CompactionReport> {
-  const report: CompactionReport = { occurrences: 0, receipts: 0, postponed: 0 };
+  const report: CompactionReport = { occurrences: 0, receipts: 0, postponed: 0, skipped: 0 };
   const now = svc.clock.now().getTime();
   let budget = policy.perPass;
   for (const retentionClass of policy.expiringClasses()) {
@@ -97,7 +102,7 @@ type Outcome = keyof CompactionReport;
 
 async function compactOne(step: StepContext, policy: RetentionPolicy, kind: string, entry: StoredRecord<RetentionDue>): Promise<Outcome> {
   const fresh = await step.tx.get<RetentionDue>(kind, entry.id);
-  if (fresh === undefined) return 'postponed';
+  if (fresh === undefined) return 'skipped';
   const due = fresh.data;
   if (due.receiptIds !== undefined) {
     for (const id of due.receiptIds) await expireIfPresent(step, KINDS.receipt, id);
@@ -107,7 +112,7 @@ async function compactOne(step: StepContext, policy: RetentionPolicy, kind: stri
   const occurrence = await step.tx.get<OccurrenceRecord['data']>(KINDS.occurrence, due.occurrenceId);
   if (occurrence === undefined) {
     await step.tx.delete(kind, entry.id, fresh.version);
-    return 'postponed';
+    return 'skipped';
   }
   const history = await settledHistory(step, occurrence as OccurrenceRecord);
   if (history === undefined) {
