@@ -5,8 +5,12 @@ import { checkTimezone, parseRrule, type ScheduleRule } from './rrule.js';
 /** Any fixed instant works as DTSTART: v1 rules have no COUNT/INTERVAL, so the phase never matters. */
 const ANCHOR = '20000103T000000';
 const DAY_MS = 86_400_000;
-/** Windows nextAfter looks in, shortest first; the last is the contract's 15-day horizon. */
-const NEXT_SLOT_WINDOWS_DAYS = [1, 15];
+/**
+ * Windows nextAfter looks in, growing geometrically, so its cost follows the distance to the next slot (an
+ * expansion costs per slot it yields: 9 µs for an hour of an hourly rule, 63 µs for its day); the last is
+ * the contract's 15-day horizon.
+ */
+const NEXT_SLOT_WINDOWS_DAYS = [1 / 24, 1, 15];
 
 /**
  * A definition's trigger as a sequence of instants: the contract's RRULE subset in `utc` or an IANA zone,
@@ -52,8 +56,8 @@ export class Schedule {
 
   /** The first slot strictly after `after`, looking forward at most 15 days (a weekly rule always has one). */
   nextAfter(after: Date): Date | null {
-    // Expansion costs per slot: a daily rule's next slot is within a day (an hourly one's within the hour),
-    // so the 15-day window is only for weekly rules and a DST gap that swallowed a day's only slot.
+    // An hourly rule's next slot is within the hour, a daily rule's within the day; the 15-day window is only
+    // for weekly rules and a DST gap that swallowed a day's only slot.
     for (const days of NEXT_SLOT_WINDOWS_DAYS) {
       const next = this.slotsBetween(after, new Date(after.getTime() + days * DAY_MS))[0];
       if (next !== undefined) return next;
