@@ -81,7 +81,7 @@ export async function definitionHealth(svc: EngineServices, reader: StoreReader,
   }
   const live = occurrences.filter((o) => OCCURRENCE_LIVE.has(stateOf(o)));
   const leased = live.map((o) => occurrenceContext(o)).find((c) => c.fence.claimedBy !== null);
-  const schedule = svc.schedule(payload.automationId, definition.revision, definition.trigger.schedule.rrule, definition.trigger.schedule.timezone);
+  const schedule = svc.schedule(definition.trigger.schedule.rrule, definition.trigger.schedule.timezone);
   const nextDueAt = state === 'active' && quarantine === undefined ? (schedule.nextAfter(svc.clock.now())?.toISOString() ?? null) : null;
   const staleReason =
     quarantine !== undefined

@@ -40,7 +40,7 @@ export async function nextWakeAt(svc: EngineServices, reader: StoreReader): Prom
     if (next !== null && next > now) consider(next);
     else {
       const d = record.data.attributes.definition;
-      consider(svc.schedule(record.id, d.revision, d.trigger.schedule.rrule, d.trigger.schedule.timezone).nextAfter(new Date(now))?.getTime());
+      consider(svc.schedule(d.trigger.schedule.rrule, d.trigger.schedule.timezone).nextAfter(new Date(now))?.getTime());
     }
   }
   return new Date(wake);

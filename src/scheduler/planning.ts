@@ -49,7 +49,7 @@ export async function planLatestSlot(svc: EngineServices, step: StepContext, def
   const now = new Date(step.now);
   const cursor = await step.tx.get<{ lastSlot: string }>(KINDS.planCursor, automationId);
   const lowerBound = Math.max(planningBase(definitionRecord, cursor?.data.lastSlot), now.getTime() - PLANNING_LOOKBACK_DAYS * DAY_MS);
-  const schedule = svc.schedule(automationId, definition.revision, definition.trigger.schedule.rrule, definition.trigger.schedule.timezone);
+  const schedule = svc.schedule(definition.trigger.schedule.rrule, definition.trigger.schedule.timezone);
   const slots = schedule.slotsBetween(new Date(lowerBound), now);
   const latest = slots.at(-1);
   if (latest === undefined) return undefined;
