@@ -4,6 +4,7 @@ import type { CommandResponse } from '../command-handler/envelope.js';
 import { createEngine, type Engine } from '../engine/engine.js';
 import { ChildProcessRuntime } from '../runtime/child-process-runtime.js';
 import { openStore, type FileStore, type FileStoreKind } from '../store/open-store.js';
+import { RETENTION_CLASSES, RetentionPolicy, type RetentionClass, type RetentionOptions } from '../retention/policy.js';
 
 export const DEFAULT_STORE = join('.coven', 'automations.json');
 /** What `start` and CLI launches run per attempt unless --command says otherwise: prints the prompt. */
@@ -14,10 +15,34 @@ export interface CliOptions {
   storeKind?: FileStoreKind;
   json?: boolean;
   command?: string;
+  retention?: string;
 }
 
 /** The CLI's error for user mistakes: printed as one line, no stack trace, exit code 1. */
 export class CliError extends Error {}
+
+/**
+ * `--retention off` or `--retention standard=7,ephemeral=0.5` (days per class; `never` keeps a class for
+ * good), checked once here so a typo is a usage error, not a daemon that silently keeps or drops history.
+ */
+export function parseRetention(text: string | undefined): RetentionOptions | false | undefined {
+  if (text === undefined) return undefined;
+  if (text === 'off') return false;
+  const windowDays: Partial<Record<RetentionClass, number | null>> = {};
+  for (const part of text.split(',')) {
+    const [name, value] = part.split('=') as [string, string | undefined];
+    if (!RETENTION_CLASSES.includes(name as RetentionClass) || value === undefined || value === '') {
+      throw new CliError(`--retention: expected off or <class>=<days|never>[,...] with classes ${RETENTION_CLASSES.join(', ')}; got ${JSON.stringify(part)}`);
+    }
+    windowDays[name as RetentionClass] = value === 'never' ? null : Number(value);
+  }
+  try {
+    RetentionPolicy.from({ windowDays });
+  } catch (error) {
+    throw new CliError(`--retention: ${(error as Error).message}`);
+  }
+  return { windowDays };
+}
 
 /** Opens the store (taking its lock) and an engine with the child-process runtime for the duration of `body`. */
 export async function withEngine<T>(options: CliOptions, body: (engine: Engine, store: FileStore) => Promise<T>): Promise<T> {
@@ -30,7 +55,8 @@ export async function withEngine<T>(options: CliOptions, body: (engine: Engine, 
       command: options.command ?? process.env.COVEN_RUNTIME_COMMAND ?? DEFAULT_COMMAND,
       sessionsDir: join(dirname(file), 'sessions'),
     });
-    const engine = createEngine({ store, runtimes: [runtime] });
+    const retention = parseRetention(options.retention);
+    const engine = createEngine({ store, runtimes: [runtime], ...(retention === undefined ? {} : { retention }) });
     return await body(engine, store);
   } finally {
     await store.close();

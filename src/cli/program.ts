@@ -62,6 +62,7 @@ export function buildProgram(): Command {
     .addOption(new Option('--store-kind <kind>', 'force the store implementation regardless of the extension').choices(['json', 'sqlite']))
     .option('--json', 'machine-readable output')
     .option('--command <shell>', 'what the child-process runtime runs per attempt (reads $COVEN_PROMPT)')
+    .option('--retention <spec>', 'how long settled history is kept: off, or <class>=<days|never>[,...] (default ephemeral=1,standard=30,extended=365)')
     .showHelpAfterError();
   const opts = (): CliOptions => program.opts<CliOptions>();
   const run =
