@@ -26,19 +26,33 @@ import { occurrenceInput } from '../scheduler/planning.js';
 import type { CommandContext, CommandOutcome, OperatorCommands } from './context.js';
 import { DEFINITION_KIND } from './definition-commands.js';
 import { definitionHealth, runHistory } from './execution-reads.js';
+import { compactedEntity } from '../retention/compaction.js';
 
 const step = (ctx: CommandContext): StepContext => ({ tx: ctx.tx, feed: ctx.feed, now: ctx.now, adoptionKey: ctx.envelope.adoptionKey });
 const notFound = (kind: string, id: string) => new ContractError('NOT_FOUND', `no ${kind} with id ${id}`, { kind, id });
 
+/** NOT_FOUND for an occurrence or run, saying so when retention compacted it (it settled long ago). */
+async function missing(ctx: CommandContext, kind: 'occurrence' | 'run', id: string): Promise<ContractError> {
+  const compacted = await compactedEntity(ctx.tx, { kind, id });
+  if (compacted === undefined) return notFound(kind, id);
+  const state = (compacted.finalState[kind] as { state?: string } | undefined)?.state ?? 'settled';
+  return new ContractError('NOT_FOUND', `${kind} ${id} settled (${state}) and was compacted by retention at ${compacted.compactedAt}; its stream keeps the final state`, {
+    kind,
+    id,
+    compactedAt: compacted.compactedAt,
+    finalState: compacted.finalState,
+  });
+}
+
 async function getOccurrence(ctx: CommandContext, id: string): Promise<OccurrenceRecord> {
   const r = await ctx.tx.get<OccurrenceRecord['data']>(KINDS.occurrence, id);
-  if (r === undefined) throw notFound('occurrence', id);
+  if (r === undefined) throw await missing(ctx, 'occurrence', id);
   return r as OccurrenceRecord;
 }
 
 async function getRun(ctx: CommandContext, id: string): Promise<RunRecord> {
   const r = await ctx.tx.get<RunRecord['data']>(KINDS.run, id);
-  if (r === undefined) throw notFound('run', id);
+  if (r === undefined) throw await missing(ctx, 'run', id);
   return r as RunRecord;
 }
 

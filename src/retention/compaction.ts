@@ -17,7 +17,7 @@ import {
   type RunRecord,
 } from '../engine/records.js';
 import type { EngineServices } from '../engine/services.js';
-import type { StoredRecord } from '../store/store.js';
+import type { StoredRecord, StoreReader } from '../store/store.js';
 import type { RetentionPolicy } from './policy.js';
 
 /** Settled occurrences wait for retention here: one kind per class, ids ordered by when they settled. */
@@ -227,6 +227,16 @@ async function settledHistory(step: StepContext, occurrence: OccurrenceRecord, e
 async function expireIfPresent(step: StepContext, kind: string, id: string): Promise<void> {
   const record = await step.tx.get(kind, id);
   if (record !== undefined) await step.tx.expire(kind, id, record.version);
+}
+
+/**
+ * What retention left of an occurrence or run: its snapshot's final state and when it was compacted, or
+ * undefined when the entity was never there (or is still there). Lets a NOT_FOUND say why.
+ */
+export async function compactedEntity(reader: StoreReader, stream: StreamRef): Promise<{ compactedAt: string; finalState: Record<string, unknown> } | undefined> {
+  const first = (await reader.readLog<EventEnvelope>(storeStream(stream), { limit: 1 }))[0]?.data;
+  if (first?.kind !== 'feed.snapshot' || first.payload.reason !== 'retention_compaction') return undefined;
+  return { compactedAt: first.recordedAt, finalState: first.payload.state as Record<string, unknown> };
 }
 
 /**

@@ -85,6 +85,12 @@ describe.each(STORES)('retention on the %s store', (_, open) => {
         const fresh = await readEvents(t, { kind, id });
         expect((fresh.result!.events as EventEnvelope[]).map((e) => e.kind)).toEqual(['feed.snapshot']);
       }
+      // Operator commands on what retention removed say so, with the final state, instead of a bare NOT_FOUND.
+      const cancel = await t.engine.commands.handle(command('occurrence.cancel.v1', { occurrenceId: first, reason: 'too late' }));
+      expect(cancel.error).toMatchObject({ code: 'NOT_FOUND', details: { compactedAt: '2026-03-03T09:05:00.000Z', finalState: { occurrence: { state: 'succeeded' } } } });
+      expect(cancel.error?.message).toContain('compacted by retention');
+      const never = await t.engine.commands.handle(command('occurrence.cancel.v1', { occurrenceId: 'never-existed', reason: 'typo' }));
+      expect(never.error).toMatchObject({ code: 'NOT_FOUND', message: 'no occurrence with id never-existed' });
       const feedBehind = await readEvents(t, { kind: 'feed', id: 'all' }, 0);
       expect(feedBehind.error).toMatchObject({ code: 'CURSOR_EXPIRED' });
       const feed = await t.read.feed();
