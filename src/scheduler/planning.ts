@@ -5,6 +5,7 @@ import type { AutomationDefinition } from '../command-handler/definition-body.js
 import { createExecutionEntity, type StepContext } from '../engine/lifecycle.js';
 import { KINDS, type OccurrenceAttributes } from '../engine/records.js';
 import { isQuarantined, type EngineServices } from '../engine/services.js';
+import { forEachPage } from '../store/store.js';
 import type { OccurrenceInput } from '../guards/occurrence.js';
 import { entityState } from '../actors/entity-transition.js';
 
@@ -110,28 +111,32 @@ function mayBeDue(svc: EngineServices, record: DefinitionRecord, lastSlot: strin
   return next === null || next <= now;
 }
 
+/** Definitions read per page when a pass looks for due ones: bounds what a pass holds at once. */
+export const DEFINITION_PAGE = 500;
+
 /** Plans every active definition with a due slot, one transaction each. Returns the ids of the occurrences planned. */
 export async function planDueSlots(svc: EngineServices, errors: Error[] = []): Promise<string[]> {
-  const [definitions, cursors] = await svc.store.read(async (r) => [
-    await r.list<DefinitionRecord['data']>(DEFINITION_KIND),
-    new Map((await r.list<{ lastSlot: string }>(KINDS.planCursor)).map((c) => [c.id, c.data.lastSlot])),
-  ] as const);
-  const planned: string[] = [];
   const now = svc.clock.now().getTime();
-  const plannable = definitions.filter(
-    (record) =>
-      (record.data.snapshot.value === 'active' || (svc.faults.planTombstoned && record.data.snapshot.value === 'tombstoned')) &&
-      mayBeDue(svc, record as DefinitionRecord, cursors.get(record.id), now),
-  );
-  await forEachConcurrently(plannable, svc.passConcurrency, async (record) => {
+  const plannable: string[] = [];
+  await svc.store.read(async (r) => {
+    const cursors = new Map((await r.list<{ lastSlot: string }>(KINDS.planCursor)).map((c) => [c.id, c.data.lastSlot]));
+    await forEachPage<DefinitionRecord['data']>(r, DEFINITION_KIND, DEFINITION_PAGE, (page) => {
+      for (const record of page) {
+        const active = record.data.snapshot.value === 'active' || (svc.faults.planTombstoned && record.data.snapshot.value === 'tombstoned');
+        if (active && mayBeDue(svc, record as DefinitionRecord, cursors.get(record.id), now)) plannable.push(record.id);
+      }
+    });
+  });
+  const planned: string[] = [];
+  await forEachConcurrently(plannable, svc.passConcurrency, async (automationId) => {
     try {
       const id = await svc.step(async (step) => {
-        const fresh = await step.tx.get<DefinitionRecord['data']>(DEFINITION_KIND, record.id);
+        const fresh = await step.tx.get<DefinitionRecord['data']>(DEFINITION_KIND, automationId);
         return fresh === undefined ? undefined : planLatestSlot(svc, step, fresh as DefinitionRecord);
       });
       if (id !== undefined) planned.push(id);
     } catch (error) {
-      errors.push(new Error(`scheduler: planning ${record.id}: ${(error as Error).message}`, { cause: error }));
+      errors.push(new Error(`scheduler: planning ${automationId}: ${(error as Error).message}`, { cause: error }));
     }
   });
   return planned;

@@ -45,7 +45,7 @@ function applyGroup(state: CommittedState, raw: unknown, expectedSeq: number): v
     // several versions, or been created and deleted, within one group. A sealed record never changes; only
     // retention removes one (a null line).
     if (line[2] === null) {
-      state.records.get(kind)?.delete(id);
+      state.removeRecord(kind, id);
       continue;
     }
     if (current?.terminal === true) throw new Error(`group ${expectedSeq} changes ${kind}/${id}, which is sealed`);

@@ -19,6 +19,8 @@ export interface StateLayer {
   listRecords(kind: string): StoredRecord[];
   /** Every record of a kind in storage order, without copying the kind's whole collection. */
   recordsOf(kind: string): Iterable<StoredRecord>;
+  /** The ids of a kind in string order; shared, never to be mutated by the caller. */
+  sortedIds(kind: string): readonly string[];
   streamHead(stream: string): number;
   /** The stream's retained entries, oldest first (retention may have trimmed a prefix). */
   streamEntries(stream: string): readonly LogEntry[];
@@ -45,8 +47,16 @@ function window<T extends { sequence: number }>(entries: readonly T[], options: 
   return entries.slice(from, to);
 }
 
-function byId(a: StoredRecord, b: StoredRecord): number {
-  return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+/** In sorted `ids`, the first index past `id` (`after`), or the first at or past it (not `after`). */
+function boundary(ids: readonly string[], id: string, after: boolean): number {
+  let lo = 0;
+  let hi = ids.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (ids[mid]! < id || (after && ids[mid] === id)) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 /** The first index whose entry's position is above `after` (entries sorted by position). */
@@ -66,7 +76,9 @@ const FEED_REBUILD_SLACK = 4096;
 
 /** The committed state: records by kind and id, streams, and the global feed in commit order. */
 export class CommittedState implements StateLayer {
-  readonly records = new Map<string, Map<string, StoredRecord>>();
+  private readonly records = new Map<string, Map<string, StoredRecord>>();
+  /** Sorted ids per kind, rebuilt on the next range read after an id came or went (updates keep them). */
+  private readonly sorted = new Map<string, string[]>();
   private readonly streams = new Map<string, LogEntry[]>();
   /** Entries in position order; may still hold trimmed ones (listed in `trimmed`) until the next rebuild. */
   private feed: LogEntry[] = [];
@@ -84,6 +96,14 @@ export class CommittedState implements StateLayer {
   }
   recordsOf(kind: string): Iterable<StoredRecord> {
     return this.records.get(kind)?.values() ?? [];
+  }
+  sortedIds(kind: string): readonly string[] {
+    let ids = this.sorted.get(kind);
+    if (ids === undefined) {
+      ids = [...(this.records.get(kind)?.keys() ?? [])].sort();
+      this.sorted.set(kind, ids);
+    }
+    return ids;
   }
   streamHead(stream: string): number {
     const last = this.streams.get(stream)?.at(-1);
@@ -108,11 +128,17 @@ export class CommittedState implements StateLayer {
     for (const entry of this.feed) if (!this.trimmed.has(entry)) yield entry;
   }
 
-  /** Loads one record as read from durable storage. */
+  /** Loads one record as read from durable storage (or committed): a new version replaces the old. */
   loadRecord(record: StoredRecord): void {
     let records = this.records.get(record.kind);
     if (records === undefined) this.records.set(record.kind, (records = new Map()));
+    if (!records.has(record.id)) this.sorted.delete(record.kind);
     records.set(record.id, deepFreeze(record));
+  }
+
+  /** Removes one record (a delete, or retention's expiry). */
+  removeRecord(kind: string, id: string): void {
+    if (this.records.get(kind)?.delete(id) === true) this.sorted.delete(kind);
   }
 
   /** Loads one log entry as read from durable storage; entries must arrive in position order. */
@@ -188,6 +214,17 @@ export class Overlay implements StateLayer, StoreTransaction {
       if (record !== null && this.parent.getRecord(kind, id) === undefined) yield record;
     }
   }
+  sortedIds(kind: string): readonly string[] {
+    const own = this.writes.get(kind);
+    const base = this.parent.sortedIds(kind);
+    if (own === undefined) return base;
+    const ids = new Set(base);
+    for (const [id, record] of own) {
+      if (record === null) ids.delete(id);
+      else ids.add(id);
+    }
+    return [...ids].sort();
+  }
   streamHead(stream: string): number {
     const own = this.appendedByStream.get(stream)?.at(-1);
     return own === undefined ? this.parent.streamHead(stream) : own.sequence + 1;
@@ -227,10 +264,13 @@ export class Overlay implements StateLayer, StoreTransaction {
     return this.getRecord(kind, id) as StoredRecord<T> | undefined;
   }
   async list<T>(kind: string, options: ListOptions = {}): Promise<Array<StoredRecord<T>>> {
-    let records = this.listRecords(kind);
-    if (options.before !== undefined) records = records.filter((r) => r.id < options.before!);
-    records.sort(byId);
-    return (options.limit === undefined ? records : records.slice(0, options.limit)) as Array<StoredRecord<T>>;
+    const ids = this.sortedIds(kind);
+    const from = options.after === undefined ? 0 : boundary(ids, options.after, true);
+    const to = options.before === undefined ? ids.length : boundary(ids, options.before, false);
+    const end = options.limit === undefined ? to : Math.min(to, from + options.limit);
+    const out: Array<StoredRecord<T>> = [];
+    for (let i = from; i < end; i++) out.push(this.getRecord(kind, ids[i]!) as StoredRecord<T>);
+    return out;
   }
   async head(stream: string): Promise<number> {
     return this.streamHead(stream);
@@ -327,11 +367,9 @@ export class Overlay implements StateLayer, StoreTransaction {
       return;
     }
     for (const [kind, writes] of this.writes) {
-      let committed = target.records.get(kind);
-      if (committed === undefined) target.records.set(kind, (committed = new Map()));
       for (const [id, record] of writes) {
-        if (record === null) committed.delete(id);
-        else committed.set(id, record);
+        if (record === null) target.removeRecord(kind, id);
+        else target.loadRecord(record);
       }
     }
     for (const entry of this.appended) target.loadEntry(entry);

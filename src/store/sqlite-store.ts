@@ -106,11 +106,11 @@ class SqliteReader implements StoreReader {
     return row === undefined ? undefined : toRecord<T>(row);
   }
   async list<T>(kind: string, options: ListOptions = {}): Promise<Array<StoredRecord<T>>> {
-    const rows =
-      options.before === undefined
-        ? this.sql.get('SELECT * FROM records WHERE kind = ? ORDER BY id LIMIT ?').all(kind, options.limit ?? -1)
-        : this.sql.get('SELECT * FROM records WHERE kind = ? AND id < ? ORDER BY id LIMIT ?').all(kind, options.before, options.limit ?? -1);
-    return (rows as Row[]).map((r) => toRecord<T>(r));
+    // One prepared statement per shape of range: bounds that are absent are left out, not matched loosely.
+    const bounds = [...(options.after === undefined ? [] : ['id > ?']), ...(options.before === undefined ? [] : ['id < ?'])];
+    const sql = `SELECT * FROM records WHERE kind = ?${bounds.map((b) => ` AND ${b}`).join('')} ORDER BY id LIMIT ?`;
+    const values = [kind, ...(options.after === undefined ? [] : [options.after]), ...(options.before === undefined ? [] : [options.before]), options.limit ?? -1];
+    return (this.sql.get(sql).all(...values) as Row[]).map((r) => toRecord<T>(r));
   }
   async head(stream: string): Promise<number> {
     const row = this.sql.get('SELECT MAX(sequence) AS s FROM log WHERE stream = ?').get(stream) as { s: number | null };

@@ -179,12 +179,18 @@ export function describeStoreConformance(name: string, harness: StoreHarness): v
           expect((await r.list('due', { before: '2026-03-02|~', limit: 2 })).map((x) => x.id)).toEqual(['2026-03-01|a', '2026-03-01|b']);
           expect((await r.list('due', { limit: 1 })).map((x) => x.id)).toEqual(['2026-03-01|a']);
           expect(await r.list('due', { before: '2026' })).toEqual([]);
+          // Pages: after the last id seen, at most a limit.
+          expect((await r.list('due', { after: '2026-03-01|a', limit: 2 })).map((x) => x.id)).toEqual(['2026-03-01|b', '2026-03-02|c']);
+          expect((await r.list('due', { after: '2026-03-02|c' })).map((x) => x.id)).toEqual(['2026-03-03|d']);
+          expect((await r.list('due', { after: '2026-03-01|a', before: '2026-03-03' })).map((x) => x.id)).toEqual(['2026-03-01|b', '2026-03-02|c']);
+          expect(await r.list('due', { after: '2026-03-03|d' })).toEqual([]);
         });
         // Inside a transaction the range sees its own writes and removals.
         await store.transact(async (tx) => {
           await tx.put('due', '2026-02-28|z', {}, { expectedVersion: null });
           await tx.delete('due', '2026-03-01|a', 1);
           expect((await tx.list('due', { before: '2026-03-01|~' })).map((x) => x.id)).toEqual(['2026-02-28|z', '2026-03-01|b']);
+          expect((await tx.list('due', { after: '2026-02-28|z', limit: 1 })).map((x) => x.id)).toEqual(['2026-03-01|b']);
         });
       });
     });
