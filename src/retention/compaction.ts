@@ -17,7 +17,7 @@ import {
   type RunRecord,
 } from '../engine/records.js';
 import type { EngineServices } from '../engine/services.js';
-import type { StoredRecord, StoreReader } from '../store/store.js';
+import { forEachPage, type StoredRecord, type StoreReader } from '../store/store.js';
 import type { RetentionPolicy } from './policy.js';
 
 /** Settled occurrences wait for retention here: one kind per class, ids ordered by when they settled. */
@@ -42,14 +42,53 @@ const POSTPONE_MS = 86_400_000;
  * Queues a settled occurrence for retention, in the transaction that settled it. The class comes from the
  * revision the occurrence pinned; `legal_hold` history is never queued.
  */
-export async function queueForRetention(step: StepContext, occurrence: OccurrenceRecord): Promise<void> {
+export async function queueForRetention(step: StepContext, occurrence: OccurrenceRecord, settledAt = step.now): Promise<void> {
   const { automationId, automationRevision } = occurrence.data.attributes;
   const revision = await step.tx.get<AutomationDefinition>(DEFINITION_REVISION_KIND, revisionId(automationId, automationRevision));
   const retention = revision?.data.policies.retention;
   const occurrenceClass = retention?.occurrenceHistory?.classification ?? 'standard';
   if (occurrenceClass === 'legal_hold') return;
-  const due: RetentionDue = { occurrenceId: occurrence.id, settledAt: step.now, receiptsClass: retention?.receipts?.classification ?? occurrenceClass };
-  await step.tx.put(retentionQueueKind(occurrenceClass), queueId(step.now, occurrence.id), due, { expectedVersion: null });
+  const kind = retentionQueueKind(occurrenceClass);
+  const id = queueId(settledAt, occurrence.id);
+  if ((await step.tx.get(kind, id)) !== undefined) return;
+  const due: RetentionDue = { occurrenceId: occurrence.id, settledAt, receiptsClass: retention?.receipts?.classification ?? occurrenceClass };
+  await step.tx.put(kind, id, due, { expectedVersion: null });
+}
+
+/** `meta/retention-backfill`: present once every occurrence settled before retention existed is queued. */
+const BACKFILLED = { kind: 'meta', id: 'retention-backfill' } as const;
+/** Occurrences queued per backfill transaction: a page of the occurrence kind. */
+const BACKFILL_PAGE = 500;
+
+/**
+ * Stores written before retention existed hold settled occurrences that were never queued. The first sweep
+ * that finds settled occurrences queues them (settled at their last update; one already queued under another
+ * instant is queued twice, and the second entry finds it gone), a page per transaction, then marks the store
+ * so no later sweep looks again.
+ */
+async function backfillQueue(svc: EngineServices): Promise<void> {
+  if ((await svc.store.read((r) => r.get(BACKFILLED.kind, BACKFILLED.id))) !== undefined) return;
+  const pages: string[][] = [];
+  await svc.store.read((r) =>
+    forEachPage<OccurrenceRecord['data']>(r, KINDS.occurrence, BACKFILL_PAGE, (page) => {
+      const settled = page.filter((o) => o.terminal).map((o) => o.id);
+      if (settled.length > 0) pages.push(settled);
+    }),
+  );
+  // Nothing settled yet: nothing to queue, and no write — an idle pass opens no transaction. (Until the first
+  // settle, a sweep reads the few live occurrences; after it, the marker ends the look.)
+  if (pages.length === 0) return;
+  for (const ids of pages) {
+    await svc.step(async (step) => {
+      for (const id of ids) {
+        const occurrence = (await step.tx.get(KINDS.occurrence, id)) as OccurrenceRecord | undefined;
+        if (occurrence !== undefined) await queueForRetention(step, occurrence, occurrence.data.attributes.updatedAt);
+      }
+    });
+  }
+  await svc.step(async (step) => {
+    if ((await step.tx.get(BACKFILLED.kind, BACKFILLED.id)) === undefined) await step.tx.put(BACKFILLED.kind, BACKFILLED.id, { at: step.now }, { expectedVersion: null });
+  });
 }
 
 export interface CompactionReport {
@@ -69,6 +108,7 @@ export interface CompactionReport {
  */
 export async function compactExpiredHistory(svc: EngineServices, policy: RetentionPolicy, errors: Error[] = []): Promise<CompactionReport> {
   const report: CompactionReport = { occurrences: 0, receipts: 0, postponed: 0, skipped: 0 };
+  await backfillQueue(svc);
   const now = svc.clock.now().getTime();
   let budget = policy.perPass;
   for (const retentionClass of policy.expiringClasses()) {

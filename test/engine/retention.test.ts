@@ -162,6 +162,22 @@ describe('retention classes and budget', () => {
     expect(await kindsHolding(h.store, id)).toEqual([KINDS.occurrenceKey]);
   });
 
+  test('a store written before retention existed: the first sweep queues its settled occurrences, then compacts them', async () => {
+    const before = await harness({ retentionClasses: { occurrenceHistory: { classification: 'ephemeral' } }, retention: false });
+    const id = await settleOneSlot(before, '2026-03-02');
+    // As such a store holds it: settled history, no retention queue, no backfill marker.
+    await before.store.transact(async (tx) => {
+      for (const kind of ['retention-due/ephemeral']) for (const r of await tx.list(kind)) await tx.delete(kind, r.id, r.version);
+      expect(await tx.get('meta', 'retention-backfill')).toBeUndefined();
+    });
+    const after = await harness({ store: before.store, start: '2026-03-05T08:00:00.000Z', retention: { sweepEveryMinutes: 0 } });
+    expect((await after.engine.tick()).compacted).toBe(1);
+    expect(await kindsHolding(after.store, id)).toEqual([KINDS.occurrenceKey]);
+    expect(await after.store.read((r) => r.get('meta', 'retention-backfill'))).toBeDefined();
+    after.clock.advance({ minutes: 1 });
+    expect((await after.engine.tick()).compacted).toBe(0);
+  });
+
   test('a pass compacts at most perPass occurrences, oldest first; the next sweep takes the rest', async () => {
     const h = await harness({ retentionClasses: { occurrenceHistory: { classification: 'ephemeral' } }, retention: { perPass: 2, sweepEveryMinutes: 0, windowDays: { ephemeral: 5 } } });
     const ids = [await settleOneSlot(h, '2026-03-02'), await settleOneSlot(h, '2026-03-03'), await settleOneSlot(h, '2026-03-04')];
