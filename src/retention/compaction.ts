@@ -40,9 +40,10 @@ const POSTPONE_MS = 86_400_000;
 
 /**
  * Queues a settled occurrence for retention, in the transaction that settled it. The class comes from the
- * revision the occurrence pinned; `legal_hold` history is never queued.
+ * revision the occurrence pinned; `legal_hold` history is never queued. `backfilledFrom`: a backfill, settled then.
  */
-export async function queueForRetention(step: StepContext, occurrence: OccurrenceRecord, settledAt = step.now): Promise<void> {
+export async function queueForRetention(step: StepContext, occurrence: OccurrenceRecord, backfilledFrom?: string): Promise<void> {
+  const settledAt = backfilledFrom ?? step.now;
   const { automationId, automationRevision } = occurrence.data.attributes;
   const revision = await step.tx.get<AutomationDefinition>(DEFINITION_REVISION_KIND, revisionId(automationId, automationRevision));
   const retention = revision?.data.policies.retention;
@@ -50,7 +51,8 @@ export async function queueForRetention(step: StepContext, occurrence: Occurrenc
   if (occurrenceClass === 'legal_hold') return;
   const kind = retentionQueueKind(occurrenceClass);
   const id = queueId(settledAt, occurrence.id);
-  if ((await step.tx.get(kind, id)) !== undefined) return;
+  // Only a backfill can meet an entry already there (the settling transaction queued it under that instant).
+  if (backfilledFrom !== undefined && (await step.tx.get(kind, id)) !== undefined) return;
   const due: RetentionDue = { occurrenceId: occurrence.id, settledAt, receiptsClass: retention?.receipts?.classification ?? occurrenceClass };
   await step.tx.put(kind, id, due, { expectedVersion: null });
 }
@@ -119,7 +121,7 @@ export async function compactExpiredHistory(svc: EngineServices, policy: Retenti
     budget -= due.length;
     await forEachConcurrently(due, svc.passConcurrency, async (entry) => {
       try {
-        const outcome = await svc.step((step) => compactOne(step, policy, kind, entry));
+        const outcome = await svc.step((step) => compactOne(step, policy, retentionClass, entry));
         report[outcome]++;
       } catch (error) {
         errors.push(new Error(`retention: ${entry.data.occurrenceId}: ${(error as Error).message}`, { cause: error }));
@@ -140,7 +142,8 @@ export async function compactExpiredHistory(svc: EngineServices, policy: Retenti
 
 type Outcome = keyof CompactionReport;
 
-async function compactOne(step: StepContext, policy: RetentionPolicy, kind: string, entry: StoredRecord<RetentionDue>): Promise<Outcome> {
+async function compactOne(step: StepContext, policy: RetentionPolicy, retentionClass: string, entry: StoredRecord<RetentionDue>): Promise<Outcome> {
+  const kind = retentionQueueKind(retentionClass);
   const fresh = await step.tx.get<RetentionDue>(kind, entry.id);
   if (fresh === undefined) return 'skipped';
   const due = fresh.data;
@@ -162,7 +165,7 @@ async function compactOne(step: StepContext, policy: RetentionPolicy, kind: stri
     await step.tx.put(kind, queueId(later, due.occurrenceId), { ...due, settledAt: later }, { expectedVersion: null });
     return 'postponed';
   }
-  const keepReceipts = policy.outlives(due.receiptsClass, kind.slice('retention-due/'.length));
+  const keepReceipts = policy.outlives(due.receiptsClass, retentionClass);
   const receiptIds = await compactOccurrence(step, occurrence as OccurrenceRecord, history, keepReceipts);
   await step.tx.delete(kind, entry.id, fresh.version);
   if (receiptIds.length > 0) {

@@ -16,9 +16,6 @@ import {
 export interface StateLayer {
   kinds(): string[];
   getRecord(kind: string, id: string): StoredRecord | undefined;
-  listRecords(kind: string): StoredRecord[];
-  /** Every record of a kind in storage order, without copying the kind's whole collection. */
-  recordsOf(kind: string): Iterable<StoredRecord>;
   /** The ids of a kind in string order; shared, never to be mutated by the caller. */
   sortedIds(kind: string): readonly string[];
   streamHead(stream: string): number;
@@ -91,9 +88,7 @@ export class CommittedState implements StateLayer {
   getRecord(kind: string, id: string): StoredRecord | undefined {
     return this.records.get(kind)?.get(id);
   }
-  listRecords(kind: string): StoredRecord[] {
-    return [...this.recordsOf(kind)];
-  }
+  /** Every record of a kind in storage order, without copying the kind's whole collection (for a snapshot). */
   recordsOf(kind: string): Iterable<StoredRecord> {
     return this.records.get(kind)?.values() ?? [];
   }
@@ -195,24 +190,6 @@ export class Overlay implements StateLayer, StoreTransaction {
     const own = this.writes.get(kind)?.get(id);
     if (own !== undefined) return own ?? undefined;
     return this.parent.getRecord(kind, id);
-  }
-  listRecords(kind: string): StoredRecord[] {
-    return [...this.recordsOf(kind)];
-  }
-  *recordsOf(kind: string): Iterable<StoredRecord> {
-    const own = this.writes.get(kind);
-    if (own === undefined) {
-      yield* this.parent.recordsOf(kind);
-      return;
-    }
-    for (const record of this.parent.recordsOf(kind)) {
-      const replaced = own.get(record.id);
-      if (replaced === undefined) yield record;
-      else if (replaced !== null) yield replaced;
-    }
-    for (const [id, record] of own) {
-      if (record !== null && this.parent.getRecord(kind, id) === undefined) yield record;
-    }
   }
   sortedIds(kind: string): readonly string[] {
     const own = this.writes.get(kind);
