@@ -1,6 +1,7 @@
-import { initialTransition, transition, type AnyMachineSnapshot, type AnyStateMachine, type EventObject } from 'xstate';
+import type { AnyMachineSnapshot, AnyStateMachine, EventObject } from 'xstate';
 import { ContractError } from '../contract/errors.js';
 import type { StoredRecord, StoreReader, StoreTransaction } from '../store/store.js';
+import { pureInitialTransition, pureTransition } from './pure-transition.js';
 
 /** What the store keeps for one lifecycle entity: its machine, persisted snapshot and contract attributes. */
 export interface EntityRecord<TAttributes = Record<string, unknown>> {
@@ -41,7 +42,7 @@ export async function createEntity<TAttributes>(
   input: unknown,
   attributes: TAttributes,
 ): Promise<StoredRecord<EntityRecord<TAttributes>>> {
-  const [snapshot] = initialTransition(machine, input);
+  const [snapshot] = pureInitialTransition(machine, input);
   return tx.put<EntityRecord<TAttributes>>(kind, id, { machineId: machine.id, snapshot: persistSnapshot(machine, snapshot), attributes }, { expectedVersion: null });
 }
 
@@ -94,7 +95,7 @@ export async function transitionEntity<TAttributes>(
       actor: event.actor ?? null,
     });
   }
-  const [next] = transition(machine, snapshot, event);
+  const [next] = pureTransition(machine, snapshot, event);
   const terminal = next.status === 'done';
   const record = await tx.put<EntityRecord<TAttributes>>(
     kind,
