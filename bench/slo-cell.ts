@@ -33,8 +33,14 @@ export interface CellResult {
   compacted: number;
   /** Bytes the measured hours added, divided by their commits: what the fsync floor appends per commit. */
   bytesPerCommit: number;
-  /** Each pass phase's wall time, p50/p95/p99 over the passes where that phase had work. */
-  phases: Record<'plan' | 'claim' | 'dispatch' | 'start' | 'pass', { p50: number; p95: number; p99: number; samples: number }>;
+  /** Each pass phase's wall time, p50/p95/p99 over the passes where that phase had work (a batch of N). */
+  phases: Record<'plan' | 'claim' | 'dispatch' | 'start' | 'pass', Stats>;
+  /**
+   * Each measured occurrence's own latency, timed at the commits the engine reported: plan = due (its pass
+   * began) → planned; claim = planned → claimed; dispatch = claimed → running (the runtime acknowledged);
+   * start = due → running.
+   */
+  occurrenceLatencyMs: Record<'plan' | 'claim' | 'dispatch' | 'start', Stats>;
   changefeedEventsPerSecond: number;
   changefeedEvents: number;
   replayP95Ms: number;
@@ -72,7 +78,31 @@ function storeBytes(dir: string): number {
 }
 
 const rssMb = () => process.memoryUsage().rss / 1_048_576;
-const stats = (xs: number[]) => ({ p50: percentile(xs, 0.5), p95: percentile(xs, 0.95), p99: percentile(xs, 0.99), samples: xs.length });
+type Stats = { p50: number; p95: number; p99: number; samples: number };
+const stats = (xs: number[]): Stats => ({ p50: percentile(xs, 0.5), p95: percentile(xs, 0.95), p99: percentile(xs, 0.99), samples: xs.length });
+
+/** Commit instants (performance.now()) of one occurrence's milestones, from the engine's committed transitions. */
+interface Milestones {
+  due?: number;
+  planned?: number;
+  claimed?: number;
+  running?: number;
+}
+
+function occurrenceLatencies(milestones: Map<string, Milestones>): CellResult['occurrenceLatencyMs'] {
+  const plan: number[] = [];
+  const claim: number[] = [];
+  const dispatch: number[] = [];
+  const start: number[] = [];
+  for (const m of milestones.values()) {
+    if (m.due === undefined || m.planned === undefined || m.claimed === undefined || m.running === undefined) continue;
+    plan.push(m.planned - m.due);
+    claim.push(m.claimed - m.planned);
+    dispatch.push(m.running - m.claimed);
+    start.push(m.running - m.due);
+  }
+  return { plan: stats(plan), claim: stats(claim), dispatch: stats(dispatch), start: stats(start) };
+}
 
 let reads = 0;
 
@@ -95,14 +125,15 @@ async function main(): Promise<void> {
   const transitions: CommittedTransition[] = [];
   let store: Store = await openStore(file, kind);
   let ids = 0;
-  const concurrency = Number(arg('concurrency', '16'));
+  // --concurrency N overrides the engine's pass concurrency (default: the engine's own).
+  const concurrency = arg('concurrency', '');
   // --retention-hours R: settled history of the definitions' class (standard) is compacted R hours after it
   // settled; --warmup-hours lets the window fill first, so the measured hours show the steady state.
   const retentionHours = Number(arg('retention-hours', '0'));
   const warmupHours = Number(arg('warmup-hours', '0'));
   const retention = retentionHours > 0 ? { windowDays: { standard: retentionHours / 24 }, sweepEveryMinutes: 0 } : false;
   const engineOn = (s: Store) =>
-    createEngine({ store: s, clock, runtimes: [runtime], instanceId: 'bench-engine', newId: () => `bench-${++ids}`, passConcurrency: concurrency, retention });
+    createEngine({ store: s, clock, runtimes: [runtime], instanceId: 'bench-engine', newId: () => `bench-${++ids}`, ...(concurrency === '' ? {} : { passConcurrency: Number(concurrency) }), retention });
   let engine = engineOn(store);
   try {
     // definitions/min: create (draft), revise to paused, activate: the whole path to becoming schedulable.
@@ -119,7 +150,7 @@ async function main(): Promise<void> {
     // --hours 0 is the restart-only cell: definitions, no executions, then the restart figures.
     const hours = Number(arg('hours', String(DEFAULT_MEASURED_HOURS)));
     let hour = Date.parse('2026-03-02T01:00:00.000Z');
-    if (hours > 0) await runHour(engine, clock, hour, () => undefined);
+    if (hours > 0) await runHour(engine, clock, hour, () => undefined, () => undefined);
     // Before the first slot: recovery itself, not a catch-up pass planning every definition's missed slot.
     else clock.set(new Date(hour - 15 * 60_000));
     const seedStart = performance.now();
@@ -127,7 +158,7 @@ async function main(): Promise<void> {
     const seedMs = performance.now() - seedStart;
     for (let h = 0; h < warmupHours; h++) {
       hour += HOUR;
-      await runHour(engine, clock, hour, () => undefined);
+      await runHour(engine, clock, hour, () => undefined, () => undefined);
     }
     // Reopen so the growth figure starts from a checkpointed file (SQLite folds its WAL back on close).
     await engine.stop();
@@ -140,14 +171,28 @@ async function main(): Promise<void> {
     let commits = 0;
     const countCommits = store.onCommit(() => void commits++);
     engine = engineOn(store);
-    engine.services.observer = (t) => void transitions.push(...t);
+    // Each observer call follows the commit of the step that made the transitions: its instant is theirs.
+    const milestones = new Map<string, Milestones>();
+    let passStartedAt = 0;
+    engine.services.observer = (t) => {
+      transitions.push(...t);
+      const at = performance.now();
+      for (const x of t) {
+        if (x.entity !== 'occurrence') continue;
+        if (x.from === 'none') milestones.set(x.id, { due: passStartedAt, planned: at });
+        const m = milestones.get(x.id);
+        if (m === undefined) continue;
+        if (x.to === 'claimed') m.claimed ??= at;
+        else if (x.to === 'running') m.running ??= at;
+      }
+    };
     let rssLoadedMb = rssMb();
     const measureStart = performance.now();
     let measured = 0;
     let compacted = 0;
     for (let h = 0; h < hours; h++) {
       hour += HOUR;
-      measured += await runHour(engine, clock, hour, (r) => {
+      measured += await runHour(engine, clock, hour, (startedAt) => void (passStartedAt = startedAt), (r) => {
         compacted += r.compacted;
         const start = r.phaseMs.plan + r.phaseMs.advance + r.phaseMs.dispatch;
         if (r.planned > 0) samples.plan.push(r.phaseMs.plan);
@@ -161,6 +206,7 @@ async function main(): Promise<void> {
       });
     }
     const measuredMs = performance.now() - measureStart;
+    const occurrenceLatencyMs = occurrenceLatencies(milestones);
     const dueOccurrencesPerMinute = measured / (measuredMs / 60_000);
     countCommits();
     let grownBytes = Number.NaN;
@@ -225,6 +271,7 @@ async function main(): Promise<void> {
       commits,
       bytesPerCommit: grownBytes / Math.max(1, commits),
       phases: { plan: stats(samples.plan), claim: stats(samples.claim), dispatch: stats(samples.dispatch), start: stats(samples.start), pass: stats(samples.pass) },
+      occurrenceLatencyMs,
       changefeedEventsPerSecond,
       changefeedEvents: events,
       replayP95Ms: percentile(replay, 0.95),
@@ -246,10 +293,11 @@ async function main(): Promise<void> {
 }
 
 /** Ticks through one hourly slot until every definition's occurrence for it settled; returns how many did. */
-async function runHour(engine: Engine, clock: SimulatedClock, slot: number, onPass: (report: TickReport) => void): Promise<number> {
+async function runHour(engine: Engine, clock: SimulatedClock, slot: number, beforePass: (startedAt: number) => void, onPass: (report: TickReport) => void): Promise<number> {
   clock.set(new Date(slot));
   let settled = 0;
   for (let i = 0; i < MAX_TICKS_PER_HOUR; i++) {
+    beforePass(performance.now());
     const report = await engine.tick();
     if (report.errors.length > 0) throw new Error(`pass at ${report.at}: ${report.errors.map((e) => e.message).join('; ')}`);
     onPass(report);

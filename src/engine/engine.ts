@@ -35,7 +35,7 @@ export interface EngineOptions {
   instanceId?: string;
   leaseMinutes?: number;
   /**
-   * Definitions, occurrences or attempts a pass phase handles at once (default 16). Each still commits in its
+   * Definitions, occurrences or attempts a pass phase handles at once (default 64). Each still commits in its
    * own transaction; concurrency lets the store share one durable write among them. 1 keeps strict order.
    */
   passConcurrency?: number;

@@ -15,8 +15,12 @@ import type { CommittedTransition } from './inspection.js';
 export const DEFAULT_LEASE_MINUTES = 60;
 /** Distinct (rule, zone) expanders kept: far more than installations use, and a bound on what they cost. */
 export const SCHEDULE_CACHE_SIZE = 1024;
-/** Items a pass phase works on at once: enough to fold commits into shared fsyncs, few enough to bound memory. */
-export const DEFAULT_PASS_CONCURRENCY = 16;
+/**
+ * Items a pass phase works on at once: their commits fold into one store transaction, so a burst writes each
+ * page once per group (1000 due at once on SQLite: 16 -> 64 made plan-to-start 12 % faster; 128 gained no
+ * more), while a group stays small enough to bound memory.
+ */
+export const DEFAULT_PASS_CONCURRENCY = 64;
 
 /** What the scheduler, dispatcher and worker share: the store, time, runtimes and identity. */
 export class EngineServices {

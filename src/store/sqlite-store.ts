@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { CommitQueue, type QueuedTransaction } from './commit-queue.js';
+import { WriterCache } from './sqlite-writer-cache.js';
 import { acquireStoreLock, type HeldLock } from './file-lock.js';
 import { deepFreeze } from './layered-state.js';
 import {
@@ -64,18 +65,6 @@ const UNIQUE_VIOLATION = new Set(['SQLITE_CONSTRAINT_UNIQUE', 'SQLITE_CONSTRAINT
 /** SQLite gave up waiting for a lock (after `busy_timeout`): another connection held the database. */
 const isBusy = (error: unknown) => /^SQLITE_(BUSY|LOCKED)/.test((error as { code?: string }).code ?? '');
 
-/** Runs a write, turning a unique-constraint refusal into the port's conflict error. */
-function guardedWrite(kind: string, id: string, expectedVersion: number | null, write: () => void): void {
-  try {
-    write();
-  } catch (error) {
-    if (UNIQUE_VIOLATION.has((error as { code?: string }).code ?? '')) {
-      throw new StoreConflictError(`${kind} ${id} would break a uniqueness rule: ${(error as Error).message}`, { kind, id, expectedVersion });
-    }
-    throw error;
-  }
-}
-
 type Row = { kind: string; id: string; version: number; terminal: number; data: string };
 type LogRow = { position: number; stream: string; sequence: number; data: string };
 
@@ -132,31 +121,69 @@ class SqliteTransaction extends SqliteReader implements StoreTransaction {
   /** Set by any write, so a group that only read commits without waking changefeed listeners. */
   wrote = false;
 
+  constructor(
+    sql: Statements,
+    private readonly cache: WriterCache,
+  ) {
+    super(sql);
+  }
+
+  override async get<T>(kind: string, id: string): Promise<StoredRecord<T> | undefined> {
+    const known = this.cache.record(kind, id);
+    if (known !== undefined) return (known ?? undefined) as StoredRecord<T> | undefined;
+    const record = await super.get<T>(kind, id);
+    this.cache.remember(kind, id, record ?? null);
+    return record;
+  }
+
+  override async head(stream: string): Promise<number> {
+    let next = this.cache.head(stream);
+    if (next === undefined) {
+      next = await super.head(stream);
+      this.cache.rememberHead(stream, next);
+    }
+    return next;
+  }
+
   async put<T>(kind: string, id: string, data: T, options: PutOptions): Promise<StoredRecord<T>> {
+    // One statement when the compare-and-set holds (nearly always); the current row is read only to say
+    // why it did not.
+    const text = JSON.stringify(data);
+    const terminal = options.terminal === true ? 1 : 0;
+    const expected = options.expectedVersion;
+    const version = (expected ?? 0) + 1;
+    let changed = 0;
+    try {
+      changed =
+        expected === null
+          ? this.sql.get('INSERT INTO records (kind, id, version, terminal, data) VALUES (?, ?, ?, ?, ?)').run(kind, id, version, terminal, text).changes
+          : this.sql.get('UPDATE records SET version = ?, terminal = ?, data = ? WHERE kind = ? AND id = ? AND version = ? AND terminal = 0').run(version, terminal, text, kind, id, expected).changes;
+    } catch (error) {
+      if (!UNIQUE_VIOLATION.has((error as { code?: string }).code ?? '')) throw error;
+      this.refusal(kind, id, expected);
+      throw new StoreConflictError(`${kind} ${id} would break a uniqueness rule: ${(error as Error).message}`, { kind, id, expectedVersion: expected });
+    }
+    if (changed !== 1) {
+      this.refusal(kind, id, expected);
+      throw new StoreConflictError(`${kind} ${id} changed underneath`, { kind, id, expectedVersion: expected });
+    }
+    this.wrote = true;
+    const record = deepFreeze({ kind, id, version, terminal: terminal === 1, data: JSON.parse(text) as T });
+    this.cache.remember(kind, id, record);
+    return record;
+  }
+
+  /** Throws why a put at `expected` was refused: the record is sealed, or at another version (or absent). */
+  private refusal(kind: string, id: string, expected: number | null): void {
     const current = this.sql.get('SELECT version, terminal FROM records WHERE kind = ? AND id = ?').get(kind, id) as { version: number; terminal: number } | undefined;
     if (current?.terminal === 1) throw new TerminalRecordError(kind, id);
     const currentVersion = current?.version ?? null;
-    if (currentVersion !== options.expectedVersion) {
+    if (currentVersion !== expected) {
       throw new StoreConflictError(
-        current === undefined ? `${kind} ${id} does not exist (expected version ${String(options.expectedVersion)})` : `${kind} ${id} is at version ${current.version}, not ${String(options.expectedVersion)}`,
-        { kind, id, expectedVersion: options.expectedVersion, currentVersion },
+        current === undefined ? `${kind} ${id} does not exist (expected version ${String(expected)})` : `${kind} ${id} is at version ${current.version}, not ${String(expected)}`,
+        { kind, id, expectedVersion: expected, currentVersion },
       );
     }
-    const version = (currentVersion ?? 0) + 1;
-    const text = JSON.stringify(data);
-    this.wrote = true;
-    const terminal = options.terminal === true ? 1 : 0;
-    if (currentVersion === null) {
-      guardedWrite(kind, id, options.expectedVersion, () => this.sql.get('INSERT INTO records (kind, id, version, terminal, data) VALUES (?, ?, ?, ?, ?)').run(kind, id, version, terminal, text));
-    } else {
-      // Compare-and-set in SQL as well: the row changes only if it is still at the expected version.
-      let changed = 0;
-      guardedWrite(kind, id, options.expectedVersion, () => {
-        changed = this.sql.get('UPDATE records SET version = ?, terminal = ?, data = ? WHERE kind = ? AND id = ? AND version = ? AND terminal = 0').run(version, terminal, text, kind, id, currentVersion).changes;
-      });
-      if (changed !== 1) throw new StoreConflictError(`${kind} ${id} changed underneath`, { kind, id, expectedVersion: options.expectedVersion });
-    }
-    return deepFreeze({ kind, id, version, terminal: terminal === 1, data: JSON.parse(text) as T });
   }
 
   async delete(kind: string, id: string, expectedVersion: number): Promise<void> {
@@ -175,17 +202,23 @@ class SqliteTransaction extends SqliteReader implements StoreTransaction {
     }
     this.wrote = true;
     this.sql.get('DELETE FROM records WHERE kind = ? AND id = ? AND version = ?').run(kind, id, expectedVersion);
+    this.cache.remember(kind, id, null);
   }
 
   async append<T>(stream: string, data: T, expectedSequence?: number): Promise<LogEntry<T>> {
     const sequence = await this.head(stream);
     if (expectedSequence !== undefined && expectedSequence !== sequence) throw new StreamSequenceError(stream, expectedSequence, sequence);
     const text = JSON.stringify(data);
+    if (this.cache.nextPosition === undefined) {
+      const last = this.sql.get('SELECT MAX(position) AS p FROM log').get() as { p: number | null };
+      this.cache.nextPosition = last.p === null ? 0 : last.p + 1;
+    }
+    const position = this.cache.nextPosition;
     // UNIQUE(stream, sequence) backs the gapless head: a racing append fails instead of duplicating.
-    const last = this.sql.get('SELECT MAX(position) AS p FROM log').get() as { p: number | null };
-    const position = last.p === null ? 0 : last.p + 1;
-    this.wrote = true;
     this.sql.get('INSERT INTO log (position, stream, sequence, data) VALUES (?, ?, ?, ?)').run(position, stream, sequence, text);
+    this.wrote = true;
+    this.cache.rememberHead(stream, sequence + 1);
+    this.cache.nextPosition = position + 1;
     return deepFreeze({ stream, sequence, position, data: JSON.parse(text) as T });
   }
 
@@ -217,6 +250,8 @@ export class SqliteStore implements Store {
   private readonly queue: CommitQueue;
   private readonly writeSql: Statements;
   private readonly readSql: Statements;
+  private readonly cache = new WriterCache();
+  private seenDataVersion = -1;
   private busy = 0;
 
   private constructor(
@@ -270,7 +305,7 @@ export class SqliteStore implements Store {
       for (const job of batch) job.reject(new StoreClosedError(`the store lock was lost (${lost.message})`));
       return;
     }
-    const tx = new SqliteTransaction(this.writeSql);
+    const tx = new SqliteTransaction(this.writeSql, this.cache);
     const done: Array<[QueuedTransaction, unknown]> = [];
     const run = (sql: string) => this.writeSql.get(sql).run();
     try {
@@ -280,6 +315,11 @@ export class SqliteStore implements Store {
       for (const job of batch) job.reject(error);
       return;
     }
+    // Another connection (an operator's sqlite3 shell, say) committed since our last batch: what the
+    // writer remembers may be stale.
+    const dataVersion = this.writeSql.get('PRAGMA data_version').pluck().get() as number;
+    if (dataVersion !== this.seenDataVersion) this.cache.forget();
+    this.seenDataVersion = dataVersion;
     for (const job of batch) {
       run('SAVEPOINT job');
       const wroteBefore = tx.wrote;
@@ -291,6 +331,7 @@ export class SqliteStore implements Store {
         this.noteBusy(error);
         run('ROLLBACK TO job');
         run('RELEASE job');
+        this.cache.forget();
         tx.wrote = wroteBefore;
         job.reject(error);
       }
@@ -299,6 +340,7 @@ export class SqliteStore implements Store {
       this.writer.exec('COMMIT');
     } catch (error) {
       this.noteBusy(error);
+      this.cache.forget();
       if (this.writer.inTransaction) this.writer.exec('ROLLBACK');
       for (const [job] of done) job.reject(error);
       return;

@@ -67,6 +67,47 @@ test('a transaction that finds the file locked by another connection fails alone
   await store.close();
 });
 
+test('what the writer remembers never outlives another connection\'s commit or a rolled-back transaction', async () => {
+  const file = join(dir, 'heads.sqlite');
+  const store = await SqliteStore.open(file);
+  await store.transact(async (tx) => {
+    await tx.append('occurrence/a', { n: 0 });
+    await tx.append('occurrence/a', { n: 1 });
+    await tx.put('k', 'a', { n: 1 }, { expectedVersion: null });
+    expect(await tx.get('k', 'b')).toBeUndefined();
+  });
+  // The writer remembers records (and absences), stream heads and the feed position; an outside commit
+  // must not leave them stale.
+  const outsider = new Database(file);
+  outsider.prepare('INSERT INTO log (position, stream, sequence, data) VALUES (2, ?, 2, ?)').run('occurrence/a', '{"n":2}');
+  outsider.prepare("UPDATE records SET version = 2, data = '{\"n\":2}' WHERE kind = 'k' AND id = 'a'").run();
+  outsider.prepare("INSERT INTO records (kind, id, version, terminal, data) VALUES ('k', 'b', 1, 0, '{}')").run();
+  outsider.close();
+  await store.transact(async (tx) => {
+    expect((await tx.get('k', 'a'))?.data).toEqual({ n: 2 });
+    expect((await tx.get('k', 'b'))?.version).toBe(1);
+  });
+  await expect(store.transact((tx) => tx.put('k', 'a', { n: 3 }, { expectedVersion: 1 }))).rejects.toBeInstanceOf(StoreConflictError);
+  // A rolled-back transaction's appends must not be remembered either.
+  await expect(
+    store.transact(async (tx) => {
+      await tx.append('occurrence/a', { n: 'rolled back' });
+      await tx.put('k', 'a', { n: 'rolled back' }, { expectedVersion: 2 });
+      await tx.delete('k', 'b', 1);
+      throw new Error('abandon');
+    }),
+  ).rejects.toThrow('abandon');
+  await store.transact(async (tx) => {
+    expect(await tx.get('k', 'a')).toMatchObject({ version: 2, data: { n: 2 } });
+    expect((await tx.get('k', 'b'))?.version).toBe(1);
+  });
+  const entry = await store.transact((tx) => tx.append('occurrence/a', { n: 3 }, 3));
+  expect([entry.sequence, entry.position]).toEqual([3, 3]);
+  const log = await store.read((r) => r.readLog<{ n: number }>('occurrence/a'));
+  expect(log.map((e) => [e.sequence, e.position, e.data.n])).toEqual([[0, 0, 0], [1, 1, 1], [2, 2, 2], [3, 3, 3]]);
+  await store.close();
+});
+
 test('a store made with the earlier records layout (WITHOUT ROWID) opens and keeps every guarantee', async () => {
   const file = join(dir, 'earlier-layout.sqlite');
   const db = new Database(file);
