@@ -23,14 +23,18 @@ export interface EntityTransition<TAttributes = Record<string, unknown>> {
   snapshot: AnyMachineSnapshot;
 }
 
-/** Rebuilds a live snapshot from a persisted one; a copy, because stored data is frozen. */
+/** Rebuilds a snapshot for a live actor from a persisted one; a copy, because stored data is frozen. */
 export function restoreSnapshot(machine: AnyStateMachine, persisted: EntityRecord['snapshot']): AnyMachineSnapshot {
   const copy = structuredClone(persisted);
   return machine.resolveState({ value: copy.value, context: copy.context });
 }
 
+/**
+ * The persisted form of a snapshot, sharing its context: every store copies what it is given on put
+ * (SQLite and the JSON file serialise it, the memory store clones it), so a copy here would be a second one.
+ */
 export function persistSnapshot(machine: AnyStateMachine, snapshot: AnyMachineSnapshot): EntityRecord['snapshot'] {
-  return structuredClone(machine.getPersistedSnapshot(snapshot)) as unknown as EntityRecord['snapshot'];
+  return machine.getPersistedSnapshot(snapshot) as unknown as EntityRecord['snapshot'];
 }
 
 /** Creates a lifecycle entity in its machine's initial state inside `tx`. Fails if the id exists. */
@@ -83,7 +87,8 @@ export async function transitionEntity<TAttributes>(
   if (current.data.machineId !== machine.id) {
     throw new ContractError('INTERNAL', `${kind} ${id} belongs to machine ${current.data.machineId}, not ${machine.id}`);
   }
-  const snapshot = restoreSnapshot(machine, current.data.snapshot);
+  // No copy of the frozen stored context: a pure transition only reads it (assign builds a new context).
+  const snapshot = machine.resolveState({ value: current.data.snapshot.value, context: current.data.snapshot.context });
   const from = String(snapshot.value);
   if (!snapshot.can(event)) {
     throw new ContractError('ILLEGAL_TRANSITION', `${machine.id} refuses ${event.type} from ${event.actor ?? 'an unnamed actor'} in state ${from}`, {

@@ -31,7 +31,8 @@ export interface StateLayer {
 export function deepFreeze<T>(value: T): T {
   if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
     Object.freeze(value);
-    for (const child of Object.values(value as Record<string, unknown>)) deepFreeze(child);
+    // for…in rather than Object.values: no array per object (records are read and frozen on every get).
+    for (const key in value) deepFreeze((value as Record<string, unknown>)[key]);
   }
   return value;
 }
