@@ -107,9 +107,9 @@ function occurrenceLatencies(milestones: Map<string, Milestones>): CellResult['o
 let reads = 0;
 
 /** RSS of a new process that opens the store, runs idle passes and collects garbage (bench/slo-idle.ts). */
-function idleDaemonRssMb(kind: FileStoreKind, file: string, at: string): number {
+function idleDaemonRssMb(kind: FileStoreKind, file: string, at: string, retentionHours: number): number {
   const script = join(dirname(fileURLToPath(import.meta.url)), 'slo-idle.js');
-  const child = spawnSync(process.execPath, ['--expose-gc', script, '--store', kind, '--file', file, '--at', at], { encoding: 'utf8' });
+  const child = spawnSync(process.execPath, ['--expose-gc', script, '--store', kind, '--file', file, '--at', at, '--retention-hours', String(retentionHours)], { encoding: 'utf8' });
   if (child.status !== 0) throw new Error(`idle daemon failed:\n${child.stderr}`);
   return (JSON.parse(child.stdout.trim().split('\n').at(-1)!) as { rssIdleMb: number }).rssIdleMb;
 }
@@ -256,7 +256,7 @@ async function main(): Promise<void> {
     const rssInCellIdleMb = rssMb();
     await engine.stop();
     await store.close();
-    const rssIdleMb = idleDaemonRssMb(kind, file, clock.now().toISOString());
+    const rssIdleMb = idleDaemonRssMb(kind, file, clock.now().toISOString(), retentionHours);
     const result: CellResult = {
       store: kind,
       history,

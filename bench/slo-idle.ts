@@ -1,17 +1,19 @@
 // memory.idle of a daemon at rest on a store a burst cell left behind, in a fresh process: the cell's own
 // process also holds the harness (seeded history copies, every committed transition kept for the XState
 // baseline) and the high-water mark of its heap, which a restarted daemon would not.
-// Run by bench/slo-cell.ts: node --expose-gc .bench-build/bench/slo-idle.js --store sqlite --file F --at ISO
+// Run by bench/slo-cell.ts: node --expose-gc .bench-build/bench/slo-idle.js --store sqlite --file F --at ISO [--retention-hours R]
+// The daemon runs with its cell's retention (none unless R > 0): with retention on, a store written without it
+// would first be backfilled (a one-time migration pass over every settled occurrence), which is not idling.
 // Prints one JSON line: {"rssIdleMb": …, "heapUsedMb": …}.
 import { createEngine } from '../src/engine/engine.js';
 import { SimulatedClock } from '../src/engine/clock.js';
 import { SimulatedRuntime } from '../src/runtime/simulated-runtime.js';
 import { openStore, type FileStoreKind } from '../src/store/open-store.js';
 
-const arg = (name: string) => {
+const arg = (name: string, fallback?: string) => {
   const i = process.argv.indexOf(`--${name}`);
-  if (i === -1) throw new Error(`--${name} is required`);
-  return process.argv[i + 1]!;
+  if (i === -1 && fallback === undefined) throw new Error(`--${name} is required`);
+  return i === -1 ? fallback! : process.argv[i + 1]!;
 };
 
 /** Passes run before measuring: the restart's recovery pass, then passes with nothing due, as a daemon idles. */
@@ -19,7 +21,9 @@ const IDLE_PASSES = 3;
 
 const store = await openStore(arg('file'), arg('store') as FileStoreKind);
 const clock = new SimulatedClock(arg('at'));
-const engine = createEngine({ store, clock, runtimes: [new SimulatedRuntime({ runtimeId: 'coven-code', durationMs: 60_000 })], instanceId: 'bench-idle' });
+const retentionHours = Number(arg('retention-hours', '0'));
+const retention = retentionHours > 0 ? { windowDays: { standard: retentionHours / 24 }, sweepEveryMinutes: 0 } : false;
+const engine = createEngine({ store, clock, runtimes: [new SimulatedRuntime({ runtimeId: 'coven-code', durationMs: 60_000 })], instanceId: 'bench-idle', retention });
 try {
   for (let i = 0; i < IDLE_PASSES; i++) {
     const report = await engine.tick();

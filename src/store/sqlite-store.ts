@@ -37,6 +37,12 @@ const SCHEMA_VERSION = 1;
 const MAX_GROUP = 256;
 /** Long enough to outlast a WAL checkpoint or a brief outside reader; short enough that a stuck lock surfaces. */
 const BUSY_TIMEOUT_MS = 5_000;
+/**
+ * Page size of a new store (an existing file keeps its own). A due burst dirties about one index leaf per
+ * occurrence in each index and the WAL writes whole pages, so smaller pages cost less per commit; records
+ * (≤ 2 KB) still fit a page. Bench, 1000 due at once on 100k history: 4 KiB -> 2 KiB made plan -25 %, dispatch -25 %.
+ */
+const NEW_STORE_PAGE_SIZE = 2_048;
 
 // Records are 1-2 KB of JSON: a rowid table with a separate (kind, id) index stores and updates them in
 // less space and time than a WITHOUT ROWID table (bench, 1000 definitions: 33 -> 22 KB per occurrence,
@@ -273,6 +279,8 @@ export class SqliteStore implements Store {
     let writer: Database.Database | undefined;
     try {
       writer = new Database(path);
+      // Only takes effect on a file with no pages yet; it must come before WAL mode.
+      writer.pragma(`page_size = ${NEW_STORE_PAGE_SIZE}`);
       writer.pragma('journal_mode = WAL');
       writer.pragma(`synchronous = ${options.synchronous ?? 'FULL'}`);
       writer.pragma(`busy_timeout = ${options.busyTimeoutMs ?? BUSY_TIMEOUT_MS}`);

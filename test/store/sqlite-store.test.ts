@@ -108,6 +108,32 @@ test('what the writer remembers never outlives another connection\'s commit or a
   await store.close();
 });
 
+test('a new store uses 2 KiB pages; a store made with 4 KiB pages keeps them and stays usable', async () => {
+  const pageSize = (file: string) => {
+    const db = new Database(file, { readonly: true });
+    try {
+      return db.pragma('page_size', { simple: true });
+    } finally {
+      db.close();
+    }
+  };
+  const fresh = join(dir, 'pages-new.sqlite');
+  await (await SqliteStore.open(fresh)).close();
+  expect(pageSize(fresh)).toBe(2048);
+  const older = join(dir, 'pages-old.sqlite');
+  const db = new Database(older);
+  db.pragma('page_size = 4096');
+  db.exec("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL); INSERT INTO meta VALUES ('schemaVersion', '1');");
+  db.close();
+  const store = await SqliteStore.open(older);
+  await store.transact((tx) => tx.put('k', 'a', { n: 1 }, { expectedVersion: null }));
+  await store.close();
+  expect(pageSize(older)).toBe(4096);
+  const reopened = await SqliteStore.open(older);
+  expect((await reopened.read((r) => r.get('k', 'a')))?.data).toEqual({ n: 1 });
+  await reopened.close();
+});
+
 test('a store made with the earlier records layout (WITHOUT ROWID) opens and keeps every guarantee', async () => {
   const file = join(dir, 'earlier-layout.sqlite');
   const db = new Database(file);
