@@ -2,8 +2,8 @@ import { createActor, type AnyActorScope, type AnyMachineSnapshot, type AnyState
 
 /**
  * XState's pure `transition()` and `initialTransition()` build a throwaway actor (and run the machine's
- * initial transition with no input) on every call: 40 % of the engine's CPU in a dispatch burst, most of it
- * in the exception our context factories raise without input. The lifecycle machines are flat, assign-only
+ * initial transition with no input) on every call: about a fifth of the engine's CPU in a dispatch burst,
+ * much of it in the exception our context factories raise without input. The lifecycle machines are flat, assign-only
  * and never spawn, invoke or delay, so nothing in an inert scope outlives a call: one scope per machine,
  * reused, computes the same snapshots. (XState fixed this upstream only in v6: statelyai/xstate#5632.)
  */
