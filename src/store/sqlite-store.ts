@@ -203,13 +203,16 @@ class SqliteTransaction extends SqliteReader implements StoreTransaction {
   }
 
   private async remove(kind: string, id: string, expectedVersion: number, evenSealed: boolean): Promise<void> {
-    const current = this.sql.get('SELECT version, terminal FROM records WHERE kind = ? AND id = ?').get(kind, id) as { version: number; terminal: number } | undefined;
-    if (current?.terminal === 1 && !evenSealed) throw new TerminalRecordError(kind, id);
-    if (current?.version !== expectedVersion) {
+    // As with put: one statement when the compare-and-set holds; the row is read only to say why it did not.
+    const removed = this.sql
+      .get(`DELETE FROM records WHERE kind = ? AND id = ? AND version = ?${evenSealed ? '' : ' AND terminal = 0'}`)
+      .run(kind, id, expectedVersion).changes;
+    if (removed !== 1) {
+      const current = this.sql.get('SELECT version, terminal FROM records WHERE kind = ? AND id = ?').get(kind, id) as { version: number; terminal: number } | undefined;
+      if (current?.terminal === 1 && !evenSealed) throw new TerminalRecordError(kind, id);
       throw new StoreConflictError(`${kind} ${id} is not at version ${expectedVersion}`, { kind, id, expectedVersion, currentVersion: current?.version ?? null });
     }
     this.wrote = true;
-    this.sql.get('DELETE FROM records WHERE kind = ? AND id = ? AND version = ?').run(kind, id, expectedVersion);
     this.cache.remember(kind, id, null);
   }
 

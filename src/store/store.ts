@@ -55,6 +55,11 @@ export interface StoreReader {
 }
 
 export interface StoreTransaction extends StoreReader {
+  /**
+   * Stores a copy of `data` at `expectedVersion + 1` (compare-and-set; `null` = must not exist yet) and returns
+   * the stored record, frozen. Callers may hand over objects they share (a snapshot's context, say): no store
+   * keeps or freezes the object it was given.
+   */
   put<T>(kind: string, id: string, data: T, options: PutOptions): Promise<StoredRecord<T>>;
   delete(kind: string, id: string, expectedVersion: number): Promise<void>;
   /**
