@@ -208,6 +208,10 @@ async function compactOccurrence(step: StepContext, occurrence: OccurrenceRecord
     await step.tx.expire(KINDS.run, run.id, run.version);
   }
   for (let g = 1; g <= occurrenceContext(occurrence as OccurrenceRecord).fence.generation; g++) await expireIfPresent(step, KINDS.fenceRun, `${occurrence.id}#${g}`);
+  // The occurrence record fenced its slot until now (planning.ts); its key takes over, so the slot is never
+  // planned twice. Manual occurrences and stores written before already hold theirs.
+  const key = occurrence.data.attributes.occurrenceKey;
+  if ((await step.tx.get(KINDS.occurrenceKey, key)) === undefined) await step.tx.put(KINDS.occurrenceKey, key, { occurrenceId: occurrence.id }, { expectedVersion: null });
   await step.tx.expire(KINDS.occurrence, occurrence.id, occurrence.version);
   return receiptIds;
 }

@@ -105,6 +105,39 @@ describe.each(STORES)('retention on the %s store', (_, open) => {
   });
 });
 
+describe.each(STORES)('a slot is planned once, before and after retention, on the %s store', (_, open) => {
+  /** As a second engine with an older plan cursor sees the store: the slot looks due and unplanned. */
+  async function rewindPlanCursor(h: Harness): Promise<void> {
+    await h.store.transact(async (tx) => {
+      const cursor = await tx.get(KINDS.planCursor, 'daily');
+      await tx.put(KINDS.planCursor, 'daily', { lastSlot: '2026-03-01T09:00:00.000Z' }, { expectedVersion: cursor!.version });
+    });
+  }
+
+  test('the occurrence fences its slot while it exists; compaction leaves the slot key to fence it after', async () => {
+    const h = await harness({ store: await open(), retentionClasses: { occurrenceHistory: { classification: 'ephemeral' } }, retention: { sweepEveryMinutes: 0 } });
+    try {
+      const id = await settleOneSlot(h, '2026-03-02');
+      // Planning writes no key record: the occurrence's id is derived from its slot.
+      expect(await kindsHolding(h.store, id)).not.toContain(KINDS.occurrenceKey);
+      await rewindPlanCursor(h);
+      h.clock.set(new Date('2026-03-02T09:30:00.000Z'));
+      expect(await h.engine.tick()).toMatchObject({ planned: 0, errors: [] });
+
+      h.clock.set(new Date('2026-03-03T09:30:00.000Z'));
+      await settleOneSlot(h, '2026-03-03');
+      expect(await kindsHolding(h.store, id)).toEqual([KINDS.occurrenceKey]);
+      await rewindPlanCursor(h);
+      // Back at the compacted slot (a second engine's clock): its key still fences it.
+      h.clock.set(new Date('2026-03-02T09:30:00.000Z'));
+      expect(await h.engine.tick()).toMatchObject({ planned: 0, errors: [] });
+      expect((await h.read.occurrences()).map((o) => o.occurrenceId)).not.toContain(id);
+    } finally {
+      await h.store.close();
+    }
+  });
+});
+
 describe.each(STORES.filter(([name]) => name !== 'memory'))('retention survives a restart on the %s store', (name) => {
   test('after reopening, compacted streams still start at their snapshot and new work continues the sequences', async () => {
     const file = join(dir, `restart-${++files}.${name}`);
