@@ -139,11 +139,11 @@ async function main(): Promise<void> {
     }
 
     const passes: number[] = [];
-    const phases: Record<keyof TickReport['phaseMs'], number[]> = { plan: [], advance: [], dispatch: [], observe: [], retention: [] };
+    const phases: Record<keyof TickReport['phaseMs'], number[]> = { plan: [], advance: [], dispatch: [], observe: [], retention: [], checkpoint: [] };
     const busyPerPass: number[] = [];
     let busySeen = 0;
     engine.start((report: TickReport) => {
-      passes.push(report.phaseMs.plan + report.phaseMs.advance + report.phaseMs.dispatch + report.phaseMs.observe + report.phaseMs.retention);
+      passes.push(report.phaseMs.plan + report.phaseMs.advance + report.phaseMs.dispatch + report.phaseMs.observe + report.phaseMs.retention + report.phaseMs.checkpoint);
       for (const phase of Object.keys(phases) as Array<keyof typeof phases>) phases[phase].push(report.phaseMs[phase]);
       const busy = store instanceof SqliteStore ? store.busyErrors : 0;
       busyPerPass.push(busy - busySeen);
@@ -241,7 +241,7 @@ async function main(): Promise<void> {
         settle: stats(done.map((a) => a.settledAt - a.requestedAt)),
       },
       passMs: stats(passes),
-      phaseP50Ms: { plan: percentile(phases.plan, 0.5), advance: percentile(phases.advance, 0.5), dispatch: percentile(phases.dispatch, 0.5), observe: percentile(phases.observe, 0.5), retention: percentile(phases.retention, 0.5) },
+      phaseP50Ms: Object.fromEntries(Object.entries(phases).map(([phase, ms]) => [phase, percentile(ms, 0.5)])) as ArrivalsResult['phaseP50Ms'],
       queueDepth: { p95: percentile(depth, 0.95), max: Math.max(...depth) },
       oldestEligibleAgeS: { p95: percentile(age, 0.95), max: Math.max(...age) },
       // Little's law: arrivals per ms × session length is what any engine would hold running.

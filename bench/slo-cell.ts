@@ -201,7 +201,7 @@ async function main(): Promise<void> {
           samples.dispatch.push(r.phaseMs.dispatch);
           samples.start.push(start);
         }
-        samples.pass.push(start + r.phaseMs.observe + r.phaseMs.retention);
+        samples.pass.push(start + r.phaseMs.observe + r.phaseMs.retention + r.phaseMs.checkpoint);
         rssLoadedMb = Math.max(rssLoadedMb, rssMb());
       });
     }

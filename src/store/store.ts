@@ -83,7 +83,7 @@ export interface StoreTransaction extends StoreReader {
 /**
  * The persistence port. Each `transact` body runs alone against a consistent view and commits all its
  * writes and appends atomically, or none of them when it throws. Implementations: {@link MemoryStore},
- * {@link JsonFileStore}.
+ * {@link JsonFileStore}, {@link SqliteStore}.
  *
  * @example
  * ```ts
@@ -99,6 +99,11 @@ export interface Store {
   read<R>(body: (reader: StoreReader) => Promise<R> | R): Promise<R>;
   /** Calls `listener` after every durable commit that changed something; returns the unsubscribe. */
   onCommit(listener: () => void): () => void;
+  /**
+   * Upkeep a store defers to the end of a burst of commits, never needed for correctness (SQLite: folds its
+   * write-ahead log into the database file). The engine calls it after each pass.
+   */
+  checkpoint?(): Promise<void>;
   close(): Promise<void>;
 }
 
