@@ -5,26 +5,40 @@ export const REMEMBERED_RECORDS = 2_048;
 /** Streams whose next sequence the writer remembers; beyond either bound the least recently used is read again. */
 export const REMEMBERED_STREAMS = 4_096;
 
-/** A map that forgets its least recently used entry beyond `limit`. */
+/**
+ * A map that keeps the `limit` most recently used entries, and at most twice as many: two generations, the
+ * older dropped whole when the newer fills. Evicting one oldest entry per insert from a single Map made V8
+ * skip ever more deleted slots to find it (≈ 1 µs per write in a burst, where every write misses).
+ */
 class Recent<V> {
-  private readonly entries = new Map<string, V>();
+  private current = new Map<string, V>();
+  private previous = new Map<string, V>();
   constructor(private readonly limit: number) {}
 
   get(key: string): V | undefined {
-    const value = this.entries.get(key);
-    if (value !== undefined) {
-      this.entries.delete(key);
-      this.entries.set(key, value);
+    const value = this.current.get(key);
+    if (value !== undefined) return value;
+    const older = this.previous.get(key);
+    if (older !== undefined) {
+      this.previous.delete(key);
+      this.keep(key, older);
     }
-    return value;
+    return older;
   }
   set(key: string, value: V): void {
-    this.entries.delete(key);
-    this.entries.set(key, value);
-    if (this.entries.size > this.limit) this.entries.delete(this.entries.keys().next().value!);
+    this.previous.delete(key);
+    this.keep(key, value);
   }
   clear(): void {
-    this.entries.clear();
+    this.current.clear();
+    this.previous.clear();
+  }
+  private keep(key: string, value: V): void {
+    this.current.set(key, value);
+    if (this.current.size >= this.limit) {
+      this.previous = this.current;
+      this.current = new Map();
+    }
   }
 }
 
