@@ -11,6 +11,7 @@ export class UnsealedStore implements Store {
     return this.inner.transact((tx) =>
       body({
         get: (k, i) => tx.get(k, i),
+        version: (k, i) => tx.version(k, i),
         list: (k, o) => tx.list(k, o),
         head: (s) => tx.head(s),
         readLog: (s, o) => tx.readLog(s, o),

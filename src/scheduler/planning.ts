@@ -123,30 +123,43 @@ function mayBeDue(svc: EngineServices, record: DefinitionRecord, lastSlot: strin
 /** Definitions read per page when a pass looks for due ones: bounds what a pass holds at once. */
 export const DEFINITION_PAGE = 500;
 
+/**
+ * The definition as the planning transaction sees it: the copy the pass read, when its version is still the
+ * current one (nearly always), else read again. Definitions are never deleted (tombstoning is a state), so
+ * a version names one content. Reading and parsing each definition again inside its transaction cost
+ * ≈ 10 % of a 1000-plan burst (side by side, 1k history: 200–240 -> 180–210 ms per batch).
+ */
+async function currentDefinition(step: StepContext, seen: DefinitionRecord): Promise<DefinitionRecord | undefined> {
+  const version = await step.tx.version(DEFINITION_KIND, seen.id);
+  if (version === seen.version) return seen;
+  return version === undefined ? undefined : ((await step.tx.get<DefinitionRecord['data']>(DEFINITION_KIND, seen.id)) as DefinitionRecord | undefined);
+}
+
 /** Plans every active definition with a due slot, one transaction each. Returns the ids of the occurrences planned. */
 export async function planDueSlots(svc: EngineServices, errors: Error[] = []): Promise<string[]> {
   const now = svc.clock.now().getTime();
-  const plannable: string[] = [];
+  const planned: string[] = [];
+  // A page at a time: the pass holds one page of definitions, and the copies it read serve the planning
+  // transactions (see currentDefinition).
   await svc.store.read(async (r) => {
     const cursors = new Map((await r.list<{ lastSlot: string }>(KINDS.planCursor)).map((c) => [c.id, c.data.lastSlot]));
-    await forEachPage<DefinitionRecord['data']>(r, DEFINITION_KIND, DEFINITION_PAGE, (page) => {
-      for (const record of page) {
+    await forEachPage<DefinitionRecord['data']>(r, DEFINITION_KIND, DEFINITION_PAGE, async (page) => {
+      const due = (page as DefinitionRecord[]).filter((record) => {
         const active = record.data.snapshot.value === 'active' || (svc.faults.planTombstoned && record.data.snapshot.value === 'tombstoned');
-        if (active && mayBeDue(svc, record as DefinitionRecord, cursors.get(record.id), now)) plannable.push(record.id);
-      }
-    });
-  });
-  const planned: string[] = [];
-  await forEachConcurrently(plannable, svc.passConcurrency, async (automationId) => {
-    try {
-      const id = await svc.step(async (step) => {
-        const fresh = await step.tx.get<DefinitionRecord['data']>(DEFINITION_KIND, automationId);
-        return fresh === undefined ? undefined : planLatestSlot(svc, step, fresh as DefinitionRecord);
+        return active && mayBeDue(svc, record, cursors.get(record.id), now);
       });
-      if (id !== undefined) planned.push(id);
-    } catch (error) {
-      errors.push(new Error(`scheduler: planning ${automationId}: ${(error as Error).message}`, { cause: error }));
-    }
+      await forEachConcurrently(due, svc.passConcurrency, async (seen) => {
+        try {
+          const id = await svc.step(async (step) => {
+            const fresh = await currentDefinition(step, seen);
+            return fresh === undefined ? undefined : planLatestSlot(svc, step, fresh);
+          });
+          if (id !== undefined) planned.push(id);
+        } catch (error) {
+          errors.push(new Error(`scheduler: planning ${seen.id}: ${(error as Error).message}`, { cause: error }));
+        }
+      });
+    });
   });
   return planned;
 }

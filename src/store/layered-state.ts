@@ -241,6 +241,9 @@ export class Overlay implements StateLayer, StoreTransaction {
   async get<T>(kind: string, id: string): Promise<StoredRecord<T> | undefined> {
     return this.getRecord(kind, id) as StoredRecord<T> | undefined;
   }
+  async version(kind: string, id: string): Promise<number | undefined> {
+    return this.getRecord(kind, id)?.version;
+  }
   async list<T>(kind: string, options: ListOptions = {}): Promise<Array<StoredRecord<T>>> {
     const ids = this.sortedIds(kind);
     const from = options.after === undefined ? 0 : boundary(ids, options.after, true);

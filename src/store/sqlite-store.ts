@@ -116,6 +116,9 @@ class SqliteReader implements StoreReader {
     const row = this.sql.get('SELECT * FROM records WHERE kind = ? AND id = ?').get(kind, id) as Row | undefined;
     return row === undefined ? undefined : toRecord<T>(row);
   }
+  async version(kind: string, id: string): Promise<number | undefined> {
+    return this.sql.get('SELECT version FROM records WHERE kind = ? AND id = ?').pluck().get(kind, id) as number | undefined;
+  }
   async list<T>(kind: string, options: ListOptions = {}): Promise<Array<StoredRecord<T>>> {
     // One prepared statement per shape of range: bounds that are absent are left out, not matched loosely.
     const bounds = [...(options.after === undefined ? [] : ['id > ?']), ...(options.before === undefined ? [] : ['id < ?'])];
@@ -156,6 +159,11 @@ class SqliteTransaction extends SqliteReader implements StoreTransaction {
     const record = await super.get<T>(kind, id);
     this.cache.remember(kind, id, record ?? null);
     return record;
+  }
+
+  override async version(kind: string, id: string): Promise<number | undefined> {
+    const known = this.cache.record(kind, id);
+    return known === undefined ? super.version(kind, id) : known?.version;
   }
 
   override async head(stream: string): Promise<number> {

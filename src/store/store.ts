@@ -45,6 +45,11 @@ export interface ListOptions {
 /** Consistent reads: inside a transaction they see its own writes; outside, the last durable commit. */
 export interface StoreReader {
   get<T>(kind: string, id: string): Promise<StoredRecord<T> | undefined>;
+  /**
+   * A record's version without its data (undefined when absent): checks that a copy read earlier is still
+   * current without parsing the record again.
+   */
+  version(kind: string, id: string): Promise<number | undefined>;
   /** The records of a kind in id order: all of them, or the range `options` names. */
   list<T>(kind: string, options?: ListOptions): Promise<Array<StoredRecord<T>>>;
   /** The sequence the next append to `stream` will get (0 for an empty stream). */

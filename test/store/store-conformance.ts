@@ -65,6 +65,25 @@ export function describeStoreConformance(name: string, harness: StoreHarness): v
       });
     });
 
+    test('version answers what get would, without the data: own writes inside, committed data outside', async () => {
+      await using(await harness.create(), async (store) => {
+        await store.transact((tx) => tx.put('definition', 'a', { n: 1 }, { expectedVersion: null }));
+        await store.transact(async (tx) => {
+          expect(await tx.version('definition', 'a')).toBe(1);
+          await tx.put('definition', 'a', { n: 2 }, { expectedVersion: 1 });
+          expect(await tx.version('definition', 'a')).toBe(2);
+          expect(await store.read((r) => r.version('definition', 'a'))).toBe(1);
+          await tx.put('definition', 'b', { n: 1 }, { expectedVersion: null });
+          await tx.delete('definition', 'b', 1);
+          expect(await tx.version('definition', 'b')).toBeUndefined();
+        });
+        await store.read(async (r) => {
+          expect(await r.version('definition', 'a')).toBe(2);
+          expect(await r.version('definition', 'missing')).toBeUndefined();
+        });
+      });
+    });
+
     test('compare-and-set refuses a stale version, a duplicate create and a missing record', async () => {
       await using(await harness.create(), async (store) => {
         await store.transact((tx) => tx.put('occurrence', 'o', { state: 'planned' }, { expectedVersion: null }));
