@@ -1,7 +1,7 @@
-import { open, readFile, rename, rm } from 'node:fs/promises';
+import { open, readFile, rename, rm, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type { Adapter } from 'lowdb';
-import { parseState, serializeState } from './json-document.js';
+import { loadLines, NotLineLaidOut, parseState, serializeState, type ParsedState } from './json-document.js';
 import type { CommittedState } from './layered-state.js';
 import { StoreCorruptError } from './store.js';
 
@@ -18,6 +18,35 @@ export interface WriteFaults {
 
 /** writev takes at most IOV_MAX (1024 on Linux) buffers per call. */
 const WRITEV_BATCH = 1024;
+/** Bytes read at a time when a snapshot is loaded line by line: bounds what the load holds besides the state. */
+const READ_CHUNK_BYTES = 4 * 1_048_576;
+const NEWLINE_BYTE = 0x0a;
+
+/**
+ * The file's lines, decoded from chunks of {@link READ_CHUNK_BYTES} and yielded a chunk's worth at a time (an
+ * await per line would cost more than parsing it). Splitting bytes on newlines is safe in UTF-8 (no
+ * multi-byte sequence contains 0x0a). A trailing empty line is not yielded.
+ */
+export async function* fileLines(handle: FileHandle, chunkBytes = READ_CHUNK_BYTES): AsyncGenerator<string[]> {
+  let carry: Buffer | undefined;
+  const chunk = Buffer.allocUnsafe(chunkBytes);
+  for (;;) {
+    const { bytesRead } = await handle.read(chunk, 0, chunkBytes, null);
+    if (bytesRead === 0) break;
+    let data = chunk.subarray(0, bytesRead);
+    if (carry !== undefined) data = Buffer.concat([carry, data]);
+    const lines: string[] = [];
+    let start = 0;
+    for (let end = data.indexOf(NEWLINE_BYTE, start); end !== -1; end = data.indexOf(NEWLINE_BYTE, start)) {
+      lines.push(data.toString('utf8', start, end));
+      start = end + 1;
+    }
+    if (lines.length > 0) yield lines;
+    // Copied: the chunk buffer is reused by the next read.
+    carry = start < data.length ? Buffer.from(data.subarray(start)) : undefined;
+  }
+  if (carry !== undefined) yield [carry.toString('utf8')];
+}
 
 async function writeDurably(path: string, chunks: Buffer[]): Promise<void> {
   const handle = await open(path, 'w');
@@ -54,18 +83,28 @@ export class DurableJsonFile implements Adapter<StoreDocument> {
   }
 
   async read(): Promise<StoreDocument | null> {
-    let text: string;
+    let parsed: ParsedState;
     try {
-      text = await readFile(this.path, 'utf8');
+      parsed = (await this.loadByLines()) ?? parseState(await readFile(this.path, 'utf8'));
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
-      throw new StoreCorruptError(this.path, `unreadable (${(error as Error).message})`);
+      if (error instanceof StoreCorruptError) throw error;
+      const code = (error as NodeJS.ErrnoException).code;
+      throw new StoreCorruptError(this.path, code === undefined ? (error as Error).message : `unreadable (${(error as Error).message})`);
     }
+    return { committed: parsed.state, journalThrough: parsed.journalThrough };
+  }
+
+  /** Format 4 loads line by line; undefined when the file is not laid out so (then it is parsed whole). */
+  private async loadByLines(): Promise<ParsedState | undefined> {
+    const handle = await open(this.path, 'r');
     try {
-      const { state, journalThrough } = parseState(text);
-      return { committed: state, journalThrough };
+      return await loadLines(fileLines(handle));
     } catch (error) {
-      throw new StoreCorruptError(this.path, (error as Error).message);
+      if (error instanceof NotLineLaidOut) return undefined;
+      throw error;
+    } finally {
+      await handle.close();
     }
   }
 

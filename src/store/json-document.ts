@@ -6,10 +6,12 @@ export const JSON_STORE_FORMAT = 'coven-automata/json-store';
 /**
  * 2 adds `journalThrough`: the last journal group the snapshot holds. 3 adds each log entry's `position` and
  * `nextPosition`, because retention trims leave gaps in positions and streams that start past sequence 0.
- * Version 1 and 2 files still open (their positions are their indexes).
+ * 4 changes no field, only the layout: every record, log entry and closing bracket has a line of its own, so
+ * a reader can load the file line by line instead of as one string (see {@link loadLines}). Versions 1–3
+ * still open (parsed whole; their positions, before 3, are their indexes).
  */
-export const JSON_STORE_FORMAT_VERSION = 3;
-const READABLE_VERSIONS = new Set([1, 2, 3]);
+export const JSON_STORE_FORMAT_VERSION = 4;
+const READABLE_VERSIONS = new Set([1, 2, 3, 4]);
 
 // Records and log entries are immutable once written, so each one's encoded JSON is made once and reused
 // by every later whole-file write: a commit encodes only what it changed, then writes cached bytes.
@@ -45,66 +47,171 @@ export function serializeState(state: CommittedState, journalThrough: number): B
       chunks.push(cachedBytes(r, () => `${JSON.stringify(r.id)}:${JSON.stringify({ version: r.version, terminal: r.terminal, data: r.data })}`));
       first = false;
     }
-    chunks.push(Buffer.from('}'));
+    chunks.push(Buffer.from('\n}'));
   });
-  chunks.push(Buffer.from('},\n"log":['));
+  chunks.push(Buffer.from('\n},\n"log":['));
   let first = true;
   for (const e of state.retainedFeed()) {
     chunks.push(first ? NEWLINE : COMMA_NEWLINE);
     chunks.push(cachedBytes(e, () => JSON.stringify({ stream: e.stream, sequence: e.sequence, position: e.position, data: e.data })));
     first = false;
   }
-  chunks.push(Buffer.from(']}\n'));
+  chunks.push(Buffer.from('\n]}\n'));
   return chunks;
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
+/** Builds a state from a file's records and log entries in file order, checking each as it arrives. */
+class StateBuilder {
+  readonly state = new CommittedState();
+  private entries = 0;
+
+  constructor(private readonly formatVersion: number) {}
+
+  record(kind: string, id: string, raw: unknown): void {
+    if (!isObject(raw) || !Number.isSafeInteger(raw.version) || (raw.version as number) < 1 || typeof raw.terminal !== 'boolean' || !('data' in raw)) {
+      throw new Error(`record ${kind}/${id} is malformed`);
+    }
+    this.state.loadRecord({ kind, id, version: raw.version as number, terminal: raw.terminal, data: raw.data });
+  }
+
+  entry(raw: unknown): void {
+    const index = this.entries++;
+    if (!isObject(raw) || typeof raw.stream !== 'string' || !('data' in raw)) throw new Error(`log entry ${index} is malformed`);
+    const positioned = this.formatVersion >= 3;
+    const position = positioned ? raw.position : index;
+    if (!Number.isSafeInteger(position) || (position as number) < this.state.nextPosition()) throw new Error(`log entry ${index} has position ${String(position)}, not after the one before it`);
+    // Retention trims a stream's oldest entries, so (from format 3) a stream's first entry may be past 0.
+    const retained = this.state.streamEntries(raw.stream).length > 0;
+    const expected = this.state.streamHead(raw.stream);
+    const sequenceOk = retained || !positioned ? raw.sequence === expected : Number.isSafeInteger(raw.sequence) && (raw.sequence as number) >= 0;
+    if (!sequenceOk) throw new Error(`log entry ${index} has sequence ${String(raw.sequence)} where stream ${raw.stream} expects ${expected}`);
+    this.state.loadEntry({ stream: raw.stream, sequence: raw.sequence as number, position: position as number, data: raw.data });
+  }
+
+  finish(nextPosition: unknown): CommittedState {
+    if (this.formatVersion >= 3) {
+      if (!Number.isSafeInteger(nextPosition) || (nextPosition as number) < this.state.nextPosition()) throw new Error('nextPosition is missing or behind the log');
+      this.state.advancePositions(nextPosition as number);
+    }
+    return this.state;
+  }
+}
+
+/** The header fields every version has, checked; the caller decides whether records and log are there. */
+function checkHeader(doc: unknown): { formatVersion: number; journalThrough: number } {
+  if (!isObject(doc) || doc.format !== JSON_STORE_FORMAT) throw new Error(`not a ${JSON_STORE_FORMAT} file`);
+  if (!READABLE_VERSIONS.has(doc.formatVersion as number)) {
+    throw new Error(`format version ${JSON.stringify(doc.formatVersion)} is not supported (this build reads ${[...READABLE_VERSIONS].join(', ')})`);
+  }
+  const journalThrough = doc.formatVersion === 1 ? 0 : doc.journalThrough;
+  if (!Number.isSafeInteger(journalThrough) || (journalThrough as number) < 0) throw new Error('journalThrough is missing or not a count');
+  return { formatVersion: doc.formatVersion as number, journalThrough: journalThrough as number };
+}
+
+export interface ParsedState {
+  state: CommittedState;
+  journalThrough: number;
+}
+
 /**
- * Parses and checks a store file. Throws a plain Error whose message says what is wrong; the caller
- * turns it into a StoreCorruptError that names the file.
+ * Parses and checks a whole store file held as one string (any version). Throws a plain Error whose message
+ * says what is wrong; the caller turns it into a StoreCorruptError that names the file.
  */
-export function parseState(text: string): { state: CommittedState; journalThrough: number } {
+export function parseState(text: string): ParsedState {
   let doc: unknown;
   try {
     doc = JSON.parse(text);
   } catch (error) {
     throw new Error(`not valid JSON (${(error as Error).message}); the file may be truncated`);
   }
-  if (!isObject(doc) || doc.format !== JSON_STORE_FORMAT) throw new Error(`not a ${JSON_STORE_FORMAT} file`);
-  if (!READABLE_VERSIONS.has(doc.formatVersion as number)) {
-    throw new Error(`format version ${JSON.stringify(doc.formatVersion)} is not supported (this build reads ${[...READABLE_VERSIONS].join(' and ')})`);
-  }
-  const journalThrough = doc.formatVersion === 1 ? 0 : doc.journalThrough;
-  if (!Number.isSafeInteger(journalThrough) || (journalThrough as number) < 0) throw new Error('journalThrough is missing or not a count');
-  if (!isObject(doc.records) || !Array.isArray(doc.log)) throw new Error('records or log section missing');
-  const state = new CommittedState();
-  for (const [kind, byId] of Object.entries(doc.records)) {
+  const { formatVersion, journalThrough } = checkHeader(doc);
+  const { records, log, nextPosition } = doc as Record<string, unknown>;
+  if (!isObject(records) || !Array.isArray(log)) throw new Error('records or log section missing');
+  const builder = new StateBuilder(formatVersion);
+  for (const [kind, byId] of Object.entries(records)) {
     if (!isObject(byId)) throw new Error(`records.${kind} is not an object`);
-    for (const [id, raw] of Object.entries(byId)) {
-      if (!isObject(raw) || !Number.isSafeInteger(raw.version) || (raw.version as number) < 1 || typeof raw.terminal !== 'boolean' || !('data' in raw)) {
-        throw new Error(`record ${kind}/${id} is malformed`);
+    for (const [id, raw] of Object.entries(byId)) builder.record(kind, id, raw);
+  }
+  for (const raw of log) builder.entry(raw);
+  return { state: builder.finish(nextPosition), journalThrough };
+}
+
+/** A file's lines do not have the line-per-item layout of format 4 (older version, or edited by hand). */
+export class NotLineLaidOut extends Error {}
+
+const withoutComma = (line: string) => (line.endsWith(',') ? line.slice(0, -1) : line);
+
+/**
+ * Loads a format-4 file from its lines, one record or log entry per line, so no string of the whole file
+ * ever exists: opening a 195 MB store (10k occurrences of history) peaked at 546 MB RSS read whole.
+ * Throws {@link NotLineLaidOut} as soon as a line breaks the layout (the caller then parses the file
+ * whole, which also gives the exact error when the file is corrupt); other errors are the checks'.
+ */
+export async function loadLines(batches: AsyncIterable<readonly string[]> | Iterable<readonly string[]>): Promise<ParsedState> {
+  let builder: StateBuilder | undefined;
+  let journalThrough = 0;
+  let nextPosition: unknown;
+  // header -> records (depth 1) <-> kind (depth 2) -> log -> end
+  let section: 'header' | 'records' | 'kind' | 'log-start' | 'log' | 'end' = 'header';
+  let kind = '';
+  for await (const lines of batches) {
+    for (const line of lines) {
+      switch (section) {
+        case 'header': {
+          if (!line.endsWith('"records":{')) throw new NotLineLaidOut();
+          let header: unknown;
+          try {
+            header = JSON.parse(`${line}}}`);
+          } catch {
+            throw new NotLineLaidOut();
+          }
+          const checked = checkHeader(header);
+          if (checked.formatVersion < 4) throw new NotLineLaidOut();
+          builder = new StateBuilder(checked.formatVersion);
+          journalThrough = checked.journalThrough;
+          nextPosition = (header as Record<string, unknown>).nextPosition;
+          section = 'records';
+          break;
+        }
+        case 'records':
+          if (line === '},') section = 'log-start';
+          else if (line.startsWith('"') && line.endsWith('":{')) {
+            kind = parseLine(line.slice(0, -2)) as string;
+            section = 'kind';
+          } else throw new NotLineLaidOut();
+          break;
+        case 'kind':
+          if (line === '}' || line === '},') section = 'records';
+          else {
+            const one = parseLine(`{${withoutComma(line)}}`);
+            const keys = isObject(one) ? Object.keys(one) : [];
+            if (keys.length !== 1) throw new NotLineLaidOut();
+            builder!.record(kind, keys[0]!, (one as Record<string, unknown>)[keys[0]!]);
+          }
+          break;
+        case 'log-start':
+          if (line !== '"log":[') throw new NotLineLaidOut();
+          section = 'log';
+          break;
+        case 'log':
+          if (line === ']}') section = 'end';
+          else builder!.entry(parseLine(withoutComma(line)));
+          break;
+        case 'end':
+          if (line !== '') throw new NotLineLaidOut();
       }
-      const record: StoredRecord = { kind, id, version: raw.version as number, terminal: raw.terminal, data: raw.data };
-      state.loadRecord(record);
     }
   }
-  const positioned = doc.formatVersion === 3;
-  doc.log.forEach((raw: unknown, index) => {
-    if (!isObject(raw) || typeof raw.stream !== 'string' || !('data' in raw)) throw new Error(`log entry ${index} is malformed`);
-    const position = positioned ? raw.position : index;
-    if (!Number.isSafeInteger(position) || (position as number) < state.nextPosition()) throw new Error(`log entry ${index} has position ${String(position)}, not after the one before it`);
-    // Retention trims a stream's oldest entries, so (from format 3) a stream's first entry may be past 0.
-    const retained = state.streamEntries(raw.stream).length > 0;
-    const expected = state.streamHead(raw.stream);
-    const sequenceOk = retained || !positioned ? raw.sequence === expected : Number.isSafeInteger(raw.sequence) && (raw.sequence as number) >= 0;
-    if (!sequenceOk) throw new Error(`log entry ${index} has sequence ${String(raw.sequence)} where stream ${raw.stream} expects ${expected}`);
-    const entry: LogEntry = { stream: raw.stream, sequence: raw.sequence as number, position: position as number, data: raw.data };
-    state.loadEntry(entry);
-  });
-  if (positioned) {
-    if (!Number.isSafeInteger(doc.nextPosition) || (doc.nextPosition as number) < state.nextPosition()) throw new Error('nextPosition is missing or behind the log');
-    state.advancePositions(doc.nextPosition as number);
+  if (section !== 'end') throw new NotLineLaidOut();
+  return { state: builder!.finish(nextPosition), journalThrough };
+}
+
+function parseLine(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new NotLineLaidOut();
   }
-  return { state, journalThrough: journalThrough as number };
 }
