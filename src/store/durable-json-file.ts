@@ -16,8 +16,6 @@ export interface WriteFaults {
   afterTempWrite?: () => void;
 }
 
-/** writev takes at most IOV_MAX (1024 on Linux) buffers per call. */
-const WRITEV_BATCH = 1024;
 /** Bytes read at a time when a snapshot is loaded line by line: bounds what the load holds besides the state. */
 const READ_CHUNK_BYTES = 4 * 1_048_576;
 const NEWLINE_BYTE = 0x0a;
@@ -57,10 +55,11 @@ export async function* fileLines(handle: FileHandle, chunkBytes = READ_CHUNK_BYT
   if (carry !== undefined) yield [carry.toString('utf8')];
 }
 
-async function writeDurably(path: string, chunks: Buffer[]): Promise<void> {
+/** Writes the pieces in order (each made once the write before it finished), then fsyncs. */
+async function writeDurably(path: string, pieces: Iterable<Buffer>): Promise<void> {
   const handle = await open(path, 'w');
   try {
-    for (let i = 0; i < chunks.length; i += WRITEV_BATCH) await handle.writev(chunks.slice(i, i + WRITEV_BATCH));
+    for (const piece of pieces) await handle.write(piece);
     await handle.sync();
   } finally {
     await handle.close();
@@ -118,9 +117,8 @@ export class DurableJsonFile implements Adapter<StoreDocument> {
   }
 
   async write(document: StoreDocument): Promise<void> {
-    const chunks = serializeState(document.committed, document.journalThrough);
     try {
-      await writeDurably(this.tempPath, chunks);
+      await writeDurably(this.tempPath, serializeState(document.committed, document.journalThrough));
       this.faults.afterTempWrite?.();
       await rename(this.tempPath, this.path);
     } catch (error) {

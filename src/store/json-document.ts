@@ -13,51 +13,59 @@ export const JSON_STORE_FORMAT = 'coven-automata/json-store';
 export const JSON_STORE_FORMAT_VERSION = 4;
 const READABLE_VERSIONS = new Set([1, 2, 3, 4]);
 
-// Records and log entries are immutable once written, so each one's encoded JSON is made once and reused
-// by every later whole-file write: a commit encodes only what it changed, then writes cached bytes.
-const encoded = new WeakMap<object, Buffer>();
-
-function cachedBytes(value: object, make: () => string): Buffer {
-  let bytes = encoded.get(value);
-  if (bytes === undefined) {
-    bytes = Buffer.from(make(), 'utf8');
-    encoded.set(value, bytes);
-  }
-  return bytes;
-}
-
-const COMMA_NEWLINE = Buffer.from(',\n');
-const NEWLINE = Buffer.from('\n');
+/**
+ * Text handed to the file a piece at a time: about this many characters per write. Each piece is encoded
+ * only when the write before it finished, so a fold never blocks the event loop for longer than one piece
+ * takes to stringify, and no encoded copy of the state outlives its write.
+ */
+const WRITE_PIECE_CHARS = 1_048_576;
 
 /**
- * The file content for a state, as a list of byte chunks to write in order: one line per record and
- * per log entry, records in storage order, log entries in commit order.
+ * The file content for a state, produced lazily as pieces to write in order: a header line, one line per
+ * record (records in storage order) and per log entry (commit order), and each closing bracket on a line of
+ * its own (the layout {@link loadLines} reads). The state must not change while the pieces are consumed:
+ * the store folds inside its commit queue, so no commit runs meanwhile.
+ *
+ * Until 2026-12-01 every record's and entry's encoded bytes were cached for later folds: after one fold of a
+ * 195 MB store the cache held 271 MB (RSS 362 -> 661 MB) and the fold, encoding synchronously, stopped the
+ * event loop for 3.1 s.
  */
-export function serializeState(state: CommittedState, journalThrough: number): Buffer[] {
-  const chunks: Buffer[] = [
-    Buffer.from(
-      `{"format":${JSON.stringify(JSON_STORE_FORMAT)},"formatVersion":${JSON_STORE_FORMAT_VERSION},"journalThrough":${journalThrough},"nextPosition":${state.nextPosition()},"records":{`,
-    ),
-  ];
-  state.kinds().forEach((kind, k) => {
-    chunks.push(Buffer.from(`${k === 0 ? '' : ','}\n${JSON.stringify(kind)}:{`));
+export function* serializeState(state: CommittedState, journalThrough: number): Generator<Buffer> {
+  let parts: string[] = [];
+  let chars = 0;
+  for (const text of documentText(state, journalThrough)) {
+    parts.push(text);
+    chars += text.length;
+    if (chars >= WRITE_PIECE_CHARS) {
+      yield Buffer.from(parts.join(''), 'utf8');
+      parts = [];
+      chars = 0;
+    }
+  }
+  yield Buffer.from(parts.join(''), 'utf8');
+}
+
+/** The document as text fragments in file order; each record and log entry is encoded when reached. */
+function* documentText(state: CommittedState, journalThrough: number): Generator<string> {
+  yield `{"format":${JSON.stringify(JSON_STORE_FORMAT)},"formatVersion":${JSON_STORE_FORMAT_VERSION},"journalThrough":${journalThrough},"nextPosition":${state.nextPosition()},"records":{`;
+  let firstKind = true;
+  for (const kind of state.kinds()) {
+    yield `${firstKind ? '' : ','}\n${JSON.stringify(kind)}:{`;
+    firstKind = false;
     let first = true;
     for (const r of state.recordsOf(kind)) {
-      chunks.push(first ? NEWLINE : COMMA_NEWLINE);
-      chunks.push(cachedBytes(r, () => `${JSON.stringify(r.id)}:${JSON.stringify({ version: r.version, terminal: r.terminal, data: r.data })}`));
+      yield `${first ? '\n' : ',\n'}${JSON.stringify(r.id)}:${JSON.stringify({ version: r.version, terminal: r.terminal, data: r.data })}`;
       first = false;
     }
-    chunks.push(Buffer.from('\n}'));
-  });
-  chunks.push(Buffer.from('\n},\n"log":['));
+    yield '\n}';
+  }
+  yield '\n},\n"log":[';
   let first = true;
   for (const e of state.retainedFeed()) {
-    chunks.push(first ? NEWLINE : COMMA_NEWLINE);
-    chunks.push(cachedBytes(e, () => JSON.stringify({ stream: e.stream, sequence: e.sequence, position: e.position, data: e.data })));
+    yield `${first ? '\n' : ',\n'}${JSON.stringify({ stream: e.stream, sequence: e.sequence, position: e.position, data: e.data })}`;
     first = false;
   }
-  chunks.push(Buffer.from('\n]}\n'));
-  return chunks;
+  yield '\n]}\n';
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);

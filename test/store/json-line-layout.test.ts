@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, expect, test } from 'vitest';
 import { fileLines } from '../../src/store/durable-json-file.js';
-import { JSON_STORE_FORMAT_VERSION, loadLines, parseState, type ParsedState } from '../../src/store/json-document.js';
+import { JSON_STORE_FORMAT_VERSION, loadLines, parseState, serializeState, type ParsedState } from '../../src/store/json-document.js';
+import { CommittedState } from '../../src/store/layered-state.js';
 import { JsonFileStore } from '../../src/store/json-file-store.js';
 import { StoreCorruptError } from '../../src/store/store.js';
 import { propertyParameters } from '../support/property.js';
@@ -129,4 +130,34 @@ test('a line-laid-out file that fails a check is refused with that check', async
   expect(error).toBeInstanceOf(StoreCorruptError);
   expect((error as Error).message).toContain('record definition/b is malformed');
   expect(readFileSync(file, 'utf8')).toBe(text);
+});
+
+test('a fold encodes the state a piece at a time as the file takes it, so no encoded copy of the whole state exists', () => {
+  const state = new CommittedState();
+  const encoded = new Set<number>();
+  // A getter stands in for the record's data being stringified.
+  const record = (n: number) => ({
+    kind: 'occurrence',
+    id: `o-${String(n).padStart(5, '0')}`,
+    version: 1,
+    terminal: true,
+    data: {
+      get note() {
+        encoded.add(n);
+        return 'x'.repeat(1000);
+      },
+    },
+  });
+  for (let n = 0; n < 3000; n++) state.loadRecord(record(n));
+  encoded.clear(); // loading froze (and so read) every record
+  const pieces = serializeState(state, 7);
+  const first = pieces.next();
+  expect(first.done).toBe(false);
+  // About 1 MiB of text per piece: the first piece encoded about a thousand records, not all three thousand.
+  expect(encoded.size).toBeGreaterThan(900);
+  expect(encoded.size).toBeLessThan(1100);
+  const rest = [...pieces];
+  expect(encoded.size).toBe(3000);
+  const text = Buffer.concat([first.value as Buffer, ...rest]).toString('utf8');
+  expect(contents(parseState(text)).records).toEqual([['occurrence', [...state.recordsOf('occurrence')].map((r) => ({ ...r, data: { note: 'x'.repeat(1000) } }))]]);
 });
