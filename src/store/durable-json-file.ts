@@ -1,6 +1,7 @@
-import { open, readFile, rename, rm, type FileHandle } from 'node:fs/promises';
+import { open, readFile, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type { Adapter } from 'lowdb';
+import { fileLines } from './file-lines.js';
 import { loadLines, NotLineLaidOut, parseState, serializeState, type ParsedState } from './json-document.js';
 import type { CommittedState } from './layered-state.js';
 import { StoreCorruptError } from './store.js';
@@ -14,45 +15,6 @@ export interface StoreDocument {
 /** Points where tests inject a failure into a durable write, to prove the old file survives. */
 export interface WriteFaults {
   afterTempWrite?: () => void;
-}
-
-/** Bytes read at a time when a snapshot is loaded line by line: bounds what the load holds besides the state. */
-const READ_CHUNK_BYTES = 4 * 1_048_576;
-const NEWLINE_BYTE = 0x0a;
-
-/**
- * The file's lines, decoded from chunks of {@link READ_CHUNK_BYTES} and yielded a chunk's worth at a time (an
- * await per line would cost more than parsing it). Splitting bytes on newlines is safe in UTF-8 (no
- * multi-byte sequence contains 0x0a). A trailing empty line is not yielded.
- */
-export async function* fileLines(handle: FileHandle, chunkBytes = READ_CHUNK_BYTES): AsyncGenerator<string[]> {
-  let carry: Buffer | undefined;
-  const chunk = Buffer.allocUnsafe(chunkBytes);
-  for (;;) {
-    const { bytesRead } = await handle.read(chunk, 0, chunkBytes, null);
-    if (bytesRead === 0) break;
-    const data = chunk.subarray(0, bytesRead);
-    const lines: string[] = [];
-    let start = 0;
-    if (carry !== undefined) {
-      // Only the line begun in the last chunk is joined (copying whole chunks cost 6 % of a 195 MB load).
-      const end = data.indexOf(NEWLINE_BYTE);
-      if (end === -1) {
-        carry = Buffer.concat([carry, data]);
-        continue;
-      }
-      lines.push(Buffer.concat([carry, data.subarray(0, end)]).toString('utf8'));
-      start = end + 1;
-    }
-    for (let end = data.indexOf(NEWLINE_BYTE, start); end !== -1; end = data.indexOf(NEWLINE_BYTE, start)) {
-      lines.push(data.toString('utf8', start, end));
-      start = end + 1;
-    }
-    if (lines.length > 0) yield lines;
-    // Copied: the chunk buffer is reused by the next read.
-    carry = start < data.length ? Buffer.from(data.subarray(start)) : undefined;
-  }
-  if (carry !== undefined) yield [carry.toString('utf8')];
 }
 
 /** Writes the pieces in order (each made once the write before it finished), then fsyncs. */

@@ -157,14 +157,14 @@ const withoutComma = (line: string) => (line.endsWith(',') ? line.slice(0, -1) :
  * Throws {@link NotLineLaidOut} as soon as a line breaks the layout (the caller then parses the file
  * whole, which also gives the exact error when the file is corrupt); other errors are the checks'.
  */
-export async function loadLines(batches: AsyncIterable<readonly string[]> | Iterable<readonly string[]>): Promise<ParsedState> {
+export async function loadLines(batches: AsyncIterable<{ lines: readonly string[] }> | Iterable<{ lines: readonly string[] }>): Promise<ParsedState> {
   let builder: StateBuilder | undefined;
   let journalThrough = 0;
   let nextPosition: unknown;
   // header -> records (depth 1) <-> kind (depth 2) -> log -> end
   let section: 'header' | 'records' | 'kind' | 'log-start' | 'log' | 'end' = 'header';
   let kind = '';
-  for await (const lines of batches) {
+  for await (const { lines } of batches) {
     for (const line of lines) {
       switch (section) {
         case 'header': {

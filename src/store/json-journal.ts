@@ -1,4 +1,5 @@
-import { open, readFile, type FileHandle } from 'node:fs/promises';
+import { open, type FileHandle } from 'node:fs/promises';
+import { fileLines, type LineBatch } from './file-lines.js';
 import type { CommittedState } from './layered-state.js';
 import type { LogEntry, StoredRecord } from './store.js';
 
@@ -67,35 +68,37 @@ function applyGroup(state: CommittedState, raw: unknown, expectedSeq: number): v
 }
 
 /**
- * Replays journal text over the snapshot's state: groups up to `through` are already in the snapshot (a crash
- * between writing a snapshot and emptying the journal leaves them) and are skipped. A last line cut short by
- * a crash was never acknowledged and is ignored; anything wrong before it means the file is corrupt (throws).
- * Returns the bytes of complete groups and the last group's number.
+ * Replays a journal, read line by line, over the snapshot's state: groups up to `through` are already in the
+ * snapshot (a crash between writing a snapshot and emptying the journal leaves them) and are skipped. A last
+ * line cut short by a crash was never acknowledged and is ignored; anything wrong before it means the file is
+ * corrupt (throws). Returns the bytes of complete groups and the last group's number.
  */
-export function replayJournal(text: string, state: CommittedState, through: number): { validBytes: number; lastSeq: number } {
+export async function replayJournal(batches: AsyncIterable<LineBatch> | Iterable<LineBatch>, state: CommittedState, through: number): Promise<{ validBytes: number; lastSeq: number }> {
   let lastSeq = through;
-  let offset = 0;
-  while (offset < text.length) {
-    const end = text.indexOf('\n', offset);
-    const lineText = end === -1 ? text.slice(offset) : text.slice(offset, end);
-    let raw: unknown;
-    try {
-      raw = JSON.parse(lineText);
-    } catch (error) {
-      if (end === -1 || end === text.length - 1) break;
-      throw new Error(`journal line at byte ${offset} is not JSON (${(error as Error).message})`);
+  let validBytes = 0;
+  // A line that does not parse was cut short only if nothing follows it; held until that is known.
+  let unparsed: { at: number; message: string } | undefined;
+  for await (const batch of batches) {
+    for (let i = 0; i < batch.lines.length; i++) {
+      if (unparsed !== undefined) throw new Error(`journal line at byte ${unparsed.at} is not JSON (${unparsed.message})`);
+      // Without its newline the last group was never acknowledged, even if what was written parses.
+      if (batch.unterminated === true) break;
+      let raw: unknown;
+      try {
+        raw = JSON.parse(batch.lines[i]!);
+      } catch (error) {
+        unparsed = { at: validBytes, message: (error as Error).message };
+        continue;
+      }
+      const seq = isObject(raw) ? raw.seq : undefined;
+      if (typeof seq !== 'number' || seq > through) {
+        applyGroup(state, raw, lastSeq + 1);
+        lastSeq += 1;
+      }
+      validBytes += batch.bytes[i]! + 1;
     }
-    if (end === -1) break;
-    const seq = isObject(raw) ? raw.seq : undefined;
-    if (typeof seq === 'number' && seq <= through) {
-      offset = end + 1;
-      continue;
-    }
-    applyGroup(state, raw, lastSeq + 1);
-    lastSeq += 1;
-    offset = end + 1;
   }
-  return { validBytes: Buffer.byteLength(text.slice(0, offset)), lastSeq };
+  return { validBytes, lastSeq };
 }
 
 /**
@@ -113,24 +116,19 @@ export class Journal {
 
   /** Opens (or creates) the journal at `path`, replaying it into `state`; a torn last line is cut off. */
   static async open(path: string, state: CommittedState, through: number): Promise<Journal> {
-    let text = '';
-    try {
-      text = await readFile(path, 'utf8');
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-    }
-    const { validBytes, lastSeq } = replayJournal(text, state, through);
+    // Read line by line: a journal may grow as large as the snapshot before it is folded.
     const handle = await open(path, 'a+');
     try {
-      if (validBytes < Buffer.byteLength(text)) {
+      const { validBytes, lastSeq } = await replayJournal(fileLines(handle), state, through);
+      if (validBytes < (await handle.stat()).size) {
         await handle.truncate(validBytes);
         await handle.sync();
       }
+      return new Journal(path, handle, validBytes, lastSeq);
     } catch (error) {
       await handle.close();
       throw error;
     }
-    return new Journal(path, handle, validBytes, lastSeq);
   }
 
   /** Bytes of acknowledged groups in the journal. */

@@ -69,6 +69,29 @@ test('a journal line cut short by a crash was never acknowledged: it is dropped 
   expect((await counterOf(file)).version).toBe(4);
 });
 
+test.each([
+  ['without its newline', '{"seq":3,"records":[["counter","c",3,false,{"n":"dr'],
+  ['with its newline but unparseable', '{"seq":3,"records":[["counter","c",3,false,{"n":"dr\n'],
+])('a torn last line %s is cut off at its exact byte, after lines holding multi-byte UTF-8', async (_what, torn) => {
+  const file = freshFile();
+  const store = await JsonFileStore.open(file);
+  for (const [n, text] of [[1, 'café €'], [2, 'crab 🦀']] as const) await store.transact((tx) => tx.put('counter', 'c', { n: text }, { expectedVersion: n === 1 ? null : n - 1 }));
+  const journal = readFileSync(journalOf(file), 'utf8');
+  await store.close();
+  // The snapshot as before those commits, so the journal replays them.
+  const snapshot = JSON.parse(readFileSync(file, 'utf8')) as { journalThrough: number; records: Record<string, unknown> };
+  delete snapshot.records.counter;
+  writeFileSync(file, JSON.stringify({ ...snapshot, journalThrough: 0 }));
+  writeFileSync(journalOf(file), journal + torn);
+  const reopened = await JsonFileStore.open(file);
+  try {
+    expect(readFileSync(journalOf(file), 'utf8')).toBe(journal);
+    expect((await reopened.read((r) => r.get<{ n: string }>('counter', 'c')))?.data.n).toBe('crab 🦀');
+  } finally {
+    await reopened.close();
+  }
+});
+
 test('a damaged journal line before the last refuses the store and leaves both files as they were', async () => {
   const file = freshFile();
   const { journal } = await crashedAfterThreeCommits(file);

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, expect, test } from 'vitest';
-import { fileLines } from '../../src/store/durable-json-file.js';
+import { fileLines } from '../../src/store/file-lines.js';
 import { JSON_STORE_FORMAT_VERSION, loadLines, parseState, serializeState, type ParsedState } from '../../src/store/json-document.js';
 import { CommittedState } from '../../src/store/layered-state.js';
 import { JsonFileStore } from '../../src/store/json-file-store.js';
@@ -21,10 +21,18 @@ let counter = 0;
 const freshFile = () => join(dir, `store-${counter++}.json`);
 
 async function linesOf(file: string, chunkBytes?: number): Promise<string[]> {
+  return (await readLines(file, chunkBytes)).lines;
+}
+
+async function readLines(file: string, chunkBytes?: number): Promise<{ lines: string[]; bytes: number[]; unterminated: boolean }> {
   const handle = await open(file, 'r');
   try {
-    const out: string[] = [];
-    for await (const batch of fileLines(handle, chunkBytes)) out.push(...batch);
+    const out = { lines: [] as string[], bytes: [] as number[], unterminated: false };
+    for await (const batch of fileLines(handle, chunkBytes)) {
+      out.lines.push(...batch.lines);
+      out.bytes.push(...batch.bytes);
+      out.unterminated = batch.unterminated === true;
+    }
     return out;
   } finally {
     await handle.close();
@@ -73,14 +81,14 @@ test('a store file is written line by line and loads by lines into exactly what 
   expect(lines.at(-2)).toBe(']}');
   for (const line of lines.slice(1)) expect(line.length === 0 || /^(\}|\},|\]\}|"log":\[|"[^"]+":\{|"[^"]+":\{".*\}\}?,?|\{.*\},?)$/.test(line)).toBe(true);
 
-  const byLines = await loadLines([lines]);
+  const byLines = await loadLines([{ lines }]);
   expect(contents(byLines)).toEqual(contents(parseState(text)));
   expect(contents(byLines).log.map((e) => e.sequence)).toEqual([3, 0]);
   // And through the chunked reader with chunks far smaller than a line.
-  expect(contents(await loadLines([await linesOf(file, 7)]))).toEqual(contents(byLines));
+  expect(contents(await loadLines([{ lines: await linesOf(file, 7) }]))).toEqual(contents(byLines));
 });
 
-test('the chunked line reader gives the same lines as splitting the whole text, for any chunk size and any UTF-8', async () => {
+test('the chunked line reader gives the same lines (and byte lengths) as splitting the whole text, for any chunk size and any UTF-8', async () => {
   const file = freshFile();
   const line = fc.string({ unit: 'binary', maxLength: 40 }).map((s) => s.replaceAll('\n', ''));
   await fc.assert(
@@ -89,7 +97,11 @@ test('the chunked line reader gives the same lines as splitting the whole text, 
       writeFileSync(file, text);
       const expected = text.split('\n');
       if (expected.at(-1) === '') expected.pop();
-      expect(await linesOf(file, chunkBytes)).toEqual(expected);
+      expect(await readLines(file, chunkBytes)).toEqual({
+        lines: expected,
+        bytes: expected.map((l) => Buffer.byteLength(l)),
+        unterminated: text.length > 0 && !text.endsWith('\n'),
+      });
     }),
     propertyParameters('chunked lines = split lines', 300),
   );
