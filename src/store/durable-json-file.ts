@@ -3,7 +3,7 @@ import { basename, dirname, join } from 'node:path';
 import type { Adapter } from 'lowdb';
 import { fileLines } from './file-lines.js';
 import { loadLines, NotLineLaidOut, parseState, serializeState, type ParsedState } from './json-document.js';
-import type { CommittedState } from './layered-state.js';
+import type { CommittedState, SnapshotSource } from './layered-state.js';
 import { StoreCorruptError } from './store.js';
 
 /** What the lowdb document holds: the state and the last journal group it includes. */
@@ -14,7 +14,8 @@ export interface StoreDocument {
 
 /** Points where tests inject a failure into a durable write, to prove the old file survives. */
 export interface WriteFaults {
-  afterTempWrite?: () => void;
+  /** Runs once the temp file is written and synced, before the rename; may throw or hold the write up. */
+  afterTempWrite?: () => void | Promise<void>;
 }
 
 /** Writes the pieces in order (each made once the write before it finished), then fsyncs. */
@@ -28,7 +29,8 @@ async function writeDurably(path: string, pieces: Iterable<Buffer>): Promise<voi
   }
 }
 
-async function syncDirectory(dir: string): Promise<void> {
+/** Makes a rename in `dir` durable. */
+export async function syncDirectory(dir: string): Promise<void> {
   const handle = await open(dir, 'r');
   try {
     await handle.sync();
@@ -79,9 +81,14 @@ export class DurableJsonFile implements Adapter<StoreDocument> {
   }
 
   async write(document: StoreDocument): Promise<void> {
+    await this.writeSnapshot(document.committed, document.journalThrough);
+  }
+
+  /** Writes a snapshot of `source` holding the journal's groups through `journalThrough`. */
+  async writeSnapshot(source: SnapshotSource, journalThrough: number): Promise<void> {
     try {
-      await writeDurably(this.tempPath, serializeState(document.committed, document.journalThrough));
-      this.faults.afterTempWrite?.();
+      await writeDurably(this.tempPath, serializeState(source, journalThrough));
+      await this.faults.afterTempWrite?.();
       await rename(this.tempPath, this.path);
     } catch (error) {
       await rm(this.tempPath, { force: true });

@@ -1,4 +1,4 @@
-import { CommittedState } from './layered-state.js';
+import { CommittedState, type SnapshotSource } from './layered-state.js';
 import type { LogEntry, StoredRecord } from './store.js';
 
 /** Identifies a coven-automata JSON store file; anything else is refused rather than overwritten. */
@@ -23,14 +23,14 @@ const WRITE_PIECE_CHARS = 1_048_576;
 /**
  * The file content for a state, produced lazily as pieces to write in order: a header line, one line per
  * record (records in storage order) and per log entry (commit order), and each closing bracket on a line of
- * its own (the layout {@link loadLines} reads). The state must not change while the pieces are consumed:
- * the store folds inside its commit queue, so no commit runs meanwhile.
+ * its own (the layout {@link loadLines} reads). The source must not change while the pieces are consumed:
+ * a fold writes from a point-in-time copy (see `CommittedState.pointInTime`).
  *
  * Until 2026-12-01 every record's and entry's encoded bytes were cached for later folds: after one fold of a
  * 195 MB store the cache held 271 MB (RSS 362 -> 661 MB) and the fold, encoding synchronously, stopped the
  * event loop for 3.1 s.
  */
-export function* serializeState(state: CommittedState, journalThrough: number): Generator<Buffer> {
+export function* serializeState(state: SnapshotSource, journalThrough: number): Generator<Buffer> {
   let parts: string[] = [];
   let chars = 0;
   for (const text of documentText(state, journalThrough)) {
@@ -46,7 +46,7 @@ export function* serializeState(state: CommittedState, journalThrough: number): 
 }
 
 /** The document as text fragments in file order; each record and log entry is encoded when reached. */
-function* documentText(state: CommittedState, journalThrough: number): Generator<string> {
+function* documentText(state: SnapshotSource, journalThrough: number): Generator<string> {
   yield `{"format":${JSON.stringify(JSON_STORE_FORMAT)},"formatVersion":${JSON_STORE_FORMAT_VERSION},"journalThrough":${journalThrough},"nextPosition":${state.nextPosition()},"records":{`;
   let firstKind = true;
   for (const kind of state.kinds()) {

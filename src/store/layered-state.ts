@@ -72,8 +72,16 @@ function firstAfter(entries: readonly LogEntry[], after: number): number {
 /** Trimmed entries the feed array may carry before it is rebuilt without them (amortises the rebuild). */
 const FEED_REBUILD_SLACK = 4096;
 
+/** What a snapshot file is written from: every record by kind, the retained feed, and the next position. */
+export interface SnapshotSource {
+  kinds(): string[];
+  recordsOf(kind: string): Iterable<StoredRecord>;
+  nextPosition(): number;
+  retainedFeed(): Iterable<LogEntry>;
+}
+
 /** The committed state: records by kind and id, streams, and the global feed in commit order. */
-export class CommittedState implements StateLayer {
+export class CommittedState implements StateLayer, SnapshotSource {
   private readonly records = new Map<string, Map<string, StoredRecord>>();
   /** Sorted ids per kind, rebuilt on the next range read after an id came or went (updates keep them). */
   private readonly sorted = new Map<string, string[]>();
@@ -122,6 +130,17 @@ export class CommittedState implements StateLayer {
   /** Every retained entry in position order (for writing a snapshot). */
   *retainedFeed(): Iterable<LogEntry> {
     for (const entry of this.feed) if (!this.trimmed.has(entry)) yield entry;
+  }
+
+  /**
+   * The state as it is now, unaffected by later commits: a snapshot can be written from it while commits go
+   * on. Copies references only — records and entries are frozen and replaced, never changed in place.
+   */
+  pointInTime(): SnapshotSource {
+    const records = new Map([...this.records].map(([kind, byId]) => [kind, [...byId.values()]]));
+    const feed = [...this.retainedFeed()];
+    const next = this.positions;
+    return { kinds: () => [...records.keys()], recordsOf: (kind) => records.get(kind) ?? [], nextPosition: () => next, retainedFeed: () => feed };
   }
 
   /** Loads one record as read from durable storage (or committed): a new version replaces the old. */

@@ -1,4 +1,4 @@
-import { appendFileSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, copyFileSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
@@ -53,6 +53,49 @@ test('commits append one journal line per group; the snapshot is rewritten only 
   await store.close();
   expect(statSync(journalOf(file)).size).toBe(0);
   expect(JSON.parse(readFileSync(file, 'utf8'))).toMatchObject({ formatVersion: 4, journalThrough: 20, records: { counter: { c: { version: 20, data: { n: 20 } } } } });
+});
+
+test('a fold does not hold up commits: groups committed while it writes stay in the journal, the groups it holds leave it', async () => {
+  const file = freshFile();
+  let reached!: () => void;
+  let release!: () => void;
+  const foldWaiting = new Promise<void>((resolve) => (reached = resolve));
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  let hold = false;
+  const store = await JsonFileStore.open(file, {
+    compactAtBytes: 0,
+    faults: {
+      afterTempWrite: async () => {
+        if (!hold) return;
+        hold = false;
+        reached();
+        await gate;
+      },
+    },
+  });
+  hold = true; // from the first fold on (opening a new store wrote its first snapshot)
+  await store.transact((tx) => tx.put('counter', 'c', { n: 1 }, { expectedVersion: null }));
+  await foldWaiting;
+  // The fold is stopped after writing its temp file; commits still go through.
+  for (let n = 2; n <= 4; n++) {
+    await store.transact(async (tx) => {
+      await tx.put('counter', 'c', { n }, { expectedVersion: n - 1 });
+      await tx.append('counter/c', { n });
+    });
+  }
+  release();
+  await store.foldSettled();
+  const snapshot = JSON.parse(readFileSync(file, 'utf8')) as { journalThrough: number; records: { counter: { c: { data: { n: number } } } } };
+  expect(snapshot.journalThrough).toBe(1);
+  expect(snapshot.records.counter.c.data.n).toBe(1);
+  expect(readFileSync(journalOf(file), 'utf8').trim().split('\n').map((line) => (JSON.parse(line) as { seq: number }).seq)).toEqual([2, 3, 4]);
+  // A process killed now leaves these two files: they hold every commit once.
+  const copy = freshFile();
+  copyFileSync(file, copy);
+  copyFileSync(journalOf(file), journalOf(copy));
+  expect(await counterOf(copy)).toEqual({ version: 4, n: 4, log: [2, 3, 4] });
+  await store.close();
+  expect(await counterOf(file)).toEqual({ version: 4, n: 4, log: [2, 3, 4] });
 });
 
 test('a journal line cut short by a crash was never acknowledged: it is dropped on open, every complete group replays', async () => {
