@@ -97,7 +97,17 @@ export class JsonFileStore implements Store {
     return this.committed.add(listener);
   }
 
-  /** Resolves once no fold of the journal into the snapshot is in progress (a fold never fails a commit). */
+  /**
+   * Resolves once no fold of the journal into the snapshot is in progress. Folds run beside commits and
+   * never fail one; this is for a caller that wants the file on disk to be a complete snapshot, e.g. before
+   * copying it.
+   *
+   * @example
+   * ```ts
+   * await store.foldSettled();
+   * copyFileSync(store.file, backupPath); // plus `${store.file}.journal` for any commits since the fold
+   * ```
+   */
   async foldSettled(): Promise<void> {
     while (this.folding !== undefined) await this.folding;
   }
