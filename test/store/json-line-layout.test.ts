@@ -3,7 +3,7 @@ import { open } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { afterAll, expect, test } from 'vitest';
+import { afterAll, expect, test, vi } from 'vitest';
 import { fileLines } from '../../src/store/file-lines.js';
 import { JSON_STORE_FORMAT_VERSION, loadLines, parseState, serializeState, type ParsedState } from '../../src/store/json-document.js';
 import { CommittedState } from '../../src/store/layered-state.js';
@@ -86,6 +86,21 @@ test('a store file is written line by line and loads by lines into exactly what 
   expect(contents(byLines).log.map((e) => e.sequence)).toEqual([3, 0]);
   // And through the chunked reader with chunks far smaller than a line.
   expect(contents(await loadLines([{ lines: await linesOf(file, 7) }]))).toEqual(contents(byLines));
+});
+
+test('opening a version-4 store never parses the file as one string (the line loader is what opens it)', async () => {
+  const file = await populatedStore();
+  const size = readFileSync(file, 'utf8').length;
+  const parse = vi.spyOn(JSON, 'parse');
+  try {
+    const store = await JsonFileStore.open(file);
+    await store.close();
+    const longest = Math.max(...parse.mock.calls.map(([text]) => String(text).length));
+    expect(parse.mock.calls.length).toBeGreaterThan(5);
+    expect(longest).toBeLessThan(size / 2);
+  } finally {
+    parse.mockRestore();
+  }
 });
 
 test('the chunked line reader gives the same lines (and byte lengths) as splitting the whole text, for any chunk size and any UTF-8', async () => {
