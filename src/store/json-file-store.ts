@@ -117,18 +117,25 @@ export class JsonFileStore implements Store {
     await this.queue.close();
     await this.foldSettled();
     try {
-      if (this.journal.size > 0 && this.lock.compromised() === undefined) await this.compact();
+      if (this.journal.size > 0 && this.lock.compromised() === undefined) await this.fold();
     } finally {
       await this.journal.close();
       await this.lock.release();
     }
   }
 
-  /** Writes every committed group into a new snapshot, then empties the journal (in that order: a crash between keeps both, and replay skips what the snapshot holds). */
-  private async compact(): Promise<void> {
-    this.db.data.journalThrough = this.journal.lastSeq;
-    await this.db.write();
-    await this.journal.reset();
+  /**
+   * Folds the journal into a new snapshot: written from a point-in-time copy of the state (references only),
+   * then the journal drops the groups the snapshot holds and keeps any committed meanwhile (in that order: a
+   * crash between keeps both, and replay skips what the snapshot holds). `through` and `bytes` are read, and
+   * the copy taken, before the first await, so they describe the same instant.
+   */
+  private async fold(): Promise<void> {
+    const through = this.journal.lastSeq;
+    const bytes = this.journal.size;
+    await this.adapter.writeSnapshot(this.db.data.committed.pointInTime(), through);
+    this.db.data.journalThrough = through;
+    await this.journal.cutThrough(bytes);
     this.snapshotBytes = statSync(this.file).size;
   }
 
@@ -169,23 +176,13 @@ export class JsonFileStore implements Store {
   }
 
   /**
-   * Folds the journal into a new snapshot without holding up commits: the snapshot is written from a
-   * point-in-time copy of the state (references only), then the journal drops the groups it now holds and
-   * keeps those committed meanwhile. Encoding a 195 MB state takes ≈ 1.4 s, for which commits used to wait.
-   * The groups are durable in the journal already, so a failed fold only leaves it longer for the next try.
+   * A fold beside the commit queue, so commits go on while it encodes (≈ 1.4 s for a 195 MB state, for which
+   * commits used to wait). The groups are durable in the journal already, so a failed fold only leaves it
+   * longer for the next try.
    */
   private async foldWhileCommitting(): Promise<void> {
-    const through = this.journal.lastSeq;
-    const bytes = this.journal.size;
     if (this.lock.compromised() !== undefined) return;
-    try {
-      await this.adapter.writeSnapshot(this.db.data.committed.pointInTime(), through);
-      this.db.data.journalThrough = through;
-      await this.journal.cutThrough(bytes);
-      this.snapshotBytes = statSync(this.file).size;
-    } catch {
-      // Kept for the next fold (see above).
-    }
+    await this.fold().catch(() => undefined);
   }
 }
 

@@ -193,15 +193,6 @@ export class Journal {
     });
   }
 
-  /** Empties the journal once a snapshot durably holds every group in it. */
-  reset(): Promise<void> {
-    return this.inTurn(async () => {
-      await this.handle.truncate(0);
-      await this.handle.sync();
-      this.bytes = 0;
-    });
-  }
-
   private inTurn<T>(work: () => Promise<T>): Promise<T> {
     const done = this.turn.then(work);
     this.turn = done.catch(() => undefined);
