@@ -1,6 +1,5 @@
-import { DEFINITION_KIND, type DefinitionRecord } from '../command-handler/definition-commands.js';
-import { forEachPage, type StoreReader } from '../store/store.js';
-import { DEFINITION_PAGE, nextUnplannedSlot } from '../scheduler/planning.js';
+import type { StoreReader } from '../store/store.js';
+import { nextUnplannedSlot } from '../scheduler/planning.js';
 import { LIVE_INDEX } from './lifecycle.js';
 import { KINDS, occurrenceContext, stateOf, type OccurrenceRecord } from './records.js';
 import type { EngineServices } from './services.js';
@@ -33,17 +32,15 @@ export async function nextWakeAt(svc: EngineServices, reader: StoreReader): Prom
     if (o.deadlineAt !== null) consider(o.deadlineAt);
   }
   const cursors = new Map((await reader.list<{ lastSlot: string }>(KINDS.planCursor)).map((c) => [c.id, c.data.lastSlot]));
-  await forEachPage<DefinitionRecord['data']>(reader, DEFINITION_KIND, DEFINITION_PAGE, (page) => {
-    for (const record of page as DefinitionRecord[]) {
-      if (stateOf(record) !== 'active') continue;
-      // Remembered between passes; only a slot already due but not planned (e.g. quarantined) needs a fresh look.
-      const next = nextUnplannedSlot(svc, record, cursors.get(record.id));
-      if (next !== null && next > now) consider(next);
-      else {
-        const d = record.data.attributes.definition;
-        consider(svc.schedule(d.trigger.schedule.rrule, d.trigger.schedule.timezone).nextAfter(new Date(now))?.getTime());
-      }
+  for (const definition of await svc.definitions.current(reader)) {
+    if (definition.state !== 'active') continue;
+    // Remembered between passes; only a slot already due but not planned (e.g. quarantined) needs a fresh look.
+    const next = nextUnplannedSlot(svc, definition, cursors.get(definition.id));
+    if (next !== null && next > now) consider(next);
+    else {
+      const { rrule, timezone } = definition.terms.trigger.schedule;
+      consider(svc.schedule(rrule, timezone).nextAfter(new Date(now))?.getTime());
     }
-  });
+  }
   return new Date(wake);
 }

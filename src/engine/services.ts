@@ -5,6 +5,7 @@ import type { Store, StoreReader, StoreTransaction } from '../store/store.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { DEFINITION_KIND, type DefinitionAttributes, type DefinitionRecord } from '../command-handler/definition-commands.js';
 import { Schedule } from '../schedule/schedule.js';
+import { DefinitionDirectory } from '../scheduler/definition-directory.js';
 import { isoNow, type Clock } from './clock.js';
 import type { StepContext } from './lifecycle.js';
 import { KINDS } from './records.js';
@@ -42,6 +43,9 @@ export class EngineServices {
   leaseExpiresAt(now: string | number): string {
     return new Date((typeof now === 'number' ? now : Date.parse(now)) + this.leaseMinutes * 60_000).toISOString();
   }
+
+  /** Every definition as planning reads it, remembered between passes (checked against record versions). */
+  readonly definitions = new DefinitionDirectory();
 
   /** How many definitions, occurrences or attempts one pass phase works on at once (1 = strictly in order). */
   passConcurrency = DEFAULT_PASS_CONCURRENCY;

@@ -13,6 +13,7 @@ export class UnsealedStore implements Store {
         get: (k, i) => tx.get(k, i),
         version: (k, i) => tx.version(k, i),
         list: (k, o) => tx.list(k, o),
+        versions: (k, o) => tx.versions(k, o),
         head: (s) => tx.head(s),
         readLog: (s, o) => tx.readLog(s, o),
         readFeed: (o) => tx.readFeed(o),

@@ -8,6 +8,7 @@ import {
   type LogEntry,
   type PutOptions,
   type ReadLogOptions,
+  type RecordVersion,
   type StoredRecord,
   type StoreTransaction,
 } from './store.js';
@@ -271,6 +272,9 @@ export class Overlay implements StateLayer, StoreTransaction {
     const out: Array<StoredRecord<T>> = [];
     for (let i = from; i < end; i++) out.push(this.getRecord(kind, ids[i]!) as StoredRecord<T>);
     return out;
+  }
+  async versions(kind: string, options: ListOptions = {}): Promise<RecordVersion[]> {
+    return (await this.list(kind, options)).map(({ id, version }) => ({ id, version }));
   }
   async head(stream: string): Promise<number> {
     return this.streamHead(stream);

@@ -17,6 +17,7 @@ import {
   type LogEntry,
   type PutOptions,
   type ReadLogOptions,
+  type RecordVersion,
   type Store,
   type StoredRecord,
   type StoreReader,
@@ -94,6 +95,13 @@ const toRecord = <T>(row: Row): StoredRecord<T> =>
   deepFreeze({ kind: row.kind, id: row.id, version: row.version, terminal: row.terminal === 1, data: JSON.parse(row.data) as T });
 const toEntry = <T>(row: LogRow): LogEntry<T> => deepFreeze({ stream: row.stream, sequence: row.sequence, position: row.position, data: JSON.parse(row.data) as T });
 
+/** A range of one kind's records in id order; one prepared statement per shape (absent bounds are left out, not matched loosely). */
+function rangeQuery(columns: string, kind: string, options: ListOptions): [string, unknown[]] {
+  const bounds = [...(options.after === undefined ? [] : ['id > ?']), ...(options.before === undefined ? [] : ['id < ?'])];
+  const sql = `SELECT ${columns} FROM records WHERE kind = ?${bounds.map((b) => ` AND ${b}`).join('')} ORDER BY id LIMIT ?`;
+  return [sql, [kind, ...(options.after === undefined ? [] : [options.after]), ...(options.before === undefined ? [] : [options.before]), options.limit ?? -1]];
+}
+
 /** Prepared once per connection: preparing per call costs more than most of the queries it runs. */
 class Statements {
   private readonly cache = new Map<string, Database.Statement>();
@@ -120,11 +128,12 @@ class SqliteReader implements StoreReader {
     return this.sql.get('SELECT version FROM records WHERE kind = ? AND id = ?').pluck().get(kind, id) as number | undefined;
   }
   async list<T>(kind: string, options: ListOptions = {}): Promise<Array<StoredRecord<T>>> {
-    // One prepared statement per shape of range: bounds that are absent are left out, not matched loosely.
-    const bounds = [...(options.after === undefined ? [] : ['id > ?']), ...(options.before === undefined ? [] : ['id < ?'])];
-    const sql = `SELECT * FROM records WHERE kind = ?${bounds.map((b) => ` AND ${b}`).join('')} ORDER BY id LIMIT ?`;
-    const values = [kind, ...(options.after === undefined ? [] : [options.after]), ...(options.before === undefined ? [] : [options.before]), options.limit ?? -1];
+    const [sql, values] = rangeQuery('*', kind, options);
     return (this.sql.get(sql).all(...values) as Row[]).map((r) => toRecord<T>(r));
+  }
+  async versions(kind: string, options: ListOptions = {}): Promise<RecordVersion[]> {
+    const [sql, values] = rangeQuery('id, version', kind, options);
+    return this.sql.get(sql).all(...values) as RecordVersion[];
   }
   async head(stream: string): Promise<number> {
     const row = this.sql.get('SELECT MAX(sequence) AS s FROM log WHERE stream = ?').get(stream) as { s: number | null };

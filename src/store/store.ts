@@ -20,6 +20,12 @@ export interface LogEntry<T = unknown> {
   readonly data: T;
 }
 
+/** A record's id and version, without its data. */
+export interface RecordVersion {
+  readonly id: string;
+  readonly version: number;
+}
+
 export interface PutOptions {
   /** `null`: the record must not exist yet. A number: the stored version must equal it. */
   expectedVersion: number | null;
@@ -52,6 +58,11 @@ export interface StoreReader {
   version(kind: string, id: string): Promise<number | undefined>;
   /** The records of a kind in id order: all of them, or the range `options` names. */
   list<T>(kind: string, options?: ListOptions): Promise<Array<StoredRecord<T>>>;
+  /**
+   * What {@link list} would return, as ids and versions only: checks many copies read earlier at once
+   * without reading or parsing their data again.
+   */
+  versions(kind: string, options?: ListOptions): Promise<RecordVersion[]>;
   /** The sequence the next append to `stream` will get (0 for an empty stream). */
   head(stream: string): Promise<number>;
   readLog<T>(stream: string, options?: ReadLogOptions): Promise<Array<LogEntry<T>>>;

@@ -1,7 +1,10 @@
 import { expect, test } from 'vitest';
+import { DefinitionDirectory } from '../../src/scheduler/definition-directory.js';
 import { planDueSlots } from '../../src/scheduler/planning.js';
-import type { StoreTransaction } from '../../src/store/store.js';
-import { harness } from '../support/engine-harness.js';
+import { MemoryStore } from '../../src/store/memory-store.js';
+import type { StoreReader, StoreTransaction } from '../../src/store/store.js';
+import { command, definitionBody } from '../support/commands.js';
+import { harness, type Harness } from '../support/engine-harness.js';
 
 /** Before the pass's first transaction, pauses the definition behind the pass's back (another engine, say). */
 function pauseBeforeFirstTransaction(h: Awaited<ReturnType<typeof harness>>): void {
@@ -31,3 +34,85 @@ test('planning uses the definition the pass read only while its version is curre
   expect(errors).toEqual([]);
   expect(await moved.read.occurrences()).toEqual([]);
 });
+
+/** Counts the definition records read outside transactions (what a pass reads to find due definitions). */
+function countDefinitionReads(h: Harness): { reads: string[] } {
+  const counted = { reads: [] as string[] };
+  const read = h.store.read.bind(h.store);
+  h.store.read = <R>(body: (reader: StoreReader) => Promise<R> | R): Promise<R> =>
+    read((reader) =>
+      body(
+        new Proxy(reader, {
+          get(target, property) {
+            const value = Reflect.get(target, property) as unknown;
+            if (typeof value !== 'function') return value;
+            return (...args: unknown[]) => {
+              if ((property === 'get' || property === 'list') && args[0] === 'definition') counted.reads.push(`${String(property)} ${String(args[1] ?? '')}`);
+              return (value as (...a: unknown[]) => unknown).apply(target, args);
+            };
+          },
+        }),
+      ),
+    );
+  return counted;
+}
+
+test('a pass reads again only the definitions whose version moved, and plans a revision by its new terms', async () => {
+  const h = await harness({ start: '2026-03-02T08:30:00.000Z' });
+  const second = (revision: number, lifecycleState: 'draft' | 'paused', hour: number) => ({ definition: definitionBody('second', { revision, lifecycleState, rrule: `FREQ=DAILY;BYHOUR=${hour}` }) });
+  await h.ok(command('definition.create.v1', second(1, 'draft', 9)));
+  await h.ok(command('definition.revise.v1', second(2, 'paused', 9), { expectedRevision: 1 }));
+  await h.ok(command('definition.activate.v1', { automationId: 'second' }, { expectedRevision: 2 }));
+  const counted = countDefinitionReads(h);
+
+  expect(await planDueSlots(h.engine.services)).toEqual([]);
+  expect(counted.reads).toEqual(['get daily', 'get second']);
+  counted.reads.length = 0;
+  h.clock.advance({ minutes: 10 });
+  expect(await planDueSlots(h.engine.services)).toEqual([]);
+  expect(counted.reads).toEqual([]);
+
+  // Revised while active, to 10:00: only it is read again, and 09:00 is no longer its slot.
+  await h.ok(command('definition.revise.v1', { definition: definitionBody('second', { revision: 4, lifecycleState: 'active', rrule: 'FREQ=DAILY;BYHOUR=10' }) }, { expectedRevision: 3 }));
+  h.clock.set(new Date('2026-03-02T09:00:00.000Z'));
+  expect(await planDueSlots(h.engine.services)).toEqual([`daily-${Date.parse('2026-03-02T09:00:00.000Z')}`]);
+  expect(counted.reads).toEqual(['get second']);
+  h.clock.set(new Date('2026-03-02T10:00:00.000Z'));
+  const tenOClock = `second-${Date.parse('2026-03-02T10:00:00.000Z')}`;
+  expect(await planDueSlots(h.engine.services)).toEqual([tenOClock]);
+  const occurrence = await h.store.read((r) => r.get<{ attributes: { automationRevision: number } }>('occurrence', tenOClock));
+  expect(occurrence?.data.attributes.automationRevision).toBe(4);
+});
+
+test('the definition directory forgets a definition the store no longer holds, and reads whole pages when most changed', async () => {
+  const h = await harness();
+  const daily = (await h.store.read((r) => r.get('definition', 'daily')))!;
+  const store = new MemoryStore();
+  const ids = Array.from({ length: 1200 }, (_, i) => `def-${String(i).padStart(4, '0')}`);
+  await store.transact(async (tx) => {
+    for (const id of ids) await tx.put('definition', id, daily.data, { expectedVersion: null });
+  });
+  const directory = new DefinitionDirectory();
+  const lists: unknown[] = [];
+  const reader = (r: StoreReader): StoreReader => ({ ...bound(r), list: (kind, options) => (lists.push(options), r.list(kind, options)) });
+  expect((await store.read((r) => directory.current(reader(r)))).map((d) => d.id)).toEqual(ids);
+  // 1200 unknown definitions: three pages of 500, not 1200 reads.
+  expect(lists).toHaveLength(3);
+  await store.transact((tx) => tx.delete('definition', 'def-0001', 1));
+  const after = await store.read((r) => directory.current(r));
+  expect(after.map((d) => d.id)).toEqual(ids.filter((id) => id !== 'def-0001'));
+  expect(after[0]).toMatchObject({ id: 'def-0000', version: 1, state: 'active', terms: { automationId: 'daily', revision: 3 } });
+});
+
+/** The reader's methods, bound, as a plain object that can be partly replaced. */
+function bound(r: StoreReader): StoreReader {
+  return {
+    get: (k, i) => r.get(k, i),
+    version: (k, i) => r.version(k, i),
+    list: (k, o) => r.list(k, o),
+    versions: (k, o) => r.versions(k, o),
+    head: (s) => r.head(s),
+    readLog: (s, o) => r.readLog(s, o),
+    readFeed: (o) => r.readFeed(o),
+  };
+}

@@ -214,6 +214,34 @@ export function describeStoreConformance(name: string, harness: StoreHarness): v
       });
     });
 
+    test('versions answers what list would, as ids and versions: ranges, own writes inside, committed data outside', async () => {
+      await using(await harness.create(), async (store) => {
+        await store.transact(async (tx) => {
+          for (const id of ['b', 'a', 'c']) await tx.put('definition', id, { id, body: 'x'.repeat(100) }, { expectedVersion: null });
+          await tx.put('other', 'a', {}, { expectedVersion: null });
+        });
+        await store.transact((tx) => tx.put('definition', 'b', { id: 'b' }, { expectedVersion: 1 }));
+        const asVersions = (records: Array<{ id: string; version: number }>) => records.map(({ id, version }) => ({ id, version }));
+        await store.read(async (r) => {
+          expect(await r.versions('definition')).toEqual([{ id: 'a', version: 1 }, { id: 'b', version: 2 }, { id: 'c', version: 1 }]);
+          for (const options of [{ after: 'a' }, { before: 'c' }, { limit: 1 }, { after: 'a', limit: 1 }, { after: 'c' }]) {
+            expect(await r.versions('definition', options)).toEqual(asVersions(await r.list('definition', options)));
+          }
+          expect(await r.versions('missing-kind')).toEqual([]);
+        });
+        let outside: unknown;
+        await store.transact(async (tx) => {
+          await tx.put('definition', 'a', { id: 'a' }, { expectedVersion: 1 });
+          await tx.delete('definition', 'c', 1);
+          await tx.put('definition', 'd', {}, { expectedVersion: null });
+          expect(await tx.versions('definition')).toEqual([{ id: 'a', version: 2 }, { id: 'b', version: 2 }, { id: 'd', version: 1 }]);
+          outside = await store.read((r) => r.versions('definition'));
+        });
+        // A read outside the open transaction saw only what was committed before it.
+        expect(outside).toEqual([{ id: 'a', version: 1 }, { id: 'b', version: 2 }, { id: 'c', version: 1 }]);
+      });
+    });
+
     test('expire removes a record, sealed or not, by compare-and-set; delete still refuses a sealed one', async () => {
       await using(await harness.create(), async (store) => {
         await store.transact(async (tx) => {
