@@ -42,6 +42,7 @@ export {
   type StoreTransaction,
   type StoredRecord,
   type LogEntry,
+  type RecordVersion,
 } from './store/store.js';
 
 // Runtimes
