@@ -38,8 +38,8 @@ export function plannableDefinition(record: DefinitionRecord): PlannableDefiniti
 /**
  * Every definition as planning needs it, remembered between passes and checked against the store's record
  * versions each time. A pass (and the wake-up computation after it) used to read and parse every
- * definition record: on SQLite, 32 ms per pass at 1,000 definitions with nothing due, twice per daemon
- * loop. Now a pass lists ids and versions and reads again only the definitions that changed.
+ * definition record: on SQLite, 27–32 ms per pass at 1,000 definitions with nothing due, twice per
+ * daemon loop. Now a pass lists ids and versions and reads again only the definitions that changed.
  *
  * @example
  * ```ts

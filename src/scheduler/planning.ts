@@ -87,7 +87,7 @@ export async function planLatestSlot(svc: EngineServices, step: StepContext, pla
  * The slots in (after, now], oldest first. Nearly always exactly one is due: its first slot is the one the
  * pass already asked for (remembered), and asking for the slot after it both proves it alone and is the
  * question the next pass asks (remembered in turn) — one schedule expansion per plan instead of two
- * (1000 due at once: −17 ms). When more are due (a misfire), the whole window is expanded at once.
+ * (1000 due at once: about 7 ms less CPU per burst). When more are due (a misfire), the whole window is expanded at once.
  */
 function dueSlots(svc: EngineServices, definition: PlanningTerms, after: number, now: number): Date[] {
   const { automationId, revision, trigger } = definition;
