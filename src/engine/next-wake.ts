@@ -31,7 +31,7 @@ export async function nextWakeAt(svc: EngineServices, reader: StoreReader): Prom
     if (state === 'claimed' || state === 'dispatching') consider(o.fence.leaseExpiresAt === null ? null : Date.parse(o.fence.leaseExpiresAt) + 1);
     if (o.deadlineAt !== null) consider(o.deadlineAt);
   }
-  const cursors = new Map((await reader.list<{ lastSlot: string }>(KINDS.planCursor)).map((c) => [c.id, c.data.lastSlot]));
+  const cursors = new Map((await svc.planCursors.current(reader)).map((c) => [c.id, c.lastSlot]));
   for (const definition of await svc.definitions.current(reader)) {
     if (definition.state !== 'active') continue;
     // Remembered between passes; only a slot already due but not planned (e.g. quarantined) needs a fresh look.

@@ -5,7 +5,7 @@ import type { Store, StoreReader, StoreTransaction } from '../store/store.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { DEFINITION_KIND, type DefinitionAttributes, type DefinitionRecord } from '../command-handler/definition-commands.js';
 import { Schedule } from '../schedule/schedule.js';
-import { DefinitionDirectory } from '../scheduler/definition-directory.js';
+import { DefinitionDirectory, VersionedRecords, type PlanCursor } from '../scheduler/definition-directory.js';
 import { isoNow, type Clock } from './clock.js';
 import type { StepContext } from './lifecycle.js';
 import { KINDS } from './records.js';
@@ -46,6 +46,8 @@ export class EngineServices {
 
   /** Every definition as planning reads it, remembered between passes (checked against record versions). */
   readonly definitions = new DefinitionDirectory();
+  /** Every plan cursor, remembered between passes the same way. */
+  readonly planCursors = new VersionedRecords<PlanCursor, { lastSlot: string }>(KINDS.planCursor, (r) => ({ id: r.id, version: r.version, lastSlot: r.data.lastSlot }));
 
   /** How many definitions, occurrences or attempts one pass phase works on at once (1 = strictly in order). */
   passConcurrency = DEFAULT_PASS_CONCURRENCY;

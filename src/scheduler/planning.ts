@@ -140,7 +140,7 @@ export async function planDueSlots(svc: EngineServices, errors: Error[] = []): P
   const now = svc.clock.now().getTime();
   const planned: string[] = [];
   await svc.store.read(async (r) => {
-    const cursors = new Map((await r.list<{ lastSlot: string }>(KINDS.planCursor)).map((c) => [c.id, c.data.lastSlot]));
+    const cursors = new Map((await svc.planCursors.current(r)).map((c) => [c.id, c.lastSlot]));
     const due = (await svc.definitions.current(r)).filter((d) => isPlannable(svc, d) && mayBeDue(svc, d, cursors.get(d.id), now));
     await forEachConcurrently(due, svc.passConcurrency, async (seen) => {
       try {

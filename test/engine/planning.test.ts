@@ -35,7 +35,7 @@ test('planning uses the definition the pass read only while its version is curre
   expect(await moved.read.occurrences()).toEqual([]);
 });
 
-/** Counts the definition records read outside transactions (what a pass reads to find due definitions). */
+/** Counts the definition and plan-cursor records read outside transactions (what a pass reads to find due definitions). */
 function countDefinitionReads(h: Harness): { reads: string[] } {
   const counted = { reads: [] as string[] };
   const read = h.store.read.bind(h.store);
@@ -47,7 +47,7 @@ function countDefinitionReads(h: Harness): { reads: string[] } {
             const value = Reflect.get(target, property) as unknown;
             if (typeof value !== 'function') return value;
             return (...args: unknown[]) => {
-              if ((property === 'get' || property === 'list') && args[0] === 'definition') counted.reads.push(`${String(property)} ${String(args[1] ?? '')}`);
+              if ((property === 'get' || property === 'list') && (args[0] === 'definition' || args[0] === 'plan-cursor')) counted.reads.push(`${String(property)} ${String(args[0])} ${String(args[1] ?? '')}`);
               return (value as (...a: unknown[]) => unknown).apply(target, args);
             };
           },
@@ -57,7 +57,7 @@ function countDefinitionReads(h: Harness): { reads: string[] } {
   return counted;
 }
 
-test('a pass reads again only the definitions whose version moved, and plans a revision by its new terms', async () => {
+test('a pass reads again only the definitions and plan cursors whose version moved, and plans a revision by its new terms', async () => {
   const h = await harness({ start: '2026-03-02T08:30:00.000Z' });
   const second = (revision: number, lifecycleState: 'draft' | 'paused', hour: number) => ({ definition: definitionBody('second', { revision, lifecycleState, rrule: `FREQ=DAILY;BYHOUR=${hour}` }) });
   await h.ok(command('definition.create.v1', second(1, 'draft', 9)));
@@ -66,7 +66,7 @@ test('a pass reads again only the definitions whose version moved, and plans a r
   const counted = countDefinitionReads(h);
 
   expect(await planDueSlots(h.engine.services)).toEqual([]);
-  expect(counted.reads).toEqual(['get daily', 'get second']);
+  expect(counted.reads).toEqual(['get definition daily', 'get definition second']);
   counted.reads.length = 0;
   h.clock.advance({ minutes: 10 });
   expect(await planDueSlots(h.engine.services)).toEqual([]);
@@ -76,10 +76,13 @@ test('a pass reads again only the definitions whose version moved, and plans a r
   await h.ok(command('definition.revise.v1', { definition: definitionBody('second', { revision: 4, lifecycleState: 'active', rrule: 'FREQ=DAILY;BYHOUR=10' }) }, { expectedRevision: 3 }));
   h.clock.set(new Date('2026-03-02T09:00:00.000Z'));
   expect(await planDueSlots(h.engine.services)).toEqual([`daily-${Date.parse('2026-03-02T09:00:00.000Z')}`]);
-  expect(counted.reads).toEqual(['get second']);
+  expect(counted.reads).toEqual(['get definition second']);
+  counted.reads.length = 0;
   h.clock.set(new Date('2026-03-02T10:00:00.000Z'));
   const tenOClock = `second-${Date.parse('2026-03-02T10:00:00.000Z')}`;
   expect(await planDueSlots(h.engine.services)).toEqual([tenOClock]);
+  // Planning at 09:00 moved only daily's cursor.
+  expect(counted.reads).toEqual(['get plan-cursor daily']);
   const occurrence = await h.store.read((r) => r.get<{ attributes: { automationRevision: number } }>('occurrence', tenOClock));
   expect(occurrence?.data.attributes.automationRevision).toBe(4);
 });
