@@ -1,0 +1,50 @@
+import { forEachPage, type StoredRecord, type StoreReader } from '../store/store.js';
+
+/** Records read per page when most of them changed (a fresh engine): bounds what one read holds at once. */
+export const REREAD_PAGE = 500;
+
+/**
+ * Records of one kind as some part of the engine needs them (a projection), remembered between passes and
+ * checked against the store's record versions each time: a pass lists ids and versions and reads again
+ * only the records whose version moved (whole pages when more than {@link REREAD_PAGE} did, e.g. a
+ * fresh engine). Before, every pass (and the wake-up computation after it) read and parsed every
+ * definition and plan cursor: on SQLite, 27–32 ms per pass at 1,000 definitions with nothing due, twice
+ * per daemon loop (5,000 definitions with cursors: 186 ms per loop).
+ *
+ * @example
+ * ```ts
+ * const cursors = new VersionedRecords<PlanCursor, { lastSlot: string }>('plan-cursor', (r) => ({ id: r.id, version: r.version, lastSlot: r.data.lastSlot }));
+ * await cursors.current(reader); // id order, current as of `reader`
+ * ```
+ */
+export class VersionedRecords<T extends { readonly id: string; readonly version: number }, D = unknown> {
+  private readonly known = new Map<string, T>();
+
+  constructor(
+    readonly kind: string,
+    private readonly project: (record: StoredRecord<D>) => T,
+  ) {}
+
+  /** Every record of the kind, in id order, current as of `reader`: unchanged ones from memory, the others read again. */
+  async current(reader: StoreReader): Promise<T[]> {
+    const versions = await reader.versions(this.kind);
+    const stale = versions.filter((v) => this.known.get(v.id)?.version !== v.version);
+    if (stale.length > REREAD_PAGE) {
+      // Mostly unknown or moved: pages of whole records cost less than one read per record.
+      await forEachPage<D>(reader, this.kind, REREAD_PAGE, (page) => {
+        for (const record of page) this.known.set(record.id, this.project(record));
+      });
+    } else {
+      for (const { id } of stale) {
+        const record = await reader.get<D>(this.kind, id);
+        if (record !== undefined) this.known.set(id, this.project(record));
+      }
+    }
+    if (this.known.size > versions.length) {
+      const present = new Set(versions.map((v) => v.id));
+      for (const id of this.known.keys()) if (!present.has(id)) this.known.delete(id);
+    }
+    return versions.flatMap((v) => this.known.get(v.id) ?? []);
+  }
+}
+
