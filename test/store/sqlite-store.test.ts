@@ -180,3 +180,30 @@ test('commits stay in the write-ahead log until checkpoint() folds them, once en
   await store.close();
   await store.checkpoint();
 });
+
+test('ids and versions of definitions and plan cursors come from covering partial indexes, on new and existing stores', async () => {
+  const file = join(dir, 'versions-index.sqlite');
+  const store = await SqliteStore.open(file);
+  await store.transact(async (tx) => {
+    await tx.put('definition', 'b', { body: 'x'.repeat(3000) }, { expectedVersion: null });
+    await tx.put('definition', 'a', {}, { expectedVersion: null });
+    await tx.put('plan-cursor', 'a', { lastSlot: 't' }, { expectedVersion: null });
+    await tx.put('occurrence', 'a', {}, { expectedVersion: null });
+  });
+  await store.transact((tx) => tx.put('definition', 'a', {}, { expectedVersion: 1 }));
+  expect(await store.read((r) => r.versions('definition'))).toEqual([{ id: 'a', version: 2 }, { id: 'b', version: 1 }]);
+  expect(await store.read((r) => r.versions('definition', { after: 'a' }))).toEqual([{ id: 'b', version: 1 }]);
+  expect(await store.read((r) => r.versions('plan-cursor'))).toEqual([{ id: 'a', version: 1 }]);
+  await store.close();
+  const db = new Database(file, { readonly: true });
+  try {
+    const plan = (index: string, kind: string) =>
+      (db.prepare(`EXPLAIN QUERY PLAN SELECT id, version FROM records INDEXED BY ${index} WHERE kind = '${kind}' ORDER BY id LIMIT ?`).all(-1) as Array<{ detail: string }>).map((r) => r.detail).join(' ');
+    expect(plan('versions_of_definitions', 'definition')).toContain('COVERING INDEX versions_of_definitions');
+    expect(plan('versions_of_plan_cursors', 'plan-cursor')).toContain('COVERING INDEX versions_of_plan_cursors');
+    // Only the listed kinds are in them: other records' writes never touch these indexes.
+    expect(db.prepare("SELECT COUNT(*) AS n FROM records INDEXED BY versions_of_definitions WHERE kind = 'definition'").get()).toEqual({ n: 2 });
+  } finally {
+    db.close();
+  }
+});
