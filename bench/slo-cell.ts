@@ -7,6 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createEngine, type Engine, type TickReport } from '../src/engine/engine.js';
+import { nextWakeAt } from '../src/engine/next-wake.js';
 import { SimulatedClock } from '../src/engine/clock.js';
 import type { CommittedTransition } from '../src/engine/inspection.js';
 import { SimulatedRuntime } from '../src/runtime/simulated-runtime.js';
@@ -51,6 +52,8 @@ export interface CellResult {
   rssIdleMb: number;
   /** The same idle moment inside the cell's process, which also holds the harness and its heap's high-water mark. */
   rssInCellIdleMb: number;
+  /** Median of {@link IDLE_LOOPS} daemon loops (pass + wake-up computation) with nothing due. */
+  idleLoopMs: number;
   rssLoadedMb: number;
   seedMs: number;
   transitions: CommittedTransition[];
@@ -72,6 +75,9 @@ const EVENT_HISTORY = 10_000;
 
 /** Every hour, in the daily form v1 executes (FREQ=HOURLY is outside the contract's v1 profile). */
 const HOURLY = `FREQ=DAILY;BYHOUR=${Array.from({ length: 24 }, (_, h) => h).join(',')}`;
+
+/** Loops timed for the idle-loop figure; the median is reported. */
+const IDLE_LOOPS = 7;
 
 function storeBytes(dir: string): number {
   return readdirSync(dir).reduce((sum, f) => sum + statSync(join(dir, f)).size, 0);
@@ -252,6 +258,15 @@ async function main(): Promise<void> {
       clock.advance({ minutes: 20 });
       await engine.tick();
     }
+    // A daemon's loop with nothing due: a pass, then the wake-up computation (what an idle daemon repeats).
+    const idleLoops: number[] = [];
+    for (let i = 0; i < IDLE_LOOPS; i++) {
+      const t0 = performance.now();
+      const report = await engine.tick();
+      if (report.planned + report.launched + report.settled > 0) throw new Error('the idle loop found work');
+      await store.read((r) => nextWakeAt(engine.services, r));
+      idleLoops.push(performance.now() - t0);
+    }
     (globalThis as { gc?: () => void }).gc?.();
     const rssInCellIdleMb = rssMb();
     await engine.stop();
@@ -281,6 +296,7 @@ async function main(): Promise<void> {
       rssIdleMb,
       rssInCellIdleMb,
       rssLoadedMb,
+      idleLoopMs: percentile(idleLoops, 0.5),
       seedMs,
       transitions: transitions.slice(0, 20_000),
     };

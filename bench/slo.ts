@@ -230,6 +230,7 @@ function main(): void {
         ? `${r.store} retention ${r.retentionHours} h`
         : `${r.store} ${r.history / 1000}k${r.measuredOccurrences === 0 ? ` (${r.definitions / 1000}k defs, restart)` : ''}`;
     gateRows(label, measures);
+    rows.push([label, 'info: daemon loop with nothing due (pass + wake-up), median', r.idleLoopMs, 'ms', '-', '-', `${r.definitions} definitions`]);
     if (r.measuredOccurrences === 0) continue;
     rows.push([label, 'baseline: engine transitions/s vs XState ceiling', transitionsPerSecond, '/s', ceiling.perSecond, `${(transitionsPerSecond / ceiling.perSecond).toFixed(3)}x`, `${ceiling.agreed}/${ceiling.compared} agree`]);
     rows.push([label, 'baseline: engine commits/s vs fsync floor', commitsPerSecond, '/s', floor, `${(commitsPerSecond / floor).toFixed(2)}x`, `${Math.round(r.bytesPerCommit)} B/commit`]);
