@@ -61,10 +61,6 @@ const BUSY_TIMEOUT_MS = 5_000;
  */
 const NEW_STORE_PAGE_SIZE = 2_048;
 
-// Records are 1-2 KB of JSON: a rowid table with a separate (kind, id) index stores and updates them in
-// less space and time than a WITHOUT ROWID table (bench, 1000 definitions: 33 -> 22 KB per occurrence,
-// 10.3k -> 15.2k occurrences/min). Stores created before 2026-11-30 keep WITHOUT ROWID; every statement
-// here works on both layouts, so the schema version is unchanged.
 /**
  * Kinds whose ids and versions every pass lists (the engine's definitions and plan cursors: see
  * VersionedRecords): a partial index covers them. A 10,000-definition store read `version` from one table
@@ -75,6 +71,10 @@ const VERSIONS_INDEXED = new Map([
   ['plan-cursor', 'versions_of_plan_cursors'],
 ]);
 
+// Records are 1-2 KB of JSON: a rowid table with a separate (kind, id) index stores and updates them in
+// less space and time than a WITHOUT ROWID table (bench, 1000 definitions: 33 -> 22 KB per occurrence,
+// 10.3k -> 15.2k occurrences/min). Stores created before 2026-11-30 keep WITHOUT ROWID; every statement
+// here works on both layouts, so the schema version is unchanged.
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS records (
