@@ -108,11 +108,18 @@ const toRecord = <T>(row: Row): StoredRecord<T> =>
   deepFreeze({ kind: row.kind, id: row.id, version: row.version, terminal: row.terminal === 1, data: JSON.parse(row.data) as T });
 const toEntry = <T>(row: LogRow): LogEntry<T> => deepFreeze({ stream: row.stream, sequence: row.sequence, position: row.position, data: JSON.parse(row.data) as T });
 
-/** A range of one kind's records in id order; one prepared statement per shape (absent bounds are left out, not matched loosely). */
-function rangeQuery(columns: string, kind: string, options: ListOptions): [string, unknown[]] {
+/**
+ * A range of one kind's records in id order; one prepared statement per shape (absent bounds are left out,
+ * not matched loosely). With `index`, the kind is written literally and the partial index named: a partial
+ * index serves only a statement that names its kind (a bound parameter could be any kind), and without
+ * statistics the planner still prefers the unique (kind, id) index. Indexed kinds are this module's
+ * constants, so the literal is safe.
+ */
+function rangeQuery(columns: string, kind: string, options: ListOptions, index?: string): [string, unknown[]] {
   const bounds = [...(options.after === undefined ? [] : ['id > ?']), ...(options.before === undefined ? [] : ['id < ?'])];
-  const sql = `SELECT ${columns} FROM records WHERE kind = ?${bounds.map((b) => ` AND ${b}`).join('')} ORDER BY id LIMIT ?`;
-  return [sql, [kind, ...(options.after === undefined ? [] : [options.after]), ...(options.before === undefined ? [] : [options.before]), options.limit ?? -1]];
+  const source = index === undefined ? 'records WHERE kind = ?' : `records INDEXED BY ${index} WHERE kind = '${kind}'`;
+  const sql = `SELECT ${columns} FROM ${source}${bounds.map((b) => ` AND ${b}`).join('')} ORDER BY id LIMIT ?`;
+  return [sql, [...(index === undefined ? [kind] : []), ...(options.after === undefined ? [] : [options.after]), ...(options.before === undefined ? [] : [options.before]), options.limit ?? -1]];
 }
 
 /** Prepared once per connection: preparing per call costs more than most of the queries it runs. */
@@ -145,14 +152,8 @@ class SqliteReader implements StoreReader {
     return (this.sql.get(sql).all(...values) as Row[]).map((r) => toRecord<T>(r));
   }
   async versions(kind: string, options: ListOptions = {}): Promise<RecordVersion[]> {
-    const [sql, values] = rangeQuery('id, version', kind, options);
-    const index = VERSIONS_INDEXED.get(kind);
-    if (index === undefined) return this.sql.get(sql).all(...values) as RecordVersion[];
-    // A partial index serves only a statement that names its kind literally (a bound parameter could be any
-    // kind), and without statistics the planner still prefers the unique (kind, id) index: name both. The
-    // indexed kinds are this module's constants, so the literal is safe.
-    const covered = sql.replace('FROM records WHERE kind = ?', `FROM records INDEXED BY ${index} WHERE kind = '${kind}'`);
-    return this.sql.get(covered).all(...values.slice(1)) as RecordVersion[];
+    const [sql, values] = rangeQuery('id, version', kind, options, VERSIONS_INDEXED.get(kind));
+    return this.sql.get(sql).all(...values) as RecordVersion[];
   }
   async head(stream: string): Promise<number> {
     const row = this.sql.get('SELECT MAX(sequence) AS s FROM log WHERE stream = ?').get(stream) as { s: number | null };
