@@ -39,6 +39,11 @@ export interface EngineOptions {
    * own transaction; concurrency lets the store share one durable write among them. 1 keeps strict order.
    */
   passConcurrency?: number;
+  /**
+   * Due definitions the planning phase plans at once (default 256; `passConcurrency` when only that is
+   * given, so 1 still keeps strict order). Each plan is still its own transaction.
+   */
+  planConcurrency?: number;
   producer?: ProducerIdentity;
   newId?: () => string;
   requirements?: RequirementsCheck;
@@ -121,6 +126,8 @@ export class Engine {
       { ...NO_FAULTS, ...options.faults },
     );
     if (options.passConcurrency !== undefined) this.services.passConcurrency = options.passConcurrency;
+    const planConcurrency = options.planConcurrency ?? options.passConcurrency;
+    if (planConcurrency !== undefined) this.services.planConcurrency = planConcurrency;
     this.retention = options.retention === false ? undefined : RetentionPolicy.from(options.retention);
     this.worker = new Worker(this.services);
     if (options.inspect !== undefined) {

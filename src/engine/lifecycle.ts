@@ -17,6 +17,8 @@ export interface StepContext {
   adoptionKey?: string;
   /** Collects the step's transitions for observers, who see them only once the step committed. */
   committed?: CommittedTransition[];
+  /** Run once the step committed (not if it rolled back): what the engine may remember of its writes. */
+  afterCommit?: Array<() => void>;
 }
 
 export type ExecutionEntity = 'occurrence' | 'run' | 'attempt';

@@ -23,6 +23,12 @@ export const SCHEDULE_CACHE_SIZE = 1024;
  * more), while a group stays small enough to bound memory.
  */
 export const DEFAULT_PASS_CONCURRENCY = 64;
+/**
+ * Plans a pass makes at once. A plan is one small transaction on its own definition's records, with no
+ * runtime call between steps, so it can fill the stores' largest group (256) and a burst commits in a
+ * quarter of the groups (1000 due at once on SQLite: plan phase −8..−12 % against 64).
+ */
+export const DEFAULT_PLAN_CONCURRENCY = 256;
 
 /** What the scheduler, dispatcher and worker share: the store, time, runtimes and identity. */
 export class EngineServices {
@@ -52,6 +58,8 @@ export class EngineServices {
 
   /** How many definitions, occurrences or attempts one pass phase works on at once (1 = strictly in order). */
   passConcurrency = DEFAULT_PASS_CONCURRENCY;
+  /** How many due definitions planning plans at once. */
+  planConcurrency = DEFAULT_PLAN_CONCURRENCY;
 
   /** Receives each step's transitions after the step committed (the inspection mirror). */
   observer: ((transitions: CommittedTransition[]) => void) | undefined;
@@ -67,10 +75,13 @@ export class EngineServices {
     const storeId = await this.storeId();
     const now = isoNow(this.clock);
     const committed: CommittedTransition[] = [];
+    const afterCommit: Array<() => void> = [];
     const result = await this.store.transact((tx) => {
       committed.length = 0;
-      return body({ tx, now, feed: { producer: this.producer, storeId, now }, committed, ...(adoptionKey === undefined ? {} : { adoptionKey }) });
+      afterCommit.length = 0;
+      return body({ tx, now, feed: { producer: this.producer, storeId, now }, committed, afterCommit, ...(adoptionKey === undefined ? {} : { adoptionKey }) });
     });
+    for (const learn of afterCommit) learn();
     if (committed.length > 0) this.observer?.(committed);
     return result;
   }

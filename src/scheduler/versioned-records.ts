@@ -25,6 +25,15 @@ export class VersionedRecords<T extends { readonly id: string; readonly version:
     private readonly project: (record: StoredRecord<D>) => T,
   ) {}
 
+  /**
+   * A version of a record this process has just committed (after the commit, never inside the
+   * transaction): the next pass finds it current instead of reading it again. Planning moves every due
+   * definition's cursor, and re-reading them cost a 1000-due burst a 10 ms page scan on the next pass.
+   */
+  learn(record: StoredRecord<D>): void {
+    if ((this.known.get(record.id)?.version ?? -1) < record.version) this.known.set(record.id, this.project(record));
+  }
+
   /** Every record of the kind, in id order, current as of `reader`: unchanged ones from memory, the others read again. */
   async current(reader: StoreReader): Promise<T[]> {
     const versions = await reader.versions(this.kind);

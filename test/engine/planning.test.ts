@@ -88,8 +88,17 @@ test('a pass reads again only the definitions and plan cursors whose version mov
   h.clock.set(new Date('2026-03-02T10:00:00.000Z'));
   const tenOClock = `second-${Date.parse('2026-03-02T10:00:00.000Z')}`;
   expect(await planDueSlots(h.engine.services)).toEqual([tenOClock]);
-  // Planning at 09:00 moved only daily's cursor.
-  expect(counted.reads).toEqual(['get plan-cursor daily']);
+  // Planning at 09:00 moved daily's cursor, and the engine learned the version it committed: nothing to read.
+  expect(counted.reads).toEqual([]);
+  counted.reads.length = 0;
+  // A cursor moved by someone else (another engine on the store) is read again, and only it.
+  await h.store.transact(async (tx) => {
+    const cursor = (await tx.get<{ lastSlot: string }>('plan-cursor', 'second'))!;
+    await tx.put('plan-cursor', 'second', { lastSlot: '2026-03-03T10:00:00.000Z' }, { expectedVersion: cursor.version });
+  });
+  h.clock.set(new Date('2026-03-03T10:00:00.000Z'));
+  expect(await planDueSlots(h.engine.services)).toEqual([`daily-${Date.parse('2026-03-03T09:00:00.000Z')}`]);
+  expect(counted.reads).toEqual(['get plan-cursor second']);
   const occurrence = await h.store.read((r) => r.get<{ attributes: { automationRevision: number } }>('occurrence', tenOClock));
   expect(occurrence?.data.attributes.automationRevision).toBe(4);
 });

@@ -94,6 +94,25 @@ describe('Schedule', () => {
   });
 });
 
+describe('Schedule.nextAfter', () => {
+  test('a shared schedule asked many instants, again and again (past what it remembers), agrees with the oracle', () => {
+    const instant = fc.integer({ min: Date.UTC(2026, 2, 1), max: Date.UTC(2026, 3, 1) }).map((ms) => ms - (ms % 1_800_000));
+    fc.assert(
+      fc.property(fc.constantFrom('FREQ=DAILY;BYHOUR=1,2', 'FREQ=WEEKLY;BYDAY=SU;BYHOUR=2'), fc.array(instant, { minLength: 1, maxLength: 40 }), (rrule, asked) => {
+        const shared = new Schedule(rrule, 'Europe/Berlin');
+        for (const at of [...asked, ...asked.reverse()]) {
+          const expected = oracle(parseRrule(rrule), 'Europe/Berlin', new Date(at), new Date(at + 15 * 86_400_000))[0] ?? null;
+          const answer = shared.nextAfter(new Date(at));
+          expect(answer?.toISOString() ?? null).toBe(expected);
+          // A remembered answer is a fresh Date: a caller that changes it changes nothing remembered.
+          answer?.setTime(0);
+        }
+      }),
+      propertyParameters('nextAfter remembered vs oracle', 50),
+    );
+  });
+});
+
 describe('parseRrule', () => {
   test.each([
     ['FREQ=DAILY', { freq: 'DAILY', byHour: [9], byDay: [] }],
