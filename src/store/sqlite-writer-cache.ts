@@ -6,38 +6,48 @@ export const REMEMBERED_RECORDS = 2_048;
 export const REMEMBERED_STREAMS = 4_096;
 
 /**
- * A map that keeps the `limit` most recently used entries, and at most twice as many: two generations, the
- * older dropped whole when the newer fills. Evicting one oldest entry per insert from a single Map made V8
- * skip ever more deleted slots to find it (≈ 1 µs per write in a burst, where every write misses).
+ * Keeps the `limit` most recently used entries of a two-part key, and at most twice as many: two
+ * generations, the older dropped whole when the newer fills. Evicting one oldest entry per insert from a
+ * single Map made V8 skip ever more deleted slots to find it (≈ 1 µs per write in a burst, where every
+ * write misses). Keyed by kind, then id: ids are strings the engine already holds (their hash is
+ * cached), where a joined key was a new string to flatten and hash on every lookup.
  */
 class Recent<V> {
-  private current = new Map<string, V>();
-  private previous = new Map<string, V>();
+  private current = new Map<string, Map<string, V>>();
+  private previous = new Map<string, Map<string, V>>();
+  private size = 0;
   constructor(private readonly limit: number) {}
 
-  get(key: string): V | undefined {
-    const value = this.current.get(key);
-    if (value !== undefined) return value;
-    const older = this.previous.get(key);
+  get(kind: string, id: string): V | undefined {
+    const recent = this.current.get(kind)?.get(id);
+    if (recent !== undefined) return recent;
+    const olderIds = this.previous.get(kind);
+    const older = olderIds?.get(id);
     if (older !== undefined) {
-      this.previous.delete(key);
-      this.keep(key, older);
+      olderIds!.delete(id);
+      this.keep(kind, id, older);
     }
     return older;
   }
-  set(key: string, value: V): void {
-    this.previous.delete(key);
-    this.keep(key, value);
+  set(kind: string, id: string, value: V): void {
+    this.previous.get(kind)?.delete(id);
+    this.keep(kind, id, value);
   }
   clear(): void {
     this.current.clear();
     this.previous.clear();
+    this.size = 0;
   }
-  private keep(key: string, value: V): void {
-    this.current.set(key, value);
-    if (this.current.size >= this.limit) {
+  private keep(kind: string, id: string, value: V): void {
+    let ids = this.current.get(kind);
+    if (ids === undefined) this.current.set(kind, (ids = new Map()));
+    const before = ids.size;
+    ids.set(id, value);
+    this.size += ids.size - before;
+    if (this.size >= this.limit) {
       this.previous = this.current;
       this.current = new Map();
+      this.size = 0;
     }
   }
 }
@@ -57,16 +67,16 @@ export class WriterCache {
 
   /** The record, `null` when it is known not to exist, `undefined` when the writer does not know. */
   record(kind: string, id: string): StoredRecord | null | undefined {
-    return this.records.get(`${kind}\u0000${id}`);
+    return this.records.get(kind, id);
   }
   remember(kind: string, id: string, record: StoredRecord | null): void {
-    this.records.set(`${kind}\u0000${id}`, record);
+    this.records.set(kind, id, record);
   }
   head(stream: string): number | undefined {
-    return this.heads.get(stream);
+    return this.heads.get('', stream);
   }
   rememberHead(stream: string, next: number): void {
-    this.heads.set(stream, next);
+    this.heads.set('', stream, next);
   }
   forget(): void {
     this.records.clear();
