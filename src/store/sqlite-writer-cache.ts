@@ -1,7 +1,12 @@
 import type { StoredRecord } from './store.js';
 
-/** Records (or their absence) the writer remembers: a burst's working set, ≈ 64 items × their 6–10 records. */
-export const REMEMBERED_RECORDS = 2_048;
+/**
+ * Records (or their absence) the writer remembers: what one item's steps read again within moments (a
+ * daemon's run-now, a claim's accept). A burst of 1000 outgrows any bound worth holding, and every record
+ * kept there survived young-generation collections only to be dropped later: 2048 -> 256 made 1000 due at
+ * once on SQLite plan p95 228–292 -> 209–210 ms and load RSS 298–350 -> 249–250 MB, arrivals unchanged.
+ */
+export const REMEMBERED_RECORDS = 256;
 /** Streams whose next sequence the writer remembers; beyond either bound the least recently used is read again. */
 export const REMEMBERED_STREAMS = 4_096;
 
