@@ -131,7 +131,7 @@ async function main(): Promise<void> {
   const transitions: CommittedTransition[] = [];
   let store: Store = await openStore(file, kind);
   let ids = 0;
-  // --concurrency N overrides the engine's pass concurrency (default: the engine's own).
+  // --concurrency N overrides the engine's pass concurrency, and planning's with it (default: the engine's own).
   const concurrency = arg('concurrency', '');
   // --retention-hours R: settled history of the definitions' class (standard) is compacted R hours after it
   // settled; --warmup-hours lets the window fill first, so the measured hours show the steady state.
