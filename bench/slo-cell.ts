@@ -36,6 +36,8 @@ export interface CellResult {
   bytesPerCommit: number;
   /** Each pass phase's wall time, p50/p95/p99 over the passes where that phase had work (a batch of N). */
   phases: Record<'plan' | 'claim' | 'dispatch' | 'start' | 'pass', Stats>;
+  /** Each measured burst's plan phase in order: the first is the reopened engine's first pass (cold directory and caches). */
+  planPhaseMs: number[];
   /**
    * Each measured occurrence's own latency, timed at the commits the engine reported: plan = due (its pass
    * began) → planned; claim = planned → claimed; dispatch = claimed → running (the runtime acknowledged);
@@ -285,6 +287,7 @@ async function main(): Promise<void> {
       measuredMs,
       commits,
       bytesPerCommit: grownBytes / Math.max(1, commits),
+      planPhaseMs: samples.plan,
       phases: { plan: stats(samples.plan), claim: stats(samples.claim), dispatch: stats(samples.dispatch), start: stats(samples.start), pass: stats(samples.pass) },
       occurrenceLatencyMs,
       changefeedEventsPerSecond,
