@@ -32,8 +32,9 @@ const outIndex = process.argv.indexOf('--out');
 const out = outIndex === -1 ? join('bench', 'results', 'slo.measured.json') : process.argv[outIndex + 1]!;
 
 /**
- * The SQLite cells carry 1,000 definitions (the upstream restart gate's size). The JSON store keeps its whole
- * state in memory (≈1.2 GB of RSS at 10k history), so its cells carry 100 definitions and stop at 10k history.
+ * The SQLite cells carry 1,000 definitions (the upstream restart gate's size). The JSON store rewrites its
+ * whole snapshot on every fold and its cell process holds the seeded history in memory while seeding (≈ 600 MB
+ * of RSS at 10k history), so its cells carry 100 definitions and stop at 10k history.
  */
 const CELLS: Cell[] = quick
   ? [

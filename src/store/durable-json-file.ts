@@ -1,10 +1,11 @@
 import { open, readFile, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type { Adapter } from 'lowdb';
+import { HistoryFile, type Placement } from './cold-history.js';
 import { fileLines } from './file-lines.js';
 import { loadLines, NotLineLaidOut, parseState, serializeState, type ParsedState } from './json-document.js';
 import type { CommittedState, SnapshotSource } from './layered-state.js';
-import { StoreCorruptError } from './store.js';
+import { StoreCorruptError, type LogEntry, type StoredRecord } from './store.js';
 
 /** What the lowdb document holds: the state and the last journal group it includes. */
 export interface StoreDocument {
@@ -67,12 +68,17 @@ export class DurableJsonFile implements Adapter<StoreDocument> {
     return { committed: parsed.state, journalThrough: parsed.journalThrough };
   }
 
-  /** Format 4 loads line by line; undefined when the file is not laid out so (then it is parsed whole). */
+  /**
+   * Format 4 loads line by line, leaving settled history in the file (held open for it); undefined when
+   * the file is not laid out so (then it is parsed whole, and held whole until its first fold).
+   */
   private async loadByLines(): Promise<ParsedState | undefined> {
     const handle = await open(this.path, 'r');
+    const history = new HistoryFile(this.path);
     try {
-      return await loadLines(fileLines(handle));
+      return await loadLines(fileLines(handle), history);
     } catch (error) {
+      history.close();
       if (error instanceof NotLineLaidOut) return undefined;
       throw error;
     } finally {
@@ -86,9 +92,31 @@ export class DurableJsonFile implements Adapter<StoreDocument> {
 
   /** Writes a snapshot of `source` holding the journal's groups through `journalThrough`. */
   async writeSnapshot(source: SnapshotSource, journalThrough: number): Promise<void> {
+    await this.replace(serializeState(source, journalThrough));
+  }
+
+  /**
+   * Writes a snapshot like {@link writeSnapshot} and returns the new file opened for reading, with `placed`
+   * filled with where each sealed record and log entry landed in it, so the state can leave them there.
+   */
+  async writeSnapshotHoldingHistory(source: SnapshotSource, journalThrough: number, placed: Map<StoredRecord | LogEntry, Placement>): Promise<HistoryFile> {
+    let history: HistoryFile | undefined;
     try {
-      await writeDurably(this.tempPath, serializeState(source, journalThrough));
+      // Opened on the temp file once it is written: the descriptor follows the file through the rename.
+      await this.replace(serializeState(source, journalThrough, placed), () => void (history = new HistoryFile(this.tempPath)));
+    } catch (error) {
+      history?.close();
+      throw error;
+    }
+    return history!;
+  }
+
+  /** Temp file, fsync, rename over the store file, fsync the directory; `beforeRename` runs once it is written. */
+  private async replace(pieces: Iterable<Buffer>, beforeRename?: () => void): Promise<void> {
+    try {
+      await writeDurably(this.tempPath, pieces);
       await this.faults.afterTempWrite?.();
+      beforeRename?.();
       await rename(this.tempPath, this.path);
     } catch (error) {
       await rm(this.tempPath, { force: true });

@@ -1,7 +1,11 @@
 import type { FileHandle } from 'node:fs/promises';
 
-/** Bytes read at a time: bounds what reading a file holds besides what its reader keeps. */
-const READ_CHUNK_BYTES = 4 * 1_048_576;
+/**
+ * Bytes read at a time: bounds what reading a file holds besides what its reader keeps. A chunk's lines
+ * live until the reader is done with them, so a scavenge in between promotes them: opening a 195 MB store
+ * with 4 MiB chunks left the daemon at 163–173 MB RSS, with 512 KiB at 131–132 (and no slower).
+ */
+const READ_CHUNK_BYTES = 512 * 1024;
 const NEWLINE_BYTE = 0x0a;
 
 /** One chunk's worth of a file's lines, in order. */

@@ -1,3 +1,4 @@
+import { ColdEntry, ColdLineCopier, ColdRecord, type HeldEntry, type HeldRecord, type HistoryFile, type Placement } from './cold-history.js';
 import { CommittedState, type SnapshotSource } from './layered-state.js';
 import type { LogEntry, StoredRecord } from './store.js';
 
@@ -14,88 +15,124 @@ export const JSON_STORE_FORMAT_VERSION = 4;
 const READABLE_VERSIONS = new Set([1, 2, 3, 4]);
 
 /**
- * Text handed to the file a piece at a time: about this many characters per write. Each piece is encoded
- * only when the write before it finished, so a fold never blocks the event loop for longer than one piece
- * takes to stringify, and no encoded copy of the state outlives its write.
+ * Bytes handed to the file a piece at a time: about this many per write. Each piece is encoded only when
+ * the write before it finished, so a fold never blocks the event loop for longer than one piece takes to
+ * stringify, and no encoded copy of the state outlives its write.
  */
-const WRITE_PIECE_CHARS = 1_048_576;
+const WRITE_PIECE_BYTES = 1_048_576;
 
 /**
  * The file content for a state, produced lazily as pieces to write in order: a header line, one line per
  * record (records in storage order) and per log entry (commit order), and each closing bracket on a line of
  * its own (the layout {@link loadLines} reads). The source must not change while the pieces are consumed:
- * a fold writes from a point-in-time copy (see `CommittedState.pointInTime`).
+ * a fold writes from a point-in-time copy (see `CommittedState.pointInTime`). Cold records and entries are
+ * copied from their file as bytes. With `placed`, the state is to leave what this file holds on disk: every
+ * sealed record and log entry written is placed, the cold ones on themselves ({@link ColdRecord.placeNext}),
+ * the others in `placed`, by identity.
  *
  * Until 2026-12-01 every record's and entry's encoded bytes were cached for later folds: after one fold of a
  * 195 MB store the cache held 271 MB (RSS 362 -> 661 MB) and the fold, encoding synchronously, stopped the
  * event loop for 3.1 s.
  */
-export function* serializeState(state: SnapshotSource, journalThrough: number): Generator<Buffer> {
-  let parts: string[] = [];
-  let chars = 0;
-  for (const text of documentText(state, journalThrough)) {
-    parts.push(text);
-    chars += text.length;
-    if (chars >= WRITE_PIECE_CHARS) {
-      yield Buffer.from(parts.join(''), 'utf8');
+export function* serializeState(state: SnapshotSource, journalThrough: number, placed?: Map<StoredRecord | LogEntry, Placement>): Generator<Buffer> {
+  let parts: Buffer[] = [];
+  let size = 0;
+  let written = 0;
+  for (const [text, item] of documentText(state, journalThrough)) {
+    const bytes = typeof text === 'string' ? Buffer.from(text, 'utf8') : text;
+    if (item !== undefined && placed !== undefined) {
+      if (item instanceof ColdRecord || item instanceof ColdEntry) item.placeNext(written, bytes.length);
+      else placed.set(item, { offset: written, length: bytes.length });
+    }
+    parts.push(bytes);
+    size += bytes.length;
+    written += bytes.length;
+    if (size >= WRITE_PIECE_BYTES) {
+      yield Buffer.concat(parts, size);
       parts = [];
-      chars = 0;
+      size = 0;
     }
   }
-  yield Buffer.from(parts.join(''), 'utf8');
+  yield Buffer.concat(parts, size);
 }
 
-/** The document as text fragments in file order; each record and log entry is encoded when reached. */
-function* documentText(state: SnapshotSource, journalThrough: number): Generator<string> {
-  yield `{"format":${JSON.stringify(JSON_STORE_FORMAT)},"formatVersion":${JSON_STORE_FORMAT_VERSION},"journalThrough":${journalThrough},"nextPosition":${state.nextPosition()},"records":{`;
+/**
+ * The document as fragments in file order, each record and log entry encoded (or copied, if cold) when
+ * reached; a record's or entry's own line comes with the item itself when the state may leave it on disk.
+ */
+function* documentText(state: SnapshotSource, journalThrough: number): Generator<[string | Buffer, (HeldRecord | HeldEntry)?]> {
+  const copier = new ColdLineCopier();
+  yield [`{"format":${JSON.stringify(JSON_STORE_FORMAT)},"formatVersion":${JSON_STORE_FORMAT_VERSION},"journalThrough":${journalThrough},"nextPosition":${state.nextPosition()},"records":{`];
   let firstKind = true;
   for (const kind of state.kinds()) {
-    yield `${firstKind ? '' : ','}\n${JSON.stringify(kind)}:{`;
+    yield [`${firstKind ? '' : ','}\n${JSON.stringify(kind)}:{`];
     firstKind = false;
     let first = true;
     for (const r of state.recordsOf(kind)) {
-      yield `${first ? '\n' : ',\n'}${JSON.stringify(r.id)}:${JSON.stringify({ version: r.version, terminal: r.terminal, data: r.data })}`;
+      yield [first ? '\n' : ',\n'];
       first = false;
+      if (r instanceof ColdRecord) yield [copier.bytesOf(r), r];
+      else yield [`${JSON.stringify(r.id)}:${JSON.stringify({ version: r.version, terminal: r.terminal, data: r.data })}`, r.terminal ? r : undefined];
     }
-    yield '\n}';
+    yield ['\n}'];
   }
-  yield '\n},\n"log":[';
+  yield ['\n},\n"log":['];
   let first = true;
   for (const e of state.retainedFeed()) {
-    yield `${first ? '\n' : ',\n'}${JSON.stringify({ stream: e.stream, sequence: e.sequence, position: e.position, data: e.data })}`;
+    yield [first ? '\n' : ',\n'];
     first = false;
+    yield [e instanceof ColdEntry ? copier.bytesOf(e) : JSON.stringify({ stream: e.stream, sequence: e.sequence, position: e.position, data: e.data }), e];
   }
-  yield '\n]}\n';
+  yield ['\n]}\n'];
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** Builds a state from a file's records and log entries in file order, checking each as it arrives. */
+/** Lines of a file in order; `bytes` (each line's length in the file) is needed to leave history there. */
+type Lines = { lines: readonly string[]; bytes?: readonly number[] };
+
+/** Where a line lies in the file it was read from, for a state that leaves settled history there. */
+interface LinePlace {
+  file: HistoryFile;
+  offset: number;
+  length: number;
+}
+
+/**
+ * Builds a state from a file's records and log entries in file order, checking each as it arrives. Given
+ * where a line lies in its file, a sealed record or a log entry is kept as that place (cold): parsed to
+ * check it, then let go.
+ */
 class StateBuilder {
   readonly state = new CommittedState();
   private entries = 0;
 
   constructor(private readonly formatVersion: number) {}
 
-  record(kind: string, id: string, raw: unknown): void {
+  record(kind: string, id: string, raw: unknown, place?: LinePlace): void {
     if (!isObject(raw) || !Number.isSafeInteger(raw.version) || (raw.version as number) < 1 || typeof raw.terminal !== 'boolean' || !('data' in raw)) {
       throw new Error(`record ${kind}/${id} is malformed`);
     }
-    this.state.loadRecord({ kind, id, version: raw.version as number, terminal: raw.terminal, data: raw.data });
+    const version = raw.version as number;
+    if (place !== undefined && raw.terminal) this.state.loadRecord(new ColdRecord(kind, id, version, place.file, place.offset, place.length));
+    else this.state.loadRecord({ kind, id, version, terminal: raw.terminal, data: raw.data });
   }
 
-  entry(raw: unknown): void {
+  entry(raw: unknown, place?: LinePlace): void {
     const index = this.entries++;
     if (!isObject(raw) || typeof raw.stream !== 'string' || !('data' in raw)) throw new Error(`log entry ${index} is malformed`);
     const positioned = this.formatVersion >= 3;
     const position = positioned ? raw.position : index;
     if (!Number.isSafeInteger(position) || (position as number) < this.state.nextPosition()) throw new Error(`log entry ${index} has position ${String(position)}, not after the one before it`);
     // Retention trims a stream's oldest entries, so (from format 3) a stream's first entry may be past 0.
-    const retained = this.state.streamEntries(raw.stream).length > 0;
+    const retained = this.state.heldStreamEntries(raw.stream).length > 0;
     const expected = this.state.streamHead(raw.stream);
     const sequenceOk = retained || !positioned ? raw.sequence === expected : Number.isSafeInteger(raw.sequence) && (raw.sequence as number) >= 0;
     if (!sequenceOk) throw new Error(`log entry ${index} has sequence ${String(raw.sequence)} where stream ${raw.stream} expects ${expected}`);
-    this.state.loadEntry({ stream: raw.stream, sequence: raw.sequence as number, position: position as number, data: raw.data });
+    // A stream's entries share its name's string (a parsed line brings its own copy: ≈ 60 bytes an entry).
+    const stream = retained ? this.state.heldStreamEntries(raw.stream)[0]!.stream : raw.stream;
+    if (place !== undefined) this.state.loadEntry(new ColdEntry(stream, raw.sequence as number, position as number, place.file, place.offset, place.length));
+    else this.state.loadEntry({ stream: raw.stream, sequence: raw.sequence as number, position: position as number, data: raw.data });
   }
 
   finish(nextPosition: unknown): CommittedState {
@@ -157,15 +194,24 @@ const withoutComma = (line: string) => (line.endsWith(',') ? line.slice(0, -1) :
  * Throws {@link NotLineLaidOut} as soon as a line breaks the layout (the caller then parses the file
  * whole, which also gives the exact error when the file is corrupt); other errors are the checks'.
  */
-export async function loadLines(batches: AsyncIterable<{ lines: readonly string[] }> | Iterable<{ lines: readonly string[] }>): Promise<ParsedState> {
+export async function loadLines(batches: AsyncIterable<Lines> | Iterable<Lines>, history?: HistoryFile): Promise<ParsedState> {
   let builder: StateBuilder | undefined;
+  // Byte offset of the current line in the file (only known, and only needed, with a history file).
+  let offset = 0;
   let journalThrough = 0;
   let nextPosition: unknown;
   // header -> records (depth 1) <-> kind (depth 2) -> log -> end
   let section: 'header' | 'records' | 'kind' | 'log-start' | 'log' | 'end' = 'header';
   let kind = '';
-  for await (const { lines } of batches) {
-    for (const line of lines) {
+  for await (const { lines, bytes } of batches) {
+    if (history !== undefined && bytes === undefined) throw new Error('a history file needs each line\'s length in bytes');
+    for (let i = 0; i < lines.length; i++) {
+      const line = lines[i]!;
+      let place: LinePlace | undefined;
+      if (history !== undefined) {
+        place = { file: history, offset, length: bytes![i]! - (line.endsWith(',') ? 1 : 0) };
+        offset += bytes![i]! + 1;
+      }
       switch (section) {
         case 'header': {
           if (!line.endsWith('"records":{')) throw new NotLineLaidOut();
@@ -196,7 +242,7 @@ export async function loadLines(batches: AsyncIterable<{ lines: readonly string[
             const one = parseLine(`{${withoutComma(line)}}`);
             const keys = isObject(one) ? Object.keys(one) : [];
             if (keys.length !== 1) throw new NotLineLaidOut();
-            builder!.record(kind, keys[0]!, (one as Record<string, unknown>)[keys[0]!]);
+            builder!.record(kind, keys[0]!, (one as Record<string, unknown>)[keys[0]!], place);
           }
           break;
         case 'log-start':
@@ -205,7 +251,7 @@ export async function loadLines(batches: AsyncIterable<{ lines: readonly string[
           break;
         case 'log':
           if (line === ']}') section = 'end';
-          else builder!.entry(parseLine(withoutComma(line)));
+          else builder!.entry(parseLine(withoutComma(line)), place);
           break;
         case 'end':
           if (line !== '') throw new NotLineLaidOut();
@@ -213,7 +259,9 @@ export async function loadLines(batches: AsyncIterable<{ lines: readonly string[
     }
   }
   if (section !== 'end') throw new NotLineLaidOut();
-  return { state: builder!.finish(nextPosition), journalThrough };
+  const state = builder!.finish(nextPosition);
+  if (history !== undefined) state.attachHistory(history);
+  return { state, journalThrough };
 }
 
 function parseLine(text: string): unknown {

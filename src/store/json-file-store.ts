@@ -4,9 +4,10 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { Low } from 'lowdb';
 import { DurableJsonFile, type StoreDocument, type WriteFaults } from './durable-json-file.js';
 import { acquireStoreLock, type HeldLock } from './file-lock.js';
+import type { Placement } from './cold-history.js';
 import { Journal } from './json-journal.js';
 import { CommittedState, Overlay } from './layered-state.js';
-import { CommitListeners, StoreClosedError, StoreCorruptError, type Store, type StoreReader, type StoreTransaction } from './store.js';
+import { CommitListeners, StoreClosedError, StoreCorruptError, type LogEntry, type Store, type StoreReader, type StoredRecord, type StoreTransaction } from './store.js';
 
 export interface JsonFileStoreOptions {
   /** Most transactions folded into one durable write. */
@@ -75,6 +76,7 @@ export class JsonFileStore implements Store {
       // A new store gets its snapshot at once, so the file exists (and says what it is) from the first open.
       if (!existsSync(path)) await db.write();
       const journal = await Journal.open(journalPath(path), db.data.committed, db.data.journalThrough).catch((error: unknown) => {
+        db.data.committed.closeHistory();
         throw new StoreCorruptError(journalPath(path), (error as Error).message);
       });
       return new JsonFileStore(path, adapter, db, journal, lock, options.maxGroupSize ?? DEFAULT_MAX_GROUP_SIZE, options.compactAtBytes);
@@ -119,6 +121,7 @@ export class JsonFileStore implements Store {
     try {
       if (this.journal.size > 0 && this.lock.compromised() === undefined) await this.fold();
     } finally {
+      this.db.data.committed.closeHistory();
       await this.journal.close();
       await this.lock.release();
     }
@@ -133,7 +136,9 @@ export class JsonFileStore implements Store {
   private async fold(): Promise<void> {
     const through = this.journal.lastSeq;
     const bytes = this.journal.size;
-    await this.adapter.writeSnapshot(this.db.data.committed.pointInTime(), through);
+    const placed = new Map<StoredRecord | LogEntry, Placement>();
+    const history = await this.adapter.writeSnapshotHoldingHistory(this.db.data.committed.pointInTime(), through, placed);
+    this.db.data.committed.adoptHistory(history, placed);
     this.db.data.journalThrough = through;
     await this.journal.cutThrough(bytes);
     this.snapshotBytes = statSync(this.file).size;

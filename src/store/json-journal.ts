@@ -43,7 +43,7 @@ function applyGroup(state: CommittedState, raw: unknown, expectedSeq: number): v
   for (const line of raw.records as unknown[]) {
     if (!Array.isArray(line) || typeof line[0] !== 'string' || typeof line[1] !== 'string') throw new Error(`group ${expectedSeq} has a malformed record`);
     const [kind, id] = line as [string, string];
-    const current = state.getRecord(kind, id);
+    const current = state.recordMeta(kind, id);
     // A group holds several transactions' writes, folded to each record's last value: a record may have moved
     // several versions, or been created and deleted, within one group. A sealed record never changes; only
     // retention removes one (a null line).

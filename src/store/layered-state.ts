@@ -12,30 +12,30 @@ import {
   type StoredRecord,
   type StoreTransaction,
 } from './store.js';
+import { ColdEntry, ColdRecord, warmEntries, warmRecord, type HeldEntry, type HeldRecord, type HistoryFile, type Placement } from './cold-history.js';
+import { deepFreeze } from './deep-freeze.js';
 
 /** Synchronous view shared by the committed state and the overlays stacked on it. */
 export interface StateLayer {
   kinds(): string[];
   getRecord(kind: string, id: string): StoredRecord | undefined;
+  /** A record's version and whether it is sealed, without reading its data (which may be on disk). */
+  recordMeta(kind: string, id: string): RecordMeta | undefined;
   /** The ids of a kind in string order; shared, never to be mutated by the caller. */
   sortedIds(kind: string): readonly string[];
   streamHead(stream: string): number;
-  /** The stream's retained entries, oldest first (retention may have trimmed a prefix). */
-  streamEntries(stream: string): readonly LogEntry[];
+  /** The stream's retained entries as held, oldest first (retention may have trimmed a prefix; some may be cold). */
+  heldStreamEntries(stream: string): readonly HeldEntry[];
   /** The position the next appended entry gets: positions only grow, even across trims. */
   nextPosition(): number;
   /** Retained entries with a position above `after`, in position order, at most `limit`. */
   feedAfter(after: number, limit: number): LogEntry[];
 }
 
-/** Freezes a parsed value all the way down, so a reader cannot mutate what another reader sees. */
-export function deepFreeze<T>(value: T): T {
-  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    // for…in rather than Object.values: no array per object (records are read and frozen on every get).
-    for (const key in value) deepFreeze((value as Record<string, unknown>)[key]);
-  }
-  return value;
+/** What compare-and-set and sealing need of a record. */
+export interface RecordMeta {
+  readonly version: number;
+  readonly terminal: boolean;
 }
 
 /** Entries of one stream after `after` (a sequence); the retained entries may start past sequence 0. */
@@ -59,7 +59,7 @@ function boundary(ids: readonly string[], id: string, after: boolean): number {
 }
 
 /** The first index whose entry's position is above `after` (entries sorted by position). */
-function firstAfter(entries: readonly LogEntry[], after: number): number {
+function firstAfter(entries: ReadonlyArray<{ readonly position: number }>, after: number): number {
   let lo = 0;
   let hi = entries.length;
   while (lo < hi) {
@@ -73,33 +73,46 @@ function firstAfter(entries: readonly LogEntry[], after: number): number {
 /** Trimmed entries the feed array may carry before it is rebuilt without them (amortises the rebuild). */
 const FEED_REBUILD_SLACK = 4096;
 
-/** What a snapshot file is written from: every record by kind, the retained feed, and the next position. */
+/**
+ * What a snapshot file is written from: every record by kind, the retained feed, and the next position.
+ * Records and entries may be cold (still in the file the state was loaded or last folded from).
+ */
 export interface SnapshotSource {
   kinds(): string[];
-  recordsOf(kind: string): Iterable<StoredRecord>;
+  recordsOf(kind: string): Iterable<HeldRecord>;
   nextPosition(): number;
-  retainedFeed(): Iterable<LogEntry>;
+  retainedFeed(): Iterable<HeldEntry>;
 }
 
-/** The committed state: records by kind and id, streams, and the global feed in commit order. */
+/**
+ * The committed state: records by kind and id, streams, and the global feed in commit order. A file store
+ * leaves settled history (sealed records, log entries) on disk once a snapshot holds it: those are kept as
+ * places in the file and read back when asked for (see cold-history.ts), so memory holds live state only.
+ */
 export class CommittedState implements StateLayer, SnapshotSource {
-  private readonly records = new Map<string, Map<string, StoredRecord>>();
+  private readonly records = new Map<string, Map<string, HeldRecord>>();
   /** Sorted ids per kind, rebuilt on the next range read after an id came or went (updates keep them). */
   private readonly sorted = new Map<string, string[]>();
-  private readonly streams = new Map<string, LogEntry[]>();
+  private readonly streams = new Map<string, HeldEntry[]>();
   /** Entries in position order; may still hold trimmed ones (listed in `trimmed`) until the next rebuild. */
-  private feed: LogEntry[] = [];
-  private readonly trimmed = new Set<LogEntry>();
+  private feed: HeldEntry[] = [];
+  private readonly trimmed = new Set<HeldEntry>();
   private positions = 0;
+  /** The file cold records and entries are read from. */
+  private history: HistoryFile | undefined;
 
   kinds(): string[] {
     return [...this.records.keys()];
   }
   getRecord(kind: string, id: string): StoredRecord | undefined {
+    const held = this.records.get(kind)?.get(id);
+    return held === undefined ? undefined : warmRecord(held);
+  }
+  recordMeta(kind: string, id: string): RecordMeta | undefined {
     return this.records.get(kind)?.get(id);
   }
   /** Every record of a kind in storage order, without copying the kind's whole collection (for a snapshot). */
-  recordsOf(kind: string): Iterable<StoredRecord> {
+  recordsOf(kind: string): Iterable<HeldRecord> {
     return this.records.get(kind)?.values() ?? [];
   }
   sortedIds(kind: string): readonly string[] {
@@ -114,22 +127,22 @@ export class CommittedState implements StateLayer, SnapshotSource {
     const last = this.streams.get(stream)?.at(-1);
     return last === undefined ? 0 : last.sequence + 1;
   }
-  streamEntries(stream: string): readonly LogEntry[] {
+  heldStreamEntries(stream: string): readonly HeldEntry[] {
     return this.streams.get(stream) ?? [];
   }
   nextPosition(): number {
     return this.positions;
   }
   feedAfter(after: number, limit: number): LogEntry[] {
-    const out: LogEntry[] = [];
+    const out: HeldEntry[] = [];
     for (let i = firstAfter(this.feed, after); i < this.feed.length && out.length < limit; i++) {
       const entry = this.feed[i]!;
       if (!this.trimmed.has(entry)) out.push(entry);
     }
-    return out;
+    return warmEntries(out);
   }
   /** Every retained entry in position order (for writing a snapshot). */
-  *retainedFeed(): Iterable<LogEntry> {
+  *retainedFeed(): Iterable<HeldEntry> {
     for (const entry of this.feed) if (!this.trimmed.has(entry)) yield entry;
   }
 
@@ -145,11 +158,11 @@ export class CommittedState implements StateLayer, SnapshotSource {
   }
 
   /** Loads one record as read from durable storage (or committed): a new version replaces the old. */
-  loadRecord(record: StoredRecord): void {
+  loadRecord(record: HeldRecord): void {
     let records = this.records.get(record.kind);
     if (records === undefined) this.records.set(record.kind, (records = new Map()));
     if (!records.has(record.id)) this.sorted.delete(record.kind);
-    records.set(record.id, deepFreeze(record));
+    records.set(record.id, record instanceof ColdRecord ? record : deepFreeze(record));
   }
 
   /** Removes one record (a delete, or retention's expiry). */
@@ -158,11 +171,11 @@ export class CommittedState implements StateLayer, SnapshotSource {
   }
 
   /** Loads one log entry as read from durable storage; entries must arrive in position order. */
-  loadEntry(entry: LogEntry): void {
+  loadEntry(entry: HeldEntry): void {
     if (entry.position < this.positions) throw new Error(`log entry at position ${entry.position} arrived after position ${this.positions - 1}`);
     let entries = this.streams.get(entry.stream);
     if (entries === undefined) this.streams.set(entry.stream, (entries = []));
-    const frozen = deepFreeze(entry);
+    const frozen = entry instanceof ColdEntry ? entry : deepFreeze(entry);
     entries.push(frozen);
     this.feed.push(frozen);
     this.positions = entry.position + 1;
@@ -171,6 +184,60 @@ export class CommittedState implements StateLayer, SnapshotSource {
   /** Positions given out before the snapshot's retained entries (as a snapshot file records them). */
   advancePositions(next: number): void {
     this.positions = Math.max(this.positions, next);
+  }
+
+  /** Cold records and entries of this state are read from `file` (the snapshot it was loaded from). */
+  attachHistory(file: HistoryFile): void {
+    this.history = file;
+  }
+
+  /**
+   * After a fold: every sealed record and log entry the new snapshot holds is left on disk in `file` — the
+   * cold ones move there (the fold placed them on themselves), the others by `placed` (as the point-in-time
+   * copy handed them out, by identity) — and the file before it is closed. Anything replaced, removed or
+   * trimmed while the fold wrote is no longer in the state and simply stays out.
+   */
+  adoptHistory(file: HistoryFile, placed: ReadonlyMap<StoredRecord | LogEntry, Placement>): void {
+    for (const byId of this.records.values()) {
+      for (const [id, held] of byId) {
+        if (held instanceof ColdRecord) held.moveTo(file);
+        else {
+          const at = placed.get(held);
+          if (at !== undefined) byId.set(id, new ColdRecord(held.kind, held.id, held.version, file, at.offset, at.length));
+        }
+      }
+    }
+    // Hot entries become new objects, which their streams must hold too (trimStream finds feed entries by identity).
+    const moved = new Map<HeldEntry, ColdEntry>();
+    const feed: HeldEntry[] = [];
+    for (const entry of this.feed) {
+      if (this.trimmed.size > 0 && this.trimmed.has(entry)) continue;
+      if (entry instanceof ColdEntry) {
+        entry.moveTo(file);
+        feed.push(entry);
+        continue;
+      }
+      const at = placed.get(entry);
+      if (at === undefined) feed.push(entry);
+      else {
+        const cold = new ColdEntry(entry.stream, entry.sequence, entry.position, file, at.offset, at.length);
+        moved.set(entry, cold);
+        feed.push(cold);
+      }
+    }
+    this.feed = feed;
+    this.trimmed.clear();
+    const streams = new Set([...moved.keys()].map((e) => e.stream));
+    for (const stream of streams) this.streams.set(stream, this.streams.get(stream)!.map((e) => moved.get(e) ?? e));
+    const previous = this.history;
+    this.history = file;
+    if (previous !== file) previous?.close();
+  }
+
+  /** Closes the history file (the store is closing; nothing cold can be read after this). */
+  closeHistory(): void {
+    this.history?.close();
+    this.history = undefined;
   }
 
   /** Drops a stream's entries below sequence `before` (retention); the newest entry always stays. */
@@ -212,6 +279,11 @@ export class Overlay implements StateLayer, StoreTransaction {
     if (own !== undefined) return own ?? undefined;
     return this.parent.getRecord(kind, id);
   }
+  recordMeta(kind: string, id: string): RecordMeta | undefined {
+    const own = this.writes.get(kind)?.get(id);
+    if (own !== undefined) return own ?? undefined;
+    return this.parent.recordMeta(kind, id);
+  }
   sortedIds(kind: string): readonly string[] {
     const own = this.writes.get(kind);
     const base = this.parent.sortedIds(kind);
@@ -227,9 +299,9 @@ export class Overlay implements StateLayer, StoreTransaction {
     const own = this.appendedByStream.get(stream)?.at(-1);
     return own === undefined ? this.parent.streamHead(stream) : own.sequence + 1;
   }
-  streamEntries(stream: string): readonly LogEntry[] {
+  heldStreamEntries(stream: string): readonly HeldEntry[] {
     const own = this.appendedByStream.get(stream) ?? [];
-    const all = [...this.parent.streamEntries(stream), ...own];
+    const all = [...this.parent.heldStreamEntries(stream), ...own];
     const before = this.trims.get(stream);
     return before === undefined ? all : all.filter((e) => e.sequence >= before);
   }
@@ -262,7 +334,7 @@ export class Overlay implements StateLayer, StoreTransaction {
     return this.getRecord(kind, id) as StoredRecord<T> | undefined;
   }
   async version(kind: string, id: string): Promise<number | undefined> {
-    return this.getRecord(kind, id)?.version;
+    return this.recordMeta(kind, id)?.version;
   }
   async list<T>(kind: string, options: ListOptions = {}): Promise<Array<StoredRecord<T>>> {
     const ids = this.sortedIds(kind);
@@ -274,20 +346,26 @@ export class Overlay implements StateLayer, StoreTransaction {
     return out;
   }
   async versions(kind: string, options: ListOptions = {}): Promise<RecordVersion[]> {
-    return (await this.list(kind, options)).map(({ id, version }) => ({ id, version }));
+    const ids = this.sortedIds(kind);
+    const from = options.after === undefined ? 0 : boundary(ids, options.after, true);
+    const to = options.before === undefined ? ids.length : boundary(ids, options.before, false);
+    const end = options.limit === undefined ? to : Math.min(to, from + options.limit);
+    const out: RecordVersion[] = [];
+    for (let i = from; i < end; i++) out.push({ id: ids[i]!, version: this.recordMeta(kind, ids[i]!)!.version });
+    return out;
   }
   async head(stream: string): Promise<number> {
     return this.streamHead(stream);
   }
   async readLog<T>(stream: string, options?: ReadLogOptions): Promise<Array<LogEntry<T>>> {
-    return window(this.streamEntries(stream), options) as Array<LogEntry<T>>;
+    return warmEntries(window(this.heldStreamEntries(stream), options)) as Array<LogEntry<T>>;
   }
   async readFeed<T>(options: ReadLogOptions = {}): Promise<Array<LogEntry<T>>> {
     return this.feedAfter(options.after ?? -1, options.limit ?? Number.POSITIVE_INFINITY) as Array<LogEntry<T>>;
   }
 
   async put<T>(kind: string, id: string, data: T, options: PutOptions): Promise<StoredRecord<T>> {
-    const current = this.getRecord(kind, id);
+    const current = this.recordMeta(kind, id);
     if (current?.terminal) throw new TerminalRecordError(kind, id);
     const currentVersion = current?.version ?? null;
     if (currentVersion !== options.expectedVersion) {
@@ -310,16 +388,16 @@ export class Overlay implements StateLayer, StoreTransaction {
   }
 
   async delete(kind: string, id: string, expectedVersion: number): Promise<void> {
-    const current = this.getRecord(kind, id);
+    const current = this.recordMeta(kind, id);
     if (current?.terminal) throw new TerminalRecordError(kind, id);
     this.remove(kind, id, current, expectedVersion);
   }
 
   async expire(kind: string, id: string, expectedVersion: number): Promise<void> {
-    this.remove(kind, id, this.getRecord(kind, id), expectedVersion);
+    this.remove(kind, id, this.recordMeta(kind, id), expectedVersion);
   }
 
-  private remove(kind: string, id: string, current: StoredRecord | undefined, expectedVersion: number): void {
+  private remove(kind: string, id: string, current: RecordMeta | undefined, expectedVersion: number): void {
     if (current?.version !== expectedVersion) {
       throw new StoreConflictError(`${kind} ${id} is not at version ${expectedVersion}`, {
         kind,
@@ -345,7 +423,7 @@ export class Overlay implements StateLayer, StoreTransaction {
   async trimLog(stream: string, before: number): Promise<number> {
     const head = this.streamHead(stream);
     if (before > head - 1) throw new LogTrimError(stream, before, head);
-    const dropped = this.streamEntries(stream).filter((e) => e.sequence < before).length;
+    const dropped = this.heldStreamEntries(stream).filter((e) => e.sequence < before).length;
     if (dropped > 0) this.trims.set(stream, Math.max(before, this.trims.get(stream) ?? 0));
     return dropped;
   }

@@ -4,7 +4,7 @@ import Database from 'better-sqlite3';
 import { CommitQueue, type QueuedTransaction } from './commit-queue.js';
 import { WriterCache } from './sqlite-writer-cache.js';
 import { acquireStoreLock, type HeldLock } from './file-lock.js';
-import { deepFreeze } from './layered-state.js';
+import { deepFreeze } from './deep-freeze.js';
 import {
   CommitListeners,
   LogTrimError,

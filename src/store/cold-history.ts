@@ -1,0 +1,185 @@
+import { closeSync, openSync, readSync } from 'node:fs';
+import { deepFreeze } from './deep-freeze.js';
+import { StoreCorruptError, type LogEntry, type StoredRecord } from './store.js';
+
+/**
+ * A snapshot file held open so that settled history can stay on disk: sealed records and log entries are
+ * kept in memory as a place in the file ({@link ColdRecord}, {@link ColdEntry}) and read back when asked for.
+ * The descriptor outlives a rename over the file's name, so a fold can replace the file while readers still
+ * use the old one (the state moves to the new file before this one is closed).
+ */
+export class HistoryFile {
+  private fd: number | undefined;
+
+  constructor(readonly path: string) {
+    this.fd = openSync(path, 'r');
+  }
+
+  /** The bytes at `offset`; the caller knows they belong to one line it placed there. */
+  read(offset: number, length: number): Buffer {
+    const buffer = this.readAtMost(offset, length);
+    if (buffer.length < length) throw new StoreCorruptError(this.path, `it ends at byte ${offset + buffer.length}, inside a line the store placed there`);
+    return buffer;
+  }
+
+  /** Up to `length` bytes at `offset`, fewer where the file ends. */
+  readAtMost(offset: number, length: number): Buffer {
+    if (this.fd === undefined) throw new Error(`history file ${this.path} is closed`);
+    const buffer = Buffer.allocUnsafe(length);
+    let done = 0;
+    while (done < length) {
+      const n = readSync(this.fd, buffer, done, length - done, offset + done);
+      if (n === 0) break;
+      done += n;
+    }
+    return buffer.subarray(0, done);
+  }
+
+  close(): void {
+    if (this.fd !== undefined) closeSync(this.fd);
+    this.fd = undefined;
+  }
+}
+
+/**
+ * A line left in a snapshot file. A fold copies it into the next file and notes where ({@link placeNext});
+ * once that file replaced this one, {@link moveTo} points the line there (in place: an object per line
+ * would be allocated again on every fold, and moving 200k lines that way stopped the event loop 300–400 ms).
+ */
+abstract class ColdLine {
+  private nextOffset = -1;
+  private nextLength = 0;
+
+  constructor(
+    public file: HistoryFile,
+    public offset: number,
+    public length: number,
+  ) {}
+
+  /** A fold wrote this line at `offset` of the file it is writing. */
+  placeNext(offset: number, length: number): void {
+    this.nextOffset = offset;
+    this.nextLength = length;
+  }
+
+  /** The fold's file replaced the old one: read the line from where the fold put it. */
+  moveTo(file: HistoryFile): void {
+    if (this.nextOffset < 0) throw new Error(`a line of ${this.file.path} was left out of the fold that replaced it`);
+    this.file = file;
+    this.offset = this.nextOffset;
+    this.length = this.nextLength;
+    this.nextOffset = -1;
+  }
+}
+
+/** A sealed record left in its snapshot line: `offset`/`length` span `"<id>":{"version":…,"data":…}`. */
+export class ColdRecord extends ColdLine {
+  readonly terminal = true;
+  constructor(
+    readonly kind: string,
+    readonly id: string,
+    readonly version: number,
+    file: HistoryFile,
+    offset: number,
+    length: number,
+  ) {
+    super(file, offset, length);
+  }
+}
+
+/** A log entry left in its snapshot line: `offset`/`length` span `{"stream":…,"data":…}`. */
+export class ColdEntry extends ColdLine {
+  constructor(
+    readonly stream: string,
+    readonly sequence: number,
+    readonly position: number,
+    file: HistoryFile,
+    offset: number,
+    length: number,
+  ) {
+    super(file, offset, length);
+  }
+}
+
+export type HeldRecord = StoredRecord | ColdRecord;
+export type HeldEntry = LogEntry | ColdEntry;
+
+function parseLine(file: HistoryFile, offset: number, text: string): Record<string, unknown> {
+  try {
+    return JSON.parse(text) as Record<string, unknown>;
+  } catch (error) {
+    throw new StoreCorruptError(file.path, `the line at byte ${offset} no longer parses (${(error as Error).message}); the file changed under the store`);
+  }
+}
+
+/** The record a cold one stands for, read from its file (a new frozen copy each time). */
+export function warmRecord(held: HeldRecord): StoredRecord {
+  if (!(held instanceof ColdRecord)) return held;
+  const line = parseLine(held.file, held.offset, `{${held.file.read(held.offset, held.length).toString('utf8')}}`);
+  const value = line[held.id] as { data: unknown } | undefined;
+  if (value === undefined) throw new StoreCorruptError(held.file.path, `the line at byte ${held.offset} is not record ${held.kind}/${held.id}`);
+  return deepFreeze({ kind: held.kind, id: held.id, version: held.version, terminal: true, data: value.data });
+}
+
+/** Separator bytes between two lines of a snapshot (`,\n`): entries this close are read in one go. */
+const ADJACENT_GAP = 2;
+
+/**
+ * The entries the held ones stand for, in order. Runs of cold entries that sit next to each other in one
+ * file (a stream's page of the feed usually does) are read with one read instead of one each.
+ */
+export function warmEntries(held: readonly HeldEntry[]): LogEntry[] {
+  const out: LogEntry[] = new Array(held.length);
+  let i = 0;
+  while (i < held.length) {
+    const first = held[i]!;
+    if (!(first instanceof ColdEntry)) {
+      out[i++] = first;
+      continue;
+    }
+    let end = i + 1;
+    let last = first;
+    while (end < held.length) {
+      const next = held[end]!;
+      if (!(next instanceof ColdEntry) || next.file !== first.file || next.offset < last.offset + last.length || next.offset > last.offset + last.length + ADJACENT_GAP) break;
+      last = next;
+      end++;
+    }
+    const span = first.file.read(first.offset, last.offset + last.length - first.offset);
+    for (; i < end; i++) {
+      const cold = held[i] as ColdEntry;
+      const start = cold.offset - first.offset;
+      const line = parseLine(cold.file, cold.offset, span.toString('utf8', start, start + cold.length));
+      out[i] = deepFreeze({ stream: cold.stream, sequence: cold.sequence, position: cold.position, data: line.data });
+    }
+  }
+  return out;
+}
+
+/** Where a fold wrote a line it can leave on disk afterwards. */
+export interface Placement {
+  offset: number;
+  length: number;
+}
+
+/** Bytes read ahead when a fold copies cold lines: they lie mostly in file order. */
+const COPY_WINDOW_BYTES = 1_048_576;
+
+/** Reads cold lines for a fold through a window that moves forward, so copying a file costs few reads. */
+export class ColdLineCopier {
+  private file: HistoryFile | undefined;
+  private windowStart = 0;
+  private window: Buffer = Buffer.alloc(0);
+
+  bytesOf(cold: ColdRecord | ColdEntry): Buffer {
+    const inWindow = cold.file === this.file && cold.offset >= this.windowStart && cold.offset + cold.length <= this.windowStart + this.window.length;
+    if (!inWindow) {
+      this.file = cold.file;
+      this.windowStart = cold.offset;
+      this.window = cold.file.readAtMost(cold.offset, Math.max(cold.length, COPY_WINDOW_BYTES));
+      if (this.window.length < cold.length) throw new StoreCorruptError(cold.file.path, `it ends at byte ${cold.offset + this.window.length}, inside a line the store placed there`);
+    }
+    const start = cold.offset - this.windowStart;
+    return this.window.subarray(start, start + cold.length);
+  }
+}
