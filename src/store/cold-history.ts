@@ -3,7 +3,14 @@ import { deepFreeze } from './deep-freeze.js';
 import { StoreCorruptError, type LogEntry, type StoredRecord } from './store.js';
 
 /**
- * A snapshot file held open so that settled history can stay on disk: sealed records and log entries are
+ * How a file lays out what it holds: a snapshot has one line per record (`"<id>":{"version":…,"data":…}`)
+ * and per log entry (`{"stream":…,"data":…}`); a journal has one line per group commit, in which a record
+ * is `[kind,id,version,terminal,data]` and an entry `[stream,sequence,data]`.
+ */
+export type HistoryLayout = 'snapshot' | 'journal';
+
+/**
+ * A store file held open so that settled history can stay on disk: sealed records and log entries are
  * kept in memory as a place in the file ({@link ColdRecord}, {@link ColdEntry}) and read back when asked for.
  * The descriptor outlives a rename over the file's name, so a fold can replace the file while readers still
  * use the old one (the state moves to the new file before this one is closed).
@@ -11,7 +18,10 @@ import { StoreCorruptError, type LogEntry, type StoredRecord } from './store.js'
 export class HistoryFile {
   private fd: number | undefined;
 
-  constructor(readonly path: string) {
+  constructor(
+    readonly path: string,
+    readonly layout: HistoryLayout,
+  ) {
     this.fd = openSync(path, 'r');
   }
 
@@ -56,19 +66,29 @@ abstract class ColdLine {
     public length: number,
   ) {}
 
+  /** The file was replaced by one holding what it held from byte `shift` on (a journal cut its folded head). */
+  shiftTo(file: HistoryFile, shift: number): void {
+    this.file = file;
+    this.offset -= shift;
+  }
+
   /** A fold wrote this line at `offset` of the file it is writing. */
   placeNext(offset: number, length: number): void {
     this.nextOffset = offset;
     this.nextLength = length;
   }
 
-  /** The fold's file replaced the old one: read the line from where the fold put it. */
-  moveTo(file: HistoryFile): void {
-    if (this.nextOffset < 0) throw new Error(`a line of ${this.file.path} was left out of the fold that replaced it`);
+  /**
+   * The fold's file replaced the old one: read the line from where the fold put it. False if the fold did
+   * not write it (it was committed while the fold wrote, and is in the journal).
+   */
+  moveTo(file: HistoryFile): boolean {
+    if (this.nextOffset < 0) return false;
     this.file = file;
     this.offset = this.nextOffset;
     this.length = this.nextLength;
     this.nextOffset = -1;
+    return true;
   }
 }
 
@@ -104,9 +124,9 @@ export class ColdEntry extends ColdLine {
 export type HeldRecord = StoredRecord | ColdRecord;
 export type HeldEntry = LogEntry | ColdEntry;
 
-function parseLine(file: HistoryFile, offset: number, text: string): Record<string, unknown> {
+function parseLine(file: HistoryFile, offset: number, text: string): unknown {
   try {
-    return JSON.parse(text) as Record<string, unknown>;
+    return JSON.parse(text) as unknown;
   } catch (error) {
     throw new StoreCorruptError(file.path, `the line at byte ${offset} no longer parses (${(error as Error).message}); the file changed under the store`);
   }
@@ -115,13 +135,21 @@ function parseLine(file: HistoryFile, offset: number, text: string): Record<stri
 /** The record a cold one stands for, read from its file (a new frozen copy each time). */
 export function warmRecord(held: HeldRecord): StoredRecord {
   if (!(held instanceof ColdRecord)) return held;
-  const line = parseLine(held.file, held.offset, `{${held.file.read(held.offset, held.length).toString('utf8')}}`);
-  const value = line[held.id] as { data: unknown } | undefined;
-  if (value === undefined) throw new StoreCorruptError(held.file.path, `the line at byte ${held.offset} is not record ${held.kind}/${held.id}`);
-  return deepFreeze({ kind: held.kind, id: held.id, version: held.version, terminal: true, data: value.data });
+  const text = held.file.read(held.offset, held.length).toString('utf8');
+  let data: unknown;
+  if (held.file.layout === 'journal') {
+    const item = parseLine(held.file, held.offset, text) as unknown[];
+    if (!Array.isArray(item) || item[1] !== held.id || item.length !== 5) throw new StoreCorruptError(held.file.path, `the item at byte ${held.offset} is not record ${held.kind}/${held.id}`);
+    data = item[4];
+  } else {
+    const value = (parseLine(held.file, held.offset, `{${text}}`) as Record<string, { data: unknown } | undefined>)[held.id];
+    if (value === undefined) throw new StoreCorruptError(held.file.path, `the line at byte ${held.offset} is not record ${held.kind}/${held.id}`);
+    data = value.data;
+  }
+  return deepFreeze({ kind: held.kind, id: held.id, version: held.version, terminal: true, data });
 }
 
-/** Separator bytes between two lines of a snapshot (`,\n`): entries this close are read in one go. */
+/** Separator bytes between two lines of a snapshot (`,\n`; a journal's items: `,`): entries this close are read in one go. */
 const ADJACENT_GAP = 2;
 
 /**
@@ -150,16 +178,24 @@ export function warmEntries(held: readonly HeldEntry[]): LogEntry[] {
       const cold = held[i] as ColdEntry;
       const start = cold.offset - first.offset;
       const line = parseLine(cold.file, cold.offset, span.toString('utf8', start, start + cold.length));
-      out[i] = deepFreeze({ stream: cold.stream, sequence: cold.sequence, position: cold.position, data: line.data });
+      const data = cold.file.layout === 'journal' ? (line as unknown[])[2] : (line as { data: unknown }).data;
+      out[i] = deepFreeze({ stream: cold.stream, sequence: cold.sequence, position: cold.position, data });
     }
   }
   return out;
 }
 
-/** Where a fold wrote a line it can leave on disk afterwards. */
+/** Where a write put a line (or a journal item) the state can leave on disk afterwards. */
 export interface Placement {
   offset: number;
   length: number;
+}
+
+/** Where a journal append put each sealed record and log entry of its group. */
+export interface JournalPlacements {
+  file: HistoryFile;
+  records: Array<[StoredRecord, Placement]>;
+  entries: Array<[LogEntry, Placement]>;
 }
 
 /** Bytes read ahead when a fold copies cold lines: they lie mostly in file order. */

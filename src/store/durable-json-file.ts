@@ -74,7 +74,7 @@ export class DurableJsonFile implements Adapter<StoreDocument> {
    */
   private async loadByLines(): Promise<ParsedState | undefined> {
     const handle = await open(this.path, 'r');
-    const history = new HistoryFile(this.path);
+    const history = new HistoryFile(this.path, 'snapshot');
     try {
       return await loadLines(fileLines(handle), history);
     } catch (error) {
@@ -103,7 +103,7 @@ export class DurableJsonFile implements Adapter<StoreDocument> {
     let history: HistoryFile | undefined;
     try {
       // Opened on the temp file once it is written: the descriptor follows the file through the rename.
-      await this.replace(serializeState(source, journalThrough, placed), () => void (history = new HistoryFile(this.tempPath)));
+      await this.replace(serializeState(source, journalThrough, placed), () => void (history = new HistoryFile(this.tempPath, 'snapshot')));
     } catch (error) {
       history?.close();
       throw error;

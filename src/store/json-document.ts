@@ -1,4 +1,4 @@
-import { ColdEntry, ColdLineCopier, ColdRecord, type HeldEntry, type HeldRecord, type HistoryFile, type Placement } from './cold-history.js';
+import { ColdEntry, ColdLineCopier, ColdRecord, warmEntries, warmRecord, type HeldEntry, type HeldRecord, type HistoryFile, type Placement } from './cold-history.js';
 import { CommittedState, type SnapshotSource } from './layered-state.js';
 import type { LogEntry, StoredRecord } from './store.js';
 
@@ -71,8 +71,12 @@ function* documentText(state: SnapshotSource, journalThrough: number): Generator
     for (const r of state.recordsOf(kind)) {
       yield [first ? '\n' : ',\n'];
       first = false;
-      if (r instanceof ColdRecord) yield [copier.bytesOf(r), r];
-      else yield [`${JSON.stringify(r.id)}:${JSON.stringify({ version: r.version, terminal: r.terminal, data: r.data })}`, r.terminal ? r : undefined];
+      if (r instanceof ColdRecord && r.file.layout === 'snapshot') yield [copier.bytesOf(r), r];
+      else {
+        // Hot, or cold in the journal (laid out otherwise): encoded from the record.
+        const w = warmRecord(r);
+        yield [`${JSON.stringify(w.id)}:${JSON.stringify({ version: w.version, terminal: w.terminal, data: w.data })}`, w.terminal ? r : undefined];
+      }
     }
     yield ['\n}'];
   }
@@ -81,7 +85,11 @@ function* documentText(state: SnapshotSource, journalThrough: number): Generator
   for (const e of state.retainedFeed()) {
     yield [first ? '\n' : ',\n'];
     first = false;
-    yield [e instanceof ColdEntry ? copier.bytesOf(e) : JSON.stringify({ stream: e.stream, sequence: e.sequence, position: e.position, data: e.data }), e];
+    if (e instanceof ColdEntry && e.file.layout === 'snapshot') yield [copier.bytesOf(e), e];
+    else {
+      const w = warmEntries([e])[0]!;
+      yield [JSON.stringify({ stream: w.stream, sequence: w.sequence, position: w.position, data: w.data }), e];
+    }
   }
   yield ['\n]}\n'];
 }

@@ -4,7 +4,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { Low } from 'lowdb';
 import { DurableJsonFile, type StoreDocument, type WriteFaults } from './durable-json-file.js';
 import { acquireStoreLock, type HeldLock } from './file-lock.js';
-import type { Placement } from './cold-history.js';
+import type { JournalPlacements, Placement } from './cold-history.js';
 import { Journal } from './json-journal.js';
 import { CommittedState, Overlay } from './layered-state.js';
 import { CommitListeners, StoreClosedError, StoreCorruptError, type LogEntry, type Store, type StoreReader, type StoredRecord, type StoreTransaction } from './store.js';
@@ -140,7 +140,9 @@ export class JsonFileStore implements Store {
     const history = await this.adapter.writeSnapshotHoldingHistory(this.db.data.committed.pointInTime(), through, placed);
     this.db.data.committed.adoptHistory(history, placed);
     this.db.data.journalThrough = through;
-    await this.journal.cutThrough(bytes);
+    const cut = await this.journal.cutThrough(bytes);
+    this.db.data.committed.moveJournalLines(cut);
+    cut.from.close();
     this.snapshotBytes = statSync(this.file).size;
   }
 
@@ -163,13 +165,15 @@ export class JsonFileStore implements Store {
       }
     }
     if (!group.isEmpty) {
+      let placed: JournalPlacements;
       try {
-        await this.journal.append(group.changes());
+        placed = await this.journal.append(group.changes());
       } catch (error) {
         for (const [job] of succeeded) job.reject(error);
         return;
       }
       group.mergeInto(this.db.data.committed);
+      this.db.data.committed.leaveInJournal(placed);
       this.committed.notify();
     }
     for (const [job, result] of succeeded) job.resolve(result);

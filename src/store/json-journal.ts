@@ -2,6 +2,7 @@ import { open, rename, rm, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { syncDirectory } from './durable-json-file.js';
 import { fileLines, type LineBatch } from './file-lines.js';
+import { HistoryFile, type JournalPlacements, type Placement } from './cold-history.js';
 import type { CommittedState } from './layered-state.js';
 import type { LogEntry, StoredRecord } from './store.js';
 
@@ -22,21 +23,49 @@ interface GroupLine {
   trims?: Array<[stream: string, before: number]>;
 }
 
-/** One journal line per group commit: the changes only, so a commit writes what it changed and no more. */
-export function encodeGroup(seq: number, changes: CommittedChanges): string {
-  const line: GroupLine = {
-    seq,
-    records: changes.records.map(([kind, id, r]): RecordLine => (r === null ? [kind, id, null] : [kind, id, r.version, r.terminal, r.data])),
-    log: changes.entries.map((e) => [e.stream, e.sequence, e.data]),
-    ...(changes.trims.length === 0 ? {} : { trims: changes.trims }),
+/** A group's journal line and where in it each sealed record and log entry lies (offsets from the line's start). */
+export interface EncodedGroup {
+  text: string;
+  records: Array<[StoredRecord, Placement]>;
+  entries: Array<[LogEntry, Placement]>;
+}
+
+/**
+ * One journal line per group commit: the changes only, so a commit writes what it changed and no more. The
+ * line is `JSON.stringify` of a {@link GroupLine}, built an item at a time so that each sealed record's and
+ * log entry's place in it is known: the store leaves them there, on disk.
+ */
+export function encodeGroup(seq: number, changes: CommittedChanges): EncodedGroup {
+  const parts: string[] = [];
+  let bytes = 0;
+  const add = (text: string): Placement => {
+    const length = Buffer.byteLength(text);
+    parts.push(text);
+    bytes += length;
+    return { offset: bytes - length, length };
   };
-  return `${JSON.stringify(line)}\n`;
+  const records: EncodedGroup['records'] = [];
+  const entries: EncodedGroup['entries'] = [];
+  add(`{"seq":${seq},"records":[`);
+  changes.records.forEach(([kind, id, r], i) => {
+    if (i > 0) add(',');
+    const at = add(JSON.stringify(r === null ? [kind, id, null] : [kind, id, r.version, r.terminal, r.data]));
+    if (r?.terminal === true) records.push([r, at]);
+  });
+  add('],"log":[');
+  changes.entries.forEach((e, i) => {
+    if (i > 0) add(',');
+    entries.push([e, add(JSON.stringify([e.stream, e.sequence, e.data]))]);
+  });
+  add(changes.trims.length === 0 ? ']}\n' : `],"trims":${JSON.stringify(changes.trims)}}\n`);
+  return { text: parts.join(''), records, entries };
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** Applies one parsed journal line to the state, checking it continues exactly where the state stands. */
-function applyGroup(state: CommittedState, raw: unknown, expectedSeq: number): void {
+/** Applies one parsed journal line to the state, checking it continues exactly where the state stands; returns what it applied. */
+function applyGroup(state: CommittedState, raw: unknown, expectedSeq: number): CommittedChanges {
+  const applied: CommittedChanges = { records: [], entries: [], trims: [] };
   if (!isObject(raw) || raw.seq !== expectedSeq || !Array.isArray(raw.records) || !Array.isArray(raw.log)) {
     throw new Error(`group ${expectedSeq} is missing or malformed`);
   }
@@ -49,16 +78,21 @@ function applyGroup(state: CommittedState, raw: unknown, expectedSeq: number): v
     // retention removes one (a null line).
     if (line[2] === null) {
       state.removeRecord(kind, id);
+      applied.records.push([kind, id, null]);
       continue;
     }
     if (current?.terminal === true) throw new Error(`group ${expectedSeq} changes ${kind}/${id}, which is sealed`);
     const [, , version, terminal, data] = line as [string, string, number, boolean, unknown];
     if (!Number.isSafeInteger(version) || version < 1 || typeof terminal !== 'boolean') throw new Error(`group ${expectedSeq} has a malformed record ${kind}/${id}`);
-    state.loadRecord({ kind, id, version, terminal, data });
+    const record: StoredRecord = { kind, id, version, terminal, data };
+    state.loadRecord(record);
+    applied.records.push([kind, id, record]);
   }
   for (const line of raw.log as unknown[]) {
     if (!Array.isArray(line) || typeof line[0] !== 'string' || line[1] !== state.streamHead(line[0])) throw new Error(`group ${expectedSeq} has a log entry out of sequence`);
-    state.loadEntry({ stream: line[0], sequence: line[1] as number, position: state.nextPosition(), data: line[2] });
+    const entry: LogEntry = { stream: line[0], sequence: line[1] as number, position: state.nextPosition(), data: line[2] };
+    state.loadEntry(entry);
+    applied.entries.push(entry);
   }
   if (raw.trims !== undefined && !Array.isArray(raw.trims)) throw new Error(`group ${expectedSeq} has malformed trims`);
   for (const trim of (raw.trims ?? []) as unknown[]) {
@@ -66,7 +100,9 @@ function applyGroup(state: CommittedState, raw: unknown, expectedSeq: number): v
       throw new Error(`group ${expectedSeq} has a malformed trim`);
     }
     state.trimStream(trim[0], trim[1] as number);
+    applied.trims.push([trim[0], trim[1] as number]);
   }
+  return applied;
 }
 
 /**
@@ -75,7 +111,7 @@ function applyGroup(state: CommittedState, raw: unknown, expectedSeq: number): v
  * line cut short by a crash was never acknowledged and is ignored; anything wrong before it means the file is
  * corrupt (throws). Returns the bytes of complete groups and the last group's number.
  */
-export async function replayJournal(batches: AsyncIterable<LineBatch> | Iterable<LineBatch>, state: CommittedState, through: number): Promise<{ validBytes: number; lastSeq: number }> {
+export async function replayJournal(batches: AsyncIterable<LineBatch> | Iterable<LineBatch>, state: CommittedState, through: number, history?: HistoryFile): Promise<{ validBytes: number; lastSeq: number }> {
   let lastSeq = through;
   let validBytes = 0;
   // A line that does not parse was cut short only if nothing follows it; held until that is known.
@@ -94,13 +130,32 @@ export async function replayJournal(batches: AsyncIterable<LineBatch> | Iterable
       }
       const seq = isObject(raw) ? raw.seq : undefined;
       if (typeof seq !== 'number' || seq > through) {
-        applyGroup(state, raw, lastSeq + 1);
+        const applied = applyGroup(state, raw, lastSeq + 1);
         lastSeq += 1;
+        // Leave the group's history where it lies, if the line is exactly what this build writes (it knows
+        // the places then); a line written otherwise keeps its group in memory until the next fold.
+        if (history !== undefined) {
+          const encoded = encodeGroup(lastSeq, applied);
+          if (encoded.text === `${batch.lines[i]!}\n`) state.leaveInJournal(placedAt(history, validBytes, encoded));
+        }
       }
       validBytes += batch.bytes[i]! + 1;
     }
   }
   return { validBytes, lastSeq };
+}
+
+/** A group's places, from its line's start to the file's. */
+function placedAt(file: HistoryFile, lineOffset: number, group: EncodedGroup): JournalPlacements {
+  const shift = <T>([item, at]: [T, Placement]): [T, Placement] => [item, { offset: lineOffset + at.offset, length: at.length }];
+  return { file, records: group.records.map(shift), entries: group.entries.map(shift) };
+}
+
+/** The journal's file replaced by a shorter one: what `from` held from byte `shift` on is now in `to`. */
+export interface JournalCut {
+  from: HistoryFile;
+  to: HistoryFile;
+  shift: number;
 }
 
 /**
@@ -115,22 +170,29 @@ export class Journal {
   private constructor(
     readonly path: string,
     private handle: FileHandle,
+    /** The journal held open for reading the history the state leaves in it. */
+    private history: HistoryFile,
     private bytes: number,
     private seq: number,
   ) {}
 
-  /** Opens (or creates) the journal at `path`, replaying it into `state`; a torn last line is cut off. */
+  /**
+   * Opens (or creates) the journal at `path`, replaying it into `state` and leaving the replayed groups'
+   * settled history in it; a torn last line is cut off.
+   */
   static async open(path: string, state: CommittedState, through: number): Promise<Journal> {
     // Read line by line: a journal may grow as large as the snapshot before it is folded.
     const handle = await open(path, 'a+');
+    const history = new HistoryFile(path, 'journal');
     try {
-      const { validBytes, lastSeq } = await replayJournal(fileLines(handle), state, through);
+      const { validBytes, lastSeq } = await replayJournal(fileLines(handle), state, through, history);
       if (validBytes < (await handle.stat()).size) {
         await handle.truncate(validBytes);
         await handle.sync();
       }
-      return new Journal(path, handle, validBytes, lastSeq);
+      return new Journal(path, handle, history, validBytes, lastSeq);
     } catch (error) {
+      history.close();
       await handle.close();
       throw error;
     }
@@ -146,10 +208,14 @@ export class Journal {
     return this.seq;
   }
 
-  /** Appends one group durably. On failure the journal is cut back to where it was, so nothing half-written stays. */
-  append(changes: CommittedChanges): Promise<void> {
+  /**
+   * Appends one group durably and says where its sealed records and log entries lie in the journal. On
+   * failure the journal is cut back to where it was, so nothing half-written stays.
+   */
+  append(changes: CommittedChanges): Promise<JournalPlacements> {
     return this.inTurn(async () => {
-      const line = Buffer.from(encodeGroup(this.seq + 1, changes));
+      const group = encodeGroup(this.seq + 1, changes);
+      const line = Buffer.from(group.text);
       try {
         await this.handle.write(line);
         await this.handle.datasync();
@@ -157,8 +223,10 @@ export class Journal {
         await this.handle.truncate(this.bytes);
         throw error;
       }
+      const placed = placedAt(this.history, this.bytes, group);
       this.bytes += line.length;
       this.seq += 1;
+      return placed;
     });
   }
 
@@ -168,7 +236,7 @@ export class Journal {
    * renamed over the journal. A crash before the rename keeps the whole journal, whose first groups the
    * snapshot's `journalThrough` skips on replay.
    */
-  cutThrough(bytes: number): Promise<void> {
+  cutThrough(bytes: number): Promise<JournalCut> {
     return this.inTurn(async () => {
       const tail = Buffer.alloc(this.bytes - bytes);
       if (tail.length > 0) await this.handle.read(tail, 0, tail.length, bytes);
@@ -177,11 +245,14 @@ export class Journal {
       // mode, like the journal itself, so a failed append's truncate leaves no gap behind the next one.
       await rm(temp, { force: true });
       const next = await open(temp, 'a+');
+      let nextHistory: HistoryFile | undefined;
       try {
         await next.write(tail);
         await next.sync();
+        nextHistory = new HistoryFile(temp, 'journal');
         await rename(temp, this.path);
       } catch (error) {
+        nextHistory?.close();
         await next.close();
         await rm(temp, { force: true });
         throw error;
@@ -189,7 +260,11 @@ export class Journal {
       await this.handle.close();
       this.handle = next;
       this.bytes = tail.length;
+      // The old file stays open for the caller, which moves what the state left in it before closing it.
+      const cut: JournalCut = { from: this.history, to: nextHistory, shift: bytes };
+      this.history = nextHistory;
       await syncDirectory(dirname(this.path));
+      return cut;
     });
   }
 
@@ -200,6 +275,7 @@ export class Journal {
   }
 
   async close(): Promise<void> {
+    this.history.close();
     await this.handle.close();
   }
 }

@@ -1,4 +1,4 @@
-import type { CommittedChanges } from './json-journal.js';
+import type { CommittedChanges, JournalCut } from './json-journal.js';
 import {
   LogTrimError,
   StoreConflictError,
@@ -12,7 +12,7 @@ import {
   type StoredRecord,
   type StoreTransaction,
 } from './store.js';
-import { ColdEntry, ColdRecord, warmEntries, warmRecord, type HeldEntry, type HeldRecord, type HistoryFile, type Placement } from './cold-history.js';
+import { ColdEntry, ColdRecord, warmEntries, warmRecord, type HeldEntry, type HeldRecord, type HistoryFile, type JournalPlacements, type Placement } from './cold-history.js';
 import { deepFreeze } from './deep-freeze.js';
 
 /** Synchronous view shared by the committed state and the overlays stacked on it. */
@@ -194,14 +194,19 @@ export class CommittedState implements StateLayer, SnapshotSource {
   /**
    * After a fold: every sealed record and log entry the new snapshot holds is left on disk in `file` — the
    * cold ones move there (the fold placed them on themselves), the others by `placed` (as the point-in-time
-   * copy handed them out, by identity) — and the file before it is closed. Anything replaced, removed or
-   * trimmed while the fold wrote is no longer in the state and simply stays out.
+   * copy handed them out, by identity) — and the snapshot before it is closed. Anything replaced, removed or
+   * trimmed while the fold wrote is no longer in the state and simply stays out; what was committed
+   * meanwhile stays where the journal holds it.
    */
   adoptHistory(file: HistoryFile, placed: ReadonlyMap<StoredRecord | LogEntry, Placement>): void {
+    // Lines of the old snapshot the fold did not write: none, since only a fold or an open makes snapshot
+    // lines and the fold wrote every one the state held; counted so the old file is never closed under one.
+    let stale = 0;
     for (const byId of this.records.values()) {
       for (const [id, held] of byId) {
-        if (held instanceof ColdRecord) held.moveTo(file);
-        else {
+        if (held instanceof ColdRecord) {
+          if (!held.moveTo(file) && held.file === this.history) stale++;
+        } else {
           const at = placed.get(held);
           if (at !== undefined) byId.set(id, new ColdRecord(held.kind, held.id, held.version, file, at.offset, at.length));
         }
@@ -213,7 +218,7 @@ export class CommittedState implements StateLayer, SnapshotSource {
     for (const entry of this.feed) {
       if (this.trimmed.size > 0 && this.trimmed.has(entry)) continue;
       if (entry instanceof ColdEntry) {
-        entry.moveTo(file);
+        if (!entry.moveTo(file) && entry.file === this.history) stale++;
         feed.push(entry);
         continue;
       }
@@ -231,7 +236,51 @@ export class CommittedState implements StateLayer, SnapshotSource {
     for (const stream of streams) this.streams.set(stream, this.streams.get(stream)!.map((e) => moved.get(e) ?? e));
     const previous = this.history;
     this.history = file;
-    if (previous !== file) previous?.close();
+    if (previous !== file && stale === 0) previous?.close();
+  }
+
+  /**
+   * After a journal append (or replay) of a group merged into this state: its sealed records and log
+   * entries are left where the journal holds them. Anything the group's own trims already dropped stays
+   * as it is (it leaves the feed at its next rebuild).
+   */
+  leaveInJournal(placed: JournalPlacements): void {
+    const { file } = placed;
+    for (const [record, at] of placed.records) {
+      const byId = this.records.get(record.kind);
+      if (byId?.get(record.id) === record) byId.set(record.id, new ColdRecord(record.kind, record.id, record.version, file, at.offset, at.length));
+    }
+    if (placed.entries.length === 0) return;
+    const cold = new Map<HeldEntry, ColdEntry>();
+    for (const [entry, at] of placed.entries) {
+      if (!this.trimmed.has(entry)) cold.set(entry, new ColdEntry(entry.stream, entry.sequence, entry.position, file, at.offset, at.length));
+    }
+    // The group's entries are the newest: look for them from the end of the feed and of each stream.
+    let left = cold.size;
+    for (let i = this.feed.length - 1; i >= 0 && left > 0; i--) {
+      const next = cold.get(this.feed[i]!);
+      if (next !== undefined) {
+        this.feed[i] = next;
+        left--;
+      }
+    }
+    for (const stream of new Set(placed.entries.map(([e]) => e.stream))) {
+      const entries = this.streams.get(stream);
+      if (entries === undefined) continue;
+      for (let i = entries.length - 1; i >= 0; i--) {
+        const next = cold.get(entries[i]!);
+        if (next === undefined) break;
+        entries[i] = next;
+      }
+    }
+  }
+
+  /** A journal cut: what the state left in `cut.from` is read from `cut.to`, `cut.shift` bytes earlier. */
+  moveJournalLines(cut: JournalCut): void {
+    for (const byId of this.records.values()) {
+      for (const held of byId.values()) if (held instanceof ColdRecord && held.file === cut.from) held.shiftTo(cut.to, cut.shift);
+    }
+    for (const entry of this.feed) if (entry instanceof ColdEntry && entry.file === cut.from) entry.shiftTo(cut.to, cut.shift);
   }
 
   /** Closes the history file (the store is closing; nothing cold can be read after this). */

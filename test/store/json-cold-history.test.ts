@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
@@ -79,6 +79,73 @@ test('a cold read of a line changed under the store is refused as corrupt, namin
     await store.read(async (r) => {
       expect((await r.readLog('run/r')).map((e) => e.sequence)).toEqual([0, 1]);
       expect(await r.version('attempt', 'sealed')).toBe(1);
+    });
+  } finally {
+    await store.close();
+  }
+});
+
+test('right after a commit, its sealed records and log entries are read from the journal, its live records from memory', async () => {
+  const store = await settledStore();
+  try {
+    const journal = `${store.file}.journal`;
+    patchInPlace(journal, 'marker-sealed-0', 'marker-sealed-J');
+    patchInPlace(journal, 'marker-entry-0', 'marker-entry-J');
+    patchInPlace(journal, 'marker-open-00', 'marker-open-JJ');
+    await store.read(async (r) => {
+      expect((await r.get('attempt', 'sealed'))?.data).toEqual({ outcome: 'marker-sealed-J' });
+      expect((await r.readFeed()).map((e) => e.data)).toEqual([{ note: 'marker-entry-J' }, { note: 'marker-entry-1' }]);
+      expect((await r.get('attempt', 'open'))?.data).toEqual({ outcome: 'marker-open-00' });
+    });
+  } finally {
+    await store.close();
+  }
+});
+
+test('a journal replayed on open leaves its groups\' history in the journal', async () => {
+  const store = await settledStore();
+  const copy = join(dir, `store-${counter++}.json`);
+  try {
+    // A copy of the files as a crash would leave them: the snapshot without the group, the journal with it.
+    copyFileSync(store.file, copy);
+    copyFileSync(`${store.file}.journal`, `${copy}.journal`);
+  } finally {
+    await store.close();
+  }
+  const replayed = await JsonFileStore.open(copy);
+  try {
+    patchInPlace(`${copy}.journal`, 'marker-sealed-0', 'marker-sealed-R');
+    patchInPlace(`${copy}.journal`, 'marker-entry-1', 'marker-entry-R');
+    await replayed.read(async (r) => {
+      expect((await r.get('attempt', 'sealed'))?.data).toEqual({ outcome: 'marker-sealed-R' });
+      expect((await r.readLog('run/r')).map((e) => e.data)).toEqual([{ note: 'marker-entry-0' }, { note: 'marker-entry-R' }]);
+    });
+  } finally {
+    await replayed.close();
+  }
+});
+
+test('history left in the journal moves with it: to the snapshot when folded, and along when a fold cuts the journal', async () => {
+  // Every commit starts a fold unless one is running: the first commit's fold runs while the second commits.
+  const store = await JsonFileStore.open(join(dir, `store-${counter++}.json`), { compactAtBytes: 1 });
+  try {
+    await store.transact(async (tx) => {
+      await tx.put('attempt', 'second', { outcome: 'marker-second0' }, { expectedVersion: null, terminal: true });
+      await tx.append('run/s', { note: 'marker-entry-s' });
+    });
+    await store.transact(async (tx) => {
+      await tx.put('attempt', 'during', { outcome: 'marker-during0' }, { expectedVersion: null, terminal: true });
+      await tx.append('run/d', { note: 'marker-entry-d' });
+    });
+    await store.foldSettled();
+    patchInPlace(store.file, 'marker-second0', 'marker-secondS');
+    patchInPlace(`${store.file}.journal`, 'marker-during0', 'marker-duringJ');
+    patchInPlace(`${store.file}.journal`, 'marker-entry-d', 'marker-entry-J');
+    await store.read(async (r) => {
+      expect((await r.get('attempt', 'second'))?.data).toEqual({ outcome: 'marker-secondS' });
+      expect((await r.get('attempt', 'during'))?.data).toEqual({ outcome: 'marker-duringJ' });
+      expect((await r.readLog('run/d')).map((e) => e.data)).toEqual([{ note: 'marker-entry-J' }]);
+      expect((await r.readFeed()).map((e) => e.stream)).toEqual(['run/s', 'run/d']);
     });
   } finally {
     await store.close();
