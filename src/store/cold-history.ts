@@ -1,4 +1,4 @@
-import { closeSync, openSync, readSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { deepFreeze } from './deep-freeze.js';
 import { StoreCorruptError, type LogEntry, type StoredRecord } from './store.js';
 
@@ -43,6 +43,12 @@ export class HistoryFile {
       done += n;
     }
     return buffer.subarray(0, done);
+  }
+
+  /** The file's size now. */
+  size(): number {
+    if (this.fd === undefined) throw new Error(`history file ${this.path} is closed`);
+    return fstatSync(this.fd).size;
   }
 
   close(): void {
@@ -201,21 +207,33 @@ export interface JournalPlacements {
 /** Bytes read ahead when a fold copies cold lines: they lie mostly in file order. */
 const COPY_WINDOW_BYTES = 1_048_576;
 
-/** Reads cold lines for a fold through a window that moves forward, so copying a file costs few reads. */
+/**
+ * Reads cold lines for a fold. A snapshot's lines come through a window that moves forward (they lie in
+ * file order), so copying a file costs few reads; one behind the window (records sealed out of order) is
+ * read alone rather than moving the window back. A journal is read whole, once: every kind's records and
+ * the log's entries are interleaved in it, and reading it through a window per part read it once per kind.
+ */
 export class ColdLineCopier {
-  private file: HistoryFile | undefined;
-  private windowStart = 0;
-  private window: Buffer = Buffer.alloc(0);
+  private readonly windows = new Map<HistoryFile, { start: number; bytes: Buffer }>();
+
+  /** `journals` holds each journal read whole: share it between the copiers of one fold. */
+  constructor(private readonly journals: Map<HistoryFile, Buffer>) {}
 
   bytesOf(cold: ColdRecord | ColdEntry): Buffer {
-    const inWindow = cold.file === this.file && cold.offset >= this.windowStart && cold.offset + cold.length <= this.windowStart + this.window.length;
-    if (!inWindow) {
-      this.file = cold.file;
-      this.windowStart = cold.offset;
-      this.window = cold.file.readAtMost(cold.offset, Math.max(cold.length, COPY_WINDOW_BYTES));
-      if (this.window.length < cold.length) throw new StoreCorruptError(cold.file.path, `it ends at byte ${cold.offset + this.window.length}, inside a line the store placed there`);
+    if (cold.file.layout === 'journal') {
+      let whole = this.journals.get(cold.file);
+      if (whole === undefined) this.journals.set(cold.file, (whole = cold.file.readAtMost(0, cold.file.size())));
+      if (cold.offset + cold.length > whole.length) throw new StoreCorruptError(cold.file.path, `it ends at byte ${whole.length}, inside an item the store placed there`);
+      return whole.subarray(cold.offset, cold.offset + cold.length);
     }
-    const start = cold.offset - this.windowStart;
-    return this.window.subarray(start, start + cold.length);
+    const window = this.windows.get(cold.file);
+    if (window !== undefined && cold.offset >= window.start && cold.offset + cold.length <= window.start + window.bytes.length) {
+      return window.bytes.subarray(cold.offset - window.start, cold.offset - window.start + cold.length);
+    }
+    if (window !== undefined && cold.offset < window.start) return cold.file.read(cold.offset, cold.length);
+    const bytes = cold.file.readAtMost(cold.offset, Math.max(cold.length, COPY_WINDOW_BYTES));
+    if (bytes.length < cold.length) throw new StoreCorruptError(cold.file.path, `it ends at byte ${cold.offset + bytes.length}, inside a line the store placed there`);
+    this.windows.set(cold.file, { start: cold.offset, bytes });
+    return bytes.subarray(0, cold.length);
   }
 }

@@ -1,6 +1,6 @@
-import { ColdEntry, ColdLineCopier, ColdRecord, warmEntries, warmRecord, type HeldEntry, type HeldRecord, type HistoryFile, type Placement } from './cold-history.js';
+import { ColdEntry, ColdLineCopier, ColdRecord, type HeldEntry, type HeldRecord, type HistoryFile, type Placement } from './cold-history.js';
 import { CommittedState, type SnapshotSource } from './layered-state.js';
-import type { LogEntry, StoredRecord } from './store.js';
+import { StoreCorruptError, type LogEntry, type StoredRecord } from './store.js';
 
 /** Identifies a coven-automata JSON store file; anything else is refused rather than overwritten. */
 export const JSON_STORE_FORMAT = 'coven-automata/json-store';
@@ -61,37 +61,67 @@ export function* serializeState(state: SnapshotSource, journalThrough: number, p
  * reached; a record's or entry's own line comes with the item itself when the state may leave it on disk.
  */
 function* documentText(state: SnapshotSource, journalThrough: number): Generator<[string | Buffer, (HeldRecord | HeldEntry)?]> {
-  const copier = new ColdLineCopier();
+  const journals = new Map<HistoryFile, Buffer>();
   yield [`{"format":${JSON.stringify(JSON_STORE_FORMAT)},"formatVersion":${JSON_STORE_FORMAT_VERSION},"journalThrough":${journalThrough},"nextPosition":${state.nextPosition()},"records":{`];
   let firstKind = true;
   for (const kind of state.kinds()) {
     yield [`${firstKind ? '' : ','}\n${JSON.stringify(kind)}:{`];
     firstKind = false;
+    // A copier per kind and one for the log: each reads the snapshot forward from where its part begins.
+    const copier = new ColdLineCopier(journals);
     let first = true;
     for (const r of state.recordsOf(kind)) {
       yield [first ? '\n' : ',\n'];
       first = false;
-      if (r instanceof ColdRecord && r.file.layout === 'snapshot') yield [copier.bytesOf(r), r];
-      else {
-        // Hot, or cold in the journal (laid out otherwise): encoded from the record.
-        const w = warmRecord(r);
-        yield [`${JSON.stringify(w.id)}:${JSON.stringify({ version: w.version, terminal: w.terminal, data: w.data })}`, w.terminal ? r : undefined];
-      }
+      if (r instanceof ColdRecord) yield [coldRecordLine(r, copier), r];
+      else yield [`${JSON.stringify(r.id)}:${JSON.stringify({ version: r.version, terminal: r.terminal, data: r.data })}`, r.terminal ? r : undefined];
     }
     yield ['\n}'];
   }
   yield ['\n},\n"log":['];
+  const copier = new ColdLineCopier(journals);
   let first = true;
   for (const e of state.retainedFeed()) {
     yield [first ? '\n' : ',\n'];
     first = false;
-    if (e instanceof ColdEntry && e.file.layout === 'snapshot') yield [copier.bytesOf(e), e];
-    else {
-      const w = warmEntries([e])[0]!;
-      yield [JSON.stringify({ stream: w.stream, sequence: w.sequence, position: w.position, data: w.data }), e];
-    }
+    if (e instanceof ColdEntry) yield [coldEntryLine(e, copier), e];
+    else yield [entryLine(e), e];
   }
   yield ['\n]}\n'];
+}
+
+const entryLine = (e: LogEntry) => JSON.stringify({ stream: e.stream, sequence: e.sequence, position: e.position, data: e.data });
+const CLOSE_BRACE = Buffer.from('}');
+const CLOSE_BRACKET = 0x5d;
+
+/**
+ * The data bytes of a journal item (`[…, data]`) that starts with `prefix`: the store placed only items it
+ * wrote (or found written) exactly so, so anything else means the file changed under it.
+ */
+function itemData(cold: ColdRecord | ColdEntry, item: Buffer, prefix: string): Buffer {
+  const head = Buffer.from(prefix);
+  if (item.length <= head.length || item[item.length - 1] !== CLOSE_BRACKET || !item.subarray(0, head.length).equals(head)) {
+    throw new StoreCorruptError(cold.file.path, `the item at byte ${cold.offset} is not the one the store placed there; the file changed under the store`);
+  }
+  return item.subarray(head.length, item.length - 1);
+}
+
+/** A cold record's snapshot line: copied from a snapshot, or built around the data bytes of a journal item. */
+function coldRecordLine(r: ColdRecord, copier: ColdLineCopier): Buffer {
+  const bytes = copier.bytesOf(r);
+  if (r.file.layout === 'snapshot') return bytes;
+  const id = JSON.stringify(r.id);
+  const data = itemData(r, bytes, `[${JSON.stringify(r.kind)},${id},${r.version},true,`);
+  return Buffer.concat([Buffer.from(`${id}:{"version":${r.version},"terminal":true,"data":`), data, CLOSE_BRACE]);
+}
+
+/** A cold entry's snapshot line, the same way. */
+function coldEntryLine(e: ColdEntry, copier: ColdLineCopier): Buffer {
+  const bytes = copier.bytesOf(e);
+  if (e.file.layout === 'snapshot') return bytes;
+  const stream = JSON.stringify(e.stream);
+  const data = itemData(e, bytes, `[${stream},${e.sequence},`);
+  return Buffer.concat([Buffer.from(`{"stream":${stream},"sequence":${e.sequence},"position":${e.position},"data":`), data, CLOSE_BRACE]);
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);

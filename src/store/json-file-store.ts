@@ -14,7 +14,7 @@ export interface JsonFileStoreOptions {
   maxGroupSize?: number;
   /** Failure injection for tests. */
   faults?: WriteFaults;
-  /** Journal size (bytes) from which the next commit folds it into the snapshot; default: the larger of 8 MiB and the snapshot. */
+  /** Journal size (bytes) from which the next commit folds it into the snapshot; default: the snapshot's size, at least 8 MiB and at most 64 MiB. */
   compactAtBytes?: number;
 }
 
@@ -22,6 +22,11 @@ export interface JsonFileStoreOptions {
 const DEFAULT_MAX_GROUP_SIZE = 256;
 /** Below this a journal replays in milliseconds; folding it sooner would rewrite small snapshots for nothing. */
 const MIN_COMPACT_BYTES = 8 * 1_048_576;
+/**
+ * A fold reads the journal whole (the history left in it moves to the snapshot), so past this it folds
+ * even if the snapshot is larger: a big store's fold copies its snapshot a little more often instead.
+ */
+const MAX_COMPACT_BYTES = 64 * 1_048_576;
 
 /**
  * The embedded default store: a JSON snapshot file managed through lowdb with a durable adapter, and a
@@ -177,7 +182,7 @@ export class JsonFileStore implements Store {
       this.committed.notify();
     }
     for (const [job, result] of succeeded) job.resolve(result);
-    if (this.folding === undefined && this.journal.size >= (this.compactAtBytes ?? Math.max(MIN_COMPACT_BYTES, this.snapshotBytes))) {
+    if (this.folding === undefined && this.journal.size >= (this.compactAtBytes ?? Math.min(MAX_COMPACT_BYTES, Math.max(MIN_COMPACT_BYTES, this.snapshotBytes)))) {
       this.folding = this.foldWhileCommitting().finally(() => {
         this.folding = undefined;
       });

@@ -161,7 +161,7 @@ export interface JournalCut {
 /**
  * The JSON store's write-ahead journal: each group commit appends one line and fsyncs it, so a commit costs
  * what it changed rather than a rewrite of the whole file. The store folds the journal into a new snapshot
- * when it has grown as large as the snapshot, which keeps replay short and writes at most twice per byte.
+ * when it has grown as large as the snapshot (within bounds, see `JsonFileStore`), which keeps replay short.
  */
 export class Journal {
   /** Appends and cuts run one at a time: a cut must not lose a group appended while it copies the tail. */

@@ -70,6 +70,13 @@ function firstAfter(entries: ReadonlyArray<{ readonly position: number }>, after
   return lo;
 }
 
+/**
+ * Sealed records read back from disk kept for the next read: a few are read on every dispatch (the pinned
+ * definition revision), which would otherwise cost a read and a parse each time. A sealed record never
+ * changes, so a kept copy never goes stale.
+ */
+const WARM_RECORDS_KEPT = 256;
+
 /** Trimmed entries the feed array may carry before it is rebuilt without them (amortises the rebuild). */
 const FEED_REBUILD_SLACK = 4096;
 
@@ -100,13 +107,22 @@ export class CommittedState implements StateLayer, SnapshotSource {
   private positions = 0;
   /** The file cold records and entries are read from. */
   private history: HistoryFile | undefined;
+  /** Recently read cold records, least recently read first. */
+  private readonly warm = new Map<ColdRecord, StoredRecord>();
 
   kinds(): string[] {
     return [...this.records.keys()];
   }
   getRecord(kind: string, id: string): StoredRecord | undefined {
     const held = this.records.get(kind)?.get(id);
-    return held === undefined ? undefined : warmRecord(held);
+    if (!(held instanceof ColdRecord)) return held;
+    let record = this.warm.get(held);
+    if (record === undefined) {
+      record = warmRecord(held);
+      if (this.warm.size >= WARM_RECORDS_KEPT) this.warm.delete(this.warm.keys().next().value!);
+    } else this.warm.delete(held);
+    this.warm.set(held, record);
+    return record;
   }
   recordMeta(kind: string, id: string): RecordMeta | undefined {
     return this.records.get(kind)?.get(id);

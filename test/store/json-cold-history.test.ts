@@ -151,3 +151,11 @@ test('history left in the journal moves with it: to the snapshot when folded, an
     await store.close();
   }
 });
+
+test('a fold meeting a journal item changed under the store refuses it and leaves the snapshot as it was', async () => {
+  const store = await settledStore();
+  const snapshotBefore = readFileSync(store.file);
+  patchInPlace(`${store.file}.journal`, '["attempt","sealed",1,true,', '["attempt","sealeX",1,true,');
+  await expect(store.close()).rejects.toBeInstanceOf(StoreCorruptError);
+  expect(readFileSync(store.file).equals(snapshotBefore)).toBe(true);
+});
