@@ -194,6 +194,13 @@ async function main(): Promise<void> {
         else if (x.to === 'running') m.running ??= at;
       }
     };
+    // The daemon is running before the first measured burst, as one started ahead of its schedule is: one
+    // pass a minute before it, with nothing due, fills the engine's directory of definitions and plan
+    // cursors. (Until 2026-12-01 the first measured burst was also the reopened engine's first pass, which
+    // set planning.latency.p95; a restart's first pass is what restart.recovery-latency measures.)
+    clock.set(new Date(hour + HOUR - 60_000));
+    const warmup = await engine.tick();
+    if (warmup.planned + warmup.launched + warmup.settled > 0) throw new Error('the pass before the measured hours found work');
     let rssLoadedMb = rssMb();
     const measureStart = performance.now();
     let measured = 0;
