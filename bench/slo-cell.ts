@@ -198,9 +198,12 @@ async function main(): Promise<void> {
     // pass a minute before it, with nothing due, fills the engine's directory of definitions and plan
     // cursors. (Until 2026-12-01 the first measured burst was also the reopened engine's first pass, which
     // set planning.latency.p95; a restart's first pass is what restart.recovery-latency measures.)
-    clock.set(new Date(hour + HOUR - 60_000));
-    const warmup = await engine.tick();
-    if (warmup.planned + warmup.launched + warmup.settled > 0) throw new Error('the pass before the measured hours found work');
+    // (The restart-only cell, --hours 0, measures no hours: its clock stays before the first slot.)
+    if (hours > 0) {
+      clock.set(new Date(hour + HOUR - 60_000));
+      const warmup = await engine.tick();
+      if (warmup.planned + warmup.launched + warmup.settled > 0) throw new Error('the pass before the measured hours found work');
+    }
     let rssLoadedMb = rssMb();
     const measureStart = performance.now();
     let measured = 0;
