@@ -237,7 +237,7 @@ function main(): void {
     rows.push([label, 'baseline: engine commits/s vs fsync floor', commitsPerSecond, '/s', floor, `${(commitsPerSecond / floor).toFixed(2)}x`, `${Math.round(r.bytesPerCommit)} B/commit`]);
     rows.push([label, 'info: phase p50 plan/claim/dispatch ms', `${r.phases.plan.p50.toFixed(0)}/${r.phases.claim.p50.toFixed(0)}/${r.phases.dispatch.p50.toFixed(0)}`, 'ms', '-', '-', `${r.measuredOccurrences} occ, ${r.commits} commits`]);
     rows.push([label, 'info: batch p95 plan/claim/dispatch/start ms (last of N)', `${r.phases.plan.p95.toFixed(0)}/${r.phases.claim.p95.toFixed(0)}/${r.phases.dispatch.p95.toFixed(0)}/${r.phases.start.p95.toFixed(0)}`, 'ms', '-', '-', `per occurrence p50 start ${r.occurrenceLatencyMs.start.p50.toFixed(0)} ms`]);
-    rows.push([label, 'info: plan phase of each measured burst ms (first: engine just reopened)', r.planPhaseMs.map((ms) => ms.toFixed(0)).join('/'), 'ms', '-', '-', 'a daemon warms up in its start-up pass']);
+    rows.push([label, 'info: plan phase of each measured burst ms', r.planPhaseMs.map((ms) => ms.toFixed(0)).join('/'), 'ms', '-', '-', 'in order; the engine ran one pass before the first']);
     rows.push([label, 'info: store size, bytes per occurrence', r.storeBytes / 1_048_576, 'MB', '-', '-', `${Math.round(r.bytesPerOccurrence)} B/occ${r.retentionHours > 0 ? `, ${r.compacted} compacted in the measured hours` : ''}`]);
     rows.push([label, 'info: idle RSS inside the cell (harness + heap high-water)', r.rssInCellIdleMb, 'MB', '-', '-', 'memory.idle is a fresh daemon on the same store']);
   }
