@@ -6,7 +6,8 @@ import { DurableJsonFile, type StoreDocument, type WriteFaults } from './durable
 import { acquireStoreLock, type HeldLock } from './file-lock.js';
 import type { JournalPlacements, Placement } from './cold-history.js';
 import { Journal } from './json-journal.js';
-import { CommittedState, Overlay } from './layered-state.js';
+import { CommittedState } from './layered-state.js';
+import { Overlay } from './overlay.js';
 import { CommitListeners, StoreClosedError, StoreCorruptError, type LogEntry, type Store, type StoreReader, type StoredRecord, type StoreTransaction } from './store.js';
 
 export interface JsonFileStoreOptions {

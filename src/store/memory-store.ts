@@ -1,4 +1,5 @@
-import { CommittedState, Overlay } from './layered-state.js';
+import { CommittedState } from './layered-state.js';
+import { Overlay } from './overlay.js';
 import { CommitListeners, StoreClosedError, type Store, type StoreReader, type StoreTransaction } from './store.js';
 
 /**
