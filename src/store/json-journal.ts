@@ -23,7 +23,7 @@ interface GroupLine {
   trims?: Array<[stream: string, before: number]>;
 }
 
-/** A group's journal line and where in it each sealed record and log entry lies (offsets from the line's start). */
+/** A group's journal line and where each sealed record and log entry of it lies in the journal. */
 export interface EncodedGroup {
   text: string;
   records: Array<[StoredRecord, Placement]>;
@@ -33,11 +33,12 @@ export interface EncodedGroup {
 /**
  * One journal line per group commit: the changes only, so a commit writes what it changed and no more. The
  * line is `JSON.stringify` of a {@link GroupLine}, built an item at a time so that each sealed record's and
- * log entry's place in it is known: the store leaves them there, on disk.
+ * log entry's place in it is known: the store leaves them there, on disk. `lineOffset` is where the line
+ * starts in the journal.
  */
-export function encodeGroup(seq: number, changes: CommittedChanges): EncodedGroup {
+export function encodeGroup(seq: number, changes: CommittedChanges, lineOffset = 0): EncodedGroup {
   const parts: string[] = [];
-  let bytes = 0;
+  let bytes = lineOffset;
   const add = (text: string): Placement => {
     const length = Buffer.byteLength(text);
     parts.push(text);
@@ -59,6 +60,13 @@ export function encodeGroup(seq: number, changes: CommittedChanges): EncodedGrou
   });
   add(changes.trims.length === 0 ? ']}\n' : `],"trims":${JSON.stringify(changes.trims)}}\n`);
   return { text: parts.join(''), records, entries };
+}
+
+/** The journal's file replaced by a shorter one: what `from` held from byte `shift` on is now in `to`. */
+export interface JournalCut {
+  from: HistoryFile;
+  to: HistoryFile;
+  shift: number;
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -135,27 +143,14 @@ export async function replayJournal(batches: AsyncIterable<LineBatch> | Iterable
         // Leave the group's history where it lies, if the line is exactly what this build writes (it knows
         // the places then); a line written otherwise keeps its group in memory until the next fold.
         if (history !== undefined) {
-          const encoded = encodeGroup(lastSeq, applied);
-          if (encoded.text === `${batch.lines[i]!}\n`) state.leaveInJournal(placedAt(history, validBytes, encoded));
+          const encoded = encodeGroup(lastSeq, applied, validBytes);
+          if (encoded.text === `${batch.lines[i]!}\n`) state.leaveInJournal({ file: history, records: encoded.records, entries: encoded.entries });
         }
       }
       validBytes += batch.bytes[i]! + 1;
     }
   }
   return { validBytes, lastSeq };
-}
-
-/** A group's places, from its line's start to the file's. */
-function placedAt(file: HistoryFile, lineOffset: number, group: EncodedGroup): JournalPlacements {
-  const shift = <T>([item, at]: [T, Placement]): [T, Placement] => [item, { offset: lineOffset + at.offset, length: at.length }];
-  return { file, records: group.records.map(shift), entries: group.entries.map(shift) };
-}
-
-/** The journal's file replaced by a shorter one: what `from` held from byte `shift` on is now in `to`. */
-export interface JournalCut {
-  from: HistoryFile;
-  to: HistoryFile;
-  shift: number;
 }
 
 /**
@@ -214,7 +209,7 @@ export class Journal {
    */
   append(changes: CommittedChanges): Promise<JournalPlacements> {
     return this.inTurn(async () => {
-      const group = encodeGroup(this.seq + 1, changes);
+      const group = encodeGroup(this.seq + 1, changes, this.bytes);
       const line = Buffer.from(group.text);
       try {
         await this.handle.write(line);
@@ -223,10 +218,9 @@ export class Journal {
         await this.handle.truncate(this.bytes);
         throw error;
       }
-      const placed = placedAt(this.history, this.bytes, group);
       this.bytes += line.length;
       this.seq += 1;
-      return placed;
+      return { file: this.history, records: group.records, entries: group.entries };
     });
   }
 
