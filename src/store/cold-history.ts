@@ -58,7 +58,7 @@ export class HistoryFile {
 }
 
 /**
- * A line left in a snapshot file. A fold copies it into the next file and notes where ({@link placeNext});
+ * A snapshot line or journal item left in its file. A fold copies it into the next snapshot and notes where ({@link placeNext});
  * once that file replaced this one, {@link moveTo} points the line there (in place: an object per line
  * would be allocated again on every fold, and moving 200k lines that way stopped the event loop 300–400 ms).
  */
@@ -98,9 +98,16 @@ abstract class ColdLine {
   }
 }
 
-/** A sealed record left in its snapshot line: `offset`/`length` span `"<id>":{"version":…,"data":…}`. */
+/**
+ * A sealed record left on disk: `offset`/`length` span its snapshot line `"<id>":{"version":…,"data":…}` or
+ * its journal item `[kind,id,version,true,data]` (the file's layout says which).
+ */
 export class ColdRecord extends ColdLine {
-  readonly terminal = true;
+  /** Only sealed records are left on disk (a getter: no field per record). */
+  get terminal(): true {
+    return true;
+  }
+
   constructor(
     readonly kind: string,
     readonly id: string,
@@ -113,7 +120,7 @@ export class ColdRecord extends ColdLine {
   }
 }
 
-/** A log entry left in its snapshot line: `offset`/`length` span `{"stream":…,"data":…}`. */
+/** A log entry left on disk: its snapshot line `{"stream":…,"data":…}` or its journal item `[stream,sequence,data]`. */
 export class ColdEntry extends ColdLine {
   constructor(
     readonly stream: string,
