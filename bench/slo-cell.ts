@@ -1,9 +1,10 @@
 // One bench cell: one store kind at one history size, in its own process so RSS belongs to this cell alone.
 // Run by bench/slo.ts (compiled to .bench-build/); alone: tsx bench/slo-cell.ts --store sqlite --history 10000 --definitions 1000
 // Prints one JSON line (CellResult) last on stdout.
-import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { spawnSync } from 'node:child_process';
+import { Session } from 'node:inspector/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createEngine, type Engine, type TickReport } from '../src/engine/engine.js';
@@ -205,6 +206,9 @@ async function main(): Promise<void> {
       if (warmup.planned + warmup.launched + warmup.settled > 0) throw new Error('the pass before the measured hours found work');
     }
     let rssLoadedMb = rssMb();
+    // --cpu-profile FILE: a V8 CPU profile of the measured hours alone (node --cpu-prof covers seeding too).
+    const profile = arg('cpu-profile', '');
+    const profiler = profile === '' ? undefined : await startProfiler();
     const measureStart = performance.now();
     let measured = 0;
     let compacted = 0;
@@ -224,6 +228,7 @@ async function main(): Promise<void> {
       });
     }
     const measuredMs = performance.now() - measureStart;
+    if (profiler !== undefined) await stopProfiler(profiler, profile);
     const occurrenceLatencyMs = occurrenceLatencies(milestones);
     const dueOccurrencesPerMinute = measured / (measuredMs / 60_000);
     countCommits();
@@ -319,6 +324,20 @@ async function main(): Promise<void> {
     await store.close();
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+async function startProfiler(): Promise<Session> {
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
+  return session;
+}
+
+async function stopProfiler(session: Session, file: string): Promise<void> {
+  const { profile } = await session.post('Profiler.stop');
+  writeFileSync(file, JSON.stringify(profile));
+  session.disconnect();
 }
 
 /** Ticks through one hourly slot until every definition's occurrence for it settled; returns how many did. */

@@ -1,5 +1,6 @@
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { deepFreeze } from './deep-freeze.js';
+import { checksumHolds, dataChecksum, dataText, entryHead, recordHead, type EntryHead, type RecordHead } from './snapshot-lines.js';
 import { StoreCorruptError, type LogEntry, type StoredRecord } from './store.js';
 
 /**
@@ -17,12 +18,22 @@ export type HistoryLayout = 'snapshot' | 'journal';
  */
 export class HistoryFile {
   private fd: number | undefined;
+  /**
+   * A snapshot's lines carry checksums of their data (format 5 on): true for every file this build writes;
+   * the loader sets it from an older file's header.
+   */
+  checksummed = true;
 
+  /**
+   * `path` is the name the file goes by in errors: a fold opens its new file under a temp name (`openAt`)
+   * before renaming it to the store's.
+   */
   constructor(
     readonly path: string,
     readonly layout: HistoryLayout,
+    openAt: string = path,
   ) {
-    this.fd = openSync(path, 'r');
+    this.fd = openSync(openAt, 'r');
   }
 
   /** The bytes at `offset`; the caller knows they belong to one line it placed there. */
@@ -154,6 +165,10 @@ export function warmRecord(held: HeldRecord): StoredRecord {
     const item = parseLine(held.file, held.offset, text) as unknown[];
     if (!Array.isArray(item) || item[1] !== held.id || item.length !== 5) throw new StoreCorruptError(held.file.path, `the item at byte ${held.offset} is not record ${held.kind}/${held.id}`);
     data = item[4];
+  } else if (held.file.checksummed) {
+    const head = recordHead(text);
+    if (head?.id !== held.id || head.version !== held.version || !head.terminal) throw new StoreCorruptError(held.file.path, `the line at byte ${held.offset} is not record ${held.kind}/${held.id}`);
+    data = checkedData(held, text, head);
   } else {
     const value = (parseLine(held.file, held.offset, `{${text}}`) as Record<string, { data: unknown } | undefined>)[held.id];
     if (value === undefined) throw new StoreCorruptError(held.file.path, `the line at byte ${held.offset} is not record ${held.kind}/${held.id}`);
@@ -190,12 +205,26 @@ export function warmEntries(held: readonly HeldEntry[]): LogEntry[] {
     for (; i < end; i++) {
       const cold = held[i] as ColdEntry;
       const start = cold.offset - first.offset;
-      const line = parseLine(cold.file, cold.offset, span.toString('utf8', start, start + cold.length));
-      const data = cold.file.layout === 'journal' ? (line as unknown[])[2] : (line as { data: unknown }).data;
-      out[i] = deepFreeze({ stream: cold.stream, sequence: cold.sequence, position: cold.position, data });
+      const text = span.toString('utf8', start, start + cold.length);
+      out[i] = deepFreeze({ stream: cold.stream, sequence: cold.sequence, position: cold.position, data: entryData(cold, text) });
     }
   }
   return out;
+}
+
+function entryData(cold: ColdEntry, text: string): unknown {
+  if (cold.file.layout === 'journal') return (parseLine(cold.file, cold.offset, text) as unknown[])[2];
+  if (!cold.file.checksummed) return (parseLine(cold.file, cold.offset, text) as { data: unknown }).data;
+  const head = entryHead(text);
+  if (head?.stream !== cold.stream || head.sequence !== cold.sequence) throw new StoreCorruptError(cold.file.path, `the line at byte ${cold.offset} is not entry ${cold.sequence} of stream ${cold.stream}`);
+  return checkedData(cold, text, head);
+}
+
+/** A snapshot line's data, parsed once its checksum held. */
+function checkedData(cold: ColdRecord | ColdEntry, line: string, head: RecordHead | EntryHead): unknown {
+  const text = dataText(line, head);
+  if (text === undefined || !checksumHolds(text, head)) throw new StoreCorruptError(cold.file.path, `the line at byte ${cold.offset} does not match its checksum; the file changed under the store`);
+  return parseLine(cold.file, cold.offset, text);
 }
 
 /** Where a write put a line (or a journal item) the state can leave on disk afterwards. */

@@ -103,7 +103,7 @@ export class DurableJsonFile implements Adapter<StoreDocument> {
     let history: HistoryFile | undefined;
     try {
       // Opened on the temp file once it is written: the descriptor follows the file through the rename.
-      await this.replace(serializeState(source, journalThrough, placed), () => void (history = new HistoryFile(this.tempPath, 'snapshot')));
+      await this.replace(serializeState(source, journalThrough, placed), () => void (history = new HistoryFile(this.path, 'snapshot', this.tempPath)));
     } catch (error) {
       history?.close();
       throw error;

@@ -1,5 +1,6 @@
 import { ColdEntry, ColdLineCopier, ColdRecord, type HeldEntry, type HeldRecord, type HistoryFile, type Placement } from './cold-history.js';
 import { CommittedState, type SnapshotSource } from './layered-state.js';
+import { checksumHolds, dataChecksum, dataText, entryHead, entryLine, entryLineOf, recordHead, recordLine, recordLineOf, type EntryHead, type RecordHead } from './snapshot-lines.js';
 import { StoreCorruptError, type LogEntry, type StoredRecord } from './store.js';
 
 /** Identifies a coven-automata JSON store file; anything else is refused rather than overwritten. */
@@ -8,11 +9,13 @@ export const JSON_STORE_FORMAT = 'coven-automata/json-store';
  * 2 adds `journalThrough`: the last journal group the snapshot holds. 3 adds each log entry's `position` and
  * `nextPosition`, because retention trims leave gaps in positions and streams that start past sequence 0.
  * 4 changes no field, only the layout: every record, log entry and closing bracket has a line of its own, so
- * a reader can load the file line by line instead of as one string (see {@link loadLines}). Versions 1–3
- * still open (parsed whole; their positions, before 3, are their indexes).
+ * a reader can load the file line by line instead of as one string (see {@link loadLines}). 5 adds a
+ * checksum of each record's and log entry's data to its line (see snapshot-lines.ts), so an open checks a
+ * line without parsing its data. Versions 1–4 still open (1–3 parsed whole; their positions, before 3, are
+ * their indexes; 4 parsed line by line), and the first fold writes them as 5.
  */
-export const JSON_STORE_FORMAT_VERSION = 4;
-const READABLE_VERSIONS = new Set([1, 2, 3, 4]);
+export const JSON_STORE_FORMAT_VERSION = 5;
+const READABLE_VERSIONS = new Set([1, 2, 3, 4, 5]);
 
 /**
  * Bytes handed to the file a piece at a time: about this many per write. Each piece is encoded only when
@@ -74,7 +77,7 @@ function* documentText(state: SnapshotSource, journalThrough: number): Generator
       yield [first ? '\n' : ',\n'];
       first = false;
       if (r instanceof ColdRecord) yield [coldRecordLine(r, copier), r];
-      else yield [`${JSON.stringify(r.id)}:${JSON.stringify({ version: r.version, terminal: r.terminal, data: r.data })}`, r.terminal ? r : undefined];
+      else yield [recordLine(r.id, r.version, r.terminal, encodeData(r.data)), r.terminal ? r : undefined];
     }
     yield ['\n}'];
   }
@@ -85,14 +88,15 @@ function* documentText(state: SnapshotSource, journalThrough: number): Generator
     yield [first ? '\n' : ',\n'];
     first = false;
     if (e instanceof ColdEntry) yield [coldEntryLine(e, copier), e];
-    else yield [entryLine(e), e];
+    else yield [entryLine(e.stream, e.sequence, e.position, encodeData(e.data)), e];
   }
   yield ['\n]}\n'];
 }
 
-const entryLine = (e: LogEntry) => JSON.stringify({ stream: e.stream, sequence: e.sequence, position: e.position, data: e.data });
-const CLOSE_BRACE = Buffer.from('}');
+/** Data as a line holds it; `undefined` (which JSON cannot hold) is kept as null rather than leaving the field out. */
+const encodeData = (data: unknown) => JSON.stringify(data) ?? 'null';
 const CLOSE_BRACKET = 0x5d;
+const CLOSE_BRACE = 0x7d;
 
 /**
  * The data bytes of a journal item (`[…, data]`) that starts with `prefix`: the store placed only items it
@@ -106,23 +110,49 @@ function itemData(cold: ColdRecord | ColdEntry, item: Buffer, prefix: string): B
   return item.subarray(head.length, item.length - 1);
 }
 
-/** A cold record's snapshot line: copied from a snapshot, or built around the data bytes of a journal item. */
+/** A cold record's snapshot line: copied from a snapshot (checked against its checksum), or built around the data bytes of a journal item. */
 function coldRecordLine(r: ColdRecord, copier: ColdLineCopier): Buffer {
   const bytes = copier.bytesOf(r);
-  if (r.file.layout === 'snapshot') return bytes;
+  if (r.file.layout === 'snapshot') {
+    const { head, data } = copiedLine(r, bytes, recordHead);
+    if (head.id !== r.id || head.version !== r.version || !head.terminal) throw changedUnder(r, `is not sealed record ${r.kind}/${r.id} at version ${r.version}`);
+    return r.file.checksummed ? bytes : recordLineOf(r.id, r.version, true, data);
+  }
   const id = JSON.stringify(r.id);
-  const data = itemData(r, bytes, `[${JSON.stringify(r.kind)},${id},${r.version},true,`);
-  return Buffer.concat([Buffer.from(`${id}:{"version":${r.version},"terminal":true,"data":`), data, CLOSE_BRACE]);
+  return recordLineOf(r.id, r.version, true, itemData(r, bytes, `[${JSON.stringify(r.kind)},${id},${r.version},true,`));
 }
 
 /** A cold entry's snapshot line, the same way. */
 function coldEntryLine(e: ColdEntry, copier: ColdLineCopier): Buffer {
   const bytes = copier.bytesOf(e);
-  if (e.file.layout === 'snapshot') return bytes;
-  const stream = JSON.stringify(e.stream);
-  const data = itemData(e, bytes, `[${stream},${e.sequence},`);
-  return Buffer.concat([Buffer.from(`{"stream":${stream},"sequence":${e.sequence},"position":${e.position},"data":`), data, CLOSE_BRACE]);
+  if (e.file.layout === 'snapshot') {
+    const { head, data } = copiedLine(e, bytes, entryHead);
+    if (head.stream !== e.stream || head.sequence !== e.sequence || head.position !== e.position) throw changedUnder(e, `is not entry ${e.sequence} of stream ${e.stream}`);
+    return e.file.checksummed ? bytes : entryLineOf(e.stream, e.sequence, e.position, data);
+  }
+  return entryLineOf(e.stream, e.sequence, e.position, itemData(e, bytes, `[${JSON.stringify(e.stream)},${e.sequence},`));
 }
+
+/**
+ * Bytes of a line a fold copies: its head and its data bytes, checked against the line's checksum (a line
+ * written before format 5 has none; the fold writes it with one).
+ */
+function copiedLine<H extends RecordHead | EntryHead>(cold: ColdRecord | ColdEntry, bytes: Buffer, headOf: (line: string) => H | undefined): { head: H; data: Buffer } {
+  // The head lies within the line's first bytes unless a name is very long; then the line is decoded whole.
+  let text = bytes.toString('utf8', 0, Math.min(bytes.length, HEAD_BYTES));
+  let head = headOf(text);
+  if (head === undefined && bytes.length > HEAD_BYTES) head = headOf((text = bytes.toString('utf8')));
+  if (head === undefined || bytes[bytes.length - 1] !== CLOSE_BRACE) throw changedUnder(cold, 'is not laid out as the store wrote it');
+  const data = bytes.subarray(Buffer.byteLength(text.slice(0, head.dataStart)), bytes.length - 1);
+  if (cold.file.checksummed && !checksumHolds(data, head)) throw changedUnder(cold, 'does not match its checksum');
+  return { head, data };
+}
+
+/** Bytes decoded to find a line's head (the data after it is copied as bytes). */
+const HEAD_BYTES = 512;
+
+const changedUnder = (cold: ColdRecord | ColdEntry, what: string) =>
+  new StoreCorruptError(cold.file.path, `the line at byte ${cold.offset} ${what}; the file changed under the store`);
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -138,8 +168,8 @@ interface LinePlace {
 
 /**
  * Builds a state from a file's records and log entries in file order, checking each as it arrives. Given
- * where a line lies in its file, a sealed record or a log entry is kept as that place (cold): parsed to
- * check it, then let go.
+ * where a line lies in its file, a sealed record or a log entry is kept as that place (cold); its data is
+ * checked against the line's checksum (format 5) or parsed to check it (before 5), then let go.
  */
 class StateBuilder {
   readonly state = new CommittedState();
@@ -147,30 +177,59 @@ class StateBuilder {
 
   constructor(private readonly formatVersion: number) {}
 
+  /** A record parsed whole (any format). */
   record(kind: string, id: string, raw: unknown, place?: LinePlace): void {
-    if (!isObject(raw) || !Number.isSafeInteger(raw.version) || (raw.version as number) < 1 || typeof raw.terminal !== 'boolean' || !('data' in raw)) {
-      throw new Error(`record ${kind}/${id} is malformed`);
-    }
-    const version = raw.version as number;
-    if (place !== undefined && raw.terminal) this.state.loadRecord(new ColdRecord(kind, id, version, place.file, place.offset, place.length));
-    else this.state.loadRecord({ kind, id, version, terminal: raw.terminal, data: raw.data });
+    if (!isObject(raw) || typeof raw.terminal !== 'boolean' || !('data' in raw)) throw new Error(`record ${kind}/${id} is malformed`);
+    if (this.formatVersion >= 5 && raw.crc32 !== dataChecksum(encodeData(raw.data))) throw new Error(`record ${kind}/${id} does not match its checksum`);
+    this.addRecord(kind, id, raw.version, raw.terminal, () => raw.data, place);
   }
 
+  /** A format-5 record line: its data is parsed only if the record stays in memory. */
+  recordLine(kind: string, line: string, place?: LinePlace): void {
+    const head = recordHead(line);
+    const text = head === undefined ? undefined : dataText(line, head);
+    if (head === undefined || text === undefined || head.checksum === undefined) throw new NotLineLaidOut();
+    if (!checksumHolds(text, head)) throw new Error(`record ${kind}/${head.id} does not match its checksum`);
+    this.addRecord(kind, head.id, head.version, head.terminal, () => parseData(text, `record ${kind}/${head.id}`), place);
+  }
+
+  private addRecord(kind: string, id: string, version: unknown, terminal: boolean, data: () => unknown, place: LinePlace | undefined): void {
+    if (!Number.isSafeInteger(version) || (version as number) < 1) throw new Error(`record ${kind}/${id} is malformed`);
+    if (place !== undefined && terminal) this.state.loadRecord(new ColdRecord(kind, id, version as number, place.file, place.offset, place.length));
+    else this.state.loadRecord({ kind, id, version: version as number, terminal, data: data() });
+  }
+
+  /** A log entry parsed whole (any format). */
   entry(raw: unknown, place?: LinePlace): void {
+    if (!isObject(raw) || typeof raw.stream !== 'string' || !('data' in raw)) throw new Error(`log entry ${this.entries} is malformed`);
+    if (this.formatVersion >= 5 && raw.crc32 !== dataChecksum(encodeData(raw.data))) throw new Error(`log entry ${this.entries} does not match its checksum`);
+    this.addEntry(raw.stream, raw.sequence, raw.position, () => raw.data, place);
+  }
+
+  /** A format-5 log entry line: its data is parsed only if the entry stays in memory. */
+  entryLine(line: string, place?: LinePlace): void {
+    const head = entryHead(line);
+    const text = head === undefined ? undefined : dataText(line, head);
+    if (head === undefined || text === undefined || head.checksum === undefined) throw new NotLineLaidOut();
+    if (!checksumHolds(text, head)) throw new Error(`log entry ${this.entries} does not match its checksum`);
+    this.addEntry(head.stream, head.sequence, head.position, () => parseData(text, `log entry ${this.entries}`), place);
+  }
+
+  private addEntry(streamName: string, sequence: unknown, stated: unknown, data: () => unknown, place: LinePlace | undefined): void {
     const index = this.entries++;
-    if (!isObject(raw) || typeof raw.stream !== 'string' || !('data' in raw)) throw new Error(`log entry ${index} is malformed`);
     const positioned = this.formatVersion >= 3;
-    const position = positioned ? raw.position : index;
+    const position = positioned ? stated : index;
     if (!Number.isSafeInteger(position) || (position as number) < this.state.nextPosition()) throw new Error(`log entry ${index} has position ${String(position)}, not after the one before it`);
     // Retention trims a stream's oldest entries, so (from format 3) a stream's first entry may be past 0.
-    const retained = this.state.heldStreamEntries(raw.stream).length > 0;
-    const expected = this.state.streamHead(raw.stream);
-    const sequenceOk = retained || !positioned ? raw.sequence === expected : Number.isSafeInteger(raw.sequence) && (raw.sequence as number) >= 0;
-    if (!sequenceOk) throw new Error(`log entry ${index} has sequence ${String(raw.sequence)} where stream ${raw.stream} expects ${expected}`);
+    const held = this.state.heldStreamEntries(streamName);
+    const retained = held.length > 0;
+    const expected = this.state.streamHead(streamName);
+    const sequenceOk = retained || !positioned ? sequence === expected : Number.isSafeInteger(sequence) && (sequence as number) >= 0;
+    if (!sequenceOk) throw new Error(`log entry ${index} has sequence ${String(sequence)} where stream ${streamName} expects ${expected}`);
     // A stream's entries share its name's string (a parsed line brings its own copy: ≈ 60 bytes an entry).
-    const stream = retained ? this.state.heldStreamEntries(raw.stream)[0]!.stream : raw.stream;
-    if (place !== undefined) this.state.loadEntry(new ColdEntry(stream, raw.sequence as number, position as number, place.file, place.offset, place.length));
-    else this.state.loadEntry({ stream: raw.stream, sequence: raw.sequence as number, position: position as number, data: raw.data });
+    const stream = retained ? held[0]!.stream : streamName;
+    if (place !== undefined) this.state.loadEntry(new ColdEntry(stream, sequence as number, position as number, place.file, place.offset, place.length));
+    else this.state.loadEntry({ stream, sequence: sequence as number, position: position as number, data: data() });
   }
 
   finish(nextPosition: unknown): CommittedState {
@@ -179,6 +238,15 @@ class StateBuilder {
       this.state.advancePositions(nextPosition as number);
     }
     return this.state;
+  }
+}
+
+/** Data whose checksum held: it parses unless it was written wrong. */
+function parseData(text: string, what: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new Error(`${what} holds data that is not JSON (${(error as Error).message})`);
   }
 }
 
@@ -227,7 +295,7 @@ export class NotLineLaidOut extends Error {}
 const withoutComma = (line: string) => (line.endsWith(',') ? line.slice(0, -1) : line);
 
 /**
- * Loads a format-4 file from its lines, one record or log entry per line, so no string of the whole file
+ * Loads a file of format 4 or later from its lines, one record or log entry per line, so no string of the whole file
  * ever exists: opening a 195 MB store (10k occurrences of history) peaked at 691 MB RSS read whole, 404 by lines.
  * Throws {@link NotLineLaidOut} as soon as a line breaks the layout (the caller then parses the file
  * whole, which also gives the exact error when the file is corrupt); other errors are the checks'.
@@ -238,6 +306,7 @@ export async function loadLines(batches: AsyncIterable<Lines> | Iterable<Lines>,
   let offset = 0;
   let journalThrough = 0;
   let nextPosition: unknown;
+  let checksummed = false;
   // header -> records (depth 1) <-> kind (depth 2) -> log -> end
   let section: 'header' | 'records' | 'kind' | 'log-start' | 'log' | 'end' = 'header';
   let kind = '';
@@ -262,6 +331,8 @@ export async function loadLines(batches: AsyncIterable<Lines> | Iterable<Lines>,
           const checked = checkHeader(header);
           if (checked.formatVersion < 4) throw new NotLineLaidOut();
           builder = new StateBuilder(checked.formatVersion);
+          checksummed = checked.formatVersion >= 5;
+          if (history !== undefined) history.checksummed = checksummed;
           journalThrough = checked.journalThrough;
           nextPosition = (header as Record<string, unknown>).nextPosition;
           section = 'records';
@@ -276,6 +347,7 @@ export async function loadLines(batches: AsyncIterable<Lines> | Iterable<Lines>,
           break;
         case 'kind':
           if (line === '}' || line === '},') section = 'records';
+          else if (checksummed) builder!.recordLine(kind, withoutComma(line), place);
           else {
             const one = parseLine(`{${withoutComma(line)}}`);
             const keys = isObject(one) ? Object.keys(one) : [];
@@ -289,6 +361,7 @@ export async function loadLines(batches: AsyncIterable<Lines> | Iterable<Lines>,
           break;
         case 'log':
           if (line === ']}') section = 'end';
+          else if (checksummed) builder!.entryLine(withoutComma(line), place);
           else builder!.entry(parseLine(withoutComma(line)), place);
           break;
         case 'end':

@@ -243,7 +243,7 @@ export class Journal {
       try {
         await next.write(tail);
         await next.sync();
-        nextHistory = new HistoryFile(temp, 'journal');
+        nextHistory = new HistoryFile(this.path, 'journal', temp);
         await rename(temp, this.path);
       } catch (error) {
         nextHistory?.close();

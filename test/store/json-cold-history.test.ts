@@ -3,18 +3,37 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
 import { JsonFileStore, type JsonFileStoreOptions } from '../../src/store/json-file-store.js';
+import { dataChecksum, entryHead, recordHead } from '../../src/store/snapshot-lines.js';
 import { StoreCorruptError, type Store } from '../../src/store/store.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'coven-json-cold-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 let counter = 0;
 
-/** Overwrites `from` with `to` (same byte length) in the file, where the store left it. */
-function patchInPlace(file: string, from: string, to: string): void {
+/**
+ * Overwrites `from` with `to` (same byte length) in the file, where the store left it. A snapshot line
+ * carries a checksum of its data, so a deliberate patch restates it, as any editor of the file would have to
+ * (unless `keepChecksum`, to change the bytes as a fault would).
+ */
+function patchInPlace(file: string, from: string, to: string, { keepChecksum = false } = {}): void {
   expect(Buffer.byteLength(to)).toBe(Buffer.byteLength(from));
   const text = readFileSync(file, 'utf8');
   expect(text.split(from)).toHaveLength(2);
-  writeFileSync(file, text.replace(from, to));
+  const at = text.indexOf(from);
+  const patched = text.replace(from, to);
+  writeFileSync(file, keepChecksum ? patched : resealLine(patched, at));
+}
+
+/** The text with the checksum of the snapshot line around `at` restated for its data (journal items carry none). */
+function resealLine(text: string, at: number): string {
+  const start = text.lastIndexOf('\n', at) + 1;
+  const end = text.indexOf('\n', at);
+  const line = text.slice(start, end);
+  const body = line.endsWith(',') ? line.slice(0, -1) : line;
+  const head = recordHead(body) ?? entryHead(body);
+  if (head?.checksum === undefined) return text;
+  const resealed = body.replace(`"crc32":"${head.checksum}"`, `"crc32":"${dataChecksum(body.slice(head.dataStart, -1))}"`);
+  return `${text.slice(0, start)}${resealed}${line.slice(body.length)}${text.slice(end)}`;
 }
 
 async function settledStore(): Promise<JsonFileStore> {

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
 import { JsonFileStore } from '../../src/store/json-file-store.js';
+import { JSON_STORE_FORMAT_VERSION } from '../../src/store/json-document.js';
 import { StoreCorruptError } from '../../src/store/store.js';
 
 // The JSON store commits by appending one journal line per group and folds the journal into the snapshot
@@ -52,7 +53,7 @@ test('commits append one journal line per group; the snapshot is rewritten only 
   expect(readFileSync(journalOf(file), 'utf8').trim().split('\n')).toHaveLength(20);
   await store.close();
   expect(statSync(journalOf(file)).size).toBe(0);
-  expect(JSON.parse(readFileSync(file, 'utf8'))).toMatchObject({ formatVersion: 4, journalThrough: 20, records: { counter: { c: { version: 20, data: { n: 20 } } } } });
+  expect(JSON.parse(readFileSync(file, 'utf8'))).toMatchObject({ formatVersion: JSON_STORE_FORMAT_VERSION, journalThrough: 20, records: { counter: { c: { version: 20, data: { n: 20 } } } } });
 });
 
 test('a fold does not hold up commits: groups committed while it writes stay in the journal, the groups it holds leave it', async () => {
@@ -199,7 +200,7 @@ test.each([
   ['1 (before the journal)', `{"format":"coven-automata/json-store","formatVersion":1,"records":{"counter":{"c":{"version":1,"terminal":false,"data":{"n":1}}}},"log":[{"stream":"counter/c","sequence":0,"data":{"n":1}}]}\n`],
   ['2 (before retention)', `{"format":"coven-automata/json-store","formatVersion":2,"journalThrough":0,"records":{"counter":{"c":{"version":1,"terminal":false,"data":{"n":1}}}},"log":[{"stream":"counter/c","sequence":0,"data":{"n":1}}]}\n`],
   ['3 (before the line layout)', `{"format":"coven-automata/json-store","formatVersion":3,"journalThrough":0,"nextPosition":1,"records":{\n"counter":{\n"c":{"version":1,"terminal":false,"data":{"n":1}}}},\n"log":[\n{"stream":"counter/c","sequence":0,"position":0,"data":{"n":1}}]}\n`],
-])('a version %s store file opens, positions are its log indexes, and it is written as version 4 on its next fold', async (_, text) => {
+])('a version %s store file opens, positions are its log indexes, and it is written in the current version on its next fold', async (_, text) => {
   const file = freshFile();
   writeFileSync(file, text);
   const store = await JsonFileStore.open(file);
@@ -208,7 +209,7 @@ test.each([
     expect((await tx.append('counter/c', { n: 2 })).position).toBe(1);
   });
   await store.close();
-  expect(JSON.parse(readFileSync(file, 'utf8'))).toMatchObject({ formatVersion: 4, journalThrough: 1, nextPosition: 2, log: [{ position: 0 }, { position: 1 }] });
+  expect(JSON.parse(readFileSync(file, 'utf8'))).toMatchObject({ formatVersion: JSON_STORE_FORMAT_VERSION, journalThrough: 1, nextPosition: 2, log: [{ position: 0 }, { position: 1 }] });
   expect(await counterOf(file)).toEqual({ version: 2, n: 2, log: [1, 2] });
 });
 
