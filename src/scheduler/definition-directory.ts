@@ -40,15 +40,15 @@ export class DefinitionDirectory extends VersionedRecords<PlannableDefinition, D
   }
 
   /**
-   * The definition as `tx` holds it: the copy read earlier when its version is still the current one (nearly
-   * always), else read again. Definitions are never deleted (tombstoning is a state), so a version names one
-   * content.
+   * The definition as `tx` holds it: the copy read earlier (by default the one remembered) when its version
+   * is still the current one (nearly always), else read again; undefined when there is no such definition.
+   * Definitions are never deleted (tombstoning is a state), so a version names one content.
    */
-  async inTransaction(tx: StoreTransaction, seen: PlannableDefinition): Promise<PlannableDefinition | undefined> {
-    const version = await tx.version(DEFINITION_KIND, seen.id);
-    if (version === seen.version) return seen;
+  async inTransaction(tx: StoreTransaction, id: string, seen: PlannableDefinition | undefined = this.remembered(id)): Promise<PlannableDefinition | undefined> {
+    const version = await tx.version(DEFINITION_KIND, id);
     if (version === undefined) return undefined;
-    const record = (await tx.get<DefinitionRecord['data']>(DEFINITION_KIND, seen.id)) as DefinitionRecord;
+    if (version === seen?.version) return seen;
+    const record = (await tx.get<DefinitionRecord['data']>(DEFINITION_KIND, id)) as DefinitionRecord;
     // Not remembered: the next pass's `current` reads it outside any transaction, once it is committed.
     return plannableDefinition(record);
   }

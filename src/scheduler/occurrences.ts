@@ -1,7 +1,6 @@
 import { forEachConcurrently } from '../engine/concurrency.js';
-import { entityState } from '../actors/entity-transition.js';
 import { updateEntityAttributes } from '../actors/entity-transition.js';
-import type { DefinitionRecord } from '../command-handler/definition-commands.js';
+import type { PlannableDefinition } from './definition-directory.js';
 import { liveWorkOf, moveEntity, LIVE_INDEX, type StepContext } from '../engine/lifecycle.js';
 import {
   KINDS,
@@ -14,7 +13,7 @@ import {
   type OutboxEntry,
   type RunAttributes,
 } from '../engine/records.js';
-import { isQuarantined, readDefinitionRecord, type EngineServices } from '../engine/services.js';
+import { isQuarantined, notFound, type EngineServices } from '../engine/services.js';
 import { sideEffectsRuledOut, type SideEffectFacts } from '../guards/occurrence.js';
 import { recordReceipt } from '../dispatcher/receipts.js';
 import { loadAttempt, loadOccurrence, loadRun, settleExpiredHold } from '../dispatcher/settlement.js';
@@ -41,9 +40,9 @@ const touch = (now: string, reason: string) => (a: OccurrenceAttributes): Occurr
  * claim, are disposed of with the reason; a retry cycle (activeRunRef set) continues regardless, since
  * its run already exists and is bounded by its own deadline.
  */
-async function disposeIfStale(step: StepContext, occurrence: OccurrenceRecord, definition: DefinitionRecord): Promise<boolean> {
+async function disposeIfStale(step: StepContext, occurrence: OccurrenceRecord, definition: PlannableDefinition): Promise<boolean> {
   if (occurrence.data.attributes.activeRunRef !== undefined) return false;
-  const state = entityState(definition);
+  const state = definition.state;
   const quarantined = await isQuarantined(step.tx, definition.id);
   if (state !== 'active' || quarantined) {
     const disposition = quarantined ? 'skipped_paused' : (SKIP_FOR_STATE[state] ?? 'skipped_paused');
@@ -53,7 +52,7 @@ async function disposeIfStale(step: StepContext, occurrence: OccurrenceRecord, d
     }));
     return true;
   }
-  const revision = definition.data.attributes.definition.revision;
+  const revision = definition.terms.revision;
   if (revision > occurrence.data.attributes.automationRevision) {
     await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrence.id, { type: 'definition_superseded', actor: 'scheduler', currentRevision: revision }, touch(step.now, `superseded by revision ${revision}`));
     return true;
@@ -62,46 +61,66 @@ async function disposeIfStale(step: StepContext, occurrence: OccurrenceRecord, d
 }
 
 /**
- * One scheduler step for one occurrence, inside its own transaction: eligibility, claim (overlap forbid),
- * lease expiry and recovery determination, held-run deadlines, timeouts.
+ * The state and revision of an occurrence's definition as `tx` holds them, from the engine's directory while
+ * the record's version is current: a claim checks both, and reading and parsing the whole definition (a few
+ * KB) for it was a tenth of a 1000-claim phase.
  */
-export async function advanceOccurrence(svc: EngineServices, step: StepContext, occurrenceId: string, stops: SessionStop[]): Promise<void> {
-  let occurrence = await loadOccurrence(step.tx, occurrenceId);
+async function definitionOf(svc: EngineServices, step: StepContext, automationId: string): Promise<PlannableDefinition> {
+  const definition = await svc.definitions.inTransaction(step.tx, automationId);
+  if (definition === undefined) throw notFound('definition', automationId);
+  return definition;
+}
+
+/**
+ * A planned or eligible occurrence: eligibility, then the claim (overlap forbid), unless its definition is
+ * no longer active or was revised. Only this step reads the definition; every other live occurrence is
+ * advanced without it.
+ */
+async function claimWhenEligible(svc: EngineServices, step: StepContext, planned: OccurrenceRecord): Promise<void> {
+  let occurrence = planned;
+  const occurrenceId = occurrence.id;
   const attributes = occurrence.data.attributes;
   const now = Date.parse(step.now);
-  let state = stateOf(occurrence);
-  const definition = await readDefinitionRecord(step.tx, attributes.automationId);
+  const definition = await definitionOf(svc, step, attributes.automationId);
 
-  if (state === 'planned') {
+  if (stateOf(occurrence) === 'planned') {
     if (await disposeIfStale(step, occurrence, definition)) return;
     if (Date.parse(attributes.scheduledFor) > now) return;
     if (attributes.notBefore !== undefined && Date.parse(attributes.notBefore) > now) return;
     await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrenceId, { type: 'eligibility_passed', actor: 'scheduler' }, (a) => ({ ...touch(step.now, 'eligibility_passed')(a), eligibleAt: step.now }));
     occurrence = await loadOccurrence(step.tx, occurrenceId);
-    state = 'eligible';
   }
 
-  if (state === 'eligible') {
-    if (await disposeIfStale(step, occurrence, definition)) return;
-    if ((await liveWorkOf(step.tx, occurrence.data.attributes.automationId, occurrence.id)) !== undefined) {
-      if (attributes.activeRunRef !== undefined) return;
-      // overlap forbid: a slot that comes due while the automation has live work is skipped, with the reason.
-      await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrenceId, { type: 'misfire', actor: 'scheduler', disposition: 'skipped_overlap' }, (a) => ({
-        ...touch(step.now, 'overlap forbidden: the automation has live work')(a),
-        misfireDisposition: 'skipped_overlap',
-      }));
-      return;
-    }
-    const leaseExpiresAt = svc.leaseExpiresAt(now);
-    await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrenceId, {
-      type: 'claim',
-      actor: 'scheduler',
-      expectedGeneration: occurrenceContext(occurrence).fence.generation,
-      claimedBy: svc.instanceId,
-      leaseExpiresAt,
-    }, (a) => ({ ...touch(step.now, `claimed by ${svc.instanceId}`)(a), claimMetadata: { claimedAt: step.now, leaseMinutes: svc.leaseMinutes } }));
+  if (await disposeIfStale(step, occurrence, definition)) return;
+  if ((await liveWorkOf(step.tx, attributes.automationId, occurrenceId)) !== undefined) {
+    if (attributes.activeRunRef !== undefined) return;
+    // overlap forbid: a slot that comes due while the automation has live work is skipped, with the reason.
+    await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrenceId, { type: 'misfire', actor: 'scheduler', disposition: 'skipped_overlap' }, (a) => ({
+      ...touch(step.now, 'overlap forbidden: the automation has live work')(a),
+      misfireDisposition: 'skipped_overlap',
+    }));
     return;
   }
+  const leaseExpiresAt = svc.leaseExpiresAt(now);
+  await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrenceId, {
+    type: 'claim',
+    actor: 'scheduler',
+    expectedGeneration: occurrenceContext(occurrence).fence.generation,
+    claimedBy: svc.instanceId,
+    leaseExpiresAt,
+  }, (a) => ({ ...touch(step.now, `claimed by ${svc.instanceId}`)(a), claimMetadata: { claimedAt: step.now, leaseMinutes: svc.leaseMinutes } }));
+}
+
+/**
+ * One scheduler step for one occurrence, inside its own transaction: eligibility, claim (overlap forbid),
+ * lease expiry and recovery determination, held-run deadlines, timeouts.
+ */
+export async function advanceOccurrence(svc: EngineServices, step: StepContext, occurrenceId: string, stops: SessionStop[]): Promise<void> {
+  const occurrence = await loadOccurrence(step.tx, occurrenceId);
+  const attributes = occurrence.data.attributes;
+  const now = Date.parse(step.now);
+  let state = stateOf(occurrence);
+  if (state === 'planned' || state === 'eligible') return claimWhenEligible(svc, step, occurrence);
 
   const o = occurrenceContext(occurrence);
   const deadlinePassed = o.deadlineAt !== null && Date.parse(o.deadlineAt) <= now;

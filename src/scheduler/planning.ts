@@ -146,7 +146,7 @@ export async function planDueSlots(svc: EngineServices, errors: Error[] = []): P
     await forEachConcurrently(due, svc.planConcurrency, async (seen) => {
       try {
         const id = await svc.step(async (step) => {
-          const fresh = await svc.definitions.inTransaction(step.tx, seen);
+          const fresh = await svc.definitions.inTransaction(step.tx, seen.id, seen);
           return fresh === undefined ? undefined : planLatestSlot(svc, step, fresh);
         });
         if (id !== undefined) planned.push(id);

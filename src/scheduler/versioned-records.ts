@@ -34,6 +34,11 @@ export class VersionedRecords<T extends { readonly id: string; readonly version:
     if ((this.known.get(record.id)?.version ?? -1) < record.version) this.known.set(record.id, this.project(record));
   }
 
+  /** The projection last read or learned of a record, current or not: callers check its version against a transaction's. */
+  remembered(id: string): T | undefined {
+    return this.known.get(id);
+  }
+
   /** Every record of the kind, in id order, current as of `reader`: unchanged ones from memory, the others read again. */
   async current(reader: StoreReader): Promise<T[]> {
     const versions = await reader.versions(this.kind);
