@@ -70,7 +70,7 @@ function compileCells(): void {
 
 function runArrivals(store: 'json' | 'sqlite'): ArrivalsResult {
   const started = performance.now();
-  const child = spawnSync(process.execPath, ['--expose-gc', join(BUILD_DIR, 'bench', 'slo-arrivals.js'), '--store', store, '--rate', '2000', '--seconds', String(ARRIVAL_SECONDS)], {
+  const child = spawnSync(process.execPath, ['--expose-gc', join(BUILD_DIR, 'bench', 'slo-arrivals.js'), '--store', store, '--rate', '2000', '--seconds', String(ARRIVAL_SECONDS), ...(quick ? ['--idle-settle-s', '0'] : [])], {
     encoding: 'utf8',
     maxBuffer: 64 * 1024 * 1024,
   });
@@ -248,6 +248,7 @@ function main(): void {
     rows.push([label, 'info: latency p50 claim/dispatch/start/settle ms', `${a.latencyMs.claim.p50.toFixed(0)}/${a.latencyMs.dispatch.p50.toFixed(0)}/${a.latencyMs.start.p50.toFixed(0)}/${a.latencyMs.settle.p50.toFixed(0)}`, 'ms', '-', '-', `${a.succeeded}/${a.requested} succeeded, ${refused}`]);
     rows.push([label, 'info: succeeded per minute at 2000/min offered', a.succeededPerMinute, '/min', '-', '-', `${a.definitions} definitions, ${a.sessionMs} ms sessions`]);
     rows.push([label, "baseline: active runs vs Little's law (rate × session)", a.activeRuns.max, 'runs', a.activeRuns.littleBaseline, `${(a.activeRuns.max / a.activeRuns.littleBaseline).toFixed(2)}x`, 'settlement lag adds the rest']);
+    rows.push([label, 'info: RSS after the load, before V8 gave back its heap', a.rssAfterLoadMb, 'MB', '-', '-', `memory.idle: after ${a.idleSettledS.toFixed(0)} s more idling`]);
     rows.push([label, 'info: pass phase p50 plan/advance/dispatch/observe ms', `${a.phaseP50Ms.plan.toFixed(1)}/${a.phaseP50Ms.advance.toFixed(1)}/${a.phaseP50Ms.dispatch.toFixed(1)}/${a.phaseP50Ms.observe.toFixed(1)}`, 'ms', '-', '-', `${a.passMs.samples} passes`]);
   }
   console.log(table(['cell', 'measure', 'value', 'unit', 'gate', 'margin', 'result'], rows));
