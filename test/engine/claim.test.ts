@@ -4,26 +4,14 @@ import { planDueSlots } from '../../src/scheduler/planning.js';
 import type { StoreTransaction } from '../../src/store/store.js';
 import { command, definitionBody } from '../support/commands.js';
 import { harness, type Harness } from '../support/engine-harness.js';
+import { watched } from '../support/watched-reader.js';
 
 /** Records every definition record a transaction reads in full (get), as `kind id`. */
 function countDefinitionGets(h: Harness): string[] {
   const gets: string[] = [];
   const transact = h.store.transact.bind(h.store);
   h.store.transact = <R>(body: (tx: StoreTransaction) => Promise<R> | R): Promise<R> =>
-    transact((tx) =>
-      body(
-        new Proxy(tx, {
-          get(target, property) {
-            const value = Reflect.get(target, property) as unknown;
-            if (typeof value !== 'function') return value;
-            return (...args: unknown[]) => {
-              if (property === 'get' && args[0] === 'definition') gets.push(`${String(args[0])} ${String(args[1])}`);
-              return (value as (...a: unknown[]) => unknown).apply(target, args);
-            };
-          },
-        }),
-      ),
-    );
+    transact((tx) => body(watched(tx, (method, kind, id) => method === 'get' && kind === 'definition' && gets.push(`${kind} ${String(id)}`))));
   return gets;
 }
 

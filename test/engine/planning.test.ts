@@ -5,6 +5,7 @@ import { MemoryStore } from '../../src/store/memory-store.js';
 import type { StoreReader, StoreTransaction } from '../../src/store/store.js';
 import { command, definitionBody } from '../support/commands.js';
 import { harness, type Harness } from '../support/engine-harness.js';
+import { watched } from '../support/watched-reader.js';
 
 /** Before the pass's first transaction, pauses the definition behind the pass's back (another engine, say). */
 function pauseBeforeFirstTransaction(h: Awaited<ReturnType<typeof harness>>): void {
@@ -34,20 +35,6 @@ test('planning uses the definition the pass read only while its version is curre
   expect(errors).toEqual([]);
   expect(await moved.read.occurrences()).toEqual([]);
 });
-
-/** `reader`, with `seen` told of every get and list before it runs. */
-function watched(reader: StoreReader, seen: (method: 'get' | 'list', kind: string, id: unknown) => void): StoreReader {
-  return new Proxy(reader, {
-    get(target, property) {
-      const value = Reflect.get(target, property) as unknown;
-      if (typeof value !== 'function') return value;
-      return (...args: unknown[]) => {
-        if (property === 'get' || property === 'list') seen(property, args[0] as string, args[1]);
-        return (value as (...a: unknown[]) => unknown).apply(target, args);
-      };
-    },
-  });
-}
 
 /** Counts the definition and plan-cursor records read outside transactions (what a pass reads to find due definitions). */
 function countDefinitionReads(h: Harness): { reads: string[] } {
