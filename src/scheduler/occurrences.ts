@@ -81,17 +81,16 @@ async function claimWhenEligible(svc: EngineServices, step: StepContext, planned
   const occurrenceId = occurrence.id;
   const attributes = occurrence.data.attributes;
   const now = Date.parse(step.now);
-  const definition = await definitionOf(svc, step, attributes.automationId);
+  // Once, before either transition: nothing the eligibility transition writes changes what it checks.
+  if (await disposeIfStale(step, occurrence, await definitionOf(svc, step, attributes.automationId))) return;
 
   if (stateOf(occurrence) === 'planned') {
-    if (await disposeIfStale(step, occurrence, definition)) return;
     if (Date.parse(attributes.scheduledFor) > now) return;
     if (attributes.notBefore !== undefined && Date.parse(attributes.notBefore) > now) return;
     await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrenceId, { type: 'eligibility_passed', actor: 'scheduler' }, (a) => ({ ...touch(step.now, 'eligibility_passed')(a), eligibleAt: step.now }));
     occurrence = await loadOccurrence(step.tx, occurrenceId);
   }
 
-  if (await disposeIfStale(step, occurrence, definition)) return;
   if ((await liveWorkOf(step.tx, attributes.automationId, occurrenceId)) !== undefined) {
     if (attributes.activeRunRef !== undefined) return;
     // overlap forbid: a slot that comes due while the automation has live work is skipped, with the reason.
