@@ -40,6 +40,16 @@ export type Observation =
   | { status: 'lost'; detail: string };
 
 /**
+ * What a runtime can prove about a launch whose answer never reached the engine (the engine died while the
+ * launch was being sent). `never_started` is a proof made permanent: the runtime has also made sure that
+ * launch can no longer start, so the engine may settle the attempt as a pre-ownership failure.
+ */
+export type LaunchEvidence =
+  | { evidence: 'started'; sessionId: string; cursors: OutputCursors }
+  | { evidence: 'never_started'; detail: string }
+  | { evidence: 'unknown'; detail: string };
+
+/**
  * What runs attempts. `launch` either starts a session, proves a pre-ownership failure, or throws — and
  * a throw means the launch may or may not have happened, which the engine treats as unconfirmed, never as
  * a failure it may retry. Evidence comes from `observe`; `cancel` is a request whose acknowledgement is a
@@ -54,6 +64,11 @@ export interface Runtime {
   launch(request: LaunchRequest, now: Date): Promise<LaunchResult>;
   observe(sessionId: string, now: Date): Promise<Observation>;
   cancel(sessionId: string, now: Date): Promise<void>;
+  /**
+   * Decides a launch sent under `sessionKey` whose outcome the engine does not know. A runtime without this
+   * method gives no evidence: such launches are settled by lease expiry and recovery, as `unknown` ones are.
+   */
+  launchEvidence?(sessionKey: string, now: Date): Promise<LaunchEvidence>;
 }
 
 /** One entry of a runtime's launch log: what invariant checks compare against the store's history. */
