@@ -96,9 +96,10 @@ async function setup(vector: ConformanceVector): Promise<Run> {
   const start = vector.virtualTime?.start ?? (vector.input.operations?.find((o) => typeof o.at === 'string')?.at as string | undefined) ?? '2026-03-01T00:00:00.000Z';
   const clock = new SimulatedClock(start);
   const store = new MemoryStore();
-  const runtime = new SimulatedRuntime({ runtimeId: 'coven-code', durationMs: 0, sideEffectClass: 'local_write', sideEffectBoundProven: false });
+  // Upstream's model: an hour's lease, and a runtime that cannot say what became of a launch whose answer was lost.
+  const runtime = new SimulatedRuntime({ runtimeId: 'coven-code', durationMs: 0, sideEffectClass: 'local_write', sideEffectBoundProven: false, keepsLaunchEvidence: false });
   let ids = 0;
-  const engine = createEngine({ store, clock, runtimes: [runtime], instanceId: 'conformance-engine', newId: () => `conformance-store-${++ids}` });
+  const engine = createEngine({ store, clock, runtimes: [runtime], instanceId: 'conformance-engine', leaseMinutes: 60, newId: () => `conformance-store-${++ids}` });
   const notes: string[] = [];
   const definitions = (vector.input.definitions ?? []).map((d) => (d.timezone === 'local' ? resolveLocal(d, notes) : d));
   if (definitions.length > 0) {

@@ -15,7 +15,8 @@ import {
   type RunAttributes,
 } from '../engine/records.js';
 import type { EngineServices } from '../engine/services.js';
-import type { LaunchResult } from '../runtime/runtime.js';
+import type { LaunchRequest, LaunchResult } from '../runtime/runtime.js';
+import { integrityProblem, type DefinitionIntegrityError } from './launch-integrity.js';
 import { afterPreOwnershipFailure, attemptIdFor, attemptKeyFor, loadAttempt, loadOccurrence, loadRun, type QuarantineRequest } from './settlement.js';
 import { sha256Hex } from '../contract/digest.js';
 
@@ -121,6 +122,8 @@ export interface LaunchOutcome {
   outboxId: string;
   result: LaunchResult | { outcome: 'unconfirmed'; detail: string } | { outcome: 'skipped'; detail: string };
   quarantine?: QuarantineRequest;
+  /** Why nothing was launched, when the engine itself refused (the definition failed its integrity check). */
+  error?: DefinitionIntegrityError;
 }
 
 /**
@@ -129,6 +132,16 @@ export interface LaunchOutcome {
  * `sending`: it may have happened, so only lease expiry and recovery may decide, never a blind retry.
  */
 export async function releaseLaunch(svc: EngineServices, outboxId: string): Promise<LaunchOutcome> {
+  // Marked before `sending` is committed, so no reader ever sees this launch sent and unowned.
+  svc.launchesInFlight.add(outboxId);
+  try {
+    return await sendAndApply(svc, outboxId);
+  } finally {
+    svc.launchesInFlight.delete(outboxId);
+  }
+}
+
+async function sendAndApply(svc: EngineServices, outboxId: string): Promise<LaunchOutcome> {
   const prepared = await svc.step(async (step) => {
     const outbox = await step.tx.get<OutboxEntry>(KINDS.outbox, outboxId);
     if (outbox === undefined || outbox.data.status !== 'pending') return undefined;
@@ -153,39 +166,39 @@ export async function releaseLaunch(svc: EngineServices, outboxId: string): Prom
       }, (a) => ({ ...a, stateReason: 'launch_issued' }));
     }
     const definition = await pinnedDefinition(step, occurrence.data.attributes.automationId, occurrence.data.attributes.automationRevision);
-    return { outbox: outbox.data, attempt, definition, deadlineAt: runContext(run).deadlineAt };
+    return { outbox: outbox.data, attempt, definition, deadlineAt: runContext(run).deadlineAt, pinnedDigest: occurrence.data.attributes.definitionDigest.value };
   });
   if (prepared === undefined) return { outboxId, result: { outcome: 'skipped', detail: 'nothing to launch' } };
-  const runtime = svc.runtime(prepared.attempt.data.attributes.runtimeId);
+  const integrity = integrityProblem(prepared.definition, prepared.pinnedDigest);
   let result: LaunchResult;
-  if (runtime === undefined) {
-    result = { outcome: 'failed', failureClass: 'launch_refused', detail: `no runtime ${prepared.attempt.data.attributes.runtimeId} is registered` };
+  if (integrity !== undefined) {
+    result = { outcome: 'failed', failureClass: 'launch_refused', detail: integrity.message };
   } else {
-    try {
-      result = await runtime.launch(
-        {
-          sessionKey: outboxId,
-          automationId: prepared.definition.automationId,
-          occurrenceId: prepared.outbox.occurrenceId,
-          runId: prepared.outbox.runId,
-          attemptId: prepared.attempt.id,
-          attemptNumber: attemptContext(prepared.attempt).attemptNumber,
-          prompt: prepared.definition.action.prompt,
-          ...(prepared.definition.action.cwd === undefined ? {} : { cwd: prepared.definition.action.cwd }),
-          ...(prepared.definition.runtimeRequirements?.model === undefined ? {} : { model: prepared.definition.runtimeRequirements.model }),
-          deadlineAt: prepared.deadlineAt,
-        },
-        svc.clock.now(),
-      );
-    } catch (error) {
-      return { outboxId, result: { outcome: 'unconfirmed', detail: (error as Error).message } };
-    }
-    if (svc.faults.bindSecondSession && result.outcome === 'started') {
-      await runtime.launch({ ...launchRequestOf(prepared, outboxId), sessionKey: `${outboxId}:again` }, svc.clock.now()).catch(() => undefined);
-    }
+    const sent = await sendLaunch(svc, prepared, outboxId);
+    if (sent.outcome === 'unconfirmed') return { outboxId, result: sent };
+    result = sent;
   }
   const quarantine = await svc.step((step) => applyLaunchResult(step, outboxId, result));
-  return { outboxId, result, ...(quarantine === undefined ? {} : { quarantine }) };
+  const held = integrity === undefined ? quarantine : { automationId: prepared.definition.automationId, reason: integrity.message };
+  return { outboxId, result, ...(held === undefined ? {} : { quarantine: held }), ...(integrity === undefined ? {} : { error: integrity }) };
+}
+
+/** Calls the runtime; a throw means the launch may or may not have happened. */
+async function sendLaunch(svc: EngineServices, prepared: Prepared, outboxId: string): Promise<LaunchResult | { outcome: 'unconfirmed'; detail: string }> {
+  const runtime = svc.runtime(prepared.attempt.data.attributes.runtimeId);
+  if (runtime === undefined) {
+    return { outcome: 'failed', failureClass: 'launch_refused', detail: `no runtime ${prepared.attempt.data.attributes.runtimeId} is registered` };
+  }
+  let result: LaunchResult;
+  try {
+    result = await runtime.launch(launchRequestOf(prepared, outboxId), svc.clock.now());
+  } catch (error) {
+    return { outcome: 'unconfirmed', detail: (error as Error).message };
+  }
+  if (svc.faults.bindSecondSession && result.outcome === 'started') {
+    await runtime.launch({ ...launchRequestOf(prepared, outboxId), sessionKey: `${outboxId}:again` }, svc.clock.now()).catch(() => undefined);
+  }
+  return result;
 }
 
 async function clearPending(step: StepContext, outboxId: string): Promise<void> {
@@ -193,8 +206,8 @@ async function clearPending(step: StepContext, outboxId: string): Promise<void> 
   if (pending !== undefined) await step.tx.delete('pending-launch', outboxId, pending.version);
 }
 
-/** Commits the runtime's answer to a launch. */
-async function applyLaunchResult(step: StepContext, outboxId: string, result: LaunchResult): Promise<QuarantineRequest | undefined> {
+/** Commits the runtime's answer to a launch (or the evidence that stands for it). */
+export async function applyLaunchResult(step: StepContext, outboxId: string, result: LaunchResult): Promise<QuarantineRequest | undefined> {
   const outbox = await step.tx.get<OutboxEntry>(KINDS.outbox, outboxId);
   if (outbox === undefined || outbox.data.status !== 'sending') return undefined;
   await step.tx.put(KINDS.outbox, outboxId, { ...outbox.data, status: 'done' }, { expectedVersion: outbox.version });
@@ -263,17 +276,20 @@ async function applyLaunchResult(step: StepContext, outboxId: string, result: La
   return afterPreOwnershipFailure(step, occurrenceId, runId, attemptId, result.failureClass, result.detail);
 }
 
-type Prepared = { outbox: OutboxEntry; attempt: Awaited<ReturnType<typeof loadAttempt>>; definition: AutomationDefinition; deadlineAt: string };
+type Prepared = { outbox: OutboxEntry; attempt: Awaited<ReturnType<typeof loadAttempt>>; definition: AutomationDefinition; deadlineAt: string; pinnedDigest?: string };
 
-function launchRequestOf(prepared: Prepared, sessionKey: string) {
+function launchRequestOf(prepared: Prepared, sessionKey: string): LaunchRequest {
+  const { definition } = prepared;
   return {
     sessionKey,
-    automationId: prepared.definition.automationId,
+    automationId: definition.automationId,
     occurrenceId: prepared.outbox.occurrenceId,
     runId: prepared.outbox.runId,
     attemptId: prepared.attempt.id,
     attemptNumber: attemptContext(prepared.attempt).attemptNumber,
-    prompt: prepared.definition.action.prompt,
+    prompt: definition.action.prompt,
+    ...(definition.action.cwd === undefined ? {} : { cwd: definition.action.cwd }),
+    ...(definition.runtimeRequirements?.model === undefined ? {} : { model: definition.runtimeRequirements.model }),
     deadlineAt: prepared.deadlineAt,
   };
 }

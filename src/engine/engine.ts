@@ -11,9 +11,11 @@ import { systemClock, type Clock } from './clock.js';
 import { LIVE_INDEX } from './lifecycle.js';
 import { KINDS, stateOf } from './records.js';
 import { forEachConcurrently } from './concurrency.js';
-import { DEFAULT_LEASE_MINUTES, EngineServices } from './services.js';
+import { DEFAULT_LEASE_SECONDS, EngineServices } from './services.js';
 import { nextWakeAt, OBSERVE_INTERVAL_MS } from './next-wake.js';
 import { NO_FAULTS, type EngineFaults } from './faults.js';
+import { renewOwnerLease, RENEWALS_PER_LEASE } from './owner-lease.js';
+import { resolveOrphanedLaunches } from '../dispatcher/orphaned-launches.js';
 import { InspectionMirror } from './inspection.js';
 import type { InspectionEvent } from 'xstate';
 import { operatorCommands } from '../command-handler/operator-commands.js';
@@ -33,6 +35,13 @@ export interface EngineOptions {
   clock?: Clock;
   /** Names this engine in claims (`claimedBy`) and event producers; unique per process. */
   instanceId?: string;
+  /**
+   * A claim's lease (default {@link DEFAULT_LEASE_SECONDS}). The engine renews its own owner lease while it
+   * runs, so this bounds how long a dead engine's undecided launches wait before recovery, not how long a
+   * live one may take.
+   */
+  leaseSeconds?: number;
+  /** The lease in minutes, as upstream configures it; `leaseSeconds` wins when both are given. */
   leaseMinutes?: number;
   /**
    * Definitions, occurrences or attempts a pass phase handles at once (default 64). Each still commits in its
@@ -109,6 +118,7 @@ export class Engine {
   private mirror: InspectionMirror | undefined;
   private unsubscribe: (() => void) | undefined;
   private onPass: ((report: TickReport) => void) | undefined;
+  private renewal: NodeJS.Timeout | undefined;
 
   constructor(options: EngineOptions) {
     const clock = options.clock ?? systemClock;
@@ -121,7 +131,7 @@ export class Engine {
       new Map(options.runtimes.map((r) => [r.runtimeId, r])),
       instanceId,
       producer,
-      options.leaseMinutes ?? DEFAULT_LEASE_MINUTES,
+      options.leaseSeconds !== undefined ? options.leaseSeconds * 1000 : options.leaseMinutes !== undefined ? options.leaseMinutes * 60_000 : DEFAULT_LEASE_SECONDS * 1000,
       newId,
       { ...NO_FAULTS, ...options.faults },
     );
@@ -161,10 +171,14 @@ export class Engine {
     report.planned = (await planDueSlots(svc, report.errors)).length;
     timed('plan');
     if (options.crashBefore === 'claim') return report;
+    // Before leases are judged: an orphaned launch that evidence can decide must never be treated as unknown.
+    for (const outcome of await resolveOrphanedLaunches(svc, report.errors)) report.launches.push(await this.quarantineAfter(outcome));
     const stops = await advanceAll(svc, report.errors);
     for (const stop of stops) await svc.runtime(stop.runtimeId)?.cancel(stop.sessionId, svc.clock.now()).catch(() => undefined);
     timed('advance');
     if (options.crashBefore === 'dispatch') return report;
+    // After this pass's claims, before its launches: another engine must see this one alive while they run.
+    await renewOwnerLease(svc);
     report.launches = await this.dispatchAll(report.errors);
     report.launched = report.launches.filter((l) => l.result.outcome === 'started').length;
     timed('dispatch');
@@ -226,7 +240,10 @@ export class Engine {
   }
 
   private async release(outboxId: string): Promise<LaunchOutcome> {
-    const outcome = await releaseLaunch(this.services, outboxId);
+    return this.quarantineAfter(await releaseLaunch(this.services, outboxId));
+  }
+
+  private async quarantineAfter(outcome: LaunchOutcome): Promise<LaunchOutcome> {
     if (outcome.quarantine !== undefined) {
       const { automationId, reason } = outcome.quarantine;
       await this.services.step(async (step) => {
@@ -253,6 +270,9 @@ export class Engine {
     });
     this.schedule(0);
     this.onPass = onPass;
+    // Passes renew too; the timer keeps the lease while one pass runs long.
+    this.renewal = setInterval(() => void renewOwnerLease(this.services).catch(() => undefined), this.services.leaseMs / RENEWALS_PER_LEASE);
+    this.renewal.unref();
   }
 
   async stop(): Promise<void> {
@@ -261,6 +281,8 @@ export class Engine {
     this.unsubscribe?.();
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.timer = undefined;
+    if (this.renewal !== undefined) clearInterval(this.renewal);
+    this.renewal = undefined;
     await this.running?.catch(() => undefined);
   }
 

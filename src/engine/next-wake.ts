@@ -28,7 +28,9 @@ export async function nextWakeAt(svc: EngineServices, reader: StoreReader): Prom
     const state = stateOf(occurrence);
     if (state === 'planned') consider(occurrence.data.attributes.notBefore ?? occurrence.data.attributes.scheduledFor);
     if (state === 'eligible') consider(now);
-    if (state === 'claimed' || state === 'dispatching') consider(o.fence.leaseExpiresAt === null ? null : Date.parse(o.fence.leaseExpiresAt) + 1);
+    // A lease that already lapsed is not a wake-up: its launch was decided, or a live sender still owns it.
+    const leaseEnd = o.fence.leaseExpiresAt === null ? Number.NaN : Date.parse(o.fence.leaseExpiresAt) + 1;
+    if ((state === 'claimed' || state === 'dispatching') && leaseEnd > now) consider(leaseEnd);
     if (o.deadlineAt !== null) consider(o.deadlineAt);
   }
   const cursors = new Map((await svc.planCursors.current(reader)).map((c) => [c.id, c.lastSlot]));

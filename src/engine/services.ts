@@ -13,8 +13,12 @@ import { KINDS } from './records.js';
 import { NO_FAULTS, type EngineFaults } from './faults.js';
 import type { CommittedTransition } from './inspection.js';
 
-/** Contract default and upstream's scheduler value: a claim holds its occurrence for an hour. */
-export const DEFAULT_LEASE_MINUTES = 60;
+/**
+ * How long a claim holds its occurrence without its owner (upstream's scheduler holds one for an hour). The
+ * owner renews its own lease while it lives (see owner-lease.ts), so only a dead owner's claims lapse, and
+ * what a dead owner left undecided waits this long at most for recovery.
+ */
+export const DEFAULT_LEASE_SECONDS = 15;
 /** Distinct (rule, zone) expanders kept: far more than installations use, and a bound on what they cost. */
 export const SCHEDULE_CACHE_SIZE = 1024;
 /**
@@ -41,15 +45,29 @@ export class EngineServices {
     readonly runtimes: ReadonlyMap<string, Runtime>,
     readonly instanceId: string,
     readonly producer: ProducerIdentity,
-    readonly leaseMinutes: number,
+    /** A claim's and an owner's lease term. */
+    readonly leaseMs: number,
     private readonly newId: () => string,
     readonly faults: EngineFaults = NO_FAULTS,
   ) {}
 
   /** When a claim or attempt made at `now` (ISO instant or epoch ms) loses its lease. */
   leaseExpiresAt(now: string | number): string {
-    return new Date((typeof now === 'number' ? now : Date.parse(now)) + this.leaseMinutes * 60_000).toISOString();
+    return new Date((typeof now === 'number' ? now : Date.parse(now)) + this.leaseMs).toISOString();
   }
+
+  /** The lease term in the contract's unit (claimMetadata.leaseMinutes). */
+  get leaseMinutes(): number {
+    return this.leaseMs / 60_000;
+  }
+
+  /**
+   * Launches this engine has sent and not yet heard back about (outbox ids). Only this process can answer
+   * for them; any other `sending` launch is an orphan whose outcome must come from runtime evidence.
+   */
+  readonly launchesInFlight = new Set<string>();
+  /** Engine-clock instant of this instance's last owner-lease renewal. */
+  ownerLeaseRenewedAt = Number.NEGATIVE_INFINITY;
 
   /** Every definition as planning reads it, remembered between passes (checked against record versions). */
   readonly definitions = new DefinitionDirectory();

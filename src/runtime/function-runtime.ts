@@ -1,6 +1,6 @@
 import { sha256Hex } from '../contract/digest.js';
 import type { SideEffectClass } from '../contract/vocabulary.js';
-import type { LaunchRecord, LaunchRequest, LaunchResult, Observation, Runtime } from './runtime.js';
+import type { LaunchEvidence, LaunchRecord, LaunchRequest, LaunchResult, Observation, Runtime } from './runtime.js';
 
 /** What an in-process automation returns: its outcome and, optionally, output to digest. */
 export interface FunctionResult {
@@ -15,7 +15,10 @@ interface Session {
 
 /**
  * Runs attempts as async functions inside the embedding process. Sessions live in memory: after a
- * process restart they are `lost`, and the engine sends them to operator recovery rather than guessing.
+ * process restart they are `lost`, and the engine sends them to operator recovery rather than guessing. Its
+ * launch evidence covers this process only: a launch sent by a process that died may have run part of its
+ * function before it died with it, so such a launch is `unknown` and goes to recovery when its lease lapses
+ * (failed outright when the runtime's side-effect bound is proven, else to the operator).
  *
  * @example
  * ```ts
@@ -28,6 +31,7 @@ interface Session {
 export class FunctionRuntime implements Runtime {
   readonly launches: LaunchRecord[] = [];
   private readonly sessions = new Map<string, Session>();
+  private readonly byKey = new Map<string, string>();
   private counter = 0;
 
   constructor(
@@ -41,6 +45,7 @@ export class FunctionRuntime implements Runtime {
     const sessionId = `fn-${++this.counter}-${request.attemptId}`.slice(0, 160);
     const session: Session = { abort: new AbortController() };
     this.sessions.set(sessionId, session);
+    this.byKey.set(request.sessionKey, sessionId);
     this.launches.push({ sessionKey: request.sessionKey, attemptId: request.attemptId, at: now.toISOString() });
     // Started, not awaited: the worker observes the outcome on its next pass.
     void Promise.resolve()
@@ -54,6 +59,12 @@ export class FunctionRuntime implements Runtime {
         },
       );
     return { outcome: 'started', sessionId, cursors: { eventCursor: `${sessionId}:0` } };
+  }
+
+  async launchEvidence(sessionKey: string): Promise<LaunchEvidence> {
+    const sessionId = this.byKey.get(sessionKey);
+    if (sessionId !== undefined) return { evidence: 'started', sessionId, cursors: { eventCursor: `${sessionId}:0` } };
+    return { evidence: 'unknown', detail: 'an in-process function keeps no evidence beyond its own process' };
   }
 
   async observe(sessionId: string): Promise<Observation> {

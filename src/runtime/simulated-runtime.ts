@@ -1,6 +1,6 @@
 import { sha256Hex } from '../contract/digest.js';
 import type { SideEffectClass } from '../contract/vocabulary.js';
-import type { LaunchRecord, LaunchRequest, LaunchResult, Observation, Runtime } from './runtime.js';
+import type { LaunchEvidence, LaunchRecord, LaunchRequest, LaunchResult, Observation, Runtime } from './runtime.js';
 
 /**
  * How one simulated launch behaves:
@@ -59,7 +59,17 @@ export class SimulatedRuntime implements Runtime {
   defaultBehavior: SimulatedBehavior;
   durationMs: number;
 
-  constructor(options: { runtimeId?: string; defaultBehavior?: SimulatedBehavior; durationMs?: number; sideEffectClass?: SideEffectClass; sideEffectBoundProven?: boolean } = {}) {
+  /** Session ids by the launch's session key, and the keys fenced off as never started. */
+  private readonly byKey = new Map<string, string>();
+  private readonly fenced = new Set<string>();
+  private readonly keepsEvidence: boolean;
+
+  /**
+   * `keepsLaunchEvidence: false` models a runtime that cannot say what became of a launch whose answer was lost
+   * (upstream's conformance model): such launches are left to the lease and recovery.
+   */
+  constructor(options: { runtimeId?: string; defaultBehavior?: SimulatedBehavior; durationMs?: number; sideEffectClass?: SideEffectClass; sideEffectBoundProven?: boolean; keepsLaunchEvidence?: boolean } = {}) {
+    this.keepsEvidence = options.keepsLaunchEvidence ?? true;
     this.runtimeId = options.runtimeId ?? 'coven-code';
     this.defaultBehavior = options.defaultBehavior ?? 'succeed';
     this.durationMs = options.durationMs ?? 60_000;
@@ -74,6 +84,7 @@ export class SimulatedRuntime implements Runtime {
 
   async launch(request: LaunchRequest, now: Date): Promise<LaunchResult> {
     this.launchCalls += 1;
+    if (this.fenced.has(request.sessionKey)) return { outcome: 'failed', failureClass: 'launch_refused', detail: 'this launch was fenced off as never started' };
     const behavior = this.queue.shift() ?? this.defaultBehavior;
     if (behavior === 'refuse') return { outcome: 'failed', failureClass: 'launch_refused', detail: 'simulated deterministic refusal' };
     if (behavior === 'unavailable') return { outcome: 'failed', failureClass: 'runtime_unavailable', detail: 'simulated runtime unavailable' };
@@ -81,6 +92,7 @@ export class SimulatedRuntime implements Runtime {
     const sessionId = `sim-${++this.counter}-${request.attemptId}`.slice(0, 160);
     this.launches.push({ sessionKey: request.sessionKey, attemptId: request.attemptId, at: now.toISOString() });
     this.sessions.set(sessionId, { behavior, startedAt: now.getTime(), durationMs: this.durationMs, cancelledAt: null, observations: 0 });
+    this.byKey.set(request.sessionKey, sessionId);
     if (behavior === 'crash-during-launch') throw new Error('simulated crash after the session started');
     return { outcome: 'started', sessionId, cursors: { eventCursor: `${sessionId}:0`, logCursor: '0' } };
   }
@@ -107,6 +119,14 @@ export class SimulatedRuntime implements Runtime {
       default:
         return done ? { status: 'exited', outcome: 'succeeded', exitCode: 0, cancelled: false, outputDigest: digestOf(sessionId, 0) } : { status: 'running' };
     }
+  }
+
+  async launchEvidence(sessionKey: string): Promise<LaunchEvidence> {
+    if (!this.keepsEvidence) return { evidence: 'unknown', detail: 'this simulated runtime keeps no launch evidence' };
+    const sessionId = this.byKey.get(sessionKey);
+    if (sessionId !== undefined) return { evidence: 'started', sessionId, cursors: { eventCursor: `${sessionId}:0`, logCursor: '0' } };
+    this.fenced.add(sessionKey);
+    return { evidence: 'never_started', detail: `no simulated session was started for ${sessionKey}` };
   }
 
   async cancel(sessionId: string, now?: Date): Promise<void> {

@@ -14,6 +14,7 @@ import {
   type RunAttributes,
 } from '../engine/records.js';
 import { isQuarantined, notFound, type EngineServices } from '../engine/services.js';
+import { launchOrphaned } from '../engine/owner-lease.js';
 import { sideEffectsRuledOut, type SideEffectFacts } from '../guards/occurrence.js';
 import { recordReceipt } from '../dispatcher/receipts.js';
 import { loadAttempt, loadOccurrence, loadRun, settleExpiredHold } from '../dispatcher/settlement.js';
@@ -129,7 +130,7 @@ export async function advanceOccurrence(svc: EngineServices, step: StepContext, 
     return;
   }
 
-  if ((state === 'claimed' || state === 'dispatching') && !o.runtimeEvidenceRecorded && o.fence.leaseExpiresAt !== null && Date.parse(o.fence.leaseExpiresAt) < now) {
+  if ((state === 'claimed' || state === 'dispatching') && !o.runtimeEvidenceRecorded && o.fence.leaseExpiresAt !== null && Date.parse(o.fence.leaseExpiresAt) < now && (await launchLeftUndecided(svc, step, occurrence))) {
     await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrenceId, { type: 'lease_expired', actor: 'scheduler' }, (a) => ({
       ...touch(step.now, 'lease expired without runtime evidence')(a),
       recovery: { enteredAt: step.now, evidence: 'lease_expired' },
@@ -145,6 +146,24 @@ export async function advanceOccurrence(svc: EngineServices, step: StepContext, 
   if (state === 'running' && deadlinePassed) {
     await timeOut(svc, step, occurrenceId, stops);
   }
+}
+
+/**
+ * Whether a lapsed claim's lease means anything: its launch was sent and its sender can no longer answer for
+ * it (evidence, asked first, decided nothing). A claim with nothing sent is dispatched under its fence by
+ * whichever engine gets to it, never expired; a launch its live sender still waits for is left to it.
+ */
+async function launchLeftUndecided(svc: EngineServices, step: StepContext, occurrence: OccurrenceRecord): Promise<boolean> {
+  const runId = occurrence.data.attributes.activeRunRef;
+  if (runId === undefined) return false;
+  const attemptId = (await loadRun(step.tx, runId)).data.attributes.attemptIds.at(-1);
+  if (attemptId === undefined) return false;
+  const attempt = await loadAttempt(step.tx, attemptId);
+  if (stateOf(attempt) !== 'dispatching') return false;
+  const outboxId = `${attemptId}#${attemptContext(attempt).dispatchGeneration}`;
+  const outbox = await step.tx.get<OutboxEntry>(KINDS.outbox, outboxId);
+  if (outbox === undefined || outbox.data.status !== 'sending') return false;
+  return launchOrphaned(svc, step.tx, outboxId, attempt.data.attributes.workerCorrelation?.workerId);
 }
 
 /** What the store proves about the current attempt's launch, and what its runtime can do at most. */

@@ -1,3 +1,4 @@
+import { SimulatedRuntime } from '../../src/runtime/simulated-runtime.js';
 import { describe, expect, test } from 'vitest';
 import { harness } from '../support/engine-harness.js';
 import { command, expectRejected } from '../support/commands.js';
@@ -138,17 +139,18 @@ describe('retries, holds, quarantine and recovery', () => {
     expectRejected(await h.engine.commands.handle(command('occurrence.recover.v1', { occurrenceId, evidenceDetermination: 'failed_deterministic', statement: 'again' })), 'ILLEGAL_TRANSITION');
   });
 
-  test('a launch whose answer is lost stays unconfirmed; lease expiry sends it to operator recovery, never relaunched', async () => {
-    const h = await harness();
+  test('a launch whose answer is lost, on a runtime without launch evidence, stays unconfirmed; lease expiry sends it to operator recovery, never relaunched', async () => {
+    const h = await harness({ runtime: new SimulatedRuntime({ durationMs: 60_000, keepsLaunchEvidence: false }) });
     h.runtime.enqueue('crash-during-launch');
     h.clock.set(at('09:00:00'));
     const tick = await h.engine.tick();
     expect(tick.launches[0]?.result.outcome).toBe('unconfirmed');
     expect((await h.read.occurrences())[0]).toMatchObject({ state: 'claimed' });
-    h.clock.set(at('09:30:00'));
+    h.clock.set(at('09:00:10'));
     await h.engine.tick();
+    expect((await h.read.occurrences())[0]).toMatchObject({ state: 'claimed' });
     expect(h.runtime.launches).toHaveLength(1);
-    h.clock.set(at('10:00:01'));
+    h.clock.set(at('09:00:16'));
     await h.engine.tick();
     expect((await h.read.occurrences())[0]).toMatchObject({ state: 'recovery_required', recovery: { evidence: 'dispatch_unconfirmed' } });
     expect((await h.read.attempts())[0]).toMatchObject({ state: 'ambiguous' });

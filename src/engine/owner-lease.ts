@@ -1,0 +1,76 @@
+import { hostname } from 'node:os';
+import type { StoreReader, StoreTransaction } from '../store/store.js';
+import { LIVE_INDEX } from './lifecycle.js';
+import type { EngineServices } from './services.js';
+
+/** `<instanceId>`: the engine instance's own lease, renewed while it runs. */
+export const OWNER_LEASE_KIND = 'owner-lease';
+
+/** What an engine instance says of itself while it lives. */
+export interface OwnerLease {
+  instanceId: string;
+  pid: number;
+  host: string;
+  renewedAt: string;
+  expiresAt: string;
+}
+
+/** Renewing this often keeps the lease live through two missed renewals. */
+export const RENEWALS_PER_LEASE = 3;
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Renews this engine's owner lease when a third of it has passed and live work exists (or always, with
+ * `force`): one small commit per renewal, never one per pass, and none while the store is idle. A claim's
+ * recorded term does not move (the contract has no renewal event); what keeps a live engine's claims from
+ * lapsing is this lease, which every other engine checks first.
+ */
+export async function renewOwnerLease(svc: EngineServices, force = false): Promise<void> {
+  const now = svc.clock.now().getTime();
+  if (!force && now < svc.ownerLeaseRenewedAt + svc.leaseMs / RENEWALS_PER_LEASE) return;
+  if (!force && (await svc.store.read((r) => r.list(LIVE_INDEX.occurrence))).length === 0) return;
+  await svc.store.transact(async (tx) => {
+    const current = await tx.get<OwnerLease>(OWNER_LEASE_KIND, svc.instanceId);
+    const lease: OwnerLease = {
+      instanceId: svc.instanceId,
+      pid: process.pid,
+      host: hostname(),
+      renewedAt: new Date(now).toISOString(),
+      expiresAt: new Date(now + svc.leaseMs).toISOString(),
+    };
+    await tx.put(OWNER_LEASE_KIND, svc.instanceId, lease, { expectedVersion: current?.version ?? null });
+  });
+  svc.ownerLeaseRenewedAt = now;
+}
+
+/**
+ * Whether the engine instance `ownerId` still holds what it claimed: its owner lease is unexpired and, when it
+ * ran on this host in another process, that process is alive (a file store's new owner then knows at once
+ * that the old one is gone, instead of waiting out its lease). An instance that never wrote a lease is gone.
+ */
+export async function ownerAlive(svc: EngineServices, reader: StoreReader | StoreTransaction, ownerId: string): Promise<boolean> {
+  if (ownerId === svc.instanceId) return true;
+  const lease = await reader.get<OwnerLease>(OWNER_LEASE_KIND, ownerId);
+  if (lease === undefined) return false;
+  if (Date.parse(lease.data.expiresAt) <= svc.clock.now().getTime()) return false;
+  if (lease.data.host === hostname() && lease.data.pid !== process.pid && !processAlive(lease.data.pid)) return false;
+  return true;
+}
+
+/**
+ * Whether a launch sent by `dispatcherId` is an orphan: its sender can no longer answer for it. This engine's
+ * own launches are orphans once nothing here waits for them (the runtime call threw, or a restart under the
+ * same instance id); another engine's are orphans once that engine is gone.
+ */
+export async function launchOrphaned(svc: EngineServices, reader: StoreReader | StoreTransaction, outboxId: string, dispatcherId: string | undefined): Promise<boolean> {
+  if (dispatcherId === undefined || dispatcherId === svc.instanceId) return !svc.launchesInFlight.has(outboxId);
+  return !(await ownerAlive(svc, reader, dispatcherId));
+}

@@ -1,0 +1,84 @@
+import { describe, expect, test } from 'vitest';
+import { harness } from '../support/engine-harness.js';
+import { createEngine } from '../../src/engine/engine.js';
+import { SimulatedRuntime } from '../../src/runtime/simulated-runtime.js';
+import { MemoryStore } from '../../src/store/memory-store.js';
+import { OWNER_LEASE_KIND } from '../../src/engine/owner-lease.js';
+import type { LaunchRequest, LaunchResult } from '../../src/runtime/runtime.js';
+
+const at = (time: string) => `2026-03-02T${time}.000Z`;
+
+/** A runtime whose next launch call dies before it reaches the session (the sender's process died mid-call). */
+class DyingSender extends SimulatedRuntime {
+  dieOnNextLaunch = false;
+  override async launch(request: LaunchRequest, now: Date): Promise<LaunchResult> {
+    if (this.dieOnNextLaunch) {
+      this.dieOnNextLaunch = false;
+      throw new Error('the sender died before the launch reached the runtime');
+    }
+    return super.launch(request, now);
+  }
+}
+
+describe('launches whose answer never arrived are decided from runtime evidence', () => {
+  test('a session the runtime proves started is bound and observed to its end, never launched again', async () => {
+    const h = await harness();
+    h.runtime.enqueue('crash-during-launch');
+    h.clock.set(at('09:00:00'));
+    expect((await h.engine.tick()).launches[0]?.result.outcome).toBe('unconfirmed');
+    h.clock.set(at('09:00:01'));
+    await h.engine.tick();
+    expect((await h.read.occurrences())[0]).toMatchObject({ state: 'running' });
+    expect((await h.read.attempts())[0]).toMatchObject({ state: 'observing' });
+    expect(h.runtime.launches).toHaveLength(1);
+  });
+
+  test('a launch the runtime proves never started fails before ownership and is retried under the policy', async () => {
+    const runtime = new DyingSender({ durationMs: 0 });
+    const h = await harness({ runtime });
+    runtime.dieOnNextLaunch = true;
+    h.clock.set(at('09:00:00'));
+    expect((await h.engine.tick()).launches[0]?.result.outcome).toBe('unconfirmed');
+    h.clock.set(at('09:00:01'));
+    await h.engine.tick();
+    const [first] = await h.read.attempts();
+    expect(first).toMatchObject({ state: 'failed', stateReason: expect.stringMatching(/proves no session started and none will/) });
+    expect((await h.read.occurrences())[0]).toMatchObject({ state: 'planned' });
+    // The fenced launch can never start: the session key is refused from now on.
+    expect(runtime.launches).toHaveLength(0);
+    h.clock.set(at('09:00:40'));
+    await h.engine.tick();
+    h.clock.set(at('09:00:41'));
+    await h.engine.tick();
+    expect((await h.read.occurrences())[0]).toMatchObject({ state: 'succeeded' });
+    expect(runtime.launches).toHaveLength(1);
+  });
+
+  test("a restarted engine decides a dead engine's orphan at once, without waiting for its lease", async () => {
+    const store = new MemoryStore();
+    const runtime = new SimulatedRuntime({ durationMs: 60_000 });
+    const h = await harness({ store, runtime, instanceId: 'engine-dead' });
+    runtime.enqueue('crash-during-launch');
+    h.clock.set(at('09:00:00'));
+    await h.engine.tick();
+    // The dead engine's owner lease says it is alive until 09:00:15; its launch is its own until then.
+    const other = createEngine({ store, clock: h.clock, runtimes: [runtime], instanceId: 'engine-new', newId: () => 'unused' });
+    await other.tick();
+    expect((await h.read.occurrences())[0]).toMatchObject({ state: 'claimed' });
+    h.clock.set(at('09:00:16'));
+    await other.tick();
+    expect((await h.read.occurrences())[0]).toMatchObject({ state: 'running' });
+    expect(runtime.launches).toHaveLength(1);
+    const leases = await store.read((r) => r.list(OWNER_LEASE_KIND));
+    expect(leases.map((l) => l.id).sort()).toEqual(['engine-dead', 'engine-new']);
+  });
+
+  test('an idle engine commits nothing to keep its lease', async () => {
+    const h = await harness();
+    for (const time of ['08:10:00', '08:20:00', '08:30:00']) {
+      h.clock.set(at(time));
+      await h.engine.tick();
+    }
+    expect(await h.store.read((r) => r.list(OWNER_LEASE_KIND))).toEqual([]);
+  });
+});
