@@ -2,6 +2,7 @@ import { describe, expect, test } from 'vitest';
 import { harness } from '../support/engine-harness.js';
 import { createEngine } from '../../src/engine/engine.js';
 import { SimulatedRuntime } from '../../src/runtime/simulated-runtime.js';
+import { FunctionRuntime } from '../../src/runtime/function-runtime.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import { OWNER_LEASE_KIND } from '../../src/engine/owner-lease.js';
 import type { LaunchRequest, LaunchResult } from '../../src/runtime/runtime.js';
@@ -71,6 +72,21 @@ describe('launches whose answer never arrived are decided from runtime evidence'
     expect(runtime.launches).toHaveLength(1);
     const leases = await store.read((r) => r.list(OWNER_LEASE_KIND));
     expect(leases.map((l) => l.id).sort()).toEqual(['engine-dead', 'engine-new']);
+  });
+
+  test("an in-process function's session died with its process: the next engine sends it to the operator at once", async () => {
+    const store = new MemoryStore();
+    const never = () => new Promise<never>(() => undefined);
+    const first = new FunctionRuntime('coven-code', never);
+    const h = await harness({ store, runtime: first as unknown as SimulatedRuntime, instanceId: 'engine-gone' });
+    h.clock.set(at('09:00:00'));
+    await h.engine.tick();
+    expect((await h.read.occurrences())[0]).toMatchObject({ state: 'running' });
+    const next = createEngine({ store, clock: h.clock, runtimes: [new FunctionRuntime('coven-code', never)], instanceId: 'engine-next', newId: () => 'unused' });
+    h.clock.set(at('09:00:01'));
+    await next.tick();
+    expect((await h.read.occurrences())[0]).toMatchObject({ state: 'recovery_required', recovery: { evidence: 'runtime_lost' } });
+    expect((await h.read.attempts())[0]).toMatchObject({ state: 'ambiguous' });
   });
 
   test('an idle engine commits nothing to keep its lease', async () => {
