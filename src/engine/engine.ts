@@ -218,6 +218,8 @@ export class Engine {
       try {
         const outcome = await work();
         if (outcome !== undefined) outcomes.push(outcome);
+        // The engine refused to launch (integrity): an operator must hear of it, not only the records.
+        if (outcome?.error !== undefined) errors.push(outcome.error);
       } catch (error) {
         errors.push(new Error(`dispatcher: ${what}: ${(error as Error).message}`, { cause: error }));
       }

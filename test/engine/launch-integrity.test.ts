@@ -48,6 +48,8 @@ describe('a launch verifies the definition revision it executes', () => {
     const launch = tick.launches[0]!;
     expect(launch.result).toMatchObject({ outcome: 'failed', failureClass: 'launch_refused' });
     expect(launch.error).toBeInstanceOf(DefinitionIntegrityError);
+    expect(tick.errors).toContain(launch.error);
+    expect(launch.error?.code).toBe('INTERNAL');
     expect(launch.error?.message).toMatch(/definition daily revision \d+ failed its integrity check before launch.*nothing was launched/);
     expect((await h.read.attempts())[0]).toMatchObject({ state: 'failed' });
     // An ordinary run is held for the operator, as after any deterministic refusal; nothing runs meanwhile.
