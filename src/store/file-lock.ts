@@ -1,6 +1,6 @@
+import { closeSync, constants, fchmodSync, fstatSync, ftruncateSync, openSync, readFileSync, rmdirSync, statSync, writeSync, type Stats } from 'node:fs';
 import { hostname } from 'node:os';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
-import lockfile from 'proper-lockfile';
+import nativeFs from 'fs-native-extensions';
 import { StoreLockedError } from './store.js';
 
 interface LockOwner {
@@ -9,21 +9,164 @@ interface LockOwner {
   acquiredAt: string;
 }
 
-/** proper-lockfile refreshes the lock's mtime at half this period; a lock untouched this long is stale. */
-const STALE_AFTER_MS = 10_000;
+/**
+ * The file whose kernel lock is the store's ownership, and in which the holder writes who it is. Engines
+ * before the kernel lock wrote their owner description to this same path in this same format.
+ */
+export const lockFilePath = (file: string): string => `${file}.owner`;
 
-function isAlive(pid: number): boolean {
+/** The directory proper-lockfile made for engines before the kernel lock. */
+const legacyLockPath = (file: string) => `${file}.lock`;
+/** Those engines refreshed that directory's mtime every 5 s; one touched more recently may still be held. */
+const LEGACY_STALE_MS = 10_000;
+/**
+ * How long an opener keeps trying while the lock is held but its record names no running process: the
+ * holder records itself right after it locks, and a killed holder's descriptors close a moment after its
+ * pid turns zombie, so either wait ends within milliseconds.
+ */
+const SETTLE_WITHIN_MS = 2_000;
+/** Opening the lock file again when the path was swapped under us: only an outside hand does that. */
+const MAX_OPEN_ATTEMPTS = 5;
+/** No symlink is followed: the lock file is truncated and written, so a planted link must not aim that elsewhere. */
+const OPEN_FLAGS = constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW;
+const PRIVATE_FILE = 0o600;
+
+export interface HeldLock {
+  release(): Promise<void>;
+  /**
+   * Set once the lock file was removed or replaced (by an operator or a restore): the kernel lock still
+   * stands, but on a file no other opener will find, so a second owner could start. The holder stops
+   * committing when this is set.
+   */
+  compromised(): Error | undefined;
+}
+
+/**
+ * Takes the single-writer lock of a store file: an exclusive kernel lock (an open-file-description lock on
+ * Linux, flock on macOS) on `<file>.owner`, taken in one atomic step and held for the life of the process.
+ * The kernel drops it when the holder dies however it dies, so a dead owner's store opens at once, and no
+ * staleness is ever judged. A live holder, in this process or another, is named in the error.
+ *
+ * @example
+ * ```ts
+ * const lock = await acquireStoreLock('/var/lib/coven/automations.json'); // or throws StoreLockedError
+ * try {
+ *   if (lock.compromised() === undefined) commit();
+ * } finally {
+ *   await lock.release();
+ * }
+ * ```
+ */
+export async function acquireStoreLock(file: string): Promise<HeldLock> {
+  const path = lockFilePath(file);
+  const locked = await lockOrNameHolder(file, path);
   try {
-    process.kill(pid, 0);
-    return true;
+    fchmodSync(locked.fd, PRIVATE_FILE);
+    refuseLiveLegacyLock(file, path);
+    recordOwner(locked.fd);
   } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
+    closeSync(locked.fd);
+    throw error;
   }
+  return heldLock(path, locked.fd, locked.stats);
+}
+
+/**
+ * Takes the lock, or refuses naming the holder. While the lock is held by a process whose record is not
+ * written yet, or that is dead but not yet torn down, the lock is simply tried again: nothing here judges
+ * the holder dead, the kernel alone hands the lock over.
+ */
+async function lockOrNameHolder(file: string, path: string): Promise<{ fd: number; stats: Stats }> {
+  const deadline = Date.now() + SETTLE_WITHIN_MS;
+  for (;;) {
+    const locked = lockedDescriptor(path);
+    if (locked !== undefined) return locked;
+    const owner = readOwner(path);
+    if (owner !== undefined && (owner.hostname !== hostname() || isRunning(owner.pid))) throw new StoreLockedError(file, describeOwner(owner));
+    if (Date.now() >= deadline) throw new StoreLockedError(file, 'another process (it has not recorded which)');
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+/**
+ * Opens and locks the lock file; undefined when another descriptor holds the lock. The file is never
+ * unlinked, but something outside the engine may replace it between our open and our lock, so the lock
+ * counts only once the path is seen to name the very inode locked.
+ */
+function lockedDescriptor(path: string): { fd: number; stats: Stats } | undefined {
+  for (let attempt = 1; attempt <= MAX_OPEN_ATTEMPTS; attempt++) {
+    const fd = openSync(path, OPEN_FLAGS, PRIVATE_FILE);
+    let kept = false;
+    try {
+      if (!nativeFs.tryLock(fd)) return undefined;
+      const stats = fstatSync(fd);
+      if (namesInode(path, stats)) {
+        kept = true;
+        return { fd, stats };
+      }
+    } finally {
+      // Closing our only descriptor also drops the lock, if we took one.
+      if (!kept) closeSync(fd);
+    }
+  }
+  throw new Error(`the lock file ${path} was replaced ${MAX_OPEN_ATTEMPTS} times while being locked`);
+}
+
+function namesInode(path: string, held: Stats): boolean {
+  const now = statSync(path, { throwIfNoEntry: false });
+  return now !== undefined && now.ino === held.ino && now.dev === held.dev;
+}
+
+/**
+ * An engine from before the kernel lock knows only proper-lockfile's directory: while that is fresh, such
+ * an engine may be committing, so the store is refused. A stale one is removed; only a holder of the kernel
+ * lock does that, so no opener of this version races on it.
+ */
+function refuseLiveLegacyLock(file: string, path: string): void {
+  const legacy = legacyLockPath(file);
+  const stats = statSync(legacy, { throwIfNoEntry: false });
+  if (stats === undefined || !stats.isDirectory()) return;
+  if (Date.now() - stats.mtimeMs < LEGACY_STALE_MS) {
+    throw new StoreLockedError(file, `${describeOwner(readOwner(path))} (the lock of an engine older than this one, at ${legacy})`);
+  }
+  try {
+    rmdirSync(legacy);
+  } catch {
+    // Not empty, so not proper-lockfile's: someone else's directory, left alone.
+  }
+}
+
+function recordOwner(fd: number): void {
+  const owner: LockOwner = { pid: process.pid, hostname: hostname(), acquiredAt: new Date().toISOString() };
+  ftruncateSync(fd, 0);
+  writeSync(fd, `${JSON.stringify(owner)}\n`, 0);
+}
+
+function heldLock(path: string, fd: number, stats: Stats): HeldLock {
+  let held = true;
+  let lost: Error | undefined;
+  return {
+    async release() {
+      if (!held) return;
+      held = false;
+      try {
+        // The file at rest names nobody; closing our only descriptor is what releases the lock.
+        ftruncateSync(fd, 0);
+      } finally {
+        closeSync(fd);
+      }
+    },
+    compromised() {
+      if (held && lost === undefined && !namesInode(path, stats)) lost = new Error(`the lock file ${path} was removed or replaced`);
+      return lost;
+    },
+  };
 }
 
 function readOwner(path: string): LockOwner | undefined {
   try {
-    return JSON.parse(readFileSync(path, 'utf8')) as LockOwner;
+    const owner = JSON.parse(readFileSync(path, 'utf8')) as Partial<LockOwner>;
+    return typeof owner.pid === 'number' && typeof owner.hostname === 'string' && typeof owner.acquiredAt === 'string' ? (owner as LockOwner) : undefined;
   } catch {
     return undefined;
   }
@@ -33,52 +176,19 @@ function describeOwner(owner: LockOwner | undefined): string {
   return owner === undefined ? 'another process (owner unknown)' : `process ${owner.pid} on ${owner.hostname} since ${owner.acquiredAt}`;
 }
 
-export interface HeldLock {
-  release(): Promise<void>;
-  /** Set when the lock was lost (its directory was removed or went stale under us). */
-  compromised(): Error | undefined;
-}
-
-/**
- * Takes the single-writer lock of a store file. A lock left by a dead process on this host is taken
- * over at once (a SIGKILLed engine must be restartable without waiting); a live holder is named in the
- * error.
- */
-export async function acquireStoreLock(file: string): Promise<HeldLock> {
-  const ownerPath = `${file}.owner`;
-  let lost: Error | undefined;
-  const attempt = () =>
-    lockfile.lock(file, {
-      realpath: false,
-      stale: STALE_AFTER_MS,
-      retries: 0,
-      onCompromised: (error) => {
-        lost = error;
-      },
-    });
-  let release: () => Promise<void>;
+/** Whether `pid` is a running process: a zombie (exited, not yet reaped) is not. */
+function isRunning(pid: number): boolean {
   try {
-    release = await attempt();
+    process.kill(pid, 0);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ELOCKED') throw error;
-    const owner = readOwner(ownerPath);
-    const deadHolder = owner !== undefined && owner.hostname === hostname() && owner.pid !== process.pid && !isAlive(owner.pid);
-    if (!deadHolder) throw new StoreLockedError(file, describeOwner(owner));
-    rmSync(`${file}.lock`, { recursive: true, force: true });
-    try {
-      release = await attempt();
-    } catch (retryError) {
-      if ((retryError as NodeJS.ErrnoException).code === 'ELOCKED') throw new StoreLockedError(file, describeOwner(readOwner(ownerPath)));
-      throw retryError;
-    }
+    if ((error as NodeJS.ErrnoException).code !== 'EPERM') return false;
   }
-  const owner: LockOwner = { pid: process.pid, hostname: hostname(), acquiredAt: new Date().toISOString() };
-  writeFileSync(ownerPath, `${JSON.stringify(owner)}\n`);
-  return {
-    async release() {
-      rmSync(ownerPath, { force: true });
-      await release();
-    },
-    compromised: () => lost,
-  };
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return true; // no procfs (macOS): signal 0 is all there is to go on
+  }
+  const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+  return state !== 'Z' && state !== 'X';
 }
