@@ -1,4 +1,4 @@
-import { chmodSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, rmSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { ContractError } from '../contract/errors.js';
@@ -145,7 +145,8 @@ export class SqliteStore implements Store {
         refuseReadOnly(path);
         inspectDatabase(path, options.integrityCheckBytes ?? INTEGRITY_CHECK_BYTES);
       } else createDatabase(path, SCHEMA, NEW_STORE_PAGE_SIZE);
-      chmodSync(path, PRIVATE_FILE_MODE);
+      // SQLite gives its -wal and -shm the database file's mode: the inspection may have made them already.
+      for (const own of [path, `${path}-wal`, `${path}-shm`]) if (own === path || existsSync(own)) chmodSync(own, PRIVATE_FILE_MODE);
       writer = new Database(path, { fileMustExist: true });
       configure(writer, options);
       writer.transaction(() => {
