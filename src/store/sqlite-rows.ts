@@ -19,8 +19,8 @@ export const entryChecksum = (stream: string, sequence: number, position: number
 
 /** Refuses a row whose bytes are not the ones committed; `kind` and `id` are what the read asked for. */
 export function checkedRecord<T>(file: string, row: Row, kind: string, id?: string): StoredRecord<T> {
-  const asked = checkRow(file, row, kind, id);
-  return deepFreeze({ kind: row.kind, id: row.id, version: row.version, terminal: row.terminal === 1, data: parseData<T>(file, row.data, `record ${asked}`) });
+  checkRow(file, row, kind, id);
+  return deepFreeze({ kind: row.kind, id: row.id, version: row.version, terminal: row.terminal === 1, data: parseData<T>(file, row.data, () => `record ${kind}/${row.id}`) });
 }
 
 /** A row's version once its checksum holds (its data is not parsed). */
@@ -29,32 +29,31 @@ export function checkedVersion(file: string, row: Row, kind: string, id: string)
   return row.version;
 }
 
-function checkRow(file: string, row: Row, kind: string, id: string | undefined): string {
-  const asked = `${kind}/${id ?? row.id}`;
+function checkRow(file: string, row: Row, kind: string, id: string | undefined): void {
   if (row.kind !== kind || (id !== undefined && row.id !== id)) {
-    throw new StoreCorruptError(file, `the row read for record ${asked} is record ${String(row.kind)}/${String(row.id)} (an index and its table disagree)`);
+    throw new StoreCorruptError(file, `the row read for record ${kind}/${id ?? row.id} is record ${String(row.kind)}/${String(row.id)} (an index and its table disagree)`);
   }
   if (typeof row.data !== 'string' || !Number.isSafeInteger(row.version) || (row.terminal !== 0 && row.terminal !== 1) || row.crc !== recordChecksum(row.kind, row.id, row.version, row.terminal, row.data)) {
-    throw new StoreCorruptError(file, `record ${asked} does not match its checksum`);
+    throw new StoreCorruptError(file, `record ${kind}/${id ?? String(row.id)} does not match its checksum`);
   }
-  return asked;
 }
+
+const describeEntry = (row: LogRow) => `log entry ${String(row.sequence)} of stream ${String(row.stream)} (position ${String(row.position)})`;
 
 /** Refuses a log row whose bytes are not the ones committed; `stream`, when given, is the stream the read asked for. */
 export function checkedEntry<T>(file: string, row: LogRow, stream?: string): LogEntry<T> {
-  const what = `log entry ${String(row.sequence)} of stream ${String(row.stream)} (position ${String(row.position)})`;
-  if (stream !== undefined && row.stream !== stream) throw new StoreCorruptError(file, `the row read from stream ${stream} is ${what} (an index and its table disagree)`);
+  if (stream !== undefined && row.stream !== stream) throw new StoreCorruptError(file, `the row read from stream ${stream} is ${describeEntry(row)} (an index and its table disagree)`);
   if (typeof row.data !== 'string' || typeof row.stream !== 'string' || !Number.isSafeInteger(row.sequence) || row.crc !== entryChecksum(row.stream, row.sequence, row.position, row.data)) {
-    throw new StoreCorruptError(file, `${what} does not match its checksum`);
+    throw new StoreCorruptError(file, `${describeEntry(row)} does not match its checksum`);
   }
-  return deepFreeze({ stream: row.stream, sequence: row.sequence, position: row.position, data: parseData<T>(file, row.data, what) });
+  return deepFreeze({ stream: row.stream, sequence: row.sequence, position: row.position, data: parseData<T>(file, row.data, () => describeEntry(row)) });
 }
 
-function parseData<T>(file: string, text: string, what: string): T {
+function parseData<T>(file: string, text: string, what: () => string): T {
   try {
     return JSON.parse(text) as T;
   } catch (error) {
-    throw new StoreCorruptError(file, `${what} holds data that is not JSON (${(error as Error).message})`);
+    throw new StoreCorruptError(file, `${what()} holds data that is not JSON (${(error as Error).message})`);
   }
 }
 
