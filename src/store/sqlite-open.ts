@@ -18,8 +18,8 @@ const SIDECARS = ['-wal', '-shm', '-journal'];
 /**
  * Databases (file plus write-ahead log) up to this size get SQLite's `integrity_check` at open. It reads
  * every page and checks that every index agrees with its table, which the row checksums cannot see (an
- * index entry changed so a record is not found); it costs about 3.5 ms per MB on 2 cores, so past this
- * bound (≈ 0.45 s) an open relies on the row checksums and SQLite's page checks as pages are read.
+ * index entry changed so that a record is not found). Its cost grows with the file (README, Stores), so
+ * past this bound an open relies on the row checksums and on SQLite's page checks as pages are read.
  */
 export const INTEGRITY_CHECK_BYTES = 128 * 1_048_576;
 
