@@ -79,7 +79,7 @@ export class JsonFileStore implements Store {
   /**
    * Opens the store at `file`, creating it only when neither its snapshot nor a journal with commits is
    * there. A snapshot and journal that do not belong together (a journal missing, another store's or of
-   * another generation; a journal without its snapshot) are refused with {@link StoreCorruptError}, and a
+   * another generation; a journal with commits but without its snapshot) are refused with {@link StoreCorruptError}, and a
    * read-only snapshot or journal with {@link StoreReadOnlyError}; either way nothing is written.
    */
   static async open(file: string, options: JsonFileStoreOptions = {}): Promise<JsonFileStore> {
@@ -224,8 +224,9 @@ const journalPath = (path: string) => `${path}.journal`;
 
 /**
  * Creates a new store: its journal (a header of generation 1) first, then its snapshot, so a crash between
- * leaves a journal without commits, which the next open recognises and creates the store again. Any other
- * journal without a snapshot means the snapshot was moved or deleted: refused, nothing written.
+ * leaves a journal without commits, which the next open replaces (as it does the journal of a store whose
+ * snapshot was removed to start afresh: it holds nothing to lose). A journal with commits but no snapshot
+ * means the snapshot was moved or deleted while commits followed it: refused, nothing written.
  */
 async function createStore(path: string, db: Low<StoreDocument>): Promise<void> {
   const journal = journalPath(path);
@@ -234,8 +235,8 @@ async function createStore(path: string, db: Low<StoreDocument>): Promise<void> 
     try {
       const header = await readJournalHeader(handle).catch(() => undefined);
       const size = (await handle.stat()).size;
-      const unfinished = header !== undefined && size === header.bytes && (header.identity === undefined || header.identity.generation === 1);
-      if (!unfinished) throw new StoreCorruptError(path, `the snapshot is missing but its journal ${journal} is there (${size} bytes): the snapshot was moved or deleted; a new store would leave the journal's commits behind`);
+      const noCommits = header !== undefined && size === header.bytes;
+      if (!noCommits) throw new StoreCorruptError(path, `the snapshot is missing but its journal ${journal} is there (${size} bytes): the snapshot was moved or deleted; a new store would leave the journal's commits behind`);
     } finally {
       await handle.close();
     }

@@ -134,7 +134,7 @@ test('a crash between a fold\'s snapshot and its journal still opens with every 
   expect(await counterOf(file)).toBe(3);
 });
 
-test('a journal without its snapshot is refused (the snapshot was moved), unless it is what an unfinished creation left', async () => {
+test('a journal with commits but without its snapshot is refused (the snapshot was moved); one without commits is replaced by a new store', async () => {
   const file = freshFile();
   const store = await JsonFileStore.open(file);
   await put(store, 1);
@@ -152,6 +152,9 @@ test('a journal without its snapshot is refused (the snapshot was moved), unless
   await put(store2, 1);
   await store2.close();
   expect(await counterOf(fresh)).toBe(1);
+  // A folded store whose snapshot was removed to start afresh: its journal holds no commits.
+  rmSync(fresh);
+  expect(await counterOf(fresh)).toBeUndefined();
 });
 
 test('a format-5 store (journal without a header) opens with its journal\'s commits and is upgraded on its next fold', async () => {
