@@ -4,6 +4,9 @@
 //   append floor    append + fdatasync of the bytes one commit added to the journal (the durability floor)
 //   rewrite floor   write + fsync of the whole store file (what a whole-file store pays per commit)
 //   memory          MemoryStore, same transactions (no I/O: the transaction-machinery ceiling)
+//   sqlite          SqliteStore (synchronous=FULL), one single-record transaction at a time
+//   sqlite get      SqliteStore, one committed record read back (get of a random preloaded record)
+//   sqlite list     SqliteStore, a page of 100 records read back (list with a limit)
 // Run: npm run bench:store [-- --sizes 1000,10000,100000]
 import { open, rm } from 'node:fs/promises';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
@@ -11,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { JsonFileStore } from '../src/store/json-file-store.js';
 import { MemoryStore } from '../src/store/memory-store.js';
+import { SqliteStore } from '../src/store/sqlite-store.js';
 import type { Store } from '../src/store/store.js';
 import { summarize, table, timeEach, type Summary } from './stats.js';
 
@@ -66,6 +70,22 @@ const sizeOf = (path: string) => {
   }
 };
 
+/** SQLite's commit latency and read cost at `size` records (the reads spread over the preloaded records). */
+async function measureSqlite(file: string, size: number, samples: number): Promise<{ fileMb: number; commit: Summary; get: Summary; list: Summary }> {
+  const store = await SqliteStore.open(file);
+  try {
+    await preload(store, size);
+    await store.checkpoint();
+    const commit = summarize(await timeEach(samples, (i) => oneCommit(store, i)));
+    const spread = (i: number) => (i * 7919) % size;
+    const get = summarize(await timeEach(samples * 10, (i) => store.read((r) => r.get('occurrence', `occ-${spread(i)}`))));
+    const list = summarize(await timeEach(samples, (i) => store.read((r) => r.list('occurrence', { after: `occ-${spread(i)}`, limit: 100 }))));
+    return { fileMb: (sizeOf(file) + sizeOf(`${file}-wal`)) / 1e6, commit, get, list };
+  } finally {
+    await store.close();
+  }
+}
+
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'coven-bench-store-'));
   const rows: Array<Array<string | number>> = [];
@@ -93,6 +113,7 @@ async function main(): Promise<void> {
       await preload(memory, size);
       const inMemory = summarize(await timeEach(samples, (i) => oneCommit(memory, i)));
       const fileMb = storeBytes / 1e6;
+      const sqlite = await measureSqlite(join(dir, `store-${size}.sqlite`), size, samples);
 
       rows.push(
         [size, fileMb, 'json', sequential.medianMs, sequential.p95Ms, sequential.perSecond, sequential.medianMs / append.medianMs],
@@ -100,6 +121,9 @@ async function main(): Promise<void> {
         [size, fileMb, 'append floor', append.medianMs, append.p95Ms, append.perSecond, 1],
         [size, fileMb, 'rewrite floor', rewrite.medianMs, rewrite.p95Ms, rewrite.perSecond, rewrite.medianMs / append.medianMs],
         [size, fileMb, 'memory', inMemory.medianMs, inMemory.p95Ms, inMemory.perSecond, inMemory.medianMs / append.medianMs],
+        [size, sqlite.fileMb, 'sqlite', sqlite.commit.medianMs, sqlite.commit.p95Ms, sqlite.commit.perSecond, sqlite.commit.medianMs / append.medianMs],
+        [size, sqlite.fileMb, 'sqlite get', sqlite.get.medianMs, sqlite.get.p95Ms, sqlite.get.perSecond, Number.NaN],
+        [size, sqlite.fileMb, 'sqlite list', sqlite.list.medianMs, sqlite.list.p95Ms, sqlite.list.perSecond, Number.NaN],
       );
       console.error(`measured ${size} records`);
     }

@@ -32,6 +32,7 @@ export {
   StoreConflictError,
   StoreCorruptError,
   StoreLockedError,
+  StoreReadOnlyError,
   StoreClosedError,
   StreamSequenceError,
   TerminalRecordError,

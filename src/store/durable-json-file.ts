@@ -3,14 +3,18 @@ import { basename, dirname, join } from 'node:path';
 import type { Adapter } from 'lowdb';
 import { HistoryFile, type Placement } from './cold-history.js';
 import { fileLines } from './file-lines.js';
+import type { JournalIdentity } from './journal-header.js';
+import { PRIVATE_FILE_MODE } from './private-files.js';
 import { loadLines, NotLineLaidOut, parseState, serializeState, type ParsedState } from './json-document.js';
 import type { CommittedState, SnapshotSource } from './layered-state.js';
 import { StoreCorruptError, type LogEntry, type StoredRecord } from './store.js';
 
-/** What the lowdb document holds: the state and the last journal group it includes. */
+/** What the lowdb document holds: the state, the last journal group it includes and the journal it names. */
 export interface StoreDocument {
   committed: CommittedState;
   journalThrough: number;
+  /** Undefined only for a snapshot from before journal generations, until its first fold. */
+  journal: JournalIdentity | undefined;
 }
 
 /** Points where tests inject a failure into a durable write, to prove the old file survives. */
@@ -21,8 +25,9 @@ export interface WriteFaults {
 
 /** Writes the pieces in order (each made once the write before it finished), then fsyncs. */
 async function writeDurably(path: string, pieces: Iterable<Buffer>): Promise<void> {
-  const handle = await open(path, 'w');
+  const handle = await open(path, 'w', PRIVATE_FILE_MODE);
   try {
+    await handle.chmod(PRIVATE_FILE_MODE);
     for (const piece of pieces) await handle.write(piece);
     await handle.sync();
   } finally {
@@ -65,7 +70,7 @@ export class DurableJsonFile implements Adapter<StoreDocument> {
       const code = (error as NodeJS.ErrnoException).code;
       throw new StoreCorruptError(this.path, code === undefined ? (error as Error).message : `unreadable (${(error as Error).message})`);
     }
-    return { committed: parsed.state, journalThrough: parsed.journalThrough };
+    return { committed: parsed.state, journalThrough: parsed.journalThrough, journal: parsed.journal };
   }
 
   /**
@@ -87,23 +92,24 @@ export class DurableJsonFile implements Adapter<StoreDocument> {
   }
 
   async write(document: StoreDocument): Promise<void> {
-    await this.writeSnapshot(document.committed, document.journalThrough);
+    if (document.journal === undefined) throw new Error('a snapshot is written naming its journal');
+    await this.writeSnapshot(document.committed, document.journalThrough, document.journal);
   }
 
-  /** Writes a snapshot of `source` holding the journal's groups through `journalThrough`. */
-  async writeSnapshot(source: SnapshotSource, journalThrough: number): Promise<void> {
-    await this.replace(serializeState(source, journalThrough));
+  /** Writes a snapshot of `source` holding the journal's groups through `journalThrough`, naming `journal` as the one beside it. */
+  async writeSnapshot(source: SnapshotSource, journalThrough: number, journal: JournalIdentity): Promise<void> {
+    await this.replace(serializeState(source, journalThrough, journal));
   }
 
   /**
    * Writes a snapshot like {@link writeSnapshot} and returns the new file opened for reading, with `placed`
    * filled with where each sealed record and log entry landed in it, so the state can leave them there.
    */
-  async writeSnapshotHoldingHistory(source: SnapshotSource, journalThrough: number, placed: Map<StoredRecord | LogEntry, Placement>): Promise<HistoryFile> {
+  async writeSnapshotHoldingHistory(source: SnapshotSource, journalThrough: number, journal: JournalIdentity, placed: Map<StoredRecord | LogEntry, Placement>): Promise<HistoryFile> {
     let history: HistoryFile | undefined;
     try {
       // Opened on the temp file once it is written: the descriptor follows the file through the rename.
-      await this.replace(serializeState(source, journalThrough, placed), () => void (history = new HistoryFile(this.path, 'snapshot', this.tempPath)));
+      await this.replace(serializeState(source, journalThrough, journal, placed), () => void (history = new HistoryFile(this.path, 'snapshot', this.tempPath)));
     } catch (error) {
       history?.close();
       throw error;

@@ -21,14 +21,16 @@ export interface LineBatch {
  * A file's lines, decoded from chunks of {@link READ_CHUNK_BYTES} and yielded a chunk's worth at a time (an
  * await per line would cost more than parsing it), so no string of the whole file ever exists. Splitting
  * bytes on newlines is safe in UTF-8 (no multi-byte sequence contains 0x0a). A file ending in a newline
- * yields no empty last line; one that does not yields its last line alone, marked `unterminated`.
+ * yields no empty last line; one that does not yields its last line alone, marked `unterminated`. Reading
+ * starts at byte `from` (a journal's groups follow its header).
  */
-export async function* fileLines(handle: FileHandle, chunkBytes = READ_CHUNK_BYTES): AsyncGenerator<LineBatch> {
+export async function* fileLines(handle: FileHandle, chunkBytes = READ_CHUNK_BYTES, from = 0): AsyncGenerator<LineBatch> {
   let carry: Buffer | undefined;
   const chunk = Buffer.allocUnsafe(chunkBytes);
-  for (;;) {
-    const { bytesRead } = await handle.read(chunk, 0, chunkBytes, null);
+  for (let position = from; ; ) {
+    const { bytesRead } = await handle.read(chunk, 0, chunkBytes, position);
     if (bytesRead === 0) break;
+    position += bytesRead;
     const data = chunk.subarray(0, bytesRead);
     const batch: LineBatch = { lines: [], bytes: [] };
     let start = 0;

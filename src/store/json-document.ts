@@ -1,6 +1,7 @@
 import { ColdEntry, ColdLineCopier, ColdRecord, type HeldEntry, type HeldRecord, type HistoryFile, type Placement } from './cold-history.js';
 import { CommittedState, type SnapshotSource } from './layered-state.js';
 import { checksumHolds, dataChecksum, dataText, entryHead, entryLine, entryLineOf, recordHead, recordLine, recordLineOf, type EntryHead, type RecordHead } from './snapshot-lines.js';
+import { isJournalIdentity, type JournalIdentity } from './journal-header.js';
 import { StoreCorruptError, type LogEntry, type StoredRecord } from './store.js';
 
 /** Identifies a coven-automata JSON store file; anything else is refused rather than overwritten. */
@@ -11,11 +12,13 @@ export const JSON_STORE_FORMAT = 'coven-automata/json-store';
  * 4 changes no field, only the layout: every record, log entry and closing bracket has a line of its own, so
  * a reader can load the file line by line instead of as one string (see {@link loadLines}). 5 adds a
  * checksum of each record's and log entry's data to its line (see snapshot-lines.ts), so an open checks a
- * line without parsing its data. Versions 1–4 still open (1–3 parsed whole; their positions, before 3, are
- * their indexes; 4 parsed line by line), and the first fold writes them as 5.
+ * line without parsing its data. 6 adds `storeId` and `journalGeneration`: the journal that must lie beside
+ * the snapshot (see journal-header.ts). Versions 1–5 still open (1–3 parsed whole; their positions, before
+ * 3, are their indexes; 4 and 5 parsed line by line; before 6 beside a journal without a header), and the
+ * first fold writes them as 6.
  */
-export const JSON_STORE_FORMAT_VERSION = 5;
-const READABLE_VERSIONS = new Set([1, 2, 3, 4, 5]);
+export const JSON_STORE_FORMAT_VERSION = 6;
+const READABLE_VERSIONS = new Set([1, 2, 3, 4, 5, 6]);
 
 /**
  * Bytes handed to the file a piece at a time: about this many per write. Each piece is encoded only when
@@ -37,11 +40,11 @@ const WRITE_PIECE_BYTES = 1_048_576;
  * 195 MB store the cache held 271 MB (RSS 362 -> 661 MB) and the fold, encoding synchronously, stopped the
  * event loop for 3.1 s.
  */
-export function* serializeState(state: SnapshotSource, journalThrough: number, placed?: Map<StoredRecord | LogEntry, Placement>): Generator<Buffer> {
+export function* serializeState(state: SnapshotSource, journalThrough: number, journal: JournalIdentity, placed?: Map<StoredRecord | LogEntry, Placement>): Generator<Buffer> {
   let parts: Buffer[] = [];
   let size = 0;
   let written = 0;
-  for (const [text, item] of documentText(state, journalThrough)) {
+  for (const [text, item] of documentText(state, journalThrough, journal)) {
     const bytes = typeof text === 'string' ? Buffer.from(text, 'utf8') : text;
     if (item !== undefined && placed !== undefined) {
       if (item instanceof ColdRecord || item instanceof ColdEntry) item.placeNext(written, bytes.length);
@@ -63,9 +66,10 @@ export function* serializeState(state: SnapshotSource, journalThrough: number, p
  * The document as fragments in file order, each record and log entry encoded (or copied, if cold) when
  * reached; a record's or entry's own line comes with the item itself when the state may leave it on disk.
  */
-function* documentText(state: SnapshotSource, journalThrough: number): Generator<[string | Buffer, (HeldRecord | HeldEntry)?]> {
+function* documentText(state: SnapshotSource, journalThrough: number, journal: JournalIdentity): Generator<[string | Buffer, (HeldRecord | HeldEntry)?]> {
   const journals = new Map<HistoryFile, Buffer>();
-  yield [`{"format":${JSON.stringify(JSON_STORE_FORMAT)},"formatVersion":${JSON_STORE_FORMAT_VERSION},"journalThrough":${journalThrough},"nextPosition":${state.nextPosition()},"records":{`];
+  const identity = `"storeId":${JSON.stringify(journal.storeId)},"journalGeneration":${journal.generation}`;
+  yield [`{"format":${JSON.stringify(JSON_STORE_FORMAT)},"formatVersion":${JSON_STORE_FORMAT_VERSION},${identity},"journalThrough":${journalThrough},"nextPosition":${state.nextPosition()},"records":{`];
   let firstKind = true;
   for (const kind of state.kinds()) {
     yield [`${firstKind ? '' : ','}\n${JSON.stringify(kind)}:{`];
@@ -251,19 +255,23 @@ function parseData(text: string, what: string): unknown {
 }
 
 /** The header fields every version has, checked; the caller decides whether records and log are there. */
-function checkHeader(doc: unknown): { formatVersion: number; journalThrough: number } {
+function checkHeader(doc: unknown): { formatVersion: number; journalThrough: number; journal: JournalIdentity | undefined } {
   if (!isObject(doc) || doc.format !== JSON_STORE_FORMAT) throw new Error(`not a ${JSON_STORE_FORMAT} file`);
   if (!READABLE_VERSIONS.has(doc.formatVersion as number)) {
     throw new Error(`format version ${JSON.stringify(doc.formatVersion)} is not supported (this build reads ${[...READABLE_VERSIONS].join(', ')})`);
   }
   const journalThrough = doc.formatVersion === 1 ? 0 : doc.journalThrough;
   if (!Number.isSafeInteger(journalThrough) || (journalThrough as number) < 0) throw new Error('journalThrough is missing or not a count');
-  return { formatVersion: doc.formatVersion as number, journalThrough: journalThrough as number };
+  const journal = { storeId: doc.storeId, generation: doc.journalGeneration };
+  if ((doc.formatVersion as number) >= 6 && !isJournalIdentity(journal)) throw new Error('storeId or journalGeneration is missing or malformed');
+  return { formatVersion: doc.formatVersion as number, journalThrough: journalThrough as number, journal: (doc.formatVersion as number) >= 6 ? (journal as JournalIdentity) : undefined };
 }
 
 export interface ParsedState {
   state: CommittedState;
   journalThrough: number;
+  /** The journal the snapshot names; undefined before format 6. */
+  journal: JournalIdentity | undefined;
 }
 
 /**
@@ -277,7 +285,7 @@ export function parseState(text: string): ParsedState {
   } catch (error) {
     throw new Error(`not valid JSON (${(error as Error).message}); the file may be truncated`);
   }
-  const { formatVersion, journalThrough } = checkHeader(doc);
+  const { formatVersion, journalThrough, journal } = checkHeader(doc);
   const { records, log, nextPosition } = doc as Record<string, unknown>;
   if (!isObject(records) || !Array.isArray(log)) throw new Error('records or log section missing');
   const builder = new StateBuilder(formatVersion);
@@ -286,7 +294,7 @@ export function parseState(text: string): ParsedState {
     for (const [id, raw] of Object.entries(byId)) builder.record(kind, id, raw);
   }
   for (const raw of log) builder.entry(raw);
-  return { state: builder.finish(nextPosition), journalThrough };
+  return { state: builder.finish(nextPosition), journalThrough, journal };
 }
 
 /** A file's lines do not have the line-per-item layout of format 4 (older version, or edited by hand). */
@@ -305,6 +313,7 @@ export async function loadLines(batches: AsyncIterable<Lines> | Iterable<Lines>,
   // Byte offset of the current line in the file (only known, and only needed, with a history file).
   let offset = 0;
   let journalThrough = 0;
+  let journal: JournalIdentity | undefined;
   let nextPosition: unknown;
   let checksummed = false;
   // header -> records (depth 1) <-> kind (depth 2) -> log -> end
@@ -334,6 +343,7 @@ export async function loadLines(batches: AsyncIterable<Lines> | Iterable<Lines>,
           checksummed = checked.formatVersion >= 5;
           if (history !== undefined) history.checksummed = checksummed;
           journalThrough = checked.journalThrough;
+          journal = checked.journal;
           nextPosition = (header as Record<string, unknown>).nextPosition;
           section = 'records';
           break;
@@ -372,7 +382,7 @@ export async function loadLines(batches: AsyncIterable<Lines> | Iterable<Lines>,
   if (section !== 'end') throw new NotLineLaidOut();
   const state = builder!.finish(nextPosition);
   if (history !== undefined) state.attachHistory(history);
-  return { state, journalThrough };
+  return { state, journalThrough, journal };
 }
 
 function parseLine(text: string): unknown {

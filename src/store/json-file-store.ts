@@ -1,11 +1,15 @@
-import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { existsSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { CommitQueue, type QueuedTransaction } from './commit-queue.js';
 import { basename, dirname, join, resolve } from 'node:path';
 import { Low } from 'lowdb';
 import { DurableJsonFile, type StoreDocument, type WriteFaults } from './durable-json-file.js';
 import { acquireStoreLock, type HeldLock } from './file-lock.js';
 import type { JournalPlacements, Placement } from './cold-history.js';
-import { Journal } from './json-journal.js';
+import { readJournalHeader } from './journal-header.js';
+import { createJournal, Journal } from './json-journal.js';
+import { makePrivateFolder, refuseReadOnly } from './private-files.js';
 import { CommittedState } from './layered-state.js';
 import { Overlay } from './overlay.js';
 import { CommitListeners, StoreClosedError, StoreCorruptError, type LogEntry, type Store, type StoreReader, type StoredRecord, type StoreTransaction } from './store.js';
@@ -65,27 +69,38 @@ export class JsonFileStore implements Store {
     private readonly lock: HeldLock,
     maxGroupSize: number,
     private readonly compactAtBytes: number | undefined,
+    /** Named in every snapshot and journal header this store writes (a store from before gets one here). */
+    private readonly storeId: string,
   ) {
     this.queue = new CommitQueue(maxGroupSize, (batch) => this.writeBatch(batch));
     this.snapshotBytes = statSync(file).size;
   }
 
+  /**
+   * Opens the store at `file`, creating it only when neither its snapshot nor a journal with commits is
+   * there. A snapshot and journal that do not belong together (a journal missing, another store's or of
+   * another generation; a journal with commits but without its snapshot) are refused with {@link StoreCorruptError}, and a
+   * read-only snapshot or journal with {@link StoreReadOnlyError}; either way nothing is written.
+   */
   static async open(file: string, options: JsonFileStoreOptions = {}): Promise<JsonFileStore> {
     const path = resolve(file);
-    mkdirSync(dirname(path), { recursive: true });
+    makePrivateFolder(dirname(path));
     const lock = await acquireStoreLock(path);
     try {
+      refuseReadOnly(path);
+      refuseReadOnly(journalPath(path));
       const adapter = new DurableJsonFile(path, options.faults);
       removeStaleTempFiles(path);
-      const db = new Low<StoreDocument>(adapter, { committed: new CommittedState(), journalThrough: 0 });
+      const db = new Low<StoreDocument>(adapter, { committed: new CommittedState(), journalThrough: 0, journal: undefined });
       await db.read();
       // A new store gets its snapshot at once, so the file exists (and says what it is) from the first open.
-      if (!existsSync(path)) await db.write();
-      const journal = await Journal.open(journalPath(path), db.data.committed, db.data.journalThrough).catch((error: unknown) => {
+      if (!existsSync(path)) await createStore(path, db);
+      const journal = await Journal.open(journalPath(path), db.data.committed, db.data.journalThrough, db.data.journal).catch((error: unknown) => {
         db.data.committed.closeHistory();
         throw new StoreCorruptError(journalPath(path), (error as Error).message);
       });
-      return new JsonFileStore(path, adapter, db, journal, lock, options.maxGroupSize ?? DEFAULT_MAX_GROUP_SIZE, options.compactAtBytes);
+      const storeId = db.data.journal?.storeId ?? randomUUID();
+      return new JsonFileStore(path, adapter, db, journal, lock, options.maxGroupSize ?? DEFAULT_MAX_GROUP_SIZE, options.compactAtBytes, storeId);
     } catch (error) {
       await lock.release();
       throw error;
@@ -141,12 +156,16 @@ export class JsonFileStore implements Store {
    */
   private async fold(): Promise<void> {
     const through = this.journal.lastSeq;
-    const bytes = this.journal.size;
+    const end = this.journal.end;
+    // The journal's next generation, not the snapshot's: after a fold whose cut failed, the next one names
+    // the same generation again, so the journal on disk is never more than one behind the snapshot.
+    const next = { storeId: this.storeId, generation: this.journal.generation + 1 };
     const placed = new Map<StoredRecord | LogEntry, Placement>();
-    const history = await this.adapter.writeSnapshotHoldingHistory(this.db.data.committed.pointInTime(), through, placed);
+    const history = await this.adapter.writeSnapshotHoldingHistory(this.db.data.committed.pointInTime(), through, next, placed);
     this.db.data.committed.adoptHistory(history, placed);
     this.db.data.journalThrough = through;
-    const cut = await this.journal.cutThrough(bytes);
+    this.db.data.journal = next;
+    const cut = await this.journal.cutThrough(end, next);
     this.db.data.committed.moveJournalLines(cut);
     cut.from.close();
     this.snapshotBytes = statSync(this.file).size;
@@ -202,6 +221,31 @@ export class JsonFileStore implements Store {
 }
 
 const journalPath = (path: string) => `${path}.journal`;
+
+/**
+ * Creates a new store: its journal (a header of generation 1) first, then its snapshot, so a crash between
+ * leaves a journal without commits, which the next open replaces (as it does the journal of a store whose
+ * snapshot was removed to start afresh: it holds nothing to lose). A journal with commits but no snapshot
+ * means the snapshot was moved or deleted while commits followed it: refused, nothing written.
+ */
+async function createStore(path: string, db: Low<StoreDocument>): Promise<void> {
+  const journal = journalPath(path);
+  if (existsSync(journal)) {
+    const handle = await open(journal, 'r');
+    try {
+      const header = await readJournalHeader(handle).catch(() => undefined);
+      const size = (await handle.stat()).size;
+      const noCommits = header !== undefined && size === header.bytes;
+      if (!noCommits) throw new StoreCorruptError(path, `the snapshot is missing but its journal ${journal} is there (${size} bytes): the snapshot was moved or deleted; a new store would leave the journal's commits behind`);
+    } finally {
+      await handle.close();
+    }
+  }
+  const identity = { storeId: randomUUID(), generation: 1 };
+  await createJournal(journal, identity);
+  db.data.journal = identity;
+  await db.write();
+}
 
 /** Temp files left by a process that died mid-write; we hold the lock, so none of them is live. */
 function removeStaleTempFiles(path: string): void {

@@ -1,8 +1,11 @@
+import { existsSync } from 'node:fs';
 import { open, rename, rm, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { syncDirectory } from './durable-json-file.js';
 import { fileLines, type LineBatch } from './file-lines.js';
 import { HistoryFile, type JournalPlacements, type Placement } from './cold-history.js';
+import { journalBehind, journalHeaderLine, readJournalHeader, type JournalIdentity } from './journal-header.js';
+import { PRIVATE_FILE_MODE } from './private-files.js';
 import type { CommittedState } from './layered-state.js';
 import type { LogEntry, StoredRecord } from './store.js';
 
@@ -119,9 +122,17 @@ function applyGroup(state: CommittedState, raw: unknown, expectedSeq: number): C
  * line cut short by a crash was never acknowledged and is ignored; anything wrong before it means the file is
  * corrupt (throws). Returns the bytes of complete groups and the last group's number.
  */
-export async function replayJournal(batches: AsyncIterable<LineBatch> | Iterable<LineBatch>, state: CommittedState, through: number, history?: HistoryFile): Promise<{ validBytes: number; lastSeq: number }> {
+export async function replayJournal(
+  batches: AsyncIterable<LineBatch> | Iterable<LineBatch>,
+  state: CommittedState,
+  through: number,
+  history?: HistoryFile,
+  startOffset = 0,
+): Promise<{ validBytes: number; lastSeq: number; holdsThrough: boolean }> {
   let lastSeq = through;
-  let validBytes = 0;
+  let validBytes = startOffset;
+  // Whether the journal holds group `through` itself (the last the snapshot folded from it).
+  let holdsThrough = false;
   // A line that does not parse was cut short only if nothing follows it; held until that is known.
   let unparsed: { at: number; message: string } | undefined;
   for await (const batch of batches) {
@@ -137,6 +148,7 @@ export async function replayJournal(batches: AsyncIterable<LineBatch> | Iterable
         continue;
       }
       const seq = isObject(raw) ? raw.seq : undefined;
+      if (seq === through) holdsThrough = true;
       if (typeof seq !== 'number' || seq > through) {
         const applied = applyGroup(state, raw, lastSeq + 1);
         lastSeq += 1;
@@ -150,7 +162,25 @@ export async function replayJournal(batches: AsyncIterable<LineBatch> | Iterable
       validBytes += batch.bytes[i]! + 1;
     }
   }
-  return { validBytes, lastSeq };
+  return { validBytes, lastSeq, holdsThrough };
+}
+
+/** Writes a journal holding only its header, durably (temp file, fsync, rename, fsync of the folder). */
+export async function createJournal(path: string, identity: JournalIdentity): Promise<void> {
+  const temp = join(dirname(path), `.${basename(path)}.${process.pid}.tmp`);
+  const handle = await open(temp, 'w', PRIVATE_FILE_MODE);
+  try {
+    await handle.chmod(PRIVATE_FILE_MODE);
+    await handle.write(journalHeaderLine(identity));
+    await handle.sync();
+    await handle.close();
+    await rename(temp, path);
+  } catch (error) {
+    await handle.close().catch(() => undefined);
+    await rm(temp, { force: true });
+    throw error;
+  }
+  await syncDirectory(dirname(path));
 }
 
 /**
@@ -167,35 +197,61 @@ export class Journal {
     private handle: FileHandle,
     /** The journal held open for reading the history the state leaves in it. */
     private history: HistoryFile,
+    /** The file's length: its header and its acknowledged groups. */
     private bytes: number,
     private seq: number,
+    /** What its header names (undefined: a journal from before headers, generation 0). */
+    private identity: JournalIdentity | undefined,
+    private headerBytes: number,
   ) {}
 
   /**
-   * Opens (or creates) the journal at `path`, replaying it into `state` and leaving the replayed groups'
-   * settled history in it; a torn last line is cut off.
+   * Opens the journal at `path` that the snapshot (`expected`: its store and generation) names, replaying
+   * it into `state` and leaving the replayed groups' settled history in it; a torn last line is cut off.
+   * A missing journal, or one that is not the snapshot's, throws. Beside a snapshot from before journal
+   * generations (`expected` undefined) a missing journal is created as such stores always had it.
    */
-  static async open(path: string, state: CommittedState, through: number): Promise<Journal> {
-    // Read line by line: a journal may grow as large as the snapshot before it is folded.
-    const handle = await open(path, 'a+');
-    const history = new HistoryFile(path, 'journal');
+  static async open(path: string, state: CommittedState, through: number, expected: JournalIdentity | undefined): Promise<Journal> {
+    if (expected !== undefined && !existsSync(path)) {
+      throw new Error(`the journal is missing, but the snapshot names generation ${expected.generation} of store ${expected.storeId} beside it: opening without it would lose every commit acknowledged since the last fold`);
+    }
+    const handle = await open(path, 'a+', PRIVATE_FILE_MODE);
+    let history: HistoryFile | undefined;
     try {
-      const { validBytes, lastSeq } = await replayJournal(fileLines(handle), state, through, history);
+      await handle.chmod(PRIVATE_FILE_MODE);
+      const header = await readJournalHeader(handle);
+      const behind = journalBehind(header.identity, expected);
+      history = new HistoryFile(path, 'journal');
+      // Read line by line: a journal may grow as large as the snapshot before it is folded.
+      const { validBytes, lastSeq, holdsThrough } = await replayJournal(fileLines(handle, undefined, header.bytes), state, through, history, header.bytes);
+      if (behind && !(through > 0 && holdsThrough)) {
+        throw new Error(`the journal is generation ${header.identity?.generation ?? 0}, the one before the snapshot's, but does not hold group ${through} the snapshot folded from it: it is an older copy, and what the snapshot's generation held is missing`);
+      }
       if (validBytes < (await handle.stat()).size) {
         await handle.truncate(validBytes);
         await handle.sync();
       }
-      return new Journal(path, handle, history, validBytes, lastSeq);
+      return new Journal(path, handle, history, validBytes, lastSeq, header.identity, header.bytes);
     } catch (error) {
-      history.close();
+      history?.close();
       await handle.close();
       throw error;
     }
   }
 
-  /** Bytes of acknowledged groups in the journal. */
+  /** Bytes of acknowledged groups in the journal (its header left out). */
   get size(): number {
+    return this.bytes - this.headerBytes;
+  }
+
+  /** Where the journal's acknowledged groups end: the file length a cut drops everything before. */
+  get end(): number {
     return this.bytes;
+  }
+
+  /** The generation its header names (0: a journal from before headers). */
+  get generation(): number {
+    return this.identity?.generation ?? 0;
   }
 
   /** The number of the last group appended (or replayed). */
@@ -226,22 +282,25 @@ export class Journal {
 
   /**
    * Drops the first `bytes` of the journal once a snapshot durably holds the groups in them, keeping every
-   * group appended since (a fold runs while commits go on): the rest is copied to a temp file, fsynced and
-   * renamed over the journal. A crash before the rename keeps the whole journal, whose first groups the
+   * group appended since (a fold runs while commits go on): the header of generation `identity` (the one
+   * the snapshot names) and the rest are written to a temp file, fsynced and renamed over the journal. A
+   * crash before the rename keeps the whole journal, of the generation before, whose first groups the
    * snapshot's `journalThrough` skips on replay.
    */
-  cutThrough(bytes: number): Promise<JournalCut> {
+  cutThrough(bytes: number, identity: JournalIdentity): Promise<JournalCut> {
     return this.inTurn(async () => {
+      const header = Buffer.from(journalHeaderLine(identity));
       const tail = Buffer.alloc(this.bytes - bytes);
       if (tail.length > 0) await this.handle.read(tail, 0, tail.length, bytes);
       const temp = join(dirname(this.path), `.${basename(this.path)}.${process.pid}.tmp`);
       // Opened before the rename, so appends after it go to the file that took the journal's name; in append
       // mode, like the journal itself, so a failed append's truncate leaves no gap behind the next one.
       await rm(temp, { force: true });
-      const next = await open(temp, 'a+');
+      const next = await open(temp, 'a+', PRIVATE_FILE_MODE);
       let nextHistory: HistoryFile | undefined;
       try {
-        await next.write(tail);
+        await next.chmod(PRIVATE_FILE_MODE);
+        await next.write(Buffer.concat([header, tail]));
         await next.sync();
         nextHistory = new HistoryFile(this.path, 'journal', temp);
         await rename(temp, this.path);
@@ -253,9 +312,11 @@ export class Journal {
       }
       await this.handle.close();
       this.handle = next;
-      this.bytes = tail.length;
+      this.bytes = header.length + tail.length;
+      this.identity = identity;
+      this.headerBytes = header.length;
       // The old file stays open for the caller, which moves what the state left in it before closing it.
-      const cut: JournalCut = { from: this.history, to: nextHistory, shift: bytes };
+      const cut: JournalCut = { from: this.history, to: nextHistory, shift: bytes - header.length };
       this.history = nextHistory;
       await syncDirectory(dirname(this.path));
       return cut;

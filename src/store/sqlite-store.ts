@@ -1,28 +1,15 @@
-import { mkdirSync } from 'node:fs';
+import { chmodSync, existsSync, rmSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
+import { ContractError } from '../contract/errors.js';
 import { CommitQueue, type QueuedTransaction } from './commit-queue.js';
 import { WriterCache } from './sqlite-writer-cache.js';
 import { acquireStoreLock, type HeldLock } from './file-lock.js';
-import { deepFreeze } from './deep-freeze.js';
-import {
-  CommitListeners,
-  LogTrimError,
-  StoreClosedError,
-  StoreConflictError,
-  StoreCorruptError,
-  StreamSequenceError,
-  TerminalRecordError,
-  type ListOptions,
-  type LogEntry,
-  type PutOptions,
-  type ReadLogOptions,
-  type RecordVersion,
-  type Store,
-  type StoredRecord,
-  type StoreReader,
-  type StoreTransaction,
-} from './store.js';
+import { makePrivateFolder, PRIVATE_FILE_MODE, refuseReadOnly } from './private-files.js';
+import { absentSidecars, addChecksums, checkDatabaseHeader, createDatabase, inspectDatabase, INTEGRITY_CHECK_BYTES, recordSchemaChecksum, SCHEMA_VERSION } from './sqlite-open.js';
+import { asStoreError } from './sqlite-rows.js';
+import { SqliteReader, SqliteTransaction, Statements, VERSIONS_INDEXED } from './sqlite-transaction.js';
+import { CommitListeners, StoreClosedError, StoreCorruptError, type Store, type StoreReader, type StoreTransaction } from './store.js';
 
 export interface SqliteStoreOptions {
   /** `FULL` (default) fsyncs every commit; `NORMAL` trades the last commits on power loss for speed under WAL. */
@@ -31,10 +18,13 @@ export interface SqliteStoreOptions {
   maxGroupSize?: number;
   /** How long SQLite waits for a lock another connection holds before the transaction fails (default 5 s). */
   busyTimeoutMs?: number;
+  /**
+   * Databases up to this many bytes (file plus write-ahead log) get SQLite's `integrity_check` at open;
+   * default {@link INTEGRITY_CHECK_BYTES}, 0 never, `Infinity` always.
+   */
+  integrityCheckBytes?: number;
 }
 
-/** Identifies this package's schema; any other SQLite file is refused rather than altered. */
-const SCHEMA_VERSION = 1;
 const MAX_GROUP = 256;
 /**
  * Write-ahead log SQLite folds into the database file by itself, inside whichever commit crosses it. The engine
@@ -61,28 +51,19 @@ const BUSY_TIMEOUT_MS = 5_000;
  */
 const NEW_STORE_PAGE_SIZE = 2_048;
 
-/**
- * Kinds whose ids and versions every pass lists (the engine's definitions and plan cursors: see
- * VersionedRecords): a partial index covers them. A 10,000-definition store read `version` from one table
- * row per definition — 55 ms a scan, two scans per daemon loop.
- */
-const VERSIONS_INDEXED = new Map([
-  ['definition', 'versions_of_definitions'],
-  ['plan-cursor', 'versions_of_plan_cursors'],
-]);
-
 // Records are 1-2 KB of JSON: a rowid table with a separate (kind, id) index stores and updates them in
 // less space and time than a WITHOUT ROWID table (bench, 1000 definitions: 33 -> 22 KB per occurrence,
 // 10.3k -> 15.2k occurrences/min). Stores created before 2026-11-30 keep WITHOUT ROWID; every statement
-// here works on both layouts, so the schema version is unchanged.
+// here works on both layouts (the layout is not part of the schema version). `crc`: see sqlite-rows.ts (NULL never
+// matches, so a row written without one is refused).
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS records (
-  kind TEXT NOT NULL, id TEXT NOT NULL, version INTEGER NOT NULL, terminal INTEGER NOT NULL, data TEXT NOT NULL,
+  kind TEXT NOT NULL, id TEXT NOT NULL, version INTEGER NOT NULL, terminal INTEGER NOT NULL, data TEXT NOT NULL, crc INTEGER,
   UNIQUE (kind, id)
 );
 CREATE TABLE IF NOT EXISTS log (
-  position INTEGER PRIMARY KEY, stream TEXT NOT NULL, sequence INTEGER NOT NULL, data TEXT NOT NULL,
+  position INTEGER PRIMARY KEY, stream TEXT NOT NULL, sequence INTEGER NOT NULL, data TEXT NOT NULL, crc INTEGER,
   UNIQUE (stream, sequence)
 );
 -- Defence in depth under the machines: the database itself refuses a second run for one occurrence fence
@@ -97,202 +78,19 @@ CREATE UNIQUE INDEX IF NOT EXISTS one_session_per_attempt ON records (json_extra
 ${[...VERSIONS_INDEXED].map(([kind, index]) => `CREATE INDEX IF NOT EXISTS ${index} ON records (kind, id, version) WHERE kind = '${kind}';`).join('\n')}
 `;
 
-const UNIQUE_VIOLATION = new Set(['SQLITE_CONSTRAINT_UNIQUE', 'SQLITE_CONSTRAINT_PRIMARYKEY']);
+/** The writer's settings; WAL mode is the file's own (set when it was created) and kept by this. */
+function configure(writer: Database.Database, options: SqliteStoreOptions): void {
+  writer.pragma('journal_mode = WAL');
+  writer.pragma(`synchronous = ${options.synchronous ?? 'FULL'}`);
+  writer.pragma(`busy_timeout = ${options.busyTimeoutMs ?? BUSY_TIMEOUT_MS}`);
+  const pageSize = writer.pragma('page_size', { simple: true }) as number;
+  writer.pragma(`wal_autocheckpoint = ${Math.ceil(WAL_CHECKPOINT_BYTES / pageSize)}`);
+  writer.pragma(`journal_size_limit = ${WAL_CHECKPOINT_BYTES}`);
+}
+
 /** SQLite gave up waiting for a lock (after `busy_timeout`): another connection held the database. */
 const isBusy = (error: unknown) => /^SQLITE_(BUSY|LOCKED)/.test((error as { code?: string }).code ?? '');
 
-type Row = { kind: string; id: string; version: number; terminal: number; data: string };
-type LogRow = { position: number; stream: string; sequence: number; data: string };
-
-const toRecord = <T>(row: Row): StoredRecord<T> =>
-  deepFreeze({ kind: row.kind, id: row.id, version: row.version, terminal: row.terminal === 1, data: JSON.parse(row.data) as T });
-const toEntry = <T>(row: LogRow): LogEntry<T> => deepFreeze({ stream: row.stream, sequence: row.sequence, position: row.position, data: JSON.parse(row.data) as T });
-
-/**
- * A range of one kind's records in id order; one prepared statement per shape (absent bounds are left out,
- * not matched loosely). With `index`, the kind is written literally and the partial index named: a partial
- * index serves only a statement that names its kind (a bound parameter could be any kind), and without
- * statistics the planner still prefers the unique (kind, id) index. Indexed kinds are this module's
- * constants, so the literal is safe.
- */
-function rangeQuery(columns: string, kind: string, options: ListOptions, index?: string): [string, unknown[]] {
-  const bounds = [...(options.after === undefined ? [] : ['id > ?']), ...(options.before === undefined ? [] : ['id < ?'])];
-  const source = index === undefined ? 'records WHERE kind = ?' : `records INDEXED BY ${index} WHERE kind = '${kind}'`;
-  const sql = `SELECT ${columns} FROM ${source}${bounds.map((b) => ` AND ${b}`).join('')} ORDER BY id LIMIT ?`;
-  return [sql, [...(index === undefined ? [kind] : []), ...(options.after === undefined ? [] : [options.after]), ...(options.before === undefined ? [] : [options.before]), options.limit ?? -1]];
-}
-
-/** Prepared once per connection: preparing per call costs more than most of the queries it runs. */
-class Statements {
-  private readonly cache = new Map<string, Database.Statement>();
-  constructor(readonly db: Database.Database) {}
-  get(sql: string): Database.Statement {
-    let statement = this.cache.get(sql);
-    if (statement === undefined) {
-      statement = this.db.prepare(sql);
-      this.cache.set(sql, statement);
-    }
-    return statement;
-  }
-}
-
-/** Reads through one connection: inside a transaction they see its writes, outside only committed data. */
-class SqliteReader implements StoreReader {
-  constructor(protected readonly sql: Statements) {}
-
-  async get<T>(kind: string, id: string): Promise<StoredRecord<T> | undefined> {
-    const row = this.sql.get('SELECT * FROM records WHERE kind = ? AND id = ?').get(kind, id) as Row | undefined;
-    return row === undefined ? undefined : toRecord<T>(row);
-  }
-  async version(kind: string, id: string): Promise<number | undefined> {
-    return this.sql.get('SELECT version FROM records WHERE kind = ? AND id = ?').pluck().get(kind, id) as number | undefined;
-  }
-  async list<T>(kind: string, options: ListOptions = {}): Promise<Array<StoredRecord<T>>> {
-    const [sql, values] = rangeQuery('*', kind, options);
-    return (this.sql.get(sql).all(...values) as Row[]).map((r) => toRecord<T>(r));
-  }
-  async versions(kind: string, options: ListOptions = {}): Promise<RecordVersion[]> {
-    const [sql, values] = rangeQuery('id, version', kind, options, VERSIONS_INDEXED.get(kind));
-    return this.sql.get(sql).all(...values) as RecordVersion[];
-  }
-  async head(stream: string): Promise<number> {
-    const row = this.sql.get('SELECT MAX(sequence) AS s FROM log WHERE stream = ?').get(stream) as { s: number | null };
-    return row.s === null ? 0 : row.s + 1;
-  }
-  async readLog<T>(stream: string, options: ReadLogOptions = {}): Promise<Array<LogEntry<T>>> {
-    const rows = this.sql
-      .get('SELECT * FROM log WHERE stream = ? AND sequence > ? ORDER BY sequence LIMIT ?')
-      .all(stream, options.after ?? -1, options.limit ?? -1) as LogRow[];
-    return rows.map((r) => toEntry<T>(r));
-  }
-  async readFeed<T>(options: ReadLogOptions = {}): Promise<Array<LogEntry<T>>> {
-    const rows = this.sql.get('SELECT * FROM log WHERE position > ? ORDER BY position LIMIT ?').all(options.after ?? -1, options.limit ?? -1) as LogRow[];
-    return rows.map((r) => toEntry<T>(r));
-  }
-}
-
-class SqliteTransaction extends SqliteReader implements StoreTransaction {
-  /** Rows written, so a group that only read commits without waking changefeed listeners. */
-  writes = 0;
-
-  constructor(
-    sql: Statements,
-    private readonly cache: WriterCache,
-  ) {
-    super(sql);
-  }
-
-  override async get<T>(kind: string, id: string): Promise<StoredRecord<T> | undefined> {
-    const known = this.cache.record(kind, id);
-    if (known !== undefined) return (known ?? undefined) as StoredRecord<T> | undefined;
-    const record = await super.get<T>(kind, id);
-    this.cache.remember(kind, id, record ?? null);
-    return record;
-  }
-
-  override async version(kind: string, id: string): Promise<number | undefined> {
-    const known = this.cache.record(kind, id);
-    return known === undefined ? super.version(kind, id) : known?.version;
-  }
-
-  override async head(stream: string): Promise<number> {
-    let next = this.cache.head(stream);
-    if (next === undefined) {
-      next = await super.head(stream);
-      this.cache.rememberHead(stream, next);
-    }
-    return next;
-  }
-
-  async put<T>(kind: string, id: string, data: T, options: PutOptions): Promise<StoredRecord<T>> {
-    // One statement when the compare-and-set holds (nearly always); the current row is read only to say
-    // why it did not.
-    const text = JSON.stringify(data);
-    const terminal = options.terminal === true ? 1 : 0;
-    const expected = options.expectedVersion;
-    const version = (expected ?? 0) + 1;
-    let changed = 0;
-    try {
-      changed =
-        expected === null
-          ? this.sql.get('INSERT INTO records (kind, id, version, terminal, data) VALUES (?, ?, ?, ?, ?)').run(kind, id, version, terminal, text).changes
-          : this.sql.get('UPDATE records SET version = ?, terminal = ?, data = ? WHERE kind = ? AND id = ? AND version = ? AND terminal = 0').run(version, terminal, text, kind, id, expected).changes;
-    } catch (error) {
-      if (!UNIQUE_VIOLATION.has((error as { code?: string }).code ?? '')) throw error;
-      this.refusal(kind, id, expected);
-      throw new StoreConflictError(`${kind} ${id} would break a uniqueness rule: ${(error as Error).message}`, { kind, id, expectedVersion: expected });
-    }
-    if (changed !== 1) {
-      this.refusal(kind, id, expected);
-      throw new StoreConflictError(`${kind} ${id} changed underneath`, { kind, id, expectedVersion: expected });
-    }
-    this.writes++;
-    const record = deepFreeze({ kind, id, version, terminal: terminal === 1, data: JSON.parse(text) as T });
-    this.cache.remember(kind, id, record);
-    return record;
-  }
-
-  /** Throws why a put at `expected` was refused: the record is sealed, or at another version (or absent). */
-  private refusal(kind: string, id: string, expected: number | null): void {
-    const current = this.sql.get('SELECT version, terminal FROM records WHERE kind = ? AND id = ?').get(kind, id) as { version: number; terminal: number } | undefined;
-    if (current?.terminal === 1) throw new TerminalRecordError(kind, id);
-    const currentVersion = current?.version ?? null;
-    if (currentVersion !== expected) {
-      throw new StoreConflictError(
-        current === undefined ? `${kind} ${id} does not exist (expected version ${String(expected)})` : `${kind} ${id} is at version ${current.version}, not ${String(expected)}`,
-        { kind, id, expectedVersion: expected, currentVersion },
-      );
-    }
-  }
-
-  async delete(kind: string, id: string, expectedVersion: number): Promise<void> {
-    await this.remove(kind, id, expectedVersion, false);
-  }
-
-  async expire(kind: string, id: string, expectedVersion: number): Promise<void> {
-    await this.remove(kind, id, expectedVersion, true);
-  }
-
-  private async remove(kind: string, id: string, expectedVersion: number, evenSealed: boolean): Promise<void> {
-    // As with put: one statement when the compare-and-set holds; the row is read only to say why it did not.
-    const removed = this.sql
-      .get(`DELETE FROM records WHERE kind = ? AND id = ? AND version = ?${evenSealed ? '' : ' AND terminal = 0'}`)
-      .run(kind, id, expectedVersion).changes;
-    if (removed !== 1) {
-      const current = this.sql.get('SELECT version, terminal FROM records WHERE kind = ? AND id = ?').get(kind, id) as { version: number; terminal: number } | undefined;
-      if (current?.terminal === 1 && !evenSealed) throw new TerminalRecordError(kind, id);
-      throw new StoreConflictError(`${kind} ${id} is not at version ${expectedVersion}`, { kind, id, expectedVersion, currentVersion: current?.version ?? null });
-    }
-    this.writes++;
-    this.cache.remember(kind, id, null);
-  }
-
-  async append<T>(stream: string, data: T, expectedSequence?: number): Promise<LogEntry<T>> {
-    const sequence = await this.head(stream);
-    if (expectedSequence !== undefined && expectedSequence !== sequence) throw new StreamSequenceError(stream, expectedSequence, sequence);
-    const text = JSON.stringify(data);
-    if (this.cache.nextPosition === undefined) {
-      const last = this.sql.get('SELECT MAX(position) AS p FROM log').get() as { p: number | null };
-      this.cache.nextPosition = last.p === null ? 0 : last.p + 1;
-    }
-    const position = this.cache.nextPosition;
-    // UNIQUE(stream, sequence) backs the gapless head: a racing append fails instead of duplicating.
-    this.sql.get('INSERT INTO log (position, stream, sequence, data) VALUES (?, ?, ?, ?)').run(position, stream, sequence, text);
-    this.writes++;
-    this.cache.rememberHead(stream, sequence + 1);
-    this.cache.nextPosition = position + 1;
-    return deepFreeze({ stream, sequence, position, data: JSON.parse(text) as T });
-  }
-
-  async trimLog(stream: string, before: number): Promise<number> {
-    const head = await this.head(stream);
-    if (before > head - 1) throw new LogTrimError(stream, before, head);
-    // The newest entry stays, so MAX(sequence) and MAX(position) (the next sequence and position) never move back.
-    const dropped = this.sql.get('DELETE FROM log WHERE stream = ? AND sequence < ?').run(stream, before).changes;
-    this.writes += dropped;
-    return dropped;
-  }
-}
 
 
 /**
@@ -325,40 +123,49 @@ export class SqliteStore implements Store {
     maxGroup: number,
   ) {
     this.queue = new CommitQueue(maxGroup, (batch) => this.writeBatch(batch));
-    this.writeSql = new Statements(writer);
-    this.readSql = new Statements(reader);
+    this.writeSql = new Statements(writer, file);
+    this.readSql = new Statements(reader, file);
   }
 
+  /**
+   * Opens the store at `file`, creating it only when no file is there. An existing file is checked before
+   * anything writes to it — its header, then read-only its schema and (up to `integrityCheckBytes`) SQLite's
+   * integrity check — and refused untouched with {@link StoreCorruptError}, leaving no `-wal`/`-shm` behind;
+   * a read-only file is refused with {@link StoreReadOnlyError}.
+   */
   static async open(file: string, options: SqliteStoreOptions = {}): Promise<SqliteStore> {
     const path = resolve(file);
-    mkdirSync(dirname(path), { recursive: true });
+    makePrivateFolder(dirname(path));
     const lock = await acquireStoreLock(path);
+    const sidecars = absentSidecars(path);
     let writer: Database.Database | undefined;
+    let reader: Database.Database | undefined;
     try {
-      writer = new Database(path);
-      // Only takes effect on a file with no pages yet; it must come before WAL mode.
-      writer.pragma(`page_size = ${NEW_STORE_PAGE_SIZE}`);
-      writer.pragma('journal_mode = WAL');
-      writer.pragma(`synchronous = ${options.synchronous ?? 'FULL'}`);
-      writer.pragma(`busy_timeout = ${options.busyTimeoutMs ?? BUSY_TIMEOUT_MS}`);
-      const pageSize = writer.pragma('page_size', { simple: true }) as number;
-      writer.pragma(`wal_autocheckpoint = ${Math.ceil(WAL_CHECKPOINT_BYTES / pageSize)}`);
-      writer.pragma(`journal_size_limit = ${WAL_CHECKPOINT_BYTES}`);
-      const version = (() => {
-        const tables = writer.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as Array<{ name: string }>;
-        if (tables.length === 0) return undefined;
-        if (!tables.some((t) => t.name === 'meta')) throw new StoreCorruptError(path, 'not a coven-automata SQLite store');
-        return (writer!.prepare("SELECT value FROM meta WHERE key = 'schemaVersion'").get() as { value: string } | undefined)?.value;
+      if (checkDatabaseHeader(path)) {
+        refuseReadOnly(path);
+        inspectDatabase(path, options.integrityCheckBytes ?? INTEGRITY_CHECK_BYTES);
+      } else createDatabase(path, SCHEMA, NEW_STORE_PAGE_SIZE);
+      // SQLite gives its -wal and -shm the database file's mode: the inspection may have made them already.
+      for (const own of [path, `${path}-wal`, `${path}-shm`]) if (own === path || existsSync(own)) chmodSync(own, PRIVATE_FILE_MODE);
+      writer = new Database(path, { fileMustExist: true });
+      configure(writer, options);
+      writer.transaction(() => {
+        writer!.exec(SCHEMA);
+        const version = writer!.prepare("SELECT value FROM meta WHERE key = 'schemaVersion'").pluck().get() as string | undefined;
+        if (version !== String(SCHEMA_VERSION)) {
+          addChecksums(writer!);
+          writer!.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('schemaVersion', ?)").run(String(SCHEMA_VERSION));
+        }
+        recordSchemaChecksum(writer!);
       })();
-      if (version !== undefined && version !== String(SCHEMA_VERSION)) throw new StoreCorruptError(path, `schema version ${version} is not supported (this build reads ${SCHEMA_VERSION})`);
-      writer.exec(SCHEMA);
-      writer.prepare("INSERT OR IGNORE INTO meta (key, value) VALUES ('schemaVersion', ?)").run(String(SCHEMA_VERSION));
-      const reader = new Database(path, { readonly: true });
+      reader = new Database(path, { readonly: true });
       return new SqliteStore(path, writer, reader, lock, options.maxGroupSize ?? MAX_GROUP);
     } catch (error) {
+      reader?.close();
       writer?.close();
+      for (const sidecar of sidecars) rmSync(sidecar, { force: true });
       await lock.release();
-      if (error instanceof StoreCorruptError) throw error;
+      if (error instanceof ContractError) throw error;
       throw new StoreCorruptError(path, (error as Error).message);
     }
   }
@@ -401,7 +208,7 @@ export class SqliteStore implements Store {
         run('RELEASE job');
         this.cache.forget();
         tx.writes = writesBefore;
-        job.reject(error);
+        job.reject(asStoreError(this.file, error));
       }
     }
     try {
@@ -424,7 +231,7 @@ export class SqliteStore implements Store {
       return await body(new SqliteReader(this.readSql));
     } catch (error) {
       this.noteBusy(error);
-      throw error;
+      throw asStoreError(this.file, error);
     }
   }
 

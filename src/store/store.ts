@@ -191,6 +191,17 @@ export class StoreCorruptError extends ContractError {
   }
 }
 
+/**
+ * A store file (or its folder) is not writable by this process — e.g. an operator made it read-only to keep
+ * it as it is. The store is not opened, so nothing replaces the file; make it writable to use it as a store.
+ */
+export class StoreReadOnlyError extends ContractError {
+  constructor(file: string, cause: string) {
+    super('AUTHORITY_REQUIRED', `store file ${file} is not writable (${cause}); a store is only opened on files it may write, so it was left untouched`, { file, cause });
+    this.name = 'StoreReadOnlyError';
+  }
+}
+
 /** Another process holds the store file. */
 export class StoreLockedError extends ContractError {
   constructor(file: string, holder: string) {

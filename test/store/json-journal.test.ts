@@ -15,6 +15,9 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 let counter = 0;
 const freshFile = () => join(dir, `store-${counter++}.json`);
 const journalOf = (file: string) => `${file}.journal`;
+/** A journal's group lines, without the header line that names its store and generation. */
+const groupLines = (text: string) => text.split('\n').filter((line) => line !== '' && !line.startsWith('{"journal":'));
+const HEADER_ONLY = /^\{"journal":"coven-automata\/json-journal","storeId":"[^"]+","generation":\d+\}\n$/;
 
 /** Three commits, then the files as a process killed right after them would leave them (nothing folded). */
 async function crashedAfterThreeCommits(file: string): Promise<{ snapshot: string; journal: string }> {
@@ -50,9 +53,9 @@ test('commits append one journal line per group; the snapshot is rewritten only 
   const snapshot = readFileSync(file, 'utf8');
   for (let n = 1; n <= 20; n++) await store.transact((tx) => tx.put('counter', 'c', { n }, { expectedVersion: n === 1 ? null : n - 1 }));
   expect(readFileSync(file, 'utf8')).toBe(snapshot);
-  expect(readFileSync(journalOf(file), 'utf8').trim().split('\n')).toHaveLength(20);
+  expect(groupLines(readFileSync(journalOf(file), 'utf8'))).toHaveLength(20);
   await store.close();
-  expect(statSync(journalOf(file)).size).toBe(0);
+  expect(readFileSync(journalOf(file), 'utf8')).toMatch(HEADER_ONLY);
   expect(JSON.parse(readFileSync(file, 'utf8'))).toMatchObject({ formatVersion: JSON_STORE_FORMAT_VERSION, journalThrough: 20, records: { counter: { c: { version: 20, data: { n: 20 } } } } });
 });
 
@@ -89,7 +92,7 @@ test('a fold does not hold up commits: groups committed while it writes stay in 
   const snapshot = JSON.parse(readFileSync(file, 'utf8')) as { journalThrough: number; records: { counter: { c: { data: { n: number } } } } };
   expect(snapshot.journalThrough).toBe(1);
   expect(snapshot.records.counter.c.data.n).toBe(1);
-  expect(readFileSync(journalOf(file), 'utf8').trim().split('\n').map((line) => (JSON.parse(line) as { seq: number }).seq)).toEqual([2, 3, 4]);
+  expect(groupLines(readFileSync(journalOf(file), 'utf8')).map((line) => (JSON.parse(line) as { seq: number }).seq)).toEqual([2, 3, 4]);
   // A process killed now leaves these two files: they hold every commit once.
   const copy = freshFile();
   copyFileSync(file, copy);
@@ -105,8 +108,8 @@ test('a journal line cut short by a crash was never acknowledged: it is dropped 
   appendFileSync(journalOf(file), '{"seq":4,"records":[["counter","c",4,false,{"n"');
   expect(await counterOf(file)).toEqual({ version: 3, n: 3, log: [1, 2, 3] });
   // Folded on close: the torn bytes are gone and the next commits continue the numbering.
-  expect(readFileSync(journalOf(file), 'utf8')).toBe('');
-  expect(journal.trim().split('\n')).toHaveLength(3);
+  expect(readFileSync(journalOf(file), 'utf8')).toMatch(HEADER_ONLY);
+  expect(groupLines(journal)).toHaveLength(3);
   const store = await JsonFileStore.open(file);
   await store.transact((tx) => tx.put('counter', 'c', { n: 4 }, { expectedVersion: 3 }));
   await store.close();
@@ -122,10 +125,10 @@ test.each([
   for (const [n, text] of [[1, 'café €'], [2, 'crab 🦀']] as const) await store.transact((tx) => tx.put('counter', 'c', { n: text }, { expectedVersion: n === 1 ? null : n - 1 }));
   const journal = readFileSync(journalOf(file), 'utf8');
   await store.close();
-  // The snapshot as before those commits, so the journal replays them.
-  const snapshot = JSON.parse(readFileSync(file, 'utf8')) as { journalThrough: number; records: Record<string, unknown> };
+  // The snapshot as before those commits (and the fold on close), so the journal replays them.
+  const snapshot = JSON.parse(readFileSync(file, 'utf8')) as { journalThrough: number; journalGeneration: number; records: Record<string, unknown> };
   delete snapshot.records.counter;
-  writeFileSync(file, JSON.stringify({ ...snapshot, journalThrough: 0 }));
+  writeFileSync(file, JSON.stringify({ ...snapshot, journalThrough: 0, journalGeneration: snapshot.journalGeneration - 1 }));
   writeFileSync(journalOf(file), journal + torn);
   const reopened = await JsonFileStore.open(file);
   try {
@@ -140,7 +143,8 @@ test('a damaged journal line before the last refuses the store and leaves both f
   const file = freshFile();
   const { journal } = await crashedAfterThreeCommits(file);
   const lines = journal.split('\n');
-  lines[1] = lines[1]!.replace('"seq":2', '"seq":2,');
+  // lines[0] is the header, lines[1] the first group.
+  lines[2] = lines[2]!.replace('"seq":2', '"seq":2,');
   const damaged = lines.join('\n');
   writeFileSync(journalOf(file), damaged);
   const snapshot = readFileSync(file, 'utf8');

@@ -177,7 +177,7 @@ test('a fold encodes the state a piece at a time as the file takes it, so no enc
   });
   for (let n = 0; n < 3000; n++) state.loadRecord(record(n));
   encoded.clear(); // loading froze (and so read) every record
-  const pieces = serializeState(state, 7);
+  const pieces = serializeState(state, 7, { storeId: 'layout-test', generation: 1 });
   const first = pieces.next();
   expect(first.done).toBe(false);
   // About 1 MiB of text per piece: the first piece encoded about a thousand records, not all three thousand.

@@ -6,6 +6,7 @@ import { afterAll, expect, test } from 'vitest';
 import { CHECKPOINT_AFTER_WRITES, SqliteStore } from '../../src/store/sqlite-store.js';
 import { StoreConflictError, StoreCorruptError, StoreLockedError, type Store } from '../../src/store/store.js';
 import { describeStoreConformance } from './store-conformance.js';
+import { entryChecksum, recordChecksum } from '../../src/store/sqlite-rows.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'coven-sqlite-store-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -79,9 +80,10 @@ test('what the writer remembers never outlives another connection\'s commit or a
   // The writer remembers records (and absences), stream heads and the feed position; an outside commit
   // must not leave them stale.
   const outsider = new Database(file);
-  outsider.prepare('INSERT INTO log (position, stream, sequence, data) VALUES (2, ?, 2, ?)').run('occurrence/a', '{"n":2}');
-  outsider.prepare("UPDATE records SET version = 2, data = '{\"n\":2}' WHERE kind = 'k' AND id = 'a'").run();
-  outsider.prepare("INSERT INTO records (kind, id, version, terminal, data) VALUES ('k', 'b', 1, 0, '{}')").run();
+  // (with the checksums this build writes: a row without one is refused as changed)
+  outsider.prepare('INSERT INTO log (position, stream, sequence, data, crc) VALUES (2, ?, 2, ?, ?)').run('occurrence/a', '{"n":2}', entryChecksum('occurrence/a', 2, 2, '{"n":2}'));
+  outsider.prepare("UPDATE records SET version = 2, data = '{\"n\":2}', crc = ? WHERE kind = 'k' AND id = 'a'").run(recordChecksum('k', 'a', 2, 0, '{"n":2}'));
+  outsider.prepare("INSERT INTO records (kind, id, version, terminal, data, crc) VALUES ('k', 'b', 1, 0, '{}', ?)").run(recordChecksum('k', 'b', 1, 0, '{}'));
   outsider.close();
   await store.transact(async (tx) => {
     expect((await tx.get('k', 'a'))?.data).toEqual({ n: 2 });
