@@ -9,6 +9,7 @@ import { ChildProcessRuntime } from '../../src/runtime/child-process-runtime.js'
 import { CHILD_ENV_ALLOWLIST, childEnvironment } from '../../src/runtime/child-env.js';
 import { confineCwd, CwdRoots } from '../../src/runtime/cwd-roots.js';
 import type { LaunchRequest, Observation } from '../../src/runtime/runtime.js';
+import { packageRoot } from '../../src/spec/package-root.js';
 import { eventually } from '../support/eventually.js';
 
 const dir = realpathSync(mkdtempSync(join(tmpdir(), 'coven-confine-')));
@@ -62,6 +63,9 @@ describe('the child environment is explicit', () => {
 
   test('the allowlist is what the README documents, LC_* is a prefix, and session variables cannot be overridden', () => {
     expect(CHILD_ENV_ALLOWLIST).toEqual(['PATH', 'HOME', 'USER', 'LOGNAME', 'SHELL', 'LANG', 'LANGUAGE', 'LC_*', 'TZ', 'TERM', 'TMPDIR']);
+    const readme = readFileSync(join(packageRoot(), 'README.md'), 'utf8');
+    const passage = readme.slice(readme.indexOf('*Environment*'), readme.indexOf('*Working directory*'));
+    expect(CHILD_ENV_ALLOWLIST.filter((name) => !passage.includes(`\`${name}\``))).toEqual([]);
     const env = childEnvironment({ PATH: '/bin', LC_TIME: 'C', AWS_SECRET_ACCESS_KEY: 'k', SSH_AUTH_SOCK: '/s', COVEN_PROMPT: 'engine' }, { env: { COVEN_PROMPT: 'fixed' } }, { COVEN_PROMPT: 'session' });
     expect(env).toEqual({ PATH: '/bin', LC_TIME: 'C', COVEN_PROMPT: 'session' });
     expect(() => new ChildProcessRuntime({ runtimeId: 'sh', command: 'true', sessionsDir, cwdRoots: [root], passEnv: ['A=B'] })).toThrow(/not an environment variable name/);
