@@ -154,7 +154,11 @@ export class ChildProcessRuntime implements Runtime {
     child.unref();
     const start = readStart(paths.start);
     if (start.kind === 'started' && start.pid === child.pid) {
-      this.recordLaunch(paths, sessionId, request.sessionKey, request.attemptId, now);
+      try {
+        this.recordLaunch(paths, sessionId, request.sessionKey, request.attemptId, now);
+      } catch {
+        // the launch record is a convenience for readers; the start claim is the evidence, and it stands
+      }
       this.launches.push({ sessionKey: request.sessionKey, attemptId: request.attemptId, at: now.toISOString() });
       return { outcome: 'started', sessionId, cursors: { logCursor: '0' } };
     }

@@ -1,6 +1,6 @@
 import { sha256Hex } from '../contract/digest.js';
 import type { SideEffectClass } from '../contract/vocabulary.js';
-import type { LaunchRecord, LaunchRequest, LaunchResult, Observation, Runtime } from './runtime.js';
+import type { LaunchEvidence, LaunchRecord, LaunchRequest, LaunchResult, Observation, Runtime } from './runtime.js';
 
 /** What an in-process automation returns: its outcome and, optionally, output to digest. */
 export interface FunctionResult {
@@ -15,7 +15,9 @@ interface Session {
 
 /**
  * Runs attempts as async functions inside the embedding process. Sessions live in memory: after a
- * process restart they are `lost`, and the engine sends them to operator recovery rather than guessing.
+ * process restart they are `lost`, and a launch whose answer the dead process never recorded is `unknown`
+ * evidence, so the engine sends both to operator recovery rather than guessing. A launch is idempotent per
+ * session key within the process.
  *
  * @example
  * ```ts
@@ -28,6 +30,8 @@ interface Session {
 export class FunctionRuntime implements Runtime {
   readonly launches: LaunchRecord[] = [];
   private readonly sessions = new Map<string, Session>();
+  /** Session id by session key, for this process's launches. */
+  private readonly byKey = new Map<string, string>();
   private counter = 0;
 
   constructor(
@@ -38,9 +42,12 @@ export class FunctionRuntime implements Runtime {
   ) {}
 
   async launch(request: LaunchRequest, now: Date): Promise<LaunchResult> {
+    const known = this.byKey.get(request.sessionKey);
+    if (known !== undefined) return { outcome: 'started', sessionId: known, cursors: { eventCursor: `${known}:0` } };
     const sessionId = `fn-${++this.counter}-${request.attemptId}`.slice(0, 160);
     const session: Session = { abort: new AbortController() };
     this.sessions.set(sessionId, session);
+    this.byKey.set(request.sessionKey, sessionId);
     this.launches.push({ sessionKey: request.sessionKey, attemptId: request.attemptId, at: now.toISOString() });
     // Started, not awaited: the worker observes the outcome on its next pass.
     void Promise.resolve()
@@ -69,6 +76,17 @@ export class FunctionRuntime implements Runtime {
       outputDigest: session.settled.digest,
       ...(session.settled.detail === undefined ? {} : { detail: session.settled.detail }),
     };
+  }
+
+  /**
+   * A launch of this process is a session to observe. Any other key was sent by a process that is gone, and
+   * its session (if it ever ran) died with it, leaving no trace to tell whether the function ran or what it
+   * did: `unknown`, for operator recovery, never a guess either way.
+   */
+  async launchEvidence(sessionKey: string): Promise<LaunchEvidence> {
+    const sessionId = this.byKey.get(sessionKey);
+    if (sessionId !== undefined) return { evidence: 'started', sessionId, cursors: { eventCursor: `${sessionId}:0` } };
+    return { evidence: 'unknown', detail: `launch ${sessionKey} was sent by another process; an in-process session leaves no evidence of whether it ran` };
   }
 
   async cancel(sessionId: string): Promise<void> {
