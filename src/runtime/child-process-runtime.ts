@@ -52,25 +52,38 @@ async function fileDigest(path: string): Promise<string> {
   return hash.digest('hex');
 }
 
-/** Resolves once the wrapper has spawned and closed fd 3 (its start claim is decided), or rejects. */
+/**
+ * Resolves once the wrapper has spawned and closed fd 3 (its start claim is decided); rejects with the spawn's
+ * error (nothing ran), or with a plain error when the claim takes longer than `timeoutMs` (outcome unknown).
+ */
 function claimDecided(child: ChildProcess, timeoutMs: number): Promise<void> {
   return new Promise((resolve, reject) => {
     const pipe = child.stdio[3] as Readable | null;
+    let spawned = false;
+    let closed = pipe === null;
     const timer = setTimeout(() => {
       pipe?.destroy();
       reject(new Error(`the session wrapper did not claim its start within ${timeoutMs} ms`));
     }, timeoutMs);
+    const settle = () => {
+      if (!spawned || !closed) return;
+      clearTimeout(timer);
+      resolve();
+    };
+    child.once('spawn', () => {
+      spawned = true;
+      settle();
+    });
     child.once('error', (error) => {
       clearTimeout(timer);
       pipe?.destroy();
       reject(error);
     });
-    if (pipe === null) return;
-    pipe.on('data', () => undefined);
-    pipe.once('error', () => undefined);
-    pipe.once('close', () => {
-      clearTimeout(timer);
-      resolve();
+    pipe?.on('data', () => undefined);
+    pipe?.once('error', () => undefined);
+    pipe?.once('close', () => {
+      closed = true;
+      settle();
     });
   });
 }
@@ -139,16 +152,18 @@ export class ChildProcessRuntime implements Runtime {
     const location = this.cwdRoots.locate(request.cwd);
     if (!location.inside) return refused(this.cwdRoots.refusal(location));
     if (!existsSync(location.path) || !statSync(location.path).isDirectory()) return refused(`working directory ${location.path} does not exist`);
-    const exitTemp = exitTempFor(paths);
+    let exitTemp: string | undefined;
     let child: ChildProcess;
     try {
+      exitTemp = exitTempFor(paths);
       child = this.spawnWrapper(request, paths, exitTemp, location.path);
       await claimDecided(child, this.options.startTimeoutMs ?? 10_000);
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
       if (code === undefined) throw error;
-      removeQuietly(exitTemp);
-      // The shell never started: nothing ran. Missing binaries are deterministic, resource limits transient.
+      if (exitTemp !== undefined) removeQuietly(exitTemp);
+      // No shell started (a file could not be made, or the spawn failed): nothing ran. Missing binaries and
+      // unwritable folders are deterministic, resource limits transient.
       return { outcome: 'failed', failureClass: code === 'EAGAIN' || code === 'EMFILE' || code === 'ENFILE' ? 'transient_dispatch' : 'launch_refused', detail: (error as Error).message };
     }
     child.unref();
