@@ -51,6 +51,9 @@ export type { Runtime, LaunchRequest, LaunchResult, Observation } from './runtim
 export { SimulatedRuntime, type SimulatedBehavior } from './runtime/simulated-runtime.js';
 export { FunctionRuntime, type FunctionResult } from './runtime/function-runtime.js';
 export { ChildProcessRuntime, type ChildProcessRuntimeOptions } from './runtime/child-process-runtime.js';
+export { CwdRoots, confineCwd, type ConfinedRuntime } from './runtime/cwd-roots.js';
+export { defaultRequirements, type RequirementsCheck } from './command-handler/context.js';
+export { CHILD_ENV_ALLOWLIST } from './runtime/child-env.js';
 
 // Changefeed
 export { Changefeed, type ReadPage } from './changefeed/changefeed.js';

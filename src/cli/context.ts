@@ -1,8 +1,11 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
+import { defaultRequirements } from '../command-handler/context.js';
 import type { CommandResponse } from '../command-handler/envelope.js';
 import { createEngine, type Engine } from '../engine/engine.js';
+import { ENV_NAME } from '../runtime/child-env.js';
 import { ChildProcessRuntime } from '../runtime/child-process-runtime.js';
+import { confineCwd } from '../runtime/cwd-roots.js';
 import { openStore, type FileStore, type FileStoreKind } from '../store/open-store.js';
 import { RETENTION_CLASSES, RetentionPolicy, type RetentionClass, type RetentionOptions } from '../retention/policy.js';
 
@@ -16,6 +19,10 @@ export interface CliOptions {
   json?: boolean;
   command?: string;
   retention?: string;
+  /** Repeatable: folders sessions may run in (default: the store's folder). */
+  cwdRoot?: string[];
+  /** Repeatable: engine environment variables children receive beyond the allowlist. */
+  passEnv?: string[];
 }
 
 /** The CLI's error for user mistakes: printed as one line, no stack trace, exit code 1. */
@@ -44,19 +51,37 @@ export function parseRetention(text: string | undefined): RetentionOptions | fal
   return { windowDays };
 }
 
+/** Commander's collector for a repeatable option. */
+export const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
+
+/**
+ * The CLI's child-process runtime: sessions in `<store folder>/sessions`, confined to `--cwd-root` folders
+ * (default: the store's folder, which is also where a definition without a cwd runs), with the allowlisted
+ * environment plus `--pass-env` names.
+ */
+function cliRuntime(options: CliOptions, file: string): ChildProcessRuntime {
+  const passEnv = options.passEnv ?? [];
+  const bad = passEnv.find((name) => !ENV_NAME.test(name));
+  if (bad !== undefined) throw new CliError(`--pass-env: ${JSON.stringify(bad)} is not an environment variable name`);
+  const cwdRoots = options.cwdRoot === undefined || options.cwdRoot.length === 0 ? [dirname(file)] : options.cwdRoot.map((root) => resolve(root));
+  const sessionsDir = join(dirname(file), 'sessions');
+  try {
+    return new ChildProcessRuntime({ runtimeId: 'coven-code', command: options.command ?? process.env.COVEN_RUNTIME_COMMAND ?? DEFAULT_COMMAND, sessionsDir, cwdRoots, passEnv });
+  } catch (error) {
+    throw new CliError(`--cwd-root: ${(error as Error).message}`);
+  }
+}
+
 /** Opens the store (taking its lock) and an engine with the child-process runtime for the duration of `body`. */
 export async function withEngine<T>(options: CliOptions, body: (engine: Engine, store: FileStore) => Promise<T>): Promise<T> {
   const file = resolve(options.store ?? DEFAULT_STORE);
   mkdirSync(dirname(file), { recursive: true });
   const store = await openStore(file, options.storeKind);
   try {
-    const runtime = new ChildProcessRuntime({
-      runtimeId: 'coven-code',
-      command: options.command ?? process.env.COVEN_RUNTIME_COMMAND ?? DEFAULT_COMMAND,
-      sessionsDir: join(dirname(file), 'sessions'),
-    });
+    const runtime = cliRuntime(options, file);
     const retention = parseRetention(options.retention);
-    const engine = createEngine({ store, runtimes: [runtime], ...(retention === undefined ? {} : { retention }) });
+    const requirements = confineCwd([runtime], defaultRequirements([runtime.runtimeId]));
+    const engine = createEngine({ store, runtimes: [runtime], requirements, ...(retention === undefined ? {} : { retention }) });
     return await body(engine, store);
   } finally {
     await store.close();

@@ -9,9 +9,10 @@ import { loadLifecycleSpec } from '../spec/lifecycle-spec.js';
 import { summarizeSpec } from '../spec/summary.js';
 import { openStore } from '../store/open-store.js';
 import type { Engine } from '../engine/engine.js';
-import { CliError, DEFAULT_STORE, envelope, report, withEngine, type CliOptions } from './context.js';
+import { CliError, collect, DEFAULT_STORE, envelope, report, withEngine, type CliOptions } from './context.js';
 import { runDemo } from './demo.js';
 import { paint, table } from './format.js';
+import { historyTable } from './history-format.js';
 import { runInvariantsCommand } from './invariants-command.js';
 import { renderDiagrams } from './diagram-command.js';
 import { runInspect } from './inspect-command.js';
@@ -62,6 +63,8 @@ export function buildProgram(): Command {
     .addOption(new Option('--store-kind <kind>', 'force the store implementation regardless of the extension').choices(['json', 'sqlite']))
     .option('--json', 'machine-readable output')
     .option('--command <shell>', 'what the child-process runtime runs per attempt (reads $COVEN_PROMPT)')
+    .option('--cwd-root <dir>', 'a folder sessions may run in, repeatable (default: the store\'s folder); activation refuses a cwd outside every root', collect)
+    .option('--pass-env <name>', 'an engine environment variable children receive beyond the allowlist, repeatable', collect)
     .option('--retention <spec>', 'how long settled history is kept: off, or <class>=<days|never>[,...] (default ephemeral=1,standard=30,extended=365)')
     .showHelpAfterError();
   const opts = (): CliOptions => program.opts<CliOptions>();
@@ -113,8 +116,7 @@ export function buildProgram(): Command {
   program.command('get <automationId>').option('--revision <n>', 'a historic revision').description('show a definition').action(run(async (id: string, cmd: { revision?: string }) => withEngine(opts(), async (engine) =>
     report(await engine.commands.handle(envelope('definition.get.v1', { automationId: id, ...(cmd.revision === undefined ? {} : { revision: Number(cmd.revision) }) })), opts(), (r) => JSON.stringify(r, null, 2)))));
   program.command('history <automationId>').description('runs, newest first').action(run(async (id: string) => withEngine(opts(), async (engine) =>
-    report(await engine.commands.handle(envelope('run.history.v1', { automationId: id })), opts(), (r) =>
-      table(['run', 'started', 'attempts', 'state'], (r.runs as Array<Record<string, unknown>>).map((x) => [String(x.runId), String(x.startedAt), String(x.attemptCount), paint(String(x.state), String(x.state))]))))));
+    report(await engine.commands.handle(envelope('run.history.v1', { automationId: id })), opts(), historyTable))));
   program.command('health <automationId>').description('where an automation stands').action(run(async (id: string) => withEngine(opts(), async (engine) =>
     report(await engine.commands.handle(envelope('definition.health.v1', { automationId: id })), opts(), (r) => {
       const h = r.health as Record<string, unknown>;

@@ -1,43 +1,49 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, openSync, closeSync, readFileSync, statSync, writeFileSync, createReadStream } from 'node:fs';
-import { join } from 'node:path';
+import { closeSync, createReadStream, existsSync, readFileSync, statSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type { Readable } from 'node:stream';
 import { sha256Hex } from '../contract/digest.js';
 import type { SideEffectClass } from '../contract/vocabulary.js';
-import type { LaunchRecord, LaunchRequest, LaunchResult, Observation, Runtime } from './runtime.js';
-
-interface SessionFile {
-  sessionId: string;
-  sessionKey: string;
-  attemptId: string;
-  pid: number;
-  startedAt: string;
-  cancelRequestedAt?: string;
-}
+import { checkEnvNames, childEnvironment } from './child-env.js';
+import { CwdRoots } from './cwd-roots.js';
+import type { LaunchEvidence, LaunchRecord, LaunchRequest, LaunchResult, Observation, Runtime } from './runtime.js';
+import { claimantAlive, createExclusive, ensurePrivateDir, fenceText, exitTempFor, openPrivate, readStart, removeQuietly, sessionIdOf, sessionPaths, sizeOf, umaskVariable, type SessionPaths } from './session-files.js';
 
 export interface ChildProcessRuntimeOptions {
   runtimeId: string;
   /** A shell command; it reads the prompt from $COVEN_PROMPT (also $COVEN_ATTEMPT_ID, $COVEN_AUTOMATION_ID…). */
   command: string;
-  /** Where session files, logs and exit codes live; they outlive the engine process. */
+  /** Where session files, logs and exit codes live (0700, files 0600); they outlive the engine process. */
   sessionsDir: string;
-  /** Used when the definition names no cwd. */
+  /** Folders a session may run in, compared by real path. Default: `[defaultCwd]`, else the sessions folder's parent. */
+  cwdRoots?: readonly string[];
+  /** Where a definition without a cwd runs and what a relative cwd resolves against. Default: the first root. */
   defaultCwd?: string;
+  /** Engine variables passed to children by name, beyond {@link CHILD_ENV_ALLOWLIST}. */
+  passEnv?: readonly string[];
+  /** Fixed variables for every child. */
+  env?: Readonly<Record<string, string>>;
+  /** How long a launch waits for the wrapper to claim its start before answering "unknown" (a throw). Default 10 s. */
+  startTimeoutMs?: number;
   sideEffectClass?: SideEffectClass;
 }
 
-// The command runs in a subshell (an `exit` in it ends only the subshell); the wrapper then records the
-// exit code atomically (temp + rename), so a reader never sees half a code.
-const WRAPPER = '( eval "$COVEN_COMMAND" ); code=$?; printf %s "$code" > "$COVEN_EXIT_FILE.tmp" && mv "$COVEN_EXIT_FILE.tmp" "$COVEN_EXIT_FILE"';
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
+// Runs as `sh -c`. The start claim is an exclusive create (noclobber) of the start file holding this shell's
+// pid and process start time (/proc/<pid>/stat field 22, so a reused pid is told apart); a shell that loses it
+// runs nothing. Closing fd 3 tells the launching engine the claim is decided. Session files are created under
+// umask 077 or pre-created 0600 by the engine, and the command gets the engine's umask back. The command runs
+// in a subshell (an `exit` in it ends only the subshell), and its exit code is recorded atomically (temp +
+// rename), so a reader never sees half a code.
+const WRAPPER = [
+  'coven_st=; if read -r coven_stat < "/proc/$$/stat" 2>/dev/null; then set -- ${coven_stat##*") "}; coven_st=${20-}; fi',
+  'coven_umask=${COVEN_UMASK:-$(umask)}; umask 077; set -C; coven_claimed=',
+  '{ printf "started pid=%s starttime=%s\\n" "$$" "$coven_st" > "$COVEN_START_FILE"; } 2>/dev/null && coven_claimed=1',
+  'set +C; umask "$coven_umask"; exec 3>&-',
+  '[ -n "$coven_claimed" ] || exit 75',
+  '( eval "$COVEN_COMMAND" ); code=$?',
+  'printf %s "$code" > "$COVEN_EXIT_TEMP" && mv "$COVEN_EXIT_TEMP" "$COVEN_EXIT_FILE"',
+].join('\n');
 
 async function fileDigest(path: string): Promise<string> {
   if (!existsSync(path)) return sha256Hex('');
@@ -47,14 +53,55 @@ async function fileDigest(path: string): Promise<string> {
 }
 
 /**
- * Runs each attempt as a detached shell command. Session files, output logs and exit codes are kept on
- * disk, so an engine that restarts re-observes sessions started before it died: an exit code is terminal
- * evidence, a live pid is a running session, anything else is lost. Cancel signals the process group and
- * the next observation acknowledges it.
+ * Resolves once the wrapper has spawned and closed fd 3 (its start claim is decided); rejects with the spawn's
+ * error (nothing ran), or with a plain error when the claim takes longer than `timeoutMs` (outcome unknown).
+ */
+function claimDecided(child: ChildProcess, timeoutMs: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const pipe = child.stdio[3] as Readable | null;
+    let spawned = false;
+    let closed = pipe === null;
+    const timer = setTimeout(() => {
+      pipe?.destroy();
+      reject(new Error(`the session wrapper did not claim its start within ${timeoutMs} ms`));
+    }, timeoutMs);
+    const settle = () => {
+      if (!spawned || !closed) return;
+      clearTimeout(timer);
+      resolve();
+    };
+    child.once('spawn', () => {
+      spawned = true;
+      settle();
+    });
+    child.once('error', (error) => {
+      clearTimeout(timer);
+      pipe?.destroy();
+      reject(error);
+    });
+    pipe?.on('data', () => undefined);
+    pipe?.once('error', () => undefined);
+    pipe?.once('close', () => {
+      closed = true;
+      settle();
+    });
+  });
+}
+
+const refused = (detail: string): LaunchResult => ({ outcome: 'failed', failureClass: 'launch_refused', detail });
+
+/**
+ * Runs each attempt as a detached shell command that outlives the engine, with containment evidence on disk
+ * (`<sessionsDir>/<sessionId>.{start,json,log,exit,cancel}`, 0600 in a 0700 folder). The session id is a
+ * function of the session key, and the start file is claimed exactly once: by the wrapper, holding its pid and
+ * process start time, before it runs the command, or by {@link ChildProcessRuntime.launchEvidence}'s fence,
+ * after which no wrapper ever runs that key's command. A live claimant is a running session; a zombie or a
+ * reused pid is not; an exit code is terminal evidence. Children get an explicit environment
+ * ({@link childEnvironment}) and run only inside the cwd roots ({@link CwdRoots}).
  *
  * @example
  * ```ts
- * const runtime = new ChildProcessRuntime({ runtimeId: 'coven-code', command: 'my-agent --prompt "$COVEN_PROMPT"', sessionsDir: '.coven/sessions' });
+ * const runtime = new ChildProcessRuntime({ runtimeId: 'coven-code', command: 'my-agent --prompt "$COVEN_PROMPT"', sessionsDir: '.coven/sessions', passEnv: ['OPENAI_API_KEY'] });
  * ```
  */
 export class ChildProcessRuntime implements Runtime {
@@ -63,35 +110,92 @@ export class ChildProcessRuntime implements Runtime {
   // A shell command can do anything its user can: the bound is a declaration, not a containment proof.
   readonly sideEffectBoundProven = false;
   readonly launches: LaunchRecord[] = [];
+  readonly cwdRoots: CwdRoots;
+  private readonly inflight = new Map<string, Promise<LaunchResult>>();
 
   constructor(private readonly options: ChildProcessRuntimeOptions) {
     this.runtimeId = options.runtimeId;
     this.sideEffectClass = options.sideEffectClass ?? 'irreversible_external_mutation';
-    mkdirSync(options.sessionsDir, { recursive: true });
+    checkEnvNames([...(options.passEnv ?? []), ...Object.keys(options.env ?? {})], 'ChildProcessRuntime env');
+    ensurePrivateDir(options.sessionsDir);
+    this.cwdRoots = new CwdRoots(options.cwdRoots ?? [options.defaultCwd ?? dirname(options.sessionsDir)], options.defaultCwd);
   }
 
-  private paths(sessionId: string) {
-    const base = join(this.options.sessionsDir, sessionId);
-    return { meta: `${base}.json`, log: `${base}.log`, exit: `${base}.exit` };
+  private paths(sessionId: string): SessionPaths {
+    return sessionPaths(this.options.sessionsDir, sessionId);
   }
 
-  async launch(request: LaunchRequest, now: Date): Promise<LaunchResult> {
-    const sessionId = `cp-${sha256Hex(request.sessionKey).slice(0, 24)}`;
+  /** Idempotent per session key: a launch while one with the same key is in flight answers the same. */
+  launch(request: LaunchRequest, now: Date): Promise<LaunchResult> {
+    const inflight = this.inflight.get(request.sessionKey);
+    if (inflight !== undefined) return inflight;
+    const launching = this.launchOnce(request, now).finally(() => this.inflight.delete(request.sessionKey));
+    this.inflight.set(request.sessionKey, launching);
+    return launching;
+  }
+
+  /** The answer an existing start file gives a launch, or undefined when there is none. */
+  private priorStart(sessionId: string, paths: SessionPaths): LaunchResult | undefined {
+    const start = readStart(paths.start);
+    if (start.kind === 'absent') return undefined;
+    if (start.kind === 'started' || start.kind === 'claiming') return { outcome: 'started', sessionId, cursors: { logCursor: '0' } };
+    if (start.kind === 'fenced') return refused(`session ${sessionId} was fenced at ${start.at}: it never started and never will`);
+    // Neither a claim nor a fence: whether the command ran cannot be told, so this is no proof of failure.
+    throw new Error(start.detail);
+  }
+
+  private async launchOnce(request: LaunchRequest, now: Date): Promise<LaunchResult> {
+    const sessionId = sessionIdOf(request.sessionKey);
     const paths = this.paths(sessionId);
-    const cwd = request.cwd ?? this.options.defaultCwd ?? process.cwd();
-    if (!existsSync(cwd) || !statSync(cwd).isDirectory()) {
-      return { outcome: 'failed', failureClass: 'launch_refused', detail: `working directory ${cwd} does not exist` };
-    }
-    const log = openSync(paths.log, 'a');
+    const prior = this.priorStart(sessionId, paths);
+    if (prior !== undefined) return prior;
+    const location = this.cwdRoots.locate(request.cwd);
+    if (!location.inside) return refused(this.cwdRoots.refusal(location));
+    if (!existsSync(location.path) || !statSync(location.path).isDirectory()) return refused(`working directory ${location.path} does not exist`);
+    let exitTemp: string | undefined;
+    let child: ChildProcess;
     try {
-      const child = spawn('/bin/sh', ['-c', WRAPPER], {
+      exitTemp = exitTempFor(paths);
+      child = this.spawnWrapper(request, paths, exitTemp, location.path);
+      await claimDecided(child, this.options.startTimeoutMs ?? 10_000);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === undefined) throw error;
+      if (exitTemp !== undefined) removeQuietly(exitTemp);
+      // No shell started (a file could not be made, or the spawn failed): nothing ran. Missing binaries and
+      // unwritable folders are deterministic, resource limits transient.
+      return { outcome: 'failed', failureClass: code === 'EAGAIN' || code === 'EMFILE' || code === 'ENFILE' ? 'transient_dispatch' : 'launch_refused', detail: (error as Error).message };
+    }
+    child.unref();
+    const start = readStart(paths.start);
+    if (start.kind === 'started' && start.pid === child.pid) {
+      try {
+        this.recordLaunch(paths, sessionId, request.sessionKey, request.attemptId, now);
+      } catch {
+        // the launch record is a convenience for readers; the start claim is the evidence, and it stands
+      }
+      this.launches.push({ sessionKey: request.sessionKey, attemptId: request.attemptId, at: now.toISOString() });
+      return { outcome: 'started', sessionId, cursors: { logCursor: '0' } };
+    }
+    removeQuietly(exitTemp);
+    if (start.kind === 'absent') return refused(`the session wrapper could not claim ${paths.start}; the command did not run (see ${paths.log})`);
+    // Another launch or a fence won the claim; this wrapper ran nothing.
+    return this.priorStart(sessionId, paths)!;
+  }
+
+  private spawnWrapper(request: LaunchRequest, paths: SessionPaths, exitTemp: string, cwd: string): ChildProcess {
+    const log = openPrivate(paths.log, 'a');
+    try {
+      return spawn('/bin/sh', ['-c', WRAPPER], {
         cwd,
         detached: true,
-        stdio: ['ignore', log, log],
-        env: {
-          ...process.env,
+        stdio: ['ignore', log, log, 'pipe'],
+        env: childEnvironment(process.env, this.options, {
           COVEN_COMMAND: this.options.command,
+          COVEN_START_FILE: paths.start,
+          ...umaskVariable(),
           COVEN_EXIT_FILE: paths.exit,
+          COVEN_EXIT_TEMP: exitTemp,
           COVEN_PROMPT: request.prompt,
           COVEN_AUTOMATION_ID: request.automationId,
           COVEN_OCCURRENCE_ID: request.occurrenceId,
@@ -99,54 +203,99 @@ export class ChildProcessRuntime implements Runtime {
           COVEN_ATTEMPT_ID: request.attemptId,
           COVEN_DEADLINE_AT: request.deadlineAt,
           ...(request.model === undefined ? {} : { COVEN_MODEL: request.model }),
-        },
+        }),
       });
-      const pid = await new Promise<number>((resolve, reject) => {
-        child.once('spawn', () => resolve(child.pid!));
-        child.once('error', reject);
-      });
-      child.unref();
-      const session: SessionFile = { sessionId, sessionKey: request.sessionKey, attemptId: request.attemptId, pid, startedAt: now.toISOString() };
-      writeFileSync(paths.meta, JSON.stringify(session));
-      this.launches.push({ sessionKey: request.sessionKey, attemptId: request.attemptId, at: now.toISOString() });
-      return { outcome: 'started', sessionId, cursors: { logCursor: '0' } };
-    } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      // The shell never started: nothing ran. Missing binaries are deterministic, resource limits transient.
-      return { outcome: 'failed', failureClass: code === 'EAGAIN' || code === 'EMFILE' ? 'transient_dispatch' : 'launch_refused', detail: (error as Error).message };
     } finally {
       closeSync(log);
     }
   }
 
+  /** The launch record (which key and attempt a session belongs to); written once, never rewritten. */
+  private recordLaunch(paths: SessionPaths, sessionId: string, sessionKey: string, attemptId: string | undefined, now: Date): void {
+    createExclusive(paths.meta, JSON.stringify({ sessionId, sessionKey, ...(attemptId === undefined ? {} : { attemptId }), recordedAt: now.toISOString() }));
+  }
+
+  /**
+   * What the disk proves about a launch sent under `sessionKey`: a start claim is a session to observe; no
+   * claim is made permanent by fencing the start file (the wrapper's claim then fails, so the command never
+   * runs) and answered `never_started`; a start file that is neither, or a fence that cannot be written, is
+   * `unknown`.
+   */
+  async launchEvidence(sessionKey: string, now: Date): Promise<LaunchEvidence> {
+    await this.inflight.get(sessionKey)?.catch(() => undefined);
+    const sessionId = sessionIdOf(sessionKey);
+    const paths = this.paths(sessionId);
+    let start = readStart(paths.start);
+    if (start.kind === 'absent') {
+      try {
+        if (createExclusive(paths.start, fenceText(now), true)) return { evidence: 'never_started', detail: `no wrapper had claimed session ${sessionId}; it is fenced and can never start` };
+      } catch (error) {
+        return { evidence: 'unknown', detail: `session ${sessionId} has no start claim and cannot be fenced: ${(error as Error).message}` };
+      }
+      start = readStart(paths.start);
+    }
+    switch (start.kind) {
+      case 'started':
+      case 'claiming':
+        try {
+          this.recordLaunch(paths, sessionId, sessionKey, undefined, now);
+        } catch {
+          // the launch record is a convenience for readers; the start claim is the evidence
+        }
+        return { evidence: 'started', sessionId, cursors: { logCursor: '0' } };
+      case 'fenced':
+        return { evidence: 'never_started', detail: `session ${sessionId} was fenced at ${start.at}; it never started` };
+      case 'absent':
+        return { evidence: 'unknown', detail: `the start file of session ${sessionId} vanished while it was being fenced` };
+      case 'unreadable':
+        return { evidence: 'unknown', detail: start.detail };
+    }
+  }
+
   async observe(sessionId: string, _now?: Date): Promise<Observation> {
     const paths = this.paths(sessionId);
-    if (!existsSync(paths.meta)) return { status: 'lost', detail: `no session file for ${sessionId}` };
-    const session = JSON.parse(readFileSync(paths.meta, 'utf8')) as SessionFile;
-    if (existsSync(paths.exit)) {
-      const exitCode = Number(readFileSync(paths.exit, 'utf8'));
-      return {
-        status: 'exited',
-        outcome: exitCode === 0 ? 'succeeded' : 'failed',
-        exitCode,
-        cancelled: session.cancelRequestedAt !== undefined,
-        outputDigest: await fileDigest(paths.log),
-      };
+    const exited = await this.exitObservation(paths);
+    if (exited !== undefined) return exited;
+    const start = readStart(paths.start);
+    if (start.kind === 'absent') return { status: 'lost', detail: existsSync(paths.meta) ? `session ${sessionId} has no start claim` : `no session file for ${sessionId}` };
+    if (start.kind === 'fenced') return { status: 'lost', detail: `session ${sessionId} was fenced at ${start.at} before it started` };
+    if (start.kind === 'unreadable') return { status: 'lost', detail: start.detail };
+    if (start.kind === 'claiming') {
+      // The wrapper writes its claim right after creating the file; one that stays empty died in between, before the command.
+      const stale = Date.now() - start.since > (this.options.startTimeoutMs ?? 10_000);
+      return stale ? { status: 'lost', detail: `the wrapper of session ${sessionId} died while claiming its start; the command did not run` } : { status: 'running', cursors: { logCursor: '0' } };
     }
-    if (alive(session.pid)) return { status: 'running', cursors: { logCursor: String(existsSync(paths.log) ? statSync(paths.log).size : 0) } };
-    if (session.cancelRequestedAt !== undefined) {
+    if (claimantAlive(start.pid, start.startTime)) return { status: 'running', cursors: { logCursor: String(sizeOf(paths.log)) } };
+    // The wrapper records the exit code before it exits: look again now that it is known to be gone.
+    const late = await this.exitObservation(paths);
+    if (late !== undefined) return late;
+    if (existsSync(paths.cancel)) {
       return { status: 'exited', outcome: 'failed', exitCode: null, cancelled: true, outputDigest: await fileDigest(paths.log), detail: 'stopped on request' };
     }
-    return { status: 'lost', detail: `process ${session.pid} is gone without an exit code` };
+    return { status: 'lost', detail: `process ${start.pid} is gone (exited, a zombie, or its pid reused) without an exit code` };
+  }
+
+  private async exitObservation(paths: SessionPaths): Promise<Observation | undefined> {
+    if (!existsSync(paths.exit)) return undefined;
+    const exitCode = Number(readFileSync(paths.exit, 'utf8'));
+    return {
+      status: 'exited',
+      outcome: exitCode === 0 ? 'succeeded' : 'failed',
+      exitCode,
+      cancelled: existsSync(paths.cancel),
+      outputDigest: await fileDigest(paths.log),
+    };
   }
 
   async cancel(sessionId: string, now: Date): Promise<void> {
     const paths = this.paths(sessionId);
-    if (!existsSync(paths.meta)) return;
-    const session = JSON.parse(readFileSync(paths.meta, 'utf8')) as SessionFile;
-    if (session.cancelRequestedAt === undefined) writeFileSync(paths.meta, JSON.stringify({ ...session, cancelRequestedAt: now.toISOString() }));
+    const start = readStart(paths.start);
+    if (start.kind === 'absent' && !existsSync(paths.meta)) return;
+    createExclusive(paths.cancel, `${now.toISOString()}\n`);
+    // Only the claimant itself: a reused pid's process group is someone else's.
+    if (start.kind !== 'started' || !claimantAlive(start.pid, start.startTime)) return;
     try {
-      process.kill(-session.pid, 'SIGTERM');
+      process.kill(-start.pid, 'SIGTERM');
     } catch {
       // already gone: the next observation reports it
     }

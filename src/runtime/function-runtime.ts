@@ -18,7 +18,8 @@ interface Session {
  * process restart they are `lost`, and the engine sends them to operator recovery rather than guessing. Its
  * launch evidence covers this process only: a launch sent by a process that died may have run part of its
  * function before it died with it, so such a launch is `unknown` and goes to recovery when its lease lapses
- * (failed outright when the runtime's side-effect bound is proven, else to the operator).
+ * (failed outright when the runtime's side-effect bound is proven, else to the operator). A launch is
+ * idempotent per session key within the process.
  *
  * @example
  * ```ts
@@ -31,6 +32,7 @@ interface Session {
 export class FunctionRuntime implements Runtime {
   readonly launches: LaunchRecord[] = [];
   private readonly sessions = new Map<string, Session>();
+  /** Session id by session key, for this process's launches. */
   private readonly byKey = new Map<string, string>();
   private counter = 0;
 
@@ -42,6 +44,8 @@ export class FunctionRuntime implements Runtime {
   ) {}
 
   async launch(request: LaunchRequest, now: Date): Promise<LaunchResult> {
+    const known = this.byKey.get(request.sessionKey);
+    if (known !== undefined) return { outcome: 'started', sessionId: known, cursors: { eventCursor: `${known}:0` } };
     const sessionId = `fn-${++this.counter}-${request.attemptId}`.slice(0, 160);
     const session: Session = { abort: new AbortController() };
     this.sessions.set(sessionId, session);
@@ -61,12 +65,6 @@ export class FunctionRuntime implements Runtime {
     return { outcome: 'started', sessionId, cursors: { eventCursor: `${sessionId}:0` } };
   }
 
-  async launchEvidence(sessionKey: string): Promise<LaunchEvidence> {
-    const sessionId = this.byKey.get(sessionKey);
-    if (sessionId !== undefined) return { evidence: 'started', sessionId, cursors: { eventCursor: `${sessionId}:0` } };
-    return { evidence: 'unknown', detail: 'an in-process function keeps no evidence beyond its own process' };
-  }
-
   async observe(sessionId: string): Promise<Observation> {
     const session = this.sessions.get(sessionId);
     if (session === undefined) return { status: 'lost', detail: `session ${sessionId} is not in this process (restarted?)` };
@@ -80,6 +78,17 @@ export class FunctionRuntime implements Runtime {
       outputDigest: session.settled.digest,
       ...(session.settled.detail === undefined ? {} : { detail: session.settled.detail }),
     };
+  }
+
+  /**
+   * A launch of this process is a session to observe. Any other key was sent by a process that is gone, and
+   * its session (if it ever ran) died with it, leaving no trace to tell whether the function ran or what it
+   * did: `unknown`, for operator recovery, never a guess either way.
+   */
+  async launchEvidence(sessionKey: string): Promise<LaunchEvidence> {
+    const sessionId = this.byKey.get(sessionKey);
+    if (sessionId !== undefined) return { evidence: 'started', sessionId, cursors: { eventCursor: `${sessionId}:0` } };
+    return { evidence: 'unknown', detail: `launch ${sessionKey} was sent by another process; an in-process session leaves no evidence of whether it ran` };
   }
 
   async cancel(sessionId: string): Promise<void> {

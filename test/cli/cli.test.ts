@@ -1,6 +1,6 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 import { main } from '../../src/cli/program.js';
 import { runDemo } from '../../src/cli/demo.js';
@@ -40,7 +40,7 @@ describe.each(['automations.json', 'automations.sqlite'])('the coven-automata CL
       automationId: 'nightly',
       display: { name: 'Nightly' },
       trigger: { variant: 'schedule', version: 1, schedule: { rrule: 'FREQ=DAILY;BYHOUR=2', timezone: 'Europe/Berlin' } },
-      action: { variant: 'familiarInvocation', version: 1, prompt: 'nightly job', cwd: dir },
+      action: { variant: 'familiarInvocation', version: 1, prompt: 'nightly job', cwd: dirname(store) },
       binding: { familiarBindingPolicy: 'exact', familiarId: 'charm', authority: { approvalPolicyRef: 'policy://charm' } },
       runtimeRequirements: { runtimeId: 'coven-code', capabilities: [] },
       policies: { timeout: { perRunMinutes: 10 }, retry: { maxAttempts: 1, backoffPolicy: 'none' }, concurrency: { overlap: 'forbid' }, misfire: { disposition: 'latest' }, retention: { occurrenceHistory: { classification: 'standard' } } },

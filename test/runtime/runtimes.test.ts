@@ -90,6 +90,20 @@ describe('FunctionRuntime', () => {
     expect(await runtime.observe(waiting.sessionId)).toMatchObject({ cancelled: true });
     expect(await new FunctionRuntime('fn', async () => ({ outcome: 'succeeded' })).observe(ok.sessionId)).toMatchObject({ status: 'lost' });
   });
+  test('a launch is idempotent per key within the process; a key from a dead process is unknown evidence, never a guess', async () => {
+    let runs = 0;
+    const runtime = new FunctionRuntime('fn', async () => {
+      runs += 1;
+      return { outcome: 'succeeded' };
+    });
+    const key = request({ prompt: 'once' });
+    const [a, b] = [await runtime.launch(key, now), await runtime.launch(key, now)];
+    expect(a).toEqual(b);
+    await runtime.drain();
+    expect(runs).toBe(1);
+    expect(await runtime.launchEvidence(key.sessionKey)).toEqual({ evidence: 'started', sessionId: (a as { sessionId: string }).sessionId, cursors: { eventCursor: `${(a as { sessionId: string }).sessionId}:0` } });
+    expect(await new FunctionRuntime('fn', async () => ({ outcome: 'succeeded' })).launchEvidence(key.sessionKey)).toMatchObject({ evidence: 'unknown' });
+  });
 });
 
 describe('SimulatedRuntime', () => {

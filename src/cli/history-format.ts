@@ -1,0 +1,31 @@
+import { paint, table } from './format.js';
+
+type Rendered = Record<string, unknown>;
+
+const UNSETTLED = new Set(['planned', 'claimed', 'dispatching', 'running', 'started', 'observing']);
+
+/**
+ * Why a run stands where it does, for the human `history` table: the latest attempt's reason when that attempt
+ * ended without success (a launch that could not start says why here), then the run's own reason. Empty for
+ * a succeeded run.
+ */
+export function runReason(run: Rendered): string {
+  if (run.state === 'succeeded') return '';
+  const attempts = (run.attempts as Rendered[] | undefined) ?? [];
+  const last = attempts.at(-1);
+  const parts: string[] = [];
+  if (last !== undefined && !UNSETTLED.has(String(last.state)) && last.state !== 'succeeded' && typeof last.stateReason === 'string') {
+    parts.push(`attempt ${String(last.attemptNumber)} ${String(last.state)}: ${last.stateReason}`);
+  }
+  if (typeof run.stateReason === 'string' && !parts.some((p) => p.endsWith(run.stateReason as string))) parts.push(run.stateReason);
+  return parts.join('; ');
+}
+
+/** The `history` table: runs newest first, with why each one that did not succeed stands where it does. */
+export function historyTable(result: Rendered): string {
+  const runs = result.runs as Rendered[];
+  return table(
+    ['run', 'started', 'attempts', 'state', 'reason'],
+    runs.map((x) => [String(x.runId), String(x.startedAt), String(x.attemptCount), paint(String(x.state), String(x.state)), runReason(x)]),
+  );
+}
