@@ -8,6 +8,7 @@ import {
   attemptContext,
   occurrenceContext,
   runContext,
+  sessionKeyOf,
   stateOf,
   type AttemptAttributes,
   type OccurrenceAttributes,
@@ -174,7 +175,7 @@ async function sendAndApply(svc: EngineServices, outboxId: string): Promise<Laun
   if (integrity !== undefined) {
     result = { outcome: 'failed', failureClass: 'launch_refused', detail: integrity.message };
   } else {
-    const sent = await sendLaunch(svc, prepared, outboxId);
+    const sent = await sendLaunch(svc, prepared, sessionKeyOf(outboxId, prepared.outbox));
     if (sent.outcome === 'unconfirmed') return { outboxId, result: sent };
     result = sent;
   }
@@ -184,19 +185,19 @@ async function sendAndApply(svc: EngineServices, outboxId: string): Promise<Laun
 }
 
 /** Calls the runtime; a throw means the launch may or may not have happened. */
-async function sendLaunch(svc: EngineServices, prepared: Prepared, outboxId: string): Promise<LaunchResult | { outcome: 'unconfirmed'; detail: string }> {
+async function sendLaunch(svc: EngineServices, prepared: Prepared, sessionKey: string): Promise<LaunchResult | { outcome: 'unconfirmed'; detail: string }> {
   const runtime = svc.runtime(prepared.attempt.data.attributes.runtimeId);
   if (runtime === undefined) {
     return { outcome: 'failed', failureClass: 'launch_refused', detail: `no runtime ${prepared.attempt.data.attributes.runtimeId} is registered` };
   }
   let result: LaunchResult;
   try {
-    result = await runtime.launch(launchRequestOf(prepared, outboxId), svc.clock.now());
+    result = await runtime.launch(launchRequestOf(prepared, sessionKey), svc.clock.now());
   } catch (error) {
     return { outcome: 'unconfirmed', detail: (error as Error).message };
   }
   if (svc.faults.bindSecondSession && result.outcome === 'started') {
-    await runtime.launch({ ...launchRequestOf(prepared, outboxId), sessionKey: `${outboxId}:again` }, svc.clock.now()).catch(() => undefined);
+    await runtime.launch({ ...launchRequestOf(prepared, sessionKey), sessionKey: `${sessionKey}:again` }, svc.clock.now()).catch(() => undefined);
   }
   return result;
 }

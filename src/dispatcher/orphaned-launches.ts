@@ -1,13 +1,15 @@
 import { LIVE_INDEX } from '../engine/lifecycle.js';
 import { launchOrphaned } from '../engine/owner-lease.js';
-import { KINDS, attemptContext, type AttemptRecord, type OutboxEntry } from '../engine/records.js';
+import { KINDS, attemptContext, sessionKeyOf, type AttemptRecord, type OutboxEntry } from '../engine/records.js';
+import type { StepContext } from '../engine/lifecycle.js';
 import type { EngineServices } from '../engine/services.js';
 import type { LaunchEvidence, LaunchResult } from '../runtime/runtime.js';
-import { applyLaunchResult, type LaunchOutcome } from './dispatcher.js';
+import { applyLaunchResult, releaseLaunch, type LaunchOutcome } from './dispatcher.js';
 
 /** A launch whose sender can no longer answer for it: sent (`sending`), never answered. */
 interface OrphanedLaunch {
   outboxId: string;
+  sessionKey: string;
   runtimeId: string;
 }
 
@@ -19,41 +21,43 @@ async function findOrphan(svc: EngineServices, attemptId: string): Promise<Orpha
     const outbox = await r.get<OutboxEntry>(KINDS.outbox, outboxId);
     if (outbox === undefined || outbox.data.status !== 'sending') return undefined;
     const orphaned = await launchOrphaned(svc, r, outboxId, attempt.data.attributes.workerCorrelation?.workerId);
-    return orphaned ? { outboxId, runtimeId: attempt.data.attributes.runtimeId } : undefined;
+    return orphaned ? { outboxId, sessionKey: sessionKeyOf(outboxId, outbox.data), runtimeId: attempt.data.attributes.runtimeId } : undefined;
   });
 }
 
-/** What the runtime's evidence makes of an orphaned launch, as the launch's answer; undefined when it proves nothing. */
-function answerFrom(evidence: LaunchEvidence): LaunchResult | undefined {
-  if (evidence.evidence === 'started') return { outcome: 'started', sessionId: evidence.sessionId, cursors: evidence.cursors };
-  if (evidence.evidence === 'never_started') {
-    return {
-      outcome: 'failed',
-      failureClass: 'transient_dispatch',
-      detail: `the launch's sender stopped before the runtime started it; the runtime proves no session started and none will (${evidence.detail})`.slice(0, 500),
-    };
-  }
-  return undefined;
+/**
+ * Puts a launch the runtime proved never started back to `pending`, under a fresh session key (the runtime fenced
+ * the old one for good), so it is sent again under the same attempt and fence: nothing ran, so nothing failed.
+ */
+async function requeue(step: StepContext, outboxId: string): Promise<boolean> {
+  const outbox = await step.tx.get<OutboxEntry>(KINDS.outbox, outboxId);
+  if (outbox === undefined || outbox.data.status !== 'sending') return false;
+  await step.tx.put(KINDS.outbox, outboxId, { ...outbox.data, status: 'pending', resends: (outbox.data.resends ?? 0) + 1 }, { expectedVersion: outbox.version });
+  await step.tx.put('pending-launch', outboxId, { committedAt: step.now }, { expectedVersion: null });
+  return true;
 }
 
 /**
- * Decides one orphaned launch from its runtime's evidence: a session that started is bound to its attempt
- * and observed from then on; a launch the runtime proves never started fails as a pre-ownership failure (an
- * automatic retry when the pinned policy allows). Without evidence nothing is decided here: the lease and
- * recovery decide, and an ambiguous outcome goes to the operator.
+ * Decides one orphaned launch from its runtime's evidence: a session that started is bound to its attempt and
+ * observed from then on; a launch the runtime proves never started (and can no longer start) is sent again at
+ * once under the same attempt and fence. Without evidence nothing is decided here: the lease and recovery
+ * decide, and an ambiguous outcome goes to the operator.
  */
 export async function resolveOrphanedLaunch(svc: EngineServices, orphan: OrphanedLaunch): Promise<LaunchOutcome | undefined> {
   const runtime = svc.runtime(orphan.runtimeId);
   let evidence: LaunchEvidence;
   try {
-    evidence = runtime?.launchEvidence === undefined ? { evidence: 'unknown', detail: `runtime ${orphan.runtimeId} keeps no launch evidence` } : await runtime.launchEvidence(orphan.outboxId, svc.clock.now());
+    evidence = runtime?.launchEvidence === undefined ? { evidence: 'unknown', detail: `runtime ${orphan.runtimeId} keeps no launch evidence` } : await runtime.launchEvidence(orphan.sessionKey, svc.clock.now());
   } catch (error) {
     evidence = { evidence: 'unknown', detail: `runtime ${orphan.runtimeId} could not be asked: ${(error as Error).message}` };
   }
-  const answer = answerFrom(evidence);
-  if (answer === undefined) return undefined;
-  const quarantine = await svc.step((step) => applyLaunchResult(step, orphan.outboxId, answer));
-  return { outboxId: orphan.outboxId, result: answer, ...(quarantine === undefined ? {} : { quarantine }) };
+  if (evidence.evidence === 'started') {
+    const answer: LaunchResult = { outcome: 'started', sessionId: evidence.sessionId, cursors: evidence.cursors };
+    const quarantine = await svc.step((step) => applyLaunchResult(step, orphan.outboxId, answer));
+    return { outboxId: orphan.outboxId, result: answer, ...(quarantine === undefined ? {} : { quarantine }) };
+  }
+  if (evidence.evidence === 'never_started' && (await svc.step((step) => requeue(step, orphan.outboxId)))) return releaseLaunch(svc, orphan.outboxId);
+  return undefined;
 }
 
 /** Finds every orphaned launch among the live attempts and decides each from evidence. */

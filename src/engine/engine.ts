@@ -16,6 +16,7 @@ import { nextWakeAt, OBSERVE_INTERVAL_MS } from './next-wake.js';
 import { NO_FAULTS, type EngineFaults } from './faults.js';
 import { renewOwnerLease, RENEWALS_PER_LEASE } from './owner-lease.js';
 import { resolveOrphanedLaunches } from '../dispatcher/orphaned-launches.js';
+import { confineCwd } from '../runtime/cwd-roots.js';
 import { InspectionMirror } from './inspection.js';
 import type { InspectionEvent } from 'xstate';
 import { operatorCommands } from '../command-handler/operator-commands.js';
@@ -149,7 +150,8 @@ export class Engine {
       clock,
       producer,
       newId,
-      requirements: options.requirements ?? defaultRequirements(options.runtimes.map((r) => r.runtimeId)),
+      // A runtime with cwd roots refuses a definition outside them at activation, not only at launch.
+      requirements: options.requirements ?? confineCwd(options.runtimes, defaultRequirements(options.runtimes.map((r) => r.runtimeId))),
       operator: operatorCommands(this.services, (occurrenceId) => this.dispatch(occurrenceId)),
       faults: this.services.faults,
     });
@@ -179,7 +181,7 @@ export class Engine {
     if (options.crashBefore === 'dispatch') return report;
     // After this pass's claims, before its launches: another engine must see this one alive while they run.
     await renewOwnerLease(svc);
-    report.launches = await this.dispatchAll(report.errors);
+    report.launches.push(...(await this.dispatchAll(report.errors)));
     report.launched = report.launches.filter((l) => l.result.outcome === 'started').length;
     timed('dispatch');
     if (options.crashBefore === 'observe') return report;

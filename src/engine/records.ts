@@ -89,7 +89,16 @@ export interface OutboxEntry {
   status: 'pending' | 'sending' | 'done' | 'cancelled';
   committedAt: string;
   sentAt?: string;
+  /** Times this launch went back to `pending` because its runtime proved (and fenced) that no send started. */
+  resends?: number;
 }
+
+/**
+ * The session key a launch is sent under: its outbox id, with a suffix after each proven-unstarted send, since
+ * the runtime fenced the earlier key for good.
+ */
+export const sessionKeyOf = (outboxId: string, entry: Pick<OutboxEntry, 'resends'>): string =>
+  entry.resends === undefined || entry.resends === 0 ? outboxId : `${outboxId}~${entry.resends}`;
 
 export interface Receipt {
   schemaVersion: 'coven.automations.v1';

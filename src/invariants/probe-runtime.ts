@@ -1,5 +1,5 @@
 import type { SideEffectClass } from '../contract/vocabulary.js';
-import type { LaunchRequest, LaunchResult, Observation, Runtime } from '../runtime/runtime.js';
+import type { LaunchEvidence, LaunchRequest, LaunchResult, Observation, Runtime } from '../runtime/runtime.js';
 
 /** What the runtime saw, independent of what the engine recorded: the ground truth the checks compare with. */
 export interface RuntimeLog {
@@ -50,6 +50,11 @@ export class ProbeRuntime implements Runtime {
     if (observation.status === 'exited') this.log.exits.set(sessionId, { outcome: observation.outcome, cancelled: observation.cancelled });
     if (observation.status === 'lost') this.log.lost.add(sessionId);
     return observation;
+  }
+
+  /** Evidence passes through untouched: what the runtime did is already in the log. */
+  async launchEvidence(sessionKey: string, now: Date): Promise<LaunchEvidence> {
+    return (await this.inner.launchEvidence?.(sessionKey, now)) ?? { evidence: 'unknown', detail: `runtime ${this.runtimeId} keeps no launch evidence` };
   }
 
   async cancel(sessionId: string, now: Date): Promise<void> {

@@ -34,25 +34,22 @@ describe('launches whose answer never arrived are decided from runtime evidence'
     expect(h.runtime.launches).toHaveLength(1);
   });
 
-  test('a launch the runtime proves never started fails before ownership and is retried under the policy', async () => {
+  test('a launch the runtime proves never started is sent again at once, under the same attempt and fence', async () => {
     const runtime = new DyingSender({ durationMs: 0 });
     const h = await harness({ runtime });
     runtime.dieOnNextLaunch = true;
     h.clock.set(at('09:00:00'));
     expect((await h.engine.tick()).launches[0]?.result.outcome).toBe('unconfirmed');
     h.clock.set(at('09:00:01'));
-    await h.engine.tick();
-    const [first] = await h.read.attempts();
-    expect(first).toMatchObject({ state: 'failed', stateReason: expect.stringMatching(/proves no session started and none will/) });
-    expect((await h.read.occurrences())[0]).toMatchObject({ state: 'planned' });
-    // The fenced launch can never start: the session key is refused from now on.
-    expect(runtime.launches).toHaveLength(0);
-    h.clock.set(at('09:00:40'));
-    await h.engine.tick();
-    h.clock.set(at('09:00:41'));
+    const tick = await h.engine.tick();
+    expect(tick.launches.map((l) => l.result.outcome)).toContain('started');
+    expect(runtime.launches.map((l) => l.sessionKey)).toEqual([`${(await h.read.attempts())[0]!.attemptId}#1~1`]);
+    h.clock.set(at('09:00:02'));
     await h.engine.tick();
     expect((await h.read.occurrences())[0]).toMatchObject({ state: 'succeeded' });
-    expect(runtime.launches).toHaveLength(1);
+    expect(await h.read.attempts()).toHaveLength(1);
+    // The first key stays fenced: the runtime refuses it, so a late sender can never start it.
+    expect(await runtime.launchEvidence(`${(await h.read.attempts())[0]!.attemptId}#1`)).toMatchObject({ evidence: 'never_started' });
   });
 
   test("a restarted engine decides a dead engine's orphan at once, without waiting for its lease", async () => {
