@@ -79,7 +79,39 @@ export function richFromFlat(flat: unknown, principalId: string, now: string): A
     extensions: { 'x-legacy-status': f.status },
   };
   const withIntegrity = { ...body, integrity: integrityOf(body as Record<string, unknown>) } as AutomationDefinition;
-  return checkDefinitionBody(withIntegrity, `payload.definitions[${id}]`);
+  try {
+    return checkDefinitionBody(withIntegrity, `payload.definitions[${id}]`);
+  } catch (error) {
+    throw inFlatTerms(error);
+  }
+}
+
+/** Where each flat field lands in the rich body, so a refusal names the field the flat file has. */
+const FLAT_FIELD_OF: ReadonlyArray<readonly [string, string]> = [
+  ['/automationId', '/id'],
+  ['/display/name', '/name'],
+  ['/display/tags', '/tags'],
+  ['/trigger/schedule/rrule', '/rrule'],
+  ['/trigger/schedule/timezone', '/timezone'],
+  ['/action/prompt', '/prompt'],
+  ['/action/cwd', '/cwd'],
+  ['/binding/familiarId', '/familiarId'],
+  ['/runtimeRequirements/runtimeId', '/runtime'],
+  ['/runtimeRequirements/model', '/model'],
+  ['/policies/timeout/perRunMinutes', '/timeoutMinutes'],
+  ['/policies/retry', '/retry'],
+  ['/policies/delivery/outputTarget', '/outputTarget'],
+];
+
+/** A schema refusal of the mapped body, its problem paths rewritten to the flat definition's fields. */
+function inFlatTerms(error: unknown): unknown {
+  const problems = isContractError(error) ? error.details?.problems : undefined;
+  if (!isContractError(error) || !Array.isArray(problems)) return error;
+  const rewrite = (problem: string) => {
+    const mapping = FLAT_FIELD_OF.find(([rich]) => problem.startsWith(`${rich}:`) || problem.startsWith(`${rich}/`));
+    return mapping === undefined ? problem : mapping[1] + problem.slice(mapping[0].length);
+  };
+  return new ContractError(error.code, error.message, { ...error.details, problems: (problems as string[]).map(rewrite) });
 }
 
 type ImportFailure = { automationId: string; code: string; message: string; problems?: string[] };
@@ -92,9 +124,10 @@ type ImportFailure = { automationId: string; code: string; message: string; prob
 function nothingImported(failures: ImportFailure[], skipped: Array<{ automationId: string; reason: string }>): ContractError {
   const codes = new Set(failures.map((f) => f.code));
   const code = codes.size === 1 ? (failures[0]!.code as ErrorCode) : 'VALIDATION_FAILED';
-  const listed = failures.slice(0, 3).map((f) => `${f.automationId}: ${[f.message, ...(f.problems ?? []).slice(0, 3)].join(', ')}`);
-  const more = failures.length > listed.length ? `; and ${failures.length - listed.length} more` : '';
-  return new ContractError(code, `legacy import imported nothing: ${failures.length} failed (${listed.join('; ')}${more})${skipped.length > 0 ? `; ${skipped.length} skipped` : ''}`, {
+  const named = failures.slice(0, 10).map((f) => f.automationId);
+  const more = failures.length > named.length ? `, and ${failures.length - named.length} more` : '';
+  const skips = skipped.length > 0 ? `; ${skipped.length} skipped` : '';
+  return new ContractError(code, `legacy import imported nothing: ${failures.length} failed (${named.join(', ')}${more})${skips}`, {
     failures: failures.slice(0, 50).map((f) => ({ ...f, ...(f.problems === undefined ? {} : { problems: f.problems.slice(0, 20) }) })),
     failed: failures.length,
     skipped,
