@@ -51,7 +51,7 @@ export function toPlainJson(raw: unknown, what = 'command'): unknown {
   } catch (error) {
     throw new ContractError('VALIDATION_FAILED', `${what} is not valid JSON: ${describeThrown(error)}`);
   }
-  if (nestedDeeperThan(value, MAX_NESTING_DEPTH)) throw tooDeep(what);
+  checkParsed(value, what);
   return value;
 }
 
@@ -139,14 +139,17 @@ function writtenAtLeast(value: unknown): number {
   return value === null ? 4 : 2;
 }
 
-/** Whether plain JSON data nests objects and arrays deeper than `limit`; iterative, so any depth is safe. */
-function nestedDeeperThan(value: unknown, limit: number): boolean {
+/**
+ * Refuses parsed JSON nested deeper than {@link MAX_NESTING_DEPTH} or holding a number too large for a double
+ * (`1e400` parses to Infinity); iterative, so any depth is safe to inspect.
+ */
+function checkParsed(value: unknown, what: string): void {
   const pending: Array<[unknown, number]> = [[value, 1]];
   while (pending.length > 0) {
     const [item, level] = pending.pop()!;
+    if (typeof item === 'number' && !Number.isFinite(item)) throw new ContractError('VALIDATION_FAILED', `${what} holds a number too large for a double`);
     if (typeof item !== 'object' || item === null) continue;
-    if (level > limit) return true;
+    if (level > MAX_NESTING_DEPTH) throw tooDeep(what);
     for (const child of Array.isArray(item) ? item : Object.values(item)) pending.push([child, level + 1]);
   }
-  return false;
 }
