@@ -111,7 +111,7 @@ describe('bad input: the promise always resolves with a typed envelope, and a re
         expect(response.error?.code).not.toBe('INTERNAL');
         expect((await subject.fingerprint()) === before, `${response.outcome} ${response.error?.code ?? ''} changed the ${kind} store`).toBe(true);
       }),
-      propertyParameters('bad input: damaged envelopes', 1200),
+      propertyParameters('bad input: damaged envelopes', 800),
     );
     console.info(`[property] bad input: damaged envelopes: answers ${JSON.stringify(Object.fromEntries(codes))}`);
     expect(codes.get('VALIDATION_FAILED')).toBeGreaterThan(0);
@@ -134,7 +134,7 @@ describe('bad input: the promise always resolves with a typed envelope, and a re
         expect(response.error?.code, JSON.stringify(response.error)).not.toBe('INTERNAL');
         expect((await subject.fingerprint()) === before, `${response.outcome} ${response.error?.code ?? ''} changed the ${kind} store`).toBe(true);
       }),
-      propertyParameters('bad input: hostile values', 1500),
+      propertyParameters('bad input: hostile values', 1000),
     );
     console.info(`[property] bad input: hostile values: recipes ${JSON.stringify(Object.fromEntries(kinds))}; answers ${JSON.stringify(Object.fromEntries(codes))}`);
     for (const code of ['VALIDATION_FAILED', 'PAYLOAD_TOO_LARGE']) expect(codes.get(code)).toBeGreaterThan(0);
@@ -176,7 +176,7 @@ test('the first refused command on a fresh store leaves it byte-identical (memor
         await subject.store.close();
       }
     }),
-    propertyParameters('bad input: fresh stores', 150),
+    propertyParameters('bad input: fresh stores', 120),
   );
   console.info(`[property] bad input: fresh stores: rejections ${JSON.stringify(Object.fromEntries(codes))}`);
   expect([...codes.values()].reduce((a, b) => a + b, 0)).toBeGreaterThan(0);
