@@ -74,6 +74,9 @@ const damage: fc.Arbitrary<(e: Json) => unknown> = fc.oneof(
 
 const storeKind = fc.constantFrom(...STORE_KINDS);
 
+/** A test's time limit: CI sizes finish far inside three minutes; an FC_RUNS run gets 100 ms more per run. */
+const timeLimit = 180_000 + 100 * Number(process.env.FC_RUNS ?? 0);
+
 function countInto(counts: Map<string, number>, key: string): void {
   counts.set(key, (counts.get(key) ?? 0) + 1);
 }
@@ -116,7 +119,7 @@ describe('bad input: the promise always resolves with a typed envelope, and a re
     console.info(`[property] bad input: damaged envelopes: answers ${JSON.stringify(Object.fromEntries(codes))}`);
     expect(codes.get('VALIDATION_FAILED')).toBeGreaterThan(0);
     expect(CONTRACT_COMMANDS.length).toBe(19);
-  }, 180_000);
+  }, timeLimit);
 
   test('Proxies, throwing getters and toJSON, revoked proxies, cycles, BigInt, symbols, functions, depth and size', async () => {
     const kinds = new Map<string, number>();
@@ -138,7 +141,7 @@ describe('bad input: the promise always resolves with a typed envelope, and a re
     );
     console.info(`[property] bad input: hostile values: recipes ${JSON.stringify(Object.fromEntries(kinds))}; answers ${JSON.stringify(Object.fromEntries(codes))}`);
     for (const code of ['VALIDATION_FAILED', 'PAYLOAD_TOO_LARGE']) expect(codes.get(code)).toBeGreaterThan(0);
-  }, 180_000);
+  }, timeLimit);
 });
 
 /** Commands every fresh store must refuse: lifecycle changes of nothing, bad bodies, an import of only invalid definitions. */
@@ -180,7 +183,7 @@ test('the first refused command on a fresh store leaves it byte-identical (memor
   );
   console.info(`[property] bad input: fresh stores: rejections ${JSON.stringify(Object.fromEntries(codes))}`);
   expect([...codes.values()].reduce((a, b) => a + b, 0)).toBeGreaterThan(0);
-}, 180_000);
+}, timeLimit);
 
 describe.each(STORE_KINDS)('a fresh %s store gets its id from its first committed command', (kind) => {
   test('a refusal and a dry run write nothing; the first accepted command stores the id its events derive from', async () => {
