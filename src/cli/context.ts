@@ -4,6 +4,7 @@ import { defaultRequirements } from '../command-handler/context.js';
 import type { CommandResponse } from '../command-handler/envelope.js';
 import { createEngine, type Engine } from '../engine/engine.js';
 import { ENV_NAME } from '../runtime/child-env.js';
+import { errorLine } from './error-line.js';
 import { ChildProcessRuntime } from '../runtime/child-process-runtime.js';
 import { confineCwd } from '../runtime/cwd-roots.js';
 import { openStore, type FileStore, type FileStoreKind } from '../store/open-store.js';
@@ -102,15 +103,17 @@ export function envelope(command: string, payload: Record<string, unknown>, expe
   };
 }
 
-/** Prints a response: JSON with --json, else one readable line (and the result for reads). */
+/**
+ * Prints a response: JSON with --json, else one readable line (and the result for reads); a rejection's line
+ * names the fields that failed (see {@link errorLine}).
+ */
 export function report(response: CommandResponse, options: CliOptions, human?: (result: Record<string, unknown>) => string): number {
   if (options.json === true) {
     console.log(JSON.stringify(response, null, 2));
     return response.outcome === 'rejected' ? 1 : 0;
   }
   if (response.outcome === 'rejected') {
-    const e = response.error!;
-    console.error(`${e.code} (${e.httpStatus}): ${e.message}`);
+    console.error(errorLine(response.error!));
     return 1;
   }
   console.log(human === undefined ? `${response.command}: ${response.outcome}${response.revision === undefined ? '' : ` (revision ${response.revision})`}` : human(response.result ?? {}));

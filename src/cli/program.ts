@@ -1,7 +1,6 @@
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command, Option } from 'commander';
-import { integrityOf, verifyIntegrity } from '../contract/digest.js';
+import { verifyIntegrity } from '../contract/digest.js';
 import { isContractError } from '../contract/errors.js';
 import { formatReports } from '../conformance/report-format.js';
 import { runVector } from '../conformance/vector-runner.js';
@@ -9,7 +8,9 @@ import { loadLifecycleSpec } from '../spec/lifecycle-spec.js';
 import { summarizeSpec } from '../spec/summary.js';
 import { openStore } from '../store/open-store.js';
 import type { Engine } from '../engine/engine.js';
+import { applyFile, readJsonFile } from './apply-command.js';
 import { CliError, collect, DEFAULT_STORE, envelope, report, withEngine, type CliOptions } from './context.js';
+import { errorLine } from './error-line.js';
 import { runDemo } from './demo.js';
 import { paint, table } from './format.js';
 import { historyTable } from './history-format.js';
@@ -20,39 +21,8 @@ import { runLifecycleWalkthrough } from './lifecycle-walkthrough.js';
 
 async function revisionOf(engine: Engine, automationId: string): Promise<number> {
   const got = await engine.commands.handle(envelope('definition.get.v1', { automationId }));
-  if (got.outcome === 'rejected') throw new CliError(`${got.error!.code} (${got.error!.httpStatus}): ${got.error!.message}`);
+  if (got.outcome === 'rejected') throw new CliError(errorLine(got.error!));
   return got.result!.currentRevision as number;
-}
-
-function readJson(file: string): unknown {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (error) {
-    throw new CliError(`cannot read ${file}: ${(error as Error).message}`);
-  }
-  try {
-    return JSON.parse(text);
-  } catch (error) {
-    throw new CliError(`${file} is not valid JSON: ${(error as Error).message}`);
-  }
-}
-
-/** Creates (draft, then paused) or revises a rich definition, recomputing its revision and integrity. */
-async function apply(engine: Engine, body: Record<string, unknown>, options: CliOptions): Promise<number> {
-  const id = body.automationId as string;
-  const current = await engine.commands.handle(envelope('definition.get.v1', { automationId: id }));
-  const { integrity: _ignored, ...rest } = body;
-  const withIntegrity = (b: Record<string, unknown>) => ({ ...b, integrity: integrityOf(b) });
-  if (current.outcome === 'rejected') {
-    const created = await engine.commands.handle(envelope('definition.create.v1', { definition: withIntegrity({ ...rest, revision: 1, lifecycleState: 'draft' }) }));
-    if (created.outcome === 'rejected') return report(created, options);
-    return report(await engine.commands.handle(envelope('definition.revise.v1', { definition: withIntegrity({ ...rest, revision: 2, lifecycleState: 'paused' }) }, 1)), options);
-  }
-  const revision = current.result!.currentRevision as number;
-  const state = current.result!.lifecycleState as string;
-  const lifecycleState = state === 'active' ? 'active' : 'paused';
-  return report(await engine.commands.handle(envelope('definition.revise.v1', { definition: withIntegrity({ ...rest, revision: revision + 1, lifecycleState }) }, revision)), options);
 }
 
 /** The `coven-automata` command line. */
@@ -86,14 +56,7 @@ export function buildProgram(): Command {
     console.log(`store ready: ${store.file}`);
   }));
   program.command('apply').description('create or revise a definition (rich contract form), or import flat legacy definitions').requiredOption('-f, --file <file>', 'definition JSON')
-    .action(run(async (cmd: { file: string }) => withEngine(opts(), async (engine) => {
-      const body = readJson(cmd.file);
-      const flat = Array.isArray(body) ? body : (body as { schemaVersion?: unknown }).schemaVersion === 1 ? [body] : undefined;
-      if (flat !== undefined) {
-        return report(await engine.commands.handle(envelope('legacy.import.v1', { source: 'flat-definitions', definitions: flat })), opts(), (r) => `imported: ${(r.imported as string[]).join(', ') || 'none'}; skipped: ${(r.skipped as unknown[]).length}; failed: ${(r.failures as Array<{ automationId: string; message: string }>).map((f) => `${f.automationId} (${f.message})`).join('; ') || 'none'}`);
-      }
-      return apply(engine, body as Record<string, unknown>, opts());
-    })));
+    .action(run(async (cmd: { file: string }) => withEngine(opts(), async (engine) => applyFile(engine, cmd.file, opts()))));
   for (const [name, command] of [['activate', 'definition.activate.v1'], ['pause', 'definition.pause.v1'], ['disable', 'definition.disable.v1'], ['enable', 'x-coven-automata.definition.reenable.v1'], ['tombstone', 'definition.tombstone.v1']] as const) {
     program.command(`${name} <automationId>`).description(`${command}`).option('--reason <text>', 'why').action(run(async (id: string, cmd: { reason?: string }) =>
       withEngine(opts(), async (engine) => report(await engine.commands.handle(envelope(command, { automationId: id, ...(cmd.reason === undefined ? {} : { reason: cmd.reason }) }, await revisionOf(engine, id))), opts(), (r) => `${id}: ${String(r.lifecycleState)} (revision ${String(r.revision)})`))));
@@ -174,7 +137,7 @@ export function buildProgram(): Command {
   program.command('inspect').description('run the demo with the Stately inspector (WebSocket relay on loopback)').option('--port <n>', 'relay port', '8787').option('--no-wait', 'do not wait for the inspector UI')
     .action(run(async (cmd: { port: string; wait: boolean }) => runInspect(Number(cmd.port), cmd.wait)));
   program.command('verify <file>').description('recompute and check the JCS SHA-256 integrity of a receipt or definition').action(run(async (file: string) => {
-    const object = readJson(file) as Record<string, unknown>;
+    const object = readJsonFile(file) as Record<string, unknown>;
     const verdict = verifyIntegrity(object);
     if (opts().json === true) console.log(JSON.stringify(verdict));
     else console.log(verdict.valid ? `valid: ${verdict.actual}` : `INVALID: carried ${String(verdict.expected)}, computed ${verdict.actual}`);
@@ -183,13 +146,19 @@ export function buildProgram(): Command {
   return program;
 }
 
-/** Runs the CLI; user errors print one line (code, status, explanation) and exit 1, never a stack trace. */
+/**
+ * Runs the CLI; user errors print one line (code, status, explanation and the fields that failed) and exit 1,
+ * never a stack trace. With --json a typed error is printed as its error envelope instead.
+ */
 export async function main(argv: string[]): Promise<void> {
+  const program = buildProgram();
   try {
-    await buildProgram().parseAsync(argv, { from: 'user' });
+    await program.parseAsync(argv, { from: 'user' });
   } catch (error) {
-    if (isContractError(error)) console.error(`${error.code} (${error.httpStatus}): ${error.message}`);
-    else if (error instanceof CliError) console.error(error.message);
+    if (isContractError(error)) {
+      if (program.opts<CliOptions>().json === true) console.log(JSON.stringify({ outcome: 'rejected', error: error.toEnvelope() }, null, 2));
+      else console.error(errorLine(error.toEnvelope()));
+    } else if (error instanceof CliError) console.error(error.message);
     else console.error(`internal error: ${(error as Error)?.message ?? String(error)}`);
     process.exitCode = 1;
   }

@@ -1,5 +1,5 @@
 import { Changefeed } from '../changefeed/changefeed.js';
-import { ensureStoreId, type EventEnvelope, type StreamRef } from '../changefeed/event-envelope.js';
+import { ensureStoreId, readStoreId, type EventEnvelope, type StreamRef } from '../changefeed/event-envelope.js';
 import { ContractError, isContractError, type ErrorEnvelope } from '../contract/errors.js';
 import { SCHEMA_VERSION } from '../contract/vocabulary.js';
 import { isoNow, type Clock } from '../engine/clock.js';
@@ -16,8 +16,12 @@ import {
 } from './context.js';
 import { changeLifecycle, createDefinition, LIFECYCLE_COMMANDS, reviseDefinition } from './definition-commands.js';
 import { getDefinition, listDefinitions } from './definition-reads.js';
-import { decodeCommand, peekIdentity, QUERY_COMMANDS, type CommandEnvelope, type CommandName, type CommandResponse } from './envelope.js';
+import { checkEnvelope, peekIdentity, QUERY_COMMANDS, type CommandEnvelope, type CommandName, type CommandResponse } from './envelope.js';
 import { importLegacy } from './legacy-import.js';
+import { describeThrown, toPlainJson } from './plain-json.js';
+
+/** The identity a rejection names when the input could not even be read as JSON. */
+const UNKNOWN_IDENTITY = { command: 'unknown', adoptionKey: '' };
 
 /** Commands whose effects belong to the scheduler, dispatcher and worker: executed only with an engine. */
 const EXECUTION_COMMANDS: ReadonlySet<CommandName> = new Set([
@@ -54,7 +58,9 @@ export class CommandHandler {
   private readonly newId: () => string;
   private readonly operator: CommandHandlerOptions['operator'];
   private readonly faults: CommandHandlerOptions['faults'];
-  private storeIdPromise: Promise<string> | undefined;
+  /** The store's id once a committed transaction has seen it stored. */
+  private storeId: string | undefined;
+  private candidateStoreId: string | undefined;
 
   constructor(options: CommandHandlerOptions) {
     this.store = options.store;
@@ -67,13 +73,29 @@ export class CommandHandler {
     this.changefeed = new Changefeed(options.store, options.clock, options.checkpointTtlMs);
   }
 
+  /**
+   * Answers any input with a CommandResponse; the promise never rejects. Untrusted input is turned into plain
+   * JSON data once, first, inside the guard (see {@link toPlainJson}), so no getter, Proxy trap or `toJSON`
+   * of the caller's runs after that point, and every refusal of it is a typed error that wrote nothing.
+   */
   async handle(raw: unknown): Promise<CommandResponse> {
-    let envelope: CommandEnvelope;
+    let identity = UNKNOWN_IDENTITY;
     try {
-      envelope = decodeCommand(raw);
+      let envelope: CommandEnvelope;
+      try {
+        const value = toPlainJson(raw);
+        identity = peekIdentity(value);
+        envelope = checkEnvelope(value);
+      } catch (error) {
+        return this.rejected(identity, error);
+      }
+      return await this.execute(envelope);
     } catch (error) {
-      return this.rejected(peekIdentity(raw), error);
+      return this.rejected(identity, error);
     }
+  }
+
+  private async execute(envelope: CommandEnvelope): Promise<CommandResponse> {
     try {
       if (EXECUTION_COMMANDS.has(envelope.command) && this.operator === undefined) {
         throw new ContractError('CAPABILITY_UNSUPPORTED', `${envelope.command} needs the scheduler and dispatcher: use a command handler from createEngine`, {
@@ -128,53 +150,55 @@ export class CommandHandler {
   private async mutate(envelope: CommandEnvelope): Promise<CommandResponse> {
     const run = this.mutation(envelope);
     const digest = requestDigest(envelope);
-    const storeId = await this.storeId();
     const dryRun = envelope.command === 'legacy.import.v1' && envelope.payload.dryRun === true;
     let afterCommit: (() => Promise<void>) | undefined;
     let rejection: ContractError | undefined;
+    let storeId: string | undefined;
     const response = await this.store.transact(async (tx: StoreTransaction) => {
       const prior = await findAdoption(tx, envelope.adoptionKey);
       if (prior !== undefined) {
         if (prior.requestDigest !== digest) throw replayMismatch(envelope.adoptionKey, prior);
         return this.replayed(envelope, prior);
       }
+      const known = this.storeId ?? (await readStoreId(tx));
+      // One candidate per handler until it is stored, so refusals consume no fresh identifiers.
+      const id = known ?? (this.candidateStoreId ??= this.newId());
       const now = isoNow(this.clock);
       const outcome = await run({
         tx,
         envelope,
         now,
-        feed: { producer: this.producer, storeId, now },
+        feed: { producer: this.producer, storeId: id, now },
         requirements: this.requirements,
         ...(this.faults === undefined ? {} : { faults: this.faults }),
       });
       afterCommit = outcome.afterCommit;
+      // A dry run is a question, not a command: nothing of it, its key and a new store's id included, is stored.
+      if (dryRun) return this.committed(envelope, outcome.result, outcome);
+      // A fresh store's id is written by the first command that commits, in its transaction: never by a refusal.
+      if (known === undefined) await ensureStoreId(tx, () => id);
+      storeId = id;
       if (outcome.rejectAfterCommit !== undefined) {
         rejection = outcome.rejectAfterCommit;
         return undefined;
       }
-      // A dry run is a question, not a command: nothing of it, its key included, is stored.
-      if (!dryRun) {
-        const record: AdoptionRecord = {
-          command: envelope.command,
-          requestDigest: digest,
-          committedAt: now,
-          result: outcome.result,
-          ...(outcome.revision === undefined ? {} : { revision: outcome.revision }),
-          ...(outcome.eventRef === undefined ? {} : { eventRef: outcome.eventRef }),
-          ...(outcome.automationId === undefined ? {} : { automationId: outcome.automationId }),
-        };
-        await recordAdoption(tx, envelope.adoptionKey, record);
-      }
+      const record: AdoptionRecord = {
+        command: envelope.command,
+        requestDigest: digest,
+        committedAt: now,
+        result: outcome.result,
+        ...(outcome.revision === undefined ? {} : { revision: outcome.revision }),
+        ...(outcome.eventRef === undefined ? {} : { eventRef: outcome.eventRef }),
+        ...(outcome.automationId === undefined ? {} : { automationId: outcome.automationId }),
+      };
+      await recordAdoption(tx, envelope.adoptionKey, record);
       return this.committed(envelope, outcome.result, outcome);
     });
+    // Only a committed transaction makes the id durable; a store id never changes once stored.
+    if (storeId !== undefined) this.storeId = storeId;
     // Side effects go out only after the commit is durable; their failures surface through later passes.
-    if (afterCommit !== undefined) await afterCommit().catch(() => undefined);
+    if (afterCommit !== undefined) await Promise.resolve().then(afterCommit).catch(() => undefined);
     return response ?? this.rejected(envelope, rejection);
-  }
-
-  private storeId(): Promise<string> {
-    this.storeIdPromise ??= this.store.transact((tx) => ensureStoreId(tx, this.newId));
-    return this.storeIdPromise;
   }
 
   private committed(envelope: CommandEnvelope, result: Record<string, unknown>, outcome?: CommandOutcome): CommandResponse {
@@ -203,7 +227,7 @@ export class CommandHandler {
   }
 
   private rejected(identity: { command: string; adoptionKey: string }, error: unknown): CommandResponse {
-    const typed = isContractError(error) ? error : new ContractError('INTERNAL', `internal error: ${(error as Error)?.message ?? String(error)}`);
+    const typed = isTyped(error) ? error : new ContractError('INTERNAL', `internal error: ${describeThrown(error)}`);
     const envelope: CommandResponse['error'] = typed.toEnvelope() as ErrorEnvelope;
     const adoption = (typed as { adoption?: { key: string; conflictOutcome?: 'committed' | 'rejected' } }).adoption;
     if (adoption !== undefined) envelope!.adoption = adoption;
@@ -215,5 +239,14 @@ export class CommandHandler {
       outcome: 'rejected',
       error: envelope,
     };
+  }
+}
+
+/** isContractError that cannot throw: `instanceof` runs a Proxy's getPrototypeOf trap, and a revoked one throws. */
+function isTyped(error: unknown): error is ContractError {
+  try {
+    return isContractError(error);
+  } catch {
+    return false;
   }
 }

@@ -1,6 +1,7 @@
 import { ContractError, type ErrorEnvelope } from '../contract/errors.js';
 import { validateAgainst } from '../contract/schemas.js';
 import { SCHEMA_VERSION } from '../contract/vocabulary.js';
+import { toPlainJson } from './plain-json.js';
 
 /** The 19 versioned commands of coven.automations.v1. */
 export const CONTRACT_COMMANDS = [
@@ -75,45 +76,30 @@ export interface CommandResponse {
   eventRef?: { stream: string; sequence: number };
 }
 
-/** Largest accepted command, in UTF-8 bytes: a definition's prompt may be 100k characters. */
-export const MAX_COMMAND_BYTES = 1_048_576;
+export { MAX_COMMAND_BYTES, MAX_NESTING_DEPTH } from './plain-json.js';
 
-function reject(code: 'VALIDATION_FAILED' | 'SCHEMA_VERSION_UNSUPPORTED' | 'PAYLOAD_TOO_LARGE', message: string, details?: Record<string, unknown>): never {
+function reject(code: 'VALIDATION_FAILED' | 'SCHEMA_VERSION_UNSUPPORTED', message: string, details?: Record<string, unknown>): never {
   throw new ContractError(code, message, details);
 }
 
 /**
- * The one boundary where untrusted input becomes a typed command: size, JSON syntax, schema version, then
- * the envelope schema (closed objects, the command's payload, expectedRevision rules). Throws a
- * ContractError; never returns a half-valid value.
+ * The one boundary where untrusted input becomes a typed command: {@link toPlainJson} (size, depth, JSON
+ * syntax, a guarded copy of anything that is not text), then the schema version, then the envelope schema
+ * (closed objects, the command's payload, expectedRevision rules). Throws a ContractError and nothing
+ * else, whatever the input; never returns a half-valid value.
  */
 export function decodeCommand(raw: unknown): CommandEnvelope {
-  let value = raw;
-  if (typeof raw === 'string' || raw instanceof Uint8Array) {
-    const size = typeof raw === 'string' ? Buffer.byteLength(raw, 'utf8') : raw.byteLength;
-    if (size > MAX_COMMAND_BYTES) reject('PAYLOAD_TOO_LARGE', `command is ${size} bytes; the limit is ${MAX_COMMAND_BYTES}`, { size, limit: MAX_COMMAND_BYTES });
-    const text = typeof raw === 'string' ? raw : Buffer.from(raw).toString('utf8');
-    try {
-      value = JSON.parse(text);
-    } catch (error) {
-      reject('VALIDATION_FAILED', `command is not valid JSON: ${(error as Error).message}`);
-    }
-  } else {
-    let text: string | undefined;
-    try {
-      text = JSON.stringify(raw);
-    } catch (error) {
-      reject('VALIDATION_FAILED', `command is not JSON-serialisable: ${(error as Error).message}`);
-    }
-    const size = text === undefined ? 0 : Buffer.byteLength(text, 'utf8');
-    if (size > MAX_COMMAND_BYTES) reject('PAYLOAD_TOO_LARGE', `command is ${size} bytes; the limit is ${MAX_COMMAND_BYTES}`, { size, limit: MAX_COMMAND_BYTES });
-    value = text === undefined ? undefined : JSON.parse(text);
-  }
+  return checkEnvelope(toPlainJson(raw));
+}
+
+/** The schema version and envelope checks of {@link decodeCommand}, on input that is already plain JSON. */
+export function checkEnvelope(value: unknown): CommandEnvelope {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) reject('VALIDATION_FAILED', 'command must be a JSON object');
   const version = (value as { schemaVersion?: unknown }).schemaVersion;
   if (version !== undefined && version !== SCHEMA_VERSION) {
-    reject('SCHEMA_VERSION_UNSUPPORTED', `schemaVersion ${JSON.stringify(version)} is not supported; this engine speaks ${SCHEMA_VERSION}`, {
-      schemaVersion: version,
+    const shown = JSON.stringify(version).slice(0, 100);
+    reject('SCHEMA_VERSION_UNSUPPORTED', `schemaVersion ${shown} is not supported; this engine speaks ${SCHEMA_VERSION}`, {
+      schemaVersion: typeof version === 'string' ? version.slice(0, 100) : shown,
       supported: [SCHEMA_VERSION],
     });
   }
@@ -122,17 +108,12 @@ export function decodeCommand(raw: unknown): CommandEnvelope {
   return value as CommandEnvelope;
 }
 
-/** Best-effort command name and key of undecodable input, so even a rejection names what it refused. */
-export function peekIdentity(raw: unknown): { command: string; adoptionKey: string } {
-  let value: unknown = raw;
-  if (typeof raw === 'string' && Buffer.byteLength(raw, 'utf8') <= MAX_COMMAND_BYTES) {
-    try {
-      value = JSON.parse(raw);
-    } catch {
-      value = undefined;
-    }
-  }
-  const record = typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : {};
+/**
+ * Best-effort command name and key of undecodable input, so even a rejection names what it refused. Only
+ * ever given plain JSON data (the output of {@link toPlainJson}), never the caller's live value.
+ */
+export function peekIdentity(value: unknown): { command: string; adoptionKey: string } {
+  const record = typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
   const command = typeof record.command === 'string' && record.command.length > 0 && record.command.length <= 64 ? record.command : 'unknown';
   const adoptionKey = typeof record.adoptionKey === 'string' && record.adoptionKey.length <= 200 ? record.adoptionKey : '';
   return { command, adoptionKey };

@@ -2,7 +2,7 @@ import { definitionMachine } from '../../machines/index.js';
 import { createEntity, type EntityRecord } from '../actors/entity-transition.js';
 import { appendEvent } from '../changefeed/event-envelope.js';
 import { integrityOf } from '../contract/digest.js';
-import { ContractError, isContractError } from '../contract/errors.js';
+import { ContractError, isContractError, type ErrorCode } from '../contract/errors.js';
 import type { CommandContext, CommandOutcome } from './context.js';
 import { checkDefinitionBody, type AutomationDefinition } from './definition-body.js';
 import { DEFINITION_KIND, DEFINITION_REVISION_KIND, revisionId, type DefinitionAttributes } from './definition-commands.js';
@@ -79,19 +79,73 @@ export function richFromFlat(flat: unknown, principalId: string, now: string): A
     extensions: { 'x-legacy-status': f.status },
   };
   const withIntegrity = { ...body, integrity: integrityOf(body as Record<string, unknown>) } as AutomationDefinition;
-  return checkDefinitionBody(withIntegrity, `payload.definitions[${id}]`);
+  try {
+    return checkDefinitionBody(withIntegrity, `payload.definitions[${id}]`);
+  } catch (error) {
+    throw inFlatTerms(error);
+  }
+}
+
+/** Where each flat field lands in the rich body, so a refusal names the field the flat file has. */
+const FLAT_FIELD_OF: ReadonlyArray<readonly [string, string]> = [
+  ['/automationId', '/id'],
+  ['/display/name', '/name'],
+  ['/display/tags', '/tags'],
+  ['/trigger/schedule/rrule', '/rrule'],
+  ['/trigger/schedule/timezone', '/timezone'],
+  ['/action/prompt', '/prompt'],
+  ['/action/cwd', '/cwd'],
+  ['/binding/familiarId', '/familiarId'],
+  ['/runtimeRequirements/runtimeId', '/runtime'],
+  ['/runtimeRequirements/model', '/model'],
+  ['/policies/timeout/perRunMinutes', '/timeoutMinutes'],
+  ['/policies/retry', '/retry'],
+  ['/policies/delivery/outputTarget', '/outputTarget'],
+];
+
+/** A schema refusal of the mapped body, its problem paths rewritten to the flat definition's fields. */
+function inFlatTerms(error: unknown): unknown {
+  const problems = isContractError(error) ? error.details?.problems : undefined;
+  if (!isContractError(error) || !Array.isArray(problems)) return error;
+  const rewrite = (problem: string) => {
+    const mapping = FLAT_FIELD_OF.find(([rich]) => problem.startsWith(`${rich}:`) || problem.startsWith(`${rich}/`));
+    return mapping === undefined ? problem : mapping[1] + problem.slice(mapping[0].length);
+  };
+  return new ContractError(error.code, error.message, { ...error.details, problems: (problems as string[]).map(rewrite) });
+}
+
+type ImportFailure = { automationId: string; code: string; message: string; problems?: string[] };
+
+/**
+ * An import that would commit nothing but its adoption record, because every definition it could have
+ * imported failed, is refused: a typed error that writes nothing, carrying the same per-definition failures
+ * a partial import reports. Its code is the failures' common code, else VALIDATION_FAILED.
+ */
+function nothingImported(failures: ImportFailure[], skipped: Array<{ automationId: string; reason: string }>): ContractError {
+  const codes = new Set(failures.map((f) => f.code));
+  const code = codes.size === 1 ? (failures[0]!.code as ErrorCode) : 'VALIDATION_FAILED';
+  const named = failures.slice(0, 10).map((f) => f.automationId);
+  const more = failures.length > named.length ? `, and ${failures.length - named.length} more` : '';
+  const skips = skipped.length > 0 ? `; ${skipped.length} skipped` : '';
+  return new ContractError(code, `legacy import imported nothing: ${failures.length} failed (${named.join(', ')}${more})${skips}`, {
+    failures: failures.slice(0, 50).map((f) => ({ ...f, ...(f.problems === undefined ? {} : { problems: f.problems.slice(0, 20) }) })),
+    failed: failures.length,
+    skipped,
+  });
 }
 
 /**
  * legacy.import.v1 (source `flat-definitions`): each definition lands in `draft` with one
  * `definition.imported` event; existing ids, tombstoned ones included, are skipped; a dry run writes nothing.
+ * Definitions that fail are reported beside those imported; when none is imported and some failed, the
+ * command is refused (see {@link nothingImported}) and, like every refusal, stores no adoption record.
  */
 export async function importLegacy(ctx: CommandContext): Promise<CommandOutcome> {
   const payload = ctx.envelope.payload as { source: string; definitions: unknown[]; dryRun?: boolean };
   const dryRun = payload.dryRun === true;
   const imported: string[] = [];
   const skipped: Array<{ automationId: string; reason: string }> = [];
-  const failures: Array<{ automationId: string; code: string; message: string; problems?: string[] }> = [];
+  const failures: ImportFailure[] = [];
   const seen = new Set<string>();
   let lastEvent: { stream: string; sequence: number } | undefined;
   for (const flat of payload.definitions) {
@@ -130,6 +184,7 @@ export async function importLegacy(ctx: CommandContext): Promise<CommandOutcome>
     });
     lastEvent = { stream: `automation/${id}`, sequence: event.sequence };
   }
+  if (imported.length === 0 && failures.length > 0) throw nothingImported(failures, skipped);
   return {
     result: { source: payload.source, dryRun, imported, skipped, failures },
     ...(lastEvent === undefined ? {} : { eventRef: lastEvent }),

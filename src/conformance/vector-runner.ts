@@ -104,7 +104,9 @@ async function setup(vector: ConformanceVector): Promise<Run> {
   const definitions = (vector.input.definitions ?? []).map((d) => (d.timezone === 'local' ? resolveLocal(d, notes) : d));
   if (definitions.length > 0) {
     const imported = await engine.commands.handle(envelope('legacy.import.v1', { source: 'flat-definitions', definitions }));
-    for (const failure of (imported.result?.failures as Array<{ automationId: string; message: string }> | undefined) ?? []) notes.push(`import refused ${failure.automationId}: ${failure.message}`);
+    // An import that imports nothing is refused whole, its failures in the error's details.
+    const failures = (imported.result ?? imported.error?.details)?.failures as Array<{ automationId: string; message: string }> | undefined;
+    for (const failure of failures ?? []) notes.push(`import refused ${failure.automationId}: ${failure.message}`);
   }
   for (const d of definitions) {
     if (d.status === 'DISABLED') continue;

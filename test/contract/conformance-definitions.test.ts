@@ -4,7 +4,7 @@ import { describe, expect, test } from 'vitest';
 import { CommandHandler } from '../../src/command-handler/command-handler.js';
 import { SimulatedClock } from '../../src/engine/clock.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
-import { command, expectCommitted } from '../support/commands.js';
+import { command, expectValidResponse } from '../support/commands.js';
 import { readUpstreamJson, upstreamAvailable, upstreamDir } from '../support/upstream.js';
 
 interface DefinitionVector {
@@ -30,8 +30,14 @@ describe.skipIf(!upstreamAvailable)('upstream conformance vectors/definitions th
     const vector = readUpstreamJson<DefinitionVector>(`conformance/vectors/definitions/${file}`);
     const handler = new CommandHandler({ store: new MemoryStore(), clock: new SimulatedClock('2026-03-01T00:00:00.000Z') });
     const definitions = [...(vector.input.definitions ?? []), ...(vector.input.invalidDefinitions ?? [])];
-    const response = expectCommitted(await handler.handle(command('legacy.import.v1', { source: 'flat-definitions', definitions })));
-    const result = response.result as { imported: string[]; failures: Array<{ automationId: string; code: string; message: string; problems?: string[] }> };
+    const response = expectValidResponse(await handler.handle(command('legacy.import.v1', { source: 'flat-definitions', definitions })));
+    type Failure = { automationId: string; code: string; message: string; problems?: string[] };
+    // An import in which nothing could be imported is refused whole; its failures travel in the error's details.
+    const result =
+      response.outcome === 'rejected'
+        ? { imported: [] as string[], failures: (response.error!.details as { failures: Failure[] }).failures }
+        : (response.result as { imported: string[]; failures: Failure[] });
+    expect(response.outcome).toBe(result.failures.length === definitions.length ? 'rejected' : 'committed');
     for (const valid of vector.input.definitions ?? []) {
       const id = (valid as { id: string }).id;
       const failure = result.failures.find((f) => f.automationId === id);
