@@ -36,7 +36,8 @@ function runEngine(file: string, sessions: string, at: string, killAfter?: numbe
 }
 
 test.each(['store.json', 'store.sqlite'])('SIGKILL at successive commit points on %s, then restart: nothing lost, nothing launched twice, receipts verify', async (storeFile) => {
-  // A clean run commits 10 times (setup 4, plan, claim, dispatch, release, launch answer, settlement).
+  // A clean run commits about ten times (setup, the owner lease, plan, claim, dispatch, release, launch answer,
+  // settlement); each kill point lands at a different one, and one past the last leaves a clean run.
   for (const killAfter of [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]) {
     const round = mkdtempSync(join(dir, `round-${killAfter}-`));
     const file = join(round, storeFile);
