@@ -173,6 +173,8 @@ export class Engine {
     report.planned = (await planDueSlots(svc, report.errors)).length;
     timed('plan');
     if (options.crashBefore === 'claim') return report;
+    // Fault: what the engine must never do with a launch whose answer was lost — send it again without proof.
+    if (svc.faults.resendUnconfirmedLaunches) report.launches.push(...(await this.resendUnconfirmed(report.errors)));
     // Before leases are judged: an orphaned launch that evidence can decide must never be treated as unknown.
     for (const outcome of await resolveOrphanedLaunches(svc, report.errors)) report.launches.push(await this.quarantineAfter(outcome));
     const stops = await advanceAll(svc, report.errors);
@@ -227,11 +229,6 @@ export class Engine {
       }
     };
     for (const { id } of await this.services.store.read((r) => r.list('pending-launch'))) await attempt(`launch ${id}`, () => this.release(id));
-    if (this.services.faults.resendUnconfirmedLaunches) {
-      for (const { id, data } of await this.services.store.read((r) => r.list<{ status: string }>(KINDS.outbox))) {
-        if (data.status === 'sending') await attempt(`resend ${id}`, () => resendLaunch(this.services, id));
-      }
-    }
     const live = await this.services.store.read((r) => r.list(LIVE_INDEX.occurrence));
     await forEachConcurrently(live, this.services.passConcurrency, async ({ id }) => {
       const occurrence = await this.services.store.read((r) => r.get<{ snapshot: { value: string }; attributes: { held: boolean } }>(KINDS.occurrence, id));
@@ -240,6 +237,19 @@ export class Engine {
       if (state !== 'claimed' && state !== 'dispatching') return;
       await attempt(`occurrence ${id}`, () => this.dispatch(id));
     });
+    return outcomes;
+  }
+
+  private async resendUnconfirmed(errors: Error[]): Promise<LaunchOutcome[]> {
+    const sending = (await this.services.store.read((r) => r.list<{ status: string }>(KINDS.outbox))).filter((o) => o.data.status === 'sending');
+    const outcomes: LaunchOutcome[] = [];
+    for (const { id } of sending) {
+      try {
+        outcomes.push(await resendLaunch(this.services, id));
+      } catch (error) {
+        errors.push(new Error(`dispatcher: resend ${id}: ${(error as Error).message}`, { cause: error }));
+      }
+    }
     return outcomes;
   }
 

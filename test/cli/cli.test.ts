@@ -2,29 +2,14 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
-import { main } from '../../src/cli/program.js';
+import { runCli } from '../support/run-cli.js';
 import { runDemo } from '../../src/cli/demo.js';
 import { renderDiagrams } from '../../src/cli/diagram-command.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'coven-cli-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-/** Runs the CLI in-process and captures what it prints and its exit code. */
-async function cli(...args: string[]): Promise<{ out: string; err: string; code: number }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const log = vi.spyOn(console, 'log').mockImplementation((...a: unknown[]) => void out.push(a.join(' ')));
-  const error = vi.spyOn(console, 'error').mockImplementation((...a: unknown[]) => void err.push(a.join(' ')));
-  process.exitCode = 0;
-  try {
-    await main(args);
-    return { out: out.join('\n'), err: err.join('\n'), code: Number(process.exitCode ?? 0) };
-  } finally {
-    log.mockRestore();
-    error.mockRestore();
-    process.exitCode = 0;
-  }
-}
+const cli = runCli;
 
 describe.each(['automations.json', 'automations.sqlite'])('the coven-automata CLI on %s', (storeName) => {
   let store: string;

@@ -1,29 +1,14 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { afterAll, beforeEach, describe, expect, test, vi } from 'vitest';
-import { main } from '../../src/cli/program.js';
+import { afterAll, beforeEach, describe, expect, test } from 'vitest';
+import { runCli } from '../support/run-cli.js';
 import { eventually } from '../support/eventually.js';
 
 const dir = realpathSync(mkdtempSync(join(tmpdir(), 'coven-cli-runtime-')));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-/** Runs the CLI in-process and captures what it prints and its exit code. */
-async function cli(...args: string[]): Promise<{ out: string; err: string; code: number }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const log = vi.spyOn(console, 'log').mockImplementation((...a: unknown[]) => void out.push(a.join(' ')));
-  const error = vi.spyOn(console, 'error').mockImplementation((...a: unknown[]) => void err.push(a.join(' ')));
-  process.exitCode = 0;
-  try {
-    await main(args);
-    return { out: out.join('\n'), err: err.join('\n'), code: Number(process.exitCode ?? 0) };
-  } finally {
-    log.mockRestore();
-    error.mockRestore();
-    process.exitCode = 0;
-  }
-}
+const cli = runCli;
 
 describe('the CLI confines and equips the child-process runtime', () => {
   let store: string;

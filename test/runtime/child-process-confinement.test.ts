@@ -11,6 +11,7 @@ import { confineCwd, CwdRoots } from '../../src/runtime/cwd-roots.js';
 import type { LaunchRequest, Observation } from '../../src/runtime/runtime.js';
 import { packageRoot } from '../../src/spec/package-root.js';
 import { eventually } from '../support/eventually.js';
+import { launchRequests } from '../support/launch-request.js';
 
 const dir = realpathSync(mkdtempSync(join(tmpdir(), 'coven-confine-')));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -19,18 +20,7 @@ mkdirSync(join(root, 'work', 'notes'), { recursive: true });
 symlinkSync('/etc', join(root, 'etc-link'));
 const sessionsDir = join(root, 'sessions');
 const now = new Date('2026-03-02T09:00:00.000Z');
-let n = 0;
-const request = (over: Partial<LaunchRequest> = {}): LaunchRequest => ({
-  sessionKey: `confine-${++n}`,
-  automationId: 'daily',
-  occurrenceId: 'daily-1',
-  runId: 'run-daily-1',
-  attemptId: `attempt-${n}`,
-  attemptNumber: 1,
-  prompt: 'say hello',
-  deadlineAt: '2026-03-02T09:30:00.000Z',
-  ...over,
-});
+const request = launchRequests((n) => `confine-${n}`);
 const finished = (runtime: ChildProcessRuntime, id: string) =>
   eventually(async () => {
     const o: Observation = await runtime.observe(id, now);

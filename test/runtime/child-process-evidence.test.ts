@@ -9,28 +9,19 @@ import type { LaunchEvidence, LaunchRequest, Observation } from '../../src/runti
 import { packageRoot } from '../../src/spec/package-root.js';
 import { sessionIdOf } from '../../src/runtime/session-files.js';
 import { eventually } from '../support/eventually.js';
+import { launchRequests } from '../support/launch-request.js';
 
 const dir = realpathSync(mkdtempSync(join(tmpdir(), 'coven-evidence-')));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const now = new Date('2026-03-02T09:00:00.000Z');
-let n = 0;
-const request = (over: Partial<LaunchRequest> = {}): LaunchRequest => ({
-  sessionKey: `evidence-${++n}`,
-  automationId: 'daily',
-  occurrenceId: 'daily-1',
-  runId: 'run-daily-1',
-  attemptId: `attempt-${n}`,
-  attemptNumber: 1,
-  prompt: 'say hello',
-  deadlineAt: '2026-03-02T09:30:00.000Z',
-  ...over,
-});
+const request = launchRequests((n) => `evidence-${n}`);
 /** A runtime over its own folder; a second one on the same folder is an engine restarted after a crash. */
 function runtimeIn(root: string, command: string): ChildProcessRuntime {
   return new ChildProcessRuntime({ runtimeId: 'sh', command, sessionsDir: join(root, 'sessions'), cwdRoots: [root] });
 }
+let roots = 0;
 const freshRoot = (name: string) => {
-  const root = join(dir, `${name}-${++n}`);
+  const root = join(dir, `${name}-${++roots}`);
   mkdirSync(root, { recursive: true });
   return root;
 };

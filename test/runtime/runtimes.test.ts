@@ -8,21 +8,11 @@ import { FunctionRuntime } from '../../src/runtime/function-runtime.js';
 import type { LaunchRequest, Observation } from '../../src/runtime/runtime.js';
 import { sha256Hex } from '../../src/contract/digest.js';
 import { eventually } from '../support/eventually.js';
+import { launchRequests } from '../support/launch-request.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'coven-runtime-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-let n = 0;
-const request = (over: Partial<LaunchRequest> = {}): LaunchRequest => ({
-  sessionKey: `attempt-${++n}#1`,
-  automationId: 'daily',
-  occurrenceId: 'daily-1',
-  runId: 'run-daily-1',
-  attemptId: `attempt-${n}`,
-  attemptNumber: 1,
-  prompt: 'say hello',
-  deadlineAt: '2026-03-02T09:30:00.000Z',
-  ...over,
-});
+const request = launchRequests((n) => `attempt-${n}#1`);
 const now = new Date('2026-03-02T09:00:00.000Z');
 const exited = (runtime: { observe(id: string, now: Date): Promise<Observation> }, id: string) =>
   eventually(async () => {
