@@ -11,7 +11,7 @@ import { KINDS } from '../../src/engine/records.js';
 // CI size by default; COVEN_STRESS=1 runs the issue's size (1,000 at once, more rounds).
 const STRESS = process.env.COVEN_STRESS === '1';
 const COUNT = STRESS ? 1000 : 40;
-const ROUNDS = STRESS ? 5 : 2;
+const ROUNDS = STRESS ? Number(process.env.COVEN_STRESS_ROUNDS ?? 5) : 2;
 const RECOVERY_BOUND_MS = 10_000;
 const seed = Number(process.env.FC_SEED ?? Date.now() % 2 ** 31);
 console.info(`[property] crash-burst: seed=${seed} rounds=${ROUNDS} count=${COUNT}${STRESS ? '' : ' (CI size; COVEN_STRESS=1 for 1,000 at once)'}`);

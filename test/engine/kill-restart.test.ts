@@ -73,4 +73,4 @@ test.each(['store.json', 'store.sqlite'])('SIGKILL at successive commit points o
       await store.close();
     }
   }
-}, 120_000);
+}, 300_000);

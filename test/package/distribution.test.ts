@@ -36,7 +36,7 @@ test('npm pack installs in a clean folder; the examples and the CLI run against 
   })();
   expect(failure?.status).toBe(1);
   expect(failure?.stdout).toMatch(/^INVALID: carried [0-9a-f]{64}, computed [0-9a-f]{64}/);
-}, 240_000);
+}, 480_000);
 
 /** Every command of every ```sh block in the README, in order. */
 function readmeCommands(): string[] {

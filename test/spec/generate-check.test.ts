@@ -31,7 +31,7 @@ describe('npm run generate -- --check', () => {
     const result = generate(dir, '--check');
     expect(result.stderr).toBe('');
     expect(result.status).toBe(0);
-  });
+  }, 30_000);
 
   test('fails after a spec edit without regeneration, then passes once regenerated', () => {
     const specFile = join(dir, 'spec/coven-automations/v1/state-machines.json');
@@ -46,7 +46,7 @@ describe('npm run generate -- --check', () => {
     execFileSync(tsx, ['tools/generate-machines.ts'], { cwd: dir });
     expect(readFileSync(join(dir, 'machines/run.ts'), 'utf8')).toContain("'cancellationRequested'");
     expect(generate(dir, '--check').status).toBe(0);
-  });
+  }, 30_000);
 
   test('refuses to generate from an unsound spec, naming the transition', () => {
     const specFile = join(dir, 'spec/coven-automations/v1/state-machines.json');
@@ -56,5 +56,5 @@ describe('npm run generate -- --check', () => {
     const result = generate(dir);
     expect(result.status).toBe(1);
     expect(result.stderr).toContain("attempt.v1 failed -> adopted on dispatch (dispatcher) leaves terminal state 'failed'");
-  });
+  }, 30_000);
 });
