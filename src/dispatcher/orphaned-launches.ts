@@ -1,3 +1,4 @@
+import { forEachConcurrently } from '../engine/concurrency.js';
 import { LIVE_INDEX } from '../engine/lifecycle.js';
 import { launchOrphaned } from '../engine/owner-lease.js';
 import { KINDS, attemptContext, sessionKeyOf, type AttemptRecord, type OutboxEntry } from '../engine/records.js';
@@ -60,10 +61,14 @@ export async function resolveOrphanedLaunch(svc: EngineServices, orphan: Orphane
   return undefined;
 }
 
-/** Finds every orphaned launch among the live attempts and decides each from evidence. */
+/**
+ * Finds every orphaned launch among the live attempts and decides each from evidence, up to `passConcurrency`
+ * at once so their commits share durable writes (after a crash in a burst there may be hundreds).
+ */
 export async function resolveOrphanedLaunches(svc: EngineServices, errors: Error[]): Promise<LaunchOutcome[]> {
   const outcomes: LaunchOutcome[] = [];
-  for (const { id } of await svc.store.read((r) => r.list(LIVE_INDEX.attempt))) {
+  const live = await svc.store.read((r) => r.list(LIVE_INDEX.attempt));
+  await forEachConcurrently(live, svc.passConcurrency, async ({ id }) => {
     try {
       const orphan = await findOrphan(svc, id);
       const outcome = orphan === undefined ? undefined : await resolveOrphanedLaunch(svc, orphan);
@@ -71,6 +76,6 @@ export async function resolveOrphanedLaunches(svc: EngineServices, errors: Error
     } catch (error) {
       errors.push(new Error(`dispatcher: orphaned launch of attempt ${id}: ${(error as Error).message}`, { cause: error }));
     }
-  }
+  });
   return outcomes;
 }

@@ -85,7 +85,7 @@ test.each(['burst.json', 'burst.sqlite'])(
       console.info(`${storeFile} round ${round}: killed after ${killAfter} launches; restart ${JSON.stringify(restart)}`);
       expect(restart.line, 'every occurrence settles after the restart').toBeUndefined();
       // What the killed engine left undecided is decided within the bound; requests it never committed are new work.
-      expect(restart.recoveredMs, `left-over work decided within ${RECOVERY_BOUND_MS} ms of the store opening`).toBeLessThan(RECOVERY_BOUND_MS);
+      expect.soft(restart.recoveredMs, `left-over work decided within ${RECOVERY_BOUND_MS} ms of the store opening`).toBeLessThan(RECOVERY_BOUND_MS);
       expect(restart.settledMs, 'every request settles').toBeDefined();
 
       const ran = existsSync(join(roundDir, 'ran.log')) ? readFileSync(join(roundDir, 'ran.log'), 'utf8').split('\n').filter(Boolean) : [];
