@@ -51,7 +51,8 @@ export type { Runtime, LaunchRequest, LaunchResult, Observation } from './runtim
 export { SimulatedRuntime, type SimulatedBehavior } from './runtime/simulated-runtime.js';
 export { FunctionRuntime, type FunctionResult } from './runtime/function-runtime.js';
 export { ChildProcessRuntime, type ChildProcessRuntimeOptions } from './runtime/child-process-runtime.js';
-export { CwdRoots, confineCwd, type ConfinedRuntime } from './runtime/cwd-roots.js';
+export { CwdRoots } from './runtime/cwd-roots.js';
+export { confineCwd, type ConfinedRuntime } from './command-handler/cwd-requirements.js';
 export { defaultRequirements, type RequirementsCheck } from './command-handler/context.js';
 export { CHILD_ENV_ALLOWLIST } from './runtime/child-env.js';
 

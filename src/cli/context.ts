@@ -6,7 +6,7 @@ import { createEngine, type Engine } from '../engine/engine.js';
 import { ENV_NAME } from '../runtime/child-env.js';
 import { errorLine } from './error-line.js';
 import { ChildProcessRuntime } from '../runtime/child-process-runtime.js';
-import { confineCwd } from '../runtime/cwd-roots.js';
+import { confineCwd } from '../command-handler/cwd-requirements.js';
 import { openStore, type FileStore, type FileStoreKind } from '../store/open-store.js';
 import { RETENTION_CLASSES, RetentionPolicy, type RetentionClass, type RetentionOptions } from '../retention/policy.js';
 

@@ -16,7 +16,7 @@ import { nextWakeAt, OBSERVE_INTERVAL_MS } from './next-wake.js';
 import { NO_FAULTS, type EngineFaults } from './faults.js';
 import { renewOwnerLease, RENEWALS_PER_LEASE } from './owner-lease.js';
 import { resolveOrphanedLaunches } from '../dispatcher/orphaned-launches.js';
-import { confineCwd } from '../runtime/cwd-roots.js';
+import { confineCwd } from '../command-handler/cwd-requirements.js';
 import { InspectionMirror } from './inspection.js';
 import type { InspectionEvent } from 'xstate';
 import { operatorCommands } from '../command-handler/operator-commands.js';

@@ -1,8 +1,5 @@
 import { realpathSync, statSync } from 'node:fs';
 import { isAbsolute, join, sep } from 'node:path';
-import type { RequirementsCheck } from '../command-handler/context.js';
-import type { AutomationDefinition } from '../command-handler/definition-body.js';
-import { ContractError } from '../contract/errors.js';
 
 /**
  * The real path of `path` as the kernel would walk it: `..` after a symlink climbs from the link's target,
@@ -80,41 +77,4 @@ export class CwdRoots {
   refusal(location: CwdLocation): string {
     return `action.cwd ${JSON.stringify(location.requested)} resolves to ${location.path}, outside every cwd root (${this.roots.join(', ')})`;
   }
-}
-
-/** What a requirements check needs of a runtime: its id and, when it confines sessions, its roots. */
-export interface ConfinedRuntime {
-  readonly runtimeId: string;
-  readonly cwdRoots?: CwdRoots;
-}
-
-/**
- * Wraps a requirements check so that activating (or revising while active) a definition whose `action.cwd`
- * lies outside its runtime's roots is refused with VALIDATION_FAILED naming the field and the roots, and
- * nothing is committed. VALIDATION_FAILED, not CAPABILITY_UNSUPPORTED: the engine supports `action.cwd`;
- * this value of it is not acceptable under the engine's configuration.
- *
- * @example
- * ```ts
- * createEngine({ store, runtimes: [runtime], requirements: confineCwd([runtime], defaultRequirements(['coven-code'])) });
- * ```
- */
-export function confineCwd(runtimes: readonly ConfinedRuntime[], next: RequirementsCheck): RequirementsCheck {
-  return (definition: AutomationDefinition) => {
-    const runtimeId = definition.runtimeRequirements?.runtimeId ?? 'coven-code';
-    const roots = runtimes.find((r) => r.runtimeId === runtimeId)?.cwdRoots;
-    if (roots !== undefined) {
-      const location = roots.locate(definition.action.cwd);
-      if (!location.inside) {
-        throw new ContractError('VALIDATION_FAILED', `definition ${definition.automationId}: ${roots.refusal(location)}`, {
-          field: 'action.cwd',
-          cwd: definition.action.cwd ?? null,
-          resolved: location.path,
-          roots: [...roots.roots],
-          problems: [`action.cwd: resolves to ${location.path}, outside the cwd roots`],
-        });
-      }
-    }
-    return next(definition);
-  };
 }

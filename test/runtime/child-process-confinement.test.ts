@@ -7,7 +7,8 @@ import type { AutomationDefinition } from '../../src/command-handler/definition-
 import { isContractError } from '../../src/contract/errors.js';
 import { ChildProcessRuntime } from '../../src/runtime/child-process-runtime.js';
 import { CHILD_ENV_ALLOWLIST, childEnvironment } from '../../src/runtime/child-env.js';
-import { confineCwd, CwdRoots } from '../../src/runtime/cwd-roots.js';
+import { CwdRoots } from '../../src/runtime/cwd-roots.js';
+import { confineCwd } from '../../src/command-handler/cwd-requirements.js';
 import type { LaunchRequest, Observation } from '../../src/runtime/runtime.js';
 import { packageRoot } from '../../src/spec/package-root.js';
 import { eventually } from '../support/eventually.js';
