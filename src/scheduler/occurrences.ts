@@ -193,29 +193,15 @@ async function determineRecovery(svc: EngineServices, step: StepContext, occurre
     const attempt = await loadAttempt(step.tx, attemptId);
     const run = await loadRun(step.tx, runId);
     if (stateOf(attempt) === 'dispatching') {
-      if (!facts.launched) {
-        await moveEntity<AttemptAttributes>(step, 'attempt', attemptId, { type: 'launch_refused', actor: 'dispatcher', failure: { failureClass: 'lease_expired', preOwnership: true } }, (a) => ({
-          ...a,
-          stateReason: 'lease expired before the launch was released',
-          failureClass: 'lease_expired',
-          settledAt: step.now,
-        }));
-        const outboxId = `${attemptId}#${attemptContext(attempt).dispatchGeneration}`;
-        const outbox = await step.tx.get<OutboxEntry>(KINDS.outbox, outboxId);
-        if (outbox !== undefined) await step.tx.put(KINDS.outbox, outboxId, { ...outbox.data, status: 'cancelled' }, { expectedVersion: outbox.version });
-        const pending = await step.tx.get('pending-launch', outboxId);
-        if (pending !== undefined) await step.tx.delete('pending-launch', outboxId, pending.version);
-      } else {
-        await moveEntity<AttemptAttributes>(step, 'attempt', attemptId, { type: 'dispatch_unconfirmed', actor: 'dispatcher', acknowledged: false }, (a) => ({
-          ...a,
-          stateReason: 'dispatch sent but not acknowledged before lease expiry',
-          settledAt: step.now,
-        }));
-      }
+      // Only a sent launch whose sender is gone reaches recovery (launchLeftUndecided): its outcome is unknown.
+      await moveEntity<AttemptAttributes>(step, 'attempt', attemptId, { type: 'dispatch_unconfirmed', actor: 'dispatcher', acknowledged: false }, (a) => ({
+        ...a,
+        stateReason: 'dispatch sent but not acknowledged before lease expiry',
+        settledAt: step.now,
+      }));
       const settled = await loadAttempt(step.tx, attemptId);
       await recordReceipt(step, svc.runtime(settled.data.attributes.runtimeId), occurrence, run, settled, {
         disposition: stateOf(settled),
-        ...(stateOf(settled) === 'failed' ? { failureClass: 'lease_expired' } : {}),
         detail: settled.data.attributes.stateReason,
         recoveryDisposition: ruledOut ? 'not_required' : 'deferred_to_operator',
       });
@@ -223,13 +209,7 @@ async function determineRecovery(svc: EngineServices, step: StepContext, occurre
     if (ruledOut) {
       const attemptState = stateOf(await loadAttempt(step.tx, attemptId));
       const a = attemptContext(await loadAttempt(step.tx, attemptId));
-      if (stateOf(run) === 'accepted' && attemptState === 'failed') {
-        await moveEntity<RunAttributes>(step, 'run', runId, {
-          type: 'launch_refused',
-          actor: 'dispatcher',
-          attempts: [{ attemptNumber: a.attemptNumber, state: 'failed', failureClass: 'lease_expired', evidenceRecorded: false }],
-        }, (x) => ({ ...x, stateReason: 'lease expired before launch', finishedAt: step.now, terminalDisposition: { outcome: 'failed', failureClass: 'lease_expired', detail: 'lease expired before launch' } }));
-      } else if (stateOf(run) === 'running' && attemptState === 'ambiguous') {
+      if (stateOf(run) === 'running' && attemptState === 'ambiguous') {
         await moveEntity<RunAttributes>(step, 'run', runId, {
           type: 'attempt_ambiguous',
           actor: 'dispatcher',
@@ -241,7 +221,7 @@ async function determineRecovery(svc: EngineServices, step: StepContext, occurre
   }
   if (ruledOut) {
     await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrenceId, { type: 'recovery_determined', actor: 'scheduler', sideEffects: facts }, (a) => ({
-      ...touch(step.now, facts.launched ? 'lease expired; the runtime is proven side-effect free' : 'lease expired before anything was launched')(a),
+      ...touch(step.now, 'lease expired; the runtime is proven side-effect free')(a),
       recovery: { ...(a.recovery ?? { enteredAt: step.now }), resolvedDisposition: 'failed_deterministic' },
     }));
   } else {
