@@ -4,7 +4,12 @@ import type { CommandResponse } from '../src/command-handler/envelope.js';
 import type { Engine } from '../src/engine/engine.js';
 
 /** A valid definition, due at every instant `rrule` names (UTC), with one attempt and no overlap. */
-export function definition(automationId: string, revision: number, lifecycleState: 'draft' | 'paused', rrule: string): Record<string, unknown> {
+export function definition(
+  automationId: string,
+  revision: number,
+  lifecycleState: 'draft' | 'paused',
+  rrule: string,
+): Record<string, unknown> {
   const body: Record<string, unknown> = {
     schemaVersion: 'coven.automations.v1',
     automationId,
@@ -14,7 +19,11 @@ export function definition(automationId: string, revision: number, lifecycleStat
     trigger: { variant: 'schedule', version: 1, schedule: { rrule, timezone: 'utc' } },
     conditions: [],
     action: { variant: 'familiarInvocation', version: 1, prompt: `bench ${automationId}` },
-    binding: { familiarBindingPolicy: 'exact', familiarId: 'charm', authority: { approvalPolicyRef: 'policy://bench' } },
+    binding: {
+      familiarBindingPolicy: 'exact',
+      familiarId: 'charm',
+      authority: { approvalPolicyRef: 'policy://bench' },
+    },
     runtimeRequirements: { runtimeId: 'coven-code', capabilities: ['sessions.launch'] },
     policies: {
       timeout: { perRunMinutes: 30 },
@@ -31,7 +40,12 @@ export function definition(automationId: string, revision: number, lifecycleStat
 let keys = 0;
 
 /** Sends one command with a fresh adoption key; answers the response (rejections included). */
-export function send(engine: Engine, name: string, payload: Record<string, unknown>, expectedRevision?: number): Promise<CommandResponse> {
+export function send(
+  engine: Engine,
+  name: string,
+  payload: Record<string, unknown>,
+  expectedRevision?: number,
+): Promise<CommandResponse> {
   return engine.commands.handle({
     schemaVersion: 'coven.automations.v1',
     command: name,
@@ -44,7 +58,12 @@ export function send(engine: Engine, name: string, payload: Record<string, unkno
 }
 
 /** Sends one command and throws on a rejection: set-up steps must not fail quietly. */
-export async function command(engine: Engine, name: string, payload: Record<string, unknown>, expectedRevision?: number): Promise<void> {
+export async function command(
+  engine: Engine,
+  name: string,
+  payload: Record<string, unknown>,
+  expectedRevision?: number,
+): Promise<void> {
   const response = await send(engine, name, payload, expectedRevision);
   if (response.outcome === 'rejected') throw new Error(`${name}: ${response.error!.code} ${response.error!.message}`);
 }

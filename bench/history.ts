@@ -19,27 +19,35 @@ export interface HistoryPlan {
 
 /** Adds `occurrences` terminal occurrences (with their runs, attempts, receipts and events), one hour per copy. */
 export async function cloneHistory(store: Store, plan: HistoryPlan): Promise<void> {
-  if (plan.occurrences % plan.automationCount !== 0) throw new Error(`history ${plan.occurrences} is not a multiple of ${plan.automationCount} definitions`);
+  if (plan.occurrences % plan.automationCount !== 0)
+    throw new Error(`history ${plan.occurrences} is not a multiple of ${plan.automationCount} definitions`);
   const slotTag = `-${plan.templateSlot}`;
   const slotIso = new Date(plan.templateSlot).toISOString();
   const template = await store.read(async (r) => {
     const records: Array<{ kind: string; id: string; text: string; terminal: boolean }> = [];
     for (const kind of PER_OCCURRENCE_KINDS) {
       for (const record of await r.list(kind)) {
-        if (record.id.includes(slotTag) || record.id.includes(slotIso)) records.push({ kind, id: record.id, text: JSON.stringify(record.data), terminal: record.terminal });
+        if (record.id.includes(slotTag) || record.id.includes(slotIso))
+          records.push({ kind, id: record.id, text: JSON.stringify(record.data), terminal: record.terminal });
       }
     }
-    const events = (await r.readFeed()).filter((e) => e.stream.includes(slotTag)).map((e) => ({ stream: e.stream, text: JSON.stringify(e.data) }));
+    const events = (await r.readFeed())
+      .filter((e) => e.stream.includes(slotTag))
+      .map((e) => ({ stream: e.stream, text: JSON.stringify(e.data) }));
     return { records, events };
   });
   const occurrences = template.records.filter((r) => r.kind === 'occurrence').length;
-  if (occurrences !== plan.automationCount) throw new Error(`the template hour holds ${occurrences} occurrences, expected ${plan.automationCount}`);
+  if (occurrences !== plan.automationCount)
+    throw new Error(`the template hour holds ${occurrences} occurrences, expected ${plan.automationCount}`);
   for (let copy = 1; copy <= plan.occurrences / plan.automationCount; copy++) {
     const slot = plan.templateSlot - copy * HOUR;
-    const shift = (text: string) => text.replaceAll(slotTag, `-${slot}`).replaceAll(slotIso, new Date(slot).toISOString());
+    const shift = (text: string) =>
+      text.replaceAll(slotTag, `-${slot}`).replaceAll(slotIso, new Date(slot).toISOString());
     await store.transact(async (tx) => {
-      for (const r of template.records) await tx.put(r.kind, shift(r.id), JSON.parse(shift(r.text)), { expectedVersion: null, terminal: r.terminal });
-      if (copy <= plan.copiesWithEvents) for (const e of template.events) await tx.append(shift(e.stream), JSON.parse(shift(e.text)));
+      for (const r of template.records)
+        await tx.put(r.kind, shift(r.id), JSON.parse(shift(r.text)), { expectedVersion: null, terminal: r.terminal });
+      if (copy <= plan.copiesWithEvents)
+        for (const e of template.events) await tx.append(shift(e.stream), JSON.parse(shift(e.text)));
     });
   }
 }

@@ -27,7 +27,10 @@ export interface ArrivalsResult {
   succeeded: number;
   /** Succeeded occurrences per minute, from the first request to the last settlement. */
   succeededPerMinute: number;
-  latencyMs: Record<'claim' | 'dispatch' | 'start' | 'settle', { p50: number; p95: number; p99: number; samples: number }>;
+  latencyMs: Record<
+    'claim' | 'dispatch' | 'start' | 'settle',
+    { p50: number; p95: number; p99: number; samples: number }
+  >;
   passMs: { p50: number; p95: number; p99: number; samples: number };
   /** Median of each pass phase, to see where a pass's time goes. */
   phaseP50Ms: Record<keyof TickReport['phaseMs'], number>;
@@ -112,7 +115,12 @@ class StampingRuntime implements Runtime {
   }
 }
 
-const stats = (xs: number[]) => ({ p50: percentile(xs, 0.5), p95: percentile(xs, 0.95), p99: percentile(xs, 0.99), samples: xs.length });
+const stats = (xs: number[]) => ({
+  p50: percentile(xs, 0.5),
+  p95: percentile(xs, 0.95),
+  p99: percentile(xs, 0.99),
+  samples: xs.length,
+});
 const rssMb = () => process.memoryUsage().rss / 1_048_576;
 const cpuMicros = () => {
   const u = process.cpuUsage();
@@ -135,7 +143,9 @@ async function main(): Promise<void> {
     s[field] ??= performance.now();
   };
   const settled = (a: Arrival) => a.occurrenceId !== undefined && stamps.get(a.occurrenceId)?.settledAt !== undefined;
-  const runtime = new StampingRuntime(new SimulatedRuntime({ runtimeId: 'coven-code', durationMs: sessionMs }), (id) => stamp(id, 'startedAt'));
+  const runtime = new StampingRuntime(new SimulatedRuntime({ runtimeId: 'coven-code', durationMs: sessionMs }), (id) =>
+    stamp(id, 'startedAt'),
+  );
   const engine = createEngine({ store, runtimes: [runtime], instanceId: 'bench-arrivals' });
   engine.services.observer = (transitions) => {
     for (const t of transitions) {
@@ -149,17 +159,38 @@ async function main(): Promise<void> {
     const hour = (new Date().getUTCHours() + 12) % 24;
     const ids = Array.from({ length: DEFINITIONS }, (_, i) => `arrivals-${String(i).padStart(4, '0')}`);
     for (const id of ids) {
-      await command(engine, 'definition.create.v1', { definition: definition(id, 1, 'draft', `FREQ=DAILY;BYHOUR=${hour}`) });
-      await command(engine, 'definition.revise.v1', { definition: definition(id, 2, 'paused', `FREQ=DAILY;BYHOUR=${hour}`) }, 1);
+      await command(engine, 'definition.create.v1', {
+        definition: definition(id, 1, 'draft', `FREQ=DAILY;BYHOUR=${hour}`),
+      });
+      await command(
+        engine,
+        'definition.revise.v1',
+        { definition: definition(id, 2, 'paused', `FREQ=DAILY;BYHOUR=${hour}`) },
+        1,
+      );
       await command(engine, 'definition.activate.v1', { automationId: id }, 2);
     }
 
     const passes: number[] = [];
-    const phases: Record<keyof TickReport['phaseMs'], number[]> = { plan: [], advance: [], dispatch: [], observe: [], retention: [], checkpoint: [] };
+    const phases: Record<keyof TickReport['phaseMs'], number[]> = {
+      plan: [],
+      advance: [],
+      dispatch: [],
+      observe: [],
+      retention: [],
+      checkpoint: [],
+    };
     const busyPerPass: number[] = [];
     let busySeen = 0;
     engine.start((report: TickReport) => {
-      passes.push(report.phaseMs.plan + report.phaseMs.advance + report.phaseMs.dispatch + report.phaseMs.observe + report.phaseMs.retention + report.phaseMs.checkpoint);
+      passes.push(
+        report.phaseMs.plan +
+          report.phaseMs.advance +
+          report.phaseMs.dispatch +
+          report.phaseMs.observe +
+          report.phaseMs.retention +
+          report.phaseMs.checkpoint,
+      );
       for (const phase of Object.keys(phases) as Array<keyof typeof phases>) phases[phase].push(report.phaseMs[phase]);
       const busy = store instanceof SqliteStore ? store.busyErrors : 0;
       busyPerPass.push(busy - busySeen);
@@ -227,7 +258,14 @@ async function main(): Promise<void> {
       if (performance.now() > drainLimit) throw new Error('sessions did not settle within the drain limit');
       await sleep(50);
     }
-    const done = arrivals.filter(settled).map((a) => ({ requestedAt: a.requestedAt, ...stamps.get(a.occurrenceId!)! }) as Required<Stamps> & { requestedAt: number });
+    const done = arrivals
+      .filter(settled)
+      .map(
+        (a) =>
+          ({ requestedAt: a.requestedAt, ...stamps.get(a.occurrenceId!)! }) as Required<Stamps> & {
+            requestedAt: number;
+          },
+      );
     const end = Math.max(...done.map((a) => a.settledAt));
     clearInterval(sampler);
     clearInterval(cpuSampler);
@@ -244,11 +282,19 @@ async function main(): Promise<void> {
     let reducedAt: number | undefined;
     const collections = new PerformanceObserver((list) => {
       for (const entry of list.getEntries()) {
-        if (entry.startTime > settleStart && (entry as unknown as { detail?: { kind?: number } }).detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR) reducedAt = entry.startTime + entry.duration;
+        if (
+          entry.startTime > settleStart &&
+          (entry as unknown as { detail?: { kind?: number } }).detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR
+        )
+          reducedAt = entry.startTime + entry.duration;
       }
     });
     collections.observe({ entryTypes: ['gc'] });
-    while (performance.now() - settleStart < settleLimitMs && (reducedAt === undefined || performance.now() - reducedAt < REDUCER_QUIET_MS)) await sleep(1000);
+    while (
+      performance.now() - settleStart < settleLimitMs &&
+      (reducedAt === undefined || performance.now() - reducedAt < REDUCER_QUIET_MS)
+    )
+      await sleep(1000);
     collections.disconnect();
     const idleSettledS = (performance.now() - settleStart) / 1000;
     // No second forced GC: back to back, two give the heap back at once, which no daemon does by itself.
@@ -271,7 +317,9 @@ async function main(): Promise<void> {
         settle: stats(done.map((a) => a.settledAt - a.requestedAt)),
       },
       passMs: stats(passes),
-      phaseP50Ms: Object.fromEntries(Object.entries(phases).map(([phase, ms]) => [phase, percentile(ms, 0.5)])) as ArrivalsResult['phaseP50Ms'],
+      phaseP50Ms: Object.fromEntries(
+        Object.entries(phases).map(([phase, ms]) => [phase, percentile(ms, 0.5)]),
+      ) as ArrivalsResult['phaseP50Ms'],
       queueDepth: { p95: percentile(depth, 0.95), max: Math.max(...depth) },
       oldestEligibleAgeS: { p95: percentile(age, 0.95), max: Math.max(...age) },
       // Little's law: arrivals per ms × session length is what any engine would hold running.

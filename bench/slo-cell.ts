@@ -88,7 +88,12 @@ function storeBytes(dir: string): number {
 
 const rssMb = () => process.memoryUsage().rss / 1_048_576;
 type Stats = { p50: number; p95: number; p99: number; samples: number };
-const stats = (xs: number[]): Stats => ({ p50: percentile(xs, 0.5), p95: percentile(xs, 0.95), p99: percentile(xs, 0.99), samples: xs.length });
+const stats = (xs: number[]): Stats => ({
+  p50: percentile(xs, 0.5),
+  p95: percentile(xs, 0.95),
+  p99: percentile(xs, 0.99),
+  samples: xs.length,
+});
 
 /** Commit instants (performance.now()) of one occurrence's milestones, from the engine's committed transitions. */
 interface Milestones {
@@ -118,7 +123,11 @@ let reads = 0;
 /** RSS of a new process that opens the store, runs idle passes and collects garbage (bench/slo-idle.ts). */
 function idleDaemonRssMb(kind: FileStoreKind, file: string, at: string, retentionHours: number): number {
   const script = join(dirname(fileURLToPath(import.meta.url)), 'slo-idle.js');
-  const child = spawnSync(process.execPath, ['--expose-gc', script, '--store', kind, '--file', file, '--at', at, '--retention-hours', String(retentionHours)], { encoding: 'utf8' });
+  const child = spawnSync(
+    process.execPath,
+    ['--expose-gc', script, '--store', kind, '--file', file, '--at', at, '--retention-hours', String(retentionHours)],
+    { encoding: 'utf8' },
+  );
   if (child.status !== 0) throw new Error(`idle daemon failed:\n${child.stderr}`);
   return (JSON.parse(child.stdout.trim().split('\n').at(-1)!) as { rssIdleMb: number }).rssIdleMb;
 }
@@ -140,9 +149,18 @@ async function main(): Promise<void> {
   // settled; --warmup-hours lets the window fill first, so the measured hours show the steady state.
   const retentionHours = Number(arg('retention-hours', '0'));
   const warmupHours = Number(arg('warmup-hours', '0'));
-  const retention = retentionHours > 0 ? { windowDays: { standard: retentionHours / 24 }, sweepEveryMinutes: 0 } : false;
+  const retention =
+    retentionHours > 0 ? { windowDays: { standard: retentionHours / 24 }, sweepEveryMinutes: 0 } : false;
   const engineOn = (s: Store) =>
-    createEngine({ store: s, clock, runtimes: [runtime], instanceId: 'bench-engine', newId: () => `bench-${++ids}`, ...(concurrency === '' ? {} : { passConcurrency: Number(concurrency) }), retention });
+    createEngine({
+      store: s,
+      clock,
+      runtimes: [runtime],
+      instanceId: 'bench-engine',
+      newId: () => `bench-${++ids}`,
+      ...(concurrency === '' ? {} : { passConcurrency: Number(concurrency) }),
+      retention,
+    });
   let engine = engineOn(store);
   try {
     // definitions/min: create (draft), revise to paused, activate: the whole path to becoming schedulable.
@@ -159,15 +177,34 @@ async function main(): Promise<void> {
     // --hours 0 is the restart-only cell: definitions, no executions, then the restart figures.
     const hours = Number(arg('hours', String(DEFAULT_MEASURED_HOURS)));
     let hour = Date.parse('2026-03-02T01:00:00.000Z');
-    if (hours > 0) await runHour(engine, clock, hour, () => undefined, () => undefined);
+    if (hours > 0)
+      await runHour(
+        engine,
+        clock,
+        hour,
+        () => undefined,
+        () => undefined,
+      );
     // Before the first slot: recovery itself, not a catch-up pass planning every definition's missed slot.
     else clock.set(new Date(hour - 15 * 60_000));
     const seedStart = performance.now();
-    if (history > 0) await cloneHistory(store, { automationCount: count, templateSlot: hour, occurrences: history, copiesWithEvents: Math.ceil(EVENT_HISTORY / count) });
+    if (history > 0)
+      await cloneHistory(store, {
+        automationCount: count,
+        templateSlot: hour,
+        occurrences: history,
+        copiesWithEvents: Math.ceil(EVENT_HISTORY / count),
+      });
     const seedMs = performance.now() - seedStart;
     for (let h = 0; h < warmupHours; h++) {
       hour += HOUR;
-      await runHour(engine, clock, hour, () => undefined, () => undefined);
+      await runHour(
+        engine,
+        clock,
+        hour,
+        () => undefined,
+        () => undefined,
+      );
     }
     // Reopen so the growth figure starts from a checkpointed file (SQLite folds its WAL back on close).
     await engine.stop();
@@ -176,7 +213,13 @@ async function main(): Promise<void> {
     const bytesBefore = storeBytes(dir);
 
     // Measured hours: passes timed by phase, commits counted, transitions recorded for the XState baseline.
-    const samples = { plan: [] as number[], claim: [] as number[], dispatch: [] as number[], start: [] as number[], pass: [] as number[] };
+    const samples = {
+      plan: [] as number[],
+      claim: [] as number[],
+      dispatch: [] as number[],
+      start: [] as number[],
+      pass: [] as number[],
+    };
     let commits = 0;
     const countCommits = store.onCommit(() => void commits++);
     engine = engineOn(store);
@@ -203,7 +246,8 @@ async function main(): Promise<void> {
     if (hours > 0) {
       clock.set(new Date(hour + HOUR - 60_000));
       const warmup = await engine.tick();
-      if (warmup.planned + warmup.launched + warmup.settled > 0) throw new Error('the pass before the measured hours found work');
+      if (warmup.planned + warmup.launched + warmup.settled > 0)
+        throw new Error('the pass before the measured hours found work');
     }
     let rssLoadedMb = rssMb();
     // --cpu-profile FILE: a V8 CPU profile of the measured hours alone (node --cpu-prof covers seeding too).
@@ -214,18 +258,24 @@ async function main(): Promise<void> {
     let compacted = 0;
     for (let h = 0; h < hours; h++) {
       hour += HOUR;
-      measured += await runHour(engine, clock, hour, (startedAt) => void (passStartedAt = startedAt), (r) => {
-        compacted += r.compacted;
-        const start = r.phaseMs.plan + r.phaseMs.advance + r.phaseMs.dispatch;
-        if (r.planned > 0) samples.plan.push(r.phaseMs.plan);
-        if (r.launched > 0) {
-          samples.claim.push(r.phaseMs.advance);
-          samples.dispatch.push(r.phaseMs.dispatch);
-          samples.start.push(start);
-        }
-        samples.pass.push(start + r.phaseMs.observe + r.phaseMs.retention + r.phaseMs.checkpoint);
-        rssLoadedMb = Math.max(rssLoadedMb, rssMb());
-      });
+      measured += await runHour(
+        engine,
+        clock,
+        hour,
+        (startedAt) => void (passStartedAt = startedAt),
+        (r) => {
+          compacted += r.compacted;
+          const start = r.phaseMs.plan + r.phaseMs.advance + r.phaseMs.dispatch;
+          if (r.planned > 0) samples.plan.push(r.phaseMs.plan);
+          if (r.launched > 0) {
+            samples.claim.push(r.phaseMs.advance);
+            samples.dispatch.push(r.phaseMs.dispatch);
+            samples.start.push(start);
+          }
+          samples.pass.push(start + r.phaseMs.observe + r.phaseMs.retention + r.phaseMs.checkpoint);
+          rssLoadedMb = Math.max(rssLoadedMb, rssMb());
+        },
+      );
     }
     const measuredMs = performance.now() - measureStart;
     if (profiler !== undefined) await stopProfiler(profiler, profile);
@@ -303,7 +353,13 @@ async function main(): Promise<void> {
       commits,
       bytesPerCommit: grownBytes / Math.max(1, commits),
       planPhaseMs: samples.plan,
-      phases: { plan: stats(samples.plan), claim: stats(samples.claim), dispatch: stats(samples.dispatch), start: stats(samples.start), pass: stats(samples.pass) },
+      phases: {
+        plan: stats(samples.plan),
+        claim: stats(samples.claim),
+        dispatch: stats(samples.dispatch),
+        start: stats(samples.start),
+        pass: stats(samples.pass),
+      },
       occurrenceLatencyMs,
       changefeedEventsPerSecond,
       changefeedEvents: events,
@@ -341,13 +397,20 @@ async function stopProfiler(session: Session, file: string): Promise<void> {
 }
 
 /** Ticks through one hourly slot until every definition's occurrence for it settled; returns how many did. */
-async function runHour(engine: Engine, clock: SimulatedClock, slot: number, beforePass: (startedAt: number) => void, onPass: (report: TickReport) => void): Promise<number> {
+async function runHour(
+  engine: Engine,
+  clock: SimulatedClock,
+  slot: number,
+  beforePass: (startedAt: number) => void,
+  onPass: (report: TickReport) => void,
+): Promise<number> {
   clock.set(new Date(slot));
   let settled = 0;
   for (let i = 0; i < MAX_TICKS_PER_HOUR; i++) {
     beforePass(performance.now());
     const report = await engine.tick();
-    if (report.errors.length > 0) throw new Error(`pass at ${report.at}: ${report.errors.map((e) => e.message).join('; ')}`);
+    if (report.errors.length > 0)
+      throw new Error(`pass at ${report.at}: ${report.errors.map((e) => e.message).join('; ')}`);
     onPass(report);
     settled += report.settled;
     clock.advance({ minutes: 1 });

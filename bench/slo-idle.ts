@@ -23,17 +23,26 @@ const store = await openStore(arg('file'), arg('store') as FileStoreKind);
 const clock = new SimulatedClock(arg('at'));
 const retentionHours = Number(arg('retention-hours', '0'));
 const retention = retentionHours > 0 ? { windowDays: { standard: retentionHours / 24 }, sweepEveryMinutes: 0 } : false;
-const engine = createEngine({ store, clock, runtimes: [new SimulatedRuntime({ runtimeId: 'coven-code', durationMs: 60_000 })], instanceId: 'bench-idle', retention });
+const engine = createEngine({
+  store,
+  clock,
+  runtimes: [new SimulatedRuntime({ runtimeId: 'coven-code', durationMs: 60_000 })],
+  instanceId: 'bench-idle',
+  retention,
+});
 try {
   for (let i = 0; i < IDLE_PASSES; i++) {
     const report = await engine.tick();
     if (report.errors.length > 0) throw new Error(`idle pass: ${report.errors.map((e) => e.message).join('; ')}`);
-    if (report.planned + report.launched > 0) throw new Error(`idle pass at ${report.at} had work (${report.planned} planned, ${report.launched} launched)`);
+    if (report.planned + report.launched > 0)
+      throw new Error(`idle pass at ${report.at} had work (${report.planned} planned, ${report.launched} launched)`);
     clock.advance({ minutes: 1 });
   }
   (globalThis as { gc?: () => void }).gc?.();
   const usage = process.memoryUsage();
-  process.stdout.write(`${JSON.stringify({ rssIdleMb: usage.rss / 1_048_576, heapUsedMb: usage.heapUsed / 1_048_576 })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ rssIdleMb: usage.rss / 1_048_576, heapUsedMb: usage.heapUsed / 1_048_576 })}\n`,
+  );
 } finally {
   await engine.stop();
   await store.close();

@@ -5,7 +5,17 @@
 // Prints a table and writes a slo.measured.v1-shaped report (default bench/results/slo.measured.json).
 // Run: npm run bench [-- --quick] [-- --out FILE]; see bench/README.md.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, openSync, closeSync, fsyncSync, rmSync, writeFileSync, writeSync, readFileSync } from 'node:fs';
+import {
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  closeSync,
+  fsyncSync,
+  rmSync,
+  writeFileSync,
+  writeSync,
+  readFileSync,
+} from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
@@ -64,19 +74,37 @@ const ARRIVAL_STORES: Array<'json' | 'sqlite'> = ['json', 'sqlite'];
 const BUILD_DIR = '.bench-build';
 function compileCells(): void {
   const started = performance.now();
-  execFileSync(process.execPath, [join('node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.bench.json'], { stdio: 'inherit' });
+  execFileSync(process.execPath, [join('node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.bench.json'], {
+    stdio: 'inherit',
+  });
   console.error(`  cells compiled to ${BUILD_DIR}/: ${((performance.now() - started) / 1000).toFixed(1)} s`);
 }
 
 function runArrivals(store: 'json' | 'sqlite'): ArrivalsResult {
   const started = performance.now();
-  const child = spawnSync(process.execPath, ['--expose-gc', join(BUILD_DIR, 'bench', 'slo-arrivals.js'), '--store', store, '--rate', '2000', '--seconds', String(ARRIVAL_SECONDS), ...(quick ? ['--idle-settle-s', '0'] : [])], {
-    encoding: 'utf8',
-    maxBuffer: 64 * 1024 * 1024,
-  });
+  const child = spawnSync(
+    process.execPath,
+    [
+      '--expose-gc',
+      join(BUILD_DIR, 'bench', 'slo-arrivals.js'),
+      '--store',
+      store,
+      '--rate',
+      '2000',
+      '--seconds',
+      String(ARRIVAL_SECONDS),
+      ...(quick ? ['--idle-settle-s', '0'] : []),
+    ],
+    {
+      encoding: 'utf8',
+      maxBuffer: 64 * 1024 * 1024,
+    },
+  );
   if (child.status !== 0) throw new Error(`arrivals cell ${store} failed:\n${child.stderr}`);
   const result = JSON.parse(child.stdout.trim().split('\n').at(-1)!) as ArrivalsResult;
-  console.error(`  ${store} arrivals, ${result.requested} run-now requests over ${ARRIVAL_SECONDS} s: ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  console.error(
+    `  ${store} arrivals, ${result.requested} run-now requests over ${ARRIVAL_SECONDS} s: ${((performance.now() - started) / 1000).toFixed(1)} s`,
+  );
   return result;
 }
 
@@ -100,8 +128,21 @@ function arrivalMeasures(r: ArrivalsResult): Map<string, number> {
 
 function runCell(cell: Cell): CellResult {
   const started = performance.now();
-  const retention = cell.retentionHours === undefined ? [] : ['--retention-hours', String(cell.retentionHours), '--warmup-hours', String(cell.warmupHours ?? 0)];
-  const args = ['--store', cell.store, '--history', String(cell.history), '--definitions', String(cell.definitions), '--hours', String(cell.hours ?? 3), ...retention];
+  const retention =
+    cell.retentionHours === undefined
+      ? []
+      : ['--retention-hours', String(cell.retentionHours), '--warmup-hours', String(cell.warmupHours ?? 0)];
+  const args = [
+    '--store',
+    cell.store,
+    '--history',
+    String(cell.history),
+    '--definitions',
+    String(cell.definitions),
+    '--hours',
+    String(cell.hours ?? 3),
+    ...retention,
+  ];
   const child = spawnSync(process.execPath, ['--expose-gc', join(BUILD_DIR, 'bench', 'slo-cell.js'), ...args], {
     encoding: 'utf8',
     maxBuffer: 512 * 1024 * 1024,
@@ -109,7 +150,9 @@ function runCell(cell: Cell): CellResult {
   if (child.status !== 0) throw new Error(`cell ${cell.store}/${cell.history} failed:\n${child.stderr}`);
   const result = JSON.parse(child.stdout.trim().split('\n').at(-1)!) as CellResult;
   const kind = cell.retentionHours === undefined ? `${cell.history} history` : `${cell.retentionHours} h retention`;
-  console.error(`  ${cell.store} ${kind}, ${cell.definitions} definitions: ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  console.error(
+    `  ${cell.store} ${kind}, ${cell.definitions} definitions: ${((performance.now() - started) / 1000).toFixed(1)} s`,
+  );
   return result;
 }
 
@@ -142,7 +185,11 @@ function xstateCeiling(committed: CommittedTransition[]): { perSecond: number; a
       if (round === 0 && String(after.value) === t.to) agreed++;
     }
   }
-  return { perSecond: (transitions.length * rounds) / ((performance.now() - start) / 1000), agreed, compared: transitions.length };
+  return {
+    perSecond: (transitions.length * rounds) / ((performance.now() - start) / 1000),
+    agreed,
+    compared: transitions.length,
+  };
 }
 
 /** The durability floor: appends of `bytes` each followed by fsync, as fast as the disk allows. */
@@ -219,11 +266,15 @@ function main(): void {
     ]);
     if (r.measuredOccurrences === 0) {
       // Restart-only cell: the other measures need executions it does not run.
-      for (const id of [...measures.keys()]) if (id !== 'definitions.per-minute' && id !== 'restart.recovery-latency.p95' && id !== 'memory.idle') measures.delete(id);
+      for (const id of [...measures.keys()])
+        if (id !== 'definitions.per-minute' && id !== 'restart.recovery-latency.p95' && id !== 'memory.idle')
+          measures.delete(id);
     }
     if (r.retentionHours > 0) {
       // Retention cell: what the store grows by once its window is full; latency comes from the other cells.
-      for (const id of [...measures.keys()]) if (id !== 'store.growth.per-day' && id !== 'due-occurrences.per-minute' && id !== 'memory.idle') measures.delete(id);
+      for (const id of [...measures.keys()])
+        if (id !== 'store.growth.per-day' && id !== 'due-occurrences.per-minute' && id !== 'memory.idle')
+          measures.delete(id);
     }
     measuredByCell.push({ cell: r, measures });
     const label =
@@ -231,32 +282,143 @@ function main(): void {
         ? `${r.store} retention ${r.retentionHours} h`
         : `${r.store} ${r.history / 1000}k${r.measuredOccurrences === 0 ? ` (${r.definitions / 1000}k defs, restart)` : ''}`;
     gateRows(label, measures);
-    rows.push([label, 'info: daemon loop with nothing due (pass + wake-up), median', r.idleLoopMs, 'ms', '-', '-', `${r.definitions} definitions`]);
+    rows.push([
+      label,
+      'info: daemon loop with nothing due (pass + wake-up), median',
+      r.idleLoopMs,
+      'ms',
+      '-',
+      '-',
+      `${r.definitions} definitions`,
+    ]);
     if (r.measuredOccurrences === 0) continue;
-    rows.push([label, 'baseline: engine transitions/s vs XState ceiling', transitionsPerSecond, '/s', ceiling.perSecond, `${(transitionsPerSecond / ceiling.perSecond).toFixed(3)}x`, `${ceiling.agreed}/${ceiling.compared} agree`]);
-    rows.push([label, 'baseline: engine commits/s vs fsync floor', commitsPerSecond, '/s', floor, `${(commitsPerSecond / floor).toFixed(2)}x`, `${Math.round(r.bytesPerCommit)} B/commit`]);
-    rows.push([label, 'info: phase p50 plan/claim/dispatch ms', `${r.phases.plan.p50.toFixed(0)}/${r.phases.claim.p50.toFixed(0)}/${r.phases.dispatch.p50.toFixed(0)}`, 'ms', '-', '-', `${r.measuredOccurrences} occ, ${r.commits} commits`]);
-    rows.push([label, 'info: batch p95 plan/claim/dispatch/start ms (last of N)', `${r.phases.plan.p95.toFixed(0)}/${r.phases.claim.p95.toFixed(0)}/${r.phases.dispatch.p95.toFixed(0)}/${r.phases.start.p95.toFixed(0)}`, 'ms', '-', '-', `per occurrence p50 start ${r.occurrenceLatencyMs.start.p50.toFixed(0)} ms`]);
-    rows.push([label, 'info: plan phase of each measured burst ms', r.planPhaseMs.map((ms) => ms.toFixed(0)).join('/'), 'ms', '-', '-', 'in order; the engine ran one pass before the first']);
-    rows.push([label, 'info: store size, bytes per occurrence', r.storeBytes / 1_048_576, 'MB', '-', '-', `${Math.round(r.bytesPerOccurrence)} B/occ${r.retentionHours > 0 ? `, ${r.compacted} compacted in the measured hours` : ''}`]);
-    rows.push([label, 'info: idle RSS inside the cell (harness + heap high-water)', r.rssInCellIdleMb, 'MB', '-', '-', 'memory.idle is a fresh daemon on the same store']);
+    rows.push([
+      label,
+      'baseline: engine transitions/s vs XState ceiling',
+      transitionsPerSecond,
+      '/s',
+      ceiling.perSecond,
+      `${(transitionsPerSecond / ceiling.perSecond).toFixed(3)}x`,
+      `${ceiling.agreed}/${ceiling.compared} agree`,
+    ]);
+    rows.push([
+      label,
+      'baseline: engine commits/s vs fsync floor',
+      commitsPerSecond,
+      '/s',
+      floor,
+      `${(commitsPerSecond / floor).toFixed(2)}x`,
+      `${Math.round(r.bytesPerCommit)} B/commit`,
+    ]);
+    rows.push([
+      label,
+      'info: phase p50 plan/claim/dispatch ms',
+      `${r.phases.plan.p50.toFixed(0)}/${r.phases.claim.p50.toFixed(0)}/${r.phases.dispatch.p50.toFixed(0)}`,
+      'ms',
+      '-',
+      '-',
+      `${r.measuredOccurrences} occ, ${r.commits} commits`,
+    ]);
+    rows.push([
+      label,
+      'info: batch p95 plan/claim/dispatch/start ms (last of N)',
+      `${r.phases.plan.p95.toFixed(0)}/${r.phases.claim.p95.toFixed(0)}/${r.phases.dispatch.p95.toFixed(0)}/${r.phases.start.p95.toFixed(0)}`,
+      'ms',
+      '-',
+      '-',
+      `per occurrence p50 start ${r.occurrenceLatencyMs.start.p50.toFixed(0)} ms`,
+    ]);
+    rows.push([
+      label,
+      'info: plan phase of each measured burst ms',
+      r.planPhaseMs.map((ms) => ms.toFixed(0)).join('/'),
+      'ms',
+      '-',
+      '-',
+      'in order; the engine ran one pass before the first',
+    ]);
+    rows.push([
+      label,
+      'info: store size, bytes per occurrence',
+      r.storeBytes / 1_048_576,
+      'MB',
+      '-',
+      '-',
+      `${Math.round(r.bytesPerOccurrence)} B/occ${r.retentionHours > 0 ? `, ${r.compacted} compacted in the measured hours` : ''}`,
+    ]);
+    rows.push([
+      label,
+      'info: idle RSS inside the cell (harness + heap high-water)',
+      r.rssInCellIdleMb,
+      'MB',
+      '-',
+      '-',
+      'memory.idle is a fresh daemon on the same store',
+    ]);
   }
   for (const a of arrivals) {
     const label = `${a.store} arrivals`;
     gateRows(label, arrivalMeasures(a));
-    const refused = Object.entries(a.refused).map(([code, n]) => `${n} ${code}`).join(', ') || 'none refused';
-    rows.push([label, 'info: latency p50 claim/dispatch/start/settle ms', `${a.latencyMs.claim.p50.toFixed(0)}/${a.latencyMs.dispatch.p50.toFixed(0)}/${a.latencyMs.start.p50.toFixed(0)}/${a.latencyMs.settle.p50.toFixed(0)}`, 'ms', '-', '-', `${a.succeeded}/${a.requested} succeeded, ${refused}`]);
-    rows.push([label, 'info: succeeded per minute at 2000/min offered', a.succeededPerMinute, '/min', '-', '-', `${a.definitions} definitions, ${a.sessionMs} ms sessions`]);
-    rows.push([label, "baseline: active runs vs Little's law (rate × session)", a.activeRuns.max, 'runs', a.activeRuns.littleBaseline, `${(a.activeRuns.max / a.activeRuns.littleBaseline).toFixed(2)}x`, 'settlement lag adds the rest']);
-    rows.push([label, 'info: RSS after the load, before V8 gave back its heap', a.rssAfterLoadMb, 'MB', '-', '-', `memory.idle: after ${a.idleSettledS.toFixed(0)} s more idling`]);
-    rows.push([label, 'info: pass phase p50 plan/advance/dispatch/observe ms', `${a.phaseP50Ms.plan.toFixed(1)}/${a.phaseP50Ms.advance.toFixed(1)}/${a.phaseP50Ms.dispatch.toFixed(1)}/${a.phaseP50Ms.observe.toFixed(1)}`, 'ms', '-', '-', `${a.passMs.samples} passes`]);
+    const refused =
+      Object.entries(a.refused)
+        .map(([code, n]) => `${n} ${code}`)
+        .join(', ') || 'none refused';
+    rows.push([
+      label,
+      'info: latency p50 claim/dispatch/start/settle ms',
+      `${a.latencyMs.claim.p50.toFixed(0)}/${a.latencyMs.dispatch.p50.toFixed(0)}/${a.latencyMs.start.p50.toFixed(0)}/${a.latencyMs.settle.p50.toFixed(0)}`,
+      'ms',
+      '-',
+      '-',
+      `${a.succeeded}/${a.requested} succeeded, ${refused}`,
+    ]);
+    rows.push([
+      label,
+      'info: succeeded per minute at 2000/min offered',
+      a.succeededPerMinute,
+      '/min',
+      '-',
+      '-',
+      `${a.definitions} definitions, ${a.sessionMs} ms sessions`,
+    ]);
+    rows.push([
+      label,
+      "baseline: active runs vs Little's law (rate × session)",
+      a.activeRuns.max,
+      'runs',
+      a.activeRuns.littleBaseline,
+      `${(a.activeRuns.max / a.activeRuns.littleBaseline).toFixed(2)}x`,
+      'settlement lag adds the rest',
+    ]);
+    rows.push([
+      label,
+      'info: RSS after the load, before V8 gave back its heap',
+      a.rssAfterLoadMb,
+      'MB',
+      '-',
+      '-',
+      `memory.idle: after ${a.idleSettledS.toFixed(0)} s more idling`,
+    ]);
+    rows.push([
+      label,
+      'info: pass phase p50 plan/advance/dispatch/observe ms',
+      `${a.phaseP50Ms.plan.toFixed(1)}/${a.phaseP50Ms.advance.toFixed(1)}/${a.phaseP50Ms.dispatch.toFixed(1)}/${a.phaseP50Ms.observe.toFixed(1)}`,
+      'ms',
+      '-',
+      '-',
+      `${a.passMs.samples} passes`,
+    ]);
   }
   console.log(table(['cell', 'measure', 'value', 'unit', 'gate', 'margin', 'result'], rows));
 
   // The report binds the largest SQLite cell (the profile's store) for throughput, growth, changefeed and
   // restart, and the SQLite arrivals cell (a daemon at the gate's rate) for per-occurrence latency, queue,
   // runs, CPU and memory. Every cell goes to the .cells.json beside it.
-  const largest = [...measuredByCell].reverse().find((m) => m.cell.store === 'sqlite' && m.cell.measuredOccurrences > 0 && m.cell.retentionHours === 0) ?? measuredByCell.at(-1)!;
+  const largest =
+    [...measuredByCell]
+      .reverse()
+      .find((m) => m.cell.store === 'sqlite' && m.cell.measuredOccurrences > 0 && m.cell.retentionHours === 0) ??
+    measuredByCell.at(-1)!;
   const steady = measuredByCell.find((m) => m.cell.store === 'sqlite' && m.cell.retentionHours > 0);
   const daemon = arrivals.find((a) => a.store === 'sqlite')!;
   // Growth is the steady state under retention (bounded growth over retention windows, upstream's hard gate),
@@ -264,7 +426,11 @@ function main(): void {
   const growth = steady?.measures.get('store.growth.per-day');
   const headline = {
     cell: largest.cell,
-    measures: new Map([...largest.measures, ...arrivalMeasures(daemon), ...(growth === undefined ? [] : ([['store.growth.per-day', growth]] as Array<[string, number]>))]),
+    measures: new Map([
+      ...largest.measures,
+      ...arrivalMeasures(daemon),
+      ...(growth === undefined ? [] : ([['store.growth.per-day', growth]] as Array<[string, number]>)),
+    ]),
   };
   const report = {
     measuredVersion: 1,
@@ -276,12 +442,20 @@ function main(): void {
       store: `${headline.cell.store === 'sqlite' ? 'SQLite WAL' : 'JSON file'}, single store, one engine; ${headline.cell.definitions} definitions, ${headline.cell.history} historical occurrences; latency, queue, CPU and memory from ${daemon.ratePerMinute}/min run-now arrivals on ${daemon.definitions} definitions${steady === undefined ? '' : `; growth at steady state under a ${steady.cell.retentionHours} h retention window, ${steady.cell.definitions} definitions`}`,
     },
     artifact: { sourceCommit: sourceCommit(), artifactDigest: `sha256-${'0'.repeat(64)}` },
-    measures: [...headline.measures].map(([id, value]) => ({ id, value, unit: gates.find((g) => g.id === id)?.unit ?? '' })),
+    measures: [...headline.measures].map(([id, value]) => ({
+      id,
+      value,
+      unit: gates.find((g) => g.id === id)?.unit ?? '',
+    })),
   };
-  const validate = new Ajv2020({ allErrors: true }).compile(JSON.parse(readFileSync(join(sloDir, 'slo.measured.v1.schema.json'), 'utf8')) as object);
+  const validate = new Ajv2020({ allErrors: true }).compile(
+    JSON.parse(readFileSync(join(sloDir, 'slo.measured.v1.schema.json'), 'utf8')) as object,
+  );
   const valid = validate(report);
   const absent = gates.filter((g) => !headline.measures.has(g.id)).map((g) => g.id);
-  console.log(`\nslo.measured.v1 schema: ${valid ? 'valid' : `INVALID ${JSON.stringify(validate.errors)}`}; measures absent: ${absent.length === 0 ? 'none' : absent.join(', ')}`);
+  console.log(
+    `\nslo.measured.v1 schema: ${valid ? 'valid' : `INVALID ${JSON.stringify(validate.errors)}`}; measures absent: ${absent.length === 0 ? 'none' : absent.join(', ')}`,
+  );
   mkdirSync(dirname(out), { recursive: true });
   writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`);
   const cells = [
@@ -293,10 +467,19 @@ function main(): void {
       retentionHours: m.cell.retentionHours,
       measures: Object.fromEntries(m.measures),
     })),
-    ...arrivals.map((a) => ({ cell: 'arrivals', store: a.store, ratePerMinute: a.ratePerMinute, definitions: a.definitions, measures: Object.fromEntries(arrivalMeasures(a)), detail: a })),
+    ...arrivals.map((a) => ({
+      cell: 'arrivals',
+      store: a.store,
+      ratePerMinute: a.ratePerMinute,
+      definitions: a.definitions,
+      measures: Object.fromEntries(arrivalMeasures(a)),
+      detail: a,
+    })),
   ];
   writeFileSync(out.replace(/\.json$/, '.cells.json'), `${JSON.stringify(cells, null, 2)}\n`);
-  console.log(`\nreport: ${out} (slo.measured.v1 shape; artifactDigest is zeros: the bench measures the working tree, not a packed release)`);
+  console.log(
+    `\nreport: ${out} (slo.measured.v1 shape; artifactDigest is zeros: the bench measures the working tree, not a packed release)`,
+  );
 }
 
 main();

@@ -18,7 +18,10 @@ function account(key: string, started: number): void {
 
 // Statement is not exported by better-sqlite3; one prepared statement gives its prototype.
 const probe = new Database(':memory:');
-const statementPrototype = Object.getPrototypeOf(probe.prepare('SELECT 1')) as Record<'run' | 'get' | 'all', (...args: unknown[]) => unknown> & { source?: string };
+const statementPrototype = Object.getPrototypeOf(probe.prepare('SELECT 1')) as Record<
+  'run' | 'get' | 'all',
+  (...args: unknown[]) => unknown
+> & { source?: string };
 probe.close();
 
 for (const method of ['run', 'get', 'all'] as const) {
@@ -46,5 +49,6 @@ process.on('exit', () => {
   const rows = [...spent].sort((a, b) => b[1].ms - a[1].ms);
   const total = rows.reduce((sum, [, t]) => sum + t.ms, 0);
   process.stderr.write(`SQLite time: ${total.toFixed(0)} ms in ${rows.reduce((n, [, t]) => n + t.calls, 0)} calls\n`);
-  for (const [key, t] of rows.slice(0, 20)) process.stderr.write(`${t.ms.toFixed(0).padStart(8)} ms ${String(t.calls).padStart(9)}  ${key}\n`);
+  for (const [key, t] of rows.slice(0, 20))
+    process.stderr.write(`${t.ms.toFixed(0).padStart(8)} ms ${String(t.calls).padStart(9)}  ${key}\n`);
 });

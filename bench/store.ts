@@ -18,7 +18,12 @@ import { SqliteStore } from '../src/store/sqlite-store.js';
 import type { Store } from '../src/store/store.js';
 import { summarize, table, timeEach, type Summary } from './stats.js';
 
-const RECORD = { state: 'planned', reason: 'x'.repeat(420), fence: { generation: 1 }, scheduledFor: '2026-03-01T09:00:00.000Z' };
+const RECORD = {
+  state: 'planned',
+  reason: 'x'.repeat(420),
+  fence: { generation: 1 },
+  scheduledFor: '2026-03-01T09:00:00.000Z',
+};
 
 function argSizes(): number[] {
   const i = process.argv.indexOf('--sizes');
@@ -34,7 +39,8 @@ async function preload(store: Store, size: number): Promise<void> {
   });
 }
 
-const oneCommit = (store: Store, i: number) => store.transact((tx) => tx.put('run', `run-${i}`, RECORD, { expectedVersion: null }));
+const oneCommit = (store: Store, i: number) =>
+  store.transact((tx) => tx.put('run', `run-${i}`, RECORD, { expectedVersion: null }));
 
 async function rewriteFloor(bytes: number, samples: number, dir: string): Promise<Summary> {
   const path = join(dir, 'floor.json');
@@ -71,15 +77,25 @@ const sizeOf = (path: string) => {
 };
 
 /** SQLite's commit latency and read cost at `size` records (the reads spread over the preloaded records). */
-async function measureSqlite(file: string, size: number, samples: number): Promise<{ fileMb: number; commit: Summary; get: Summary; list: Summary }> {
+async function measureSqlite(
+  file: string,
+  size: number,
+  samples: number,
+): Promise<{ fileMb: number; commit: Summary; get: Summary; list: Summary }> {
   const store = await SqliteStore.open(file);
   try {
     await preload(store, size);
     await store.checkpoint();
     const commit = summarize(await timeEach(samples, (i) => oneCommit(store, i)));
     const spread = (i: number) => (i * 7919) % size;
-    const get = summarize(await timeEach(samples * 10, (i) => store.read((r) => r.get('occurrence', `occ-${spread(i)}`))));
-    const list = summarize(await timeEach(samples, (i) => store.read((r) => r.list('occurrence', { after: `occ-${spread(i)}`, limit: 100 }))));
+    const get = summarize(
+      await timeEach(samples * 10, (i) => store.read((r) => r.get('occurrence', `occ-${spread(i)}`))),
+    );
+    const list = summarize(
+      await timeEach(samples, (i) =>
+        store.read((r) => r.list('occurrence', { after: `occ-${spread(i)}`, limit: 100 })),
+      ),
+    );
     return { fileMb: (sizeOf(file) + sizeOf(`${file}-wal`)) / 1e6, commit, get, list };
   } finally {
     await store.close();
@@ -116,14 +132,54 @@ async function main(): Promise<void> {
       const sqlite = await measureSqlite(join(dir, `store-${size}.sqlite`), size, samples);
 
       rows.push(
-        [size, fileMb, 'json', sequential.medianMs, sequential.p95Ms, sequential.perSecond, sequential.medianMs / append.medianMs],
+        [
+          size,
+          fileMb,
+          'json',
+          sequential.medianMs,
+          sequential.p95Ms,
+          sequential.perSecond,
+          sequential.medianMs / append.medianMs,
+        ],
         [size, fileMb, 'grouped', Number.NaN, Number.NaN, groupedPerSecond, Number.NaN],
         [size, fileMb, 'append floor', append.medianMs, append.p95Ms, append.perSecond, 1],
-        [size, fileMb, 'rewrite floor', rewrite.medianMs, rewrite.p95Ms, rewrite.perSecond, rewrite.medianMs / append.medianMs],
-        [size, fileMb, 'memory', inMemory.medianMs, inMemory.p95Ms, inMemory.perSecond, inMemory.medianMs / append.medianMs],
-        [size, sqlite.fileMb, 'sqlite', sqlite.commit.medianMs, sqlite.commit.p95Ms, sqlite.commit.perSecond, sqlite.commit.medianMs / append.medianMs],
+        [
+          size,
+          fileMb,
+          'rewrite floor',
+          rewrite.medianMs,
+          rewrite.p95Ms,
+          rewrite.perSecond,
+          rewrite.medianMs / append.medianMs,
+        ],
+        [
+          size,
+          fileMb,
+          'memory',
+          inMemory.medianMs,
+          inMemory.p95Ms,
+          inMemory.perSecond,
+          inMemory.medianMs / append.medianMs,
+        ],
+        [
+          size,
+          sqlite.fileMb,
+          'sqlite',
+          sqlite.commit.medianMs,
+          sqlite.commit.p95Ms,
+          sqlite.commit.perSecond,
+          sqlite.commit.medianMs / append.medianMs,
+        ],
         [size, sqlite.fileMb, 'sqlite get', sqlite.get.medianMs, sqlite.get.p95Ms, sqlite.get.perSecond, Number.NaN],
-        [size, sqlite.fileMb, 'sqlite list', sqlite.list.medianMs, sqlite.list.p95Ms, sqlite.list.perSecond, Number.NaN],
+        [
+          size,
+          sqlite.fileMb,
+          'sqlite list',
+          sqlite.list.medianMs,
+          sqlite.list.p95Ms,
+          sqlite.list.perSecond,
+          Number.NaN,
+        ],
       );
       console.error(`measured ${size} records`);
     }

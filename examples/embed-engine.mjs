@@ -1,9 +1,19 @@
 // Embed the engine in a Node app with an in-process runtime: define an automation, let its slot come due on
 // a simulated clock, and read the settled run and its verified receipt.
-import { createEngine, FunctionRuntime, integrityOf, MemoryStore, SimulatedClock, verifyIntegrity } from 'coven-automata';
+import {
+  createEngine,
+  FunctionRuntime,
+  integrityOf,
+  MemoryStore,
+  SimulatedClock,
+  verifyIntegrity,
+} from 'coven-automata';
 
 const clock = new SimulatedClock('2026-03-02T08:59:00Z');
-const runtime = new FunctionRuntime('coven-code', async (request) => ({ outcome: 'succeeded', output: `notes for ${request.occurrenceId}` }));
+const runtime = new FunctionRuntime('coven-code', async (request) => ({
+  outcome: 'succeeded',
+  output: `notes for ${request.occurrenceId}`,
+}));
 const store = new MemoryStore();
 const engine = createEngine({ store, clock, runtimes: [runtime] });
 
@@ -27,7 +37,11 @@ const body = (revision, lifecycleState) => {
     display: { name: 'Daily notes' },
     trigger: { variant: 'schedule', version: 1, schedule: { rrule: 'FREQ=DAILY;BYHOUR=9', timezone: 'utc' } },
     action: { variant: 'familiarInvocation', version: 1, prompt: 'Write the daily reflection.' },
-    binding: { familiarBindingPolicy: 'exact', familiarId: 'charm', authority: { approvalPolicyRef: 'policy://charm' } },
+    binding: {
+      familiarBindingPolicy: 'exact',
+      familiarId: 'charm',
+      authority: { approvalPolicyRef: 'policy://charm' },
+    },
     runtimeRequirements: { runtimeId: 'coven-code', capabilities: [] },
     policies: {
       timeout: { perRunMinutes: 30 },
@@ -56,5 +70,7 @@ await engine.tick(); // observes the finished function and settles with a receip
 const history = await command('run.history.v1', { automationId: 'daily-notes' });
 const [run] = history.result.runs;
 const receipts = await store.read((reader) => reader.list('receipt'));
-console.log(`run ${run.runId}: ${run.state}; receipt ${run.receiptRef} verifies: ${verifyIntegrity(receipts[0].data).valid}`);
+console.log(
+  `run ${run.runId}: ${run.state}; receipt ${run.receiptRef} verifies: ${verifyIntegrity(receipts[0].data).valid}`,
+);
 if (run.state !== 'succeeded' || !verifyIntegrity(receipts[0].data).valid) process.exit(1);

@@ -38,7 +38,11 @@ const body = (revision, lifecycleState) => {
     display: { name: 'Twice daily' },
     trigger: { variant: 'schedule', version: 1, schedule: { rrule: 'FREQ=DAILY;BYHOUR=9,17', timezone: 'utc' } },
     action: { variant: 'familiarInvocation', version: 1, prompt: 'Summarise.' },
-    binding: { familiarBindingPolicy: 'exact', familiarId: 'charm', authority: { approvalPolicyRef: 'policy://charm' } },
+    binding: {
+      familiarBindingPolicy: 'exact',
+      familiarId: 'charm',
+      authority: { approvalPolicyRef: 'policy://charm' },
+    },
     runtimeRequirements: { runtimeId: 'coven-code', capabilities: [] },
     policies: {
       timeout: { perRunMinutes: 30 },

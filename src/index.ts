@@ -16,10 +16,22 @@
 
 // The engine and its commands
 export { createEngine, Engine, type EngineOptions, type TickReport, type CrashPoint } from './engine/engine.js';
-export { DEFAULT_RETENTION_DAYS, RETENTION_CLASSES, type RetentionClass, type RetentionOptions } from './retention/policy.js';
+export {
+  DEFAULT_RETENTION_DAYS,
+  RETENTION_CLASSES,
+  type RetentionClass,
+  type RetentionOptions,
+} from './retention/policy.js';
 export { SimulatedClock, systemClock, type Clock } from './engine/clock.js';
 export { CommandHandler } from './command-handler/command-handler.js';
-export { CONTRACT_COMMANDS, EXTENSION_COMMANDS, decodeCommand, type CommandEnvelope, type CommandResponse, type CommandName } from './command-handler/envelope.js';
+export {
+  CONTRACT_COMMANDS,
+  EXTENSION_COMMANDS,
+  decodeCommand,
+  type CommandEnvelope,
+  type CommandResponse,
+  type CommandName,
+} from './command-handler/envelope.js';
 export type { AutomationDefinition, LifecycleState } from './command-handler/definition-body.js';
 export { renderOccurrence, renderRun, renderAttempt, type Receipt } from './engine/records.js';
 
@@ -62,10 +74,27 @@ export { StreamReducer } from './changefeed/reducer.js';
 export type { EventEnvelope, EventKind, StreamRef } from './changefeed/event-envelope.js';
 
 // Machines, single entities, the contract
-export { definitionMachine, occurrenceMachine, runMachine, attemptMachine, lifecycleMachines } from '../machines/index.js';
+export {
+  definitionMachine,
+  occurrenceMachine,
+  runMachine,
+  attemptMachine,
+  lifecycleMachines,
+} from '../machines/index.js';
 export { PersistentActor, type PersistentActorOptions } from './actors/persistent-actor.js';
-export { transitionEntity, createEntity, type EntityRecord, type EntityTransition } from './actors/entity-transition.js';
-export { ContractError, ERROR_HTTP_STATUS, isContractError, type ErrorCode, type ErrorEnvelope } from './contract/errors.js';
+export {
+  transitionEntity,
+  createEntity,
+  type EntityRecord,
+  type EntityTransition,
+} from './actors/entity-transition.js';
+export {
+  ContractError,
+  ERROR_HTTP_STATUS,
+  isContractError,
+  type ErrorCode,
+  type ErrorEnvelope,
+} from './contract/errors.js';
 export { canonicalJson, jcsSha256, integrityOf, verifyIntegrity, type Digest } from './contract/digest.js';
 export { validateAgainst, type SchemaName } from './contract/schemas.js';
 export { CAPABILITY_PROFILE } from './contract/capabilities.js';

@@ -47,7 +47,12 @@ export async function createEntity<TAttributes>(
   attributes: TAttributes,
 ): Promise<StoredRecord<EntityRecord<TAttributes>>> {
   const [snapshot] = pureInitialTransition(machine, input);
-  return tx.put<EntityRecord<TAttributes>>(kind, id, { machineId: machine.id, snapshot: persistSnapshot(machine, snapshot), attributes }, { expectedVersion: null });
+  return tx.put<EntityRecord<TAttributes>>(
+    kind,
+    id,
+    { machineId: machine.id, snapshot: persistSnapshot(machine, snapshot), attributes },
+    { expectedVersion: null },
+  );
 }
 
 export async function readEntity<TAttributes>(
@@ -85,20 +90,27 @@ export async function transitionEntity<TAttributes>(
 ): Promise<EntityTransition<TAttributes>> {
   const current = await readEntity<TAttributes>(tx, kind, id);
   if (current.data.machineId !== machine.id) {
-    throw new ContractError('INTERNAL', `${kind} ${id} belongs to machine ${current.data.machineId}, not ${machine.id}`);
+    throw new ContractError(
+      'INTERNAL',
+      `${kind} ${id} belongs to machine ${current.data.machineId}, not ${machine.id}`,
+    );
   }
   // No copy of the frozen stored context: a pure transition only reads it (assign builds a new context).
   const snapshot = machine.resolveState({ value: current.data.snapshot.value, context: current.data.snapshot.context });
   const from = String(snapshot.value);
   if (!snapshot.can(event)) {
-    throw new ContractError('ILLEGAL_TRANSITION', `${machine.id} refuses ${event.type} from ${event.actor ?? 'an unnamed actor'} in state ${from}`, {
-      machine: machine.id,
-      kind,
-      id,
-      state: from,
-      event: event.type,
-      actor: event.actor ?? null,
-    });
+    throw new ContractError(
+      'ILLEGAL_TRANSITION',
+      `${machine.id} refuses ${event.type} from ${event.actor ?? 'an unnamed actor'} in state ${from}`,
+      {
+        machine: machine.id,
+        kind,
+        id,
+        state: from,
+        event: event.type,
+        actor: event.actor ?? null,
+      },
+    );
   }
   const [next] = pureTransition(machine, snapshot, event);
   const terminal = next.status === 'done';

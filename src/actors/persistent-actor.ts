@@ -1,6 +1,21 @@
-import { createActor, type AnyActorRef, type AnyMachineSnapshot, type AnyStateMachine, type EventFromLogic, type InspectionEvent, type SnapshotFrom } from 'xstate';
+import {
+  createActor,
+  type AnyActorRef,
+  type AnyMachineSnapshot,
+  type AnyStateMachine,
+  type EventFromLogic,
+  type InspectionEvent,
+  type SnapshotFrom,
+} from 'xstate';
 import type { Store } from '../store/store.js';
-import { createEntity, readEntity, restoreSnapshot, transitionEntity, type EntityRecord, type EntityTransition } from './entity-transition.js';
+import {
+  createEntity,
+  readEntity,
+  restoreSnapshot,
+  transitionEntity,
+  type EntityRecord,
+  type EntityTransition,
+} from './entity-transition.js';
 
 export interface PersistentActorOptions {
   store: Store;
@@ -48,12 +63,17 @@ export class PersistentActor<TMachine extends AnyStateMachine> {
     input: unknown,
     attributes: Record<string, unknown> = {},
   ): Promise<PersistentActor<M>> {
-    const record = await options.store.transact((tx) => createEntity(tx, machine, options.kind, options.id, input, attributes));
+    const record = await options.store.transact((tx) =>
+      createEntity(tx, machine, options.kind, options.id, input, attributes),
+    );
     return new PersistentActor(machine, options, record.data, record.version);
   }
 
   /** Restores the actor of a stored entity from its persisted snapshot. */
-  static async load<M extends AnyStateMachine>(machine: M, options: PersistentActorOptions): Promise<PersistentActor<M>> {
+  static async load<M extends AnyStateMachine>(
+    machine: M,
+    options: PersistentActorOptions,
+  ): Promise<PersistentActor<M>> {
     const record = await options.store.read((r) => readEntity(r, options.kind, options.id));
     return new PersistentActor(machine, options, record.data, record.version);
   }
@@ -76,7 +96,9 @@ export class PersistentActor<TMachine extends AnyStateMachine> {
    * Commits `event` if the machine accepts it in the entity's current stored state.
    * @throws ContractError `ILLEGAL_TRANSITION` when the machine refuses it (nothing is written).
    */
-  async send(event: EventFromLogic<TMachine> & { type: string; actor: string; now: string }): Promise<EntityTransition<unknown>> {
+  async send(
+    event: EventFromLogic<TMachine> & { type: string; actor: string; now: string },
+  ): Promise<EntityTransition<unknown>> {
     const { kind, id, store } = this.options;
     const sent = event as { type: string; actor: string; now: string };
     const result = await store.transact(async (tx) => {

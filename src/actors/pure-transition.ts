@@ -1,4 +1,11 @@
-import { createActor, type AnyActorScope, type AnyMachineSnapshot, type AnyStateMachine, type EventObject, type ExecutableActionsFrom } from 'xstate';
+import {
+  createActor,
+  type AnyActorScope,
+  type AnyMachineSnapshot,
+  type AnyStateMachine,
+  type EventObject,
+  type ExecutableActionsFrom,
+} from 'xstate';
 
 /**
  * XState's pure `transition()` and `initialTransition()` build a throwaway actor (and run the machine's
@@ -41,7 +48,11 @@ function inertScopeOf(machine: AnyStateMachine): { scope: AnyActorScope; actions
  * const [next] = pureTransition(occurrenceMachine, snapshot, { type: 'eligibility_passed', actor: 'scheduler' });
  * ```
  */
-export function pureTransition<M extends AnyStateMachine>(machine: M, snapshot: AnyMachineSnapshot, event: EventObject): [AnyMachineSnapshot, ExecutableActionsFrom<M>[]] {
+export function pureTransition<M extends AnyStateMachine>(
+  machine: M,
+  snapshot: AnyMachineSnapshot,
+  event: EventObject,
+): [AnyMachineSnapshot, ExecutableActionsFrom<M>[]] {
   const { scope, actions } = inertScopeOf(machine);
   const next = machine.transition(snapshot as never, event as never, scope) as AnyMachineSnapshot;
   return [next, actions.splice(0) as ExecutableActionsFrom<M>[]];
@@ -56,7 +67,10 @@ export function pureTransition<M extends AnyStateMachine>(machine: M, snapshot: 
  * const [initial] = pureInitialTransition(runMachine, { runId, occurrenceId, automationId, automationRevision: 1, fenceGeneration: 1, deadlineAt });
  * ```
  */
-export function pureInitialTransition<M extends AnyStateMachine>(machine: M, input: unknown): [AnyMachineSnapshot, ExecutableActionsFrom<M>[]] {
+export function pureInitialTransition<M extends AnyStateMachine>(
+  machine: M,
+  input: unknown,
+): [AnyMachineSnapshot, ExecutableActionsFrom<M>[]] {
   const { scope, actions } = inertScopeOf(machine);
   const initial = machine.getInitialSnapshot(scope, input) as AnyMachineSnapshot;
   return [initial, actions.splice(0) as ExecutableActionsFrom<M>[]];

@@ -41,11 +41,15 @@ export async function advanceFeedHorizon(tx: StoreTransaction, position: number)
 }
 
 function compacted(stream: StreamRef, after: number, retainedFrom: number): ContractError {
-  return new ContractError('CURSOR_EXPIRED', `events after ${after} of ${storeStream(stream)} were compacted by retention; read again from the beginning, which starts at a snapshot`, {
-    stream: storeStream(stream),
-    after,
-    retainedFrom,
-  });
+  return new ContractError(
+    'CURSOR_EXPIRED',
+    `events after ${after} of ${storeStream(stream)} were compacted by retention; read again from the beginning, which starts at a snapshot`,
+    {
+      stream: storeStream(stream),
+      after,
+      retainedFrom,
+    },
+  );
 }
 
 /**
@@ -53,9 +57,17 @@ function compacted(stream: StreamRef, after: number, retainedFrom: number): Cont
  * on a stream, when its first retained entry is past the next one the cursor expects; on the feed, when the
  * cursor is below the horizon.
  */
-async function entriesAfter(reader: StoreReader, stream: StreamRef, after: number | null, limit: number): Promise<LogEntry[]> {
+async function entriesAfter(
+  reader: StoreReader,
+  stream: StreamRef,
+  after: number | null,
+  limit: number,
+): Promise<LogEntry[]> {
   if (isFeed(stream)) {
-    if (stream.id !== FEED_ID) throw new ContractError('VALIDATION_FAILED', `the global feed is stream {kind: "feed", id: "${FEED_ID}"}`, { stream });
+    if (stream.id !== FEED_ID)
+      throw new ContractError('VALIDATION_FAILED', `the global feed is stream {kind: "feed", id: "${FEED_ID}"}`, {
+        stream,
+      });
     if (after !== null) {
       const horizon = (await reader.get<{ position: number }>(HORIZON.kind, HORIZON.id))?.data.position;
       if (horizon !== undefined && after < horizon) throw compacted(stream, after, horizon + 1);
@@ -91,7 +103,10 @@ export class Changefeed {
    * const page = await changefeed.read({ kind: 'automation', id: 'nightly' }, { after: -1, limit: 50 });
    * ```
    */
-  async read(stream: StreamRef, options: { after?: number; from?: string; checkpoint?: string; limit?: number } = {}): Promise<ReadPage> {
+  async read(
+    stream: StreamRef,
+    options: { after?: number; from?: string; checkpoint?: string; limit?: number } = {},
+  ): Promise<ReadPage> {
     if (options.after !== undefined && options.from !== undefined) {
       throw new ContractError('VALIDATION_FAILED', 'events.read takes `after` or `from`, not both');
     }
@@ -123,7 +138,10 @@ export class Changefeed {
    * for await (const event of changefeed.subscribe({ kind: 'feed', id: 'all' }, { after: -1, signal })) render(event);
    * ```
    */
-  async *subscribe(stream: StreamRef, options: { after?: number; checkpoint?: string; signal?: AbortSignal } = {}): AsyncGenerator<EventEnvelope> {
+  async *subscribe(
+    stream: StreamRef,
+    options: { after?: number; checkpoint?: string; signal?: AbortSignal } = {},
+  ): AsyncGenerator<EventEnvelope> {
     let after: number | null = options.after !== undefined && options.after >= 0 ? options.after : null;
     if (options.checkpoint !== undefined) {
       const storeId = (await this.store.read(readStoreId)) ?? 'empty';
@@ -154,7 +172,9 @@ export class Changefeed {
   }
 
   private issue(storeId: string, stream: StreamRef, after: number | null, expiresAt: number): string {
-    const body = Buffer.from(JSON.stringify({ s: storeStream(stream), a: after, e: expiresAt } satisfies CheckpointBody)).toString('base64url');
+    const body = Buffer.from(
+      JSON.stringify({ s: storeStream(stream), a: after, e: expiresAt } satisfies CheckpointBody),
+    ).toString('base64url');
     return `ecp1.${body}.${this.seal(storeId, body)}`;
   }
 
@@ -173,15 +193,24 @@ export class Changefeed {
         parsed = undefined;
       }
     }
-    if (parsed === undefined) throw new ContractError('VALIDATION_FAILED', 'checkpoint is not one this store issued', { field: 'checkpoint' });
+    if (parsed === undefined)
+      throw new ContractError('VALIDATION_FAILED', 'checkpoint is not one this store issued', { field: 'checkpoint' });
     if (parsed.s !== storeStream(stream)) {
-      throw new ContractError('VALIDATION_FAILED', `checkpoint belongs to stream ${parsed.s}, not ${storeStream(stream)}`, { field: 'checkpoint' });
+      throw new ContractError(
+        'VALIDATION_FAILED',
+        `checkpoint belongs to stream ${parsed.s}, not ${storeStream(stream)}`,
+        { field: 'checkpoint' },
+      );
     }
     if (this.clock.now().getTime() >= parsed.e) {
-      throw new ContractError('CURSOR_EXPIRED', `checkpoint expired at ${new Date(parsed.e).toISOString()}; read again from a cursor`, {
-        expiredAt: new Date(parsed.e).toISOString(),
-        stream: parsed.s,
-      });
+      throw new ContractError(
+        'CURSOR_EXPIRED',
+        `checkpoint expired at ${new Date(parsed.e).toISOString()}; read again from a cursor`,
+        {
+          expiredAt: new Date(parsed.e).toISOString(),
+          stream: parsed.s,
+        },
+      );
     }
     return parsed.a;
   }

@@ -49,7 +49,10 @@ export interface EventEnvelope {
   kind: EventKind;
   summary: string;
   payload: Record<string, unknown>;
-  privacy: { classification: 'public' | 'operational' | 'sensitive' | 'restricted'; retention: { classification: string } };
+  privacy: {
+    classification: 'public' | 'operational' | 'sensitive' | 'restricted';
+    retention: { classification: string };
+  };
   integrity?: Digest;
 }
 
@@ -90,7 +93,11 @@ export function eventIdFor(storeId: string, stream: StreamRef, sequence: number)
 }
 
 /** Appends one event envelope inside `tx`, as a compare-and-set on the stream head. */
-export async function appendEvent(tx: StoreTransaction, context: ChangefeedContext, event: NewEvent): Promise<EventEnvelope> {
+export async function appendEvent(
+  tx: StoreTransaction,
+  context: ChangefeedContext,
+  event: NewEvent,
+): Promise<EventEnvelope> {
   const key = storeStream(event.stream);
   const sequence = await tx.head(key);
   const envelope: EventEnvelope = {

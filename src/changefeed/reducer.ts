@@ -40,22 +40,33 @@ export class StreamReducer<TState> {
   /** Applies one delivery; returns false when it was a duplicate and changed nothing. */
   apply(event: EventEnvelope): boolean {
     if (storeStream(event.stream) !== storeStream(this.stream)) {
-      throw new ContractError('VALIDATION_FAILED', `event of stream ${storeStream(event.stream)} delivered to a reducer of ${storeStream(this.stream)}`);
+      throw new ContractError(
+        'VALIDATION_FAILED',
+        `event of stream ${storeStream(event.stream)} delivered to a reducer of ${storeStream(this.stream)}`,
+      );
     }
     if (this.seen.has(event.eventId)) return false;
     if (event.kind === 'feed.snapshot') {
       const through = event.payload.throughSequence as number;
       if (event.sequence !== through || through <= this.cursorValue) {
-        throw new ContractError('STREAM_OUT_OF_ORDER', `snapshot through ${through} cannot follow cursor ${this.cursorValue}`, { cursor: this.cursorValue, sequence: event.sequence });
+        throw new ContractError(
+          'STREAM_OUT_OF_ORDER',
+          `snapshot through ${through} cannot follow cursor ${this.cursorValue}`,
+          { cursor: this.cursorValue, sequence: event.sequence },
+        );
       }
       this.current = event.payload.state as TState;
     } else {
       if (event.sequence !== this.cursorValue + 1) {
-        throw new ContractError('STREAM_OUT_OF_ORDER', `sequence ${event.sequence} does not follow cursor ${this.cursorValue}`, {
-          cursor: this.cursorValue,
-          sequence: event.sequence,
-          eventId: event.eventId,
-        });
+        throw new ContractError(
+          'STREAM_OUT_OF_ORDER',
+          `sequence ${event.sequence} does not follow cursor ${this.cursorValue}`,
+          {
+            cursor: this.cursorValue,
+            sequence: event.sequence,
+            eventId: event.eventId,
+          },
+        );
       }
       this.current = this.fold(this.current, event);
     }

@@ -20,7 +20,11 @@ export function readJsonFile(file: string): Record<string, unknown> | unknown[] 
   }
   const value = toPlainJson(text, file);
   if (typeof value !== 'object' || value === null) {
-    throw new ContractError('VALIDATION_FAILED', `${file} must hold a JSON object or array, not ${value === null ? 'null' : `a ${typeof value}`}`, { field: file });
+    throw new ContractError(
+      'VALIDATION_FAILED',
+      `${file} must hold a JSON object or array, not ${value === null ? 'null' : `a ${typeof value}`}`,
+      { field: file },
+    );
   }
   return value as Record<string, unknown> | unknown[];
 }
@@ -34,7 +38,10 @@ interface ImportFailure {
 
 /** One line per failed definition, naming it, its code, its message and the first few fields that failed. */
 function failureLines(failures: readonly ImportFailure[], total: number): string[] {
-  const lines = failures.map((f) => `failed: ${f.automationId}: ${f.code} ${f.message}${f.problems === undefined || f.problems.length === 0 ? '' : `: ${listProblems(f.problems)}`}`);
+  const lines = failures.map(
+    (f) =>
+      `failed: ${f.automationId}: ${f.code} ${f.message}${f.problems === undefined || f.problems.length === 0 ? '' : `: ${listProblems(f.problems)}`}`,
+  );
   if (total > failures.length) lines.push(`failed: and ${total - failures.length} more`);
   return lines;
 }
@@ -55,11 +62,15 @@ function importSummary(result: Record<string, unknown>): string {
  * each definition that failed, exiting 1.
  */
 async function importFlat(engine: Engine, definitions: unknown[], options: CliOptions): Promise<number> {
-  const response = await engine.commands.handle(envelope('legacy.import.v1', { source: 'flat-definitions', definitions }));
+  const response = await engine.commands.handle(
+    envelope('legacy.import.v1', { source: 'flat-definitions', definitions }),
+  );
   const status = report(response, options, importSummary);
-  const details = (response.outcome === 'rejected' ? response.error?.details : response.result) as { failures?: ImportFailure[]; failed?: number } | undefined;
+  const details = (response.outcome === 'rejected' ? response.error?.details : response.result) as
+    { failures?: ImportFailure[]; failed?: number } | undefined;
   const failures = details?.failures ?? [];
-  if (options.json !== true) for (const line of failureLines(failures, details?.failed ?? failures.length)) console.error(line);
+  if (options.json !== true)
+    for (const line of failureLines(failures, details?.failed ?? failures.length)) console.error(line);
   return status !== 0 || failures.length > 0 ? 1 : 0;
 }
 
@@ -75,13 +86,26 @@ async function applyRich(engine: Engine, body: Record<string, unknown>, options:
   if (current.outcome === 'rejected') {
     const paused = withIntegrity({ ...rest, revision: 2, lifecycleState: 'paused' });
     checkDefinitionBody(paused);
-    const created = await engine.commands.handle(envelope('definition.create.v1', { definition: withIntegrity({ ...rest, revision: 1, lifecycleState: 'draft' }) }));
+    const created = await engine.commands.handle(
+      envelope('definition.create.v1', {
+        definition: withIntegrity({ ...rest, revision: 1, lifecycleState: 'draft' }),
+      }),
+    );
     if (created.outcome === 'rejected') return report(created, options);
     return report(await engine.commands.handle(envelope('definition.revise.v1', { definition: paused }, 1)), options);
   }
   const revision = current.result!.currentRevision as number;
   const lifecycleState = current.result!.lifecycleState === 'active' ? 'active' : 'paused';
-  return report(await engine.commands.handle(envelope('definition.revise.v1', { definition: withIntegrity({ ...rest, revision: revision + 1, lifecycleState }) }, revision)), options);
+  return report(
+    await engine.commands.handle(
+      envelope(
+        'definition.revise.v1',
+        { definition: withIntegrity({ ...rest, revision: revision + 1, lifecycleState }) },
+        revision,
+      ),
+    ),
+    options,
+  );
 }
 
 /** `apply -f <file>`: a rich contract definition, or a flat legacy definition (or an array of them). */

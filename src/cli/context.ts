@@ -40,7 +40,9 @@ export function parseRetention(text: string | undefined): RetentionOptions | fal
   for (const part of text.split(',')) {
     const [name, value] = part.split('=') as [string, string | undefined];
     if (!RETENTION_CLASSES.includes(name as RetentionClass) || value === undefined || value === '') {
-      throw new CliError(`--retention: expected off or <class>=<days|never>[,...] with classes ${RETENTION_CLASSES.join(', ')}; got ${JSON.stringify(part)}`);
+      throw new CliError(
+        `--retention: expected off or <class>=<days|never>[,...] with classes ${RETENTION_CLASSES.join(', ')}; got ${JSON.stringify(part)}`,
+      );
     }
     windowDays[name as RetentionClass] = value === 'never' ? null : Number(value);
   }
@@ -64,17 +66,29 @@ function cliRuntime(options: CliOptions, file: string): ChildProcessRuntime {
   const passEnv = options.passEnv ?? [];
   const bad = passEnv.find((name) => !ENV_NAME.test(name));
   if (bad !== undefined) throw new CliError(`--pass-env: ${JSON.stringify(bad)} is not an environment variable name`);
-  const cwdRoots = options.cwdRoot === undefined || options.cwdRoot.length === 0 ? [dirname(file)] : options.cwdRoot.map((root) => resolve(root));
+  const cwdRoots =
+    options.cwdRoot === undefined || options.cwdRoot.length === 0
+      ? [dirname(file)]
+      : options.cwdRoot.map((root) => resolve(root));
   const sessionsDir = join(dirname(file), 'sessions');
   try {
-    return new ChildProcessRuntime({ runtimeId: 'coven-code', command: options.command ?? process.env.COVEN_RUNTIME_COMMAND ?? DEFAULT_COMMAND, sessionsDir, cwdRoots, passEnv });
+    return new ChildProcessRuntime({
+      runtimeId: 'coven-code',
+      command: options.command ?? process.env.COVEN_RUNTIME_COMMAND ?? DEFAULT_COMMAND,
+      sessionsDir,
+      cwdRoots,
+      passEnv,
+    });
   } catch (error) {
     throw new CliError(`--cwd-root: ${(error as Error).message}`);
   }
 }
 
 /** Opens the store (taking its lock) and an engine with the child-process runtime for the duration of `body`. */
-export async function withEngine<T>(options: CliOptions, body: (engine: Engine, store: FileStore) => Promise<T>): Promise<T> {
+export async function withEngine<T>(
+  options: CliOptions,
+  body: (engine: Engine, store: FileStore) => Promise<T>,
+): Promise<T> {
   const file = resolve(options.store ?? DEFAULT_STORE);
   mkdirSync(dirname(file), { recursive: true });
   const store = await openStore(file, options.storeKind);
@@ -82,7 +96,12 @@ export async function withEngine<T>(options: CliOptions, body: (engine: Engine, 
     const runtime = cliRuntime(options, file);
     const retention = parseRetention(options.retention);
     const requirements = confineCwd([runtime], defaultRequirements([runtime.runtimeId]));
-    const engine = createEngine({ store, runtimes: [runtime], requirements, ...(retention === undefined ? {} : { retention }) });
+    const engine = createEngine({
+      store,
+      runtimes: [runtime],
+      requirements,
+      ...(retention === undefined ? {} : { retention }),
+    });
     return await body(engine, store);
   } finally {
     await store.close();
@@ -91,7 +110,11 @@ export async function withEngine<T>(options: CliOptions, body: (engine: Engine, 
 
 let keys = 0;
 
-export function envelope(command: string, payload: Record<string, unknown>, expectedRevision?: number): Record<string, unknown> {
+export function envelope(
+  command: string,
+  payload: Record<string, unknown>,
+  expectedRevision?: number,
+): Record<string, unknown> {
   return {
     schemaVersion: 'coven.automations.v1',
     command,
@@ -107,7 +130,11 @@ export function envelope(command: string, payload: Record<string, unknown>, expe
  * Prints a response: JSON with --json, else one readable line (and the result for reads); a rejection's line
  * names the fields that failed (see {@link errorLine}).
  */
-export function report(response: CommandResponse, options: CliOptions, human?: (result: Record<string, unknown>) => string): number {
+export function report(
+  response: CommandResponse,
+  options: CliOptions,
+  human?: (result: Record<string, unknown>) => string,
+): number {
   if (options.json === true) {
     console.log(JSON.stringify(response, null, 2));
     return response.outcome === 'rejected' ? 1 : 0;
@@ -116,6 +143,10 @@ export function report(response: CommandResponse, options: CliOptions, human?: (
     console.error(errorLine(response.error!));
     return 1;
   }
-  console.log(human === undefined ? `${response.command}: ${response.outcome}${response.revision === undefined ? '' : ` (revision ${response.revision})`}` : human(response.result ?? {}));
+  console.log(
+    human === undefined
+      ? `${response.command}: ${response.outcome}${response.revision === undefined ? '' : ` (revision ${response.revision})`}`
+      : human(response.result ?? {}),
+  );
   return 0;
 }

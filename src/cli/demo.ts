@@ -4,7 +4,15 @@ import type { EventEnvelope } from '../changefeed/event-envelope.js';
 import type { CommandResponse } from '../command-handler/envelope.js';
 import { SimulatedClock } from '../engine/clock.js';
 import { createEngine, type Engine } from '../engine/engine.js';
-import { KINDS, renderAttempt, renderOccurrence, renderRun, type AttemptRecord, type OccurrenceRecord, type RunRecord } from '../engine/records.js';
+import {
+  KINDS,
+  renderAttempt,
+  renderOccurrence,
+  renderRun,
+  type AttemptRecord,
+  type OccurrenceRecord,
+  type RunRecord,
+} from '../engine/records.js';
 import { SimulatedRuntime } from '../runtime/simulated-runtime.js';
 import { openStore } from '../store/open-store.js';
 import type { Store } from '../store/store.js';
@@ -23,11 +31,20 @@ function definition(revision: number, lifecycleState: string, hour: number): Rec
     trigger: { variant: 'schedule', version: 1, schedule: { rrule: `FREQ=DAILY;BYHOUR=${hour}`, timezone: 'utc' } },
     conditions: [],
     action: { variant: 'familiarInvocation', version: 1, prompt: 'Write the daily reflection.' },
-    binding: { familiarBindingPolicy: 'exact', familiarId: 'charm', authority: { approvalPolicyRef: 'policy://authority/familiars/charm' } },
+    binding: {
+      familiarBindingPolicy: 'exact',
+      familiarId: 'charm',
+      authority: { approvalPolicyRef: 'policy://authority/familiars/charm' },
+    },
     runtimeRequirements: { runtimeId: 'coven-code', capabilities: ['sessions.launch'] },
     policies: {
       timeout: { perRunMinutes: 30 },
-      retry: { maxAttempts: 3, backoffPolicy: 'fixed', backoffSeconds: 60, retryableClasses: ['runtime_unavailable', 'transient_dispatch'] },
+      retry: {
+        maxAttempts: 3,
+        backoffPolicy: 'fixed',
+        backoffSeconds: 60,
+        retryableClasses: ['runtime_unavailable', 'transient_dispatch'],
+      },
       concurrency: { overlap: 'forbid' },
       misfire: { disposition: 'latest' },
       retention: { occurrenceHistory: { classification: 'standard' } },
@@ -61,12 +78,20 @@ function describeEvent(e: EventEnvelope): string {
 
 /** Prints every changefeed event committed since the last call, in commit order. */
 async function flush(ctx: DemoContext): Promise<void> {
-  const page = await ctx.engine.commands.changefeed.read({ kind: 'feed', id: 'all' }, { after: ctx.cursor, limit: 1000 });
+  const page = await ctx.engine.commands.changefeed.read(
+    { kind: 'feed', id: 'all' },
+    { after: ctx.cursor, limit: 1000 },
+  );
   for (const e of page.events) ctx.print(describeEvent(e));
   ctx.cursor = page.nextAfter ?? ctx.cursor;
 }
 
-async function send(ctx: DemoContext, command: string, payload: Record<string, unknown>, expectedRevision?: number): Promise<CommandResponse> {
+async function send(
+  ctx: DemoContext,
+  command: string,
+  payload: Record<string, unknown>,
+  expectedRevision?: number,
+): Promise<CommandResponse> {
   const response = await ctx.engine.commands.handle({
     schemaVersion: 'coven.automations.v1',
     command,
@@ -76,8 +101,13 @@ async function send(ctx: DemoContext, command: string, payload: Record<string, u
     intent: { statement: `demo: ${command}` },
     payload,
   });
-  const verdict = response.outcome === 'rejected' ? `${response.error!.code} (${response.error!.httpStatus}) ${response.error!.message}` : response.outcome;
-  ctx.print(`${paint('bold', '$')} ${command} → ${response.outcome === 'rejected' ? paint('failed', verdict) : paint('succeeded', verdict)}`);
+  const verdict =
+    response.outcome === 'rejected'
+      ? `${response.error!.code} (${response.error!.httpStatus}) ${response.error!.message}`
+      : response.outcome;
+  ctx.print(
+    `${paint('bold', '$')} ${command} → ${response.outcome === 'rejected' ? paint('failed', verdict) : paint('succeeded', verdict)}`,
+  );
   await flush(ctx);
   return response;
 }
@@ -100,13 +130,24 @@ async function liveOccurrence(ctx: DemoContext): Promise<string> {
  * cancellation acknowledged by the runtime, and a revision — printing the changefeed as it is committed,
  * then a summary with every receipt verified.
  */
-export async function runDemo(file: string, print: (...lines: string[]) => void, options: { inspect?: (event: InspectionEvent) => void } = {}): Promise<{ receipts: number; verified: number }> {
+export async function runDemo(
+  file: string,
+  print: (...lines: string[]) => void,
+  options: { inspect?: (event: InspectionEvent) => void } = {},
+): Promise<{ receipts: number; verified: number }> {
   for (const leftover of [file, `${file}-wal`, `${file}-shm`]) rmSync(leftover, { force: true });
   const store = await openStore(file);
   const clock = new SimulatedClock('2026-03-02T08:00:00.000Z');
   const runtime = new SimulatedRuntime({ runtimeId: 'coven-code', durationMs: 5 * 60_000 });
   let ids = 0;
-  const engine = createEngine({ store, clock, runtimes: [runtime], instanceId: 'demo-engine', newId: () => `demo-store-${++ids}`, ...(options.inspect === undefined ? {} : { inspect: options.inspect }) });
+  const engine = createEngine({
+    store,
+    clock,
+    runtimes: [runtime],
+    instanceId: 'demo-engine',
+    newId: () => `demo-store-${++ids}`,
+    ...(options.inspect === undefined ? {} : { inspect: options.inspect }),
+  });
   const ctx: DemoContext = { engine, store, clock, runtime, print, cursor: -1, keys: 0 };
   try {
     print(paint('bold', `coven-automata demo — store ${file}, simulated clock, simulated runtime`), '');
@@ -125,7 +166,11 @@ export async function runDemo(file: string, print: (...lines: string[]) => void,
     await passAt(ctx, '2026-03-03T09:00:00.000Z', 'slot due; launched');
     await passAt(ctx, '2026-03-03T09:06:00.000Z', 'the runtime reports the session lost');
     const lost = await liveOccurrence(ctx);
-    await send(ctx, 'occurrence.recover.v1', { occurrenceId: lost, evidenceDetermination: 'retry_with_new_attempt', statement: 'Checked the notes: today’s entry is missing, safe to run again.' });
+    await send(ctx, 'occurrence.recover.v1', {
+      occurrenceId: lost,
+      evidenceDetermination: 'retry_with_new_attempt',
+      statement: 'Checked the notes: today’s entry is missing, safe to run again.',
+    });
     await passAt(ctx, '2026-03-03T09:12:00.000Z', 'the recovery attempt finishes');
 
     print('', paint('bold', 'Day 3 — a run hangs; cancellation is a request until the runtime acknowledges'));
@@ -150,15 +195,48 @@ export async function runDemo(file: string, print: (...lines: string[]) => void,
 }
 
 async function summary(ctx: DemoContext): Promise<{ receipts: number; verified: number }> {
-  const occurrences = ((await ctx.store.read((r) => r.list<OccurrenceRecord['data']>(KINDS.occurrence))) as OccurrenceRecord[]).map(renderOccurrence);
+  const occurrences = (
+    (await ctx.store.read((r) => r.list<OccurrenceRecord['data']>(KINDS.occurrence))) as OccurrenceRecord[]
+  ).map(renderOccurrence);
   const runs = ((await ctx.store.read((r) => r.list<RunRecord['data']>(KINDS.run))) as RunRecord[]).map(renderRun);
-  const attempts = ((await ctx.store.read((r) => r.list<AttemptRecord['data']>(KINDS.attempt))) as AttemptRecord[]).map(renderAttempt);
+  const attempts = ((await ctx.store.read((r) => r.list<AttemptRecord['data']>(KINDS.attempt))) as AttemptRecord[]).map(
+    renderAttempt,
+  );
   const receipts = (await ctx.store.read((r) => r.list<Record<string, unknown>>(KINDS.receipt))).map((r) => r.data);
   const verified = receipts.filter((r) => verifyIntegrity(r).valid).length;
   ctx.print('', paint('bold', 'Summary'));
-  ctx.print(table(['occurrence', 'scheduled', 'revision', 'state'], occurrences.map((o) => [String(o.occurrenceId), String(o.scheduledFor).slice(0, 16), String(o.automationRevision), paint(String(o.state), String(o.state))])));
-  ctx.print('', table(['run', 'attempts', 'state'], runs.map((r) => [String(r.runId), String(r.attemptCount), paint(String(r.state), String(r.state))])));
-  ctx.print('', table(['attempt', 'class', 'prior', 'state'], attempts.map((a) => [String(a.attemptId), String((a.retryClassification as { classification: string }).classification), a.priorDisposition === undefined ? '-' : `#${String((a.priorDisposition as { attemptNumber: number }).attemptNumber)} ${String((a.priorDisposition as { outcome: string }).outcome)}`, paint(String(a.state), String(a.state))])));
+  ctx.print(
+    table(
+      ['occurrence', 'scheduled', 'revision', 'state'],
+      occurrences.map((o) => [
+        String(o.occurrenceId),
+        String(o.scheduledFor).slice(0, 16),
+        String(o.automationRevision),
+        paint(String(o.state), String(o.state)),
+      ]),
+    ),
+  );
+  ctx.print(
+    '',
+    table(
+      ['run', 'attempts', 'state'],
+      runs.map((r) => [String(r.runId), String(r.attemptCount), paint(String(r.state), String(r.state))]),
+    ),
+  );
+  ctx.print(
+    '',
+    table(
+      ['attempt', 'class', 'prior', 'state'],
+      attempts.map((a) => [
+        String(a.attemptId),
+        String((a.retryClassification as { classification: string }).classification),
+        a.priorDisposition === undefined
+          ? '-'
+          : `#${String((a.priorDisposition as { attemptNumber: number }).attemptNumber)} ${String((a.priorDisposition as { outcome: string }).outcome)}`,
+        paint(String(a.state), String(a.state)),
+      ]),
+    ),
+  );
   ctx.print('', `receipts: ${receipts.length}, integrity verified: ${verified}/${receipts.length} (JCS SHA-256)`);
   return { receipts: receipts.length, verified };
 }

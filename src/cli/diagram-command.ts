@@ -15,10 +15,16 @@ export async function renderDiagrams(out: string, check: boolean): Promise<numbe
   const root = packageRoot();
   const outDir = resolve(root, out);
   const files = new Map<string, string>();
-  for (const machine of spec.machines) files.set(join(outDir, `${machine.entity}.svg`), viz.renderString(dotOf(machine), { format: 'svg', engine: 'dot' }));
+  for (const machine of spec.machines)
+    files.set(
+      join(outDir, `${machine.entity}.svg`),
+      viz.renderString(dotOf(machine), { format: 'svg', engine: 'dot' }),
+    );
   const readmePath = join(root, 'README.md');
   files.set(readmePath, withDiagrams(readFileSync(readmePath, 'utf8'), spec));
-  const stale = [...files].filter(([path, content]) => !existsSync(path) || readFileSync(path, 'utf8') !== content).map(([path]) => path);
+  const stale = [...files]
+    .filter(([path, content]) => !existsSync(path) || readFileSync(path, 'utf8') !== content)
+    .map(([path]) => path);
   if (check) {
     if (stale.length > 0) console.error(`stale diagrams (run \`npm run diagrams\`):\n  ${stale.join('\n  ')}`);
     else console.log('diagrams match the spec');

@@ -6,7 +6,11 @@ export const PROBLEMS_SHOWN = 5;
 /** `payload.definition` → `/definition`, `payload.definitions[daily]` → `/definitions/daily`. */
 function pointerOf(field: unknown): string {
   if (typeof field !== 'string') return '';
-  const parts = field.replace(/^payload\.?/, '').replace(/\[([^\]]*)\]/g, '.$1').split('.').filter((p) => p.length > 0);
+  const parts = field
+    .replace(/^payload\.?/, '')
+    .replace(/\[([^\]]*)\]/g, '.$1')
+    .split('.')
+    .filter((p) => p.length > 0);
   return parts.length === 0 ? '' : `/${parts.join('/')}`;
 }
 

@@ -28,6 +28,7 @@ const visible = (s: string) => s.replace(/\u001b\[[0-9;]*m/g, '').length;
 /** A plain aligned table. */
 export function table(headers: string[], rows: string[][]): string {
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => visible(r[i] ?? ''))));
-  const line = (cells: string[]) => cells.map((c, i) => c + ' '.repeat(Math.max(0, widths[i]! - visible(c)))).join('  ');
+  const line = (cells: string[]) =>
+    cells.map((c, i) => c + ' '.repeat(Math.max(0, widths[i]! - visible(c)))).join('  ');
   return [line(headers.map((h) => paint('bold', h))), ...rows.map(line)].join('\n');
 }

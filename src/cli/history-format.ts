@@ -14,10 +14,16 @@ export function runReason(run: Rendered): string {
   const attempts = (run.attempts as Rendered[] | undefined) ?? [];
   const last = attempts.at(-1);
   const parts: string[] = [];
-  if (last !== undefined && !UNSETTLED.has(String(last.state)) && last.state !== 'succeeded' && typeof last.stateReason === 'string') {
+  if (
+    last !== undefined &&
+    !UNSETTLED.has(String(last.state)) &&
+    last.state !== 'succeeded' &&
+    typeof last.stateReason === 'string'
+  ) {
     parts.push(`attempt ${String(last.attemptNumber)} ${String(last.state)}: ${last.stateReason}`);
   }
-  if (typeof run.stateReason === 'string' && !parts.some((p) => p.endsWith(run.stateReason as string))) parts.push(run.stateReason);
+  if (typeof run.stateReason === 'string' && !parts.some((p) => p.endsWith(run.stateReason as string)))
+    parts.push(run.stateReason);
   return parts.join('; ');
 }
 
@@ -26,6 +32,12 @@ export function historyTable(result: Rendered): string {
   const runs = result.runs as Rendered[];
   return table(
     ['run', 'started', 'attempts', 'state', 'reason'],
-    runs.map((x) => [String(x.runId), String(x.startedAt), String(x.attemptCount), paint(String(x.state), String(x.state)), runReason(x)]),
+    runs.map((x) => [
+      String(x.runId),
+      String(x.startedAt),
+      String(x.attemptCount),
+      paint(String(x.state), String(x.state)),
+      runReason(x),
+    ]),
   );
 }

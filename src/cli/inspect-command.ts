@@ -20,7 +20,11 @@ export async function runInspect(port: number, wait: boolean): Promise<number> {
   }
   let code = 0;
   try {
-    const { receipts, verified } = await runDemo(join('.coven', 'inspect-demo.json'), (...lines) => console.log(lines.join('\n')), { inspect: (event) => inspector.inspect.next?.(event) });
+    const { receipts, verified } = await runDemo(
+      join('.coven', 'inspect-demo.json'),
+      (...lines) => console.log(lines.join('\n')),
+      { inspect: (event) => inspector.inspect.next?.(event) },
+    );
     code = receipts === verified ? 0 : 1;
   } finally {
     inspector.stop();

@@ -24,7 +24,11 @@ export interface AdoptionRecord {
  * intent are context, not content, so a redelivery with another correlation id still replays.
  */
 export function requestDigest(envelope: Pick<CommandEnvelope, 'command' | 'expectedRevision' | 'payload'>): string {
-  return jcsSha256({ command: envelope.command, expectedRevision: envelope.expectedRevision ?? null, payload: envelope.payload });
+  return jcsSha256({
+    command: envelope.command,
+    expectedRevision: envelope.expectedRevision ?? null,
+    payload: envelope.payload,
+  });
 }
 
 export async function findAdoption(tx: StoreTransaction, key: string): Promise<AdoptionRecord | undefined> {

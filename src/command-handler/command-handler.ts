@@ -16,7 +16,14 @@ import {
 } from './context.js';
 import { changeLifecycle, createDefinition, LIFECYCLE_COMMANDS, reviseDefinition } from './definition-commands.js';
 import { getDefinition, listDefinitions } from './definition-reads.js';
-import { checkEnvelope, peekIdentity, QUERY_COMMANDS, type CommandEnvelope, type CommandName, type CommandResponse } from './envelope.js';
+import {
+  checkEnvelope,
+  peekIdentity,
+  QUERY_COMMANDS,
+  type CommandEnvelope,
+  type CommandName,
+  type CommandResponse,
+} from './envelope.js';
 import { importLegacy } from './legacy-import.js';
 import { describeThrown, toPlainJson } from './plain-json.js';
 
@@ -98,11 +105,15 @@ export class CommandHandler {
   private async execute(envelope: CommandEnvelope): Promise<CommandResponse> {
     try {
       if (EXECUTION_COMMANDS.has(envelope.command) && this.operator === undefined) {
-        throw new ContractError('CAPABILITY_UNSUPPORTED', `${envelope.command} needs the scheduler and dispatcher: use a command handler from createEngine`, {
-          contractProfile: SCHEMA_VERSION,
-          variant: `command.${envelope.command}`,
-          reason: 'this command handler runs without an engine',
-        });
+        throw new ContractError(
+          'CAPABILITY_UNSUPPORTED',
+          `${envelope.command} needs the scheduler and dispatcher: use a command handler from createEngine`,
+          {
+            contractProfile: SCHEMA_VERSION,
+            variant: `command.${envelope.command}`,
+            reason: 'this command handler runs without an engine',
+          },
+        );
       }
       const operatorQuery = this.operator?.queries[envelope.command];
       if (operatorQuery !== undefined) return this.committed(envelope, await operatorQuery(envelope.payload));
@@ -114,7 +125,10 @@ export class CommandHandler {
   }
 
   /** Live changefeed delivery; see {@link Changefeed.subscribe}. */
-  subscribe(stream: StreamRef, options: { after?: number; checkpoint?: string; signal?: AbortSignal } = {}): AsyncGenerator<EventEnvelope> {
+  subscribe(
+    stream: StreamRef,
+    options: { after?: number; checkpoint?: string; signal?: AbortSignal } = {},
+  ): AsyncGenerator<EventEnvelope> {
     return this.changefeed.subscribe(stream, options);
   }
 
@@ -128,7 +142,13 @@ export class CommandHandler {
         return this.store.read((r) => getDefinition(r, p as Parameters<typeof getDefinition>[1]));
       case 'events.read.v1':
       case 'events.subscribe.v1': {
-        const { stream, ...options } = p as { stream: StreamRef; after?: number; from?: string; checkpoint?: string; limit?: number };
+        const { stream, ...options } = p as {
+          stream: StreamRef;
+          after?: number;
+          from?: string;
+          checkpoint?: string;
+          limit?: number;
+        };
         return { ...(await this.changefeed.read(stream, options)) };
       }
       default:
@@ -197,11 +217,18 @@ export class CommandHandler {
     // Only a committed transaction makes the id durable; a store id never changes once stored.
     if (storeId !== undefined) this.storeId = storeId;
     // Side effects go out only after the commit is durable; their failures surface through later passes.
-    if (afterCommit !== undefined) await Promise.resolve().then(afterCommit).catch(() => undefined);
+    if (afterCommit !== undefined)
+      await Promise.resolve()
+        .then(afterCommit)
+        .catch(() => undefined);
     return response ?? this.rejected(envelope, rejection);
   }
 
-  private committed(envelope: CommandEnvelope, result: Record<string, unknown>, outcome?: CommandOutcome): CommandResponse {
+  private committed(
+    envelope: CommandEnvelope,
+    result: Record<string, unknown>,
+    outcome?: CommandOutcome,
+  ): CommandResponse {
     return {
       schemaVersion: SCHEMA_VERSION,
       command: envelope.command,

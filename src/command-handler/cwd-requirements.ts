@@ -27,13 +27,17 @@ export function confineCwd(runtimes: readonly ConfinedRuntime[], next: Requireme
     if (roots !== undefined) {
       const location = roots.locate(definition.action.cwd);
       if (!location.inside) {
-        throw new ContractError('VALIDATION_FAILED', `definition ${definition.automationId}: ${roots.refusal(location)}`, {
-          field: 'action.cwd',
-          cwd: definition.action.cwd ?? null,
-          resolved: location.path,
-          roots: [...roots.roots],
-          problems: [`action.cwd: resolves to ${location.path}, outside the cwd roots`],
-        });
+        throw new ContractError(
+          'VALIDATION_FAILED',
+          `definition ${definition.automationId}: ${roots.refusal(location)}`,
+          {
+            field: 'action.cwd',
+            cwd: definition.action.cwd ?? null,
+            resolved: location.path,
+            roots: [...roots.roots],
+            problems: [`action.cwd: resolves to ${location.path}, outside the cwd roots`],
+          },
+        );
       }
     }
     return next(definition);

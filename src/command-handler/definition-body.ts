@@ -18,17 +18,32 @@ export interface AutomationDefinition {
   trigger: { variant: 'schedule'; version: 1; schedule: { rrule: string; timezone: string } };
   conditions?: unknown[];
   action: { variant: 'familiarInvocation'; version: 1; prompt: string; cwd?: string };
-  binding: { familiarBindingPolicy: 'exact'; familiarId?: string; authority: { approvalPolicyRef: string; approvalRecordRef?: string } };
+  binding: {
+    familiarBindingPolicy: 'exact';
+    familiarId?: string;
+    authority: { approvalPolicyRef: string; approvalRecordRef?: string };
+  };
   runtimeRequirements?: { runtimeId: string; capabilities: string[]; model?: string };
   policies: {
     timeout: { perRunMinutes: number };
-    retry: { maxAttempts: number; backoffPolicy: 'none' | 'fixed' | 'exponential'; backoffSeconds?: number; retryableClasses?: Array<'transient_dispatch' | 'lease_expired' | 'runtime_unavailable'> };
+    retry: {
+      maxAttempts: number;
+      backoffPolicy: 'none' | 'fixed' | 'exponential';
+      backoffSeconds?: number;
+      retryableClasses?: Array<'transient_dispatch' | 'lease_expired' | 'runtime_unavailable'>;
+    };
     concurrency: { overlap: 'forbid' };
     misfire: { disposition: 'latest' };
     delivery?: { outputTarget: string; mode: 'atomic' };
     retention: Record<string, { classification: string }>;
   };
-  provenance?: { createdBy: { principalId: string }; createdAt?: string; updatedBy?: { principalId: string }; updatedAt?: string; importedFrom?: string };
+  provenance?: {
+    createdBy: { principalId: string };
+    createdAt?: string;
+    updatedBy?: { principalId: string };
+    updatedAt?: string;
+    importedFrom?: string;
+  };
   activation?: { effectiveFrom?: string; effectiveUntil?: string };
   extensions?: Record<string, unknown>;
 }
@@ -79,7 +94,13 @@ export function checkCapabilities(definition: AutomationDefinition): void {
 /** A stored body for a new revision: revision, lifecycle state and timestamps set, integrity recomputed. */
 export function nextBody(
   base: AutomationDefinition,
-  changes: { revision: number; lifecycleState: LifecycleState; now: string; principalId: string; deletion?: AutomationDefinition['deletion'] },
+  changes: {
+    revision: number;
+    lifecycleState: LifecycleState;
+    now: string;
+    principalId: string;
+    deletion?: AutomationDefinition['deletion'];
+  },
 ): AutomationDefinition {
   const { integrity: _old, deletion: _oldDeletion, ...rest } = base;
   const body: Omit<AutomationDefinition, 'integrity'> & { integrity?: Digest } = {

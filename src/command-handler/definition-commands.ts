@@ -1,11 +1,24 @@
 import { definitionMachine } from '../../machines/index.js';
-import { createEntity, entityState, readEntity, transitionEntity, updateEntityAttributes, type EntityRecord } from '../actors/entity-transition.js';
+import {
+  createEntity,
+  entityState,
+  readEntity,
+  transitionEntity,
+  updateEntityAttributes,
+  type EntityRecord,
+} from '../actors/entity-transition.js';
 import { appendEvent, type EventKind } from '../changefeed/event-envelope.js';
 import { ContractError } from '../contract/errors.js';
 import type { StoredRecord, StoreTransaction } from '../store/store.js';
 import type { CommandContext, CommandOutcome } from './context.js';
 import { cancelUnlaunchedWork } from './tombstone-cleanup.js';
-import { checkDefinitionSemantics, checkDefinitionShape, nextBody, type AutomationDefinition, type LifecycleState } from './definition-body.js';
+import {
+  checkDefinitionSemantics,
+  checkDefinitionShape,
+  nextBody,
+  type AutomationDefinition,
+  type LifecycleState,
+} from './definition-body.js';
 
 export const DEFINITION_KIND = 'definition';
 /** Every committed revision body, sealed: revision-pins-history reads them back. */
@@ -25,22 +38,37 @@ export type DefinitionRecord = StoredRecord<EntityRecord<DefinitionAttributes>>;
 export const revisionId = (automationId: string, revision: number) => `${automationId}@${revision}`;
 
 /** NOT_FOUND, then GONE_TOMBSTONED, then REVISION_CONFLICT: the contract's check order. */
-export async function loadForMutation(tx: StoreTransaction, automationId: string, expectedRevision: number): Promise<DefinitionRecord> {
+export async function loadForMutation(
+  tx: StoreTransaction,
+  automationId: string,
+  expectedRevision: number,
+): Promise<DefinitionRecord> {
   const record = await tx.get<EntityRecord<DefinitionAttributes>>(DEFINITION_KIND, automationId);
-  if (record === undefined) throw new ContractError('NOT_FOUND', `no definition with id ${automationId}`, { automationId });
+  if (record === undefined)
+    throw new ContractError('NOT_FOUND', `no definition with id ${automationId}`, { automationId });
   const current = record.data.attributes.definition.revision;
   if (entityState(record) === 'tombstoned') {
-    throw new ContractError('GONE_TOMBSTONED', `definition ${automationId} is tombstoned; its history stays readable but it cannot change`, {
-      automationId,
-      tombstonedAt: record.data.attributes.tombstonedAt,
-    }, { currentRevision: current });
+    throw new ContractError(
+      'GONE_TOMBSTONED',
+      `definition ${automationId} is tombstoned; its history stays readable but it cannot change`,
+      {
+        automationId,
+        tombstonedAt: record.data.attributes.tombstonedAt,
+      },
+      { currentRevision: current },
+    );
   }
   if (current !== expectedRevision) {
-    throw new ContractError('REVISION_CONFLICT', `definition ${automationId} is at revision ${current}, not ${expectedRevision}`, {
-      automationId,
-      currentRevision: current,
-      expectedRevision,
-    }, { currentRevision: current });
+    throw new ContractError(
+      'REVISION_CONFLICT',
+      `definition ${automationId} is at revision ${current}, not ${expectedRevision}`,
+      {
+        automationId,
+        currentRevision: current,
+        expectedRevision,
+      },
+      { currentRevision: current },
+    );
   }
   return record;
 }
@@ -53,7 +81,10 @@ async function commitRevision(
   summary: string,
   lifecycleState: LifecycleState | 'tombstoned',
 ): Promise<CommandOutcome> {
-  await ctx.tx.put(DEFINITION_REVISION_KIND, revisionId(automationId, body.revision), body, { expectedVersion: null, terminal: true });
+  await ctx.tx.put(DEFINITION_REVISION_KIND, revisionId(automationId, body.revision), body, {
+    expectedVersion: null,
+    terminal: true,
+  });
   const event = await appendEvent(ctx.tx, ctx.feed, {
     stream: { kind: 'automation', id: automationId },
     kind,
@@ -81,30 +112,59 @@ export async function createDefinition(ctx: CommandContext): Promise<CommandOutc
   if (existing !== undefined) {
     const currentRevision = existing.data.attributes.definition.revision;
     if (entityState(existing) === 'tombstoned') {
-      throw new ContractError('GONE_TOMBSTONED', `definition ${id} is tombstoned; its id cannot be reused`, { automationId: id }, { currentRevision });
+      throw new ContractError(
+        'GONE_TOMBSTONED',
+        `definition ${id} is tombstoned; its id cannot be reused`,
+        { automationId: id },
+        { currentRevision },
+      );
     }
-    throw new ContractError('REVISION_CONFLICT', `definition ${id} already exists at revision ${currentRevision}`, { automationId: id, currentRevision }, { currentRevision });
+    throw new ContractError(
+      'REVISION_CONFLICT',
+      `definition ${id} already exists at revision ${currentRevision}`,
+      { automationId: id, currentRevision },
+      { currentRevision },
+    );
   }
   checkDefinitionSemantics(body);
-  if (body.revision !== 1) throw new ContractError('VALIDATION_FAILED', `a new definition has revision 1, not ${body.revision}`, { field: 'payload.definition.revision' });
-  if (body.lifecycleState !== 'draft') {
-    throw new ContractError('ILLEGAL_TRANSITION', `definition.v1 starts in draft; a create cannot write ${body.lifecycleState}`, {
-      machine: 'definition.v1',
-      state: 'none',
-      requested: body.lifecycleState,
+  if (body.revision !== 1)
+    throw new ContractError('VALIDATION_FAILED', `a new definition has revision 1, not ${body.revision}`, {
+      field: 'payload.definition.revision',
     });
+  if (body.lifecycleState !== 'draft') {
+    throw new ContractError(
+      'ILLEGAL_TRANSITION',
+      `definition.v1 starts in draft; a create cannot write ${body.lifecycleState}`,
+      {
+        machine: 'definition.v1',
+        state: 'none',
+        requested: body.lifecycleState,
+      },
+    );
   }
-  await createEntity<DefinitionAttributes>(ctx.tx, definitionMachine, DEFINITION_KIND, id, { automationId: id, revision: 1 }, {
-    definition: body,
-    createdAt: ctx.now,
-    updatedAt: ctx.now,
-    tombstonedAt: null,
-  });
+  await createEntity<DefinitionAttributes>(
+    ctx.tx,
+    definitionMachine,
+    DEFINITION_KIND,
+    id,
+    { automationId: id, revision: 1 },
+    {
+      definition: body,
+      createdAt: ctx.now,
+      updatedAt: ctx.now,
+      tombstonedAt: null,
+    },
+  );
   return commitRevision(ctx, id, body, 'definition.created', `definition ${id} created (revision 1, draft)`, 'draft');
 }
 
 /** The lifecycle state a revise writes, by current state; anything else the body claims is refused. */
-const REVISE_TARGET: Partial<Record<string, LifecycleState>> = { draft: 'paused', invalid: 'paused', paused: 'paused', active: 'active' };
+const REVISE_TARGET: Partial<Record<string, LifecycleState>> = {
+  draft: 'paused',
+  invalid: 'paused',
+  paused: 'paused',
+  active: 'active',
+};
 
 /** definition.revise.v1: a new body; draft and invalid definitions move to paused through the machine. */
 export async function reviseDefinition(ctx: CommandContext): Promise<CommandOutcome> {
@@ -114,43 +174,88 @@ export async function reviseDefinition(ctx: CommandContext): Promise<CommandOutc
   const record = await loadForMutation(ctx.tx, id, expected);
   checkDefinitionSemantics(body);
   if (body.revision !== expected + 1) {
-    throw new ContractError('VALIDATION_FAILED', `a revise of revision ${expected} must carry revision ${expected + 1}, not ${body.revision}`, {
-      field: 'payload.definition.revision',
-    });
+    throw new ContractError(
+      'VALIDATION_FAILED',
+      `a revise of revision ${expected} must carry revision ${expected + 1}, not ${body.revision}`,
+      {
+        field: 'payload.definition.revision',
+      },
+    );
   }
   const state = entityState(record);
   const target = REVISE_TARGET[state];
   if (target === undefined || body.lifecycleState !== target) {
-    throw new ContractError('ILLEGAL_TRANSITION', `a revise of a ${state} definition cannot write ${body.lifecycleState}${target === undefined ? '' : ` (it writes ${target})`}`, {
-      machine: 'definition.v1',
-      state,
-      requested: body.lifecycleState,
-    });
+    throw new ContractError(
+      'ILLEGAL_TRANSITION',
+      `a revise of a ${state} definition cannot write ${body.lifecycleState}${target === undefined ? '' : ` (it writes ${target})`}`,
+      {
+        machine: 'definition.v1',
+        state,
+        requested: body.lifecycleState,
+      },
+    );
   }
-  const attributes = (a: DefinitionAttributes): DefinitionAttributes => ({ ...a, definition: body, updatedAt: ctx.now });
+  const attributes = (a: DefinitionAttributes): DefinitionAttributes => ({
+    ...a,
+    definition: body,
+    updatedAt: ctx.now,
+  });
   if (state === 'draft' || state === 'invalid') {
-    await transitionEntity(ctx.tx, definitionMachine, DEFINITION_KIND, id, {
-      type: 'definition_revise_committed',
-      actor: 'command_handler',
-      now: ctx.now,
-      revision: body.revision,
-      validation: { valid: true, problems: [] },
-    }, attributes);
-    return commitRevision(ctx, id, body, 'definition.revised', `definition ${id} revised to revision ${body.revision} (${state} -> paused)`, 'paused');
+    await transitionEntity(
+      ctx.tx,
+      definitionMachine,
+      DEFINITION_KIND,
+      id,
+      {
+        type: 'definition_revise_committed',
+        actor: 'command_handler',
+        now: ctx.now,
+        revision: body.revision,
+        validation: { valid: true, problems: [] },
+      },
+      attributes,
+    );
+    return commitRevision(
+      ctx,
+      id,
+      body,
+      'definition.revised',
+      `definition ${id} revised to revision ${body.revision} (${state} -> paused)`,
+      'paused',
+    );
   }
   const requirements = ctx.requirements(body);
   if (state === 'active' && !(requirements.familiar && requirements.authority && requirements.runtime)) {
     // An active definition whose new body cannot run any more is committed and invalidated, not silently kept active.
-    const stored = nextBody(body, { revision: body.revision, lifecycleState: 'invalid', now: ctx.now, principalId: principalOf(ctx) });
-    await transitionEntity(ctx.tx, definitionMachine, DEFINITION_KIND, id, {
-      type: 'definition_invalidated',
-      actor: 'command_handler',
-      now: ctx.now,
+    const stored = nextBody(body, {
       revision: body.revision,
-      validation: { valid: true, problems: [] },
-      requirements,
-    }, (a: DefinitionAttributes) => ({ ...a, definition: stored, updatedAt: ctx.now }));
-    return commitRevision(ctx, id, stored, 'definition.invalidated', `definition ${id} revision ${body.revision} cannot run: invalidated`, 'invalid');
+      lifecycleState: 'invalid',
+      now: ctx.now,
+      principalId: principalOf(ctx),
+    });
+    await transitionEntity(
+      ctx.tx,
+      definitionMachine,
+      DEFINITION_KIND,
+      id,
+      {
+        type: 'definition_invalidated',
+        actor: 'command_handler',
+        now: ctx.now,
+        revision: body.revision,
+        validation: { valid: true, problems: [] },
+        requirements,
+      },
+      (a: DefinitionAttributes) => ({ ...a, definition: stored, updatedAt: ctx.now }),
+    );
+    return commitRevision(
+      ctx,
+      id,
+      stored,
+      'definition.invalidated',
+      `definition ${id} revision ${body.revision} cannot run: invalidated`,
+      'invalid',
+    );
   }
   if (ctx.faults?.rewriteHistoricRevision === true) await rewriteLiveOccurrenceRevisions(ctx, id, body.revision);
   // Schedule revisions are future-only: a revised active definition plans from now on.
@@ -158,22 +263,43 @@ export async function reviseDefinition(ctx: CommandContext): Promise<CommandOutc
     ...attributes(a),
     ...(state === 'active' ? { scheduleEffectiveFrom: ctx.now } : {}),
   }));
-  return commitRevision(ctx, id, body, 'definition.revised', `definition ${id} revised to revision ${body.revision}`, state as LifecycleState);
+  return commitRevision(
+    ctx,
+    id,
+    body,
+    'definition.revised',
+    `definition ${id} revised to revision ${body.revision}`,
+    state as LifecycleState,
+  );
 }
 
 /** Fault `rewriteHistoricRevision`: moves the definition's live occurrences onto the new revision. */
-async function rewriteLiveOccurrenceRevisions(ctx: CommandContext, automationId: string, revision: number): Promise<void> {
+async function rewriteLiveOccurrenceRevisions(
+  ctx: CommandContext,
+  automationId: string,
+  revision: number,
+): Promise<void> {
   for (const { id, data } of await ctx.tx.list<{ automationId: string | null }>('live-occurrence')) {
     if (data.automationId !== automationId) continue;
     const occurrence = await ctx.tx.get<{ attributes: Record<string, unknown> }>('occurrence', id);
     if (occurrence !== undefined) {
-      await ctx.tx.put('occurrence', id, { ...occurrence.data, attributes: { ...occurrence.data.attributes, automationRevision: revision } }, { expectedVersion: occurrence.version });
+      await ctx.tx.put(
+        'occurrence',
+        id,
+        { ...occurrence.data, attributes: { ...occurrence.data.attributes, automationRevision: revision } },
+        { expectedVersion: occurrence.version },
+      );
     }
   }
 }
 
 interface LifecycleCommand {
-  event: 'definition_activated' | 'definition_paused' | 'definition_disabled' | 'definition_reenabled' | 'definition_tombstoned';
+  event:
+    | 'definition_activated'
+    | 'definition_paused'
+    | 'definition_disabled'
+    | 'definition_reenabled'
+    | 'definition_tombstoned';
   eventKind: EventKind;
   verb: string;
 }
@@ -183,7 +309,11 @@ export const LIFECYCLE_COMMANDS: Record<string, LifecycleCommand> = {
   'definition.pause.v1': { event: 'definition_paused', eventKind: 'definition.paused', verb: 'paused' },
   'definition.disable.v1': { event: 'definition_disabled', eventKind: 'definition.disabled', verb: 'disabled' },
   // The contract has no event kind for re-enabling; the definition is paused again, so it reports that.
-  'x-coven-automata.definition.reenable.v1': { event: 'definition_reenabled', eventKind: 'definition.paused', verb: 're-enabled (paused)' },
+  'x-coven-automata.definition.reenable.v1': {
+    event: 'definition_reenabled',
+    eventKind: 'definition.paused',
+    verb: 're-enabled (paused)',
+  },
   'definition.tombstone.v1': { event: 'definition_tombstoned', eventKind: 'definition.tombstoned', verb: 'tombstoned' },
 };
 
@@ -195,35 +325,63 @@ export async function changeLifecycle(ctx: CommandContext, spec: LifecycleComman
   const current = record.data.attributes.definition;
   const revision = current.revision + 1;
   const tombstone = spec.event === 'definition_tombstoned';
-  const committed = await transitionEntity<DefinitionAttributes>(ctx.tx, definitionMachine, DEFINITION_KIND, id, {
-    type: spec.event,
-    actor: 'command_handler',
-    now: ctx.now,
-    revision,
-    ...(spec.event === 'definition_activated' ? { requirements: ctx.requirements(current) } : {}),
-    ...(spec.event === 'definition_reenabled' ? { explicit: true } : {}),
-  }, (a) => {
-    const lifecycleState = tombstone ? current.lifecycleState : (entityStateAfter(spec.event) ?? current.lifecycleState);
-    const definition = nextBody(current, {
-      revision,
-      lifecycleState,
+  const committed = await transitionEntity<DefinitionAttributes>(
+    ctx.tx,
+    definitionMachine,
+    DEFINITION_KIND,
+    id,
+    {
+      type: spec.event,
+      actor: 'command_handler',
       now: ctx.now,
-      principalId: principalOf(ctx),
-      ...(tombstone
-        ? { deletion: { tombstoned: true as const, requestedAt: ctx.now, requestedBy: { principalId: principalOf(ctx) }, ...(reason === undefined ? {} : { reason }) } }
-        : {}),
-    });
-    return {
-      ...a,
-      definition,
-      updatedAt: ctx.now,
-      tombstonedAt: tombstone ? ctx.now : a.tombstonedAt,
-      ...(spec.event === 'definition_activated' ? { scheduleEffectiveFrom: ctx.now } : {}),
-    };
-  });
+      revision,
+      ...(spec.event === 'definition_activated' ? { requirements: ctx.requirements(current) } : {}),
+      ...(spec.event === 'definition_reenabled' ? { explicit: true } : {}),
+    },
+    (a) => {
+      const lifecycleState = tombstone
+        ? current.lifecycleState
+        : (entityStateAfter(spec.event) ?? current.lifecycleState);
+      const definition = nextBody(current, {
+        revision,
+        lifecycleState,
+        now: ctx.now,
+        principalId: principalOf(ctx),
+        ...(tombstone
+          ? {
+              deletion: {
+                tombstoned: true as const,
+                requestedAt: ctx.now,
+                requestedBy: { principalId: principalOf(ctx) },
+                ...(reason === undefined ? {} : { reason }),
+              },
+            }
+          : {}),
+      });
+      return {
+        ...a,
+        definition,
+        updatedAt: ctx.now,
+        tombstonedAt: tombstone ? ctx.now : a.tombstonedAt,
+        ...(spec.event === 'definition_activated' ? { scheduleEffectiveFrom: ctx.now } : {}),
+      };
+    },
+  );
   const body = committed.record.data.attributes.definition;
-  const cancelled = tombstone ? await cancelUnlaunchedWork({ tx: ctx.tx, feed: ctx.feed, now: ctx.now, adoptionKey: ctx.envelope.adoptionKey }, id) : [];
-  const outcome = await commitRevision(ctx, id, body, spec.eventKind, `definition ${id} ${spec.verb} (revision ${revision})`, committed.to as LifecycleState | 'tombstoned');
+  const cancelled = tombstone
+    ? await cancelUnlaunchedWork(
+        { tx: ctx.tx, feed: ctx.feed, now: ctx.now, adoptionKey: ctx.envelope.adoptionKey },
+        id,
+      )
+    : [];
+  const outcome = await commitRevision(
+    ctx,
+    id,
+    body,
+    spec.eventKind,
+    `definition ${id} ${spec.verb} (revision ${revision})`,
+    committed.to as LifecycleState | 'tombstoned',
+  );
   outcome.result = {
     automationId: id,
     lifecycleState: committed.to,
@@ -235,11 +393,19 @@ export async function changeLifecycle(ctx: CommandContext, spec: LifecycleComman
 }
 
 function entityStateAfter(event: LifecycleCommand['event']): LifecycleState | undefined {
-  return ({ definition_activated: 'active', definition_paused: 'paused', definition_disabled: 'disabled', definition_reenabled: 'paused' } as const)[
-    event as 'definition_activated'
-  ];
+  return (
+    {
+      definition_activated: 'active',
+      definition_paused: 'paused',
+      definition_disabled: 'disabled',
+      definition_reenabled: 'paused',
+    } as const
+  )[event as 'definition_activated'];
 }
 
-export async function readDefinition(tx: Pick<StoreTransaction, 'get'>, automationId: string): Promise<DefinitionRecord> {
+export async function readDefinition(
+  tx: Pick<StoreTransaction, 'get'>,
+  automationId: string,
+): Promise<DefinitionRecord> {
   return readEntity<DefinitionAttributes>(tx as StoreTransaction, DEFINITION_KIND, automationId);
 }

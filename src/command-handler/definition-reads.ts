@@ -1,7 +1,12 @@
 import { entityState, type EntityRecord } from '../actors/entity-transition.js';
 import { ContractError } from '../contract/errors.js';
 import type { StoreReader } from '../store/store.js';
-import { DEFINITION_KIND, DEFINITION_REVISION_KIND, revisionId, type DefinitionAttributes } from './definition-commands.js';
+import {
+  DEFINITION_KIND,
+  DEFINITION_REVISION_KIND,
+  revisionId,
+  type DefinitionAttributes,
+} from './definition-commands.js';
 import type { AutomationDefinition } from './definition-body.js';
 
 const MAX_LIST = 100;
@@ -21,7 +26,10 @@ function decodeCursor(cursor: string): string {
 }
 
 /** definition.list.v1: tombstoned definitions only with `lifecycleState: "tombstoned"` or `"all"`. */
-export async function listDefinitions(reader: StoreReader, payload: { lifecycleState?: string; limit?: number; cursor?: string }): Promise<Record<string, unknown>> {
+export async function listDefinitions(
+  reader: StoreReader,
+  payload: { lifecycleState?: string; limit?: number; cursor?: string },
+): Promise<Record<string, unknown>> {
   const filter = payload.lifecycleState;
   const limit = payload.limit ?? MAX_LIST;
   const afterId = payload.cursor === undefined ? undefined : decodeCursor(payload.cursor);
@@ -43,20 +51,34 @@ export async function listDefinitions(reader: StoreReader, payload: { lifecycleS
       tombstonedAt: r.data.attributes.tombstonedAt,
     })),
     revisionById: Object.fromEntries(shown.map((r) => [r.id, r.data.attributes.definition.revision])),
-    tombstonedAtById: Object.fromEntries(shown.filter((r) => r.data.attributes.tombstonedAt !== null).map((r) => [r.id, r.data.attributes.tombstonedAt])),
+    tombstonedAtById: Object.fromEntries(
+      shown.filter((r) => r.data.attributes.tombstonedAt !== null).map((r) => [r.id, r.data.attributes.tombstonedAt]),
+    ),
     cursor: { hasMore, ...(hasMore ? { next: encodeCursor(shown[shown.length - 1]!.id) } : {}) },
   };
 }
 
 /** definition.get.v1: the current body, or a pinned historic revision; tombstoned definitions stay readable. */
-export async function getDefinition(reader: StoreReader, payload: { automationId: string; revision?: number }): Promise<Record<string, unknown>> {
+export async function getDefinition(
+  reader: StoreReader,
+  payload: { automationId: string; revision?: number },
+): Promise<Record<string, unknown>> {
   const record = await reader.get<EntityRecord<DefinitionAttributes>>(DEFINITION_KIND, payload.automationId);
-  if (record === undefined) throw new ContractError('NOT_FOUND', `no definition with id ${payload.automationId}`, { automationId: payload.automationId });
+  if (record === undefined)
+    throw new ContractError('NOT_FOUND', `no definition with id ${payload.automationId}`, {
+      automationId: payload.automationId,
+    });
   let definition = record.data.attributes.definition;
   if (payload.revision !== undefined && payload.revision !== definition.revision) {
-    const historic = await reader.get<AutomationDefinition>(DEFINITION_REVISION_KIND, revisionId(payload.automationId, payload.revision));
+    const historic = await reader.get<AutomationDefinition>(
+      DEFINITION_REVISION_KIND,
+      revisionId(payload.automationId, payload.revision),
+    );
     if (historic === undefined) {
-      throw new ContractError('NOT_FOUND', `definition ${payload.automationId} has no revision ${payload.revision}`, { automationId: payload.automationId, revision: payload.revision });
+      throw new ContractError('NOT_FOUND', `definition ${payload.automationId} has no revision ${payload.revision}`, {
+        automationId: payload.automationId,
+        revision: payload.revision,
+      });
     }
     definition = historic.data;
   }

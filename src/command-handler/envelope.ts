@@ -32,7 +32,10 @@ export const CONTRACT_COMMANDS = [
  * transition, which no v1 command reaches; `definition.unquarantine` lifts the quarantine that exhausted
  * retries impose.
  */
-export const EXTENSION_COMMANDS = ['x-coven-automata.definition.reenable.v1', 'x-coven-automata.definition.unquarantine.v1'] as const;
+export const EXTENSION_COMMANDS = [
+  'x-coven-automata.definition.reenable.v1',
+  'x-coven-automata.definition.unquarantine.v1',
+] as const;
 
 export type ContractCommand = (typeof CONTRACT_COMMANDS)[number];
 export type CommandName = ContractCommand | (typeof EXTENSION_COMMANDS)[number];
@@ -78,7 +81,11 @@ export interface CommandResponse {
 
 export { MAX_COMMAND_BYTES, MAX_NESTING_DEPTH } from './plain-json.js';
 
-function reject(code: 'VALIDATION_FAILED' | 'SCHEMA_VERSION_UNSUPPORTED', message: string, details?: Record<string, unknown>): never {
+function reject(
+  code: 'VALIDATION_FAILED' | 'SCHEMA_VERSION_UNSUPPORTED',
+  message: string,
+  details?: Record<string, unknown>,
+): never {
   throw new ContractError(code, message, details);
 }
 
@@ -94,17 +101,25 @@ export function decodeCommand(raw: unknown): CommandEnvelope {
 
 /** The schema version and envelope checks of {@link decodeCommand}, on input that is already plain JSON. */
 export function checkEnvelope(value: unknown): CommandEnvelope {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) reject('VALIDATION_FAILED', 'command must be a JSON object');
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    reject('VALIDATION_FAILED', 'command must be a JSON object');
   const version = (value as { schemaVersion?: unknown }).schemaVersion;
   if (version !== undefined && version !== SCHEMA_VERSION) {
     const shown = JSON.stringify(version).slice(0, 100);
-    reject('SCHEMA_VERSION_UNSUPPORTED', `schemaVersion ${shown} is not supported; this engine speaks ${SCHEMA_VERSION}`, {
-      schemaVersion: typeof version === 'string' ? version.slice(0, 100) : shown,
-      supported: [SCHEMA_VERSION],
-    });
+    reject(
+      'SCHEMA_VERSION_UNSUPPORTED',
+      `schemaVersion ${shown} is not supported; this engine speaks ${SCHEMA_VERSION}`,
+      {
+        schemaVersion: typeof version === 'string' ? version.slice(0, 100) : shown,
+        supported: [SCHEMA_VERSION],
+      },
+    );
   }
   const verdict = validateAgainst('command-envelope.schema.json', value);
-  if (!verdict.valid) reject('VALIDATION_FAILED', `command envelope is invalid: ${verdict.problems.slice(0, 5).join('; ')}`, { problems: verdict.problems.slice(0, 50) });
+  if (!verdict.valid)
+    reject('VALIDATION_FAILED', `command envelope is invalid: ${verdict.problems.slice(0, 5).join('; ')}`, {
+      problems: verdict.problems.slice(0, 50),
+    });
   return value as CommandEnvelope;
 }
 
@@ -113,8 +128,13 @@ export function checkEnvelope(value: unknown): CommandEnvelope {
  * ever given plain JSON data (the output of {@link toPlainJson}), never the caller's live value.
  */
 export function peekIdentity(value: unknown): { command: string; adoptionKey: string } {
-  const record = typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
-  const command = typeof record.command === 'string' && record.command.length > 0 && record.command.length <= 64 ? record.command : 'unknown';
-  const adoptionKey = typeof record.adoptionKey === 'string' && record.adoptionKey.length <= 200 ? record.adoptionKey : '';
+  const record =
+    typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+  const command =
+    typeof record.command === 'string' && record.command.length > 0 && record.command.length <= 64
+      ? record.command
+      : 'unknown';
+  const adoptionKey =
+    typeof record.adoptionKey === 'string' && record.adoptionKey.length <= 200 ? record.adoptionKey : '';
   return { command, adoptionKey };
 }

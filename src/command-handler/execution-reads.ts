@@ -19,8 +19,12 @@ import { DEFINITION_KIND, type DefinitionRecord } from './definition-commands.js
 function decodeCursor(cursor: string | undefined): { startedAt: string; runId: string } | undefined {
   if (cursor === undefined) return undefined;
   try {
-    const value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { startedAt?: unknown; runId?: unknown };
-    if (typeof value.startedAt === 'string' && typeof value.runId === 'string') return { startedAt: value.startedAt, runId: value.runId };
+    const value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as {
+      startedAt?: unknown;
+      runId?: unknown;
+    };
+    if (typeof value.startedAt === 'string' && typeof value.runId === 'string')
+      return { startedAt: value.startedAt, runId: value.runId };
   } catch {
     // the typed error below
   }
@@ -28,16 +32,39 @@ function decodeCursor(cursor: string | undefined): { startedAt: string; runId: s
 }
 
 /** run.history.v1: runs of an automation newest first (by start, then id), each with its attempts. */
-export async function runHistory(reader: StoreReader, payload: { automationId: string; occurrenceId?: string; limit?: number; cursor?: string }): Promise<Record<string, unknown>> {
+export async function runHistory(
+  reader: StoreReader,
+  payload: { automationId: string; occurrenceId?: string; limit?: number; cursor?: string },
+): Promise<Record<string, unknown>> {
   const definition = await reader.get(DEFINITION_KIND, payload.automationId);
-  if (definition === undefined) throw new ContractError('NOT_FOUND', `no definition with id ${payload.automationId}`, { automationId: payload.automationId });
+  if (definition === undefined)
+    throw new ContractError('NOT_FOUND', `no definition with id ${payload.automationId}`, {
+      automationId: payload.automationId,
+    });
   const limit = payload.limit ?? 20;
   const after = decodeCursor(payload.cursor);
   const runs = ((await reader.list<RunRecord['data']>(KINDS.run)) as RunRecord[])
     .filter((r) => r.data.attributes.automationId === payload.automationId)
-    .filter((r) => payload.occurrenceId === undefined || (r.data.snapshot.context as { occurrenceId: string }).occurrenceId === payload.occurrenceId)
-    .sort((a, b) => (a.data.attributes.startedAt === b.data.attributes.startedAt ? (a.id < b.id ? 1 : -1) : a.data.attributes.startedAt < b.data.attributes.startedAt ? 1 : -1))
-    .filter((r) => after === undefined || r.data.attributes.startedAt < after.startedAt || (r.data.attributes.startedAt === after.startedAt && r.id < after.runId));
+    .filter(
+      (r) =>
+        payload.occurrenceId === undefined ||
+        (r.data.snapshot.context as { occurrenceId: string }).occurrenceId === payload.occurrenceId,
+    )
+    .sort((a, b) =>
+      a.data.attributes.startedAt === b.data.attributes.startedAt
+        ? a.id < b.id
+          ? 1
+          : -1
+        : a.data.attributes.startedAt < b.data.attributes.startedAt
+          ? 1
+          : -1,
+    )
+    .filter(
+      (r) =>
+        after === undefined ||
+        r.data.attributes.startedAt < after.startedAt ||
+        (r.data.attributes.startedAt === after.startedAt && r.id < after.runId),
+    );
   const page = runs.slice(0, limit);
   const rendered = [];
   for (const run of page) {
@@ -57,23 +84,50 @@ export async function runHistory(reader: StoreReader, payload: { automationId: s
     cursor: {
       hasMore,
       ...(payload.cursor === undefined ? {} : { current: payload.cursor }),
-      ...(hasMore && last !== undefined ? { next: Buffer.from(JSON.stringify({ startedAt: last.data.attributes.startedAt, runId: last.id })).toString('base64url') } : {}),
+      ...(hasMore && last !== undefined
+        ? {
+            next: Buffer.from(JSON.stringify({ startedAt: last.data.attributes.startedAt, runId: last.id })).toString(
+              'base64url',
+            ),
+          }
+        : {}),
     },
   };
 }
 
 /** definition.health.v1: where an automation stands and what it will do next. */
-export async function definitionHealth(svc: EngineServices, reader: StoreReader, payload: { automationId: string }): Promise<Record<string, unknown>> {
-  const record = (await reader.get<DefinitionRecord['data']>(DEFINITION_KIND, payload.automationId)) as DefinitionRecord | undefined;
-  if (record === undefined) throw new ContractError('NOT_FOUND', `no definition with id ${payload.automationId}`, { automationId: payload.automationId });
+export async function definitionHealth(
+  svc: EngineServices,
+  reader: StoreReader,
+  payload: { automationId: string },
+): Promise<Record<string, unknown>> {
+  const record = (await reader.get<DefinitionRecord['data']>(DEFINITION_KIND, payload.automationId)) as
+    DefinitionRecord | undefined;
+  if (record === undefined)
+    throw new ContractError('NOT_FOUND', `no definition with id ${payload.automationId}`, {
+      automationId: payload.automationId,
+    });
   const state = stateOf(record);
-  if (state === 'tombstoned') throw new ContractError('GONE_TOMBSTONED', `definition ${payload.automationId} is tombstoned`, { automationId: payload.automationId });
+  if (state === 'tombstoned')
+    throw new ContractError('GONE_TOMBSTONED', `definition ${payload.automationId} is tombstoned`, {
+      automationId: payload.automationId,
+    });
   const definition = record.data.attributes.definition;
-  const occurrences = ((await reader.list<OccurrenceRecord['data']>(KINDS.occurrence)) as OccurrenceRecord[]).filter((o) => o.data.attributes.automationId === payload.automationId);
-  const runs = ((await reader.list<RunRecord['data']>(KINDS.run)) as RunRecord[]).filter((r) => r.data.attributes.automationId === payload.automationId);
+  const occurrences = ((await reader.list<OccurrenceRecord['data']>(KINDS.occurrence)) as OccurrenceRecord[]).filter(
+    (o) => o.data.attributes.automationId === payload.automationId,
+  );
+  const runs = ((await reader.list<RunRecord['data']>(KINDS.run)) as RunRecord[]).filter(
+    (r) => r.data.attributes.automationId === payload.automationId,
+  );
   const quarantine = await reader.get<{ since: string; reason: string }>(KINDS.quarantine, payload.automationId);
-  const latest = (values: Array<string | undefined>) => values.filter((v): v is string => v !== undefined).sort().at(-1) ?? null;
-  const settled = runs.filter((r) => r.data.attributes.finishedAt !== undefined).sort((a, b) => (a.data.attributes.finishedAt! < b.data.attributes.finishedAt! ? 1 : -1));
+  const latest = (values: Array<string | undefined>) =>
+    values
+      .filter((v): v is string => v !== undefined)
+      .sort()
+      .at(-1) ?? null;
+  const settled = runs
+    .filter((r) => r.data.attributes.finishedAt !== undefined)
+    .sort((a, b) => (a.data.attributes.finishedAt! < b.data.attributes.finishedAt! ? 1 : -1));
   let consecutiveFailures = 0;
   for (const run of settled) {
     if (stateOf(run) === 'succeeded') break;
@@ -82,7 +136,10 @@ export async function definitionHealth(svc: EngineServices, reader: StoreReader,
   const live = occurrences.filter((o) => OCCURRENCE_LIVE.has(stateOf(o)));
   const leased = live.map((o) => occurrenceContext(o)).find((c) => c.fence.claimedBy !== null);
   const schedule = svc.schedule(definition.trigger.schedule.rrule, definition.trigger.schedule.timezone);
-  const nextDueAt = state === 'active' && quarantine === undefined ? (schedule.nextAfter(svc.clock.now())?.toISOString() ?? null) : null;
+  const nextDueAt =
+    state === 'active' && quarantine === undefined
+      ? (schedule.nextAfter(svc.clock.now())?.toISOString() ?? null)
+      : null;
   const staleReason =
     quarantine !== undefined
       ? `quarantined: ${quarantine.data.reason}`

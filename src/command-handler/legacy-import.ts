@@ -5,7 +5,12 @@ import { integrityOf } from '../contract/digest.js';
 import { ContractError, isContractError, type ErrorCode } from '../contract/errors.js';
 import type { CommandContext, CommandOutcome } from './context.js';
 import { checkDefinitionBody, type AutomationDefinition } from './definition-body.js';
-import { DEFINITION_KIND, DEFINITION_REVISION_KIND, revisionId, type DefinitionAttributes } from './definition-commands.js';
+import {
+  DEFINITION_KIND,
+  DEFINITION_REVISION_KIND,
+  revisionId,
+  type DefinitionAttributes,
+} from './definition-commands.js';
 
 /** The flat legacy definition used by upstream's conformance vectors (schemaVersion 1). */
 export interface FlatDefinition {
@@ -25,10 +30,33 @@ export interface FlatDefinition {
   model?: string;
   tags?: string[];
   outputTarget?: string;
-  retry?: { maxAttempts: number; backoffPolicy: 'none' | 'fixed' | 'exponential'; backoffSeconds?: number; retryableClasses?: Array<'transient_dispatch' | 'lease_expired' | 'runtime_unavailable'> };
+  retry?: {
+    maxAttempts: number;
+    backoffPolicy: 'none' | 'fixed' | 'exponential';
+    backoffSeconds?: number;
+    retryableClasses?: Array<'transient_dispatch' | 'lease_expired' | 'runtime_unavailable'>;
+  };
 }
 
-const FLAT_KEYS = new Set(['schemaVersion', 'id', 'name', 'status', 'rrule', 'timezone', 'misfire', 'overlap', 'timeoutMinutes', 'runtime', 'prompt', 'cwd', 'familiarId', 'model', 'tags', 'outputTarget', 'retry']);
+const FLAT_KEYS = new Set([
+  'schemaVersion',
+  'id',
+  'name',
+  'status',
+  'rrule',
+  'timezone',
+  'misfire',
+  'overlap',
+  'timeoutMinutes',
+  'runtime',
+  'prompt',
+  'cwd',
+  'familiarId',
+  'model',
+  'tags',
+  'outputTarget',
+  'retry',
+]);
 /** Imported definitions bind this approval policy until an operator revises them with a real one. */
 export const LEGACY_APPROVAL_POLICY = 'policy://coven-automata/legacy-import';
 
@@ -45,28 +73,52 @@ export function richFromFlat(flat: unknown, principalId: string, now: string): A
   const id = typeof f.id === 'string' ? f.id : '(no id)';
   if (typeof flat !== 'object' || flat === null || Array.isArray(flat)) throw invalid(id, 'must be an object');
   if (f.schemaVersion !== 1) {
-    throw new ContractError('SCHEMA_VERSION_UNSUPPORTED', `legacy definition ${id}: schemaVersion ${JSON.stringify(f.schemaVersion)} is not 1`, { automationId: id });
+    throw new ContractError(
+      'SCHEMA_VERSION_UNSUPPORTED',
+      `legacy definition ${id}: schemaVersion ${JSON.stringify(f.schemaVersion)} is not 1`,
+      { automationId: id },
+    );
   }
   const unknown = Object.keys(f).filter((k) => !FLAT_KEYS.has(k));
   if (unknown.length > 0) throw invalid(id, `unknown fields ${unknown.join(', ')}`);
-  if (f.status !== 'ACTIVE' && f.status !== 'PAUSED' && f.status !== 'DISABLED') throw invalid(id, `status ${JSON.stringify(f.status)} is not ACTIVE, PAUSED or DISABLED`);
-  if (f.misfire !== 'latest') throw new ContractError('CAPABILITY_UNSUPPORTED', `legacy definition ${id}: misfire ${JSON.stringify(f.misfire)}`, { variant: `misfire.${String(f.misfire)}` });
-  if (f.overlap !== 'forbid') throw new ContractError('CAPABILITY_UNSUPPORTED', `legacy definition ${id}: overlap ${JSON.stringify(f.overlap)}`, { variant: `overlap.${String(f.overlap)}` });
+  if (f.status !== 'ACTIVE' && f.status !== 'PAUSED' && f.status !== 'DISABLED')
+    throw invalid(id, `status ${JSON.stringify(f.status)} is not ACTIVE, PAUSED or DISABLED`);
+  if (f.misfire !== 'latest')
+    throw new ContractError('CAPABILITY_UNSUPPORTED', `legacy definition ${id}: misfire ${JSON.stringify(f.misfire)}`, {
+      variant: `misfire.${String(f.misfire)}`,
+    });
+  if (f.overlap !== 'forbid')
+    throw new ContractError('CAPABILITY_UNSUPPORTED', `legacy definition ${id}: overlap ${JSON.stringify(f.overlap)}`, {
+      variant: `overlap.${String(f.overlap)}`,
+    });
   const body: Omit<AutomationDefinition, 'integrity'> = {
     schemaVersion: 'coven.automations.v1',
     automationId: f.id as string,
     revision: 1,
     lifecycleState: 'draft',
     display: { name: f.name as string, ...(f.tags === undefined ? {} : { tags: f.tags }) },
-    trigger: { variant: 'schedule', version: 1, schedule: { rrule: f.rrule as string, timezone: f.timezone as string } },
+    trigger: {
+      variant: 'schedule',
+      version: 1,
+      schedule: { rrule: f.rrule as string, timezone: f.timezone as string },
+    },
     conditions: [],
-    action: { variant: 'familiarInvocation', version: 1, prompt: f.prompt as string, ...(f.cwd === undefined ? {} : { cwd: f.cwd }) },
+    action: {
+      variant: 'familiarInvocation',
+      version: 1,
+      prompt: f.prompt as string,
+      ...(f.cwd === undefined ? {} : { cwd: f.cwd }),
+    },
     binding: {
       familiarBindingPolicy: 'exact',
       ...(f.familiarId === undefined ? {} : { familiarId: f.familiarId }),
       authority: { approvalPolicyRef: LEGACY_APPROVAL_POLICY },
     },
-    runtimeRequirements: { runtimeId: f.runtime as string, capabilities: ['sessions.launch'], ...(f.model === undefined ? {} : { model: f.model }) },
+    runtimeRequirements: {
+      runtimeId: f.runtime as string,
+      capabilities: ['sessions.launch'],
+      ...(f.model === undefined ? {} : { model: f.model }),
+    },
     policies: {
       timeout: { perRunMinutes: f.timeoutMinutes as number },
       retry: f.retry ?? { maxAttempts: 1, backoffPolicy: 'none' },
@@ -111,7 +163,10 @@ function inFlatTerms(error: unknown): unknown {
     const mapping = FLAT_FIELD_OF.find(([rich]) => problem.startsWith(`${rich}:`) || problem.startsWith(`${rich}/`));
     return mapping === undefined ? problem : mapping[1] + problem.slice(mapping[0].length);
   };
-  return new ContractError(error.code, error.message, { ...error.details, problems: (problems as string[]).map(rewrite) });
+  return new ContractError(error.code, error.message, {
+    ...error.details,
+    problems: (problems as string[]).map(rewrite),
+  });
 }
 
 type ImportFailure = { automationId: string; code: string; message: string; problems?: string[] };
@@ -121,17 +176,26 @@ type ImportFailure = { automationId: string; code: string; message: string; prob
  * imported failed, is refused: a typed error that writes nothing, carrying the same per-definition failures
  * a partial import reports. Its code is the failures' common code, else VALIDATION_FAILED.
  */
-function nothingImported(failures: ImportFailure[], skipped: Array<{ automationId: string; reason: string }>): ContractError {
+function nothingImported(
+  failures: ImportFailure[],
+  skipped: Array<{ automationId: string; reason: string }>,
+): ContractError {
   const codes = new Set(failures.map((f) => f.code));
   const code = codes.size === 1 ? (failures[0]!.code as ErrorCode) : 'VALIDATION_FAILED';
   const named = failures.slice(0, 10).map((f) => f.automationId);
   const more = failures.length > named.length ? `, and ${failures.length - named.length} more` : '';
   const skips = skipped.length > 0 ? `; ${skipped.length} skipped` : '';
-  return new ContractError(code, `legacy import imported nothing: ${failures.length} failed (${named.join(', ')}${more})${skips}`, {
-    failures: failures.slice(0, 50).map((f) => ({ ...f, ...(f.problems === undefined ? {} : { problems: f.problems.slice(0, 20) }) })),
-    failed: failures.length,
-    skipped,
-  });
+  return new ContractError(
+    code,
+    `legacy import imported nothing: ${failures.length} failed (${named.join(', ')}${more})${skips}`,
+    {
+      failures: failures
+        .slice(0, 50)
+        .map((f) => ({ ...f, ...(f.problems === undefined ? {} : { problems: f.problems.slice(0, 20) }) })),
+      failed: failures.length,
+      skipped,
+    },
+  );
 }
 
 /**
@@ -156,23 +220,41 @@ export async function importLegacy(ctx: CommandContext): Promise<CommandOutcome>
     } catch (error) {
       if (!isContractError(error)) throw error;
       const problems = error.details?.problems;
-      failures.push({ automationId: id, code: error.code, message: error.message, ...(Array.isArray(problems) ? { problems: problems as string[] } : {}) });
+      failures.push({
+        automationId: id,
+        code: error.code,
+        message: error.message,
+        ...(Array.isArray(problems) ? { problems: problems as string[] } : {}),
+      });
       continue;
     }
     const existing = await ctx.tx.get<EntityRecord<DefinitionAttributes>>(DEFINITION_KIND, id);
     if (existing !== undefined || seen.has(id)) {
-      skipped.push({ automationId: id, reason: existing === undefined ? 'duplicate id in this import' : 'a definition with this id exists (tombstoned ids stay reserved)' });
+      skipped.push({
+        automationId: id,
+        reason:
+          existing === undefined
+            ? 'duplicate id in this import'
+            : 'a definition with this id exists (tombstoned ids stay reserved)',
+      });
       continue;
     }
     seen.add(id);
     imported.push(id);
     if (dryRun) continue;
-    await createEntity<DefinitionAttributes>(ctx.tx, definitionMachine, DEFINITION_KIND, id, { automationId: id, revision: 1 }, {
-      definition: body,
-      createdAt: ctx.now,
-      updatedAt: ctx.now,
-      tombstonedAt: null,
-    });
+    await createEntity<DefinitionAttributes>(
+      ctx.tx,
+      definitionMachine,
+      DEFINITION_KIND,
+      id,
+      { automationId: id, revision: 1 },
+      {
+        definition: body,
+        createdAt: ctx.now,
+        updatedAt: ctx.now,
+        tombstonedAt: null,
+      },
+    );
     await ctx.tx.put(DEFINITION_REVISION_KIND, revisionId(id, 1), body, { expectedVersion: null, terminal: true });
     const event = await appendEvent(ctx.tx, ctx.feed, {
       stream: { kind: 'automation', id },

@@ -28,7 +28,12 @@ import { DEFINITION_KIND } from './definition-commands.js';
 import { definitionHealth, runHistory } from './execution-reads.js';
 import { compactedEntity } from '../retention/compaction.js';
 
-const step = (ctx: CommandContext): StepContext => ({ tx: ctx.tx, feed: ctx.feed, now: ctx.now, adoptionKey: ctx.envelope.adoptionKey });
+const step = (ctx: CommandContext): StepContext => ({
+  tx: ctx.tx,
+  feed: ctx.feed,
+  now: ctx.now,
+  adoptionKey: ctx.envelope.adoptionKey,
+});
 const notFound = (kind: string, id: string) => new ContractError('NOT_FOUND', `no ${kind} with id ${id}`, { kind, id });
 
 /** NOT_FOUND for an occurrence or run, saying so when retention compacted it (it settled long ago). */
@@ -36,12 +41,16 @@ async function missing(ctx: CommandContext, kind: 'occurrence' | 'run', id: stri
   const compacted = await compactedEntity(ctx.tx, { kind, id });
   if (compacted === undefined) return notFound(kind, id);
   const state = (compacted.finalState[kind] as { state?: string } | undefined)?.state ?? 'settled';
-  return new ContractError('NOT_FOUND', `${kind} ${id} settled (${state}) and was compacted by retention at ${compacted.compactedAt}; its stream keeps the final state`, {
-    kind,
-    id,
-    compactedAt: compacted.compactedAt,
-    finalState: compacted.finalState,
-  });
+  return new ContractError(
+    'NOT_FOUND',
+    `${kind} ${id} settled (${state}) and was compacted by retention at ${compacted.compactedAt}; its stream keeps the final state`,
+    {
+      kind,
+      id,
+      compactedAt: compacted.compactedAt,
+      finalState: compacted.finalState,
+    },
+  );
 }
 
 async function getOccurrence(ctx: CommandContext, id: string): Promise<OccurrenceRecord> {
@@ -57,44 +66,84 @@ async function getRun(ctx: CommandContext, id: string): Promise<RunRecord> {
 }
 
 /** occurrence.runNow.v1: a manual occurrence, claimed in the command's own commit, launched right after it. */
-async function runNow(svc: EngineServices, dispatch: (id: string) => Promise<unknown>, ctx: CommandContext): Promise<CommandOutcome> {
+async function runNow(
+  svc: EngineServices,
+  dispatch: (id: string) => Promise<unknown>,
+  ctx: CommandContext,
+): Promise<CommandOutcome> {
   const automationId = ctx.envelope.payload.automationId as string;
-  const definitionRecord = await ctx.tx.get<Awaited<ReturnType<typeof readDefinitionRecord>>['data']>(DEFINITION_KIND, automationId);
+  const definitionRecord = await ctx.tx.get<Awaited<ReturnType<typeof readDefinitionRecord>>['data']>(
+    DEFINITION_KIND,
+    automationId,
+  );
   if (definitionRecord === undefined) throw notFound('definition', automationId);
   const state = definitionRecord.data.snapshot.value;
-  if (state === 'tombstoned') throw new ContractError('GONE_TOMBSTONED', `definition ${automationId} is tombstoned`, { automationId });
-  if (state !== 'active') throw new ContractError('ILLEGAL_TRANSITION', `definition ${automationId} is ${state}; only an active definition runs`, { automationId, state });
+  if (state === 'tombstoned')
+    throw new ContractError('GONE_TOMBSTONED', `definition ${automationId} is tombstoned`, { automationId });
+  if (state !== 'active')
+    throw new ContractError(
+      'ILLEGAL_TRANSITION',
+      `definition ${automationId} is ${state}; only an active definition runs`,
+      { automationId, state },
+    );
   if (await isQuarantined(ctx.tx, automationId)) {
-    throw new ContractError('ILLEGAL_TRANSITION', `definition ${automationId} is quarantined after exhausted retries`, { automationId, quarantined: true });
+    throw new ContractError('ILLEGAL_TRANSITION', `definition ${automationId} is quarantined after exhausted retries`, {
+      automationId,
+      quarantined: true,
+    });
   }
   const live = await liveWorkOf(ctx.tx, automationId);
-  if (live !== undefined) throw new ContractError('OVERLAP_FORBIDDEN', `automation ${automationId} has live work (${live}); overlap is forbidden`, { automationId, occurrenceId: live });
+  if (live !== undefined)
+    throw new ContractError(
+      'OVERLAP_FORBIDDEN',
+      `automation ${automationId} has live work (${live}); overlap is forbidden`,
+      { automationId, occurrenceId: live },
+    );
   const definition = definitionRecord.data.attributes.definition;
   const occurrenceId = `occ-manual-${sha256Hex(ctx.envelope.adoptionKey).slice(0, 32)}`;
   const occurrenceKey = `${automationId}@manual-${ctx.envelope.adoptionKey}`.slice(0, 320);
   const s = step(ctx);
   await ctx.tx.put(KINDS.occurrenceKey, occurrenceKey, { occurrenceId }, { expectedVersion: null });
-  await createExecutionEntity<OccurrenceAttributes>(s, 'occurrence', occurrenceId, occurrenceInput(occurrenceId, definition, ctx.now), {
-    automationId,
-    automationRevision: definition.revision,
-    definitionDigest: definition.integrity,
-    occurrenceKey,
-    scheduledFor: ctx.now,
-    triggerIdentity: { kind: 'manual.request', requestedBy: ctx.envelope.origin.principal },
-    stateReason: 'manual request',
-    misfireDisposition: 'none',
-    createdAt: ctx.now,
-    updatedAt: ctx.now,
-    observedAt: ctx.now,
-    held: false,
-  }, 'manual_request');
-  await moveEntity<OccurrenceAttributes>(s, 'occurrence', occurrenceId, { type: 'eligibility_passed', actor: 'scheduler' }, (a) => ({ ...a, eligibleAt: ctx.now }));
+  await createExecutionEntity<OccurrenceAttributes>(
+    s,
+    'occurrence',
+    occurrenceId,
+    occurrenceInput(occurrenceId, definition, ctx.now),
+    {
+      automationId,
+      automationRevision: definition.revision,
+      definitionDigest: definition.integrity,
+      occurrenceKey,
+      scheduledFor: ctx.now,
+      triggerIdentity: { kind: 'manual.request', requestedBy: ctx.envelope.origin.principal },
+      stateReason: 'manual request',
+      misfireDisposition: 'none',
+      createdAt: ctx.now,
+      updatedAt: ctx.now,
+      observedAt: ctx.now,
+      held: false,
+    },
+    'manual_request',
+  );
+  await moveEntity<OccurrenceAttributes>(
+    s,
+    'occurrence',
+    occurrenceId,
+    { type: 'eligibility_passed', actor: 'scheduler' },
+    (a) => ({ ...a, eligibleAt: ctx.now }),
+  );
   const leaseExpiresAt = svc.leaseExpiresAt(ctx.now);
-  await moveEntity<OccurrenceAttributes>(s, 'occurrence', occurrenceId, { type: 'claim', actor: 'scheduler', expectedGeneration: 0, claimedBy: svc.instanceId, leaseExpiresAt }, (a) => ({
-    ...a,
-    stateReason: `claimed by ${svc.instanceId} for a manual run`,
-    claimMetadata: { claimedAt: ctx.now, leaseMinutes: svc.leaseMinutes },
-  }));
+  await moveEntity<OccurrenceAttributes>(
+    s,
+    'occurrence',
+    occurrenceId,
+    { type: 'claim', actor: 'scheduler', expectedGeneration: 0, claimedBy: svc.instanceId, leaseExpiresAt },
+    (a) => ({
+      ...a,
+      stateReason: `claimed by ${svc.instanceId} for a manual run`,
+      claimMetadata: { claimedAt: ctx.now, leaseMinutes: svc.leaseMinutes },
+    }),
+  );
   return {
     automationId,
     result: { automationId, occurrenceId, occurrenceKey, status: 'claimed', leaseExpiresAt },
@@ -105,7 +154,12 @@ async function runNow(svc: EngineServices, dispatch: (id: string) => Promise<unk
 }
 
 function cancelPending(what: string, details: Record<string, unknown>): ContractError {
-  return new ContractError('CANCEL_PENDING', `${what}: cancellation requested; it completes when the runtime acknowledges`, details, { retryable: true });
+  return new ContractError(
+    'CANCEL_PENDING',
+    `${what}: cancellation requested; it completes when the runtime acknowledges`,
+    details,
+    { retryable: true },
+  );
 }
 
 /**
@@ -113,20 +167,35 @@ function cancelPending(what: string, details: Record<string, unknown>): Contract
  * A running session: the request is committed, the session told to stop after the commit, and the answer
  * is CANCEL_PENDING until the runtime acknowledges (the worker then settles everything cancelled).
  */
-async function cancelOccurrenceWork(svc: EngineServices, ctx: CommandContext, occurrenceId: string): Promise<CommandOutcome> {
+async function cancelOccurrenceWork(
+  svc: EngineServices,
+  ctx: CommandContext,
+  occurrenceId: string,
+): Promise<CommandOutcome> {
   const s = step(ctx);
   const occurrence = await getOccurrence(ctx, occurrenceId);
   const state = stateOf(occurrence);
   const reason = (ctx.envelope.payload.reason as string | undefined) ?? 'cancelled on request';
   const requestedBy = ctx.envelope.origin.principal;
   const runId = occurrence.data.attributes.activeRunRef;
-  const result = (status: string) => ({ result: { occurrenceId, ...(runId === undefined ? {} : { runId }), status, requestedAt: ctx.now }, automationId: occurrence.data.attributes.automationId });
+  const result = (status: string) => ({
+    result: { occurrenceId, ...(runId === undefined ? {} : { runId }), status, requestedAt: ctx.now },
+    automationId: occurrence.data.attributes.automationId,
+  });
   if (state === 'cancelled') return result('cancelled');
   if (state === 'recovery_required' || state === 'recovering') {
-    throw new ContractError('ILLEGAL_TRANSITION', `occurrence ${occurrenceId} is ${state}: resolve it with occurrence.recover.v1`, { occurrenceId, state });
+    throw new ContractError(
+      'ILLEGAL_TRANSITION',
+      `occurrence ${occurrenceId} is ${state}: resolve it with occurrence.recover.v1`,
+      { occurrenceId, state },
+    );
   }
   if (!OCCURRENCE_LIVE.has(state) && state !== 'planned' && state !== 'eligible') {
-    throw new ContractError('ILLEGAL_TRANSITION', `occurrence ${occurrenceId} already settled ${state}; completion won`, { occurrenceId, state });
+    throw new ContractError(
+      'ILLEGAL_TRANSITION',
+      `occurrence ${occurrenceId} already settled ${state}; completion won`,
+      { occurrenceId, state },
+    );
   }
   const run = runId === undefined ? undefined : await loadRun(ctx.tx, runId);
   const attemptId = run?.data.attributes.attemptIds.at(-1);
@@ -135,18 +204,41 @@ async function cancelOccurrenceWork(svc: EngineServices, ctx: CommandContext, oc
 
   if (attempt !== undefined && attemptState === 'observing' && svc.faults.ackCancelWithoutRuntime) {
     // Fault: settles as if the runtime had acknowledged, without asking it.
-    await moveEntity<AttemptAttributes>(s, 'attempt', attempt.id, { type: 'cancel_acknowledged', actor: 'command_handler', cancellation: { requestedAt: ctx.now, acknowledgedAt: ctx.now } }, (a) => ({ ...a, stateReason: reason, settledAt: ctx.now }));
+    await moveEntity<AttemptAttributes>(
+      s,
+      'attempt',
+      attempt.id,
+      {
+        type: 'cancel_acknowledged',
+        actor: 'command_handler',
+        cancellation: { requestedAt: ctx.now, acknowledgedAt: ctx.now },
+      },
+      (a) => ({ ...a, stateReason: reason, settledAt: ctx.now }),
+    );
   } else if (attempt !== undefined && (attemptState === 'started' || attemptState === 'observing')) {
     // A session exists (or may): request, stop after commit, answer CANCEL_PENDING.
     const sessionId = attempt.data.attributes.workerCorrelation?.sessionId;
     if (attempt.data.attributes.cancelRequestedAt === undefined) {
-      await updateEntityAttributes<AttemptAttributes>(ctx.tx, KINDS.attempt, attempt.id, attempt.version, (a) => ({ ...a, cancelRequestedAt: ctx.now }));
-      await updateEntityAttributes<OccurrenceAttributes>(ctx.tx, KINDS.occurrence, occurrenceId, occurrence.version, (a) => ({ ...a, cancellation: { requestedAt: ctx.now, requestedBy }, updatedAt: ctx.now }));
+      await updateEntityAttributes<AttemptAttributes>(ctx.tx, KINDS.attempt, attempt.id, attempt.version, (a) => ({
+        ...a,
+        cancelRequestedAt: ctx.now,
+      }));
+      await updateEntityAttributes<OccurrenceAttributes>(
+        ctx.tx,
+        KINDS.occurrence,
+        occurrenceId,
+        occurrence.version,
+        (a) => ({ ...a, cancellation: { requestedAt: ctx.now, requestedBy }, updatedAt: ctx.now }),
+      );
     }
     const runtime = svc.runtime(attempt.data.attributes.runtimeId);
     return {
       result: {},
-      rejectAfterCommit: cancelPending(`attempt ${attempt.id} is running`, { occurrenceId, attemptId: attempt.id, requestedAt: attempt.data.attributes.cancelRequestedAt ?? ctx.now }),
+      rejectAfterCommit: cancelPending(`attempt ${attempt.id} is running`, {
+        occurrenceId,
+        attemptId: attempt.id,
+        requestedAt: attempt.data.attributes.cancelRequestedAt ?? ctx.now,
+      }),
       afterCommit: async () => {
         if (runtime !== undefined && sessionId !== undefined) await runtime.cancel(sessionId, svc.clock.now());
       },
@@ -157,70 +249,151 @@ async function cancelOccurrenceWork(svc: EngineServices, ctx: CommandContext, oc
     const outbox = await ctx.tx.get<OutboxEntry>(KINDS.outbox, outboxId);
     if (outbox?.data.status === 'sending') {
       if (attempt.data.attributes.cancelRequestedAt === undefined) {
-        await updateEntityAttributes<AttemptAttributes>(ctx.tx, KINDS.attempt, attempt.id, attempt.version, (a) => ({ ...a, cancelRequestedAt: ctx.now }));
+        await updateEntityAttributes<AttemptAttributes>(ctx.tx, KINDS.attempt, attempt.id, attempt.version, (a) => ({
+          ...a,
+          cancelRequestedAt: ctx.now,
+        }));
       }
-      return { result: {}, rejectAfterCommit: cancelPending(`attempt ${attempt.id} is being launched`, { occurrenceId, attemptId: attempt.id }) };
+      return {
+        result: {},
+        rejectAfterCommit: cancelPending(`attempt ${attempt.id} is being launched`, {
+          occurrenceId,
+          attemptId: attempt.id,
+        }),
+      };
     }
     if (outbox !== undefined) {
-      await ctx.tx.put(KINDS.outbox, outboxId, { ...outbox.data, status: 'cancelled' }, { expectedVersion: outbox.version });
+      await ctx.tx.put(
+        KINDS.outbox,
+        outboxId,
+        { ...outbox.data, status: 'cancelled' },
+        { expectedVersion: outbox.version },
+      );
       const pending = await ctx.tx.get('pending-launch', outboxId);
       if (pending !== undefined) await ctx.tx.delete('pending-launch', outboxId, pending.version);
     }
-    await moveEntity<AttemptAttributes>(s, 'attempt', attempt.id, { type: 'cancel_acknowledged', actor: 'command_handler', cancellation: { requestedAt: ctx.now, reconciledAt: ctx.now } }, (a) => ({ ...a, stateReason: reason, settledAt: ctx.now }));
+    await moveEntity<AttemptAttributes>(
+      s,
+      'attempt',
+      attempt.id,
+      {
+        type: 'cancel_acknowledged',
+        actor: 'command_handler',
+        cancellation: { requestedAt: ctx.now, reconciledAt: ctx.now },
+      },
+      (a) => ({ ...a, stateReason: reason, settledAt: ctx.now }),
+    );
   } else if (attempt !== undefined && attemptState === 'adopted') {
-    await moveEntity<AttemptAttributes>(s, 'attempt', attempt.id, { type: 'cancel_acknowledged', actor: 'command_handler', cancellation: { requestedAt: ctx.now } }, (a) => ({ ...a, stateReason: reason, settledAt: ctx.now }));
+    await moveEntity<AttemptAttributes>(
+      s,
+      'attempt',
+      attempt.id,
+      { type: 'cancel_acknowledged', actor: 'command_handler', cancellation: { requestedAt: ctx.now } },
+      (a) => ({ ...a, stateReason: reason, settledAt: ctx.now }),
+    );
   }
   if (run !== undefined && (stateOf(run) === 'accepted' || stateOf(run) === 'running')) {
-    await moveEntity<RunAttributes>(s, 'run', run.id, { type: 'cancel_acknowledged', actor: 'command_handler' }, (a) => ({
-      ...a,
-      stateReason: reason,
-      finishedAt: ctx.now,
-      terminalDisposition: { outcome: 'cancelled', failureClass: 'cancelled_by_request', detail: reason },
-    }));
+    await moveEntity<RunAttributes>(
+      s,
+      'run',
+      run.id,
+      { type: 'cancel_acknowledged', actor: 'command_handler' },
+      (a) => ({
+        ...a,
+        stateReason: reason,
+        finishedAt: ctx.now,
+        terminalDisposition: { outcome: 'cancelled', failureClass: 'cancelled_by_request', detail: reason },
+      }),
+    );
   }
-  const cancellation = { requestedAt: ctx.now, reconciledAt: ctx.now, ...(state === 'running' ? { acknowledgedAt: ctx.now } : {}) };
-  await moveEntity<OccurrenceAttributes>(s, 'occurrence', occurrenceId, { type: 'cancel_acknowledged', actor: 'command_handler', cancellation }, (a) => ({
-    ...a,
-    held: false,
-    stateReason: reason,
-    cancellation: { ...cancellation, requestedBy },
-    updatedAt: ctx.now,
-  }));
+  const cancellation = {
+    requestedAt: ctx.now,
+    reconciledAt: ctx.now,
+    ...(state === 'running' ? { acknowledgedAt: ctx.now } : {}),
+  };
+  await moveEntity<OccurrenceAttributes>(
+    s,
+    'occurrence',
+    occurrenceId,
+    { type: 'cancel_acknowledged', actor: 'command_handler', cancellation },
+    (a) => ({
+      ...a,
+      held: false,
+      stateReason: reason,
+      cancellation: { ...cancellation, requestedBy },
+      updatedAt: ctx.now,
+    }),
+  );
   return result('cancelled');
 }
 
 /** attempt.retry.v1: attempt n+1 of a held run; the occurrence returns to planned for the scheduler. */
 async function retryAttempt(svc: EngineServices, ctx: CommandContext): Promise<CommandOutcome> {
-  const { runId, priorAttemptNumber, priorDisposition } = ctx.envelope.payload as { runId: string; priorAttemptNumber: number; priorDisposition: AttemptDisposition };
+  const { runId, priorAttemptNumber, priorDisposition } = ctx.envelope.payload as {
+    runId: string;
+    priorAttemptNumber: number;
+    priorDisposition: AttemptDisposition;
+  };
   const run = await getRun(ctx, runId);
-  if (stateOf(run) !== 'running') throw new ContractError('ILLEGAL_TRANSITION', `run ${runId} is ${stateOf(run)}; only a held running run is retried`, { runId, state: stateOf(run) });
+  if (stateOf(run) !== 'running')
+    throw new ContractError(
+      'ILLEGAL_TRANSITION',
+      `run ${runId} is ${stateOf(run)}; only a held running run is retried`,
+      { runId, state: stateOf(run) },
+    );
   const latestId = run.data.attributes.attemptIds.at(-1)!;
   const latest = await loadAttempt(ctx.tx, latestId);
   const latestState = stateOf(latest);
   const latestNumber = attemptContext(latest).attemptNumber;
   if (latestState === 'ambiguous' || priorDisposition === 'ambiguous') {
-    throw new ContractError('AMBIGUOUS_RETRY_FORBIDDEN', `attempt ${latestId} is ambiguous: only occurrence.recover.v1 may open work after it`, { runId, attemptId: latestId });
+    throw new ContractError(
+      'AMBIGUOUS_RETRY_FORBIDDEN',
+      `attempt ${latestId} is ambiguous: only occurrence.recover.v1 may open work after it`,
+      { runId, attemptId: latestId },
+    );
   }
-  if (!ATTEMPT_TERMINAL.has(latestState)) throw new ContractError('ILLEGAL_TRANSITION', `attempt ${latestId} is still ${latestState}`, { runId, attemptId: latestId, state: latestState });
-  if (priorAttemptNumber !== latestNumber || priorDisposition !== latestState) {
-    throw new ContractError('RETRY_DISPOSITION_INVALID', `the latest attempt is #${latestNumber} ${latestState}, not #${priorAttemptNumber} ${priorDisposition}`, {
+  if (!ATTEMPT_TERMINAL.has(latestState))
+    throw new ContractError('ILLEGAL_TRANSITION', `attempt ${latestId} is still ${latestState}`, {
       runId,
-      latestAttemptNumber: latestNumber,
-      latestDisposition: latestState,
+      attemptId: latestId,
+      state: latestState,
     });
+  if (priorAttemptNumber !== latestNumber || priorDisposition !== latestState) {
+    throw new ContractError(
+      'RETRY_DISPOSITION_INVALID',
+      `the latest attempt is #${latestNumber} ${latestState}, not #${priorAttemptNumber} ${priorDisposition}`,
+      {
+        runId,
+        latestAttemptNumber: latestNumber,
+        latestDisposition: latestState,
+      },
+    );
   }
-  if (latestNumber >= MAX_ATTEMPTS_PER_RUN) throw new ContractError('ILLEGAL_TRANSITION', `run ${runId} already has ${MAX_ATTEMPTS_PER_RUN} attempts`, { runId });
+  if (latestNumber >= MAX_ATTEMPTS_PER_RUN)
+    throw new ContractError('ILLEGAL_TRANSITION', `run ${runId} already has ${MAX_ATTEMPTS_PER_RUN} attempts`, {
+      runId,
+    });
   const occurrence = await getOccurrence(ctx, runContext(run).occurrenceId);
   if (occurrence.data.attributes.cancellation !== undefined || latest.data.attributes.cancelRequestedAt !== undefined) {
-    throw new ContractError('CANCEL_PENDING', `run ${runId} has an unresolved cancellation`, { runId }, { retryable: true });
+    throw new ContractError(
+      'CANCEL_PENDING',
+      `run ${runId} has an unresolved cancellation`,
+      { runId },
+      { retryable: true },
+    );
   }
   const o = occurrenceContext(occurrence);
   if (o.deadlineAt === null || Date.parse(o.deadlineAt) <= Date.parse(ctx.now)) {
-    throw new ContractError('DEADLINE_EXCEEDED', `run ${runId} passed its deadline ${String(o.deadlineAt)}`, { runId, deadlineAt: o.deadlineAt });
+    throw new ContractError('DEADLINE_EXCEEDED', `run ${runId} passed its deadline ${String(o.deadlineAt)}`, {
+      runId,
+      deadlineAt: o.deadlineAt,
+    });
   }
   const definition = await readDefinitionRecord(ctx.tx, run.data.attributes.automationId);
   if (entityState(definition) !== 'active' || (await isQuarantined(ctx.tx, definition.id))) {
-    throw new ContractError('ILLEGAL_TRANSITION', `definition ${definition.id} is not active and unquarantined`, { automationId: definition.id });
+    throw new ContractError('ILLEGAL_TRANSITION', `definition ${definition.id} is not active and unquarantined`, {
+      automationId: definition.id,
+    });
   }
   const s = step(ctx);
   const next = await openAttempt(s, run, occurrence, {
@@ -231,35 +404,72 @@ async function retryAttempt(svc: EngineServices, ctx: CommandContext): Promise<C
     classification: 'operator_retry',
     runtimeId: latest.data.attributes.runtimeId,
   });
-  await moveEntity<OccurrenceAttributes>(s, 'occurrence', occurrence.id, {
-    type: 'operator_retry',
-    actor: 'command_handler',
+  await moveEntity<OccurrenceAttributes>(
+    s,
+    'occurrence',
+    occurrence.id,
+    {
+      type: 'operator_retry',
+      actor: 'command_handler',
+      runId,
+      priorAttemptNumber: latestNumber,
+      priorDisposition: latestState,
+      latestAttemptTerminal: true,
+      runHeld: occurrence.data.attributes.held,
+      quarantined: false,
+      stopUnresolved: false,
+    },
+    (a) => ({ ...a, held: false, stateReason: `operator retry: attempt ${latestNumber + 1}`, updatedAt: ctx.now }),
+  );
+  await updateEntityAttributes<RunAttributes>(
+    ctx.tx,
+    KINDS.run,
     runId,
-    priorAttemptNumber: latestNumber,
-    priorDisposition: latestState,
-    latestAttemptTerminal: true,
-    runHeld: occurrence.data.attributes.held,
-    quarantined: false,
-    stopUnresolved: false,
-  }, (a) => ({ ...a, held: false, stateReason: `operator retry: attempt ${latestNumber + 1}`, updatedAt: ctx.now }));
-  await updateEntityAttributes<RunAttributes>(ctx.tx, KINDS.run, runId, (await loadRun(ctx.tx, runId)).version, (a) => ({ ...a, stateReason: 'operator_retry' }));
+    (await loadRun(ctx.tx, runId)).version,
+    (a) => ({ ...a, stateReason: 'operator_retry' }),
+  );
   if (svc.faults.rewritePriorAttempt) {
     // Fault: the retry edits the prior attempt's record (only possible on a store that does not seal).
     const prior = await loadAttempt(ctx.tx, latestId);
-    await ctx.tx.put(KINDS.attempt, latestId, { ...prior.data, attributes: { ...prior.data.attributes, stateReason: 'superseded by retry' } }, { expectedVersion: prior.version });
+    await ctx.tx.put(
+      KINDS.attempt,
+      latestId,
+      { ...prior.data, attributes: { ...prior.data.attributes, stateReason: 'superseded by retry' } },
+      { expectedVersion: prior.version },
+    );
   }
   return {
     automationId: run.data.attributes.automationId,
-    result: { runId, occurrenceId: occurrence.id, attemptId: next.id, attemptNumber: latestNumber + 1, priorDisposition: latestState, status: 'planned', retriedAt: ctx.now },
+    result: {
+      runId,
+      occurrenceId: occurrence.id,
+      attemptId: next.id,
+      attemptNumber: latestNumber + 1,
+      priorDisposition: latestState,
+      status: 'planned',
+      retriedAt: ctx.now,
+    },
   };
 }
 
 /** occurrence.recover.v1: the operator's determination for an occurrence in recovery_required. */
-async function recover(svc: EngineServices, dispatch: (id: string) => Promise<unknown>, ctx: CommandContext): Promise<CommandOutcome> {
-  const { occurrenceId, evidenceDetermination, statement } = ctx.envelope.payload as { occurrenceId: string; evidenceDetermination: string; statement: string };
+async function recover(
+  svc: EngineServices,
+  dispatch: (id: string) => Promise<unknown>,
+  ctx: CommandContext,
+): Promise<CommandOutcome> {
+  const { occurrenceId, evidenceDetermination, statement } = ctx.envelope.payload as {
+    occurrenceId: string;
+    evidenceDetermination: string;
+    statement: string;
+  };
   const occurrence = await getOccurrence(ctx, occurrenceId);
   if (stateOf(occurrence) !== 'recovery_required') {
-    throw new ContractError('ILLEGAL_TRANSITION', `occurrence ${occurrenceId} is ${stateOf(occurrence)}, not recovery_required`, { occurrenceId, state: stateOf(occurrence) });
+    throw new ContractError(
+      'ILLEGAL_TRANSITION',
+      `occurrence ${occurrenceId} is ${stateOf(occurrence)}, not recovery_required`,
+      { occurrenceId, state: stateOf(occurrence) },
+    );
   }
   const s = step(ctx);
   const runId = occurrence.data.attributes.activeRunRef;
@@ -268,33 +478,67 @@ async function recover(svc: EngineServices, dispatch: (id: string) => Promise<un
   const latest = latestId === undefined ? undefined : await loadAttempt(ctx.tx, latestId);
   const result = { occurrenceId, evidenceDetermination, statement, recoveredAt: ctx.now };
   if (evidenceDetermination === 'failed_deterministic') {
-    await moveEntity<OccurrenceAttributes>(s, 'occurrence', occurrenceId, { type: 'operator_recovery_failed', actor: 'command_handler', evidenceDetermination, statement }, (a) => ({
-      ...a,
-      stateReason: `operator determined failed: ${statement}`.slice(0, 500),
-      recovery: { ...(a.recovery ?? { enteredAt: ctx.now }), resolvedDisposition: 'failed_deterministic' },
-      updatedAt: ctx.now,
-    }));
+    await moveEntity<OccurrenceAttributes>(
+      s,
+      'occurrence',
+      occurrenceId,
+      { type: 'operator_recovery_failed', actor: 'command_handler', evidenceDetermination, statement },
+      (a) => ({
+        ...a,
+        stateReason: `operator determined failed: ${statement}`.slice(0, 500),
+        recovery: { ...(a.recovery ?? { enteredAt: ctx.now }), resolvedDisposition: 'failed_deterministic' },
+        updatedAt: ctx.now,
+      }),
+    );
     if (run !== undefined && latest !== undefined && stateOf(run) === 'running' && stateOf(latest) === 'ambiguous') {
-      await moveEntity<RunAttributes>(s, 'run', run.id, {
-        type: 'attempt_ambiguous',
-        actor: 'dispatcher',
-        attempt: { attemptId: latest.id, attemptNumber: attemptContext(latest).attemptNumber, state: 'ambiguous' },
-        operatorRecoveryResolved: false,
-      }, (a) => ({ ...a, stateReason: 'operator determined failure after ambiguous evidence', finishedAt: ctx.now, terminalDisposition: { outcome: 'ambiguous', failureClass: 'ambiguous_evidence', detail: statement.slice(0, 500) } }));
+      await moveEntity<RunAttributes>(
+        s,
+        'run',
+        run.id,
+        {
+          type: 'attempt_ambiguous',
+          actor: 'dispatcher',
+          attempt: { attemptId: latest.id, attemptNumber: attemptContext(latest).attemptNumber, state: 'ambiguous' },
+          operatorRecoveryResolved: false,
+        },
+        (a) => ({
+          ...a,
+          stateReason: 'operator determined failure after ambiguous evidence',
+          finishedAt: ctx.now,
+          terminalDisposition: {
+            outcome: 'ambiguous',
+            failureClass: 'ambiguous_evidence',
+            detail: statement.slice(0, 500),
+          },
+        }),
+      );
     }
     return { automationId: occurrence.data.attributes.automationId, result: { ...result, status: 'failed' } };
   }
   if (run === undefined || latest === undefined || stateOf(run) !== 'running' || stateOf(latest) !== 'ambiguous') {
-    throw new ContractError('ILLEGAL_TRANSITION', `occurrence ${occurrenceId} has no running run with an ambiguous latest attempt`, { occurrenceId });
+    throw new ContractError(
+      'ILLEGAL_TRANSITION',
+      `occurrence ${occurrenceId} has no running run with an ambiguous latest attempt`,
+      { occurrenceId },
+    );
   }
   const o = occurrenceContext(occurrence);
   if (o.deadlineAt === null || Date.parse(o.deadlineAt) <= Date.parse(ctx.now)) {
-    throw new ContractError('DEADLINE_EXCEEDED', `run ${run.id} passed its deadline ${String(o.deadlineAt)}`, { runId: run.id, deadlineAt: o.deadlineAt });
+    throw new ContractError('DEADLINE_EXCEEDED', `run ${run.id} passed its deadline ${String(o.deadlineAt)}`, {
+      runId: run.id,
+      deadlineAt: o.deadlineAt,
+    });
   }
   const latestNumber = attemptContext(latest).attemptNumber;
-  if (latestNumber >= MAX_ATTEMPTS_PER_RUN) throw new ContractError('ILLEGAL_TRANSITION', `run ${run.id} already has ${MAX_ATTEMPTS_PER_RUN} attempts`, { runId: run.id });
+  if (latestNumber >= MAX_ATTEMPTS_PER_RUN)
+    throw new ContractError('ILLEGAL_TRANSITION', `run ${run.id} already has ${MAX_ATTEMPTS_PER_RUN} attempts`, {
+      runId: run.id,
+    });
   const definition = await readDefinitionRecord(ctx.tx, occurrence.data.attributes.automationId);
-  if (entityState(definition) !== 'active') throw new ContractError('ILLEGAL_TRANSITION', `definition ${definition.id} is not active`, { automationId: definition.id });
+  if (entityState(definition) !== 'active')
+    throw new ContractError('ILLEGAL_TRANSITION', `definition ${definition.id} is not active`, {
+      automationId: definition.id,
+    });
   const leaseExpiresAt = svc.leaseExpiresAt(ctx.now);
   const next = await openAttempt(s, run, occurrence, {
     attemptNumber: latestNumber + 1,
@@ -304,17 +548,23 @@ async function recover(svc: EngineServices, dispatch: (id: string) => Promise<un
     classification: 'operator_recovery',
     runtimeId: latest.data.attributes.runtimeId,
   });
-  await moveEntity<OccurrenceAttributes>(s, 'occurrence', occurrenceId, {
-    type: 'operator_recovery_attempt',
-    actor: 'command_handler',
-    evidenceDetermination,
-    statement,
-    attemptId: next.id,
-    attemptNumber: latestNumber + 1,
-    adoptionKey: attemptContext(next).adoptionKey,
-    priorDisposition: 'ambiguous',
-    leaseExpiresAt,
-  }, (a) => ({ ...a, stateReason: `operator recovery: attempt ${latestNumber + 1}`, updatedAt: ctx.now }));
+  await moveEntity<OccurrenceAttributes>(
+    s,
+    'occurrence',
+    occurrenceId,
+    {
+      type: 'operator_recovery_attempt',
+      actor: 'command_handler',
+      evidenceDetermination,
+      statement,
+      attemptId: next.id,
+      attemptNumber: latestNumber + 1,
+      adoptionKey: attemptContext(next).adoptionKey,
+      priorDisposition: 'ambiguous',
+      leaseExpiresAt,
+    },
+    (a) => ({ ...a, stateReason: `operator recovery: attempt ${latestNumber + 1}`, updatedAt: ctx.now }),
+  );
   return {
     automationId: occurrence.data.attributes.automationId,
     result: { ...result, status: 'dispatching', runId: run.id, attemptId: next.id, attemptNumber: latestNumber + 1 },
@@ -329,18 +579,30 @@ async function unquarantine(ctx: CommandContext): Promise<CommandOutcome> {
   const automationId = ctx.envelope.payload.automationId as string;
   await readDefinitionRecord(ctx.tx, automationId);
   const record = await ctx.tx.get<{ since: string; reason: string }>(KINDS.quarantine, automationId);
-  if (record === undefined) throw new ContractError('ILLEGAL_TRANSITION', `definition ${automationId} is not quarantined`, { automationId });
+  if (record === undefined)
+    throw new ContractError('ILLEGAL_TRANSITION', `definition ${automationId} is not quarantined`, { automationId });
   await ctx.tx.delete(KINDS.quarantine, automationId, record.version);
-  return { automationId, result: { automationId, quarantined: false, quarantinedSince: record.data.since, reason: record.data.reason } };
+  return {
+    automationId,
+    result: { automationId, quarantined: false, quarantinedSince: record.data.since, reason: record.data.reason },
+  };
 }
 
 /** The occurrence/run/attempt commands, bound to an engine's services and its immediate dispatch. */
-export function operatorCommands(svc: EngineServices, dispatch: (occurrenceId: string) => Promise<LaunchOutcome | undefined>): OperatorCommands {
+export function operatorCommands(
+  svc: EngineServices,
+  dispatch: (occurrenceId: string) => Promise<LaunchOutcome | undefined>,
+): OperatorCommands {
   return {
     mutations: {
       'occurrence.runNow.v1': (ctx) => runNow(svc, dispatch, ctx),
       'occurrence.cancel.v1': (ctx) => cancelOccurrenceWork(svc, ctx, ctx.envelope.payload.occurrenceId as string),
-      'run.cancel.v1': async (ctx) => cancelOccurrenceWork(svc, ctx, runContext(await getRun(ctx, ctx.envelope.payload.runId as string)).occurrenceId),
+      'run.cancel.v1': async (ctx) =>
+        cancelOccurrenceWork(
+          svc,
+          ctx,
+          runContext(await getRun(ctx, ctx.envelope.payload.runId as string)).occurrenceId,
+        ),
       'attempt.cancel.v1': async (ctx) => {
         const attemptId = ctx.envelope.payload.attemptId as string;
         const attempt = await ctx.tx.get<Awaited<ReturnType<typeof loadAttempt>>['data']>(KINDS.attempt, attemptId);
@@ -348,7 +610,11 @@ export function operatorCommands(svc: EngineServices, dispatch: (occurrenceId: s
         const a = attemptContext(attempt as Awaited<ReturnType<typeof loadAttempt>>);
         const run = await getRun(ctx, a.runId);
         if (run.data.attributes.attemptIds.at(-1) !== attemptId) {
-          throw new ContractError('ILLEGAL_TRANSITION', `attempt ${attemptId} is not the current attempt of run ${a.runId}`, { attemptId, runId: a.runId });
+          throw new ContractError(
+            'ILLEGAL_TRANSITION',
+            `attempt ${attemptId} is not the current attempt of run ${a.runId}`,
+            { attemptId, runId: a.runId },
+          );
         }
         return cancelOccurrenceWork(svc, ctx, a.occurrenceId);
       },

@@ -64,7 +64,11 @@ function tooLarge(what: string, size?: number): ContractError {
 }
 
 function tooDeep(what: string): ContractError {
-  return new ContractError('VALIDATION_FAILED', `${what} nests objects and arrays deeper than ${MAX_NESTING_DEPTH} levels`, { limit: MAX_NESTING_DEPTH });
+  return new ContractError(
+    'VALIDATION_FAILED',
+    `${what} nests objects and arrays deeper than ${MAX_NESTING_DEPTH} levels`,
+    { limit: MAX_NESTING_DEPTH },
+  );
 }
 
 function isBytes(raw: unknown): raw is Uint8Array {
@@ -110,10 +114,22 @@ function serialise(raw: unknown, what: string): string | undefined {
     if (value !== undefined) atLeast += writtenAtLeast(value) + (inArray ? 1 : key.length + 3);
     if (atLeast > MAX_COMMAND_BYTES) refuse(tooLarge(what));
     if (typeof value === 'function' || typeof value === 'symbol') {
-      refuse(new ContractError('VALIDATION_FAILED', `${what} holds a ${typeof value} at ${JSON.stringify(key)}: not JSON data`));
+      refuse(
+        new ContractError(
+          'VALIDATION_FAILED',
+          `${what} holds a ${typeof value} at ${JSON.stringify(key)}: not JSON data`,
+        ),
+      );
     }
-    if (typeof value === 'number' && !Number.isFinite(value)) refuse(new ContractError('VALIDATION_FAILED', `${what} holds ${String(value)} at ${JSON.stringify(key)}: not JSON data`));
-    if (value === undefined && inArray) refuse(new ContractError('VALIDATION_FAILED', `${what} holds undefined at index ${key}: not JSON data`));
+    if (typeof value === 'number' && !Number.isFinite(value))
+      refuse(
+        new ContractError(
+          'VALIDATION_FAILED',
+          `${what} holds ${String(value)} at ${JSON.stringify(key)}: not JSON data`,
+        ),
+      );
+    if (value === undefined && inArray)
+      refuse(new ContractError('VALIDATION_FAILED', `${what} holds undefined at index ${key}: not JSON data`));
     if (typeof value === 'object' && value !== null) {
       if (holderDepth + 1 > MAX_NESTING_DEPTH) refuse(tooDeep(what));
       depth.set(value, holderDepth + 1);
@@ -147,7 +163,8 @@ function checkParsed(value: unknown, what: string): void {
   const pending: Array<[unknown, number]> = [[value, 1]];
   while (pending.length > 0) {
     const [item, level] = pending.pop()!;
-    if (typeof item === 'number' && !Number.isFinite(item)) throw new ContractError('VALIDATION_FAILED', `${what} holds a number too large for a double`);
+    if (typeof item === 'number' && !Number.isFinite(item))
+      throw new ContractError('VALIDATION_FAILED', `${what} holds a number too large for a double`);
     if (typeof item !== 'object' || item === null) continue;
     if (level > MAX_NESTING_DEPTH) throw tooDeep(what);
     for (const child of Array.isArray(item) ? item : Object.values(item)) pending.push([child, level + 1]);

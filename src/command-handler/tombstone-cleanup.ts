@@ -1,5 +1,13 @@
 import { liveOccurrencesOf, moveEntity, type StepContext } from '../engine/lifecycle.js';
-import { KINDS, stateOf, type AttemptAttributes, type OccurrenceAttributes, type OccurrenceRecord, type OutboxEntry, type RunAttributes } from '../engine/records.js';
+import {
+  KINDS,
+  stateOf,
+  type AttemptAttributes,
+  type OccurrenceAttributes,
+  type OccurrenceRecord,
+  type OutboxEntry,
+  type RunAttributes,
+} from '../engine/records.js';
 import { loadAttempt, loadRun } from '../dispatcher/settlement.js';
 import { attemptContext } from '../engine/records.js';
 
@@ -12,7 +20,8 @@ import { attemptContext } from '../engine/records.js';
 export async function cancelUnlaunchedWork(step: StepContext, automationId: string): Promise<string[]> {
   const cancelled: string[] = [];
   for (const id of await liveOccurrencesOf(step.tx, automationId)) {
-    const occurrence = (await step.tx.get<OccurrenceRecord['data']>(KINDS.occurrence, id)) as OccurrenceRecord | undefined;
+    const occurrence = (await step.tx.get<OccurrenceRecord['data']>(KINDS.occurrence, id)) as
+      OccurrenceRecord | undefined;
     if (occurrence === undefined) continue;
     const state = stateOf(occurrence);
     if (state !== 'planned' && state !== 'eligible' && state !== 'claimed') continue;
@@ -27,32 +36,60 @@ export async function cancelUnlaunchedWork(step: StepContext, automationId: stri
         const outbox = await step.tx.get<OutboxEntry>(KINDS.outbox, outboxId);
         if (outbox !== undefined && outbox.data.status !== 'pending' && attemptState === 'dispatching') continue;
         if (outbox !== undefined && outbox.data.status === 'pending') {
-          await step.tx.put(KINDS.outbox, outboxId, { ...outbox.data, status: 'cancelled' }, { expectedVersion: outbox.version });
+          await step.tx.put(
+            KINDS.outbox,
+            outboxId,
+            { ...outbox.data, status: 'cancelled' },
+            { expectedVersion: outbox.version },
+          );
           const pending = await step.tx.get('pending-launch', outboxId);
           if (pending !== undefined) await step.tx.delete('pending-launch', outboxId, pending.version);
         }
         if (attemptState === 'adopted' || attemptState === 'dispatching') {
-          const cancellation = attemptState === 'adopted' ? { requestedAt: step.now } : { requestedAt: step.now, reconciledAt: step.now };
-          await moveEntity<AttemptAttributes>(step, 'attempt', attemptId, { type: 'cancel_acknowledged', actor: 'command_handler', cancellation }, (a) => ({ ...a, stateReason: 'definition tombstoned', settledAt: step.now }));
+          const cancellation =
+            attemptState === 'adopted' ? { requestedAt: step.now } : { requestedAt: step.now, reconciledAt: step.now };
+          await moveEntity<AttemptAttributes>(
+            step,
+            'attempt',
+            attemptId,
+            { type: 'cancel_acknowledged', actor: 'command_handler', cancellation },
+            (a) => ({ ...a, stateReason: 'definition tombstoned', settledAt: step.now }),
+          );
         }
       }
       if (stateOf(run) === 'accepted' || stateOf(run) === 'running') {
-        await moveEntity<RunAttributes>(step, 'run', runId, { type: 'cancel_acknowledged', actor: 'command_handler' }, (a) => ({
-          ...a,
-          stateReason: 'definition tombstoned',
-          finishedAt: step.now,
-          terminalDisposition: { outcome: 'cancelled', failureClass: 'cancelled_by_request', detail: 'definition tombstoned' },
-        }));
+        await moveEntity<RunAttributes>(
+          step,
+          'run',
+          runId,
+          { type: 'cancel_acknowledged', actor: 'command_handler' },
+          (a) => ({
+            ...a,
+            stateReason: 'definition tombstoned',
+            finishedAt: step.now,
+            terminalDisposition: {
+              outcome: 'cancelled',
+              failureClass: 'cancelled_by_request',
+              detail: 'definition tombstoned',
+            },
+          }),
+        );
       }
     }
     const cancellation = { requestedAt: step.now, reconciledAt: step.now };
-    await moveEntity<OccurrenceAttributes>(step, 'occurrence', id, { type: 'cancel_acknowledged', actor: 'command_handler', cancellation }, (a) => ({
-      ...a,
-      held: false,
-      stateReason: 'definition tombstoned',
-      cancellation,
-      updatedAt: step.now,
-    }));
+    await moveEntity<OccurrenceAttributes>(
+      step,
+      'occurrence',
+      id,
+      { type: 'cancel_acknowledged', actor: 'command_handler', cancellation },
+      (a) => ({
+        ...a,
+        held: false,
+        stateReason: 'definition tombstoned',
+        cancellation,
+        updatedAt: step.now,
+      }),
+    );
     cancelled.push(id);
   }
   return cancelled;

@@ -37,7 +37,8 @@ export const KNOWN_DIFFERENCES: Record<string, Difference> = {
 
 /** Expectation kinds this engine does not produce at all. */
 export const UNPRODUCED: Record<string, string> = {
-  doctor: 'diagnostics.doctor.v1 findings are not produced by this engine (definition.health.v1 reports the same conditions per automation)',
+  doctor:
+    'diagnostics.doctor.v1 findings are not produced by this engine (definition.health.v1 reports the same conditions per automation)',
   events: 'approval events are not produced: the approval and authority profiles are not implemented',
   redaction: 'receipt redaction is not implemented',
 };

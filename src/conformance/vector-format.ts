@@ -34,6 +34,7 @@ export interface VectorReport {
 
 /** The worst status wins: fail > unsupported > differs > pass. */
 export function overall(results: ExpectationResult[]): ExpectationStatus {
-  for (const status of ['fail', 'unsupported', 'differs'] as const) if (results.some((r) => r.status === status)) return status;
+  for (const status of ['fail', 'unsupported', 'differs'] as const)
+    if (results.some((r) => r.status === status)) return status;
   return 'pass';
 }

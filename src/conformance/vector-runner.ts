@@ -64,7 +64,11 @@ interface Run {
   pendingCrash: string | undefined;
 }
 
-function envelope(name: string, payload: Record<string, unknown>, extra: { expectedRevision?: number; adoptionKey?: string } = {}) {
+function envelope(
+  name: string,
+  payload: Record<string, unknown>,
+  extra: { expectedRevision?: number; adoptionKey?: string } = {},
+) {
   return {
     schemaVersion: 'coven.automations.v1',
     command: name,
@@ -82,48 +86,98 @@ async function currentDefinition(handler: CommandHandler, automationId: string):
 }
 
 /** Commits a new revision of a definition with `change` applied to its body. */
-async function reviseWith(handler: CommandHandler, automationId: string, change: (body: Record<string, unknown>) => void, lifecycleState?: string): Promise<CommandResponse> {
+async function reviseWith(
+  handler: CommandHandler,
+  automationId: string,
+  change: (body: Record<string, unknown>) => void,
+  lifecycleState?: string,
+): Promise<CommandResponse> {
   const current = structuredClone(await currentDefinition(handler, automationId));
   const revision = current.revision as number;
   const { integrity: _old, ...body } = current;
   change(body);
   body.revision = revision + 1;
   if (lifecycleState !== undefined) body.lifecycleState = lifecycleState;
-  return handler.handle(envelope('definition.revise.v1', { definition: { ...body, integrity: integrityOf(body) } }, { expectedRevision: revision }));
+  return handler.handle(
+    envelope(
+      'definition.revise.v1',
+      { definition: { ...body, integrity: integrityOf(body) } },
+      { expectedRevision: revision },
+    ),
+  );
 }
 
 async function setup(vector: ConformanceVector): Promise<Run> {
-  const start = vector.virtualTime?.start ?? (vector.input.operations?.find((o) => typeof o.at === 'string')?.at as string | undefined) ?? '2026-03-01T00:00:00.000Z';
+  const start =
+    vector.virtualTime?.start ??
+    (vector.input.operations?.find((o) => typeof o.at === 'string')?.at as string | undefined) ??
+    '2026-03-01T00:00:00.000Z';
   const clock = new SimulatedClock(start);
   const store = new MemoryStore();
   // Upstream's model: an hour's lease, and a runtime that cannot say what became of a launch whose answer was lost.
-  const runtime = new SimulatedRuntime({ runtimeId: 'coven-code', durationMs: 0, sideEffectClass: 'local_write', sideEffectBoundProven: false, keepsLaunchEvidence: false });
+  const runtime = new SimulatedRuntime({
+    runtimeId: 'coven-code',
+    durationMs: 0,
+    sideEffectClass: 'local_write',
+    sideEffectBoundProven: false,
+    keepsLaunchEvidence: false,
+  });
   let ids = 0;
-  const engine = createEngine({ store, clock, runtimes: [runtime], instanceId: 'conformance-engine', leaseMinutes: 60, newId: () => `conformance-store-${++ids}` });
+  const engine = createEngine({
+    store,
+    clock,
+    runtimes: [runtime],
+    instanceId: 'conformance-engine',
+    leaseMinutes: 60,
+    newId: () => `conformance-store-${++ids}`,
+  });
   const notes: string[] = [];
-  const definitions = (vector.input.definitions ?? []).map((d) => (d.timezone === 'local' ? resolveLocal(d, notes) : d));
+  const definitions = (vector.input.definitions ?? []).map((d) =>
+    d.timezone === 'local' ? resolveLocal(d, notes) : d,
+  );
   if (definitions.length > 0) {
-    const imported = await engine.commands.handle(envelope('legacy.import.v1', { source: 'flat-definitions', definitions }));
+    const imported = await engine.commands.handle(
+      envelope('legacy.import.v1', { source: 'flat-definitions', definitions }),
+    );
     // An import that imports nothing is refused whole, its failures in the error's details.
-    const failures = (imported.result ?? imported.error?.details)?.failures as Array<{ automationId: string; message: string }> | undefined;
+    const failures = (imported.result ?? imported.error?.details)?.failures as
+      Array<{ automationId: string; message: string }> | undefined;
     for (const failure of failures ?? []) notes.push(`import refused ${failure.automationId}: ${failure.message}`);
   }
   for (const d of definitions) {
     if (d.status === 'DISABLED') continue;
     // Imports land in draft; the vector's status is reached through the contract's own transitions. A paused
     // definition must bind its familiar exactly; flat vectors that name none get a runner familiar.
-    const revised = await reviseWith(engine.commands, d.id, (body) => {
-      const binding = body.binding as { familiarId?: string };
-      if (binding.familiarId === undefined) {
-        binding.familiarId = 'conformance-familiar';
-        notes.push(`${d.id} names no familiar: bound to "conformance-familiar" to leave draft`);
-      }
-    }, 'paused');
+    const revised = await reviseWith(
+      engine.commands,
+      d.id,
+      (body) => {
+        const binding = body.binding as { familiarId?: string };
+        if (binding.familiarId === undefined) {
+          binding.familiarId = 'conformance-familiar';
+          notes.push(`${d.id} names no familiar: bound to "conformance-familiar" to leave draft`);
+        }
+      },
+      'paused',
+    );
     if (revised.outcome !== 'committed') continue;
-    if (d.status === 'ACTIVE') await engine.commands.handle(envelope('definition.activate.v1', { automationId: d.id }, { expectedRevision: revised.revision! }));
+    if (d.status === 'ACTIVE')
+      await engine.commands.handle(
+        envelope('definition.activate.v1', { automationId: d.id }, { expectedRevision: revised.revision! }),
+      );
   }
   const setupEnd = (await store.read((r) => r.readFeed())).length;
-  return { clock, store, runtime, engine, setupEnd, refusals: new Map(), notes, unsupportedOps: [], pendingCrash: undefined };
+  return {
+    clock,
+    store,
+    runtime,
+    engine,
+    setupEnd,
+    refusals: new Map(),
+    notes,
+    unsupportedOps: [],
+    pendingCrash: undefined,
+  };
 }
 
 /** `local` is accepted only at compatibility entry points and resolved to this host's IANA zone before storage. */
@@ -166,7 +220,12 @@ async function apply(run: Run, op: Record<string, unknown> & { op: string }): Pr
       run.notes.push(`host timezone set to ${String(op.hostTimezone)}: durable zones are never reinterpreted`);
       return;
     case 'restart': {
-      run.engine = createEngine({ store: run.store, clock: run.clock, runtimes: [run.runtime], instanceId: 'conformance-engine-restarted' });
+      run.engine = createEngine({
+        store: run.store,
+        clock: run.clock,
+        runtimes: [run.runtime],
+        instanceId: 'conformance-engine-restarted',
+      });
       return tick(run, at);
     }
     case 'crash':
@@ -199,7 +258,13 @@ async function apply(run: Run, op: Record<string, unknown> & { op: string }): Pr
     case 'pause': {
       if (at !== undefined) run.clock.set(at);
       const current = await currentDefinition(run.engine.commands, String(op.automationId));
-      const r = await run.engine.commands.handle(envelope(`definition.${op.op}.v1`, { automationId: op.automationId }, { expectedRevision: current.revision as number }));
+      const r = await run.engine.commands.handle(
+        envelope(
+          `definition.${op.op}.v1`,
+          { automationId: op.automationId },
+          { expectedRevision: current.revision as number },
+        ),
+      );
       if (r.outcome === 'rejected') run.refusals.set(String(op.label ?? op.op), r);
       return;
     }
@@ -210,7 +275,13 @@ async function apply(run: Run, op: Record<string, unknown> & { op: string }): Pr
         run.notes.push('runNow crashed before its commit: nothing of it is durable');
         return;
       }
-      const r = await run.engine.commands.handle(envelope('occurrence.runNow.v1', { automationId: op.automationId }, { adoptionKey: contractKey(String(op.adoptionKey), run.notes) }));
+      const r = await run.engine.commands.handle(
+        envelope(
+          'occurrence.runNow.v1',
+          { automationId: op.automationId },
+          { adoptionKey: contractKey(String(op.adoptionKey), run.notes) },
+        ),
+      );
       if (r.outcome !== 'committed') run.refusals.set(String(op.label ?? op.adoptionKey), r);
       await run.engine.tick();
       return;
@@ -221,7 +292,13 @@ async function apply(run: Run, op: Record<string, unknown> & { op: string }): Pr
       const target = Number(op.revision);
       const { integrity: _i, ...body } = structuredClone(current);
       body.revision = target;
-      const r = await run.engine.commands.handle(envelope('definition.revise.v1', { definition: { ...body, integrity: integrityOf(body) } }, { expectedRevision: Math.max(1, target - 1) }));
+      const r = await run.engine.commands.handle(
+        envelope(
+          'definition.revise.v1',
+          { definition: { ...body, integrity: integrityOf(body) } },
+          { expectedRevision: Math.max(1, target - 1) },
+        ),
+      );
       if (r.outcome === 'rejected') run.refusals.set(String(op.label), r);
       return;
     }
@@ -273,8 +350,14 @@ function projectEvent(event: EventEnvelope): string | undefined {
 }
 
 async function observe(run: Run) {
-  const occurrences = ((await run.store.read((r) => r.list<OccurrenceRecord['data']>(KINDS.occurrence))) as OccurrenceRecord[]).map(
-    (o) => ({ ...renderOccurrence(o), attempt: (o.data.snapshot.context as { attemptCount: number }).attemptCount }) as Record<string, unknown>,
+  const occurrences = (
+    (await run.store.read((r) => r.list<OccurrenceRecord['data']>(KINDS.occurrence))) as OccurrenceRecord[]
+  ).map(
+    (o) =>
+      ({
+        ...renderOccurrence(o),
+        attempt: (o.data.snapshot.context as { attemptCount: number }).attemptCount,
+      }) as Record<string, unknown>,
   );
   const runs = ((await run.store.read((r) => r.list<RunRecord['data']>(KINDS.run))) as RunRecord[]).map(renderRun);
   const receipts = (await run.store.read((r) => r.list<Record<string, unknown>>(KINDS.receipt))).map((r) => r.data);
@@ -301,9 +384,17 @@ export async function runVector(file: string): Promise<VectorReport> {
   const push = (expectation: string, ok: boolean, expected: unknown, observed: unknown) => {
     const known = KNOWN_DIFFERENCES[`${vector.vectorId}#${expectation}`];
     if (ok) results.push({ expectation, status: 'pass' });
-    else if (known !== undefined) results.push({ expectation, status: known.status, expected, observed, reason: known.reason });
+    else if (known !== undefined)
+      results.push({ expectation, status: known.status, expected, observed, reason: known.reason });
     // An expectation that follows from an op this engine cannot perform is unsupported, not failed.
-    else if (unsupported.length > 0) results.push({ expectation, status: 'unsupported', expected, observed, reason: `depends on ${unsupported.join(', ')}, which this engine does not support` });
+    else if (unsupported.length > 0)
+      results.push({
+        expectation,
+        status: 'unsupported',
+        expected,
+        observed,
+        reason: `depends on ${unsupported.join(', ')}, which this engine does not support`,
+      });
     else results.push({ expectation, status: 'fail', expected, observed });
   };
   const e = vector.expected;
@@ -312,27 +403,50 @@ export async function runVector(file: string): Promise<VectorReport> {
       const ignore = ['failureReasonMatches'];
       const found = seen.occurrences.find((o) => matches(o as Record<string, unknown>, want, ignore));
       const reason = want.failureReasonMatches as string | undefined;
-      const ok = found !== undefined && (reason === undefined || String(found.stateReason).toLowerCase().includes(reason.toLowerCase()));
-      push(`occurrences[${i}]`, ok, want, seen.occurrences.map((o) => ({ scheduledFor: o.scheduledFor, state: o.state, attempt: o.attempt, stateReason: o.stateReason })));
+      const ok =
+        found !== undefined &&
+        (reason === undefined || String(found.stateReason).toLowerCase().includes(reason.toLowerCase()));
+      push(
+        `occurrences[${i}]`,
+        ok,
+        want,
+        seen.occurrences.map((o) => ({
+          scheduledFor: o.scheduledFor,
+          state: o.state,
+          attempt: o.attempt,
+          stateReason: o.stateReason,
+        })),
+      );
     }
   }
   if (Array.isArray(e.runs)) {
     const runs = e.runs as Array<Record<string, unknown>>;
     if (runs.length === 0) push('runs', seen.runs.length === 0, [], seen.runs.length);
     for (const [i, want] of runs.entries()) {
-      const mine = seen.runs.filter((r) => r.automationId === want.automationId && (want.status === undefined || r.state === want.status));
+      const mine = seen.runs.filter(
+        (r) => r.automationId === want.automationId && (want.status === undefined || r.state === want.status),
+      );
       const count = want.count as number | undefined;
-      push(`runs[${i}]`, count === undefined ? mine.length > 0 : mine.length === count, want, seen.runs.map((r) => ({ state: r.state, attemptCount: r.attemptCount })));
+      push(
+        `runs[${i}]`,
+        count === undefined ? mine.length > 0 : mine.length === count,
+        want,
+        seen.runs.map((r) => ({ state: r.state, attemptCount: r.attemptCount })),
+      );
     }
   }
-  if (typeof e.dispatchCount === 'number') push('dispatchCount', run.runtime.launchCalls === e.dispatchCount, e.dispatchCount, run.runtime.launchCalls);
+  if (typeof e.dispatchCount === 'number')
+    push('dispatchCount', run.runtime.launchCalls === e.dispatchCount, e.dispatchCount, run.runtime.launchCalls);
   if (Array.isArray(e.refusals)) {
     for (const want of e.refusals as Array<{ refusalId: string; reasonMatches: string }>) {
       const refusal = run.refusals.get(want.refusalId);
       push(`refusals.${want.refusalId}`, refusal !== undefined, want, 'committed');
       // The refusal's code is contract; its wording belongs to the reference model and is only reported.
       if (refusal !== undefined && !(refusal.error?.message ?? '').includes(want.reasonMatches)) {
-        const answer = refusal.outcome === 'replayed' ? 'replayed (the first outcome, nothing re-executed)' : `${String(refusal.error?.code)}: ${String(refusal.error?.message)}`;
+        const answer =
+          refusal.outcome === 'replayed'
+            ? 'replayed (the first outcome, nothing re-executed)'
+            : `${String(refusal.error?.code)}: ${String(refusal.error?.message)}`;
         run.notes.push(`${want.refusalId} refused as ${answer}; reference wording "${want.reasonMatches}"`);
       }
     }
@@ -350,7 +464,12 @@ export async function runVector(file: string): Promise<VectorReport> {
     const want = e.projection as Record<string, number>;
     const counts: Record<string, number> = { eventCount: seen.projected.length };
     for (const k of seen.projected) counts[k] = (counts[k] ?? 0) + 1;
-    push('projection', Object.entries(want).every(([k, v]) => (counts[k] ?? 0) === v), want, counts);
+    push(
+      'projection',
+      Object.entries(want).every(([k, v]) => (counts[k] ?? 0) === v),
+      want,
+      counts,
+    );
   }
   if (e.replay !== undefined) {
     const want = e.replay as { afterCursor: number; expectedEventTypes: string[] };
@@ -367,16 +486,24 @@ export async function runVector(file: string): Promise<VectorReport> {
       'no-duplicate-dispatch-per-fence': () => [...launchesPerKey.values()].every((n) => n === 1),
       'fence-uniqueness': () => new Set(seen.occurrences.map((o) => o.occurrenceKey)).size === seen.occurrences.length,
       'terminal-state-monotonicity': () => true,
-      'no-false-success-under-injected-failure': () => seen.runs.every((r) => r.state !== 'succeeded' || r.receiptRef !== undefined),
-      'no-silent-eligible-occurrence-loss': () => seen.occurrences.every((o) => o.state !== 'eligible' && o.state !== 'planned'),
+      'no-false-success-under-injected-failure': () =>
+        seen.runs.every((r) => r.state !== 'succeeded' || r.receiptRef !== undefined),
+      'no-silent-eligible-occurrence-loss': () =>
+        seen.occurrences.every((o) => o.state !== 'eligible' && o.state !== 'planned'),
       'bounded-ledger-growth': () => true,
     };
     for (const name of e.invariants as string[]) {
       const check = checks[name];
-      push(`invariants.${name}`, check !== undefined && check(), name, check === undefined ? 'unknown invariant' : 'violated');
+      push(
+        `invariants.${name}`,
+        check !== undefined && check(),
+        name,
+        check === undefined ? 'unknown invariant' : 'violated',
+      );
     }
   }
-  for (const op of run.unsupportedOps) results.push({ expectation: `op ${op}`, status: 'unsupported', reason: `${op} has no counterpart in this engine` });
+  for (const op of run.unsupportedOps)
+    results.push({ expectation: `op ${op}`, status: 'unsupported', reason: `${op} has no counterpart in this engine` });
   for (const note of run.notes) results.push({ expectation: 'note', status: 'pass', reason: note });
   return { file, vectorId: vector.vectorId, title: vector.title, status: overall(results), expectations: results };
 }

@@ -12,7 +12,8 @@ export interface Digest {
 
 function assertHashable(value: unknown, path: string): void {
   if (typeof value === 'number') {
-    if (!Number.isFinite(value)) throw new ContractError('VALIDATION_FAILED', `${path} is not a finite number`, { path });
+    if (!Number.isFinite(value))
+      throw new ContractError('VALIDATION_FAILED', `${path} is not a finite number`, { path });
     if (Number.isInteger(value) && !Number.isSafeInteger(value)) {
       throw new ContractError('VALIDATION_FAILED', `${path} is an integer beyond ±(2^53−1)`, { path });
     }

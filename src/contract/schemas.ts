@@ -34,7 +34,9 @@ function instance(): Ajv2020 {
     // declared beside them without repeating `type`, which strictRequired/strictTypes would refuse.
     ajv = new Ajv2020({ strict: true, strictRequired: false, strictTypes: false, allErrors: true });
     const dir = join(packageRoot(), SPEC_DIR);
-    for (const file of readdirSync(dir).filter((f) => f.endsWith('.schema.json') && f !== 'state-machines.schema.json')) {
+    for (const file of readdirSync(dir).filter(
+      (f) => f.endsWith('.schema.json') && f !== 'state-machines.schema.json',
+    )) {
       ajv.addSchema(JSON.parse(readFileSync(join(dir, file), 'utf8')) as object);
     }
   }

@@ -18,13 +18,25 @@ import {
 import type { EngineServices } from '../engine/services.js';
 import type { LaunchRequest, LaunchResult } from '../runtime/runtime.js';
 import { integrityProblem, type DefinitionIntegrityError } from './launch-integrity.js';
-import { afterPreOwnershipFailure, attemptIdFor, attemptKeyFor, loadAttempt, loadOccurrence, loadRun, type QuarantineRequest } from './settlement.js';
+import {
+  afterPreOwnershipFailure,
+  attemptIdFor,
+  attemptKeyFor,
+  loadAttempt,
+  loadOccurrence,
+  loadRun,
+  type QuarantineRequest,
+} from './settlement.js';
 import { sha256Hex } from '../contract/digest.js';
 
 export const outboxIdFor = (attemptId: string, dispatchGeneration: number) => `${attemptId}#${dispatchGeneration}`;
 export const runIdFor = (occurrenceId: string) => `run-${occurrenceId}`.slice(0, 160);
 
-async function pinnedDefinition(step: StepContext, automationId: string, revision: number): Promise<AutomationDefinition> {
+async function pinnedDefinition(
+  step: StepContext,
+  automationId: string,
+  revision: number,
+): Promise<AutomationDefinition> {
   const record = await step.tx.get<AutomationDefinition>(DEFINITION_REVISION_KIND, revisionId(automationId, revision));
   if (record === undefined) throw new Error(`definition ${automationId} has no revision ${revision}`);
   return record.data;
@@ -36,14 +48,24 @@ async function pinnedDefinition(step: StepContext, automationId: string, revisio
  * in the outbox — all in one transaction. Nothing reaches the runtime until this is durable.
  * Returns the outbox id to release, or undefined when the occurrence has nothing to dispatch.
  */
-export async function acceptAndDispatch(svc: EngineServices, step: StepContext, occurrenceId: string, fault: { forceNewRun?: boolean } = {}): Promise<string | undefined> {
+export async function acceptAndDispatch(
+  svc: EngineServices,
+  step: StepContext,
+  occurrenceId: string,
+  fault: { forceNewRun?: boolean } = {},
+): Promise<string | undefined> {
   const occurrence = await loadOccurrence(step.tx, occurrenceId);
   const state = stateOf(occurrence);
   const o = occurrenceContext(occurrence);
   const attributes = occurrence.data.attributes;
   if (state !== 'claimed' && state !== 'dispatching') return undefined;
   if (attributes.held) return undefined;
-  if (state === 'claimed' && attributes.notBefore !== undefined && Date.parse(attributes.notBefore) > Date.parse(step.now)) return undefined;
+  if (
+    state === 'claimed' &&
+    attributes.notBefore !== undefined &&
+    Date.parse(attributes.notBefore) > Date.parse(step.now)
+  )
+    return undefined;
   let runId = fault.forceNewRun === true ? undefined : attributes.activeRunRef;
   let attemptId: string;
   if (runId === undefined) {
@@ -51,52 +73,88 @@ export async function acceptAndDispatch(svc: EngineServices, step: StepContext, 
     runId = fault.forceNewRun === true ? `${runIdFor(occurrenceId)}-again` : runIdFor(occurrenceId);
     // one-fence-one-run: the acceptance is keyed by the fence generation; a second one conflicts.
     if (fault.forceNewRun !== true) {
-      await step.tx.put(KINDS.fenceRun, `${occurrenceId}#${o.fence.generation}`, { runId, acceptedAt: step.now }, { expectedVersion: null, terminal: true });
+      await step.tx.put(
+        KINDS.fenceRun,
+        `${occurrenceId}#${o.fence.generation}`,
+        { runId, acceptedAt: step.now },
+        { expectedVersion: null, terminal: true },
+      );
     }
     const runtimeId = definition.runtimeRequirements?.runtimeId ?? 'coven-code';
-    await createExecutionEntity<RunAttributes>(step, 'run', runId, {
+    await createExecutionEntity<RunAttributes>(
+      step,
+      'run',
       runId,
-      occurrenceId,
-      automationId: attributes.automationId,
-      automationRevision: attributes.automationRevision,
-      fenceGeneration: o.fence.generation,
-      deadlineAt: o.deadlineAt!,
-      operatorHold: o.operatorHold,
-      retryPolicy: o.retryPolicy,
-    }, {
-      automationId: attributes.automationId,
-      automationRevision: attributes.automationRevision,
-      definitionDigest: attributes.definitionDigest,
-      binding: {
-        familiar: { familiarId: definition.binding.familiarId ?? 'unbound' },
-        authority: { principal: definition.provenance?.createdBy ?? { principalId: 'unknown' }, approval: { approvalPolicyRef: definition.binding.authority.approvalPolicyRef } },
-        runtime: { runtimeId, capabilities: definition.runtimeRequirements?.capabilities ?? [] },
+      {
+        runId,
+        occurrenceId,
+        automationId: attributes.automationId,
+        automationRevision: attributes.automationRevision,
+        fenceGeneration: o.fence.generation,
+        deadlineAt: o.deadlineAt!,
+        operatorHold: o.operatorHold,
+        retryPolicy: o.retryPolicy,
       },
-      stateReason: 'accepted',
-      startedAt: step.now,
-      attemptIds: [],
-    }, 'fence_accepted');
+      {
+        automationId: attributes.automationId,
+        automationRevision: attributes.automationRevision,
+        definitionDigest: attributes.definitionDigest,
+        binding: {
+          familiar: { familiarId: definition.binding.familiarId ?? 'unbound' },
+          authority: {
+            principal: definition.provenance?.createdBy ?? { principalId: 'unknown' },
+            approval: { approvalPolicyRef: definition.binding.authority.approvalPolicyRef },
+          },
+          runtime: { runtimeId, capabilities: definition.runtimeRequirements?.capabilities ?? [] },
+        },
+        stateReason: 'accepted',
+        startedAt: step.now,
+        attemptIds: [],
+      },
+      'fence_accepted',
+    );
     attemptId = attemptIdFor(runId, 1);
     const adoptionKey = attemptKeyFor(runId, 1);
-    await step.tx.put('adoption', adoptionKey, { command: 'attempt.adopt', requestDigest: sha256Hex(attemptId), committedAt: step.now, result: { attemptId } }, { expectedVersion: null, terminal: true });
-    await createExecutionEntity<AttemptAttributes>(step, 'attempt', attemptId, {
-      attemptId,
-      runId,
-      occurrenceId,
-      attemptNumber: 1,
+    await step.tx.put(
+      'adoption',
       adoptionKey,
-      fenceGeneration: o.fence.generation,
-      leaseExpiresAt: o.fence.leaseExpiresAt!,
-      deadlineAt: o.deadlineAt!,
-    }, {
-      runtimeId,
-      retryClassification: { classification: 'initial', eligibleClasses: o.retryPolicy.retryableClasses },
-      stateReason: 'adopted',
-      openedAt: step.now,
-    }, 'adopted');
-    await updateEntityAttributes<RunAttributes>(step.tx, KINDS.run, runId, 1, (a) => ({ ...a, attemptIds: [attemptId] }));
+      { command: 'attempt.adopt', requestDigest: sha256Hex(attemptId), committedAt: step.now, result: { attemptId } },
+      { expectedVersion: null, terminal: true },
+    );
+    await createExecutionEntity<AttemptAttributes>(
+      step,
+      'attempt',
+      attemptId,
+      {
+        attemptId,
+        runId,
+        occurrenceId,
+        attemptNumber: 1,
+        adoptionKey,
+        fenceGeneration: o.fence.generation,
+        leaseExpiresAt: o.fence.leaseExpiresAt!,
+        deadlineAt: o.deadlineAt!,
+      },
+      {
+        runtimeId,
+        retryClassification: { classification: 'initial', eligibleClasses: o.retryPolicy.retryableClasses },
+        stateReason: 'adopted',
+        openedAt: step.now,
+      },
+      'adopted',
+    );
+    await updateEntityAttributes<RunAttributes>(step.tx, KINDS.run, runId, 1, (a) => ({
+      ...a,
+      attemptIds: [attemptId],
+    }));
     if (fault.forceNewRun !== true) {
-      await updateEntityAttributes<OccurrenceAttributes>(step.tx, KINDS.occurrence, occurrenceId, occurrence.version, (a) => ({ ...a, activeRunRef: runId, updatedAt: step.now }));
+      await updateEntityAttributes<OccurrenceAttributes>(
+        step.tx,
+        KINDS.occurrence,
+        occurrenceId,
+        occurrence.version,
+        (a) => ({ ...a, activeRunRef: runId, updatedAt: step.now }),
+      );
     }
   } else {
     const run = await loadRun(step.tx, runId);
@@ -106,14 +164,31 @@ export async function acceptAndDispatch(svc: EngineServices, step: StepContext, 
   }
   const attempt = await loadAttempt(step.tx, attemptId);
   const dispatchGeneration = attemptContext(attempt).dispatchGeneration + 1;
-  await moveEntity<AttemptAttributes>(step, 'attempt', attemptId, {
-    type: 'dispatch',
-    actor: 'dispatcher',
-    dispatchGeneration,
-    fenceGeneration: state === 'claimed' ? o.fence.generation : attemptContext(attempt).fenceGeneration,
-  }, (a) => ({ ...a, stateReason: 'dispatching', workerCorrelation: { workerId: svc.instanceId, adoptedAt: a.openedAt } }));
+  await moveEntity<AttemptAttributes>(
+    step,
+    'attempt',
+    attemptId,
+    {
+      type: 'dispatch',
+      actor: 'dispatcher',
+      dispatchGeneration,
+      fenceGeneration: state === 'claimed' ? o.fence.generation : attemptContext(attempt).fenceGeneration,
+    },
+    (a) => ({
+      ...a,
+      stateReason: 'dispatching',
+      workerCorrelation: { workerId: svc.instanceId, adoptedAt: a.openedAt },
+    }),
+  );
   const outboxId = outboxIdFor(attemptId, dispatchGeneration);
-  const entry: OutboxEntry = { attemptId, occurrenceId, runId, dispatchGeneration, status: 'pending', committedAt: step.now };
+  const entry: OutboxEntry = {
+    attemptId,
+    occurrenceId,
+    runId,
+    dispatchGeneration,
+    status: 'pending',
+    committedAt: step.now,
+  };
   await step.tx.put(KINDS.outbox, outboxId, entry, { expectedVersion: null });
   await step.tx.put('pending-launch', outboxId, { committedAt: step.now }, { expectedVersion: null });
   return outboxId;
@@ -148,26 +223,52 @@ async function sendAndApply(svc: EngineServices, outboxId: string): Promise<Laun
     if (outbox === undefined || outbox.data.status !== 'pending') return undefined;
     const attempt = await loadAttempt(step.tx, outbox.data.attemptId);
     if (stateOf(attempt) !== 'dispatching') {
-      await step.tx.put(KINDS.outbox, outboxId, { ...outbox.data, status: 'cancelled' }, { expectedVersion: outbox.version });
+      await step.tx.put(
+        KINDS.outbox,
+        outboxId,
+        { ...outbox.data, status: 'cancelled' },
+        { expectedVersion: outbox.version },
+      );
       await clearPending(step, outboxId);
       return undefined;
     }
     const run = await loadRun(step.tx, outbox.data.runId);
     const occurrence = await loadOccurrence(step.tx, outbox.data.occurrenceId);
-    await step.tx.put(KINDS.outbox, outboxId, { ...outbox.data, status: 'sending', sentAt: step.now }, { expectedVersion: outbox.version });
+    await step.tx.put(
+      KINDS.outbox,
+      outboxId,
+      { ...outbox.data, status: 'sending', sentAt: step.now },
+      { expectedVersion: outbox.version },
+    );
     await clearPending(step, outboxId);
     if (stateOf(run) === 'accepted') {
-      await moveEntity<RunAttributes>(step, 'run', run.id, {
-        type: 'attempt_started',
-        actor: 'dispatcher',
-        attemptId: attempt.id,
-        attemptNumber: attemptContext(attempt).attemptNumber,
-        adoptionCommittedAt: attempt.data.attributes.openedAt,
-        launchIssuedAt: step.now,
-      }, (a) => ({ ...a, stateReason: 'launch_issued' }));
+      await moveEntity<RunAttributes>(
+        step,
+        'run',
+        run.id,
+        {
+          type: 'attempt_started',
+          actor: 'dispatcher',
+          attemptId: attempt.id,
+          attemptNumber: attemptContext(attempt).attemptNumber,
+          adoptionCommittedAt: attempt.data.attributes.openedAt,
+          launchIssuedAt: step.now,
+        },
+        (a) => ({ ...a, stateReason: 'launch_issued' }),
+      );
     }
-    const definition = await pinnedDefinition(step, occurrence.data.attributes.automationId, occurrence.data.attributes.automationRevision);
-    return { outbox: outbox.data, attempt, definition, deadlineAt: runContext(run).deadlineAt, pinnedDigest: occurrence.data.attributes.definitionDigest.value };
+    const definition = await pinnedDefinition(
+      step,
+      occurrence.data.attributes.automationId,
+      occurrence.data.attributes.automationRevision,
+    );
+    return {
+      outbox: outbox.data,
+      attempt,
+      definition,
+      deadlineAt: runContext(run).deadlineAt,
+      pinnedDigest: occurrence.data.attributes.definitionDigest.value,
+    };
   });
   if (prepared === undefined) return { outboxId, result: { outcome: 'skipped', detail: 'nothing to launch' } };
   const integrity = integrityProblem(prepared.definition, prepared.pinnedDigest);
@@ -180,15 +281,31 @@ async function sendAndApply(svc: EngineServices, outboxId: string): Promise<Laun
     result = sent;
   }
   const quarantine = await svc.step((step) => applyLaunchResult(step, outboxId, result));
-  const held = integrity === undefined ? quarantine : { automationId: prepared.definition.automationId, reason: integrity.message };
-  return { outboxId, result, ...(held === undefined ? {} : { quarantine: held }), ...(integrity === undefined ? {} : { error: integrity }) };
+  const held =
+    integrity === undefined
+      ? quarantine
+      : { automationId: prepared.definition.automationId, reason: integrity.message };
+  return {
+    outboxId,
+    result,
+    ...(held === undefined ? {} : { quarantine: held }),
+    ...(integrity === undefined ? {} : { error: integrity }),
+  };
 }
 
 /** Calls the runtime; a throw means the launch may or may not have happened. */
-async function sendLaunch(svc: EngineServices, prepared: Prepared, sessionKey: string): Promise<LaunchResult | { outcome: 'unconfirmed'; detail: string }> {
+async function sendLaunch(
+  svc: EngineServices,
+  prepared: Prepared,
+  sessionKey: string,
+): Promise<LaunchResult | { outcome: 'unconfirmed'; detail: string }> {
   const runtime = svc.runtime(prepared.attempt.data.attributes.runtimeId);
   if (runtime === undefined) {
-    return { outcome: 'failed', failureClass: 'launch_refused', detail: `no runtime ${prepared.attempt.data.attributes.runtimeId} is registered` };
+    return {
+      outcome: 'failed',
+      failureClass: 'launch_refused',
+      detail: `no runtime ${prepared.attempt.data.attributes.runtimeId} is registered`,
+    };
   }
   let result: LaunchResult;
   try {
@@ -197,7 +314,9 @@ async function sendLaunch(svc: EngineServices, prepared: Prepared, sessionKey: s
     return { outcome: 'unconfirmed', detail: (error as Error).message };
   }
   if (svc.faults.bindSecondSession && result.outcome === 'started') {
-    await runtime.launch({ ...launchRequestOf(prepared, sessionKey), sessionKey: `${sessionKey}:again` }, svc.clock.now()).catch(() => undefined);
+    await runtime
+      .launch({ ...launchRequestOf(prepared, sessionKey), sessionKey: `${sessionKey}:again` }, svc.clock.now())
+      .catch(() => undefined);
   }
   return result;
 }
@@ -208,7 +327,11 @@ async function clearPending(step: StepContext, outboxId: string): Promise<void> 
 }
 
 /** Commits the runtime's answer to a launch (or the evidence that stands for it). */
-export async function applyLaunchResult(step: StepContext, outboxId: string, result: LaunchResult): Promise<QuarantineRequest | undefined> {
+export async function applyLaunchResult(
+  step: StepContext,
+  outboxId: string,
+  result: LaunchResult,
+): Promise<QuarantineRequest | undefined> {
   const outbox = await step.tx.get<OutboxEntry>(KINDS.outbox, outboxId);
   if (outbox === undefined || outbox.data.status !== 'sending') return undefined;
   await step.tx.put(KINDS.outbox, outboxId, { ...outbox.data, status: 'done' }, { expectedVersion: outbox.version });
@@ -217,17 +340,34 @@ export async function applyLaunchResult(step: StepContext, outboxId: string, res
   if (stateOf(attempt) !== 'dispatching') return undefined;
   const a = attemptContext(attempt);
   if (result.outcome === 'started') {
-    await moveEntity<AttemptAttributes>(step, 'attempt', attemptId, { type: 'runtime_started', actor: 'dispatcher', sessionId: result.sessionId, dispatchGeneration: a.dispatchGeneration }, (x) => ({
-      ...x,
-      stateReason: 'runtime_started',
-      workerCorrelation: { ...(x.workerCorrelation ?? { workerId: 'unknown' }), sessionId: result.sessionId },
-    }));
-    if (result.cursors.eventCursor !== undefined || result.cursors.logCursor !== undefined) {
-      await moveEntity<AttemptAttributes>(step, 'attempt', attemptId, { type: 'evidence_stream_open', actor: 'worker', sessionId: result.sessionId, cursors: result.cursors }, (x) => ({
+    await moveEntity<AttemptAttributes>(
+      step,
+      'attempt',
+      attemptId,
+      {
+        type: 'runtime_started',
+        actor: 'dispatcher',
+        sessionId: result.sessionId,
+        dispatchGeneration: a.dispatchGeneration,
+      },
+      (x) => ({
         ...x,
-        stateReason: 'observing',
-        outputCursors: result.cursors,
-      }));
+        stateReason: 'runtime_started',
+        workerCorrelation: { ...(x.workerCorrelation ?? { workerId: 'unknown' }), sessionId: result.sessionId },
+      }),
+    );
+    if (result.cursors.eventCursor !== undefined || result.cursors.logCursor !== undefined) {
+      await moveEntity<AttemptAttributes>(
+        step,
+        'attempt',
+        attemptId,
+        { type: 'evidence_stream_open', actor: 'worker', sessionId: result.sessionId, cursors: result.cursors },
+        (x) => ({
+          ...x,
+          stateReason: 'observing',
+          outputCursors: result.cursors,
+        }),
+      );
     }
     const occurrence = await loadOccurrence(step.tx, occurrenceId);
     if (stateOf(occurrence) === 'claimed') {
@@ -241,43 +381,86 @@ export async function applyLaunchResult(step: StepContext, outboxId: string, res
       });
     }
     if (stateOf(await loadOccurrence(step.tx, occurrenceId)) === 'dispatching') {
-      await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrenceId, { type: 'runtime_started', actor: 'dispatcher', attemptId, sessionId: result.sessionId }, (x) => ({
-        ...x,
-        stateReason: 'runtime_started',
-        updatedAt: step.now,
-      }));
+      await moveEntity<OccurrenceAttributes>(
+        step,
+        'occurrence',
+        occurrenceId,
+        { type: 'runtime_started', actor: 'dispatcher', attemptId, sessionId: result.sessionId },
+        (x) => ({
+          ...x,
+          stateReason: 'runtime_started',
+          updatedAt: step.now,
+        }),
+      );
     }
     return undefined;
   }
-  await moveEntity<AttemptAttributes>(step, 'attempt', attemptId, { type: 'launch_refused', actor: 'dispatcher', failure: { failureClass: result.failureClass, preOwnership: true } }, (x) => ({
-    ...x,
-    stateReason: result.detail.slice(0, 500),
-    failureClass: result.failureClass,
-    settledAt: step.now,
-  }));
+  await moveEntity<AttemptAttributes>(
+    step,
+    'attempt',
+    attemptId,
+    { type: 'launch_refused', actor: 'dispatcher', failure: { failureClass: result.failureClass, preOwnership: true } },
+    (x) => ({
+      ...x,
+      stateReason: result.detail.slice(0, 500),
+      failureClass: result.failureClass,
+      settledAt: step.now,
+    }),
+  );
   const occurrence = await loadOccurrence(step.tx, occurrenceId);
   if (stateOf(occurrence) === 'dispatching') {
     // Operator recovery attempts dispatch from `dispatching`: a refusal there settles the occurrence.
-    await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrenceId, { type: 'launch_refused', actor: 'dispatcher', failure: { failureClass: result.failureClass, preOwnership: true } }, (x) => ({
-      ...x,
-      stateReason: `launch_refused: ${result.detail}`.slice(0, 500),
-      updatedAt: step.now,
-    }));
+    await moveEntity<OccurrenceAttributes>(
+      step,
+      'occurrence',
+      occurrenceId,
+      {
+        type: 'launch_refused',
+        actor: 'dispatcher',
+        failure: { failureClass: result.failureClass, preOwnership: true },
+      },
+      (x) => ({
+        ...x,
+        stateReason: `launch_refused: ${result.detail}`.slice(0, 500),
+        updatedAt: step.now,
+      }),
+    );
     const run = await loadRun(step.tx, runId);
     if (stateOf(run) === 'running') {
-      await moveEntity<RunAttributes>(step, 'run', runId, { type: 'attempt_settled', actor: 'dispatcher', attempt: { attemptId, attemptNumber: a.attemptNumber, state: 'failed' }, furtherAttemptOpens: false }, (x) => ({
-        ...x,
-        stateReason: 'recovery attempt refused',
-        finishedAt: step.now,
-        terminalDisposition: { outcome: 'failed', failureClass: 'launch_refused', detail: result.detail.slice(0, 500) },
-      }));
+      await moveEntity<RunAttributes>(
+        step,
+        'run',
+        runId,
+        {
+          type: 'attempt_settled',
+          actor: 'dispatcher',
+          attempt: { attemptId, attemptNumber: a.attemptNumber, state: 'failed' },
+          furtherAttemptOpens: false,
+        },
+        (x) => ({
+          ...x,
+          stateReason: 'recovery attempt refused',
+          finishedAt: step.now,
+          terminalDisposition: {
+            outcome: 'failed',
+            failureClass: 'launch_refused',
+            detail: result.detail.slice(0, 500),
+          },
+        }),
+      );
     }
     return undefined;
   }
   return afterPreOwnershipFailure(step, occurrenceId, runId, attemptId, result.failureClass, result.detail);
 }
 
-type Prepared = { outbox: OutboxEntry; attempt: Awaited<ReturnType<typeof loadAttempt>>; definition: AutomationDefinition; deadlineAt: string; pinnedDigest?: string };
+type Prepared = {
+  outbox: OutboxEntry;
+  attempt: Awaited<ReturnType<typeof loadAttempt>>;
+  definition: AutomationDefinition;
+  deadlineAt: string;
+  pinnedDigest?: string;
+};
 
 function launchRequestOf(prepared: Prepared, sessionKey: string): LaunchRequest {
   const { definition } = prepared;
@@ -299,16 +482,35 @@ function launchRequestOf(prepared: Prepared, sessionKey: string): LaunchRequest 
 export async function launchAhead(svc: EngineServices, occurrenceId: string): Promise<void> {
   const ahead = await svc.store.read(async (r) => {
     const occurrence = await r.get<Awaited<ReturnType<typeof loadOccurrence>>['data']>(KINDS.occurrence, occurrenceId);
-    if (occurrence === undefined || occurrence.data.snapshot.value !== 'claimed' || occurrence.data.attributes.activeRunRef !== undefined) return undefined;
-    const definition = await r.get<AutomationDefinition>(DEFINITION_REVISION_KIND, revisionId(occurrence.data.attributes.automationId, occurrence.data.attributes.automationRevision));
+    if (
+      occurrence === undefined ||
+      occurrence.data.snapshot.value !== 'claimed' ||
+      occurrence.data.attributes.activeRunRef !== undefined
+    )
+      return undefined;
+    const definition = await r.get<AutomationDefinition>(
+      DEFINITION_REVISION_KIND,
+      revisionId(occurrence.data.attributes.automationId, occurrence.data.attributes.automationRevision),
+    );
     return definition?.data;
   });
   if (ahead === undefined) return;
   const runId = runIdFor(occurrenceId);
-  await svc.runtime(ahead.runtimeRequirements?.runtimeId ?? 'coven-code')?.launch(
-    { sessionKey: `${attemptIdFor(runId, 1)}#1`, automationId: ahead.automationId, occurrenceId, runId, attemptId: attemptIdFor(runId, 1), attemptNumber: 1, prompt: ahead.action.prompt, deadlineAt: svc.clock.now().toISOString() },
-    svc.clock.now(),
-  );
+  await svc
+    .runtime(ahead.runtimeRequirements?.runtimeId ?? 'coven-code')
+    ?.launch(
+      {
+        sessionKey: `${attemptIdFor(runId, 1)}#1`,
+        automationId: ahead.automationId,
+        occurrenceId,
+        runId,
+        attemptId: attemptIdFor(runId, 1),
+        attemptNumber: 1,
+        prompt: ahead.action.prompt,
+        deadlineAt: svc.clock.now().toISOString(),
+      },
+      svc.clock.now(),
+    );
 }
 
 /** Fault `resendUnconfirmedLaunches`: sends a launch whose answer was lost a second time. */
@@ -317,13 +519,28 @@ export async function resendLaunch(svc: EngineServices, outboxId: string): Promi
     const outbox = await r.get<OutboxEntry>(KINDS.outbox, outboxId);
     if (outbox === undefined) return undefined;
     const attempt = await r.get<Awaited<ReturnType<typeof loadAttempt>>['data']>(KINDS.attempt, outbox.data.attemptId);
-    const occurrence = await r.get<Awaited<ReturnType<typeof loadOccurrence>>['data']>(KINDS.occurrence, outbox.data.occurrenceId);
+    const occurrence = await r.get<Awaited<ReturnType<typeof loadOccurrence>>['data']>(
+      KINDS.occurrence,
+      outbox.data.occurrenceId,
+    );
     if (attempt === undefined || occurrence === undefined) return undefined;
-    const definition = await r.get<AutomationDefinition>(DEFINITION_REVISION_KIND, revisionId(occurrence.data.attributes.automationId, occurrence.data.attributes.automationRevision));
-    return definition === undefined ? undefined : { outbox: outbox.data, attempt: attempt as Awaited<ReturnType<typeof loadAttempt>>, definition: definition.data, deadlineAt: svc.clock.now().toISOString() };
+    const definition = await r.get<AutomationDefinition>(
+      DEFINITION_REVISION_KIND,
+      revisionId(occurrence.data.attributes.automationId, occurrence.data.attributes.automationRevision),
+    );
+    return definition === undefined
+      ? undefined
+      : {
+          outbox: outbox.data,
+          attempt: attempt as Awaited<ReturnType<typeof loadAttempt>>,
+          definition: definition.data,
+          deadlineAt: svc.clock.now().toISOString(),
+        };
   });
   if (prepared === undefined) return { outboxId, result: { outcome: 'skipped', detail: 'nothing to resend' } };
-  const result = await svc.runtime(prepared.attempt.data.attributes.runtimeId)!.launch(launchRequestOf(prepared, outboxId), svc.clock.now());
+  const result = await svc
+    .runtime(prepared.attempt.data.attributes.runtimeId)!
+    .launch(launchRequestOf(prepared, outboxId), svc.clock.now());
   return { outboxId, result };
 }
 

@@ -7,7 +7,11 @@ import type { AutomationDefinition } from '../command-handler/definition-body.js
  * other than those committed. Nothing is launched; the automation is quarantined until an operator looks.
  */
 export class DefinitionIntegrityError extends ContractError {
-  constructor(automationId: string, revision: number, details: { computed: string; carried: string | null; pinned: string | null }) {
+  constructor(
+    automationId: string,
+    revision: number,
+    details: { computed: string; carried: string | null; pinned: string | null },
+  ) {
     super(
       'INTERNAL',
       `definition ${automationId} revision ${revision} failed its integrity check before launch: its stored body digests to ` +
@@ -23,7 +27,10 @@ export class DefinitionIntegrityError extends ContractError {
  * Recomputes the RFC 8785 digest of the revision a launch executes and compares it with the digest the
  * revision carries and the one its occurrence pinned when it was planned. Returns the error when any differs.
  */
-export function integrityProblem(definition: AutomationDefinition, pinned: string | undefined): DefinitionIntegrityError | undefined {
+export function integrityProblem(
+  definition: AutomationDefinition,
+  pinned: string | undefined,
+): DefinitionIntegrityError | undefined {
   let verdict: ReturnType<typeof verifyIntegrity>;
   try {
     verdict = verifyIntegrity(definition as unknown as Record<string, unknown>);

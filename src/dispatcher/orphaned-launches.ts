@@ -22,7 +22,9 @@ async function findOrphan(svc: EngineServices, attemptId: string): Promise<Orpha
     const outbox = await r.get<OutboxEntry>(KINDS.outbox, outboxId);
     if (outbox === undefined || outbox.data.status !== 'sending') return undefined;
     const orphaned = await launchOrphaned(svc, r, outboxId, attempt.data.attributes.workerCorrelation?.workerId);
-    return orphaned ? { outboxId, sessionKey: sessionKeyOf(outboxId, outbox.data), runtimeId: attempt.data.attributes.runtimeId } : undefined;
+    return orphaned
+      ? { outboxId, sessionKey: sessionKeyOf(outboxId, outbox.data), runtimeId: attempt.data.attributes.runtimeId }
+      : undefined;
   });
 }
 
@@ -33,7 +35,12 @@ async function findOrphan(svc: EngineServices, attemptId: string): Promise<Orpha
 async function requeue(step: StepContext, outboxId: string): Promise<boolean> {
   const outbox = await step.tx.get<OutboxEntry>(KINDS.outbox, outboxId);
   if (outbox === undefined || outbox.data.status !== 'sending') return false;
-  await step.tx.put(KINDS.outbox, outboxId, { ...outbox.data, status: 'pending', resends: (outbox.data.resends ?? 0) + 1 }, { expectedVersion: outbox.version });
+  await step.tx.put(
+    KINDS.outbox,
+    outboxId,
+    { ...outbox.data, status: 'pending', resends: (outbox.data.resends ?? 0) + 1 },
+    { expectedVersion: outbox.version },
+  );
   await step.tx.put('pending-launch', outboxId, { committedAt: step.now }, { expectedVersion: null });
   return true;
 }
@@ -44,20 +51,30 @@ async function requeue(step: StepContext, outboxId: string): Promise<boolean> {
  * once under the same attempt and fence. Without evidence nothing is decided here: the lease and recovery
  * decide, and an ambiguous outcome goes to the operator.
  */
-export async function resolveOrphanedLaunch(svc: EngineServices, orphan: OrphanedLaunch): Promise<LaunchOutcome | undefined> {
+export async function resolveOrphanedLaunch(
+  svc: EngineServices,
+  orphan: OrphanedLaunch,
+): Promise<LaunchOutcome | undefined> {
   const runtime = svc.runtime(orphan.runtimeId);
   let evidence: LaunchEvidence;
   try {
-    evidence = runtime?.launchEvidence === undefined ? { evidence: 'unknown', detail: `runtime ${orphan.runtimeId} keeps no launch evidence` } : await runtime.launchEvidence(orphan.sessionKey, svc.clock.now());
+    evidence =
+      runtime?.launchEvidence === undefined
+        ? { evidence: 'unknown', detail: `runtime ${orphan.runtimeId} keeps no launch evidence` }
+        : await runtime.launchEvidence(orphan.sessionKey, svc.clock.now());
   } catch (error) {
-    evidence = { evidence: 'unknown', detail: `runtime ${orphan.runtimeId} could not be asked: ${(error as Error).message}` };
+    evidence = {
+      evidence: 'unknown',
+      detail: `runtime ${orphan.runtimeId} could not be asked: ${(error as Error).message}`,
+    };
   }
   if (evidence.evidence === 'started') {
     const answer: LaunchResult = { outcome: 'started', sessionId: evidence.sessionId, cursors: evidence.cursors };
     const quarantine = await svc.step((step) => applyLaunchResult(step, orphan.outboxId, answer));
     return { outboxId: orphan.outboxId, result: answer, ...(quarantine === undefined ? {} : { quarantine }) };
   }
-  if (evidence.evidence === 'never_started' && (await svc.step((step) => requeue(step, orphan.outboxId)))) return releaseLaunch(svc, orphan.outboxId);
+  if (evidence.evidence === 'never_started' && (await svc.step((step) => requeue(step, orphan.outboxId))))
+    return releaseLaunch(svc, orphan.outboxId);
   return undefined;
 }
 
@@ -74,7 +91,9 @@ export async function resolveOrphanedLaunches(svc: EngineServices, errors: Error
       const outcome = orphan === undefined ? undefined : await resolveOrphanedLaunch(svc, orphan);
       if (outcome !== undefined) outcomes.push(outcome);
     } catch (error) {
-      errors.push(new Error(`dispatcher: orphaned launch of attempt ${id}: ${(error as Error).message}`, { cause: error }));
+      errors.push(
+        new Error(`dispatcher: orphaned launch of attempt ${id}: ${(error as Error).message}`, { cause: error }),
+      );
     }
   });
   return outcomes;

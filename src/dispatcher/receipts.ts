@@ -1,7 +1,14 @@
 import { appendEvent } from '../changefeed/event-envelope.js';
 import { integrityOf } from '../contract/digest.js';
 import type { StepContext } from '../engine/lifecycle.js';
-import { KINDS, attemptContext, type AttemptRecord, type OccurrenceRecord, type Receipt, type RunRecord } from '../engine/records.js';
+import {
+  KINDS,
+  attemptContext,
+  type AttemptRecord,
+  type OccurrenceRecord,
+  type Receipt,
+  type RunRecord,
+} from '../engine/records.js';
 import type { Runtime } from '../runtime/runtime.js';
 
 export const receiptIdFor = (attemptId: string) => `receipt-${attemptId}`.slice(0, 160);
@@ -35,14 +42,21 @@ export async function recordReceipt(
     identity: { familiarId: r.binding.familiar.familiarId },
     authority: { principal: r.binding.authority.principal },
     runtime: { runtimeId: r.binding.runtime.runtimeId, capabilities: r.binding.runtime.capabilities },
-    ...(resultDigest === undefined ? {} : { resultDigest: { algorithm: 'sha256' as const, canonicalization: 'jcs-rfc8785' as const, value: resultDigest } }),
+    ...(resultDigest === undefined
+      ? {}
+      : {
+          resultDigest: { algorithm: 'sha256' as const, canonicalization: 'jcs-rfc8785' as const, value: resultDigest },
+        }),
     sideEffectClass: runtime?.sideEffectClass ?? 'irreversible_external_mutation',
     outcome,
     producedAt: step.now,
     producer: { component: step.feed.producer.component, instanceId: step.feed.producer.instanceId },
     privacy: { classification: 'operational', retention: { classification: 'standard' } },
   };
-  const receipt = { ...body, integrity: { ...integrityOf(body as Record<string, unknown>), authentication: 'none' as const } } as Receipt;
+  const receipt = {
+    ...body,
+    integrity: { ...integrityOf(body as Record<string, unknown>), authentication: 'none' as const },
+  } as Receipt;
   await step.tx.put(KINDS.receipt, receipt.receiptId, receipt, { expectedVersion: null, terminal: true });
   await appendEvent(step.tx, step.feed, {
     stream: { kind: 'run', id: run.id },

@@ -16,7 +16,12 @@ import {
   type RunRecord,
 } from '../engine/records.js';
 import type { TerminalEvidence } from '../guards/common.js';
-import { holdWindowOpen, retryExhausted, type AttemptDisposition, type OccurrenceContext } from '../guards/occurrence.js';
+import {
+  holdWindowOpen,
+  retryExhausted,
+  type AttemptDisposition,
+  type OccurrenceContext,
+} from '../guards/occurrence.js';
 import type { StoreTransaction } from '../store/store.js';
 
 export async function loadOccurrence(tx: StoreTransaction, id: string): Promise<OccurrenceRecord> {
@@ -52,7 +57,12 @@ export function backoffMs(policy: OccurrenceContext['retryPolicy'], runId: strin
   return jitter * 1000;
 }
 
-function retryPermitted(context: OccurrenceContext, failureClass: PreOwnershipFailureClass, notBefore: string, attempts: number): boolean {
+function retryPermitted(
+  context: OccurrenceContext,
+  failureClass: PreOwnershipFailureClass,
+  notBefore: string,
+  attempts: number,
+): boolean {
   const policy = context.retryPolicy;
   return (
     failureClass !== 'launch_refused' &&
@@ -69,12 +79,25 @@ export async function openAttempt(
   step: StepContext,
   run: RunRecord,
   occurrence: OccurrenceRecord,
-  input: { attemptNumber: number; fenceGeneration: number; leaseExpiresAt: string; prior: { attemptNumber: number; outcome: AttemptDisposition }; classification: AttemptAttributes['retryClassification']['classification']; notBefore?: string; runtimeId: string },
+  input: {
+    attemptNumber: number;
+    fenceGeneration: number;
+    leaseExpiresAt: string;
+    prior: { attemptNumber: number; outcome: AttemptDisposition };
+    classification: AttemptAttributes['retryClassification']['classification'];
+    notBefore?: string;
+    runtimeId: string;
+  },
 ): Promise<AttemptRecord> {
   const attemptId = attemptIdFor(run.id, input.attemptNumber);
   const adoptionKey = attemptKeyFor(run.id, input.attemptNumber);
   // Attempt keys share the command key space: a command can never reuse one, nor one a command's.
-  await step.tx.put('adoption', adoptionKey, { command: 'attempt.adopt', requestDigest: sha256Hex(attemptId), committedAt: step.now, result: { attemptId } }, { expectedVersion: null, terminal: true });
+  await step.tx.put(
+    'adoption',
+    adoptionKey,
+    { command: 'attempt.adopt', requestDigest: sha256Hex(attemptId), committedAt: step.now, result: { attemptId } },
+    { expectedVersion: null, terminal: true },
+  );
   const attempt = (await createExecutionEntity<AttemptAttributes>(
     step,
     'attempt',
@@ -99,17 +122,42 @@ export async function openAttempt(
     },
     input.classification,
   )) as AttemptRecord;
-  await updateEntityAttributes<RunAttributes>(step.tx, KINDS.run, run.id, (await loadRun(step.tx, run.id)).version, (a) => ({ ...a, attemptIds: [...a.attemptIds, attemptId] }));
+  await updateEntityAttributes<RunAttributes>(
+    step.tx,
+    KINDS.run,
+    run.id,
+    (await loadRun(step.tx, run.id)).version,
+    (a) => ({ ...a, attemptIds: [...a.attemptIds, attemptId] }),
+  );
   return attempt;
 }
 
-async function settleRunFailed(step: StepContext, runId: string, attemptId: string, attemptNumber: number, detail: string, failureClass: string): Promise<void> {
-  await moveEntity<RunAttributes>(step, 'run', runId, { type: 'attempt_settled', actor: 'dispatcher', attempt: { attemptId, attemptNumber, state: 'failed' }, furtherAttemptOpens: false, failureClass }, (a) => ({
-    ...a,
-    stateReason: detail,
-    finishedAt: step.now,
-    terminalDisposition: { outcome: 'failed', failureClass, detail },
-  }));
+async function settleRunFailed(
+  step: StepContext,
+  runId: string,
+  attemptId: string,
+  attemptNumber: number,
+  detail: string,
+  failureClass: string,
+): Promise<void> {
+  await moveEntity<RunAttributes>(
+    step,
+    'run',
+    runId,
+    {
+      type: 'attempt_settled',
+      actor: 'dispatcher',
+      attempt: { attemptId, attemptNumber, state: 'failed' },
+      furtherAttemptOpens: false,
+      failureClass,
+    },
+    (a) => ({
+      ...a,
+      stateReason: detail,
+      finishedAt: step.now,
+      terminalDisposition: { outcome: 'failed', failureClass, detail },
+    }),
+  );
 }
 
 export type QuarantineRequest = { automationId: string; reason: string };
@@ -120,7 +168,14 @@ export type QuarantineRequest = { automationId: string; reason: string };
  * window is open, else settle run and occurrence failed. Returns a quarantine request when a retryable
  * class exhausted the policy.
  */
-export async function afterPreOwnershipFailure(step: StepContext, occurrenceId: string, runId: string, attemptId: string, failureClass: PreOwnershipFailureClass, detail: string): Promise<QuarantineRequest | undefined> {
+export async function afterPreOwnershipFailure(
+  step: StepContext,
+  occurrenceId: string,
+  runId: string,
+  attemptId: string,
+  failureClass: PreOwnershipFailureClass,
+  detail: string,
+): Promise<QuarantineRequest | undefined> {
   const occurrence = await loadOccurrence(step.tx, occurrenceId);
   const run = await loadRun(step.tx, runId);
   const attempt = await loadAttempt(step.tx, attemptId);
@@ -137,31 +192,63 @@ export async function afterPreOwnershipFailure(step: StepContext, occurrenceId: 
       notBefore,
       runtimeId: attempt.data.attributes.runtimeId,
     });
-    await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrenceId, {
-      type: 'automatic_retry',
-      actor: 'dispatcher',
-      failure: { failureClass, preOwnership: true },
-      priorAttemptNumber: n,
-      priorDisposition: 'failed',
-      notBefore,
-    }, (a) => ({ ...a, notBefore, held: false, stateReason: `automatic retry after ${failureClass}`, updatedAt: step.now }));
+    await moveEntity<OccurrenceAttributes>(
+      step,
+      'occurrence',
+      occurrenceId,
+      {
+        type: 'automatic_retry',
+        actor: 'dispatcher',
+        failure: { failureClass, preOwnership: true },
+        priorAttemptNumber: n,
+        priorDisposition: 'failed',
+        notBefore,
+      },
+      (a) => ({
+        ...a,
+        notBefore,
+        held: false,
+        stateReason: `automatic retry after ${failureClass}`,
+        updatedAt: step.now,
+      }),
+    );
     return undefined;
   }
   const attempts = Math.max(o.attemptCount, n);
   const exhausted = retryExhausted(o.retryPolicy, attempts, failureClass);
   if (holdWindowOpen(o, step.now, attempts, failureClass)) {
-    await updateEntityAttributes<OccurrenceAttributes>(step.tx, KINDS.occurrence, occurrenceId, occurrence.version, (a) => ({ ...a, held: true, stateReason: `held for operator retry after ${failureClass}`, updatedAt: step.now }));
-    await updateEntityAttributes<RunAttributes>(step.tx, KINDS.run, runId, run.version, (a) => ({ ...a, stateReason: 'held_for_operator_retry' }));
+    await updateEntityAttributes<OccurrenceAttributes>(
+      step.tx,
+      KINDS.occurrence,
+      occurrenceId,
+      occurrence.version,
+      (a) => ({ ...a, held: true, stateReason: `held for operator retry after ${failureClass}`, updatedAt: step.now }),
+    );
+    await updateEntityAttributes<RunAttributes>(step.tx, KINDS.run, runId, run.version, (a) => ({
+      ...a,
+      stateReason: 'held_for_operator_retry',
+    }));
     return undefined;
   }
   await settleRunFailed(step, runId, attemptId, n, detail, failureClass);
-  await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrenceId, {
-    type: 'run_settled',
-    actor: 'dispatcher',
-    failure: { failureClass, preOwnership: true },
-    attemptNumber: n,
-  }, (a) => ({ ...a, held: false, stateReason: `${failureClass}: ${detail}`.slice(0, 500), updatedAt: step.now }));
-  return exhausted ? { automationId: run.data.attributes.automationId, reason: `retryable ${failureClass} failures exhausted the retry policy of run ${runId}` } : undefined;
+  await moveEntity<OccurrenceAttributes>(
+    step,
+    'occurrence',
+    occurrenceId,
+    {
+      type: 'run_settled',
+      actor: 'dispatcher',
+      failure: { failureClass, preOwnership: true },
+      attemptNumber: n,
+    },
+    (a) => ({ ...a, held: false, stateReason: `${failureClass}: ${detail}`.slice(0, 500), updatedAt: step.now }),
+  );
+  return exhausted
+    ? {
+        automationId: run.data.attributes.automationId,
+        reason: `retryable ${failureClass} failures exhausted the retry policy of run ${runId}`,
+      }
+    : undefined;
 }
 
 /**
@@ -169,7 +256,14 @@ export async function afterPreOwnershipFailure(step: StepContext, occurrenceId: 
  * receipt); failure settles them unless the ordinary run's operator hold window is open, in which case
  * both stay running, held.
  */
-export async function afterTerminalEvidence(step: StepContext, occurrenceId: string, runId: string, attemptId: string, evidence: TerminalEvidence, receiptRef: string): Promise<void> {
+export async function afterTerminalEvidence(
+  step: StepContext,
+  occurrenceId: string,
+  runId: string,
+  attemptId: string,
+  evidence: TerminalEvidence,
+  receiptRef: string,
+): Promise<void> {
   const occurrence = await loadOccurrence(step.tx, occurrenceId);
   const run = await loadRun(step.tx, runId);
   const n = attemptContext(await loadAttempt(step.tx, attemptId)).attemptNumber;
@@ -178,23 +272,56 @@ export async function afterTerminalEvidence(step: StepContext, occurrenceId: str
   if (!runIsCurrent || !occurrenceRunning) return;
   const succeeded = evidence.outcome === 'succeeded' && (evidence.exitCode === null || evidence.exitCode === 0);
   if (succeeded) {
-    await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrenceId, { type: 'run_settled', actor: 'dispatcher', evidence, receiptRef }, (a) => ({ ...a, held: false, stateReason: 'run_succeeded', updatedAt: step.now }));
-    await moveEntity<RunAttributes>(step, 'run', runId, { type: 'attempt_settled', actor: 'dispatcher', attempt: { attemptId, attemptNumber: n, state: 'succeeded' }, receiptRef, furtherAttemptOpens: false }, (a) => ({
-      ...a,
-      stateReason: 'attempt_settled_succeeded',
-      finishedAt: step.now,
-      receiptRef,
-      terminalDisposition: { outcome: 'succeeded', detail: 'verified completion evidence' },
-    }));
+    await moveEntity<OccurrenceAttributes>(
+      step,
+      'occurrence',
+      occurrenceId,
+      { type: 'run_settled', actor: 'dispatcher', evidence, receiptRef },
+      (a) => ({ ...a, held: false, stateReason: 'run_succeeded', updatedAt: step.now }),
+    );
+    await moveEntity<RunAttributes>(
+      step,
+      'run',
+      runId,
+      {
+        type: 'attempt_settled',
+        actor: 'dispatcher',
+        attempt: { attemptId, attemptNumber: n, state: 'succeeded' },
+        receiptRef,
+        furtherAttemptOpens: false,
+      },
+      (a) => ({
+        ...a,
+        stateReason: 'attempt_settled_succeeded',
+        finishedAt: step.now,
+        receiptRef,
+        terminalDisposition: { outcome: 'succeeded', detail: 'verified completion evidence' },
+      }),
+    );
     return;
   }
   const o = occurrenceContext(occurrence);
   if (holdWindowOpen(o, step.now, Math.max(o.attemptCount, n))) {
-    await updateEntityAttributes<OccurrenceAttributes>(step.tx, KINDS.occurrence, occurrenceId, occurrence.version, (a) => ({ ...a, held: true, stateReason: 'held for operator retry after a failed attempt', updatedAt: step.now }));
-    await updateEntityAttributes<RunAttributes>(step.tx, KINDS.run, runId, run.version, (a) => ({ ...a, stateReason: 'held_for_operator_retry' }));
+    await updateEntityAttributes<OccurrenceAttributes>(
+      step.tx,
+      KINDS.occurrence,
+      occurrenceId,
+      occurrence.version,
+      (a) => ({ ...a, held: true, stateReason: 'held for operator retry after a failed attempt', updatedAt: step.now }),
+    );
+    await updateEntityAttributes<RunAttributes>(step.tx, KINDS.run, runId, run.version, (a) => ({
+      ...a,
+      stateReason: 'held_for_operator_retry',
+    }));
     return;
   }
-  await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrenceId, { type: 'run_settled', actor: 'dispatcher', evidence, attemptNumber: n }, (a) => ({ ...a, held: false, stateReason: 'run_failed', updatedAt: step.now }));
+  await moveEntity<OccurrenceAttributes>(
+    step,
+    'occurrence',
+    occurrenceId,
+    { type: 'run_settled', actor: 'dispatcher', evidence, attemptNumber: n },
+    (a) => ({ ...a, held: false, stateReason: 'run_failed', updatedAt: step.now }),
+  );
   await settleRunFailed(step, runId, attemptId, n, 'runtime evidence proves failure', 'runtime_error');
 }
 
@@ -206,21 +333,49 @@ export async function settleExpiredHold(step: StepContext, occurrence: Occurrenc
   const attemptId = run.data.attributes.attemptIds.at(-1)!;
   const attempt = await loadAttempt(step.tx, attemptId);
   const n = attemptContext(attempt).attemptNumber;
-  if (stateOf(run) === 'running') await settleRunFailed(step, runId, attemptId, n, 'held run deadline expired', attempt.data.attributes.failureClass ?? 'runtime_error');
+  if (stateOf(run) === 'running')
+    await settleRunFailed(
+      step,
+      runId,
+      attemptId,
+      n,
+      'held run deadline expired',
+      attempt.data.attributes.failureClass ?? 'runtime_error',
+    );
   const state = stateOf(occurrence);
   if (state === 'claimed') {
-    await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrence.id, { type: 'run_settled', actor: 'dispatcher', failure: { failureClass: (attempt.data.attributes.failureClass ?? 'launch_refused') as PreOwnershipFailureClass, preOwnership: true }, attemptNumber: n }, (a) => ({
-      ...a,
-      held: false,
-      stateReason: 'held run deadline expired',
-      updatedAt: step.now,
-    }));
+    await moveEntity<OccurrenceAttributes>(
+      step,
+      'occurrence',
+      occurrence.id,
+      {
+        type: 'run_settled',
+        actor: 'dispatcher',
+        failure: {
+          failureClass: (attempt.data.attributes.failureClass ?? 'launch_refused') as PreOwnershipFailureClass,
+          preOwnership: true,
+        },
+        attemptNumber: n,
+      },
+      (a) => ({
+        ...a,
+        held: false,
+        stateReason: 'held run deadline expired',
+        updatedAt: step.now,
+      }),
+    );
   } else if (state === 'running' && attempt.data.attributes.evidence !== undefined) {
-    await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrence.id, { type: 'run_settled', actor: 'dispatcher', evidence: attempt.data.attributes.evidence, attemptNumber: n }, (a) => ({
-      ...a,
-      held: false,
-      stateReason: 'held run deadline expired',
-      updatedAt: step.now,
-    }));
+    await moveEntity<OccurrenceAttributes>(
+      step,
+      'occurrence',
+      occurrence.id,
+      { type: 'run_settled', actor: 'dispatcher', evidence: attempt.data.attributes.evidence, attemptNumber: n },
+      (a) => ({
+        ...a,
+        held: false,
+        stateReason: 'held run deadline expired',
+        updatedAt: step.now,
+      }),
+    );
   }
 }

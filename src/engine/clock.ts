@@ -36,7 +36,11 @@ export class SimulatedClock implements Clock {
 
   advance(by: { milliseconds?: number; seconds?: number; minutes?: number; hours?: number; days?: number }): void {
     this.current +=
-      (by.milliseconds ?? 0) + (by.seconds ?? 0) * 1e3 + (by.minutes ?? 0) * 6e4 + (by.hours ?? 0) * 3.6e6 + (by.days ?? 0) * 8.64e7;
+      (by.milliseconds ?? 0) +
+      (by.seconds ?? 0) * 1e3 +
+      (by.minutes ?? 0) * 6e4 +
+      (by.hours ?? 0) * 3.6e6 +
+      (by.days ?? 0) * 8.64e7;
   }
 }
 

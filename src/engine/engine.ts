@@ -1,7 +1,18 @@
 import { CommandHandler } from '../command-handler/command-handler.js';
-import { DEFAULT_PRODUCER, defaultNewId, defaultRequirements, type RequirementsCheck } from '../command-handler/context.js';
+import {
+  DEFAULT_PRODUCER,
+  defaultNewId,
+  defaultRequirements,
+  type RequirementsCheck,
+} from '../command-handler/context.js';
 import type { ProducerIdentity } from '../changefeed/event-envelope.js';
-import { acceptAndDispatch, launchAhead, releaseLaunch, resendLaunch, type LaunchOutcome } from '../dispatcher/dispatcher.js';
+import {
+  acceptAndDispatch,
+  launchAhead,
+  releaseLaunch,
+  resendLaunch,
+  type LaunchOutcome,
+} from '../dispatcher/dispatcher.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { advanceAll } from '../scheduler/occurrences.js';
 import { planDueSlots } from '../scheduler/planning.js';
@@ -132,7 +143,11 @@ export class Engine {
       new Map(options.runtimes.map((r) => [r.runtimeId, r])),
       instanceId,
       producer,
-      options.leaseSeconds !== undefined ? options.leaseSeconds * 1000 : options.leaseMinutes !== undefined ? options.leaseMinutes * 60_000 : DEFAULT_LEASE_SECONDS * 1000,
+      options.leaseSeconds !== undefined
+        ? options.leaseSeconds * 1000
+        : options.leaseMinutes !== undefined
+          ? options.leaseMinutes * 60_000
+          : DEFAULT_LEASE_SECONDS * 1000,
       newId,
       { ...NO_FAULTS, ...options.faults },
     );
@@ -151,7 +166,9 @@ export class Engine {
       producer,
       newId,
       // A runtime with cwd roots refuses a definition outside them at activation, not only at launch.
-      requirements: options.requirements ?? confineCwd(options.runtimes, defaultRequirements(options.runtimes.map((r) => r.runtimeId))),
+      requirements:
+        options.requirements ??
+        confineCwd(options.runtimes, defaultRequirements(options.runtimes.map((r) => r.runtimeId))),
       operator: operatorCommands(this.services, (occurrenceId) => this.dispatch(occurrenceId)),
       faults: this.services.faults,
     });
@@ -161,7 +178,16 @@ export class Engine {
   async tick(options: { crashBefore?: CrashPoint } = {}): Promise<TickReport> {
     const svc = this.services;
     const at = svc.clock.now().toISOString();
-    const report: TickReport = { at, planned: 0, launched: 0, settled: 0, compacted: 0, launches: [], errors: [], phaseMs: { plan: 0, advance: 0, dispatch: 0, observe: 0, retention: 0, checkpoint: 0 } };
+    const report: TickReport = {
+      at,
+      planned: 0,
+      launched: 0,
+      settled: 0,
+      compacted: 0,
+      launches: [],
+      errors: [],
+      phaseMs: { plan: 0, advance: 0, dispatch: 0, observe: 0, retention: 0, checkpoint: 0 },
+    };
     // A stopwatch, not the engine clock: durations are reported only, so they cannot affect determinism.
     let lap = performance.now();
     const timed = (phase: keyof TickReport['phaseMs']) => {
@@ -176,9 +202,14 @@ export class Engine {
     // Fault: what the engine must never do with a launch whose answer was lost — send it again without proof.
     if (svc.faults.resendUnconfirmedLaunches) report.launches.push(...(await this.resendUnconfirmed(report.errors)));
     // Before leases are judged: an orphaned launch that evidence can decide must never be treated as unknown.
-    for (const outcome of await resolveOrphanedLaunches(svc, report.errors)) report.launches.push(await this.quarantineAfter(outcome));
+    for (const outcome of await resolveOrphanedLaunches(svc, report.errors))
+      report.launches.push(await this.quarantineAfter(outcome));
     const stops = await advanceAll(svc, report.errors);
-    for (const stop of stops) await svc.runtime(stop.runtimeId)?.cancel(stop.sessionId, svc.clock.now()).catch(() => undefined);
+    for (const stop of stops)
+      await svc
+        .runtime(stop.runtimeId)
+        ?.cancel(stop.sessionId, svc.clock.now())
+        .catch(() => undefined);
     timed('advance');
     if (options.crashBefore === 'dispatch') return report;
     // After this pass's claims, before its launches: another engine must see this one alive while they run.
@@ -206,7 +237,9 @@ export class Engine {
     if (faults.launchBeforeAdoptionCommit) await launchAhead(this.services, occurrenceId);
     const outboxId = await this.services.step((step) => acceptAndDispatch(this.services, step, occurrenceId));
     if (outboxId !== undefined && faults.acceptFenceTwice) {
-      const second = await this.services.step((step) => acceptAndDispatch(this.services, step, occurrenceId, { forceNewRun: true }));
+      const second = await this.services.step((step) =>
+        acceptAndDispatch(this.services, step, occurrenceId, { forceNewRun: true }),
+      );
       if (second !== undefined) await this.release(second);
     }
     return outboxId === undefined ? undefined : this.release(outboxId);
@@ -228,10 +261,13 @@ export class Engine {
         errors.push(new Error(`dispatcher: ${what}: ${(error as Error).message}`, { cause: error }));
       }
     };
-    for (const { id } of await this.services.store.read((r) => r.list('pending-launch'))) await attempt(`launch ${id}`, () => this.release(id));
+    for (const { id } of await this.services.store.read((r) => r.list('pending-launch')))
+      await attempt(`launch ${id}`, () => this.release(id));
     const live = await this.services.store.read((r) => r.list(LIVE_INDEX.occurrence));
     await forEachConcurrently(live, this.services.passConcurrency, async ({ id }) => {
-      const occurrence = await this.services.store.read((r) => r.get<{ snapshot: { value: string }; attributes: { held: boolean } }>(KINDS.occurrence, id));
+      const occurrence = await this.services.store.read((r) =>
+        r.get<{ snapshot: { value: string }; attributes: { held: boolean } }>(KINDS.occurrence, id),
+      );
       if (occurrence === undefined || occurrence.data.attributes.held) return;
       const state = occurrence.data.snapshot.value;
       if (state !== 'claimed' && state !== 'dispatching') return;
@@ -241,7 +277,9 @@ export class Engine {
   }
 
   private async resendUnconfirmed(errors: Error[]): Promise<LaunchOutcome[]> {
-    const sending = (await this.services.store.read((r) => r.list<{ status: string }>(KINDS.outbox))).filter((o) => o.data.status === 'sending');
+    const sending = (await this.services.store.read((r) => r.list<{ status: string }>(KINDS.outbox))).filter(
+      (o) => o.data.status === 'sending',
+    );
     const outcomes: LaunchOutcome[] = [];
     for (const { id } of sending) {
       try {
@@ -285,7 +323,10 @@ export class Engine {
     this.schedule(0);
     this.onPass = onPass;
     // Passes renew too; the timer keeps the lease while one pass runs long.
-    this.renewal = setInterval(() => void renewOwnerLease(this.services).catch(() => undefined), this.services.leaseMs / RENEWALS_PER_LEASE);
+    this.renewal = setInterval(
+      () => void renewOwnerLease(this.services).catch(() => undefined),
+      this.services.leaseMs / RENEWALS_PER_LEASE,
+    );
     this.renewal.unref();
   }
 

@@ -38,7 +38,9 @@ export class InspectionMirror {
         continue;
       }
       live?.stop();
-      const snapshot = machine.getPersistedSnapshot(machine.resolveState({ value: t.to, context: structuredClone(t.context) }));
+      const snapshot = machine.getPersistedSnapshot(
+        machine.resolveState({ value: t.to, context: structuredClone(t.context) }),
+      );
       this.actors.set(key, createActor(machine, { id: key, snapshot, inspect: this.inspect }).start());
     }
   }

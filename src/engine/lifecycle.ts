@@ -1,7 +1,17 @@
 import type { AnyStateMachine } from 'xstate';
 import { attemptMachine, occurrenceMachine, runMachine } from '../../machines/index.js';
-import { createEntity, transitionEntity, type EntityRecord, type EntityTransition } from '../actors/entity-transition.js';
-import { appendEvent, type ChangefeedContext, type EventEnvelope, type StreamRef } from '../changefeed/event-envelope.js';
+import {
+  createEntity,
+  transitionEntity,
+  type EntityRecord,
+  type EntityTransition,
+} from '../actors/entity-transition.js';
+import {
+  appendEvent,
+  type ChangefeedContext,
+  type EventEnvelope,
+  type StreamRef,
+} from '../changefeed/event-envelope.js';
 import type { ContractActor } from '../contract/vocabulary.js';
 import type { StoredRecord, StoreReader, StoreTransaction } from '../store/store.js';
 import { KINDS, OCCURRENCE_LIVE, type OccurrenceRecord } from './records.js';
@@ -43,7 +53,11 @@ export async function liveOccurrencesOf(reader: StoreReader, automationId: strin
  * The first occurrence of an automation that holds live work (claimed through recovery_required), other than
  * `except`: overlap=forbid and runNow refuse to start a second one while it exists.
  */
-export async function liveWorkOf(reader: StoreReader, automationId: string, except?: string): Promise<string | undefined> {
+export async function liveWorkOf(
+  reader: StoreReader,
+  automationId: string,
+  except?: string,
+): Promise<string | undefined> {
   for (const id of await liveOccurrencesOf(reader, automationId)) {
     if (id === except) continue;
     const occurrence = await reader.get<{ snapshot: { value: string } }>(KINDS.occurrence, id);
@@ -52,7 +66,12 @@ export async function liveWorkOf(reader: StoreReader, automationId: string, exce
   return undefined;
 }
 
-async function indexLiveOccurrence(step: StepContext, automationId: unknown, occurrenceId: string, live: boolean): Promise<void> {
+async function indexLiveOccurrence(
+  step: StepContext,
+  automationId: unknown,
+  occurrenceId: string,
+  live: boolean,
+): Promise<void> {
   if (typeof automationId !== 'string') return;
   const current = await step.tx.get<{ occurrenceIds: string[] }>(LIVE_BY_AUTOMATION, automationId);
   const ids = (current?.data.occurrenceIds ?? []).filter((id) => id !== occurrenceId);
@@ -61,7 +80,12 @@ async function indexLiveOccurrence(step: StepContext, automationId: unknown, occ
     if (current !== undefined) await step.tx.delete(LIVE_BY_AUTOMATION, automationId, current.version);
     return;
   }
-  await step.tx.put(LIVE_BY_AUTOMATION, automationId, { occurrenceIds: ids }, { expectedVersion: current?.version ?? null });
+  await step.tx.put(
+    LIVE_BY_AUTOMATION,
+    automationId,
+    { occurrenceIds: ids },
+    { expectedVersion: current?.version ?? null },
+  );
 }
 
 const MACHINES: Record<ExecutionEntity, AnyStateMachine> = {
@@ -90,7 +114,13 @@ function links(entity: ExecutionEntity, id: string, context: Record<string, unkn
     };
   }
   if (entity === 'run') {
-    return { stream: { kind: 'run', id }, automationId: context.automationId as string, occurrenceId: context.occurrenceId as string, runId: id, fenceGeneration: context.fenceGeneration as number };
+    return {
+      stream: { kind: 'run', id },
+      automationId: context.automationId as string,
+      occurrenceId: context.occurrenceId as string,
+      runId: id,
+      fenceGeneration: context.fenceGeneration as number,
+    };
   }
   return {
     stream: { kind: 'run', id: context.runId as string },
@@ -102,7 +132,15 @@ function links(entity: ExecutionEntity, id: string, context: Record<string, unkn
   };
 }
 
-async function transitionedEvent(step: StepContext, entity: ExecutionEntity, id: string, from: string, to: string, reason: string, context: Record<string, unknown>): Promise<EventEnvelope> {
+async function transitionedEvent(
+  step: StepContext,
+  entity: ExecutionEntity,
+  id: string,
+  from: string,
+  to: string,
+  reason: string,
+  context: Record<string, unknown>,
+): Promise<EventEnvelope> {
   const l = links(entity, id, context);
   return appendEvent(step.tx, step.feed, {
     stream: l.stream,
@@ -126,15 +164,34 @@ async function transitionedEvent(step: StepContext, entity: ExecutionEntity, id:
 }
 
 /** Creates an execution entity in its machine's initial state and records the `none -> initial` event. */
-export async function createExecutionEntity<T>(step: StepContext, entity: ExecutionEntity, id: string, input: unknown, attributes: T, reason: string): Promise<StoredRecord<EntityRecord<T>>> {
+export async function createExecutionEntity<T>(
+  step: StepContext,
+  entity: ExecutionEntity,
+  id: string,
+  input: unknown,
+  attributes: T,
+  reason: string,
+): Promise<StoredRecord<EntityRecord<T>>> {
   const record = await createEntity(step.tx, MACHINES[entity], KINDS[entity], id, input, attributes);
   if (entity !== 'run') {
     const context = record.data.snapshot.context;
-    await step.tx.put(LIVE_INDEX[entity], id, { since: step.now, automationId: context.automationId ?? null, runId: context.runId ?? null }, { expectedVersion: null });
+    await step.tx.put(
+      LIVE_INDEX[entity],
+      id,
+      { since: step.now, automationId: context.automationId ?? null, runId: context.runId ?? null },
+      { expectedVersion: null },
+    );
     if (entity === 'occurrence') await indexLiveOccurrence(step, context.automationId, id, true);
   }
   await transitionedEvent(step, entity, id, 'none', record.data.snapshot.value, reason, record.data.snapshot.context);
-  step.committed?.push({ entity, id, from: 'none', to: record.data.snapshot.value, event: { type: 'xstate.init' }, context: record.data.snapshot.context });
+  step.committed?.push({
+    entity,
+    id,
+    from: 'none',
+    to: record.data.snapshot.value,
+    event: { type: 'xstate.init' },
+    context: record.data.snapshot.context,
+  });
   return record;
 }
 
@@ -150,7 +207,14 @@ export async function moveEntity<T>(
   update?: (attributes: T) => T,
   reason?: string,
 ): Promise<EntityTransition<T>> {
-  const committed = await transitionEntity<T>(step.tx, MACHINES[entity], KINDS[entity], id, { ...event, now: step.now }, update);
+  const committed = await transitionEntity<T>(
+    step.tx,
+    MACHINES[entity],
+    KINDS[entity],
+    id,
+    { ...event, now: step.now },
+    update,
+  );
   if (committed.terminal && entity !== 'run') {
     const live = await step.tx.get(LIVE_INDEX[entity], id);
     if (live !== undefined) await step.tx.delete(LIVE_INDEX[entity], id, live.version);
@@ -159,7 +223,22 @@ export async function moveEntity<T>(
       await queueForRetention(step, committed.record as unknown as OccurrenceRecord);
     }
   }
-  await transitionedEvent(step, entity, id, committed.from, committed.to, reason ?? event.type, committed.record.data.snapshot.context);
-  step.committed?.push({ entity, id, from: committed.from, to: committed.to, event: { ...event, now: step.now }, context: committed.record.data.snapshot.context });
+  await transitionedEvent(
+    step,
+    entity,
+    id,
+    committed.from,
+    committed.to,
+    reason ?? event.type,
+    committed.record.data.snapshot.context,
+  );
+  step.committed?.push({
+    entity,
+    id,
+    from: committed.from,
+    to: committed.to,
+    event: { ...event, now: step.now },
+    context: committed.record.data.snapshot.context,
+  });
   return committed;
 }

@@ -22,7 +22,8 @@ export async function nextWakeAt(svc: EngineServices, reader: StoreReader): Prom
   };
   if ((await reader.list(LIVE_INDEX.attempt)).length > 0) consider(now + OBSERVE_INTERVAL_MS);
   for (const { id } of await reader.list(LIVE_INDEX.occurrence)) {
-    const occurrence = (await reader.get<OccurrenceRecord['data']>(KINDS.occurrence, id)) as OccurrenceRecord | undefined;
+    const occurrence = (await reader.get<OccurrenceRecord['data']>(KINDS.occurrence, id)) as
+      OccurrenceRecord | undefined;
     if (occurrence === undefined) continue;
     const o = occurrenceContext(occurrence);
     const state = stateOf(occurrence);

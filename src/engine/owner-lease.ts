@@ -56,7 +56,11 @@ export async function renewOwnerLease(svc: EngineServices, force = false): Promi
  * ran on this host in another process, that process is alive (a file store's new owner then knows at once
  * that the old one is gone, instead of waiting out its lease). An instance that never wrote a lease is gone.
  */
-export async function ownerAlive(svc: EngineServices, reader: StoreReader | StoreTransaction, ownerId: string): Promise<boolean> {
+export async function ownerAlive(
+  svc: EngineServices,
+  reader: StoreReader | StoreTransaction,
+  ownerId: string,
+): Promise<boolean> {
   if (ownerId === svc.instanceId) return true;
   const lease = await reader.get<OwnerLease>(OWNER_LEASE_KIND, ownerId);
   if (lease === undefined) return false;
@@ -70,7 +74,12 @@ export async function ownerAlive(svc: EngineServices, reader: StoreReader | Stor
  * own launches are orphans once nothing here waits for them (the runtime call threw, or a restart under the
  * same instance id); another engine's are orphans once that engine is gone.
  */
-export async function launchOrphaned(svc: EngineServices, reader: StoreReader | StoreTransaction, outboxId: string, dispatcherId: string | undefined): Promise<boolean> {
+export async function launchOrphaned(
+  svc: EngineServices,
+  reader: StoreReader | StoreTransaction,
+  outboxId: string,
+  dispatcherId: string | undefined,
+): Promise<boolean> {
   if (dispatcherId === undefined || dispatcherId === svc.instanceId) return !svc.launchesInFlight.has(outboxId);
   return !(await ownerAlive(svc, reader, dispatcherId));
 }

@@ -31,7 +31,8 @@ export interface OccurrenceAttributes {
   definitionDigest: Digest;
   occurrenceKey: string;
   scheduledFor: string;
-  triggerIdentity: { kind: 'schedule.slot'; rruleRef: string } | { kind: 'manual.request'; requestedBy?: { principalId: string } };
+  triggerIdentity:
+    { kind: 'schedule.slot'; rruleRef: string } | { kind: 'manual.request'; requestedBy?: { principalId: string } };
   stateReason: string;
   misfireDisposition: 'none' | 'collapsed_to_latest' | 'skipped_overlap' | 'skipped_paused' | 'skipped_invalid';
   createdAt: string;
@@ -40,8 +41,17 @@ export interface OccurrenceAttributes {
   eligibleAt?: string;
   claimMetadata?: { claimedAt: string; leaseMinutes: number };
   activeRunRef?: string;
-  cancellation?: { requestedAt: string; requestedBy?: { principalId: string }; acknowledgedAt?: string; reconciledAt?: string };
-  recovery?: { enteredAt: string; evidence?: 'lease_expired' | 'dispatch_unconfirmed' | 'runtime_lost'; resolvedDisposition?: 'failed_deterministic' | 'failed_ambiguous' };
+  cancellation?: {
+    requestedAt: string;
+    requestedBy?: { principalId: string };
+    acknowledgedAt?: string;
+    reconciledAt?: string;
+  };
+  recovery?: {
+    enteredAt: string;
+    evidence?: 'lease_expired' | 'dispatch_unconfirmed' | 'runtime_lost';
+    resolvedDisposition?: 'failed_deterministic' | 'failed_ambiguous';
+  };
   /** The run failed and waits for an operator retry until its deadline. */
   held: boolean;
   /** A retry attempt may not be dispatched before this instant (backoff). */
@@ -68,7 +78,10 @@ export interface RunAttributes {
 export interface AttemptAttributes {
   runtimeId: string;
   priorDisposition?: { attemptNumber: number; outcome: AttemptDisposition };
-  retryClassification: { classification: 'initial' | 'automatic_retry' | 'operator_retry' | 'operator_recovery'; eligibleClasses?: string[] };
+  retryClassification: {
+    classification: 'initial' | 'automatic_retry' | 'operator_retry' | 'operator_recovery';
+    eligibleClasses?: string[];
+  };
   workerCorrelation?: { workerId: string; sessionId?: string; adoptedAt?: string };
   outputCursors?: { eventCursor?: string; logCursor?: string };
   stateReason: string;
@@ -135,7 +148,8 @@ export const attemptContext = (r: AttemptRecord) => r.data.snapshot.context as u
 export const OCCURRENCE_LIVE = new Set(['claimed', 'dispatching', 'running', 'recovering', 'recovery_required']);
 export const ATTEMPT_TERMINAL = new Set(['succeeded', 'failed', 'cancelled', 'timed_out', 'ambiguous']);
 
-const compact = <T extends object>(o: T): T => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
+const compact = <T extends object>(o: T): T =>
+  Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
 
 /** The contract's AutomationOccurrence for a stored occurrence; its state comes from the machine snapshot. */
 export function renderOccurrence(r: OccurrenceRecord): Record<string, unknown> {
@@ -154,7 +168,11 @@ export function renderOccurrence(r: OccurrenceRecord): Record<string, unknown> {
     eligibleAt: a.eligibleAt,
     state: stateOf(r),
     stateReason: a.stateReason,
-    fence: compact({ generation: c.fence.generation, claimedBy: c.fence.claimedBy ?? undefined, leaseExpiresAt: c.fence.leaseExpiresAt ?? undefined }),
+    fence: compact({
+      generation: c.fence.generation,
+      claimedBy: c.fence.claimedBy ?? undefined,
+      leaseExpiresAt: c.fence.leaseExpiresAt ?? undefined,
+    }),
     misfireDisposition: a.misfireDisposition,
     claimMetadata: a.claimMetadata,
     activeRunRef: a.activeRunRef,

@@ -3,7 +3,11 @@ import { readEntity, type EntityRecord } from '../actors/entity-transition.js';
 import { ContractError } from '../contract/errors.js';
 import type { Store, StoreReader, StoreTransaction } from '../store/store.js';
 import type { Runtime } from '../runtime/runtime.js';
-import { DEFINITION_KIND, type DefinitionAttributes, type DefinitionRecord } from '../command-handler/definition-commands.js';
+import {
+  DEFINITION_KIND,
+  type DefinitionAttributes,
+  type DefinitionRecord,
+} from '../command-handler/definition-commands.js';
 import { Schedule } from '../schedule/schedule.js';
 import { DefinitionDirectory, type PlanCursor } from '../scheduler/definition-directory.js';
 import { VersionedRecords } from '../scheduler/versioned-records.js';
@@ -72,7 +76,11 @@ export class EngineServices {
   /** Every definition as planning reads it, remembered between passes (checked against record versions). */
   readonly definitions = new DefinitionDirectory();
   /** Every plan cursor, remembered between passes the same way. */
-  readonly planCursors = new VersionedRecords<PlanCursor, { lastSlot: string }>(KINDS.planCursor, (r) => ({ id: r.id, version: r.version, lastSlot: r.data.lastSlot }));
+  readonly planCursors = new VersionedRecords<PlanCursor, { lastSlot: string }>(KINDS.planCursor, (r) => ({
+    id: r.id,
+    version: r.version,
+    lastSlot: r.data.lastSlot,
+  }));
 
   /** How many definitions, occurrences or attempts one pass phase works on at once (1 = strictly in order). */
   passConcurrency = DEFAULT_PASS_CONCURRENCY;
@@ -97,7 +105,14 @@ export class EngineServices {
     const result = await this.store.transact((tx) => {
       committed.length = 0;
       afterCommit.length = 0;
-      return body({ tx, now, feed: { producer: this.producer, storeId, now }, committed, afterCommit, ...(adoptionKey === undefined ? {} : { adoptionKey }) });
+      return body({
+        tx,
+        now,
+        feed: { producer: this.producer, storeId, now },
+        committed,
+        afterCommit,
+        ...(adoptionKey === undefined ? {} : { adoptionKey }),
+      });
     });
     for (const learn of afterCommit) learn();
     if (committed.length > 0) this.observer?.(committed);
@@ -112,7 +127,13 @@ export class EngineServices {
    * The first slot of a definition revision strictly after `after` (epoch ms), or null when none falls in the
    * next 15 days. Remembered per definition until its revision or `after` changes: a pure function of both.
    */
-  firstSlotAfter(automationId: string, revision: number, rrule: string, timezone: string, after: number): number | null {
+  firstSlotAfter(
+    automationId: string,
+    revision: number,
+    rrule: string,
+    timezone: string,
+    after: number,
+  ): number | null {
     const known = this.firstSlots.get(automationId);
     if (known !== undefined && known.revision === revision && known.after === after) return known.next;
     const next = this.schedule(rrule, timezone).nextAfter(new Date(after))?.getTime() ?? null;
@@ -139,7 +160,10 @@ export class EngineServices {
   }
 }
 
-export async function readDefinitionRecord(reader: StoreReader | StoreTransaction, automationId: string): Promise<DefinitionRecord> {
+export async function readDefinitionRecord(
+  reader: StoreReader | StoreTransaction,
+  automationId: string,
+): Promise<DefinitionRecord> {
   return readEntity<DefinitionAttributes>(reader as StoreTransaction, DEFINITION_KIND, automationId);
 }
 

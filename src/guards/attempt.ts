@@ -1,4 +1,11 @@
-import { isBefore, nonEmpty, provesCompletion, provesFailure, type LifecycleEventBase, type TerminalEvidence } from './common.js';
+import {
+  isBefore,
+  nonEmpty,
+  provesCompletion,
+  provesFailure,
+  type LifecycleEventBase,
+  type TerminalEvidence,
+} from './common.js';
 import type { CancellationFacts, PreOwnershipFailure } from './occurrence.js';
 
 export interface AttemptContext {
@@ -33,9 +40,16 @@ export type AttemptEvent =
   | (LifecycleEventBase<'runtime_started'> & { sessionId: string; dispatchGeneration: number })
   | (LifecycleEventBase<'launch_refused'> & { failure: PreOwnershipFailure })
   | (LifecycleEventBase<'dispatch_unconfirmed'> & { acknowledged: boolean })
-  | (LifecycleEventBase<'evidence_stream_open'> & { sessionId: string; cursors: { eventCursor?: string; logCursor?: string } })
+  | (LifecycleEventBase<'evidence_stream_open'> & {
+      sessionId: string;
+      cursors: { eventCursor?: string; logCursor?: string };
+    })
   | (LifecycleEventBase<'run_settled'> & { evidence: TerminalEvidence })
-  | (LifecycleEventBase<'evidence_lost'> & { sessionId: string; terminalEvidenceSeen: boolean; evidenceExpiresAt?: string })
+  | (LifecycleEventBase<'evidence_lost'> & {
+      sessionId: string;
+      terminalEvidenceSeen: boolean;
+      evidenceExpiresAt?: string;
+    })
   | LifecycleEventBase<'timeout'>;
 
 type Args = { context: AttemptContext; event: AttemptEvent };
@@ -52,7 +66,9 @@ export const attemptGuards = {
     event.dispatchGeneration === context.dispatchGeneration + 1 &&
     event.fenceGeneration === context.fenceGeneration,
   cancelCommittedBeforeDispatch: ({ context, event }: Args) =>
-    event.type === 'cancel_acknowledged' && nonEmpty(event.cancellation.requestedAt) && context.dispatchGeneration === 0,
+    event.type === 'cancel_acknowledged' &&
+    nonEmpty(event.cancellation.requestedAt) &&
+    context.dispatchGeneration === 0,
   sessionBound: ({ context, event }: Args) =>
     event.type === 'runtime_started' &&
     context.sessionId === null &&
@@ -78,7 +94,8 @@ export const attemptGuards = {
     event.type === 'evidence_lost' && event.sessionId === context.sessionId && !event.terminalEvidenceSeen,
   verifiedCompletionEvidence: settledWithCompletion,
   verifiedFailureEvidence: settledWithFailure,
-  perRunMinutesElapsed: ({ context, event }: Args) => event.type === 'timeout' && !isBefore(event.now, context.deadlineAt),
+  perRunMinutesElapsed: ({ context, event }: Args) =>
+    event.type === 'timeout' && !isBefore(event.now, context.deadlineAt),
   cancelAcknowledgedByRuntime: ({ context, event }: Args) =>
     event.type === 'cancel_acknowledged' && nonEmpty(event.cancellation.acknowledgedAt) && context.sessionId !== null,
   heartbeatEvidenceExpired: ({ context, event }: Args) =>

@@ -22,7 +22,10 @@ export type DefinitionEvent =
   | (DefinitionEventBase<'definition_activated'> & { requirements: RequirementsVerdict })
   | DefinitionEventBase<'definition_disabled'>
   | DefinitionEventBase<'definition_paused'>
-  | (DefinitionEventBase<'definition_invalidated'> & { validation: ValidationVerdict; requirements: RequirementsVerdict })
+  | (DefinitionEventBase<'definition_invalidated'> & {
+      validation: ValidationVerdict;
+      requirements: RequirementsVerdict;
+    })
   | (DefinitionEventBase<'definition_reenabled'> & { explicit: boolean });
 
 type Args = { context: DefinitionContext; event: DefinitionEvent };

@@ -4,7 +4,15 @@ import {
   type RetryableFailureClass,
   type SideEffectClass,
 } from '../contract/vocabulary.js';
-import { instant, isBefore, nonEmpty, provesCompletion, provesFailure, type LifecycleEventBase, type TerminalEvidence } from './common.js';
+import {
+  instant,
+  isBefore,
+  nonEmpty,
+  provesCompletion,
+  provesFailure,
+  type LifecycleEventBase,
+  type TerminalEvidence,
+} from './common.js';
 
 /** The retry policy pinned from the definition revision the occurrence was planned against. */
 export interface RetryPolicy {
@@ -148,7 +156,11 @@ function deadlineOpen(context: OccurrenceContext, at: string): boolean {
 
 /** Retryable failures used up the pinned policy: the run settles (and the automation is quarantined). */
 export function retryExhausted(policy: RetryPolicy, attempts: number, failureClass: string | undefined): boolean {
-  return failureClass !== undefined && (policy.retryableClasses as string[]).includes(failureClass) && attempts >= policy.maxAttempts;
+  return (
+    failureClass !== undefined &&
+    (policy.retryableClasses as string[]).includes(failureClass) &&
+    attempts >= policy.maxAttempts
+  );
 }
 
 /**
@@ -178,7 +190,12 @@ function attemptsSoFar(context: OccurrenceContext, reported: number | undefined)
   return Math.max(context.attemptCount, reported ?? 0);
 }
 
-function automaticRetryPermitted(context: OccurrenceContext, failure: PreOwnershipFailure | undefined, notBefore: string, attempts: number): boolean {
+function automaticRetryPermitted(
+  context: OccurrenceContext,
+  failure: PreOwnershipFailure | undefined,
+  notBefore: string,
+  attempts: number,
+): boolean {
   if (failure === undefined || !failure.preOwnership || failure.failureClass === 'launch_refused') return false;
   const policy = context.retryPolicy;
   return (
@@ -199,9 +216,13 @@ export const occurrenceGuards = {
     event.type === 'misfire' &&
     ['collapsed_to_latest', 'skipped_overlap', 'skipped_paused', 'skipped_invalid'].includes(event.disposition),
   supersededBeforeClaim: ({ context, event }: Args) =>
-    event.type === 'definition_superseded' && event.currentRevision > context.automationRevision && context.fence.claimedBy === null,
+    event.type === 'definition_superseded' &&
+    event.currentRevision > context.automationRevision &&
+    context.fence.claimedBy === null,
   cancelBeforeClaim: ({ context, event }: Args) =>
-    event.type === 'cancel_acknowledged' && nonEmpty(event.cancellation.requestedAt) && context.fence.claimedBy === null,
+    event.type === 'cancel_acknowledged' &&
+    nonEmpty(event.cancellation.requestedAt) &&
+    context.fence.claimedBy === null,
   claimCompareAndSet: ({ context, event }: Args) =>
     event.type === 'claim' &&
     event.expectedGeneration === context.fence.generation &&
@@ -236,11 +257,17 @@ export const occurrenceGuards = {
     event.fenceGeneration === context.fence.generation &&
     event.attemptNumber === (context.openAttemptNumber ?? context.attemptCount + 1) &&
     event.attemptNumber <= MAX_ATTEMPTS_PER_RUN,
-  claimLeaseExpiredWithoutEvidence: (args: Args) => args.event.type === 'lease_expired' && leaseExpiredWithoutEvidence(args),
+  claimLeaseExpiredWithoutEvidence: (args: Args) =>
+    args.event.type === 'lease_expired' && leaseExpiredWithoutEvidence(args),
   cancelReconciledBeforeDispatch: ({ context, event }: Args) =>
-    event.type === 'cancel_acknowledged' && nonEmpty(event.cancellation.reconciledAt) && !context.runtimeEvidenceRecorded,
+    event.type === 'cancel_acknowledged' &&
+    nonEmpty(event.cancellation.reconciledAt) &&
+    !context.runtimeEvidenceRecorded,
   runtimeAcknowledgedStart: ({ context, event }: Args) =>
-    event.type === 'runtime_started' && nonEmpty(event.sessionId) && nonEmpty(event.attemptId) && context.sessionId === null,
+    event.type === 'runtime_started' &&
+    nonEmpty(event.sessionId) &&
+    nonEmpty(event.attemptId) &&
+    context.sessionId === null,
   // Failed before any side effect: proven pre-ownership, whatever its class (no retry edge leaves dispatching).
   launchRefusedBeforeSideEffect: ({ event }: Args) => event.type === 'launch_refused' && event.failure.preOwnership,
   dispatchLeaseExpiredWithoutEvidence: (args: Args) =>
@@ -256,15 +283,23 @@ export const occurrenceGuards = {
     provesFailure(event.evidence, context.sessionId) &&
     !holdWindowOpen(context, event.now, attemptsSoFar(context, event.attemptNumber)),
   deadlineElapsedWithoutSettlement: ({ context, event }: Args) =>
-    event.type === 'timeout' && !event.settledEvidence && context.deadlineAt !== null && !isBefore(event.now, context.deadlineAt),
+    event.type === 'timeout' &&
+    !event.settledEvidence &&
+    context.deadlineAt !== null &&
+    !isBefore(event.now, context.deadlineAt),
   cancelAcknowledgedOrReconciled: ({ event }: Args) =>
-    event.type === 'cancel_acknowledged' && nonEmpty(event.cancellation.acknowledgedAt ?? event.cancellation.reconciledAt),
+    event.type === 'cancel_acknowledged' &&
+    nonEmpty(event.cancellation.acknowledgedAt ?? event.cancellation.reconciledAt),
   runtimeLostMidRun: ({ context, event }: Args) =>
     event.type === 'evidence_lost' && !event.terminalEvidenceSeen && event.sessionId === context.sessionId,
-  noSideEffectsPossible: ({ event }: Args) => event.type === 'recovery_determined' && sideEffectsRuledOut(event.sideEffects),
-  sideEffectsNotRuledOut: ({ event }: Args) => event.type === 'recovery_ambiguous' && !sideEffectsRuledOut(event.sideEffects),
+  noSideEffectsPossible: ({ event }: Args) =>
+    event.type === 'recovery_determined' && sideEffectsRuledOut(event.sideEffects),
+  sideEffectsNotRuledOut: ({ event }: Args) =>
+    event.type === 'recovery_ambiguous' && !sideEffectsRuledOut(event.sideEffects),
   recoverFailedDeterministic: ({ event }: Args) =>
-    event.type === 'operator_recovery_failed' && event.evidenceDetermination === 'failed_deterministic' && nonEmpty(event.statement),
+    event.type === 'operator_recovery_failed' &&
+    event.evidenceDetermination === 'failed_deterministic' &&
+    nonEmpty(event.statement),
   recoverWithNewAttempt: ({ context, event }: Args) =>
     event.type === 'operator_recovery_attempt' &&
     event.evidenceDetermination === 'retry_with_new_attempt' &&
@@ -315,7 +350,11 @@ export function applyOccurrenceEvent(context: OccurrenceContext, event: Occurren
     case 'claim':
       return {
         ...context,
-        fence: { generation: context.fence.generation + 1, claimedBy: event.claimedBy, leaseExpiresAt: event.leaseExpiresAt },
+        fence: {
+          generation: context.fence.generation + 1,
+          claimedBy: event.claimedBy,
+          leaseExpiresAt: event.leaseExpiresAt,
+        },
         deadlineAt: context.deadlineAt ?? new Date(instant(event.now) + context.perRunMinutes * 60_000).toISOString(),
       };
     case 'attempt_adopted':

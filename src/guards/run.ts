@@ -62,10 +62,16 @@ export type RunEvent =
 
 type Args = { context: RunContext; event: RunEvent };
 
-const PRE_OWNERSHIP: ReadonlySet<string> = new Set(['launch_refused', 'runtime_unavailable', 'transient_dispatch', 'lease_expired']);
+const PRE_OWNERSHIP: ReadonlySet<string> = new Set([
+  'launch_refused',
+  'runtime_unavailable',
+  'transient_dispatch',
+  'lease_expired',
+]);
 
 /** The settling attempt is the run's latest: retries open attempts the run machine never sees start. */
-const isLatest = (context: RunContext, attempt: SettledAttempt) => attempt.attemptNumber >= context.attemptCount && nonEmpty(attempt.attemptId);
+const isLatest = (context: RunContext, attempt: SettledAttempt) =>
+  attempt.attemptNumber >= context.attemptCount && nonEmpty(attempt.attemptId);
 
 /** One pure predicate per run.v1 guard id in state-machines.json. */
 export const runGuards = {
@@ -78,7 +84,10 @@ export const runGuards = {
   everyAttemptRefused: ({ event }: Args) =>
     event.type === 'launch_refused' &&
     event.attempts.length > 0 &&
-    event.attempts.every((a) => a.state === 'failed' && a.failureClass !== null && PRE_OWNERSHIP.has(a.failureClass) && !a.evidenceRecorded),
+    event.attempts.every(
+      (a) =>
+        a.state === 'failed' && a.failureClass !== null && PRE_OWNERSHIP.has(a.failureClass) && !a.evidenceRecorded,
+    ),
   attemptSucceededWithReceipt: ({ context, event }: Args) =>
     event.type === 'attempt_settled' &&
     event.attempt.state === 'succeeded' &&
@@ -117,7 +126,11 @@ export function createRunContext(input: RunInput): RunContext {
 export function applyRunEvent(context: RunContext, event: RunEvent): RunContext {
   switch (event.type) {
     case 'attempt_started':
-      return { ...context, currentAttemptId: event.attemptId, attemptCount: Math.max(context.attemptCount, event.attemptNumber) };
+      return {
+        ...context,
+        currentAttemptId: event.attemptId,
+        attemptCount: Math.max(context.attemptCount, event.attemptNumber),
+      };
     case 'attempt_settled':
     case 'attempt_ambiguous':
       return {

@@ -31,43 +31,89 @@ async function pickLive(world: World, index: number, states: string[]): Promise<
     const out = [];
     for (const id of ids) {
       const o = await r.get<{ snapshot: { value: string }; attributes: Record<string, unknown> }>('occurrence', id);
-      if (o !== undefined && states.includes(o.data.snapshot.value)) out.push({ id, ...o.data.attributes, state: o.data.snapshot.value });
+      if (o !== undefined && states.includes(o.data.snapshot.value))
+        out.push({ id, ...o.data.attributes, state: o.data.snapshot.value });
     }
     return out;
   });
   return live.length === 0 ? undefined : live[index % live.length];
 }
 
-async function latestAttempt(world: World, runId: string): Promise<{ attemptNumber: number; state: string } | undefined> {
+async function latestAttempt(
+  world: World,
+  runId: string,
+): Promise<{ attemptNumber: number; state: string } | undefined> {
   return world.store.read(async (r) => {
     const run = await r.get<{ attributes: { attemptIds: string[] } }>('run', runId);
     const id = run?.data.attributes.attemptIds.at(-1);
-    const attempt = id === undefined ? undefined : await r.get<{ snapshot: { value: string; context: { attemptNumber: number } } }>('attempt', id);
-    return attempt === undefined ? undefined : { attemptNumber: attempt.data.snapshot.context.attemptNumber, state: attempt.data.snapshot.value };
+    const attempt =
+      id === undefined
+        ? undefined
+        : await r.get<{ snapshot: { value: string; context: { attemptNumber: number } } }>('attempt', id);
+    return attempt === undefined
+      ? undefined
+      : { attemptNumber: attempt.data.snapshot.context.attemptNumber, state: attempt.data.snapshot.value };
   });
 }
 
 const automation = fc.constantFrom(...AUTOMATIONS);
-const BEHAVIORS: SimulatedBehavior[] = ['succeed', 'fail', 'refuse', 'unavailable', 'transient', 'hang', 'lost-after-side-effect', 'crash-during-launch', 'duplicate-response', 'out-of-order-response'];
+const BEHAVIORS: SimulatedBehavior[] = [
+  'succeed',
+  'fail',
+  'refuse',
+  'unavailable',
+  'transient',
+  'hang',
+  'lost-after-side-effect',
+  'crash-during-launch',
+  'duplicate-response',
+  'out-of-order-response',
+];
 const CRASH_POINTS: CrashPoint[] = ['plan', 'claim', 'dispatch', 'observe'];
 
 /** Every action the engine-level model may take, as fast-check command arbitraries. */
 export function engineCommands(): Array<fc.Arbitrary<fc.AsyncCommand<Model, World>>> {
   return [
     fc
-      .tuple(automation, fc.integer({ min: 1, max: 3 }), fc.uniqueArray(fc.integer({ min: 8, max: 20 }), { minLength: 1, maxLength: 4 }))
-      .map(([id, attempts, hours]) => command(`define ${id} (maxAttempts ${attempts}, hours ${hours.join(',')})`, (w) => w.define(id, attempts, hours))),
+      .tuple(
+        automation,
+        fc.integer({ min: 1, max: 3 }),
+        fc.uniqueArray(fc.integer({ min: 8, max: 20 }), { minLength: 1, maxLength: 4 }),
+      )
+      .map(([id, attempts, hours]) =>
+        command(`define ${id} (maxAttempts ${attempts}, hours ${hours.join(',')})`, (w) =>
+          w.define(id, attempts, hours),
+        ),
+      ),
     fc
-      .tuple(fc.constantFrom('definition.activate.v1', 'definition.pause.v1', 'definition.disable.v1', 'x-coven-automata.definition.reenable.v1', 'definition.tombstone.v1'), automation, fc.boolean())
+      .tuple(
+        fc.constantFrom(
+          'definition.activate.v1',
+          'definition.pause.v1',
+          'definition.disable.v1',
+          'x-coven-automata.definition.reenable.v1',
+          'definition.tombstone.v1',
+        ),
+        automation,
+        fc.boolean(),
+      )
       .map(([name, id, stale]) =>
         command(`${name} ${id}${stale ? ' (stale revision)' : ''}`, async (w) => {
           const revision = await w.revision(id);
           if (revision === undefined) return;
-          await w.command(name, { automationId: id }, { expectedRevision: stale && revision > 1 ? revision - 1 : revision });
+          await w.command(
+            name,
+            { automationId: id },
+            { expectedRevision: stale && revision > 1 ? revision - 1 : revision },
+          );
         }),
       ),
-    fc.tuple(automation, fc.integer({ min: 8, max: 20 })).map(([id, hour]) => command(`revise ${id} to ${hour}:00`, (w) => w.revise(id, hour))),
-    fc.constantFrom(1, 7, 30, 61, 180, 1440).map((minutes) => command(`advance ${minutes} min`, async (w) => w.clock.advance({ minutes }))),
+    fc
+      .tuple(automation, fc.integer({ min: 8, max: 20 }))
+      .map(([id, hour]) => command(`revise ${id} to ${hour}:00`, (w) => w.revise(id, hour))),
+    fc
+      .constantFrom(1, 7, 30, 61, 180, 1440)
+      .map((minutes) => command(`advance ${minutes} min`, async (w) => w.clock.advance({ minutes }))),
     fc.constantFrom(0, 1).map((engine) => command(`tick engine ${engine === 0 ? 'a' : 'b'}`, (w) => w.tick(engine))),
     fc.constantFrom(...BEHAVIORS).map((b) => command(`runtime will ${b}`, async (w) => w.behave(b))),
     fc.nat(9).map((i) =>
@@ -82,13 +128,23 @@ export function engineCommands(): Array<fc.Arbitrary<fc.AsyncCommand<Model, Worl
         const runId = o?.activeRunRef as string | undefined;
         if (runId === undefined) return;
         const latest = await latestAttempt(w, runId);
-        if (latest !== undefined) await w.command('attempt.retry.v1', { runId, priorAttemptNumber: latest.attemptNumber, priorDisposition: latest.state });
+        if (latest !== undefined)
+          await w.command('attempt.retry.v1', {
+            runId,
+            priorAttemptNumber: latest.attemptNumber,
+            priorDisposition: latest.state,
+          });
       }),
     ),
     fc.tuple(fc.nat(9), fc.constantFrom('failed_deterministic', 'retry_with_new_attempt')).map(([i, determination]) =>
       command(`recover #${i} (${determination})`, async (w) => {
         const o = await pickLive(w, i, ['recovery_required']);
-        if (o !== undefined) await w.command('occurrence.recover.v1', { occurrenceId: o.id, evidenceDetermination: determination, statement: 'operator looked at it' });
+        if (o !== undefined)
+          await w.command('occurrence.recover.v1', {
+            occurrenceId: o.id,
+            evidenceDetermination: determination,
+            statement: 'operator looked at it',
+          });
       }),
     ),
     fc.tuple(automation, fc.boolean()).map(([id, replay]) =>
@@ -97,6 +153,8 @@ export function engineCommands(): Array<fc.Arbitrary<fc.AsyncCommand<Model, Worl
         await w.command('occurrence.runNow.v1', { automationId: id }, { adoptionKey: key });
       }),
     ),
-    fc.constantFrom(...CRASH_POINTS).map((point) => command(`crash before ${point}, restart`, (w) => w.crashAndRestart(point))),
+    fc
+      .constantFrom(...CRASH_POINTS)
+      .map((point) => command(`crash before ${point}, restart`, (w) => w.crashAndRestart(point))),
   ];
 }

@@ -2,7 +2,19 @@ import type { EventEnvelope } from '../changefeed/event-envelope.js';
 import type { Store, StoredRecord } from '../store/store.js';
 import type { RuntimeLog } from './probe-runtime.js';
 
-const KINDS = ['definition', 'definition-revision', 'occurrence', 'run', 'attempt', 'receipt', 'adoption', 'quarantine', 'outbox', 'fence-run', 'occurrence-key'] as const;
+const KINDS = [
+  'definition',
+  'definition-revision',
+  'occurrence',
+  'run',
+  'attempt',
+  'receipt',
+  'adoption',
+  'quarantine',
+  'outbox',
+  'fence-run',
+  'occurrence-key',
+] as const;
 
 /** What retention removed: the entities whose streams now hold only a `retention_compaction` snapshot. */
 export interface Compacted {
@@ -35,10 +47,16 @@ export interface History {
 
 const isCompaction = (e: EventEnvelope) => e.kind === 'feed.snapshot' && e.payload.reason === 'retention_compaction';
 
-export async function captureHistory(store: Store, runtime: RuntimeLog, at: string, passes: History['passes']): Promise<History> {
+export async function captureHistory(
+  store: Store,
+  runtime: RuntimeLog,
+  at: string,
+  passes: History['passes'],
+): Promise<History> {
   return store.read(async (reader) => {
     const records = {} as History['records'];
-    for (const kind of KINDS) records[kind] = new Map((await reader.list<Record<string, unknown>>(kind)).map((r) => [r.id, r]));
+    for (const kind of KINDS)
+      records[kind] = new Map((await reader.list<Record<string, unknown>>(kind)).map((r) => [r.id, r]));
     const entries = await reader.readFeed<EventEnvelope>();
     const compacted: Compacted = { occurrences: new Set(), runs: new Set(), attempts: new Set(), snapshots: [] };
     for (const { data: e } of entries) {
@@ -51,9 +69,15 @@ export async function captureHistory(store: Store, runtime: RuntimeLog, at: stri
         for (const a of state.run?.attempts ?? []) compacted.attempts.add(a.attemptId);
       }
     }
-    const retained = entries.filter((e) => !(e.data.stream.kind === 'occurrence' ? compacted.occurrences : compacted.runs).has(e.data.stream.id));
+    const retained = entries.filter(
+      (e) => !(e.data.stream.kind === 'occurrence' ? compacted.occurrences : compacted.runs).has(e.data.stream.id),
+    );
     const launches = runtime.launches.filter((l) => !compacted.attempts.has(l.attemptId));
-    const forgotten = new Set(runtime.launches.filter((l) => compacted.attempts.has(l.attemptId) && l.sessionId !== undefined).map((l) => l.sessionId!));
+    const forgotten = new Set(
+      runtime.launches
+        .filter((l) => compacted.attempts.has(l.attemptId) && l.sessionId !== undefined)
+        .map((l) => l.sessionId!),
+    );
     return {
       at,
       records,

@@ -9,7 +9,14 @@ type Event = { type: string; actor: string; now: string; permit?: string };
 /** The machine with test guards: the actor check stays real; a contract guard passes unless the event permits another. */
 export function permissive(machine: AnyStateMachine, spec: SpecMachine): AnyStateMachine {
   const ids = new Set(spec.transitions.flatMap((t) => (t.guard ? [t.guard.id] : [])));
-  return machine.provide({ guards: Object.fromEntries([...ids].map((g) => [g, ({ event }: { event: { permit?: string } }) => event.permit === undefined || event.permit === g])) });
+  return machine.provide({
+    guards: Object.fromEntries(
+      [...ids].map((g) => [
+        g,
+        ({ event }: { event: { permit?: string } }) => event.permit === undefined || event.permit === g,
+      ]),
+    ),
+  });
 }
 
 function eventsOf(spec: SpecMachine): Event[] {
@@ -48,12 +55,20 @@ function paths(subject: MachineUnderTest) {
   return getShortestPaths(machine, {
     input: sampleInputs[subject.id] as never,
     events: eventsOf(subject.spec) as never,
-    serializeState: (s, e, p) => `${p === undefined ? '' : stateOf(p as AnyMachineSnapshot)}--${e?.type ?? 'init'}->${stateOf(s as AnyMachineSnapshot)}`,
-  }).map((p) => ({ final: p.state as AnyMachineSnapshot, events: p.steps.slice(1).map((s) => s.event as unknown as Event), states: p.steps.map((s) => stateOf(s.state as AnyMachineSnapshot)) }));
+    serializeState: (s, e, p) =>
+      `${p === undefined ? '' : stateOf(p as AnyMachineSnapshot)}--${e?.type ?? 'init'}->${stateOf(s as AnyMachineSnapshot)}`,
+  }).map((p) => ({
+    final: p.state as AnyMachineSnapshot,
+    events: p.steps.slice(1).map((s) => s.event as unknown as Event),
+    states: p.steps.map((s) => stateOf(s.state as AnyMachineSnapshot)),
+  }));
 }
 
 /** Random walks of sample events (legal and illegal, every actor) from the initial state. */
-function walk(subject: MachineUnderTest, picks: number[]): Array<{ from: AnyMachineSnapshot; event: Event; to: AnyMachineSnapshot }> {
+function walk(
+  subject: MachineUnderTest,
+  picks: number[],
+): Array<{ from: AnyMachineSnapshot; event: Event; to: AnyMachineSnapshot }> {
   const machine = permissive(subject.machine, subject.spec);
   const events = eventsOf(subject.spec);
   let s = createActor(machine, { input: sampleInputs[subject.id] }).getSnapshot() as AnyMachineSnapshot;
@@ -79,7 +94,10 @@ const EVIDENCE: Record<MachineId, string[]> = {
  * refused events leave the snapshot identical, no-evidence-no-success, ambiguous-never-auto-retried,
  * one-attempt-one-session.
  */
-export function checkMachineProperties(subjects: MachineUnderTest[], options: { runs: number; seed: number }): MachinePropertyResult[] {
+export function checkMachineProperties(
+  subjects: MachineUnderTest[],
+  options: { runs: number; seed: number },
+): MachinePropertyResult[] {
   const results: MachinePropertyResult[] = [];
   const walks = fc.array(fc.nat(10_000), { minLength: 1, maxLength: 40 });
   for (const subject of subjects) {
@@ -88,23 +106,56 @@ export function checkMachineProperties(subjects: MachineUnderTest[], options: { 
     const events = eventsOf(subject.spec);
     const machine = permissive(subject.machine, subject.spec);
 
-    const regress: MachinePropertyResult = { property: 'no event leaves a terminal state', invariant: 'terminal-no-regress', machine: subject.id, runs: 0, steps: 0, problems: [] };
+    const regress: MachinePropertyResult = {
+      property: 'no event leaves a terminal state',
+      invariant: 'terminal-no-regress',
+      machine: subject.id,
+      runs: 0,
+      steps: 0,
+      problems: [],
+    };
     for (const path of all.filter((p) => terminal.has(stateOf(p.final)))) {
       regress.runs += 1;
       for (const event of events) {
         regress.steps += 1;
         const [next] = transition(machine, path.final, event as never);
-        if (next !== path.final || path.final.can(event)) regress.problems.push(`${subject.id}: ${stateOf(path.final)} accepts ${event.type} from ${event.actor}`);
+        if (next !== path.final || path.final.can(event))
+          regress.problems.push(`${subject.id}: ${stateOf(path.final)} accepts ${event.type} from ${event.actor}`);
       }
     }
-    const refused: MachinePropertyResult = { property: 'a refused event leaves the snapshot identical', invariant: 'terminal-no-regress', machine: subject.id, runs: 0, steps: 0, problems: [] };
-    const evidence: MachinePropertyResult = { property: 'success only after runtime evidence', invariant: 'no-evidence-no-success', machine: subject.id, runs: 0, steps: 0, problems: [] };
-    const ambiguous: MachinePropertyResult = { property: 'only the operator opens work after ambiguity', invariant: 'ambiguous-never-auto-retried', machine: subject.id, runs: 0, steps: 0, problems: [] };
+    const refused: MachinePropertyResult = {
+      property: 'a refused event leaves the snapshot identical',
+      invariant: 'terminal-no-regress',
+      machine: subject.id,
+      runs: 0,
+      steps: 0,
+      problems: [],
+    };
+    const evidence: MachinePropertyResult = {
+      property: 'success only after runtime evidence',
+      invariant: 'no-evidence-no-success',
+      machine: subject.id,
+      runs: 0,
+      steps: 0,
+      problems: [],
+    };
+    const ambiguous: MachinePropertyResult = {
+      property: 'only the operator opens work after ambiguity',
+      invariant: 'ambiguous-never-auto-retried',
+      machine: subject.id,
+      runs: 0,
+      steps: 0,
+      problems: [],
+    };
     for (const path of all) {
       evidence.runs += 1;
       evidence.steps += path.events.length;
       if (stateOf(path.final) === 'succeeded') {
-        for (const needed of EVIDENCE[subject.id]) if (!path.events.some((e) => e.type === needed)) evidence.problems.push(`${subject.id}: succeeded via ${path.events.map((e) => e.type).join(' > ')} without ${needed}`);
+        for (const needed of EVIDENCE[subject.id])
+          if (!path.events.some((e) => e.type === needed))
+            evidence.problems.push(
+              `${subject.id}: succeeded via ${path.events.map((e) => e.type).join(' > ')} without ${needed}`,
+            );
       }
     }
     // A walk that breaks a property throws, so fast-check shrinks it to a minimal event sequence.
@@ -116,14 +167,24 @@ export function checkMachineProperties(subjects: MachineUnderTest[], options: { 
         for (const step of walk(subject, picks)) {
           refused.steps += 1;
           ambiguous.steps += 1;
-          if (!step.from.can(step.event) && step.to !== step.from) throw new WalkProblem(refused, `${subject.id}: refused ${step.event.type} changed the snapshot`);
+          if (!step.from.can(step.event) && step.to !== step.from)
+            throw new WalkProblem(refused, `${subject.id}: refused ${step.event.type} changed the snapshot`);
           if (step.to !== step.from) seen.push(step.event.type);
-          if (step.to !== step.from && stateOf(step.from) === 'recovery_required' && !(step.event.actor === 'command_handler' && step.event.type.startsWith('operator_recovery'))) {
-            throw new WalkProblem(ambiguous, `${subject.id}: ${step.event.type} by ${step.event.actor} left recovery_required`);
+          if (
+            step.to !== step.from &&
+            stateOf(step.from) === 'recovery_required' &&
+            !(step.event.actor === 'command_handler' && step.event.type.startsWith('operator_recovery'))
+          ) {
+            throw new WalkProblem(
+              ambiguous,
+              `${subject.id}: ${step.event.type} by ${step.event.actor} left recovery_required`,
+            );
           }
           if (stateOf(step.to) === 'succeeded' && step.to !== step.from) {
             evidence.steps += 1;
-            for (const needed of EVIDENCE[subject.id]) if (!seen.includes(needed)) throw new WalkProblem(evidence, `${subject.id}: a walk succeeded without ${needed}`);
+            for (const needed of EVIDENCE[subject.id])
+              if (!seen.includes(needed))
+                throw new WalkProblem(evidence, `${subject.id}: a walk succeeded without ${needed}`);
           }
         }
       }),
@@ -132,8 +193,15 @@ export function checkMachineProperties(subjects: MachineUnderTest[], options: { 
     if (report.failed) {
       const problem = report.errorInstance instanceof WalkProblem ? report.errorInstance : undefined;
       const events = eventsOf(subject.spec);
-      const shrunk = (report.counterexample?.[0] as number[] | undefined)?.map((pick) => { const e = events[pick % events.length]!; return `${e.type}(${e.actor})`; }).join(' > ');
-      (problem?.result ?? refused).problems.push(`${problem?.message ?? String(report.errorInstance)} [seed ${report.seed}, minimal walk: ${shrunk ?? '?'}]`);
+      const shrunk = (report.counterexample?.[0] as number[] | undefined)
+        ?.map((pick) => {
+          const e = events[pick % events.length]!;
+          return `${e.type}(${e.actor})`;
+        })
+        .join(' > ');
+      (problem?.result ?? refused).problems.push(
+        `${problem?.message ?? String(report.errorInstance)} [seed ${report.seed}, minimal walk: ${shrunk ?? '?'}]`,
+      );
     }
     results.push(regress, refused, evidence, ambiguous);
     if (subject.id === 'attempt.v1') results.push(secondSessionProperty(subject, options));
@@ -151,8 +219,18 @@ class WalkProblem extends Error {
 }
 
 /** With the real guards: once a session is bound, no second bind of any shape is accepted, and nothing changes. */
-function secondSessionProperty(subject: MachineUnderTest, options: { runs: number; seed: number }): MachinePropertyResult {
-  const result: MachinePropertyResult = { property: 'a second session bind is refused and changes nothing', invariant: 'one-attempt-one-session', machine: subject.id, runs: 0, steps: 0, problems: [] };
+function secondSessionProperty(
+  subject: MachineUnderTest,
+  options: { runs: number; seed: number },
+): MachinePropertyResult {
+  const result: MachinePropertyResult = {
+    property: 'a second session bind is refused and changes nothing',
+    invariant: 'one-attempt-one-session',
+    machine: subject.id,
+    runs: 0,
+    steps: 0,
+    problems: [],
+  };
   const now = '2026-03-01T09:00:00.000Z';
   fc.assert(
     fc.property(
@@ -166,16 +244,36 @@ function secondSessionProperty(subject: MachineUnderTest, options: { runs: numbe
         for (const e of [
           { type: 'dispatch', actor: 'dispatcher', now, dispatchGeneration: 1, fenceGeneration: 1 },
           { type: 'runtime_started', actor: 'dispatcher', now, sessionId: 'session-1', dispatchGeneration: 1 },
-          ...(observing ? [{ type: 'evidence_stream_open', actor: 'worker', now, sessionId: 'session-1', cursors: { logCursor: '0' } }] : []),
+          ...(observing
+            ? [
+                {
+                  type: 'evidence_stream_open',
+                  actor: 'worker',
+                  now,
+                  sessionId: 'session-1',
+                  cursors: { logCursor: '0' },
+                },
+              ]
+            : []),
         ]) {
           s = transition(subject.machine, s, e as never)[0] as AnyMachineSnapshot;
         }
         const bound = stateOf(s);
-        if (bound !== (observing ? 'observing' : 'started')) result.problems.push(`${subject.id}: could not bind the first session (${bound})`);
-        const second = { type: 'runtime_started', actor, now, sessionId: secondSession, dispatchGeneration: generation };
+        if (bound !== (observing ? 'observing' : 'started'))
+          result.problems.push(`${subject.id}: could not bind the first session (${bound})`);
+        const second = {
+          type: 'runtime_started',
+          actor,
+          now,
+          sessionId: secondSession,
+          dispatchGeneration: generation,
+        };
         result.steps += 1;
         const [next] = transition(subject.machine, s, second as never);
-        if (s.can(second as never) || next !== s) result.problems.push(`${subject.id}: a second bind (${secondSession}, generation ${generation}, ${actor}) was accepted in ${bound}`);
+        if (s.can(second as never) || next !== s)
+          result.problems.push(
+            `${subject.id}: a second bind (${secondSession}, generation ${generation}, ${actor}) was accepted in ${bound}`,
+          );
       },
     ),
     { seed: options.seed, numRuns: options.runs },

@@ -27,7 +27,10 @@ export function generatedMachine(id: MachineId): AnyStateMachine {
 export function permissiveMachine(id: MachineId): AnyStateMachine {
   const guardIds = new Set(machineSpec(id).transitions.flatMap((t) => (t.guard ? [t.guard.id] : [])));
   const guards = Object.fromEntries(
-    [...guardIds].map((g) => [g, ({ event }: { event: { permit?: string } }) => event.permit === undefined || event.permit === g]),
+    [...guardIds].map((g) => [
+      g,
+      ({ event }: { event: { permit?: string } }) => event.permit === undefined || event.permit === g,
+    ]),
   );
   return generatedMachine(id).provide({ guards });
 }
@@ -43,7 +46,12 @@ export const sampleInputs: Record<MachineId, unknown> = {
     automationRevision: 2,
     definitionDigest: 'a'.repeat(64),
     scheduledFor: FIXED_NOW,
-    retryPolicy: { maxAttempts: 3, backoffPolicy: 'fixed', backoffSeconds: 30, retryableClasses: ['runtime_unavailable'] },
+    retryPolicy: {
+      maxAttempts: 3,
+      backoffPolicy: 'fixed',
+      backoffSeconds: 30,
+      retryableClasses: ['runtime_unavailable'],
+    },
     perRunMinutes: 30,
   },
   'run.v1': {
@@ -73,7 +81,12 @@ const payloads: Record<string, Record<string, unknown>> = {
   runtime_started: { attemptId: 'attempt-1', sessionId: 'session-1', dispatchGeneration: 1 },
   dispatch: { dispatchGeneration: 1, fenceGeneration: 1 },
   evidence_stream_open: { sessionId: 'session-1', cursors: { eventCursor: 'c0' } },
-  attempt_started: { attemptId: 'attempt-1', attemptNumber: 1, adoptionCommittedAt: FIXED_NOW, launchIssuedAt: FIXED_NOW },
+  attempt_started: {
+    attemptId: 'attempt-1',
+    attemptNumber: 1,
+    adoptionCommittedAt: FIXED_NOW,
+    launchIssuedAt: FIXED_NOW,
+  },
   operator_recovery_attempt: {
     evidenceDetermination: 'retry_with_new_attempt',
     statement: 'checked the target system; nothing was written',
@@ -83,9 +96,21 @@ const payloads: Record<string, Record<string, unknown>> = {
     priorDisposition: 'ambiguous',
     leaseExpiresAt: '2026-03-01T10:00:00.000Z',
   },
-  attempt_settled: { attempt: { attemptId: 'attempt-1', attemptNumber: 1, state: 'succeeded' }, receiptRef: 'receipt-1', furtherAttemptOpens: false },
-  attempt_ambiguous: { attempt: { attemptId: 'attempt-1', attemptNumber: 1, state: 'ambiguous' }, operatorRecoveryResolved: false },
-  automatic_retry: { priorAttemptNumber: 1, priorDisposition: 'failed', notBefore: FIXED_NOW, failure: { failureClass: 'runtime_unavailable', preOwnership: true } },
+  attempt_settled: {
+    attempt: { attemptId: 'attempt-1', attemptNumber: 1, state: 'succeeded' },
+    receiptRef: 'receipt-1',
+    furtherAttemptOpens: false,
+  },
+  attempt_ambiguous: {
+    attempt: { attemptId: 'attempt-1', attemptNumber: 1, state: 'ambiguous' },
+    operatorRecoveryResolved: false,
+  },
+  automatic_retry: {
+    priorAttemptNumber: 1,
+    priorDisposition: 'failed',
+    notBefore: FIXED_NOW,
+    failure: { failureClass: 'runtime_unavailable', preOwnership: true },
+  },
   operator_retry: { priorAttemptNumber: 1, priorDisposition: 'failed', runId: 'run-1' },
   definition_revise_committed: { revision: 2 },
   definition_activated: { revision: 2 },
@@ -110,6 +135,8 @@ export function sampleEvents(id: MachineId): SampleEvent[] {
   const m = machineSpec(id);
   const names = [...new Set(m.transitions.map((t) => t.on))];
   const byActor = names.flatMap((name) => spec.actors.map((actor) => sampleEvent(name, actor)));
-  const byGuard = m.transitions.flatMap((t) => (t.guard ? [{ ...sampleEvent(t.on, t.actor), permit: t.guard.id }] : []));
+  const byGuard = m.transitions.flatMap((t) =>
+    t.guard ? [{ ...sampleEvent(t.on, t.actor), permit: t.guard.id }] : [],
+  );
   return [...byActor, ...byGuard];
 }

@@ -32,7 +32,12 @@ export class ProbeRuntime implements Runtime {
   }
 
   async launch(request: LaunchRequest, now: Date): Promise<LaunchResult> {
-    const entry: RuntimeLog['launches'][number] = { sessionKey: request.sessionKey, attemptId: request.attemptId, at: now.toISOString(), feedEnd: await this.feedEnd() };
+    const entry: RuntimeLog['launches'][number] = {
+      sessionKey: request.sessionKey,
+      attemptId: request.attemptId,
+      at: now.toISOString(),
+      feedEnd: await this.feedEnd(),
+    };
     let result: LaunchResult;
     try {
       result = await this.inner.launch(request, now);
@@ -47,14 +52,20 @@ export class ProbeRuntime implements Runtime {
 
   async observe(sessionId: string, now: Date): Promise<Observation> {
     const observation = await this.inner.observe(sessionId, now);
-    if (observation.status === 'exited') this.log.exits.set(sessionId, { outcome: observation.outcome, cancelled: observation.cancelled });
+    if (observation.status === 'exited')
+      this.log.exits.set(sessionId, { outcome: observation.outcome, cancelled: observation.cancelled });
     if (observation.status === 'lost') this.log.lost.add(sessionId);
     return observation;
   }
 
   /** Evidence passes through untouched: what the runtime did is already in the log. */
   async launchEvidence(sessionKey: string, now: Date): Promise<LaunchEvidence> {
-    return (await this.inner.launchEvidence?.(sessionKey, now)) ?? { evidence: 'unknown', detail: `runtime ${this.runtimeId} keeps no launch evidence` };
+    return (
+      (await this.inner.launchEvidence?.(sessionKey, now)) ?? {
+        evidence: 'unknown',
+        detail: `runtime ${this.runtimeId} keeps no launch evidence`,
+      }
+    );
   }
 
   async cancel(sessionId: string, now: Date): Promise<void> {

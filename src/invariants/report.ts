@@ -11,17 +11,35 @@ import type { SuiteResult } from './suite.js';
 /** The terminal table: one row per invariant, then failures with their seed and shrunk counterexample. */
 export function formatSuite(result: SuiteResult, selfCheck?: SelfCheckRow[]): string {
   const header = ['invariant', 'source', 'levels', 'runs', 'steps checked', 'status'];
-  const rows = result.rows.map((r) => [r.invariant, r.source, r.levels.join('+'), String(r.runs), String(r.stepsChecked), r.status.toUpperCase()]);
+  const rows = result.rows.map((r) => [
+    r.invariant,
+    r.source,
+    r.levels.join('+'),
+    String(r.runs),
+    String(r.stepsChecked),
+    r.status.toUpperCase(),
+  ]);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ');
   const out = [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)];
   for (const f of result.failures) {
-    out.push('', `FAILED on the ${f.store} store: ${f.invariants.join(', ')}`, ...f.problems.map((p) => `  ${p}`), '  minimal counterexample:', ...f.counterexample.split('\n').map((c) => `    ${c}`), `  replay: --seed ${f.seed}${f.path === undefined ? '' : ` (fast-check path ${f.path})`}`);
+    out.push(
+      '',
+      `FAILED on the ${f.store} store: ${f.invariants.join(', ')}`,
+      ...f.problems.map((p) => `  ${p}`),
+      '  minimal counterexample:',
+      ...f.counterexample.split('\n').map((c) => `    ${c}`),
+      `  replay: --seed ${f.seed}${f.path === undefined ? '' : ` (fast-check path ${f.path})`}`,
+    );
   }
-  for (const m of result.machine.filter((r) => r.problems.length > 0)) out.push('', `FAILED machine property ${m.machine}: ${m.property}`, ...m.problems.map((p) => `  ${p}`));
+  for (const m of result.machine.filter((r) => r.problems.length > 0))
+    out.push('', `FAILED machine property ${m.machine}: ${m.property}`, ...m.problems.map((p) => `  ${p}`));
   if (selfCheck !== undefined) {
     out.push('', 'self-check (broken variants must be caught by name):');
-    for (const r of selfCheck) out.push(`  ${r.status === 'caught' ? 'caught' : 'MISSED'}  ${r.expected.padEnd(31)} ${r.variant}${r.status === 'caught' ? '' : ` (caught by: ${r.caughtBy.join(', ') || 'nothing'})`}`);
+    for (const r of selfCheck)
+      out.push(
+        `  ${r.status === 'caught' ? 'caught' : 'MISSED'}  ${r.expected.padEnd(31)} ${r.variant}${r.status === 'caught' ? '' : ` (caught by: ${r.caughtBy.join(', ') || 'nothing'})`}`,
+      );
   }
   out.push('', `seed ${result.seed}: ${result.passed ? 'all invariants hold' : 'INVARIANTS VIOLATED'}`);
   return out.join('\n');
@@ -29,7 +47,11 @@ export function formatSuite(result: SuiteResult, selfCheck?: SelfCheckRow[]): st
 
 function gitCommit(root: string): string {
   try {
-    const commit = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    const commit = execFileSync('git', ['rev-parse', 'HEAD'], {
+      cwd: root,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).trim();
     return /^[0-9a-f]{40}$/.test(commit) ? commit : '0'.repeat(40);
   } catch {
     return '0'.repeat(40);
@@ -44,14 +66,25 @@ function digestOfFiles(dir: string, files: string[]): string {
  * The run as a `coven.automations.conformance-result.v1` envelope (audit only, unsigned): the
  * state-machine-property-tests suite of the structural profile, with a JCS SHA-256 statement digest.
  */
-export function conformanceResult(result: SuiteResult, selfCheck: SelfCheckRow[] | undefined, observedAt: Date): Record<string, unknown> {
+export function conformanceResult(
+  result: SuiteResult,
+  selfCheck: SelfCheckRow[] | undefined,
+  observedAt: Date,
+): Record<string, unknown> {
   const root = packageRoot();
   const commit = gitCommit(root);
-  const specFiles = readdirSync(join(root, SPEC_DIR)).filter((f) => f.endsWith('.json')).sort();
+  const specFiles = readdirSync(join(root, SPEC_DIR))
+    .filter((f) => f.endsWith('.json'))
+    .sort();
   const invariantSources = readdirSync(join(root, 'src', 'invariants')).sort();
   const version = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string }).version;
   const passed = result.passed && (selfCheck ?? []).every((r) => r.status === 'caught');
-  const evidence = { seed: result.seed, rows: result.rows, selfCheck: selfCheck ?? null, failures: result.failures.map((f) => ({ invariants: f.invariants, seed: f.seed })) };
+  const evidence = {
+    seed: result.seed,
+    rows: result.rows,
+    selfCheck: selfCheck ?? null,
+    failures: result.failures.map((f) => ({ invariants: f.invariants, seed: f.seed })),
+  };
   const statement = {
     contractProfile: 'coven.automations.v1',
     resultId: `coven-automata-invariants-${result.seed}`,
@@ -89,5 +122,9 @@ export function conformanceResult(result: SuiteResult, selfCheck: SelfCheckRow[]
     overallStatus: passed ? 'passed' : 'failed',
   };
   const { value } = integrityOf(statement as Record<string, unknown>);
-  return { schemaVersion: 'coven.automations.conformance-result.v1', statement, statementDigest: { algorithm: 'sha256', canonicalization: 'jcs-rfc8785', value } };
+  return {
+    schemaVersion: 'coven.automations.conformance-result.v1',
+    statement,
+    statementDigest: { algorithm: 'sha256', canonicalization: 'jcs-rfc8785', value },
+  };
 }

@@ -15,9 +15,14 @@ const UPSTREAM_BASE = 'https://opencoven.ai/spec/coven-automations/v1/';
 export function validateConformanceResult(result: unknown, upstreamDir: string): string[] | undefined {
   const schemaFile = join(upstreamDir, 'coven-automations-v1', 'conformance-result.schema.json');
   if (!existsSync(schemaFile)) return undefined;
-  const common = JSON.parse(readFileSync(join(packageRoot(), SPEC_DIR, 'common.schema.json'), 'utf8')) as Record<string, unknown>;
+  const common = JSON.parse(readFileSync(join(packageRoot(), SPEC_DIR, 'common.schema.json'), 'utf8')) as Record<
+    string,
+    unknown
+  >;
   const ajv = new Ajv2020({ strict: false, allErrors: true });
   ajv.addSchema({ ...common, $id: `${UPSTREAM_BASE}common.schema.json` });
   const validate = ajv.compile(JSON.parse(readFileSync(schemaFile, 'utf8')) as object);
-  return validate(result) ? [] : (validate.errors ?? []).map((e) => `${e.instancePath || '(root)'}: ${e.message ?? e.keyword}`);
+  return validate(result)
+    ? []
+    : (validate.errors ?? []).map((e) => `${e.instancePath || '(root)'}: ${e.message ?? e.keyword}`);
 }

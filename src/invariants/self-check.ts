@@ -40,9 +40,20 @@ async function slotRuns(w: World, behavior?: Parameters<World['behave']>[0]): Pr
 /** The terminal-exit variant is a spec edit: the occurrence machine gains succeeded → running. */
 function machineWithTerminalExit(): AnyStateMachine {
   const subject = generatedMachines().find((m) => m.id === 'occurrence.v1')!;
-  const config = subject.machine.config as { states: Record<string, Record<string, unknown>> } & Record<string, unknown>;
-  const states = { ...config.states, succeeded: { on: { runtime_started: { target: 'running', guard: { type: 'actorIs', params: { actor: 'dispatcher' } } } } } };
-  return createMachine({ ...config, states } as never, subject.machine.implementations as never) as unknown as AnyStateMachine;
+  const config = subject.machine.config as { states: Record<string, Record<string, unknown>> } & Record<
+    string,
+    unknown
+  >;
+  const states = {
+    ...config.states,
+    succeeded: {
+      on: { runtime_started: { target: 'running', guard: { type: 'actorIs', params: { actor: 'dispatcher' } } } },
+    },
+  };
+  return createMachine(
+    { ...config, states } as never,
+    subject.machine.implementations as never,
+  ) as unknown as AnyStateMachine;
 }
 
 export const BROKEN_VARIANTS: BrokenVariant[] = [
@@ -53,16 +64,44 @@ export const BROKEN_VARIANTS: BrokenVariant[] = [
       const subject = generatedMachines().find((m) => m.id === 'occurrence.v1')!;
       const spec = structuredClone(subject.spec);
       spec.transitions.push({ from: 'succeeded', to: 'running', on: 'runtime_started', actor: 'dispatcher' });
-      return checkMachineProperties([{ id: 'occurrence.v1', spec, machine: machineWithTerminalExit() }], { runs: 50, seed: 1 })
+      return checkMachineProperties([{ id: 'occurrence.v1', spec, machine: machineWithTerminalExit() }], {
+        runs: 50,
+        seed: 1,
+      })
         .filter((r) => r.problems.length > 0)
         .map((r) => r.invariant);
     },
   },
-  { name: 'launch before the adoption commit', invariant: 'adoption-before-side-effects', fault: 'launchBeforeAdoptionCommit', scenario: (w) => slotRuns(w) },
-  { name: 'a second run accepted for one fence generation', invariant: 'one-fence-one-run', fault: 'acceptFenceTwice', scenario: (w) => slotRuns(w) },
-  { name: 'a second session bound to one attempt', invariant: 'one-attempt-one-session', fault: 'bindSecondSession', scenario: (w) => slotRuns(w) },
-  { name: 'an automatic retry after an ambiguous disposition', invariant: 'ambiguous-never-auto-retried', fault: 'autoRetryAmbiguous', scenario: (w) => slotRuns(w, 'lost-after-side-effect') },
-  { name: 'a success without runtime evidence', invariant: 'no-evidence-no-success', fault: 'successWithoutEvidence', scenario: (w) => slotRuns(w, 'lost-after-side-effect') },
+  {
+    name: 'launch before the adoption commit',
+    invariant: 'adoption-before-side-effects',
+    fault: 'launchBeforeAdoptionCommit',
+    scenario: (w) => slotRuns(w),
+  },
+  {
+    name: 'a second run accepted for one fence generation',
+    invariant: 'one-fence-one-run',
+    fault: 'acceptFenceTwice',
+    scenario: (w) => slotRuns(w),
+  },
+  {
+    name: 'a second session bound to one attempt',
+    invariant: 'one-attempt-one-session',
+    fault: 'bindSecondSession',
+    scenario: (w) => slotRuns(w),
+  },
+  {
+    name: 'an automatic retry after an ambiguous disposition',
+    invariant: 'ambiguous-never-auto-retried',
+    fault: 'autoRetryAmbiguous',
+    scenario: (w) => slotRuns(w, 'lost-after-side-effect'),
+  },
+  {
+    name: 'a success without runtime evidence',
+    invariant: 'no-evidence-no-success',
+    fault: 'successWithoutEvidence',
+    scenario: (w) => slotRuns(w, 'lost-after-side-effect'),
+  },
   {
     name: 'a retry that rewrites the prior attempt',
     invariant: 'retry-new-attempt',
@@ -132,7 +171,12 @@ export async function runSelfCheck(onProgress?: (message: string) => void): Prom
     if (variant.machine !== undefined) {
       caughtBy = [...new Set(variant.machine())];
     } else {
-      const world = await World.create(variant.store ?? 'memory', variant.fault === undefined ? {} : { [variant.fault]: true }, new Map(), variant.retention ?? false);
+      const world = await World.create(
+        variant.store ?? 'memory',
+        variant.fault === undefined ? {} : { [variant.fault]: true },
+        new Map(),
+        variant.retention ?? false,
+      );
       try {
         await variant.scenario!(world);
       } catch (error) {
@@ -142,7 +186,12 @@ export async function runSelfCheck(onProgress?: (message: string) => void): Prom
         await world.dispose();
       }
     }
-    rows.push({ variant: variant.name, expected: variant.invariant, caughtBy, status: caughtBy.includes(variant.invariant) ? 'caught' : 'missed' });
+    rows.push({
+      variant: variant.name,
+      expected: variant.invariant,
+      caughtBy,
+      status: caughtBy.includes(variant.invariant) ? 'caught' : 'missed',
+    });
   }
   return rows;
 }

@@ -49,19 +49,26 @@ export interface SuiteResult {
 }
 
 /** The engine-level property for one store kind: random command sequences, every invariant after every step. */
-export async function runEngineProperty(store: StoreKind, options: SuiteOptions, checked: Map<string, number>): Promise<EngineFailure | undefined> {
+export async function runEngineProperty(
+  store: StoreKind,
+  options: SuiteOptions,
+  checked: Map<string, number>,
+): Promise<EngineFailure | undefined> {
   let runs = 0;
   const report = await fc.check(
-    fc.asyncProperty(fc.commands(engineCommands(), { maxCommands: options.maxCommands ?? 40, size: 'large' }), async (commands) => {
-      const world = await World.create(store, options.faults ?? {}, checked, options.retention ?? false);
-      try {
-        await fc.asyncModelRun(() => ({ model: {} as Model, real: world }), commands);
-      } finally {
-        await world.dispose();
-        runs += 1;
-        if (runs % 10 === 0) options.onProgress?.(`engine (${store} store): ${runs} runs`);
-      }
-    }),
+    fc.asyncProperty(
+      fc.commands(engineCommands(), { maxCommands: options.maxCommands ?? 40, size: 'large' }),
+      async (commands) => {
+        const world = await World.create(store, options.faults ?? {}, checked, options.retention ?? false);
+        try {
+          await fc.asyncModelRun(() => ({ model: {} as Model, real: world }), commands);
+        } finally {
+          await world.dispose();
+          runs += 1;
+          if (runs % 10 === 0) options.onProgress?.(`engine (${store} store): ${runs} runs`);
+        }
+      },
+    ),
     { seed: options.seed, numRuns: options.runs },
   );
   if (!report.failed) return undefined;
@@ -69,10 +76,13 @@ export async function runEngineProperty(store: StoreKind, options: SuiteOptions,
   return {
     store,
     invariants: violation === undefined ? ['(engine error)'] : [...violation.violations.keys()],
-    problems: violation === undefined ? [String(report.errorInstance)] : [...violation.violations.values()].flat().slice(0, 10),
-    counterexample: String(report.counterexample?.[0] ?? '').split(',').join('\n'),
+    problems:
+      violation === undefined ? [String(report.errorInstance)] : [...violation.violations.values()].flat().slice(0, 10),
+    counterexample: String(report.counterexample?.[0] ?? '')
+      .split(',')
+      .join('\n'),
     seed: report.seed,
-    path: report.counterexample === null ? undefined : report.counterexamplePath ?? undefined,
+    path: report.counterexample === null ? undefined : (report.counterexamplePath ?? undefined),
   };
 }
 
@@ -80,8 +90,14 @@ export async function runEngineProperty(store: StoreKind, options: SuiteOptions,
  * Two engines and operator commands racing on one store, with fast-check choosing the order of every
  * transaction; all invariants are checked after each round.
  */
-export async function runInterleavingProperty(options: SuiteOptions, checked: Map<string, number>): Promise<EngineFailure | undefined> {
-  const rounds = fc.array(fc.tuple(fc.constantFrom(1, 5, 61), fc.boolean(), fc.boolean()), { minLength: 1, maxLength: 6 });
+export async function runInterleavingProperty(
+  options: SuiteOptions,
+  checked: Map<string, number>,
+): Promise<EngineFailure | undefined> {
+  const rounds = fc.array(fc.tuple(fc.constantFrom(1, 5, 61), fc.boolean(), fc.boolean()), {
+    minLength: 1,
+    maxLength: 6,
+  });
   const report = await fc.check(
     fc.asyncProperty(fc.scheduler(), rounds, async (s, plan) => {
       const world = World.scheduled(s, checked);
@@ -93,11 +109,19 @@ export async function runInterleavingProperty(options: SuiteOptions, checked: Ma
           if (runNow) work.push(world.command('occurrence.runNow.v1', { automationId: 'alpha' }, { engine: 1 }));
           if (cancel) {
             work.push(
-              world.store.read((r) => r.list('live-occurrence')).then((live) => (live[0] === undefined ? undefined : world.command('occurrence.cancel.v1', { occurrenceId: live[0].id }))),
+              world.store
+                .read((r) => r.list('live-occurrence'))
+                .then((live) =>
+                  live[0] === undefined
+                    ? undefined
+                    : world.command('occurrence.cancel.v1', { occurrenceId: live[0].id }),
+                ),
             );
           }
           await s.waitFor(Promise.all(work));
-          await s.waitFor(world.verify(`round (+${minutes} min${runNow ? ', runNow' : ''}${cancel ? ', cancel' : ''})`));
+          await s.waitFor(
+            world.verify(`round (+${minutes} min${runNow ? ', runNow' : ''}${cancel ? ', cancel' : ''})`),
+          );
           world.clock.advance({ minutes });
         }
       } finally {
@@ -111,7 +135,8 @@ export async function runInterleavingProperty(options: SuiteOptions, checked: Ma
   return {
     store: 'memory',
     invariants: violation === undefined ? ['(engine error)'] : [...violation.violations.keys()],
-    problems: violation === undefined ? [String(report.errorInstance)] : [...violation.violations.values()].flat().slice(0, 10),
+    problems:
+      violation === undefined ? [String(report.errorInstance)] : [...violation.violations.values()].flat().slice(0, 10),
     counterexample: String(report.counterexample?.[0] ?? ''),
     seed: report.seed,
     path: report.counterexamplePath ?? undefined,
@@ -128,7 +153,12 @@ export const RETENTION_PROPERTY = (runs: number): Pick<SuiteOptions, 'runs' | 'm
   retention: { windowDays: { standard: 1 / 1440 }, sweepEveryMinutes: 0 },
 });
 
-const MACHINE_LEVEL = new Set(['terminal-no-regress', 'no-evidence-no-success', 'ambiguous-never-auto-retried', 'one-attempt-one-session']);
+const MACHINE_LEVEL = new Set([
+  'terminal-no-regress',
+  'no-evidence-no-success',
+  'ambiguous-never-auto-retried',
+  'one-attempt-one-session',
+]);
 
 /** Runs the machine-level properties and the engine-level property on each store kind; never throws on a violation. */
 export async function runInvariantSuite(options: SuiteOptions): Promise<SuiteResult> {
@@ -142,7 +172,9 @@ export async function runInvariantSuite(options: SuiteOptions): Promise<SuiteRes
     const failure = await runEngineProperty(store, options, checked);
     if (failure !== undefined) failures.push(failure);
   }
-  options.onProgress?.(`engine-level property with retention compacting history a minute after it settles (memory store, ${options.runs * 2} runs)`);
+  options.onProgress?.(
+    `engine-level property with retention compacting history a minute after it settles (memory store, ${options.runs * 2} runs)`,
+  );
   const retained = await runEngineProperty('memory', { ...options, ...RETENTION_PROPERTY(options.runs) }, checked);
   if (retained !== undefined) failures.push(retained);
   options.onProgress?.('interleavings: two engines and commands under a fast-check scheduler');
@@ -150,7 +182,8 @@ export async function runInvariantSuite(options: SuiteOptions): Promise<SuiteRes
   if (interleaving !== undefined) failures.push(interleaving);
   const rows: InvariantRow[] = INVARIANTS.map((invariant) => {
     const machineResults = machine.filter((m) => m.invariant === invariant.id);
-    const failed = failures.some((f) => f.invariants.includes(invariant.id)) || machineResults.some((m) => m.problems.length > 0);
+    const failed =
+      failures.some((f) => f.invariants.includes(invariant.id)) || machineResults.some((m) => m.problems.length > 0);
     return {
       invariant: invariant.id,
       source: invariant.source,
@@ -160,5 +193,11 @@ export async function runInvariantSuite(options: SuiteOptions): Promise<SuiteRes
       status: failed ? 'failed' : 'passed',
     };
   });
-  return { seed: options.seed, rows, machine, failures, passed: rows.every((r) => r.status === 'passed') && failures.length === 0 };
+  return {
+    seed: options.seed,
+    rows,
+    machine,
+    failures,
+    passed: rows.every((r) => r.status === 'passed') && failures.length === 0,
+  };
 }

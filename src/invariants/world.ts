@@ -29,7 +29,9 @@ export class InvariantViolation extends Error {
     readonly step: string,
   ) {
     const [first] = violations;
-    super(`${first![0]} violated after ${step}: ${first![1].slice(0, 3).join('; ')}${violations.size > 1 ? ` (also: ${[...violations.keys()].slice(1).join(', ')})` : ''}`);
+    super(
+      `${first![0]} violated after ${step}: ${first![1].slice(0, 3).join('; ')}${violations.size > 1 ? ` (also: ${[...violations.keys()].slice(1).join(', ')})` : ''}`,
+    );
     this.name = 'InvariantViolation';
   }
 
@@ -56,7 +58,12 @@ async function feedEnd(reader: StoreReader): Promise<number> {
  */
 export class World {
   readonly clock = new SimulatedClock(START);
-  readonly runtime = new SimulatedRuntime({ runtimeId: 'coven-code', durationMs: 5 * 60_000, sideEffectClass: 'local_write', sideEffectBoundProven: false });
+  readonly runtime = new SimulatedRuntime({
+    runtimeId: 'coven-code',
+    durationMs: 5 * 60_000,
+    sideEffectClass: 'local_write',
+    sideEffectBoundProven: false,
+  });
   readonly probe: ProbeRuntime;
   readonly engines: Engine[] = [];
   readonly passes: Array<{ at: string; feedEnd: number }> = [];
@@ -82,7 +89,12 @@ export class World {
     return new World(new ScheduledStore(new MemoryStore(), scheduler), {}, checked, undefined);
   }
 
-  static async create(kind: StoreKind, faults: Partial<EngineFaults>, checked: Map<string, number>, retention: RetentionOptions | false = false): Promise<World> {
+  static async create(
+    kind: StoreKind,
+    faults: Partial<EngineFaults>,
+    checked: Map<string, number>,
+    retention: RetentionOptions | false = false,
+  ): Promise<World> {
     if (kind === 'json') {
       const dir = mkdtempSync(join(tmpdir(), 'coven-invariants-'));
       return new World(await JsonFileStore.open(join(dir, 'store.json')), faults, checked, dir, retention);
@@ -91,7 +103,13 @@ export class World {
       const dir = mkdtempSync(join(tmpdir(), 'coven-invariants-'));
       return new World(await SqliteStore.open(join(dir, 'store.sqlite')), faults, checked, dir, retention);
     }
-    return new World(kind === 'unsealed-memory' ? new UnsealedStore(new MemoryStore()) : new MemoryStore(), faults, checked, undefined, retention);
+    return new World(
+      kind === 'unsealed-memory' ? new UnsealedStore(new MemoryStore()) : new MemoryStore(),
+      faults,
+      checked,
+      undefined,
+      retention,
+    );
   }
 
   async dispose(): Promise<void> {
@@ -102,7 +120,15 @@ export class World {
 
   private newEngine(instanceId: string): Engine {
     let ids = 0;
-    return createEngine({ store: this.store, clock: this.clock, runtimes: [this.probe], instanceId, newId: () => `${instanceId}-store-${++ids}`, faults: this.faults, retention: this.retention });
+    return createEngine({
+      store: this.store,
+      clock: this.clock,
+      runtimes: [this.probe],
+      instanceId,
+      newId: () => `${instanceId}-store-${++ids}`,
+      faults: this.faults,
+      retention: this.retention,
+    });
   }
 
   nextKey(tag: string): string {
@@ -111,7 +137,11 @@ export class World {
     return key;
   }
 
-  async command(name: string, payload: Record<string, unknown>, extra: { expectedRevision?: number; adoptionKey?: string; engine?: number } = {}): Promise<CommandResponse> {
+  async command(
+    name: string,
+    payload: Record<string, unknown>,
+    extra: { expectedRevision?: number; adoptionKey?: string; engine?: number } = {},
+  ): Promise<CommandResponse> {
     return this.engines[extra.engine ?? 0]!.commands.handle({
       schemaVersion: 'coven.automations.v1',
       command: name,
@@ -124,7 +154,9 @@ export class World {
   }
 
   async revision(automationId: string): Promise<number | undefined> {
-    const r = await this.store.read((reader) => reader.get<{ attributes: { definition: { revision: number } } }>('definition', automationId));
+    const r = await this.store.read((reader) =>
+      reader.get<{ attributes: { definition: { revision: number } } }>('definition', automationId),
+    );
     return r?.data.attributes.definition.revision;
   }
 
@@ -137,14 +169,27 @@ export class World {
         revision,
         lifecycleState,
         display: { name: automationId },
-        trigger: { variant: 'schedule', version: 1, schedule: { rrule: `FREQ=DAILY;BYHOUR=${hours.join(',')}`, timezone: 'utc' } },
+        trigger: {
+          variant: 'schedule',
+          version: 1,
+          schedule: { rrule: `FREQ=DAILY;BYHOUR=${hours.join(',')}`, timezone: 'utc' },
+        },
         conditions: [],
         action: { variant: 'familiarInvocation', version: 1, prompt: `run ${automationId}` },
-        binding: { familiarBindingPolicy: 'exact', familiarId: 'charm', authority: { approvalPolicyRef: 'policy://invariants' } },
+        binding: {
+          familiarBindingPolicy: 'exact',
+          familiarId: 'charm',
+          authority: { approvalPolicyRef: 'policy://invariants' },
+        },
         runtimeRequirements: { runtimeId: 'coven-code', capabilities: [] },
         policies: {
           timeout: { perRunMinutes: 45 },
-          retry: { maxAttempts, backoffPolicy: 'fixed', backoffSeconds: 60, retryableClasses: ['runtime_unavailable', 'transient_dispatch'] },
+          retry: {
+            maxAttempts,
+            backoffPolicy: 'fixed',
+            backoffSeconds: 60,
+            retryableClasses: ['runtime_unavailable', 'transient_dispatch'],
+          },
           concurrency: { overlap: 'forbid' },
           misfire: { disposition: 'latest' },
           retention: { occurrenceHistory: { classification: 'standard' } },
@@ -167,7 +212,11 @@ export class World {
     const body: Record<string, unknown> = { ...rest, revision: current.revision + 1 };
     (body.trigger as { schedule: { rrule: string } }).schedule.rrule = `FREQ=DAILY;BYHOUR=${hour}`;
     if (body.lifecycleState === 'draft' || body.lifecycleState === 'invalid') body.lifecycleState = 'paused';
-    return this.command('definition.revise.v1', { definition: { ...body, integrity: integrityOf(body) } }, { expectedRevision: current.revision });
+    return this.command(
+      'definition.revise.v1',
+      { definition: { ...body, integrity: integrityOf(body) } },
+      { expectedRevision: current.revision },
+    );
   }
 
   async tick(engine = 0, crashBefore?: CrashPoint): Promise<void> {

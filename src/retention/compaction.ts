@@ -42,10 +42,17 @@ const POSTPONE_MS = 86_400_000;
  * Queues a settled occurrence for retention, in the transaction that settled it. The class comes from the
  * revision the occurrence pinned; `legal_hold` history is never queued. `backfilledFrom`: a backfill, settled then.
  */
-export async function queueForRetention(step: StepContext, occurrence: OccurrenceRecord, backfilledFrom?: string): Promise<void> {
+export async function queueForRetention(
+  step: StepContext,
+  occurrence: OccurrenceRecord,
+  backfilledFrom?: string,
+): Promise<void> {
   const settledAt = backfilledFrom ?? step.now;
   const { automationId, automationRevision } = occurrence.data.attributes;
-  const revision = await step.tx.get<AutomationDefinition>(DEFINITION_REVISION_KIND, revisionId(automationId, automationRevision));
+  const revision = await step.tx.get<AutomationDefinition>(
+    DEFINITION_REVISION_KIND,
+    revisionId(automationId, automationRevision),
+  );
   const retention = revision?.data.policies.retention;
   const occurrenceClass = retention?.occurrenceHistory?.classification ?? 'standard';
   if (occurrenceClass === 'legal_hold') return;
@@ -53,7 +60,11 @@ export async function queueForRetention(step: StepContext, occurrence: Occurrenc
   const id = queueId(settledAt, occurrence.id);
   // Only a backfill can meet an entry already there (the settling transaction queued it under that instant).
   if (backfilledFrom !== undefined && (await step.tx.get(kind, id)) !== undefined) return;
-  const due: RetentionDue = { occurrenceId: occurrence.id, settledAt, receiptsClass: retention?.receipts?.classification ?? occurrenceClass };
+  const due: RetentionDue = {
+    occurrenceId: occurrence.id,
+    settledAt,
+    receiptsClass: retention?.receipts?.classification ?? occurrenceClass,
+  };
   await step.tx.put(kind, id, due, { expectedVersion: null });
 }
 
@@ -89,7 +100,8 @@ async function backfillQueue(svc: EngineServices): Promise<void> {
     });
   }
   await svc.step(async (step) => {
-    if ((await step.tx.get(BACKFILLED.kind, BACKFILLED.id)) === undefined) await step.tx.put(BACKFILLED.kind, BACKFILLED.id, { at: step.now }, { expectedVersion: null });
+    if ((await step.tx.get(BACKFILLED.kind, BACKFILLED.id)) === undefined)
+      await step.tx.put(BACKFILLED.kind, BACKFILLED.id, { at: step.now }, { expectedVersion: null });
   });
 }
 
@@ -108,7 +120,11 @@ export interface CompactionReport {
  * One retention sweep: for each class with a finite window, compacts occurrences that settled longer ago
  * than the window, oldest first, at most `policy.perPass` in all, one transaction each.
  */
-export async function compactExpiredHistory(svc: EngineServices, policy: RetentionPolicy, errors: Error[] = []): Promise<CompactionReport> {
+export async function compactExpiredHistory(
+  svc: EngineServices,
+  policy: RetentionPolicy,
+  errors: Error[] = [],
+): Promise<CompactionReport> {
   const report: CompactionReport = { occurrences: 0, receipts: 0, postponed: 0, skipped: 0 };
   await backfillQueue(svc);
   const now = svc.clock.now().getTime();
@@ -117,7 +133,9 @@ export async function compactExpiredHistory(svc: EngineServices, policy: Retenti
     if (budget <= 0) break;
     const cutoff = new Date(now - policy.windowMs(retentionClass)!).toISOString();
     const kind = retentionQueueKind(retentionClass);
-    const due = await svc.store.read((r) => r.list<RetentionDue>(kind, { before: `${cutoff}${AFTER_INSTANT}`, limit: budget }));
+    const due = await svc.store.read((r) =>
+      r.list<RetentionDue>(kind, { before: `${cutoff}${AFTER_INSTANT}`, limit: budget }),
+    );
     budget -= due.length;
     await forEachConcurrently(due, svc.passConcurrency, async (entry) => {
       try {
@@ -132,7 +150,8 @@ export async function compactExpiredHistory(svc: EngineServices, policy: Retenti
     for (const live of await svc.store.read((r) => r.list(LIVE_INDEX.occurrence))) {
       await svc.step(async (step) => {
         const occurrence = (await step.tx.get(KINDS.occurrence, live.id)) as OccurrenceRecord | undefined;
-        if (occurrence !== undefined) await compactOccurrence(step, occurrence, (await settledHistory(step, occurrence, true))!, false);
+        if (occurrence !== undefined)
+          await compactOccurrence(step, occurrence, (await settledHistory(step, occurrence, true))!, false);
       });
       report.occurrences++;
     }
@@ -142,7 +161,12 @@ export async function compactExpiredHistory(svc: EngineServices, policy: Retenti
 
 type Outcome = keyof CompactionReport;
 
-async function compactOne(step: StepContext, policy: RetentionPolicy, retentionClass: string, entry: StoredRecord<RetentionDue>): Promise<Outcome> {
+async function compactOne(
+  step: StepContext,
+  policy: RetentionPolicy,
+  retentionClass: string,
+  entry: StoredRecord<RetentionDue>,
+): Promise<Outcome> {
   const kind = retentionQueueKind(retentionClass);
   const fresh = await step.tx.get<RetentionDue>(kind, entry.id);
   if (fresh === undefined) return 'skipped';
@@ -169,7 +193,12 @@ async function compactOne(step: StepContext, policy: RetentionPolicy, retentionC
   const receiptIds = await compactOccurrence(step, occurrence as OccurrenceRecord, history, keepReceipts);
   await step.tx.delete(kind, entry.id, fresh.version);
   if (receiptIds.length > 0) {
-    await step.tx.put(retentionQueueKind(due.receiptsClass), queueId(due.settledAt, occurrence.id), { ...due, receiptIds }, { expectedVersion: null });
+    await step.tx.put(
+      retentionQueueKind(due.receiptsClass),
+      queueId(due.settledAt, occurrence.id),
+      { ...due, receiptIds },
+      { expectedVersion: null },
+    );
   }
   return 'occurrences';
 }
@@ -178,16 +207,31 @@ async function compactOne(step: StepContext, policy: RetentionPolicy, retentionC
  * Compacts one occurrence with its runs and attempts: snapshot and trim of each stream, then every record
  * of it expired. Returns the receipts kept for their own, longer window.
  */
-async function compactOccurrence(step: StepContext, occurrence: OccurrenceRecord, history: History, keepReceipts: boolean): Promise<string[]> {
+async function compactOccurrence(
+  step: StepContext,
+  occurrence: OccurrenceRecord,
+  history: History,
+  keepReceipts: boolean,
+): Promise<string[]> {
   // Streams first: each keeps one snapshot event (the final state) and loses everything before it.
   const links = { automationId: occurrence.data.attributes.automationId, occurrenceId: occurrence.id };
   // Missed slots stay visibly explained after compaction (zero silent loss): the snapshot keeps them.
   const collapsedSlots = (await step.tx.readLog<EventEnvelope>(storeStream({ kind: 'occurrence', id: occurrence.id })))
     .filter((e) => e.data.kind === 'occurrence.misfire_recorded')
     .flatMap((e) => e.data.payload.collapsedSlots as string[]);
-  await snapshotAndTrim(step, { kind: 'occurrence', id: occurrence.id }, { occurrence: finalOccurrence(occurrence as OccurrenceRecord, history.runs, collapsedSlots) }, links);
+  await snapshotAndTrim(
+    step,
+    { kind: 'occurrence', id: occurrence.id },
+    { occurrence: finalOccurrence(occurrence as OccurrenceRecord, history.runs, collapsedSlots) },
+    links,
+  );
   for (const { run, attempts } of history.runs) {
-    await snapshotAndTrim(step, { kind: 'run', id: run.id }, { run: finalRun(run, attempts, keepReceipts) }, { ...links, runId: run.id });
+    await snapshotAndTrim(
+      step,
+      { kind: 'run', id: run.id },
+      { run: finalRun(run, attempts, keepReceipts) },
+      { ...links, runId: run.id },
+    );
   }
   const receiptIds: string[] = [];
   for (const { run, attempts } of history.runs) {
@@ -199,7 +243,8 @@ async function compactOccurrence(step: StepContext, occurrence: OccurrenceRecord
       }
       await expireIfPresent(step, 'adoption', a.adoptionKey);
       if (keepReceipts) {
-        if ((await step.tx.get(KINDS.receipt, receiptIdFor(attempt.id))) !== undefined) receiptIds.push(receiptIdFor(attempt.id));
+        if ((await step.tx.get(KINDS.receipt, receiptIdFor(attempt.id))) !== undefined)
+          receiptIds.push(receiptIdFor(attempt.id));
       } else {
         await expireIfPresent(step, KINDS.receipt, receiptIdFor(attempt.id));
       }
@@ -207,11 +252,13 @@ async function compactOccurrence(step: StepContext, occurrence: OccurrenceRecord
     }
     await step.tx.expire(KINDS.run, run.id, run.version);
   }
-  for (let g = 1; g <= occurrenceContext(occurrence as OccurrenceRecord).fence.generation; g++) await expireIfPresent(step, KINDS.fenceRun, `${occurrence.id}#${g}`);
+  for (let g = 1; g <= occurrenceContext(occurrence as OccurrenceRecord).fence.generation; g++)
+    await expireIfPresent(step, KINDS.fenceRun, `${occurrence.id}#${g}`);
   // The occurrence record fenced its slot until now (planning.ts); its key takes over, so the slot is never
   // planned twice. Manual occurrences and stores written before already hold theirs.
   const key = occurrence.data.attributes.occurrenceKey;
-  if ((await step.tx.get(KINDS.occurrenceKey, key)) === undefined) await step.tx.put(KINDS.occurrenceKey, key, { occurrenceId: occurrence.id }, { expectedVersion: null });
+  if ((await step.tx.get(KINDS.occurrenceKey, key)) === undefined)
+    await step.tx.put(KINDS.occurrenceKey, key, { occurrenceId: occurrence.id }, { expectedVersion: null });
   await step.tx.expire(KINDS.occurrence, occurrence.id, occurrence.version);
   return receiptIds;
 }
@@ -220,7 +267,11 @@ async function compactOccurrence(step: StepContext, occurrence: OccurrenceRecord
  * What a snapshot keeps of a compacted occurrence: identity, slot, pinned revision and how it ended — the
  * state a consumer folds to, not the full object (every byte of it stays for good: 24k occurrences a day).
  */
-function finalOccurrence(occurrence: OccurrenceRecord, runs: Array<{ run: RunRecord }>, collapsedSlots: string[]): Record<string, unknown> {
+function finalOccurrence(
+  occurrence: OccurrenceRecord,
+  runs: Array<{ run: RunRecord }>,
+  collapsedSlots: string[],
+): Record<string, unknown> {
   const a = occurrence.data.attributes;
   return {
     occurrenceId: occurrence.id,
@@ -242,7 +293,11 @@ function finalRun(run: RunRecord, attempts: AttemptRecord[], receiptsKept: boole
     runId: run.id,
     state: stateOf(run),
     ...(a.terminalDisposition === undefined ? {} : { outcome: a.terminalDisposition.outcome }),
-    attempts: attempts.map((attempt) => ({ attemptId: attempt.id, attemptNumber: attemptContext(attempt).attemptNumber, state: stateOf(attempt) })),
+    attempts: attempts.map((attempt) => ({
+      attemptId: attempt.id,
+      attemptNumber: attemptContext(attempt).attemptNumber,
+      state: stateOf(attempt),
+    })),
     ...(a.receiptRef === undefined ? {} : { receiptRef: a.receiptRef, receiptRetained: receiptsKept }),
     ...(a.finishedAt === undefined ? {} : { finishedAt: a.finishedAt }),
   };
@@ -251,9 +306,16 @@ function finalRun(run: RunRecord, attempts: AttemptRecord[], receiptsKept: boole
 /** The occurrence's runs and attempts, or undefined when any of them is not settled for good. */
 type History = { runs: Array<{ run: RunRecord; attempts: AttemptRecord[] }> };
 
-async function settledHistory(step: StepContext, occurrence: OccurrenceRecord, evenUnsettled = false): Promise<History | undefined> {
+async function settledHistory(
+  step: StepContext,
+  occurrence: OccurrenceRecord,
+  evenUnsettled = false,
+): Promise<History | undefined> {
   if (!occurrence.terminal && !evenUnsettled) return undefined;
-  const runIds = new Set([runIdFor(occurrence.id), ...(occurrence.data.attributes.activeRunRef === undefined ? [] : [occurrence.data.attributes.activeRunRef])]);
+  const runIds = new Set([
+    runIdFor(occurrence.id),
+    ...(occurrence.data.attributes.activeRunRef === undefined ? [] : [occurrence.data.attributes.activeRunRef]),
+  ]);
   const runs: Array<{ run: RunRecord; attempts: AttemptRecord[] }> = [];
   for (const runId of runIds) {
     const run = (await step.tx.get(KINDS.run, runId)) as RunRecord | undefined;
@@ -280,7 +342,10 @@ async function expireIfPresent(step: StepContext, kind: string, id: string): Pro
  * What retention left of an occurrence or run: its snapshot's final state and when it was compacted, or
  * undefined when the entity was never there (or is still there). Lets a NOT_FOUND say why.
  */
-export async function compactedEntity(reader: StoreReader, stream: StreamRef): Promise<{ compactedAt: string; finalState: Record<string, unknown> } | undefined> {
+export async function compactedEntity(
+  reader: StoreReader,
+  stream: StreamRef,
+): Promise<{ compactedAt: string; finalState: Record<string, unknown> } | undefined> {
   const first = (await reader.readLog<EventEnvelope>(storeStream(stream), { limit: 1 }))[0]?.data;
   if (first?.kind !== 'feed.snapshot' || first.payload.reason !== 'retention_compaction') return undefined;
   return { compactedAt: first.recordedAt, finalState: first.payload.state as Record<string, unknown> };

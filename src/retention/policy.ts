@@ -49,17 +49,21 @@ export class RetentionPolicy {
   static from(options: RetentionOptions = {}): RetentionPolicy {
     const windows = new Map<RetentionClass, number | null>();
     for (const name of Object.keys(options.windowDays ?? {})) {
-      if (!RETENTION_CLASSES.includes(name as RetentionClass)) throw new RangeError(`retention: unknown class ${JSON.stringify(name)}`);
+      if (!RETENTION_CLASSES.includes(name as RetentionClass))
+        throw new RangeError(`retention: unknown class ${JSON.stringify(name)}`);
     }
     for (const name of RETENTION_CLASSES) {
       const days = options.windowDays?.[name] === undefined ? DEFAULT_RETENTION_DAYS[name] : options.windowDays[name]!;
-      if (days !== null && !(Number.isFinite(days) && days > 0)) throw new RangeError(`retention: ${name} must be a positive number of days or null, not ${String(days)}`);
+      if (days !== null && !(Number.isFinite(days) && days > 0))
+        throw new RangeError(`retention: ${name} must be a positive number of days or null, not ${String(days)}`);
       windows.set(name, name === 'legal_hold' || days === null ? null : days * DAY_MS);
     }
     const perPass = options.perPass ?? DEFAULT_PER_PASS;
-    if (!Number.isSafeInteger(perPass) || perPass < 1) throw new RangeError(`retention: perPass must be a positive integer, not ${String(perPass)}`);
+    if (!Number.isSafeInteger(perPass) || perPass < 1)
+      throw new RangeError(`retention: perPass must be a positive integer, not ${String(perPass)}`);
     const sweep = options.sweepEveryMinutes ?? DEFAULT_SWEEP_MINUTES;
-    if (!(Number.isFinite(sweep) && sweep >= 0)) throw new RangeError(`retention: sweepEveryMinutes must be ≥ 0, not ${String(sweep)}`);
+    if (!(Number.isFinite(sweep) && sweep >= 0))
+      throw new RangeError(`retention: sweepEveryMinutes must be ≥ 0, not ${String(sweep)}`);
     return new RetentionPolicy(windows, perPass, sweep * 60_000);
   }
 

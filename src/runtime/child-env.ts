@@ -4,12 +4,25 @@
  * A name ending in `*` is a prefix. Everything else (tokens, `SSH_AUTH_SOCK`, cloud keys, `NODE_OPTIONS`,
  * `LD_PRELOAD`, the engine's own `COVEN_*` settings) stays out unless passed by name.
  */
-export const CHILD_ENV_ALLOWLIST: readonly string[] = ['PATH', 'HOME', 'USER', 'LOGNAME', 'SHELL', 'LANG', 'LANGUAGE', 'LC_*', 'TZ', 'TERM', 'TMPDIR'];
+export const CHILD_ENV_ALLOWLIST: readonly string[] = [
+  'PATH',
+  'HOME',
+  'USER',
+  'LOGNAME',
+  'SHELL',
+  'LANG',
+  'LANGUAGE',
+  'LC_*',
+  'TZ',
+  'TERM',
+  'TMPDIR',
+];
 
 /** A POSIX environment variable name. */
 export const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
-const allowed = (name: string) => CHILD_ENV_ALLOWLIST.some((entry) => (entry.endsWith('*') ? name.startsWith(entry.slice(0, -1)) : name === entry));
+const allowed = (name: string) =>
+  CHILD_ENV_ALLOWLIST.some((entry) => (entry.endsWith('*') ? name.startsWith(entry.slice(0, -1)) : name === entry));
 
 /**
  * The complete environment of a child session: the allowlisted parent variables, then the parent variables
@@ -37,5 +50,6 @@ export function childEnvironment(
 
 /** Throws when a name given to `passEnv`/`env` is not a variable name (so a typo cannot pass `A=B` silently). */
 export function checkEnvNames(names: Iterable<string>, option: string): void {
-  for (const name of names) if (!ENV_NAME.test(name)) throw new Error(`${option}: ${JSON.stringify(name)} is not an environment variable name`);
+  for (const name of names)
+    if (!ENV_NAME.test(name)) throw new Error(`${option}: ${JSON.stringify(name)} is not an environment variable name`);
 }

@@ -8,7 +8,21 @@ import type { SideEffectClass } from '../contract/vocabulary.js';
 import { checkEnvNames, childEnvironment } from './child-env.js';
 import { CwdRoots } from './cwd-roots.js';
 import type { LaunchEvidence, LaunchRecord, LaunchRequest, LaunchResult, Observation, Runtime } from './runtime.js';
-import { claimantAlive, createExclusive, ensurePrivateDir, fenceText, exitTempFor, openPrivate, readStart, removeQuietly, sessionIdOf, sessionPaths, sizeOf, umaskVariable, type SessionPaths } from './session-files.js';
+import {
+  claimantAlive,
+  createExclusive,
+  ensurePrivateDir,
+  fenceText,
+  exitTempFor,
+  openPrivate,
+  readStart,
+  removeQuietly,
+  sessionIdOf,
+  sessionPaths,
+  sizeOf,
+  umaskVariable,
+  type SessionPaths,
+} from './session-files.js';
 
 export interface ChildProcessRuntimeOptions {
   runtimeId: string;
@@ -118,7 +132,10 @@ export class ChildProcessRuntime implements Runtime {
     this.sideEffectClass = options.sideEffectClass ?? 'irreversible_external_mutation';
     checkEnvNames([...(options.passEnv ?? []), ...Object.keys(options.env ?? {})], 'ChildProcessRuntime env');
     ensurePrivateDir(options.sessionsDir);
-    this.cwdRoots = new CwdRoots(options.cwdRoots ?? [options.defaultCwd ?? dirname(options.sessionsDir)], options.defaultCwd);
+    this.cwdRoots = new CwdRoots(
+      options.cwdRoots ?? [options.defaultCwd ?? dirname(options.sessionsDir)],
+      options.defaultCwd,
+    );
   }
 
   private paths(sessionId: string): SessionPaths {
@@ -138,8 +155,10 @@ export class ChildProcessRuntime implements Runtime {
   private priorStart(sessionId: string, paths: SessionPaths): LaunchResult | undefined {
     const start = readStart(paths.start);
     if (start.kind === 'absent') return undefined;
-    if (start.kind === 'started' || start.kind === 'claiming') return { outcome: 'started', sessionId, cursors: { logCursor: '0' } };
-    if (start.kind === 'fenced') return refused(`session ${sessionId} was fenced at ${start.at}: it never started and never will`);
+    if (start.kind === 'started' || start.kind === 'claiming')
+      return { outcome: 'started', sessionId, cursors: { logCursor: '0' } };
+    if (start.kind === 'fenced')
+      return refused(`session ${sessionId} was fenced at ${start.at}: it never started and never will`);
     // Neither a claim nor a fence: whether the command ran cannot be told, so this is no proof of failure.
     throw new Error(start.detail);
   }
@@ -151,7 +170,8 @@ export class ChildProcessRuntime implements Runtime {
     if (prior !== undefined) return prior;
     const location = this.cwdRoots.locate(request.cwd);
     if (!location.inside) return refused(this.cwdRoots.refusal(location));
-    if (!existsSync(location.path) || !statSync(location.path).isDirectory()) return refused(`working directory ${location.path} does not exist`);
+    if (!existsSync(location.path) || !statSync(location.path).isDirectory())
+      return refused(`working directory ${location.path} does not exist`);
     let exitTemp: string | undefined;
     let child: ChildProcess;
     try {
@@ -164,7 +184,12 @@ export class ChildProcessRuntime implements Runtime {
       if (exitTemp !== undefined) removeQuietly(exitTemp);
       // No shell started (a file could not be made, or the spawn failed): nothing ran. Missing binaries and
       // unwritable folders are deterministic, resource limits transient.
-      return { outcome: 'failed', failureClass: code === 'EAGAIN' || code === 'EMFILE' || code === 'ENFILE' ? 'transient_dispatch' : 'launch_refused', detail: (error as Error).message };
+      return {
+        outcome: 'failed',
+        failureClass:
+          code === 'EAGAIN' || code === 'EMFILE' || code === 'ENFILE' ? 'transient_dispatch' : 'launch_refused',
+        detail: (error as Error).message,
+      };
     }
     child.unref();
     const start = readStart(paths.start);
@@ -178,7 +203,8 @@ export class ChildProcessRuntime implements Runtime {
       return { outcome: 'started', sessionId, cursors: { logCursor: '0' } };
     }
     removeQuietly(exitTemp);
-    if (start.kind === 'absent') return refused(`the session wrapper could not claim ${paths.start}; the command did not run (see ${paths.log})`);
+    if (start.kind === 'absent')
+      return refused(`the session wrapper could not claim ${paths.start}; the command did not run (see ${paths.log})`);
     // Another launch or a fence won the claim; this wrapper ran nothing.
     return this.priorStart(sessionId, paths)!;
   }
@@ -211,8 +237,22 @@ export class ChildProcessRuntime implements Runtime {
   }
 
   /** The launch record (which key and attempt a session belongs to); written once, never rewritten. */
-  private recordLaunch(paths: SessionPaths, sessionId: string, sessionKey: string, attemptId: string | undefined, now: Date): void {
-    createExclusive(paths.meta, JSON.stringify({ sessionId, sessionKey, ...(attemptId === undefined ? {} : { attemptId }), recordedAt: now.toISOString() }));
+  private recordLaunch(
+    paths: SessionPaths,
+    sessionId: string,
+    sessionKey: string,
+    attemptId: string | undefined,
+    now: Date,
+  ): void {
+    createExclusive(
+      paths.meta,
+      JSON.stringify({
+        sessionId,
+        sessionKey,
+        ...(attemptId === undefined ? {} : { attemptId }),
+        recordedAt: now.toISOString(),
+      }),
+    );
   }
 
   /**
@@ -228,9 +268,16 @@ export class ChildProcessRuntime implements Runtime {
     let start = readStart(paths.start);
     if (start.kind === 'absent') {
       try {
-        if (createExclusive(paths.start, fenceText(now), true)) return { evidence: 'never_started', detail: `no wrapper had claimed session ${sessionId}; it is fenced and can never start` };
+        if (createExclusive(paths.start, fenceText(now), true))
+          return {
+            evidence: 'never_started',
+            detail: `no wrapper had claimed session ${sessionId}; it is fenced and can never start`,
+          };
       } catch (error) {
-        return { evidence: 'unknown', detail: `session ${sessionId} has no start claim and cannot be fenced: ${(error as Error).message}` };
+        return {
+          evidence: 'unknown',
+          detail: `session ${sessionId} has no start claim and cannot be fenced: ${(error as Error).message}`,
+        };
       }
       start = readStart(paths.start);
     }
@@ -244,9 +291,15 @@ export class ChildProcessRuntime implements Runtime {
         }
         return { evidence: 'started', sessionId, cursors: { logCursor: '0' } };
       case 'fenced':
-        return { evidence: 'never_started', detail: `session ${sessionId} was fenced at ${start.at}; it never started` };
+        return {
+          evidence: 'never_started',
+          detail: `session ${sessionId} was fenced at ${start.at}; it never started`,
+        };
       case 'absent':
-        return { evidence: 'unknown', detail: `the start file of session ${sessionId} vanished while it was being fenced` };
+        return {
+          evidence: 'unknown',
+          detail: `the start file of session ${sessionId} vanished while it was being fenced`,
+        };
       case 'unreadable':
         return { evidence: 'unknown', detail: start.detail };
     }
@@ -257,22 +310,43 @@ export class ChildProcessRuntime implements Runtime {
     const exited = await this.exitObservation(paths);
     if (exited !== undefined) return exited;
     const start = readStart(paths.start);
-    if (start.kind === 'absent') return { status: 'lost', detail: existsSync(paths.meta) ? `session ${sessionId} has no start claim` : `no session file for ${sessionId}` };
-    if (start.kind === 'fenced') return { status: 'lost', detail: `session ${sessionId} was fenced at ${start.at} before it started` };
+    if (start.kind === 'absent')
+      return {
+        status: 'lost',
+        detail: existsSync(paths.meta) ? `session ${sessionId} has no start claim` : `no session file for ${sessionId}`,
+      };
+    if (start.kind === 'fenced')
+      return { status: 'lost', detail: `session ${sessionId} was fenced at ${start.at} before it started` };
     if (start.kind === 'unreadable') return { status: 'lost', detail: start.detail };
     if (start.kind === 'claiming') {
       // The wrapper writes its claim right after creating the file; one that stays empty died in between, before the command.
       const stale = Date.now() - start.since > (this.options.startTimeoutMs ?? 10_000);
-      return stale ? { status: 'lost', detail: `the wrapper of session ${sessionId} died while claiming its start; the command did not run` } : { status: 'running', cursors: { logCursor: '0' } };
+      return stale
+        ? {
+            status: 'lost',
+            detail: `the wrapper of session ${sessionId} died while claiming its start; the command did not run`,
+          }
+        : { status: 'running', cursors: { logCursor: '0' } };
     }
-    if (claimantAlive(start.pid, start.startTime)) return { status: 'running', cursors: { logCursor: String(sizeOf(paths.log)) } };
+    if (claimantAlive(start.pid, start.startTime))
+      return { status: 'running', cursors: { logCursor: String(sizeOf(paths.log)) } };
     // The wrapper records the exit code before it exits: look again now that it is known to be gone.
     const late = await this.exitObservation(paths);
     if (late !== undefined) return late;
     if (existsSync(paths.cancel)) {
-      return { status: 'exited', outcome: 'failed', exitCode: null, cancelled: true, outputDigest: await fileDigest(paths.log), detail: 'stopped on request' };
+      return {
+        status: 'exited',
+        outcome: 'failed',
+        exitCode: null,
+        cancelled: true,
+        outputDigest: await fileDigest(paths.log),
+        detail: 'stopped on request',
+      };
     }
-    return { status: 'lost', detail: `process ${start.pid} is gone (exited, a zombie, or its pid reused) without an exit code` };
+    return {
+      status: 'lost',
+      detail: `process ${start.pid} is gone (exited, a zombie, or its pid reused) without an exit code`,
+    };
   }
 
   private async exitObservation(paths: SessionPaths): Promise<Observation | undefined> {

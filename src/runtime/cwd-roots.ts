@@ -61,7 +61,8 @@ export class CwdRoots {
       return real;
     });
     this.base = base === undefined ? this.roots[0]! : realPath(base);
-    if (!this.contains(this.base)) throw new Error(`default cwd ${base} lies outside the cwd roots ${this.roots.join(', ')}`);
+    if (!this.contains(this.base))
+      throw new Error(`default cwd ${base} lies outside the cwd roots ${this.roots.join(', ')}`);
   }
 
   private contains(real: string): boolean {

@@ -59,7 +59,11 @@ export class FunctionRuntime implements Runtime {
           session.settled = { outcome: result.outcome, digest: sha256Hex(result.output ?? '') };
         },
         (error: unknown) => {
-          session.settled = { outcome: 'failed', digest: sha256Hex(''), detail: (error as Error)?.message ?? String(error) };
+          session.settled = {
+            outcome: 'failed',
+            digest: sha256Hex(''),
+            detail: (error as Error)?.message ?? String(error),
+          };
         },
       );
     return { outcome: 'started', sessionId, cursors: { eventCursor: `${sessionId}:0` } };
@@ -67,7 +71,8 @@ export class FunctionRuntime implements Runtime {
 
   async observe(sessionId: string): Promise<Observation> {
     const session = this.sessions.get(sessionId);
-    if (session === undefined) return { status: 'lost', detail: `session ${sessionId} is not in this process (restarted?)` };
+    if (session === undefined)
+      return { status: 'lost', detail: `session ${sessionId} is not in this process (restarted?)` };
     if (session.settled === undefined) return { status: 'running' };
     const cancelled = session.abort.signal.aborted;
     return {
@@ -88,7 +93,10 @@ export class FunctionRuntime implements Runtime {
   async launchEvidence(sessionKey: string): Promise<LaunchEvidence> {
     const sessionId = this.byKey.get(sessionKey);
     if (sessionId !== undefined) return { evidence: 'started', sessionId, cursors: { eventCursor: `${sessionId}:0` } };
-    return { evidence: 'unknown', detail: `launch ${sessionKey} was sent by another process; an in-process session leaves no evidence of whether it ran` };
+    return {
+      evidence: 'unknown',
+      detail: `launch ${sessionKey} was sent by another process; an in-process session leaves no evidence of whether it ran`,
+    };
   }
 
   async cancel(sessionId: string): Promise<void> {
@@ -97,6 +105,7 @@ export class FunctionRuntime implements Runtime {
 
   /** Waits until every started session has settled (embedding helpers and tests). */
   async drain(): Promise<void> {
-    for (let i = 0; i < 1000 && [...this.sessions.values()].some((s) => s.settled === undefined); i++) await new Promise((r) => setImmediate(r));
+    for (let i = 0; i < 1000 && [...this.sessions.values()].some((s) => s.settled === undefined); i++)
+      await new Promise((r) => setImmediate(r));
   }
 }

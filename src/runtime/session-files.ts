@@ -1,5 +1,19 @@
 import { randomBytes } from 'node:crypto';
-import { chmodSync, closeSync, existsSync, fchmodSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import {
+  chmodSync,
+  closeSync,
+  existsSync,
+  fchmodSync,
+  fsyncSync,
+  linkSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
 import { sha256Hex } from '../contract/digest.js';
 
@@ -21,7 +35,13 @@ export const sessionIdOf = (sessionKey: string): string => `cp-${sha256Hex(sessi
 
 export function sessionPaths(sessionsDir: string, sessionId: string): SessionPaths {
   const base = join(sessionsDir, sessionId);
-  return { meta: `${base}.json`, log: `${base}.log`, exit: `${base}.exit`, start: `${base}.start`, cancel: `${base}.cancel` };
+  return {
+    meta: `${base}.json`,
+    log: `${base}.log`,
+    exit: `${base}.exit`,
+    start: `${base}.start`,
+    cancel: `${base}.cancel`,
+  };
 }
 
 /** Creates the sessions folder owner-only (0700) whatever the umask. */
@@ -144,10 +164,14 @@ export function readStart(path: string): StartRecord {
   }
   if (text === '') return { kind: 'claiming', since: statSync(path).mtimeMs };
   const started = /^started pid=([1-9][0-9]*) starttime=([0-9]*)\n$/.exec(text);
-  if (started !== null) return { kind: 'started', pid: Number(started[1]), startTime: started[2] === '' ? null : started[2]! };
+  if (started !== null)
+    return { kind: 'started', pid: Number(started[1]), startTime: started[2] === '' ? null : started[2]! };
   const fenced = /^fenced never_started at=(\S+)\n$/.exec(text);
   if (fenced !== null) return { kind: 'fenced', at: fenced[1]! };
-  return { kind: 'unreadable', detail: `start file ${path} holds neither a start claim nor a fence: ${JSON.stringify(text.slice(0, 80))}` };
+  return {
+    kind: 'unreadable',
+    detail: `start file ${path} holds neither a start claim nor a fence: ${JSON.stringify(text.slice(0, 80))}`,
+  };
 }
 
 /**

@@ -33,7 +33,8 @@ interface Session {
 }
 
 /** When a session ends by itself; hanging sessions never do. */
-const naturalEnd = (s: Session): number => (s.behavior === 'hang' || s.behavior === 'crash-during-launch' ? Infinity : s.startedAt + s.durationMs);
+const naturalEnd = (s: Session): number =>
+  s.behavior === 'hang' || s.behavior === 'crash-during-launch' ? Infinity : s.startedAt + s.durationMs;
 
 /**
  * A deterministic runtime for tests, the demo and benchmarks: behaviours are queued per launch (or a
@@ -68,7 +69,16 @@ export class SimulatedRuntime implements Runtime {
    * `keepsLaunchEvidence: false` models a runtime that cannot say what became of a launch whose answer was lost
    * (upstream's conformance model): such launches are left to the lease and recovery.
    */
-  constructor(options: { runtimeId?: string; defaultBehavior?: SimulatedBehavior; durationMs?: number; sideEffectClass?: SideEffectClass; sideEffectBoundProven?: boolean; keepsLaunchEvidence?: boolean } = {}) {
+  constructor(
+    options: {
+      runtimeId?: string;
+      defaultBehavior?: SimulatedBehavior;
+      durationMs?: number;
+      sideEffectClass?: SideEffectClass;
+      sideEffectBoundProven?: boolean;
+      keepsLaunchEvidence?: boolean;
+    } = {},
+  ) {
     this.keepsEvidence = options.keepsLaunchEvidence ?? true;
     this.runtimeId = options.runtimeId ?? 'coven-code';
     this.defaultBehavior = options.defaultBehavior ?? 'succeed';
@@ -84,14 +94,28 @@ export class SimulatedRuntime implements Runtime {
 
   async launch(request: LaunchRequest, now: Date): Promise<LaunchResult> {
     this.launchCalls += 1;
-    if (this.fenced.has(request.sessionKey)) return { outcome: 'failed', failureClass: 'launch_refused', detail: 'this launch was fenced off as never started' };
+    if (this.fenced.has(request.sessionKey))
+      return {
+        outcome: 'failed',
+        failureClass: 'launch_refused',
+        detail: 'this launch was fenced off as never started',
+      };
     const behavior = this.queue.shift() ?? this.defaultBehavior;
-    if (behavior === 'refuse') return { outcome: 'failed', failureClass: 'launch_refused', detail: 'simulated deterministic refusal' };
-    if (behavior === 'unavailable') return { outcome: 'failed', failureClass: 'runtime_unavailable', detail: 'simulated runtime unavailable' };
-    if (behavior === 'transient') return { outcome: 'failed', failureClass: 'transient_dispatch', detail: 'simulated transient dispatch failure' };
+    if (behavior === 'refuse')
+      return { outcome: 'failed', failureClass: 'launch_refused', detail: 'simulated deterministic refusal' };
+    if (behavior === 'unavailable')
+      return { outcome: 'failed', failureClass: 'runtime_unavailable', detail: 'simulated runtime unavailable' };
+    if (behavior === 'transient')
+      return { outcome: 'failed', failureClass: 'transient_dispatch', detail: 'simulated transient dispatch failure' };
     const sessionId = `sim-${++this.counter}-${request.attemptId}`.slice(0, 160);
     this.launches.push({ sessionKey: request.sessionKey, attemptId: request.attemptId, at: now.toISOString() });
-    this.sessions.set(sessionId, { behavior, startedAt: now.getTime(), durationMs: this.durationMs, cancelledAt: null, observations: 0 });
+    this.sessions.set(sessionId, {
+      behavior,
+      startedAt: now.getTime(),
+      durationMs: this.durationMs,
+      cancelledAt: null,
+      observations: 0,
+    });
     this.byKey.set(request.sessionKey, sessionId);
     if (behavior === 'crash-during-launch') throw new Error('simulated crash after the session started');
     return { outcome: 'started', sessionId, cursors: { eventCursor: `${sessionId}:0`, logCursor: '0' } };
@@ -102,29 +126,51 @@ export class SimulatedRuntime implements Runtime {
     if (session === undefined) return { status: 'lost', detail: `no simulated session ${sessionId}` };
     session.observations += 1;
     // A session that had already ended keeps its exit: a cancel that arrives afterwards changes nothing.
-    if (session.cancelledAt !== null && session.cancelledAt < naturalEnd(session)) return { status: 'exited', outcome: 'failed', exitCode: null, cancelled: true, detail: 'cancelled on request' };
+    if (session.cancelledAt !== null && session.cancelledAt < naturalEnd(session))
+      return { status: 'exited', outcome: 'failed', exitCode: null, cancelled: true, detail: 'cancelled on request' };
     const done = now.getTime() >= session.startedAt + session.durationMs;
     switch (session.behavior) {
       case 'hang':
       case 'crash-during-launch':
         return { status: 'running', cursors: { logCursor: String(session.observations) } };
       case 'lost-after-side-effect':
-        return done ? { status: 'lost', detail: 'simulated session vanished after its side effect' } : { status: 'running' };
+        return done
+          ? { status: 'lost', detail: 'simulated session vanished after its side effect' }
+          : { status: 'running' };
       case 'fail':
-        return done ? { status: 'exited', outcome: 'failed', exitCode: 1, cancelled: false, outputDigest: digestOf(sessionId, 1) } : { status: 'running' };
+        return done
+          ? { status: 'exited', outcome: 'failed', exitCode: 1, cancelled: false, outputDigest: digestOf(sessionId, 1) }
+          : { status: 'running' };
       case 'out-of-order-response':
         // The second look reports a stale heartbeat after the exit; a correct worker has already settled.
         if (done && session.observations % 2 === 0) return { status: 'running' };
-        return done ? { status: 'exited', outcome: 'succeeded', exitCode: 0, cancelled: false, outputDigest: digestOf(sessionId, 0) } : { status: 'running' };
+        return done
+          ? {
+              status: 'exited',
+              outcome: 'succeeded',
+              exitCode: 0,
+              cancelled: false,
+              outputDigest: digestOf(sessionId, 0),
+            }
+          : { status: 'running' };
       default:
-        return done ? { status: 'exited', outcome: 'succeeded', exitCode: 0, cancelled: false, outputDigest: digestOf(sessionId, 0) } : { status: 'running' };
+        return done
+          ? {
+              status: 'exited',
+              outcome: 'succeeded',
+              exitCode: 0,
+              cancelled: false,
+              outputDigest: digestOf(sessionId, 0),
+            }
+          : { status: 'running' };
     }
   }
 
   async launchEvidence(sessionKey: string): Promise<LaunchEvidence> {
     if (!this.keepsEvidence) return { evidence: 'unknown', detail: 'this simulated runtime keeps no launch evidence' };
     const sessionId = this.byKey.get(sessionKey);
-    if (sessionId !== undefined) return { evidence: 'started', sessionId, cursors: { eventCursor: `${sessionId}:0`, logCursor: '0' } };
+    if (sessionId !== undefined)
+      return { evidence: 'started', sessionId, cursors: { eventCursor: `${sessionId}:0`, logCursor: '0' } };
     this.fenced.add(sessionKey);
     return { evidence: 'never_started', detail: `no simulated session was started for ${sessionKey}` };
   }

@@ -14,16 +14,31 @@ export interface ScheduleRule {
 /** Defaults from the contract: BYHOUR=9, and BYDAY=MO for weekly rules. */
 const DEFAULT_HOUR = 9;
 const DEFAULT_DAY: Weekday = 'MO';
-const LONG_DAYS: Record<string, Weekday> = { MON: 'MO', TUE: 'TU', WED: 'WE', THU: 'TH', FRI: 'FR', SAT: 'SA', SUN: 'SU' };
+const LONG_DAYS: Record<string, Weekday> = {
+  MON: 'MO',
+  TUE: 'TU',
+  WED: 'WE',
+  THU: 'TH',
+  FRI: 'FR',
+  SAT: 'SA',
+  SUN: 'SU',
+};
 
 const malformed = (rrule: string, why: string) =>
-  new ContractError('VALIDATION_FAILED', `rrule ${JSON.stringify(rrule)} is malformed: ${why}`, { field: 'trigger.schedule.rrule', reason: why });
-const unsupported = (rrule: string, variant: string, why: string) =>
-  new ContractError('CAPABILITY_UNSUPPORTED', `rrule ${JSON.stringify(rrule)} uses ${variant}, which v1 does not execute: ${why}`, {
-    contractProfile: 'coven.automations.v1',
-    variant,
+  new ContractError('VALIDATION_FAILED', `rrule ${JSON.stringify(rrule)} is malformed: ${why}`, {
+    field: 'trigger.schedule.rrule',
     reason: why,
   });
+const unsupported = (rrule: string, variant: string, why: string) =>
+  new ContractError(
+    'CAPABILITY_UNSUPPORTED',
+    `rrule ${JSON.stringify(rrule)} uses ${variant}, which v1 does not execute: ${why}`,
+    {
+      contractProfile: 'coven.automations.v1',
+      variant,
+      reason: why,
+    },
+  );
 
 function uniqueValues(rrule: string, key: string, raw: string): string[] {
   const values = raw.split(',');
@@ -57,10 +72,13 @@ export function parseRrule(rrule: string): ScheduleRule {
   }
   const freq = parts.get('FREQ')?.toUpperCase();
   if (freq === undefined) throw malformed(rrule, 'FREQ is missing');
-  if (!['SECONDLY', 'MINUTELY', 'HOURLY', 'DAILY', 'WEEKLY', 'MONTHLY', 'YEARLY'].includes(freq)) throw malformed(rrule, `FREQ=${freq} is not a frequency`);
-  if (freq !== 'DAILY' && freq !== 'WEEKLY') throw unsupported(rrule, `rrule.FREQ.${freq}`, 'only FREQ=DAILY and FREQ=WEEKLY are supported');
+  if (!['SECONDLY', 'MINUTELY', 'HOURLY', 'DAILY', 'WEEKLY', 'MONTHLY', 'YEARLY'].includes(freq))
+    throw malformed(rrule, `FREQ=${freq} is not a frequency`);
+  if (freq !== 'DAILY' && freq !== 'WEEKLY')
+    throw unsupported(rrule, `rrule.FREQ.${freq}`, 'only FREQ=DAILY and FREQ=WEEKLY are supported');
   for (const key of parts.keys()) {
-    if (key !== 'FREQ' && key !== 'BYHOUR' && key !== 'BYDAY') throw unsupported(rrule, `rrule.${key}`, 'only FREQ, BYHOUR and BYDAY are supported');
+    if (key !== 'FREQ' && key !== 'BYHOUR' && key !== 'BYDAY')
+      throw unsupported(rrule, `rrule.${key}`, 'only FREQ, BYHOUR and BYDAY are supported');
   }
 
   const byHourRaw = parts.get('BYHOUR');
@@ -68,19 +86,22 @@ export function parseRrule(rrule: string): ScheduleRule {
     byHourRaw === undefined
       ? [DEFAULT_HOUR]
       : uniqueValues(rrule, 'BYHOUR', byHourRaw).map((v) => {
-          if (!/^\d{1,2}$/.test(v) || Number(v) > 23) throw malformed(rrule, `BYHOUR value ${JSON.stringify(v)} is not an hour 0-23`);
+          if (!/^\d{1,2}$/.test(v) || Number(v) > 23)
+            throw malformed(rrule, `BYHOUR value ${JSON.stringify(v)} is not an hour 0-23`);
           return Number(v);
         });
 
   const byDayRaw = parts.get('BYDAY');
-  if (byDayRaw !== undefined && freq === 'DAILY') throw unsupported(rrule, 'rrule.BYDAY.daily', 'BYDAY is supported only on weekly rules');
+  if (byDayRaw !== undefined && freq === 'DAILY')
+    throw unsupported(rrule, 'rrule.BYDAY.daily', 'BYDAY is supported only on weekly rules');
   const byDay =
     freq === 'DAILY'
       ? []
       : byDayRaw === undefined
         ? [DEFAULT_DAY]
         : uniqueValues(rrule, 'BYDAY', byDayRaw.toUpperCase()).map((v) => {
-            if (/^[+-]?\d+[A-Z]{2,3}$/.test(v)) throw unsupported(rrule, 'rrule.BYDAY.ordinal', 'ordinal weekdays are not supported');
+            if (/^[+-]?\d+[A-Z]{2,3}$/.test(v))
+              throw unsupported(rrule, 'rrule.BYDAY.ordinal', 'ordinal weekdays are not supported');
             const day = (WEEKDAYS as readonly string[]).includes(v) ? (v as Weekday) : LONG_DAYS[v];
             if (day === undefined) throw malformed(rrule, `BYDAY value ${JSON.stringify(v)} is not a weekday`);
             return day;
@@ -97,11 +118,15 @@ export function parseRrule(rrule: string): ScheduleRule {
 export function checkTimezone(timezone: string): void {
   if (timezone === 'utc') return;
   if (timezone.toLowerCase() === 'local') {
-    throw new ContractError('CAPABILITY_UNSUPPORTED', 'timezone "local" is not durable: resolve it to "utc" or an IANA TZID first', {
-      contractProfile: 'coven.automations.v1',
-      variant: 'timezone.local.durable',
-      reason: 'local must resolve before persistence',
-    });
+    throw new ContractError(
+      'CAPABILITY_UNSUPPORTED',
+      'timezone "local" is not durable: resolve it to "utc" or an IANA TZID first',
+      {
+        contractProfile: 'coven.automations.v1',
+        variant: 'timezone.local.durable',
+        reason: 'local must resolve before persistence',
+      },
+    );
   }
   let resolved: string | undefined;
   try {
@@ -112,6 +137,8 @@ export function checkTimezone(timezone: string): void {
   // Aliases such as Etc/UTC or US/Eastern are IANA names too; a mis-cased spelling (europe/berlin) is not.
   const ianaSpelling = /^[A-Z][A-Za-z0-9_+-]*(\/[A-Z0-9][A-Za-z0-9_+-]*)*$/.test(timezone);
   if (resolved === undefined || !ianaSpelling) {
-    throw new ContractError('VALIDATION_FAILED', `timezone ${JSON.stringify(timezone)} is not an exact IANA TZID`, { field: 'trigger.schedule.timezone' });
+    throw new ContractError('VALIDATION_FAILED', `timezone ${JSON.stringify(timezone)} is not an exact IANA TZID`, {
+      field: 'trigger.schedule.timezone',
+    });
   }
 }

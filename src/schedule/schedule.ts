@@ -44,7 +44,10 @@ export class Schedule {
     const zone = timezone === 'utc' ? 'UTC' : timezone;
     const parts = [`FREQ=${this.rule.freq}`, `BYHOUR=${this.rule.byHour.join(',')}`, 'BYMINUTE=0', 'BYSECOND=0'];
     if (this.rule.freq === 'WEEKLY') parts.push(`BYDAY=${this.rule.byDay.join(',')}`);
-    this.expander = new RRuleTemporal({ rruleString: `DTSTART;TZID=${zone}:${ANCHOR}\nRRULE:${parts.join(';')}`, temporal: Temporal as never });
+    this.expander = new RRuleTemporal({
+      rruleString: `DTSTART;TZID=${zone}:${ANCHOR}\nRRULE:${parts.join(';')}`,
+      temporal: Temporal as never,
+    });
   }
 
   /** Slots `s` with `after < s <= until`, oldest first. */

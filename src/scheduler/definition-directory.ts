@@ -28,7 +28,13 @@ export function plannableDefinition(record: DefinitionRecord): PlannableDefiniti
     id: record.id,
     version: record.version,
     state: entityState(record),
-    terms: { automationId: d.automationId, revision: d.revision, integrity: d.integrity, trigger: d.trigger, policies: { timeout: d.policies.timeout, retry: d.policies.retry } },
+    terms: {
+      automationId: d.automationId,
+      revision: d.revision,
+      integrity: d.integrity,
+      trigger: d.trigger,
+      policies: { timeout: d.policies.timeout, retry: d.policies.retry },
+    },
     plannableAfter: Date.parse(attributes.scheduleEffectiveFrom ?? attributes.createdAt) - 1,
   };
 }
@@ -44,7 +50,11 @@ export class DefinitionDirectory extends VersionedRecords<PlannableDefinition, D
    * is still the current one (nearly always), else read again; undefined when there is no such definition.
    * Definitions are never deleted (tombstoning is a state), so a version names one content.
    */
-  async inTransaction(tx: StoreTransaction, id: string, seen: PlannableDefinition | undefined = this.remembered(id)): Promise<PlannableDefinition | undefined> {
+  async inTransaction(
+    tx: StoreTransaction,
+    id: string,
+    seen: PlannableDefinition | undefined = this.remembered(id),
+  ): Promise<PlannableDefinition | undefined> {
     const version = await tx.version(DEFINITION_KIND, id);
     if (version === undefined) return undefined;
     if (version === seen?.version) return seen;

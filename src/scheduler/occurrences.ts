@@ -33,29 +33,46 @@ const SKIP_FOR_STATE: Record<string, 'skipped_paused' | 'skipped_invalid'> = {
   invalid: 'skipped_invalid',
 };
 
-
-const touch = (now: string, reason: string) => (a: OccurrenceAttributes): OccurrenceAttributes => ({ ...a, stateReason: reason, updatedAt: now });
+const touch =
+  (now: string, reason: string) =>
+  (a: OccurrenceAttributes): OccurrenceAttributes => ({ ...a, stateReason: reason, updatedAt: now });
 
 /**
  * Planned and eligible occurrences of a definition that is no longer active, or was revised before the
  * claim, are disposed of with the reason; a retry cycle (activeRunRef set) continues regardless, since
  * its run already exists and is bounded by its own deadline.
  */
-async function disposeIfStale(step: StepContext, occurrence: OccurrenceRecord, definition: PlannableDefinition): Promise<boolean> {
+async function disposeIfStale(
+  step: StepContext,
+  occurrence: OccurrenceRecord,
+  definition: PlannableDefinition,
+): Promise<boolean> {
   if (occurrence.data.attributes.activeRunRef !== undefined) return false;
   const state = definition.state;
   const quarantined = await isQuarantined(step.tx, definition.id);
   if (state !== 'active' || quarantined) {
     const disposition = quarantined ? 'skipped_paused' : (SKIP_FOR_STATE[state] ?? 'skipped_paused');
-    await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrence.id, { type: 'misfire', actor: 'scheduler', disposition }, (a) => ({
-      ...touch(step.now, quarantined ? 'definition quarantined' : `definition ${state}`)(a),
-      misfireDisposition: disposition,
-    }));
+    await moveEntity<OccurrenceAttributes>(
+      step,
+      'occurrence',
+      occurrence.id,
+      { type: 'misfire', actor: 'scheduler', disposition },
+      (a) => ({
+        ...touch(step.now, quarantined ? 'definition quarantined' : `definition ${state}`)(a),
+        misfireDisposition: disposition,
+      }),
+    );
     return true;
   }
   const revision = definition.terms.revision;
   if (revision > occurrence.data.attributes.automationRevision) {
-    await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrence.id, { type: 'definition_superseded', actor: 'scheduler', currentRevision: revision }, touch(step.now, `superseded by revision ${revision}`));
+    await moveEntity<OccurrenceAttributes>(
+      step,
+      'occurrence',
+      occurrence.id,
+      { type: 'definition_superseded', actor: 'scheduler', currentRevision: revision },
+      touch(step.now, `superseded by revision ${revision}`),
+    );
     return true;
   }
   return false;
@@ -66,7 +83,11 @@ async function disposeIfStale(step: StepContext, occurrence: OccurrenceRecord, d
  * the record's version is current: a claim checks both, and reading and parsing the whole definition (a few
  * KB) for it was a tenth of a 1000-claim phase.
  */
-async function definitionOf(svc: EngineServices, step: StepContext, automationId: string): Promise<PlannableDefinition> {
+async function definitionOf(
+  svc: EngineServices,
+  step: StepContext,
+  automationId: string,
+): Promise<PlannableDefinition> {
   const definition = await svc.definitions.inTransaction(step.tx, automationId);
   if (definition === undefined) throw notFound('definition', automationId);
   return definition;
@@ -88,34 +109,60 @@ async function claimWhenEligible(svc: EngineServices, step: StepContext, planned
   if (stateOf(occurrence) === 'planned') {
     if (Date.parse(attributes.scheduledFor) > now) return;
     if (attributes.notBefore !== undefined && Date.parse(attributes.notBefore) > now) return;
-    await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrenceId, { type: 'eligibility_passed', actor: 'scheduler' }, (a) => ({ ...touch(step.now, 'eligibility_passed')(a), eligibleAt: step.now }));
+    await moveEntity<OccurrenceAttributes>(
+      step,
+      'occurrence',
+      occurrenceId,
+      { type: 'eligibility_passed', actor: 'scheduler' },
+      (a) => ({ ...touch(step.now, 'eligibility_passed')(a), eligibleAt: step.now }),
+    );
     occurrence = await loadOccurrence(step.tx, occurrenceId);
   }
 
   if ((await liveWorkOf(step.tx, attributes.automationId, occurrenceId)) !== undefined) {
     if (attributes.activeRunRef !== undefined) return;
     // overlap forbid: a slot that comes due while the automation has live work is skipped, with the reason.
-    await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrenceId, { type: 'misfire', actor: 'scheduler', disposition: 'skipped_overlap' }, (a) => ({
-      ...touch(step.now, 'overlap forbidden: the automation has live work')(a),
-      misfireDisposition: 'skipped_overlap',
-    }));
+    await moveEntity<OccurrenceAttributes>(
+      step,
+      'occurrence',
+      occurrenceId,
+      { type: 'misfire', actor: 'scheduler', disposition: 'skipped_overlap' },
+      (a) => ({
+        ...touch(step.now, 'overlap forbidden: the automation has live work')(a),
+        misfireDisposition: 'skipped_overlap',
+      }),
+    );
     return;
   }
   const leaseExpiresAt = svc.leaseExpiresAt(now);
-  await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrenceId, {
-    type: 'claim',
-    actor: 'scheduler',
-    expectedGeneration: occurrenceContext(occurrence).fence.generation,
-    claimedBy: svc.instanceId,
-    leaseExpiresAt,
-  }, (a) => ({ ...touch(step.now, `claimed by ${svc.instanceId}`)(a), claimMetadata: { claimedAt: step.now, leaseMinutes: svc.leaseMinutes } }));
+  await moveEntity<OccurrenceAttributes>(
+    step,
+    'occurrence',
+    occurrenceId,
+    {
+      type: 'claim',
+      actor: 'scheduler',
+      expectedGeneration: occurrenceContext(occurrence).fence.generation,
+      claimedBy: svc.instanceId,
+      leaseExpiresAt,
+    },
+    (a) => ({
+      ...touch(step.now, `claimed by ${svc.instanceId}`)(a),
+      claimMetadata: { claimedAt: step.now, leaseMinutes: svc.leaseMinutes },
+    }),
+  );
 }
 
 /**
  * One scheduler step for one occurrence, inside its own transaction: eligibility, claim (overlap forbid),
  * lease expiry and recovery determination, held-run deadlines, timeouts.
  */
-export async function advanceOccurrence(svc: EngineServices, step: StepContext, occurrenceId: string, stops: SessionStop[]): Promise<void> {
+export async function advanceOccurrence(
+  svc: EngineServices,
+  step: StepContext,
+  occurrenceId: string,
+  stops: SessionStop[],
+): Promise<void> {
   const occurrence = await loadOccurrence(step.tx, occurrenceId);
   const attributes = occurrence.data.attributes;
   const now = Date.parse(step.now);
@@ -130,11 +177,23 @@ export async function advanceOccurrence(svc: EngineServices, step: StepContext, 
     return;
   }
 
-  if ((state === 'claimed' || state === 'dispatching') && !o.runtimeEvidenceRecorded && o.fence.leaseExpiresAt !== null && Date.parse(o.fence.leaseExpiresAt) < now && (await launchLeftUndecided(svc, step, occurrence))) {
-    await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrenceId, { type: 'lease_expired', actor: 'scheduler' }, (a) => ({
-      ...touch(step.now, 'lease expired without runtime evidence')(a),
-      recovery: { enteredAt: step.now, evidence: 'lease_expired' },
-    }));
+  if (
+    (state === 'claimed' || state === 'dispatching') &&
+    !o.runtimeEvidenceRecorded &&
+    o.fence.leaseExpiresAt !== null &&
+    Date.parse(o.fence.leaseExpiresAt) < now &&
+    (await launchLeftUndecided(svc, step, occurrence))
+  ) {
+    await moveEntity<OccurrenceAttributes>(
+      step,
+      'occurrence',
+      occurrenceId,
+      { type: 'lease_expired', actor: 'scheduler' },
+      (a) => ({
+        ...touch(step.now, 'lease expired without runtime evidence')(a),
+        recovery: { enteredAt: step.now, evidence: 'lease_expired' },
+      }),
+    );
     state = 'recovering';
   }
 
@@ -153,7 +212,11 @@ export async function advanceOccurrence(svc: EngineServices, step: StepContext, 
  * it (evidence, asked first, decided nothing). A claim with nothing sent is dispatched under its fence by
  * whichever engine gets to it, never expired; a launch its live sender still waits for is left to it.
  */
-async function launchLeftUndecided(svc: EngineServices, step: StepContext, occurrence: OccurrenceRecord): Promise<boolean> {
+async function launchLeftUndecided(
+  svc: EngineServices,
+  step: StepContext,
+  occurrence: OccurrenceRecord,
+): Promise<boolean> {
   const runId = occurrence.data.attributes.activeRunRef;
   if (runId === undefined) return false;
   const attemptId = (await loadRun(step.tx, runId)).data.attributes.attemptIds.at(-1);
@@ -167,18 +230,29 @@ async function launchLeftUndecided(svc: EngineServices, step: StepContext, occur
 }
 
 /** What the store proves about the current attempt's launch, and what its runtime can do at most. */
-async function sideEffectFacts(svc: EngineServices, step: StepContext, occurrence: OccurrenceRecord): Promise<{ facts: SideEffectFacts; attemptId?: string; runId?: string }> {
+async function sideEffectFacts(
+  svc: EngineServices,
+  step: StepContext,
+  occurrence: OccurrenceRecord,
+): Promise<{ facts: SideEffectFacts; attemptId?: string; runId?: string }> {
   const runId = occurrence.data.attributes.activeRunRef;
   if (runId === undefined) return { facts: { launched: false, boundClass: 'none', proven: true } };
   const run = await loadRun(step.tx, runId);
   const attemptId = run.data.attributes.attemptIds.at(-1);
   if (attemptId === undefined) return { facts: { launched: false, boundClass: 'none', proven: true }, runId };
   const attempt = await loadAttempt(step.tx, attemptId);
-  const outbox = await step.tx.get<OutboxEntry>(KINDS.outbox, `${attemptId}#${attemptContext(attempt).dispatchGeneration}`);
+  const outbox = await step.tx.get<OutboxEntry>(
+    KINDS.outbox,
+    `${attemptId}#${attemptContext(attempt).dispatchGeneration}`,
+  );
   const launched = outbox !== undefined && (outbox.data.status === 'sending' || outbox.data.status === 'done');
   const runtime = svc.runtime(attempt.data.attributes.runtimeId);
   return {
-    facts: { launched, boundClass: runtime?.sideEffectClass ?? 'irreversible_external_mutation', proven: runtime?.sideEffectBoundProven ?? false },
+    facts: {
+      launched,
+      boundClass: runtime?.sideEffectClass ?? 'irreversible_external_mutation',
+      proven: runtime?.sideEffectBoundProven ?? false,
+    },
     attemptId,
     runId,
   };
@@ -194,11 +268,17 @@ async function determineRecovery(svc: EngineServices, step: StepContext, occurre
     const run = await loadRun(step.tx, runId);
     if (stateOf(attempt) === 'dispatching') {
       // Only a sent launch whose sender is gone reaches recovery (launchLeftUndecided): its outcome is unknown.
-      await moveEntity<AttemptAttributes>(step, 'attempt', attemptId, { type: 'dispatch_unconfirmed', actor: 'dispatcher', acknowledged: false }, (a) => ({
-        ...a,
-        stateReason: 'dispatch sent but not acknowledged before lease expiry',
-        settledAt: step.now,
-      }));
+      await moveEntity<AttemptAttributes>(
+        step,
+        'attempt',
+        attemptId,
+        { type: 'dispatch_unconfirmed', actor: 'dispatcher', acknowledged: false },
+        (a) => ({
+          ...a,
+          stateReason: 'dispatch sent but not acknowledged before lease expiry',
+          settledAt: step.now,
+        }),
+      );
       const settled = await loadAttempt(step.tx, attemptId);
       await recordReceipt(step, svc.runtime(settled.data.attributes.runtimeId), occurrence, run, settled, {
         disposition: stateOf(settled),
@@ -210,33 +290,67 @@ async function determineRecovery(svc: EngineServices, step: StepContext, occurre
       const attemptState = stateOf(await loadAttempt(step.tx, attemptId));
       const a = attemptContext(await loadAttempt(step.tx, attemptId));
       if (stateOf(run) === 'running' && attemptState === 'ambiguous') {
-        await moveEntity<RunAttributes>(step, 'run', runId, {
-          type: 'attempt_ambiguous',
-          actor: 'dispatcher',
-          attempt: { attemptId, attemptNumber: a.attemptNumber, state: 'ambiguous' },
-          operatorRecoveryResolved: false,
-        }, (x) => ({ ...x, stateReason: 'launch unconfirmed', finishedAt: step.now, terminalDisposition: { outcome: 'ambiguous', failureClass: 'ambiguous_evidence' } }));
+        await moveEntity<RunAttributes>(
+          step,
+          'run',
+          runId,
+          {
+            type: 'attempt_ambiguous',
+            actor: 'dispatcher',
+            attempt: { attemptId, attemptNumber: a.attemptNumber, state: 'ambiguous' },
+            operatorRecoveryResolved: false,
+          },
+          (x) => ({
+            ...x,
+            stateReason: 'launch unconfirmed',
+            finishedAt: step.now,
+            terminalDisposition: { outcome: 'ambiguous', failureClass: 'ambiguous_evidence' },
+          }),
+        );
       }
     }
   }
   if (ruledOut) {
-    await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrenceId, { type: 'recovery_determined', actor: 'scheduler', sideEffects: facts }, (a) => ({
-      ...touch(step.now, 'lease expired; the runtime is proven side-effect free')(a),
-      recovery: { ...(a.recovery ?? { enteredAt: step.now }), resolvedDisposition: 'failed_deterministic' },
-    }));
+    await moveEntity<OccurrenceAttributes>(
+      step,
+      'occurrence',
+      occurrenceId,
+      { type: 'recovery_determined', actor: 'scheduler', sideEffects: facts },
+      (a) => ({
+        ...touch(step.now, 'lease expired; the runtime is proven side-effect free')(a),
+        recovery: { ...(a.recovery ?? { enteredAt: step.now }), resolvedDisposition: 'failed_deterministic' },
+      }),
+    );
   } else {
-    await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrenceId, { type: 'recovery_ambiguous', actor: 'scheduler', sideEffects: facts }, (a) => ({
-      ...touch(step.now, 'launch unconfirmed: side effects cannot be ruled out; operator recovery required')(a),
-      recovery: { enteredAt: a.recovery?.enteredAt ?? step.now, evidence: 'dispatch_unconfirmed' },
-    }));
+    await moveEntity<OccurrenceAttributes>(
+      step,
+      'occurrence',
+      occurrenceId,
+      { type: 'recovery_ambiguous', actor: 'scheduler', sideEffects: facts },
+      (a) => ({
+        ...touch(step.now, 'launch unconfirmed: side effects cannot be ruled out; operator recovery required')(a),
+        recovery: { enteredAt: a.recovery?.enteredAt ?? step.now, evidence: 'dispatch_unconfirmed' },
+      }),
+    );
   }
 }
 
 /** The run's deadline passed without settled evidence: occurrence, run and attempt time out; the session is stopped. */
-async function timeOut(svc: EngineServices, step: StepContext, occurrenceId: string, stops: SessionStop[]): Promise<void> {
+async function timeOut(
+  svc: EngineServices,
+  step: StepContext,
+  occurrenceId: string,
+  stops: SessionStop[],
+): Promise<void> {
   const occurrence = await loadOccurrence(step.tx, occurrenceId);
   const runId = occurrence.data.attributes.activeRunRef;
-  await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrenceId, { type: 'timeout', actor: 'scheduler', settledEvidence: false }, touch(step.now, 'perRunMinutes elapsed without settled evidence'));
+  await moveEntity<OccurrenceAttributes>(
+    step,
+    'occurrence',
+    occurrenceId,
+    { type: 'timeout', actor: 'scheduler', settledEvidence: false },
+    touch(step.now, 'perRunMinutes elapsed without settled evidence'),
+  );
   if (runId === undefined) return;
   const run = await loadRun(step.tx, runId);
   if (stateOf(run) === 'running') {
@@ -252,15 +366,29 @@ async function timeOut(svc: EngineServices, step: StepContext, occurrenceId: str
   const attempt = await loadAttempt(step.tx, attemptId);
   const sessionId = attempt.data.attributes.workerCorrelation?.sessionId;
   if (stateOf(attempt) === 'observing') {
-    await moveEntity<AttemptAttributes>(step, 'attempt', attemptId, { type: 'timeout', actor: 'scheduler' }, (x) => ({ ...x, stateReason: 'perRunMinutes elapsed', settledAt: step.now }));
-    await recordReceipt(step, svc.runtime(attempt.data.attributes.runtimeId), occurrence, run, await loadAttempt(step.tx, attemptId), {
-      disposition: 'timed_out',
-      failureClass: 'timeout',
-      detail: 'perRunMinutes elapsed; the session was told to stop',
-      recoveryDisposition: 'not_required',
-    });
+    await moveEntity<AttemptAttributes>(step, 'attempt', attemptId, { type: 'timeout', actor: 'scheduler' }, (x) => ({
+      ...x,
+      stateReason: 'perRunMinutes elapsed',
+      settledAt: step.now,
+    }));
+    await recordReceipt(
+      step,
+      svc.runtime(attempt.data.attributes.runtimeId),
+      occurrence,
+      run,
+      await loadAttempt(step.tx, attemptId),
+      {
+        disposition: 'timed_out',
+        failureClass: 'timeout',
+        detail: 'perRunMinutes elapsed; the session was told to stop',
+        recoveryDisposition: 'not_required',
+      },
+    );
   } else if (stateOf(attempt) === 'started') {
-    await updateEntityAttributes<AttemptAttributes>(step.tx, KINDS.attempt, attemptId, attempt.version, (x) => ({ ...x, cancelRequestedAt: step.now }));
+    await updateEntityAttributes<AttemptAttributes>(step.tx, KINDS.attempt, attemptId, attempt.version, (x) => ({
+      ...x,
+      cancelRequestedAt: step.now,
+    }));
   }
   if (sessionId !== undefined) stops.push({ runtimeId: attempt.data.attributes.runtimeId, sessionId });
 }

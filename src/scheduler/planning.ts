@@ -14,7 +14,11 @@ export const occurrenceIdFor = (automationId: string, slot: Date) => `${automati
 export const occurrenceKeyFor = (automationId: string, slot: Date) => `${automationId}@${slot.toISOString()}`;
 
 /** The machine input of a new occurrence: everything its guards need, pinned from one definition revision. */
-export function occurrenceInput(occurrenceId: string, definition: PlanningTerms, scheduledFor: string): OccurrenceInput {
+export function occurrenceInput(
+  occurrenceId: string,
+  definition: PlanningTerms,
+  scheduledFor: string,
+): OccurrenceInput {
   return {
     occurrenceId,
     automationId: definition.automationId,
@@ -24,7 +28,9 @@ export function occurrenceInput(occurrenceId: string, definition: PlanningTerms,
     retryPolicy: {
       maxAttempts: definition.policies.retry.maxAttempts,
       backoffPolicy: definition.policies.retry.backoffPolicy,
-      ...(definition.policies.retry.backoffSeconds === undefined ? {} : { backoffSeconds: definition.policies.retry.backoffSeconds }),
+      ...(definition.policies.retry.backoffSeconds === undefined
+        ? {}
+        : { backoffSeconds: definition.policies.retry.backoffSeconds }),
       retryableClasses: definition.policies.retry.retryableClasses ?? [],
     },
     perRunMinutes: definition.policies.timeout.perRunMinutes,
@@ -38,18 +44,30 @@ export function occurrenceInput(occurrenceId: string, definition: PlanningTerms,
  * ones are recorded as `occurrence.misfire_recorded` — never silently dropped, never backfilled.
  * Returns the new occurrence id, if one was planned.
  */
-export async function planLatestSlot(svc: EngineServices, step: StepContext, plannable: PlannableDefinition): Promise<string | undefined> {
+export async function planLatestSlot(
+  svc: EngineServices,
+  step: StepContext,
+  plannable: PlannableDefinition,
+): Promise<string | undefined> {
   if (!isPlannable(svc, plannable)) return undefined;
   const automationId = plannable.id;
   if (await isQuarantined(step.tx, automationId)) return undefined;
   const definition = plannable.terms;
   const now = new Date(step.now);
   const cursor = await step.tx.get<{ lastSlot: string }>(KINDS.planCursor, automationId);
-  const lowerBound = Math.max(planningBase(plannable, cursor?.data.lastSlot), now.getTime() - PLANNING_LOOKBACK_DAYS * DAY_MS);
+  const lowerBound = Math.max(
+    planningBase(plannable, cursor?.data.lastSlot),
+    now.getTime() - PLANNING_LOOKBACK_DAYS * DAY_MS,
+  );
   const slots = dueSlots(svc, definition, lowerBound, now.getTime());
   const latest = slots.at(-1);
   if (latest === undefined) return undefined;
-  const moved = await step.tx.put(KINDS.planCursor, automationId, { lastSlot: latest.toISOString() }, { expectedVersion: cursor?.version ?? null });
+  const moved = await step.tx.put(
+    KINDS.planCursor,
+    automationId,
+    { lastSlot: latest.toISOString() },
+    { expectedVersion: cursor?.version ?? null },
+  );
   step.afterCommit?.push(() => svc.planCursors.learn(moved));
 
   const key = occurrenceKeyFor(automationId, latest);
@@ -70,7 +88,14 @@ export async function planLatestSlot(svc: EngineServices, step: StepContext, pla
     observedAt: step.now,
     held: false,
   };
-  await createExecutionEntity(step, 'occurrence', occurrenceId, occurrenceInput(occurrenceId, definition, latest.toISOString()), attributes, 'slot_fenced');
+  await createExecutionEntity(
+    step,
+    'occurrence',
+    occurrenceId,
+    occurrenceInput(occurrenceId, definition, latest.toISOString()),
+    attributes,
+    'slot_fenced',
+  );
   if (collapsed.length > 0) {
     await appendEvent(step.tx, step.feed, {
       stream: { kind: 'occurrence', id: occurrenceId },
@@ -108,7 +133,10 @@ function dueSlots(svc: EngineServices, definition: PlanningTerms, after: number,
  * time −25 %); stores written before keep their keys, which this reads too.
  */
 async function slotTaken(step: StepContext, occurrenceId: string, key: string): Promise<boolean> {
-  return (await step.tx.get(KINDS.occurrence, occurrenceId)) !== undefined || (await step.tx.get(KINDS.occurrenceKey, key)) !== undefined;
+  return (
+    (await step.tx.get(KINDS.occurrence, occurrenceId)) !== undefined ||
+    (await step.tx.get(KINDS.occurrenceKey, key)) !== undefined
+  );
 }
 
 /** Slots after this instant (epoch ms) are the definition's to plan: after activation and after the last planned one. */
@@ -122,16 +150,31 @@ function isPlannable(svc: EngineServices, definition: PlannableDefinition): bool
 }
 
 /** The first slot the definition has not planned yet (epoch ms); null when none falls within 15 days of the last. */
-export function nextUnplannedSlot(svc: EngineServices, definition: PlannableDefinition, lastSlot: string | undefined): number | null {
+export function nextUnplannedSlot(
+  svc: EngineServices,
+  definition: PlannableDefinition,
+  lastSlot: string | undefined,
+): number | null {
   const { automationId, revision, trigger } = definition.terms;
-  return svc.firstSlotAfter(automationId, revision, trigger.schedule.rrule, trigger.schedule.timezone, planningBase(definition, lastSlot));
+  return svc.firstSlotAfter(
+    automationId,
+    revision,
+    trigger.schedule.rrule,
+    trigger.schedule.timezone,
+    planningBase(definition, lastSlot),
+  );
 }
 
 /**
  * False only when the definition's next slot is provably still ahead, so a pass skips it without opening a
  * transaction (most definitions, most passes). Anything else goes to {@link planLatestSlot}, which decides.
  */
-function mayBeDue(svc: EngineServices, definition: PlannableDefinition, lastSlot: string | undefined, now: number): boolean {
+function mayBeDue(
+  svc: EngineServices,
+  definition: PlannableDefinition,
+  lastSlot: string | undefined,
+  now: number,
+): boolean {
   const next = nextUnplannedSlot(svc, definition, lastSlot);
   return next === null || next <= now;
 }
@@ -142,7 +185,9 @@ export async function planDueSlots(svc: EngineServices, errors: Error[] = []): P
   const planned: string[] = [];
   await svc.store.read(async (r) => {
     const cursors = new Map((await svc.planCursors.current(r)).map((c) => [c.id, c.lastSlot]));
-    const due = (await svc.definitions.current(r)).filter((d) => isPlannable(svc, d) && mayBeDue(svc, d, cursors.get(d.id), now));
+    const due = (await svc.definitions.current(r)).filter(
+      (d) => isPlannable(svc, d) && mayBeDue(svc, d, cursors.get(d.id), now),
+    );
     await forEachConcurrently(due, svc.planConcurrency, async (seen) => {
       try {
         const id = await svc.step(async (step) => {

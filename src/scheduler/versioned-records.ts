@@ -61,4 +61,3 @@ export class VersionedRecords<T extends { readonly id: string; readonly version:
     return versions.flatMap((v) => this.known.get(v.id) ?? []);
   }
 }
-

@@ -1,6 +1,7 @@
 import type { LifecycleSpec, SpecMachine } from './lifecycle-spec.js';
 
-const label = (m: SpecMachine, t: SpecMachine['transitions'][number]) => `${t.on} (${t.actor})${t.guard === undefined ? '' : ' [guarded]'}`;
+const label = (m: SpecMachine, t: SpecMachine['transitions'][number]) =>
+  `${t.on} (${t.actor})${t.guard === undefined ? '' : ' [guarded]'}`;
 
 /** A Mermaid `stateDiagram-v2` of one machine: terminal states bold, transitions labelled event (actor) [guarded]. */
 export function mermaidOf(machine: SpecMachine): string {
@@ -20,7 +21,10 @@ export function dotOf(machine: SpecMachine): string {
     '  __start [shape=point];',
     `  __start -> ${q(machine.initial)};`,
     ...machine.terminal.map((s) => `  ${q(s)} [shape=doublecircle, style=bold];`),
-    ...machine.transitions.map((t) => `  ${q(t.from)} -> ${q(t.to)} [label=${q(label(machine, t))}${t.guard === undefined ? '' : ', style=dashed'}];`),
+    ...machine.transitions.map(
+      (t) =>
+        `  ${q(t.from)} -> ${q(t.to)} [label=${q(label(machine, t))}${t.guard === undefined ? '' : ', style=dashed'}];`,
+    ),
     '}',
   ];
   return lines.join('\n');
@@ -31,7 +35,17 @@ export const README_END = '<!-- machines:end -->';
 
 /** The README section holding all four Mermaid diagrams. */
 export function readmeSection(spec: LifecycleSpec): string {
-  const blocks = spec.machines.map((m) => [`### ${m.id}`, '', `Terminal: ${m.terminal.map((s) => `**${s}**`).join(', ')}. Dashed/[guarded] transitions carry a contract guard.`, '', '```mermaid', mermaidOf(m), '```'].join('\n'));
+  const blocks = spec.machines.map((m) =>
+    [
+      `### ${m.id}`,
+      '',
+      `Terminal: ${m.terminal.map((s) => `**${s}**`).join(', ')}. Dashed/[guarded] transitions carry a contract guard.`,
+      '',
+      '```mermaid',
+      mermaidOf(m),
+      '```',
+    ].join('\n'),
+  );
   return [README_BEGIN, '', ...blocks.flatMap((b) => [b, '']), README_END].join('\n');
 }
 

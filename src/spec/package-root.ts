@@ -11,7 +11,8 @@ export function packageRoot(): string {
   for (;;) {
     if (existsSync(join(dir, 'package.json')) && existsSync(join(dir, 'spec'))) return dir;
     const parent = dirname(dir);
-    if (parent === dir) throw new Error('coven-automata: cannot locate the package root (no package.json with spec/ above this module)');
+    if (parent === dir)
+      throw new Error('coven-automata: cannot locate the package root (no package.json with spec/ above this module)');
     dir = parent;
   }
 }

@@ -74,7 +74,9 @@ function machineChecks(machine: SpecMachine): SoundnessCheck[] {
   const withExits = new Set(machine.transitions.map((t) => t.from));
   const exitless = machine.states.filter((s) => !withExits.has(s));
   add('terminal list equals the states without outgoing transitions', [
-    ...exitless.filter((s) => !terminal.has(s)).map((s) => `state '${s}' has no outgoing transition but is not terminal`),
+    ...exitless
+      .filter((s) => !terminal.has(s))
+      .map((s) => `state '${s}' has no outgoing transition but is not terminal`),
     ...machine.terminal.filter((s) => withExits.has(s)).map((s) => `terminal state '${s}' has outgoing transitions`),
   ]);
 
@@ -124,7 +126,9 @@ export function checkSpecSoundness(spec: LifecycleSpec): SoundnessCheck[] {
     check: 'one machine per entity',
     problems: [
       ...ids.filter((id, i) => ids.indexOf(id) !== i).map((id) => `machine '${id}' is declared twice`),
-      ...spec.machines.filter((m) => m.id !== `${m.entity}.v1`).map((m) => `machine '${m.id}' does not match entity '${m.entity}'`),
+      ...spec.machines
+        .filter((m) => m.id !== `${m.entity}.v1`)
+        .map((m) => `machine '${m.id}' does not match entity '${m.entity}'`),
     ],
   });
 
@@ -146,7 +150,9 @@ export function checkSpecSoundness(spec: LifecycleSpec): SoundnessCheck[] {
   const invariantIds = spec.invariants.map((i) => i.id);
   checks.push({
     check: 'invariant ids are unique',
-    problems: invariantIds.filter((id, i) => invariantIds.indexOf(id) !== i).map((id) => `invariant '${id}' is declared twice`),
+    problems: invariantIds
+      .filter((id, i) => invariantIds.indexOf(id) !== i)
+      .map((id) => `invariant '${id}' is declared twice`),
   });
   return checks;
 }

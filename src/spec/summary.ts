@@ -3,7 +3,10 @@ import { checkSpecSoundness } from './soundness.js';
 
 /** A plain-text overview of the four machines: states, terminals, transitions per actor, guards, proofs. */
 export function summarizeSpec(spec: LifecycleSpec): string {
-  const lines: string[] = [`${spec.schemaVersion}: ${spec.machines.length} lifecycle machines, ${spec.invariants.length} invariants`, ''];
+  const lines: string[] = [
+    `${spec.schemaVersion}: ${spec.machines.length} lifecycle machines, ${spec.invariants.length} invariants`,
+    '',
+  ];
   for (const m of spec.machines) {
     const perActor = spec.actors
       .map((a) => [a, m.transitions.filter((t) => t.actor === a).length] as const)

@@ -1,6 +1,14 @@
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { deepFreeze } from './deep-freeze.js';
-import { checksumHolds, dataChecksum, dataText, entryHead, recordHead, type EntryHead, type RecordHead } from './snapshot-lines.js';
+import {
+  checksumHolds,
+  dataChecksum,
+  dataText,
+  entryHead,
+  recordHead,
+  type EntryHead,
+  type RecordHead,
+} from './snapshot-lines.js';
 import { StoreCorruptError, type LogEntry, type StoredRecord } from './store.js';
 
 /**
@@ -39,7 +47,11 @@ export class HistoryFile {
   /** The bytes at `offset`; the caller knows they belong to one line it placed there. */
   read(offset: number, length: number): Buffer {
     const buffer = this.readAtMost(offset, length);
-    if (buffer.length < length) throw new StoreCorruptError(this.path, `it ends at byte ${offset + buffer.length}, inside a line the store placed there`);
+    if (buffer.length < length)
+      throw new StoreCorruptError(
+        this.path,
+        `it ends at byte ${offset + buffer.length}, inside a line the store placed there`,
+      );
     return buffer;
   }
 
@@ -152,7 +164,10 @@ function parseLine(file: HistoryFile, offset: number, text: string): unknown {
   try {
     return JSON.parse(text) as unknown;
   } catch (error) {
-    throw new StoreCorruptError(file.path, `the line at byte ${offset} no longer parses (${(error as Error).message}); the file changed under the store`);
+    throw new StoreCorruptError(
+      file.path,
+      `the line at byte ${offset} no longer parses (${(error as Error).message}); the file changed under the store`,
+    );
   }
 }
 
@@ -163,15 +178,29 @@ export function warmRecord(held: HeldRecord): StoredRecord {
   let data: unknown;
   if (held.file.layout === 'journal') {
     const item = parseLine(held.file, held.offset, text) as unknown[];
-    if (!Array.isArray(item) || item[1] !== held.id || item.length !== 5) throw new StoreCorruptError(held.file.path, `the item at byte ${held.offset} is not record ${held.kind}/${held.id}`);
+    if (!Array.isArray(item) || item[1] !== held.id || item.length !== 5)
+      throw new StoreCorruptError(
+        held.file.path,
+        `the item at byte ${held.offset} is not record ${held.kind}/${held.id}`,
+      );
     data = item[4];
   } else if (held.file.checksummed) {
     const head = recordHead(text);
-    if (head?.id !== held.id || head.version !== held.version || !head.terminal) throw new StoreCorruptError(held.file.path, `the line at byte ${held.offset} is not record ${held.kind}/${held.id}`);
+    if (head?.id !== held.id || head.version !== held.version || !head.terminal)
+      throw new StoreCorruptError(
+        held.file.path,
+        `the line at byte ${held.offset} is not record ${held.kind}/${held.id}`,
+      );
     data = checkedData(held, text, head);
   } else {
-    const value = (parseLine(held.file, held.offset, `{${text}}`) as Record<string, { data: unknown } | undefined>)[held.id];
-    if (value === undefined) throw new StoreCorruptError(held.file.path, `the line at byte ${held.offset} is not record ${held.kind}/${held.id}`);
+    const value = (parseLine(held.file, held.offset, `{${text}}`) as Record<string, { data: unknown } | undefined>)[
+      held.id
+    ];
+    if (value === undefined)
+      throw new StoreCorruptError(
+        held.file.path,
+        `the line at byte ${held.offset} is not record ${held.kind}/${held.id}`,
+      );
     data = value.data;
   }
   return deepFreeze({ kind: held.kind, id: held.id, version: held.version, terminal: true, data });
@@ -197,7 +226,13 @@ export function warmEntries(held: readonly HeldEntry[]): LogEntry[] {
     let last = first;
     while (end < held.length) {
       const next = held[end]!;
-      if (!(next instanceof ColdEntry) || next.file !== first.file || next.offset < last.offset + last.length || next.offset > last.offset + last.length + ADJACENT_GAP) break;
+      if (
+        !(next instanceof ColdEntry) ||
+        next.file !== first.file ||
+        next.offset < last.offset + last.length ||
+        next.offset > last.offset + last.length + ADJACENT_GAP
+      )
+        break;
       last = next;
       end++;
     }
@@ -206,7 +241,12 @@ export function warmEntries(held: readonly HeldEntry[]): LogEntry[] {
       const cold = held[i] as ColdEntry;
       const start = cold.offset - first.offset;
       const text = span.toString('utf8', start, start + cold.length);
-      out[i] = deepFreeze({ stream: cold.stream, sequence: cold.sequence, position: cold.position, data: entryData(cold, text) });
+      out[i] = deepFreeze({
+        stream: cold.stream,
+        sequence: cold.sequence,
+        position: cold.position,
+        data: entryData(cold, text),
+      });
     }
   }
   return out;
@@ -216,14 +256,22 @@ function entryData(cold: ColdEntry, text: string): unknown {
   if (cold.file.layout === 'journal') return (parseLine(cold.file, cold.offset, text) as unknown[])[2];
   if (!cold.file.checksummed) return (parseLine(cold.file, cold.offset, text) as { data: unknown }).data;
   const head = entryHead(text);
-  if (head?.stream !== cold.stream || head.sequence !== cold.sequence) throw new StoreCorruptError(cold.file.path, `the line at byte ${cold.offset} is not entry ${cold.sequence} of stream ${cold.stream}`);
+  if (head?.stream !== cold.stream || head.sequence !== cold.sequence)
+    throw new StoreCorruptError(
+      cold.file.path,
+      `the line at byte ${cold.offset} is not entry ${cold.sequence} of stream ${cold.stream}`,
+    );
   return checkedData(cold, text, head);
 }
 
 /** A snapshot line's data, parsed once its checksum held. */
 function checkedData(cold: ColdRecord | ColdEntry, line: string, head: RecordHead | EntryHead): unknown {
   const text = dataText(line, head);
-  if (text === undefined || !checksumHolds(text, head)) throw new StoreCorruptError(cold.file.path, `the line at byte ${cold.offset} does not match its checksum; the file changed under the store`);
+  if (text === undefined || !checksumHolds(text, head))
+    throw new StoreCorruptError(
+      cold.file.path,
+      `the line at byte ${cold.offset} does not match its checksum; the file changed under the store`,
+    );
   return parseLine(cold.file, cold.offset, text);
 }
 
@@ -259,16 +307,28 @@ export class ColdLineCopier {
     if (cold.file.layout === 'journal') {
       let whole = this.journals.get(cold.file);
       if (whole === undefined) this.journals.set(cold.file, (whole = cold.file.readAtMost(0, cold.file.size())));
-      if (cold.offset + cold.length > whole.length) throw new StoreCorruptError(cold.file.path, `it ends at byte ${whole.length}, inside an item the store placed there`);
+      if (cold.offset + cold.length > whole.length)
+        throw new StoreCorruptError(
+          cold.file.path,
+          `it ends at byte ${whole.length}, inside an item the store placed there`,
+        );
       return whole.subarray(cold.offset, cold.offset + cold.length);
     }
     const window = this.windows.get(cold.file);
-    if (window !== undefined && cold.offset >= window.start && cold.offset + cold.length <= window.start + window.bytes.length) {
+    if (
+      window !== undefined &&
+      cold.offset >= window.start &&
+      cold.offset + cold.length <= window.start + window.bytes.length
+    ) {
       return window.bytes.subarray(cold.offset - window.start, cold.offset - window.start + cold.length);
     }
     if (window !== undefined && cold.offset < window.start) return cold.file.read(cold.offset, cold.length);
     const bytes = cold.file.readAtMost(cold.offset, Math.max(cold.length, COPY_WINDOW_BYTES));
-    if (bytes.length < cold.length) throw new StoreCorruptError(cold.file.path, `it ends at byte ${cold.offset + bytes.length}, inside a line the store placed there`);
+    if (bytes.length < cold.length)
+      throw new StoreCorruptError(
+        cold.file.path,
+        `it ends at byte ${cold.offset + bytes.length}, inside a line the store placed there`,
+      );
     this.windows.set(cold.file, { start: cold.offset, bytes });
     return bytes.subarray(0, cold.length);
   }

@@ -68,7 +68,10 @@ export class DurableJsonFile implements Adapter<StoreDocument> {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
       if (error instanceof StoreCorruptError) throw error;
       const code = (error as NodeJS.ErrnoException).code;
-      throw new StoreCorruptError(this.path, code === undefined ? (error as Error).message : `unreadable (${(error as Error).message})`);
+      throw new StoreCorruptError(
+        this.path,
+        code === undefined ? (error as Error).message : `unreadable (${(error as Error).message})`,
+      );
     }
     return { committed: parsed.state, journalThrough: parsed.journalThrough, journal: parsed.journal };
   }
@@ -105,11 +108,19 @@ export class DurableJsonFile implements Adapter<StoreDocument> {
    * Writes a snapshot like {@link writeSnapshot} and returns the new file opened for reading, with `placed`
    * filled with where each sealed record and log entry landed in it, so the state can leave them there.
    */
-  async writeSnapshotHoldingHistory(source: SnapshotSource, journalThrough: number, journal: JournalIdentity, placed: Map<StoredRecord | LogEntry, Placement>): Promise<HistoryFile> {
+  async writeSnapshotHoldingHistory(
+    source: SnapshotSource,
+    journalThrough: number,
+    journal: JournalIdentity,
+    placed: Map<StoredRecord | LogEntry, Placement>,
+  ): Promise<HistoryFile> {
     let history: HistoryFile | undefined;
     try {
       // Opened on the temp file once it is written: the descriptor follows the file through the rename.
-      await this.replace(serializeState(source, journalThrough, journal, placed), () => void (history = new HistoryFile(this.path, 'snapshot', this.tempPath)));
+      await this.replace(
+        serializeState(source, journalThrough, journal, placed),
+        () => void (history = new HistoryFile(this.path, 'snapshot', this.tempPath)),
+      );
     } catch (error) {
       history?.close();
       throw error;

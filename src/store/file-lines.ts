@@ -24,10 +24,14 @@ export interface LineBatch {
  * yields no empty last line; one that does not yields its last line alone, marked `unterminated`. Reading
  * starts at byte `from` (a journal's groups follow its header).
  */
-export async function* fileLines(handle: FileHandle, chunkBytes = READ_CHUNK_BYTES, from = 0): AsyncGenerator<LineBatch> {
+export async function* fileLines(
+  handle: FileHandle,
+  chunkBytes = READ_CHUNK_BYTES,
+  from = 0,
+): AsyncGenerator<LineBatch> {
   let carry: Buffer | undefined;
   const chunk = Buffer.allocUnsafe(chunkBytes);
-  for (let position = from; ; ) {
+  for (let position = from; ;) {
     const { bytesRead } = await handle.read(chunk, 0, chunkBytes, position);
     if (bytesRead === 0) break;
     position += bytesRead;

@@ -1,4 +1,16 @@
-import { closeSync, constants, fchmodSync, fstatSync, ftruncateSync, openSync, readFileSync, rmdirSync, statSync, writeSync, type Stats } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  fchmodSync,
+  fstatSync,
+  ftruncateSync,
+  openSync,
+  readFileSync,
+  rmdirSync,
+  statSync,
+  writeSync,
+  type Stats,
+} from 'node:fs';
 import { hostname } from 'node:os';
 import nativeFs from 'fs-native-extensions';
 import { StoreLockedError } from './store.js';
@@ -82,7 +94,8 @@ async function lockOrNameHolder(file: string, path: string): Promise<{ fd: numbe
     const locked = lockedDescriptor(path);
     if (locked !== undefined) return locked;
     const owner = readOwner(path);
-    if (owner !== undefined && (owner.hostname !== hostname() || isRunning(owner.pid))) throw new StoreLockedError(file, describeOwner(owner));
+    if (owner !== undefined && (owner.hostname !== hostname() || isRunning(owner.pid)))
+      throw new StoreLockedError(file, describeOwner(owner));
     if (Date.now() >= deadline) throw new StoreLockedError(file, 'another process (it has not recorded which)');
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
@@ -127,7 +140,10 @@ function refuseLiveLegacyLock(file: string, path: string): void {
   const stats = statSync(legacy, { throwIfNoEntry: false });
   if (stats === undefined || !stats.isDirectory()) return;
   if (Date.now() - stats.mtimeMs < LEGACY_STALE_MS) {
-    throw new StoreLockedError(file, `${describeOwner(readOwner(path))} (the lock of an engine older than this one, at ${legacy})`);
+    throw new StoreLockedError(
+      file,
+      `${describeOwner(readOwner(path))} (the lock of an engine older than this one, at ${legacy})`,
+    );
   }
   try {
     rmdirSync(legacy);
@@ -157,7 +173,8 @@ function heldLock(path: string, fd: number, stats: Stats): HeldLock {
       }
     },
     compromised() {
-      if (held && lost === undefined && !namesInode(path, stats)) lost = new Error(`the lock file ${path} was removed or replaced`);
+      if (held && lost === undefined && !namesInode(path, stats))
+        lost = new Error(`the lock file ${path} was removed or replaced`);
       return lost;
     },
   };
@@ -166,14 +183,18 @@ function heldLock(path: string, fd: number, stats: Stats): HeldLock {
 function readOwner(path: string): LockOwner | undefined {
   try {
     const owner = JSON.parse(readFileSync(path, 'utf8')) as Partial<LockOwner>;
-    return typeof owner.pid === 'number' && typeof owner.hostname === 'string' && typeof owner.acquiredAt === 'string' ? (owner as LockOwner) : undefined;
+    return typeof owner.pid === 'number' && typeof owner.hostname === 'string' && typeof owner.acquiredAt === 'string'
+      ? (owner as LockOwner)
+      : undefined;
   } catch {
     return undefined;
   }
 }
 
 function describeOwner(owner: LockOwner | undefined): string {
-  return owner === undefined ? 'another process (owner unknown)' : `process ${owner.pid} on ${owner.hostname} since ${owner.acquiredAt}`;
+  return owner === undefined
+    ? 'another process (owner unknown)'
+    : `process ${owner.pid} on ${owner.hostname} since ${owner.acquiredAt}`;
 }
 
 /** Whether `pid` is a running process: a zombie (exited, not yet reaped) is not. */

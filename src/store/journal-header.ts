@@ -20,13 +20,20 @@ export const journalHeaderLine = (identity: JournalIdentity) =>
   `${JSON.stringify({ journal: JOURNAL_FORMAT, storeId: identity.storeId, generation: identity.generation })}\n`;
 
 export const isJournalIdentity = (v: unknown): v is JournalIdentity =>
-  typeof v === 'object' && v !== null && typeof (v as JournalIdentity).storeId === 'string' && (v as JournalIdentity).storeId.length > 0 && Number.isSafeInteger((v as JournalIdentity).generation) && (v as JournalIdentity).generation >= 1;
+  typeof v === 'object' &&
+  v !== null &&
+  typeof (v as JournalIdentity).storeId === 'string' &&
+  (v as JournalIdentity).storeId.length > 0 &&
+  Number.isSafeInteger((v as JournalIdentity).generation) &&
+  (v as JournalIdentity).generation >= 1;
 
 /**
  * The journal's header and its length in bytes. A journal written before headers (beside a snapshot of
  * format 5 or older) has none: `identity` is undefined and its groups start at byte 0.
  */
-export async function readJournalHeader(handle: FileHandle): Promise<{ identity: JournalIdentity | undefined; bytes: number }> {
+export async function readJournalHeader(
+  handle: FileHandle,
+): Promise<{ identity: JournalIdentity | undefined; bytes: number }> {
   const buffer = Buffer.alloc(HEADER_MAX_BYTES);
   const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
   const text = buffer.subarray(0, bytesRead);
@@ -39,11 +46,15 @@ export async function readJournalHeader(handle: FileHandle): Promise<{ identity:
     header = undefined;
   }
   const { journal, ...identity } = (header ?? {}) as { journal?: unknown };
-  if (journal !== JOURNAL_FORMAT || !isJournalIdentity(identity)) throw new Error('its first line is not a well-formed journal header');
+  if (journal !== JOURNAL_FORMAT || !isJournalIdentity(identity))
+    throw new Error('its first line is not a well-formed journal header');
   return { identity, bytes: end + 1 };
 }
 
-const describe = (identity: JournalIdentity | undefined) => (identity === undefined ? 'a journal without a header (written before journal generations)' : `generation ${identity.generation} of store ${identity.storeId}`);
+const describe = (identity: JournalIdentity | undefined) =>
+  identity === undefined
+    ? 'a journal without a header (written before journal generations)'
+    : `generation ${identity.generation} of store ${identity.storeId}`;
 
 /**
  * Checks the journal found against the one the snapshot expects; throws why it cannot be the store's.
@@ -54,11 +65,16 @@ const describe = (identity: JournalIdentity | undefined) => (identity === undefi
 export function journalBehind(found: JournalIdentity | undefined, expected: JournalIdentity | undefined): boolean {
   if (expected === undefined) {
     if (found === undefined) return false;
-    throw new Error(`the journal is ${describe(found)}, but the snapshot is of a format before journal generations: the snapshot is not the one this journal follows`);
+    throw new Error(
+      `the journal is ${describe(found)}, but the snapshot is of a format before journal generations: the snapshot is not the one this journal follows`,
+    );
   }
   const generation = found?.generation ?? 0;
-  if (found !== undefined && found.storeId !== expected.storeId) throw new Error(`the journal is ${describe(found)}, another store's; the snapshot expects ${describe(expected)}`);
+  if (found !== undefined && found.storeId !== expected.storeId)
+    throw new Error(`the journal is ${describe(found)}, another store's; the snapshot expects ${describe(expected)}`);
   if (generation === expected.generation) return false;
   if (generation === expected.generation - 1) return true;
-  throw new Error(`the journal is ${describe(found)}, but the snapshot expects ${describe(expected)}: one of the two files was replaced by another copy`);
+  throw new Error(
+    `the journal is ${describe(found)}, but the snapshot expects ${describe(expected)}: one of the two files was replaced by another copy`,
+  );
 }

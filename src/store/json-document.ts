@@ -1,6 +1,26 @@
-import { ColdEntry, ColdLineCopier, ColdRecord, type HeldEntry, type HeldRecord, type HistoryFile, type Placement } from './cold-history.js';
+import {
+  ColdEntry,
+  ColdLineCopier,
+  ColdRecord,
+  type HeldEntry,
+  type HeldRecord,
+  type HistoryFile,
+  type Placement,
+} from './cold-history.js';
 import { CommittedState, type SnapshotSource } from './layered-state.js';
-import { checksumHolds, dataChecksum, dataText, entryHead, entryLine, entryLineOf, recordHead, recordLine, recordLineOf, type EntryHead, type RecordHead } from './snapshot-lines.js';
+import {
+  checksumHolds,
+  dataChecksum,
+  dataText,
+  entryHead,
+  entryLine,
+  entryLineOf,
+  recordHead,
+  recordLine,
+  recordLineOf,
+  type EntryHead,
+  type RecordHead,
+} from './snapshot-lines.js';
 import { isJournalIdentity, type JournalIdentity } from './journal-header.js';
 import { StoreCorruptError, type LogEntry, type StoredRecord } from './store.js';
 
@@ -40,7 +60,12 @@ const WRITE_PIECE_BYTES = 1_048_576;
  * 195 MB store the cache held 271 MB (RSS 362 -> 661 MB) and the fold, encoding synchronously, stopped the
  * event loop for 3.1 s.
  */
-export function* serializeState(state: SnapshotSource, journalThrough: number, journal: JournalIdentity, placed?: Map<StoredRecord | LogEntry, Placement>): Generator<Buffer> {
+export function* serializeState(
+  state: SnapshotSource,
+  journalThrough: number,
+  journal: JournalIdentity,
+  placed?: Map<StoredRecord | LogEntry, Placement>,
+): Generator<Buffer> {
   let parts: Buffer[] = [];
   let size = 0;
   let written = 0;
@@ -66,10 +91,16 @@ export function* serializeState(state: SnapshotSource, journalThrough: number, j
  * The document as fragments in file order, each record and log entry encoded (or copied, if cold) when
  * reached; a record's or entry's own line comes with the item itself when the state may leave it on disk.
  */
-function* documentText(state: SnapshotSource, journalThrough: number, journal: JournalIdentity): Generator<[string | Buffer, (HeldRecord | HeldEntry)?]> {
+function* documentText(
+  state: SnapshotSource,
+  journalThrough: number,
+  journal: JournalIdentity,
+): Generator<[string | Buffer, (HeldRecord | HeldEntry)?]> {
   const journals = new Map<HistoryFile, Buffer>();
   const identity = `"storeId":${JSON.stringify(journal.storeId)},"journalGeneration":${journal.generation}`;
-  yield [`{"format":${JSON.stringify(JSON_STORE_FORMAT)},"formatVersion":${JSON_STORE_FORMAT_VERSION},${identity},"journalThrough":${journalThrough},"nextPosition":${state.nextPosition()},"records":{`];
+  yield [
+    `{"format":${JSON.stringify(JSON_STORE_FORMAT)},"formatVersion":${JSON_STORE_FORMAT_VERSION},${identity},"journalThrough":${journalThrough},"nextPosition":${state.nextPosition()},"records":{`,
+  ];
   let firstKind = true;
   for (const kind of state.kinds()) {
     yield [`${firstKind ? '' : ','}\n${JSON.stringify(kind)}:{`];
@@ -108,8 +139,15 @@ const CLOSE_BRACE = 0x7d;
  */
 function itemData(cold: ColdRecord | ColdEntry, item: Buffer, prefix: string): Buffer {
   const head = Buffer.from(prefix);
-  if (item.length <= head.length || item[item.length - 1] !== CLOSE_BRACKET || !item.subarray(0, head.length).equals(head)) {
-    throw new StoreCorruptError(cold.file.path, `the item at byte ${cold.offset} is not the one the store placed there; the file changed under the store`);
+  if (
+    item.length <= head.length ||
+    item[item.length - 1] !== CLOSE_BRACKET ||
+    !item.subarray(0, head.length).equals(head)
+  ) {
+    throw new StoreCorruptError(
+      cold.file.path,
+      `the item at byte ${cold.offset} is not the one the store placed there; the file changed under the store`,
+    );
   }
   return item.subarray(head.length, item.length - 1);
 }
@@ -119,7 +157,8 @@ function coldRecordLine(r: ColdRecord, copier: ColdLineCopier): Buffer {
   const bytes = copier.bytesOf(r);
   if (r.file.layout === 'snapshot') {
     const { head, data } = copiedLine(r, bytes, recordHead);
-    if (head.id !== r.id || head.version !== r.version || !head.terminal) throw changedUnder(r, `is not sealed record ${r.kind}/${r.id} at version ${r.version}`);
+    if (head.id !== r.id || head.version !== r.version || !head.terminal)
+      throw changedUnder(r, `is not sealed record ${r.kind}/${r.id} at version ${r.version}`);
     return r.file.checksummed ? bytes : recordLineOf(r.id, r.version, true, data);
   }
   const id = JSON.stringify(r.id);
@@ -131,22 +170,33 @@ function coldEntryLine(e: ColdEntry, copier: ColdLineCopier): Buffer {
   const bytes = copier.bytesOf(e);
   if (e.file.layout === 'snapshot') {
     const { head, data } = copiedLine(e, bytes, entryHead);
-    if (head.stream !== e.stream || head.sequence !== e.sequence || head.position !== e.position) throw changedUnder(e, `is not entry ${e.sequence} of stream ${e.stream}`);
+    if (head.stream !== e.stream || head.sequence !== e.sequence || head.position !== e.position)
+      throw changedUnder(e, `is not entry ${e.sequence} of stream ${e.stream}`);
     return e.file.checksummed ? bytes : entryLineOf(e.stream, e.sequence, e.position, data);
   }
-  return entryLineOf(e.stream, e.sequence, e.position, itemData(e, bytes, `[${JSON.stringify(e.stream)},${e.sequence},`));
+  return entryLineOf(
+    e.stream,
+    e.sequence,
+    e.position,
+    itemData(e, bytes, `[${JSON.stringify(e.stream)},${e.sequence},`),
+  );
 }
 
 /**
  * Bytes of a line a fold copies: its head and its data bytes, checked against the line's checksum (a line
  * written before format 5 has none; the fold writes it with one).
  */
-function copiedLine<H extends RecordHead | EntryHead>(cold: ColdRecord | ColdEntry, bytes: Buffer, headOf: (line: string) => H | undefined): { head: H; data: Buffer } {
+function copiedLine<H extends RecordHead | EntryHead>(
+  cold: ColdRecord | ColdEntry,
+  bytes: Buffer,
+  headOf: (line: string) => H | undefined,
+): { head: H; data: Buffer } {
   // The head lies within the line's first bytes unless a name is very long; then the line is decoded whole.
   let text = bytes.toString('utf8', 0, Math.min(bytes.length, HEAD_BYTES));
   let head = headOf(text);
   if (head === undefined && bytes.length > HEAD_BYTES) head = headOf((text = bytes.toString('utf8')));
-  if (head === undefined || bytes[bytes.length - 1] !== CLOSE_BRACE) throw changedUnder(cold, 'is not laid out as the store wrote it');
+  if (head === undefined || bytes[bytes.length - 1] !== CLOSE_BRACE)
+    throw changedUnder(cold, 'is not laid out as the store wrote it');
   const data = bytes.subarray(Buffer.byteLength(text.slice(0, head.dataStart)), bytes.length - 1);
   if (cold.file.checksummed && !checksumHolds(data, head)) throw changedUnder(cold, 'does not match its checksum');
   return { head, data };
@@ -183,8 +233,10 @@ class StateBuilder {
 
   /** A record parsed whole (any format). */
   record(kind: string, id: string, raw: unknown, place?: LinePlace): void {
-    if (!isObject(raw) || typeof raw.terminal !== 'boolean' || !('data' in raw)) throw new Error(`record ${kind}/${id} is malformed`);
-    if (this.formatVersion >= 5 && raw.crc32 !== dataChecksum(encodeData(raw.data))) throw new Error(`record ${kind}/${id} does not match its checksum`);
+    if (!isObject(raw) || typeof raw.terminal !== 'boolean' || !('data' in raw))
+      throw new Error(`record ${kind}/${id} is malformed`);
+    if (this.formatVersion >= 5 && raw.crc32 !== dataChecksum(encodeData(raw.data)))
+      throw new Error(`record ${kind}/${id} does not match its checksum`);
     this.addRecord(kind, id, raw.version, raw.terminal, () => raw.data, place);
   }
 
@@ -194,19 +246,36 @@ class StateBuilder {
     const text = head === undefined ? undefined : dataText(line, head);
     if (head === undefined || text === undefined || head.checksum === undefined) throw new NotLineLaidOut();
     if (!checksumHolds(text, head)) throw new Error(`record ${kind}/${head.id} does not match its checksum`);
-    this.addRecord(kind, head.id, head.version, head.terminal, () => parseData(text, `record ${kind}/${head.id}`), place);
+    this.addRecord(
+      kind,
+      head.id,
+      head.version,
+      head.terminal,
+      () => parseData(text, `record ${kind}/${head.id}`),
+      place,
+    );
   }
 
-  private addRecord(kind: string, id: string, version: unknown, terminal: boolean, data: () => unknown, place: LinePlace | undefined): void {
+  private addRecord(
+    kind: string,
+    id: string,
+    version: unknown,
+    terminal: boolean,
+    data: () => unknown,
+    place: LinePlace | undefined,
+  ): void {
     if (!Number.isSafeInteger(version) || (version as number) < 1) throw new Error(`record ${kind}/${id} is malformed`);
-    if (place !== undefined && terminal) this.state.loadRecord(new ColdRecord(kind, id, version as number, place.file, place.offset, place.length));
+    if (place !== undefined && terminal)
+      this.state.loadRecord(new ColdRecord(kind, id, version as number, place.file, place.offset, place.length));
     else this.state.loadRecord({ kind, id, version: version as number, terminal, data: data() });
   }
 
   /** A log entry parsed whole (any format). */
   entry(raw: unknown, place?: LinePlace): void {
-    if (!isObject(raw) || typeof raw.stream !== 'string' || !('data' in raw)) throw new Error(`log entry ${this.entries} is malformed`);
-    if (this.formatVersion >= 5 && raw.crc32 !== dataChecksum(encodeData(raw.data))) throw new Error(`log entry ${this.entries} does not match its checksum`);
+    if (!isObject(raw) || typeof raw.stream !== 'string' || !('data' in raw))
+      throw new Error(`log entry ${this.entries} is malformed`);
+    if (this.formatVersion >= 5 && raw.crc32 !== dataChecksum(encodeData(raw.data)))
+      throw new Error(`log entry ${this.entries} does not match its checksum`);
     this.addEntry(raw.stream, raw.sequence, raw.position, () => raw.data, place);
   }
 
@@ -219,26 +288,41 @@ class StateBuilder {
     this.addEntry(head.stream, head.sequence, head.position, () => parseData(text, `log entry ${this.entries}`), place);
   }
 
-  private addEntry(streamName: string, sequence: unknown, stated: unknown, data: () => unknown, place: LinePlace | undefined): void {
+  private addEntry(
+    streamName: string,
+    sequence: unknown,
+    stated: unknown,
+    data: () => unknown,
+    place: LinePlace | undefined,
+  ): void {
     const index = this.entries++;
     const positioned = this.formatVersion >= 3;
     const position = positioned ? stated : index;
-    if (!Number.isSafeInteger(position) || (position as number) < this.state.nextPosition()) throw new Error(`log entry ${index} has position ${String(position)}, not after the one before it`);
+    if (!Number.isSafeInteger(position) || (position as number) < this.state.nextPosition())
+      throw new Error(`log entry ${index} has position ${String(position)}, not after the one before it`);
     // Retention trims a stream's oldest entries, so (from format 3) a stream's first entry may be past 0.
     const held = this.state.heldStreamEntries(streamName);
     const retained = held.length > 0;
     const expected = this.state.streamHead(streamName);
-    const sequenceOk = retained || !positioned ? sequence === expected : Number.isSafeInteger(sequence) && (sequence as number) >= 0;
-    if (!sequenceOk) throw new Error(`log entry ${index} has sequence ${String(sequence)} where stream ${streamName} expects ${expected}`);
+    const sequenceOk =
+      retained || !positioned ? sequence === expected : Number.isSafeInteger(sequence) && (sequence as number) >= 0;
+    if (!sequenceOk)
+      throw new Error(
+        `log entry ${index} has sequence ${String(sequence)} where stream ${streamName} expects ${expected}`,
+      );
     // A stream's entries share its name's string (a parsed line brings its own copy: ≈ 60 bytes an entry).
     const stream = retained ? held[0]!.stream : streamName;
-    if (place !== undefined) this.state.loadEntry(new ColdEntry(stream, sequence as number, position as number, place.file, place.offset, place.length));
+    if (place !== undefined)
+      this.state.loadEntry(
+        new ColdEntry(stream, sequence as number, position as number, place.file, place.offset, place.length),
+      );
     else this.state.loadEntry({ stream, sequence: sequence as number, position: position as number, data: data() });
   }
 
   finish(nextPosition: unknown): CommittedState {
     if (this.formatVersion >= 3) {
-      if (!Number.isSafeInteger(nextPosition) || (nextPosition as number) < this.state.nextPosition()) throw new Error('nextPosition is missing or behind the log');
+      if (!Number.isSafeInteger(nextPosition) || (nextPosition as number) < this.state.nextPosition())
+        throw new Error('nextPosition is missing or behind the log');
       this.state.advancePositions(nextPosition as number);
     }
     return this.state;
@@ -255,16 +339,28 @@ function parseData(text: string, what: string): unknown {
 }
 
 /** The header fields every version has, checked; the caller decides whether records and log are there. */
-function checkHeader(doc: unknown): { formatVersion: number; journalThrough: number; journal: JournalIdentity | undefined } {
+function checkHeader(doc: unknown): {
+  formatVersion: number;
+  journalThrough: number;
+  journal: JournalIdentity | undefined;
+} {
   if (!isObject(doc) || doc.format !== JSON_STORE_FORMAT) throw new Error(`not a ${JSON_STORE_FORMAT} file`);
   if (!READABLE_VERSIONS.has(doc.formatVersion as number)) {
-    throw new Error(`format version ${JSON.stringify(doc.formatVersion)} is not supported (this build reads ${[...READABLE_VERSIONS].join(', ')})`);
+    throw new Error(
+      `format version ${JSON.stringify(doc.formatVersion)} is not supported (this build reads ${[...READABLE_VERSIONS].join(', ')})`,
+    );
   }
   const journalThrough = doc.formatVersion === 1 ? 0 : doc.journalThrough;
-  if (!Number.isSafeInteger(journalThrough) || (journalThrough as number) < 0) throw new Error('journalThrough is missing or not a count');
+  if (!Number.isSafeInteger(journalThrough) || (journalThrough as number) < 0)
+    throw new Error('journalThrough is missing or not a count');
   const journal = { storeId: doc.storeId, generation: doc.journalGeneration };
-  if ((doc.formatVersion as number) >= 6 && !isJournalIdentity(journal)) throw new Error('storeId or journalGeneration is missing or malformed');
-  return { formatVersion: doc.formatVersion as number, journalThrough: journalThrough as number, journal: (doc.formatVersion as number) >= 6 ? (journal as JournalIdentity) : undefined };
+  if ((doc.formatVersion as number) >= 6 && !isJournalIdentity(journal))
+    throw new Error('storeId or journalGeneration is missing or malformed');
+  return {
+    formatVersion: doc.formatVersion as number,
+    journalThrough: journalThrough as number,
+    journal: (doc.formatVersion as number) >= 6 ? (journal as JournalIdentity) : undefined,
+  };
 }
 
 export interface ParsedState {
@@ -308,7 +404,10 @@ const withoutComma = (line: string) => (line.endsWith(',') ? line.slice(0, -1) :
  * Throws {@link NotLineLaidOut} as soon as a line breaks the layout (the caller then parses the file
  * whole, which also gives the exact error when the file is corrupt); other errors are the checks'.
  */
-export async function loadLines(batches: AsyncIterable<Lines> | Iterable<Lines>, history?: HistoryFile): Promise<ParsedState> {
+export async function loadLines(
+  batches: AsyncIterable<Lines> | Iterable<Lines>,
+  history?: HistoryFile,
+): Promise<ParsedState> {
   let builder: StateBuilder | undefined;
   // Byte offset of the current line in the file (only known, and only needed, with a history file).
   let offset = 0;
@@ -320,7 +419,8 @@ export async function loadLines(batches: AsyncIterable<Lines> | Iterable<Lines>,
   let section: 'header' | 'records' | 'kind' | 'log-start' | 'log' | 'end' = 'header';
   let kind = '';
   for await (const { lines, bytes } of batches) {
-    if (history !== undefined && bytes === undefined) throw new Error('a history file needs each line\'s length in bytes');
+    if (history !== undefined && bytes === undefined)
+      throw new Error("a history file needs each line's length in bytes");
     for (let i = 0; i < lines.length; i++) {
       const line = lines[i]!;
       let place: LinePlace | undefined;

@@ -12,7 +12,16 @@ import { createJournal, Journal } from './json-journal.js';
 import { makePrivateFolder, refuseReadOnly } from './private-files.js';
 import { CommittedState } from './layered-state.js';
 import { Overlay } from './overlay.js';
-import { CommitListeners, StoreClosedError, StoreCorruptError, type LogEntry, type Store, type StoreReader, type StoredRecord, type StoreTransaction } from './store.js';
+import {
+  CommitListeners,
+  StoreClosedError,
+  StoreCorruptError,
+  type LogEntry,
+  type Store,
+  type StoreReader,
+  type StoredRecord,
+  type StoreTransaction,
+} from './store.js';
 
 export interface JsonFileStoreOptions {
   /** Most transactions folded into one durable write. */
@@ -91,16 +100,34 @@ export class JsonFileStore implements Store {
       refuseReadOnly(journalPath(path));
       const adapter = new DurableJsonFile(path, options.faults);
       removeStaleTempFiles(path);
-      const db = new Low<StoreDocument>(adapter, { committed: new CommittedState(), journalThrough: 0, journal: undefined });
+      const db = new Low<StoreDocument>(adapter, {
+        committed: new CommittedState(),
+        journalThrough: 0,
+        journal: undefined,
+      });
       await db.read();
       // A new store gets its snapshot at once, so the file exists (and says what it is) from the first open.
       if (!existsSync(path)) await createStore(path, db);
-      const journal = await Journal.open(journalPath(path), db.data.committed, db.data.journalThrough, db.data.journal).catch((error: unknown) => {
+      const journal = await Journal.open(
+        journalPath(path),
+        db.data.committed,
+        db.data.journalThrough,
+        db.data.journal,
+      ).catch((error: unknown) => {
         db.data.committed.closeHistory();
         throw new StoreCorruptError(journalPath(path), (error as Error).message);
       });
       const storeId = db.data.journal?.storeId ?? randomUUID();
-      return new JsonFileStore(path, adapter, db, journal, lock, options.maxGroupSize ?? DEFAULT_MAX_GROUP_SIZE, options.compactAtBytes, storeId);
+      return new JsonFileStore(
+        path,
+        adapter,
+        db,
+        journal,
+        lock,
+        options.maxGroupSize ?? DEFAULT_MAX_GROUP_SIZE,
+        options.compactAtBytes,
+        storeId,
+      );
     } catch (error) {
       await lock.release();
       throw error;
@@ -161,7 +188,12 @@ export class JsonFileStore implements Store {
     // the same generation again, so the journal on disk is never more than one behind the snapshot.
     const next = { storeId: this.storeId, generation: this.journal.generation + 1 };
     const placed = new Map<StoredRecord | LogEntry, Placement>();
-    const history = await this.adapter.writeSnapshotHoldingHistory(this.db.data.committed.pointInTime(), through, next, placed);
+    const history = await this.adapter.writeSnapshotHoldingHistory(
+      this.db.data.committed.pointInTime(),
+      through,
+      next,
+      placed,
+    );
     this.db.data.committed.adoptHistory(history, placed);
     this.db.data.journalThrough = through;
     this.db.data.journal = next;
@@ -202,7 +234,11 @@ export class JsonFileStore implements Store {
       this.committed.notify();
     }
     for (const [job, result] of succeeded) job.resolve(result);
-    if (this.folding === undefined && this.journal.size >= (this.compactAtBytes ?? Math.min(MAX_COMPACT_BYTES, Math.max(MIN_COMPACT_BYTES, this.snapshotBytes)))) {
+    if (
+      this.folding === undefined &&
+      this.journal.size >=
+        (this.compactAtBytes ?? Math.min(MAX_COMPACT_BYTES, Math.max(MIN_COMPACT_BYTES, this.snapshotBytes)))
+    ) {
       this.folding = this.foldWhileCommitting().finally(() => {
         this.folding = undefined;
       });
@@ -236,7 +272,11 @@ async function createStore(path: string, db: Low<StoreDocument>): Promise<void> 
       const header = await readJournalHeader(handle).catch(() => undefined);
       const size = (await handle.stat()).size;
       const noCommits = header !== undefined && size === header.bytes;
-      if (!noCommits) throw new StoreCorruptError(path, `the snapshot is missing but its journal ${journal} is there (${size} bytes): the snapshot was moved or deleted; a new store would leave the journal's commits behind`);
+      if (!noCommits)
+        throw new StoreCorruptError(
+          path,
+          `the snapshot is missing but its journal ${journal} is there (${size} bytes): the snapshot was moved or deleted; a new store would leave the journal's commits behind`,
+        );
     } finally {
       await handle.close();
     }

@@ -17,7 +17,9 @@ export interface CommittedChanges {
   trims: Array<[stream: string, before: number]>;
 }
 
-type RecordLine = [kind: string, id: string, version: number, terminal: boolean, data: unknown] | [kind: string, id: string, deleted: null];
+type RecordLine =
+  | [kind: string, id: string, version: number, terminal: boolean, data: unknown]
+  | [kind: string, id: string, deleted: null];
 interface GroupLine {
   seq: number;
   records: RecordLine[];
@@ -81,7 +83,8 @@ function applyGroup(state: CommittedState, raw: unknown, expectedSeq: number): C
     throw new Error(`group ${expectedSeq} is missing or malformed`);
   }
   for (const line of raw.records as unknown[]) {
-    if (!Array.isArray(line) || typeof line[0] !== 'string' || typeof line[1] !== 'string') throw new Error(`group ${expectedSeq} has a malformed record`);
+    if (!Array.isArray(line) || typeof line[0] !== 'string' || typeof line[1] !== 'string')
+      throw new Error(`group ${expectedSeq} has a malformed record`);
     const [kind, id] = line as [string, string];
     const current = state.recordMeta(kind, id);
     // A group holds several transactions' writes, folded to each record's last value: a record may have moved
@@ -94,20 +97,32 @@ function applyGroup(state: CommittedState, raw: unknown, expectedSeq: number): C
     }
     if (current?.terminal === true) throw new Error(`group ${expectedSeq} changes ${kind}/${id}, which is sealed`);
     const [, , version, terminal, data] = line as [string, string, number, boolean, unknown];
-    if (!Number.isSafeInteger(version) || version < 1 || typeof terminal !== 'boolean') throw new Error(`group ${expectedSeq} has a malformed record ${kind}/${id}`);
+    if (!Number.isSafeInteger(version) || version < 1 || typeof terminal !== 'boolean')
+      throw new Error(`group ${expectedSeq} has a malformed record ${kind}/${id}`);
     const record: StoredRecord = { kind, id, version, terminal, data };
     state.loadRecord(record);
     applied.records.push([kind, id, record]);
   }
   for (const line of raw.log as unknown[]) {
-    if (!Array.isArray(line) || typeof line[0] !== 'string' || line[1] !== state.streamHead(line[0])) throw new Error(`group ${expectedSeq} has a log entry out of sequence`);
-    const entry: LogEntry = { stream: line[0], sequence: line[1] as number, position: state.nextPosition(), data: line[2] };
+    if (!Array.isArray(line) || typeof line[0] !== 'string' || line[1] !== state.streamHead(line[0]))
+      throw new Error(`group ${expectedSeq} has a log entry out of sequence`);
+    const entry: LogEntry = {
+      stream: line[0],
+      sequence: line[1] as number,
+      position: state.nextPosition(),
+      data: line[2],
+    };
     state.loadEntry(entry);
     applied.entries.push(entry);
   }
   if (raw.trims !== undefined && !Array.isArray(raw.trims)) throw new Error(`group ${expectedSeq} has malformed trims`);
   for (const trim of (raw.trims ?? []) as unknown[]) {
-    if (!Array.isArray(trim) || typeof trim[0] !== 'string' || !Number.isSafeInteger(trim[1]) || (trim[1] as number) >= state.streamHead(trim[0])) {
+    if (
+      !Array.isArray(trim) ||
+      typeof trim[0] !== 'string' ||
+      !Number.isSafeInteger(trim[1]) ||
+      (trim[1] as number) >= state.streamHead(trim[0])
+    ) {
       throw new Error(`group ${expectedSeq} has a malformed trim`);
     }
     state.trimStream(trim[0], trim[1] as number);
@@ -137,7 +152,8 @@ export async function replayJournal(
   let unparsed: { at: number; message: string } | undefined;
   for await (const batch of batches) {
     for (let i = 0; i < batch.lines.length; i++) {
-      if (unparsed !== undefined) throw new Error(`journal line at byte ${unparsed.at} is not JSON (${unparsed.message})`);
+      if (unparsed !== undefined)
+        throw new Error(`journal line at byte ${unparsed.at} is not JSON (${unparsed.message})`);
       // Without its newline the last group was never acknowledged, even if what was written parses.
       if (batch.unterminated === true) break;
       let raw: unknown;
@@ -156,7 +172,8 @@ export async function replayJournal(
         // the places then); a line written otherwise keeps its group in memory until the next fold.
         if (history !== undefined) {
           const encoded = encodeGroup(lastSeq, applied, validBytes);
-          if (encoded.text === `${batch.lines[i]!}\n`) state.leaveInJournal({ file: history, records: encoded.records, entries: encoded.entries });
+          if (encoded.text === `${batch.lines[i]!}\n`)
+            state.leaveInJournal({ file: history, records: encoded.records, entries: encoded.entries });
         }
       }
       validBytes += batch.bytes[i]! + 1;
@@ -211,9 +228,16 @@ export class Journal {
    * A missing journal, or one that is not the snapshot's, throws. Beside a snapshot from before journal
    * generations (`expected` undefined) a missing journal is created as such stores always had it.
    */
-  static async open(path: string, state: CommittedState, through: number, expected: JournalIdentity | undefined): Promise<Journal> {
+  static async open(
+    path: string,
+    state: CommittedState,
+    through: number,
+    expected: JournalIdentity | undefined,
+  ): Promise<Journal> {
     if (expected !== undefined && !existsSync(path)) {
-      throw new Error(`the journal is missing, but the snapshot names generation ${expected.generation} of store ${expected.storeId} beside it: opening without it would lose every commit acknowledged since the last fold`);
+      throw new Error(
+        `the journal is missing, but the snapshot names generation ${expected.generation} of store ${expected.storeId} beside it: opening without it would lose every commit acknowledged since the last fold`,
+      );
     }
     const handle = await open(path, 'a+', PRIVATE_FILE_MODE);
     let history: HistoryFile | undefined;
@@ -223,9 +247,17 @@ export class Journal {
       const behind = journalBehind(header.identity, expected);
       history = new HistoryFile(path, 'journal');
       // Read line by line: a journal may grow as large as the snapshot before it is folded.
-      const { validBytes, lastSeq, holdsThrough } = await replayJournal(fileLines(handle, undefined, header.bytes), state, through, history, header.bytes);
+      const { validBytes, lastSeq, holdsThrough } = await replayJournal(
+        fileLines(handle, undefined, header.bytes),
+        state,
+        through,
+        history,
+        header.bytes,
+      );
       if (behind && !(through > 0 && holdsThrough)) {
-        throw new Error(`the journal is generation ${header.identity?.generation ?? 0}, the one before the snapshot's, but does not hold group ${through} the snapshot folded from it: it is an older copy, and what the snapshot's generation held is missing`);
+        throw new Error(
+          `the journal is generation ${header.identity?.generation ?? 0}, the one before the snapshot's, but does not hold group ${through} the snapshot folded from it: it is an older copy, and what the snapshot's generation held is missing`,
+        );
       }
       if (validBytes < (await handle.stat()).size) {
         await handle.truncate(validBytes);

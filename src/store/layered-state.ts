@@ -1,6 +1,16 @@
 import type { JournalCut } from './json-journal.js';
 import type { LogEntry, StoredRecord } from './store.js';
-import { ColdEntry, ColdRecord, warmEntries, warmRecord, type HeldEntry, type HeldRecord, type HistoryFile, type JournalPlacements, type Placement } from './cold-history.js';
+import {
+  ColdEntry,
+  ColdRecord,
+  warmEntries,
+  warmRecord,
+  type HeldEntry,
+  type HeldRecord,
+  type HistoryFile,
+  type JournalPlacements,
+  type Placement,
+} from './cold-history.js';
 import { deepFreeze } from './deep-freeze.js';
 
 /** Synchronous view shared by the committed state and the overlays stacked on it. */
@@ -138,7 +148,12 @@ export class CommittedState implements StateLayer, SnapshotSource {
     const records = new Map([...this.records].map(([kind, byId]) => [kind, [...byId.values()]]));
     const feed = [...this.retainedFeed()];
     const next = this.positions;
-    return { kinds: () => [...records.keys()], recordsOf: (kind) => records.get(kind) ?? [], nextPosition: () => next, retainedFeed: () => feed };
+    return {
+      kinds: () => [...records.keys()],
+      recordsOf: (kind) => records.get(kind) ?? [],
+      nextPosition: () => next,
+      retainedFeed: () => feed,
+    };
   }
 
   /** Loads one record as read from durable storage (or committed): a new version replaces the old. */
@@ -156,7 +171,8 @@ export class CommittedState implements StateLayer, SnapshotSource {
 
   /** Loads one log entry as read from durable storage; entries must arrive in position order. */
   loadEntry(entry: HeldEntry): void {
-    if (entry.position < this.positions) throw new Error(`log entry at position ${entry.position} arrived after position ${this.positions - 1}`);
+    if (entry.position < this.positions)
+      throw new Error(`log entry at position ${entry.position} arrived after position ${this.positions - 1}`);
     let entries = this.streams.get(entry.stream);
     if (entries === undefined) this.streams.set(entry.stream, (entries = []));
     const frozen = entry instanceof ColdEntry ? entry : deepFreeze(entry);
@@ -192,7 +208,8 @@ export class CommittedState implements StateLayer, SnapshotSource {
           if (!held.moveTo(file) && held.file === this.history) stale++;
         } else {
           const at = placed.get(held);
-          if (at !== undefined) byId.set(id, new ColdRecord(held.kind, held.id, held.version, file, at.offset, at.length));
+          if (at !== undefined)
+            byId.set(id, new ColdRecord(held.kind, held.id, held.version, file, at.offset, at.length));
         }
       }
     }
@@ -217,7 +234,11 @@ export class CommittedState implements StateLayer, SnapshotSource {
     this.feed = feed;
     this.trimmed.clear();
     const streams = new Set([...moved.keys()].map((e) => e.stream));
-    for (const stream of streams) this.streams.set(stream, this.streams.get(stream)!.map((e) => moved.get(e) ?? e));
+    for (const stream of streams)
+      this.streams.set(
+        stream,
+        this.streams.get(stream)!.map((e) => moved.get(e) ?? e),
+      );
     const previous = this.history;
     this.history = file;
     if (previous !== file && stale === 0) previous?.close();
@@ -232,12 +253,14 @@ export class CommittedState implements StateLayer, SnapshotSource {
     const { file } = placed;
     for (const [record, at] of placed.records) {
       const byId = this.records.get(record.kind);
-      if (byId?.get(record.id) === record) byId.set(record.id, new ColdRecord(record.kind, record.id, record.version, file, at.offset, at.length));
+      if (byId?.get(record.id) === record)
+        byId.set(record.id, new ColdRecord(record.kind, record.id, record.version, file, at.offset, at.length));
     }
     if (placed.entries.length === 0) return;
     const cold = new Map<HeldEntry, ColdEntry>();
     for (const [entry, at] of placed.entries) {
-      if (!this.trimmed.has(entry)) cold.set(entry, new ColdEntry(entry.stream, entry.sequence, entry.position, file, at.offset, at.length));
+      if (!this.trimmed.has(entry))
+        cold.set(entry, new ColdEntry(entry.stream, entry.sequence, entry.position, file, at.offset, at.length));
     }
     // The group's entries are the newest: look for them from the end of the feed and of each stream.
     let left = cold.size;
@@ -262,9 +285,11 @@ export class CommittedState implements StateLayer, SnapshotSource {
   /** A journal cut: what the state left in `cut.from` is read from `cut.to`, `cut.shift` bytes earlier. */
   moveJournalLines(cut: JournalCut): void {
     for (const byId of this.records.values()) {
-      for (const held of byId.values()) if (held instanceof ColdRecord && held.file === cut.from) held.shiftTo(cut.to, cut.shift);
+      for (const held of byId.values())
+        if (held instanceof ColdRecord && held.file === cut.from) held.shiftTo(cut.to, cut.shift);
     }
-    for (const entry of this.feed) if (entry instanceof ColdEntry && entry.file === cut.from) entry.shiftTo(cut.to, cut.shift);
+    for (const entry of this.feed)
+      if (entry instanceof ColdEntry && entry.file === cut.from) entry.shiftTo(cut.to, cut.shift);
   }
 
   /** Closes the history file (the store is closing; nothing cold can be read after this). */

@@ -193,8 +193,14 @@ export class Overlay implements StateLayer, StoreTransaction {
 
   async append<T>(stream: string, data: T, expectedSequence?: number): Promise<LogEntry<T>> {
     const sequence = this.streamHead(stream);
-    if (expectedSequence !== undefined && expectedSequence !== sequence) throw new StreamSequenceError(stream, expectedSequence, sequence);
-    const entry: LogEntry<T> = deepFreeze({ stream, sequence, position: this.nextPosition(), data: structuredClone(data) });
+    if (expectedSequence !== undefined && expectedSequence !== sequence)
+      throw new StreamSequenceError(stream, expectedSequence, sequence);
+    const entry: LogEntry<T> = deepFreeze({
+      stream,
+      sequence,
+      position: this.nextPosition(),
+      data: structuredClone(data),
+    });
     this.appended.push(entry);
     let own = this.appendedByStream.get(stream);
     if (own === undefined) this.appendedByStream.set(stream, (own = []));
@@ -220,14 +226,16 @@ export class Overlay implements StateLayer, StoreTransaction {
   /** Moves every write, append and trim into `target`, which must be this overlay's parent. */
   mergeInto(target: Overlay | CommittedState): void {
     if (target instanceof Overlay) {
-      for (const [kind, writes] of this.writes) for (const [id, record] of writes) target.ownWrites(kind).set(id, record);
+      for (const [kind, writes] of this.writes)
+        for (const [id, record] of writes) target.ownWrites(kind).set(id, record);
       for (const entry of this.appended) {
         target.appended.push(entry);
         let own = target.appendedByStream.get(entry.stream);
         if (own === undefined) target.appendedByStream.set(entry.stream, (own = []));
         own.push(entry);
       }
-      for (const [stream, before] of this.trims) target.trims.set(stream, Math.max(before, target.trims.get(stream) ?? 0));
+      for (const [stream, before] of this.trims)
+        target.trims.set(stream, Math.max(before, target.trims.get(stream) ?? 0));
       return;
     }
     for (const [kind, writes] of this.writes) {

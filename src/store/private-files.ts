@@ -36,12 +36,17 @@ export function refuseReadOnly(file: string): void {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
     throw error;
   }
-  if ((mode & 0o200) === 0) throw new StoreReadOnlyError(file, `its mode is 0${(mode & 0o777).toString(8)}, without write permission for its owner`);
+  if ((mode & 0o200) === 0)
+    throw new StoreReadOnlyError(
+      file,
+      `its mode is 0${(mode & 0o777).toString(8)}, without write permission for its owner`,
+    );
   try {
     accessSync(file, constants.W_OK);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') throw new StoreReadOnlyError(file, `${code}: this process may not write it`);
+    if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS')
+      throw new StoreReadOnlyError(file, `${code}: this process may not write it`);
     throw error;
   }
 }

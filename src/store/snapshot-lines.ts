@@ -17,7 +17,8 @@ export function dataChecksum(data: string | Uint8Array): string {
 }
 
 /** Whether data has the checksum a line's head states (compared as numbers: no string per line). */
-export const checksumHolds = (data: string | Uint8Array, head: LineHead) => head.checksum !== undefined && crc32(data) === head.checksumValue;
+export const checksumHolds = (data: string | Uint8Array, head: LineHead) =>
+  head.checksum !== undefined && crc32(data) === head.checksumValue;
 
 /** What precedes an item line's data; `dataStart` is where the data text begins (in characters of the line). */
 interface LineHead {
@@ -44,7 +45,9 @@ export interface EntryHead extends LineHead {
 const STRING = '("(?:[^"\\\\]|\\\\.)*")';
 const CHECKSUM = '(?:"crc32":"([0-9a-f]{8})",)?';
 const RECORD_HEAD = new RegExp(`^${STRING}:\\{"version":(\\d{1,15}),"terminal":(true|false),${CHECKSUM}"data":`);
-const ENTRY_HEAD = new RegExp(`^\\{"stream":${STRING},"sequence":(\\d{1,15}),"position":(\\d{1,15}),${CHECKSUM}"data":`);
+const ENTRY_HEAD = new RegExp(
+  `^\\{"stream":${STRING},"sequence":(\\d{1,15}),"position":(\\d{1,15}),${CHECKSUM}"data":`,
+);
 
 /**
  * The head of a record line, or undefined if the line does not begin as one. Only the beginning is read:
@@ -53,14 +56,28 @@ const ENTRY_HEAD = new RegExp(`^\\{"stream":${STRING},"sequence":(\\d{1,15}),"po
 export function recordHead(line: string): RecordHead | undefined {
   const m = RECORD_HEAD.exec(line);
   if (m === null) return undefined;
-  return { id: stringToken(m[1]!), version: Number(m[2]), terminal: m[3] === 'true', checksum: m[4], checksumValue: parseInt(m[4]!, 16), dataStart: m[0].length };
+  return {
+    id: stringToken(m[1]!),
+    version: Number(m[2]),
+    terminal: m[3] === 'true',
+    checksum: m[4],
+    checksumValue: parseInt(m[4]!, 16),
+    dataStart: m[0].length,
+  };
 }
 
 /** The head of a log entry line, the same way. */
 export function entryHead(line: string): EntryHead | undefined {
   const m = ENTRY_HEAD.exec(line);
   if (m === null) return undefined;
-  return { stream: stringToken(m[1]!), sequence: Number(m[2]), position: Number(m[3]), checksum: m[4], checksumValue: parseInt(m[4]!, 16), dataStart: m[0].length };
+  return {
+    stream: stringToken(m[1]!),
+    sequence: Number(m[2]),
+    position: Number(m[3]),
+    checksum: m[4],
+    checksumValue: parseInt(m[4]!, 16),
+    dataStart: m[0].length,
+  };
 }
 
 /**
@@ -70,7 +87,8 @@ export function entryHead(line: string): EntryHead | undefined {
 const stringToken = (token: string) => JSON.parse(token) as string;
 
 /** The data text of a whole line (without its trailing comma) whose head is known, or undefined if the line does not end as an item. */
-export const dataText = (line: string, head: LineHead) => (line.endsWith('}') ? line.slice(head.dataStart, -1) : undefined);
+export const dataText = (line: string, head: LineHead) =>
+  line.endsWith('}') ? line.slice(head.dataStart, -1) : undefined;
 
 /** A record line in the current format (data already encoded). */
 export function recordLine(id: string, version: number, terminal: boolean, data: string): string {

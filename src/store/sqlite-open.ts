@@ -1,4 +1,16 @@
-import { closeSync, existsSync, fchmodSync, fstatSync, fsyncSync, openSync, readdirSync, readSync, renameSync, rmSync, statSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  fchmodSync,
+  fstatSync,
+  fsyncSync,
+  openSync,
+  readdirSync,
+  readSync,
+  renameSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import Database from 'better-sqlite3';
@@ -30,7 +42,12 @@ export const INTEGRITY_CHECK_BYTES = 128 * 1_048_576;
  * them itself), as are SQLite's own statistics tables.
  */
 export function schemaChecksum(db: Database.Database): string {
-  const rows = db.prepare("SELECT type, name, tbl_name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_stat%' ORDER BY type, name").raw().all() as unknown[][];
+  const rows = db
+    .prepare(
+      "SELECT type, name, tbl_name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_stat%' ORDER BY type, name",
+    )
+    .raw()
+    .all() as unknown[][];
   return crc32(JSON.stringify(rows)).toString(16).padStart(8, '0');
 }
 
@@ -59,21 +76,40 @@ export function checkDatabaseHeader(path: string): boolean {
   try {
     const stat = fstatSync(fd);
     if (!stat.isFile()) throw new StoreCorruptError(path, 'not a regular file');
-    if (stat.size === 0) throw new StoreCorruptError(path, 'the file is empty (0 bytes), not an SQLite database; only a path that does not exist gets a new store');
+    if (stat.size === 0)
+      throw new StoreCorruptError(
+        path,
+        'the file is empty (0 bytes), not an SQLite database; only a path that does not exist gets a new store',
+      );
     const header = Buffer.alloc(100);
     const read = readSync(fd, header, 0, header.length, 0);
-    if (read < header.length || !header.subarray(0, 16).equals(SQLITE_MAGIC)) throw new StoreCorruptError(path, 'not an SQLite database (it does not begin with "SQLite format 3")');
+    if (read < header.length || !header.subarray(0, 16).equals(SQLITE_MAGIC))
+      throw new StoreCorruptError(path, 'not an SQLite database (it does not begin with "SQLite format 3")');
     const rawPageSize = header.readUInt16BE(16);
     const pageSize = rawPageSize === 1 ? 65_536 : rawPageSize;
-    const wellFormed = pageSize >= 512 && (pageSize & (pageSize - 1)) === 0 && [1, 2].includes(header[18]!) && [1, 2].includes(header[19]!) && header[21] === 64 && header[22] === 32 && header[23] === 32;
+    const wellFormed =
+      pageSize >= 512 &&
+      (pageSize & (pageSize - 1)) === 0 &&
+      [1, 2].includes(header[18]!) &&
+      [1, 2].includes(header[19]!) &&
+      header[21] === 64 &&
+      header[22] === 32 &&
+      header[23] === 32;
     if (!wellFormed) throw new StoreCorruptError(path, 'its SQLite header is malformed');
-    if (stat.size % pageSize !== 0) throw new StoreCorruptError(path, `its size (${stat.size} bytes) is not a whole number of ${pageSize}-byte pages; the file may be truncated`);
+    if (stat.size % pageSize !== 0)
+      throw new StoreCorruptError(
+        path,
+        `its size (${stat.size} bytes) is not a whole number of ${pageSize}-byte pages; the file may be truncated`,
+      );
     // The header's page count is current when its "valid for" counter equals the change counter; a
     // write-ahead log may hold pages past the file's end until it is folded in.
     const pages = header.readUInt32BE(28);
     const countValid = header.readUInt32BE(24) === header.readUInt32BE(92);
     if (countValid && pages * pageSize > stat.size && sizeOf(`${path}-wal`) === 0) {
-      throw new StoreCorruptError(path, `it holds ${stat.size / pageSize} pages where its header counts ${pages}; the file is truncated`);
+      throw new StoreCorruptError(
+        path,
+        `it holds ${stat.size / pageSize} pages where its header counts ${pages}; the file is truncated`,
+      );
     }
     return true;
   } finally {
@@ -137,16 +173,27 @@ export function inspectDatabase(path: string, integrityCheckBytes: number): stri
   try {
     const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all() as string[];
     if (!tables.includes('meta')) throw new StoreCorruptError(path, 'not a coven-automata SQLite store');
-    const version = db.prepare("SELECT value FROM meta WHERE key = 'schemaVersion'").pluck().get() as string | undefined;
+    const version = db.prepare("SELECT value FROM meta WHERE key = 'schemaVersion'").pluck().get() as
+      string | undefined;
     if (version !== String(SCHEMA_VERSION) && !MIGRATES_FROM.has(version ?? '')) {
-      throw new StoreCorruptError(path, `schema version ${String(version)} is not supported (this build reads ${[...MIGRATES_FROM, SCHEMA_VERSION].join(', ')})`);
+      throw new StoreCorruptError(
+        path,
+        `schema version ${String(version)} is not supported (this build reads ${[...MIGRATES_FROM, SCHEMA_VERSION].join(', ')})`,
+      );
     }
     const sum = db.prepare("SELECT value FROM meta WHERE key = 'schemaChecksum'").pluck().get();
-    if (version === String(SCHEMA_VERSION) && sum !== schemaChecksum(db)) throw new StoreCorruptError(path, 'its schema is not the one this store recorded (a table or index definition changed)');
+    if (version === String(SCHEMA_VERSION) && sum !== schemaChecksum(db))
+      throw new StoreCorruptError(
+        path,
+        'its schema is not the one this store recorded (a table or index definition changed)',
+      );
     if (sizeOf(path) + sizeOf(`${path}-wal`) <= integrityCheckBytes) {
       const problems = db.pragma('integrity_check(20)', { simple: false }) as Array<{ integrity_check: string }>;
       if (problems.length !== 1 || problems[0]!.integrity_check !== 'ok') {
-        throw new StoreCorruptError(path, `SQLite's integrity check failed: ${problems.map((p) => p.integrity_check).join('; ')}`);
+        throw new StoreCorruptError(
+          path,
+          `SQLite's integrity check failed: ${problems.map((p) => p.integrity_check).join('; ')}`,
+        );
       }
     }
     return version!;
@@ -168,6 +215,10 @@ export function addChecksums(db: Database.Database): void {
   db.function('coven_record_crc', { deterministic: true }, (kind, id, version, terminal, data) =>
     recordChecksum(kind as string, id as string, version as number, terminal as number, data as string),
   );
-  db.function('coven_entry_crc', { deterministic: true }, (stream, sequence, position, data) => entryChecksum(stream as string, sequence as number, position as number, data as string));
-  db.exec('UPDATE records SET crc = coven_record_crc(kind, id, version, terminal, data); UPDATE log SET crc = coven_entry_crc(stream, sequence, position, data);');
+  db.function('coven_entry_crc', { deterministic: true }, (stream, sequence, position, data) =>
+    entryChecksum(stream as string, sequence as number, position as number, data as string),
+  );
+  db.exec(
+    'UPDATE records SET crc = coven_record_crc(kind, id, version, terminal, data); UPDATE log SET crc = coven_entry_crc(stream, sequence, position, data);',
+  );
 }

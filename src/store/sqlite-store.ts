@@ -6,10 +6,26 @@ import { CommitQueue, type QueuedTransaction } from './commit-queue.js';
 import { WriterCache } from './sqlite-writer-cache.js';
 import { acquireStoreLock, type HeldLock } from './file-lock.js';
 import { makePrivateFolder, PRIVATE_FILE_MODE, refuseReadOnly } from './private-files.js';
-import { absentSidecars, addChecksums, checkDatabaseHeader, createDatabase, inspectDatabase, INTEGRITY_CHECK_BYTES, recordSchemaChecksum, SCHEMA_VERSION } from './sqlite-open.js';
+import {
+  absentSidecars,
+  addChecksums,
+  checkDatabaseHeader,
+  createDatabase,
+  inspectDatabase,
+  INTEGRITY_CHECK_BYTES,
+  recordSchemaChecksum,
+  SCHEMA_VERSION,
+} from './sqlite-open.js';
 import { asStoreError } from './sqlite-rows.js';
 import { SqliteReader, SqliteTransaction, Statements, VERSIONS_INDEXED } from './sqlite-transaction.js';
-import { CommitListeners, StoreClosedError, StoreCorruptError, type Store, type StoreReader, type StoreTransaction } from './store.js';
+import {
+  CommitListeners,
+  StoreClosedError,
+  StoreCorruptError,
+  type Store,
+  type StoreReader,
+  type StoreTransaction,
+} from './store.js';
 
 export interface SqliteStoreOptions {
   /** `FULL` (default) fsyncs every commit; `NORMAL` trades the last commits on power loss for speed under WAL. */
@@ -91,8 +107,6 @@ function configure(writer: Database.Database, options: SqliteStoreOptions): void
 /** SQLite gave up waiting for a lock (after `busy_timeout`): another connection held the database. */
 const isBusy = (error: unknown) => /^SQLITE_(BUSY|LOCKED)/.test((error as { code?: string }).code ?? '');
 
-
-
 /**
  * The Store port on SQLite (better-sqlite3): WAL, real transactions, compare-and-set through conditional
  * updates and unique constraints, `synchronous=FULL` by default. Queued transactions are grouped into one
@@ -146,15 +160,19 @@ export class SqliteStore implements Store {
         inspectDatabase(path, options.integrityCheckBytes ?? INTEGRITY_CHECK_BYTES);
       } else createDatabase(path, SCHEMA, NEW_STORE_PAGE_SIZE);
       // SQLite gives its -wal and -shm the database file's mode: the inspection may have made them already.
-      for (const own of [path, `${path}-wal`, `${path}-shm`]) if (own === path || existsSync(own)) chmodSync(own, PRIVATE_FILE_MODE);
+      for (const own of [path, `${path}-wal`, `${path}-shm`])
+        if (own === path || existsSync(own)) chmodSync(own, PRIVATE_FILE_MODE);
       writer = new Database(path, { fileMustExist: true });
       configure(writer, options);
       writer.transaction(() => {
         writer!.exec(SCHEMA);
-        const version = writer!.prepare("SELECT value FROM meta WHERE key = 'schemaVersion'").pluck().get() as string | undefined;
+        const version = writer!.prepare("SELECT value FROM meta WHERE key = 'schemaVersion'").pluck().get() as
+          string | undefined;
         if (version !== String(SCHEMA_VERSION)) {
           addChecksums(writer!);
-          writer!.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('schemaVersion', ?)").run(String(SCHEMA_VERSION));
+          writer!
+            .prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('schemaVersion', ?)")
+            .run(String(SCHEMA_VERSION));
         }
         recordSchemaChecksum(writer!);
       })();
@@ -257,7 +275,8 @@ export class SqliteStore implements Store {
    * open on the writer; the next call, or SQLite's own bound, folds it.
    */
   async checkpoint(): Promise<void> {
-    if (this.queue.isClosed || this.writer.inTransaction || this.writesSinceCheckpoint < CHECKPOINT_AFTER_WRITES) return;
+    if (this.queue.isClosed || this.writer.inTransaction || this.writesSinceCheckpoint < CHECKPOINT_AFTER_WRITES)
+      return;
     try {
       this.writer.pragma('wal_checkpoint(PASSIVE)');
       this.writesSinceCheckpoint = 0;

@@ -1,7 +1,17 @@
 import type Database from 'better-sqlite3';
 import type { WriterCache } from './sqlite-writer-cache.js';
 import { deepFreeze } from './deep-freeze.js';
-import { checkedEntry, checkedPage, checkedRecord, checkedVersion, entryChecksum, inOrder, recordChecksum, type LogRow, type Row } from './sqlite-rows.js';
+import {
+  checkedEntry,
+  checkedPage,
+  checkedRecord,
+  checkedVersion,
+  entryChecksum,
+  inOrder,
+  recordChecksum,
+  type LogRow,
+  type Row,
+} from './sqlite-rows.js';
 import {
   LogTrimError,
   StoreConflictError,
@@ -27,7 +37,6 @@ export const VERSIONS_INDEXED = new Map([
   ['plan-cursor', 'versions_of_plan_cursors'],
 ]);
 
-
 const UNIQUE_VIOLATION = new Set(['SQLITE_CONSTRAINT_UNIQUE', 'SQLITE_CONSTRAINT_PRIMARYKEY']);
 
 /**
@@ -38,10 +47,21 @@ const UNIQUE_VIOLATION = new Set(['SQLITE_CONSTRAINT_UNIQUE', 'SQLITE_CONSTRAINT
  * constants, so the literal is safe.
  */
 function rangeQuery(columns: string, kind: string, options: ListOptions, index?: string): [string, unknown[]] {
-  const bounds = [...(options.after === undefined ? [] : ['id > ?']), ...(options.before === undefined ? [] : ['id < ?'])];
+  const bounds = [
+    ...(options.after === undefined ? [] : ['id > ?']),
+    ...(options.before === undefined ? [] : ['id < ?']),
+  ];
   const source = index === undefined ? 'records WHERE kind = ?' : `records INDEXED BY ${index} WHERE kind = '${kind}'`;
   const sql = `SELECT ${columns} FROM ${source}${bounds.map((b) => ` AND ${b}`).join('')} ORDER BY id LIMIT ?`;
-  return [sql, [...(index === undefined ? [kind] : []), ...(options.after === undefined ? [] : [options.after]), ...(options.before === undefined ? [] : [options.before]), options.limit ?? -1]];
+  return [
+    sql,
+    [
+      ...(index === undefined ? [kind] : []),
+      ...(options.after === undefined ? [] : [options.after]),
+      ...(options.before === undefined ? [] : [options.before]),
+      options.limit ?? -1,
+    ],
+  ];
 }
 
 /** Prepared once per connection: preparing per call costs more than most of the queries it runs. */
@@ -77,7 +97,12 @@ export class SqliteReader implements StoreReader {
   }
   async list<T>(kind: string, options: ListOptions = {}): Promise<Array<StoredRecord<T>>> {
     const [sql, values] = rangeQuery('*', kind, options);
-    return checkedPage(this.sql.file, kind, options, (this.sql.get(sql).all(...values) as Row[]).map((r) => checkedRecord<T>(this.sql.file, r, kind)));
+    return checkedPage(
+      this.sql.file,
+      kind,
+      options,
+      (this.sql.get(sql).all(...values) as Row[]).map((r) => checkedRecord<T>(this.sql.file, r, kind)),
+    );
   }
   async versions(kind: string, options: ListOptions = {}): Promise<RecordVersion[]> {
     const [sql, values] = rangeQuery('id, version', kind, options, VERSIONS_INDEXED.get(kind));
@@ -91,11 +116,25 @@ export class SqliteReader implements StoreReader {
     const rows = this.sql
       .get('SELECT * FROM log WHERE stream = ? AND sequence > ? ORDER BY sequence LIMIT ?')
       .all(stream, options.after ?? -1, options.limit ?? -1) as LogRow[];
-    return inOrder(this.sql.file, `stream ${stream}`, options.after ?? -1, rows.map((r) => checkedEntry<T>(this.sql.file, r, stream)), (e) => e.sequence);
+    return inOrder(
+      this.sql.file,
+      `stream ${stream}`,
+      options.after ?? -1,
+      rows.map((r) => checkedEntry<T>(this.sql.file, r, stream)),
+      (e) => e.sequence,
+    );
   }
   async readFeed<T>(options: ReadLogOptions = {}): Promise<Array<LogEntry<T>>> {
-    const rows = this.sql.get('SELECT * FROM log WHERE position > ? ORDER BY position LIMIT ?').all(options.after ?? -1, options.limit ?? -1) as LogRow[];
-    return inOrder(this.sql.file, 'the changefeed', options.after ?? -1, rows.map((r) => checkedEntry<T>(this.sql.file, r)), (e) => e.position);
+    const rows = this.sql
+      .get('SELECT * FROM log WHERE position > ? ORDER BY position LIMIT ?')
+      .all(options.after ?? -1, options.limit ?? -1) as LogRow[];
+    return inOrder(
+      this.sql.file,
+      'the changefeed',
+      options.after ?? -1,
+      rows.map((r) => checkedEntry<T>(this.sql.file, r)),
+      (e) => e.position,
+    );
   }
 }
 
@@ -144,12 +183,22 @@ export class SqliteTransaction extends SqliteReader implements StoreTransaction 
     try {
       changed =
         expected === null
-          ? this.sql.get('INSERT INTO records (kind, id, version, terminal, data, crc) VALUES (?, ?, ?, ?, ?, ?)').run(kind, id, version, terminal, text, crc).changes
-          : this.sql.get('UPDATE records SET version = ?, terminal = ?, data = ?, crc = ? WHERE kind = ? AND id = ? AND version = ? AND terminal = 0').run(version, terminal, text, crc, kind, id, expected).changes;
+          ? this.sql
+              .get('INSERT INTO records (kind, id, version, terminal, data, crc) VALUES (?, ?, ?, ?, ?, ?)')
+              .run(kind, id, version, terminal, text, crc).changes
+          : this.sql
+              .get(
+                'UPDATE records SET version = ?, terminal = ?, data = ?, crc = ? WHERE kind = ? AND id = ? AND version = ? AND terminal = 0',
+              )
+              .run(version, terminal, text, crc, kind, id, expected).changes;
     } catch (error) {
       if (!UNIQUE_VIOLATION.has((error as { code?: string }).code ?? '')) throw error;
       this.refusal(kind, id, expected);
-      throw new StoreConflictError(`${kind} ${id} would break a uniqueness rule: ${(error as Error).message}`, { kind, id, expectedVersion: expected });
+      throw new StoreConflictError(`${kind} ${id} would break a uniqueness rule: ${(error as Error).message}`, {
+        kind,
+        id,
+        expectedVersion: expected,
+      });
     }
     if (changed !== 1) {
       this.refusal(kind, id, expected);
@@ -163,12 +212,15 @@ export class SqliteTransaction extends SqliteReader implements StoreTransaction 
 
   /** Throws why a put at `expected` was refused: the record is sealed, or at another version (or absent). */
   private refusal(kind: string, id: string, expected: number | null): void {
-    const current = this.sql.get('SELECT version, terminal FROM records WHERE kind = ? AND id = ?').get(kind, id) as { version: number; terminal: number } | undefined;
+    const current = this.sql.get('SELECT version, terminal FROM records WHERE kind = ? AND id = ?').get(kind, id) as
+      { version: number; terminal: number } | undefined;
     if (current?.terminal === 1) throw new TerminalRecordError(kind, id);
     const currentVersion = current?.version ?? null;
     if (currentVersion !== expected) {
       throw new StoreConflictError(
-        current === undefined ? `${kind} ${id} does not exist (expected version ${String(expected)})` : `${kind} ${id} is at version ${current.version}, not ${String(expected)}`,
+        current === undefined
+          ? `${kind} ${id} does not exist (expected version ${String(expected)})`
+          : `${kind} ${id} is at version ${current.version}, not ${String(expected)}`,
         { kind, id, expectedVersion: expected, currentVersion },
       );
     }
@@ -188,9 +240,15 @@ export class SqliteTransaction extends SqliteReader implements StoreTransaction 
       .get(`DELETE FROM records WHERE kind = ? AND id = ? AND version = ?${evenSealed ? '' : ' AND terminal = 0'}`)
       .run(kind, id, expectedVersion).changes;
     if (removed !== 1) {
-      const current = this.sql.get('SELECT version, terminal FROM records WHERE kind = ? AND id = ?').get(kind, id) as { version: number; terminal: number } | undefined;
+      const current = this.sql.get('SELECT version, terminal FROM records WHERE kind = ? AND id = ?').get(kind, id) as
+        { version: number; terminal: number } | undefined;
       if (current?.terminal === 1 && !evenSealed) throw new TerminalRecordError(kind, id);
-      throw new StoreConflictError(`${kind} ${id} is not at version ${expectedVersion}`, { kind, id, expectedVersion, currentVersion: current?.version ?? null });
+      throw new StoreConflictError(`${kind} ${id} is not at version ${expectedVersion}`, {
+        kind,
+        id,
+        expectedVersion,
+        currentVersion: current?.version ?? null,
+      });
     }
     this.writes++;
     this.cache.remember(kind, id, null);
@@ -198,7 +256,8 @@ export class SqliteTransaction extends SqliteReader implements StoreTransaction 
 
   async append<T>(stream: string, data: T, expectedSequence?: number): Promise<LogEntry<T>> {
     const sequence = await this.head(stream);
-    if (expectedSequence !== undefined && expectedSequence !== sequence) throw new StreamSequenceError(stream, expectedSequence, sequence);
+    if (expectedSequence !== undefined && expectedSequence !== sequence)
+      throw new StreamSequenceError(stream, expectedSequence, sequence);
     const text = JSON.stringify(data);
     if (this.cache.nextPosition === undefined) {
       const last = this.sql.get('SELECT MAX(position) AS p FROM log').get() as { p: number | null };
@@ -206,7 +265,9 @@ export class SqliteTransaction extends SqliteReader implements StoreTransaction 
     }
     const position = this.cache.nextPosition;
     // UNIQUE(stream, sequence) backs the gapless head: a racing append fails instead of duplicating.
-    this.sql.get('INSERT INTO log (position, stream, sequence, data, crc) VALUES (?, ?, ?, ?, ?)').run(position, stream, sequence, text, entryChecksum(stream, sequence, position, text));
+    this.sql
+      .get('INSERT INTO log (position, stream, sequence, data, crc) VALUES (?, ?, ?, ?, ?)')
+      .run(position, stream, sequence, text, entryChecksum(stream, sequence, position, text));
     this.writes++;
     this.cache.rememberHead(stream, sequence + 1);
     this.cache.nextPosition = position + 1;

@@ -127,7 +127,12 @@ export interface Store {
  * Visits every record of a kind in id order a page at a time, so a caller never holds (or, on SQLite,
  * parses) the whole kind at once: a daemon with 10k definitions grew its heap by ≈60 MB listing them each pass.
  */
-export async function forEachPage<T>(reader: StoreReader, kind: string, pageSize: number, visit: (page: Array<StoredRecord<T>>) => void | Promise<void>): Promise<void> {
+export async function forEachPage<T>(
+  reader: StoreReader,
+  kind: string,
+  pageSize: number,
+  visit: (page: Array<StoredRecord<T>>) => void | Promise<void>,
+): Promise<void> {
   let after: string | undefined;
   for (;;) {
     const page = await reader.list<T>(kind, { ...(after === undefined ? {} : { after }), limit: pageSize });
@@ -162,7 +167,11 @@ export class StoreConflictError extends ContractError {
 /** An append named a sequence other than the stream head. Nothing was written. */
 export class StreamSequenceError extends ContractError {
   constructor(stream: string, expected: number, head: number) {
-    super('STREAM_OUT_OF_ORDER', `stream ${stream} is at sequence ${head}, not ${expected}`, { stream, expected, head });
+    super('STREAM_OUT_OF_ORDER', `stream ${stream} is at sequence ${head}, not ${expected}`, {
+      stream,
+      expected,
+      head,
+    });
     this.name = 'StreamSequenceError';
   }
 }
@@ -170,7 +179,11 @@ export class StreamSequenceError extends ContractError {
 /** A trim would have dropped a stream's newest entry, which keeps its head. Nothing was written. */
 export class LogTrimError extends ContractError {
   constructor(stream: string, before: number, head: number) {
-    super('INTERNAL', `stream ${stream} cannot be trimmed below ${before}: its newest entry is ${head - 1} and always stays`, { stream, before, head });
+    super(
+      'INTERNAL',
+      `stream ${stream} cannot be trimmed below ${before}: its newest entry is ${head - 1} and always stays`,
+      { stream, before, head },
+    );
     this.name = 'LogTrimError';
   }
 }
@@ -197,7 +210,11 @@ export class StoreCorruptError extends ContractError {
  */
 export class StoreReadOnlyError extends ContractError {
   constructor(file: string, cause: string) {
-    super('AUTHORITY_REQUIRED', `store file ${file} is not writable (${cause}); a store is only opened on files it may write, so it was left untouched`, { file, cause });
+    super(
+      'AUTHORITY_REQUIRED',
+      `store file ${file} is not writable (${cause}); a store is only opened on files it may write, so it was left untouched`,
+      { file, cause },
+    );
     this.name = 'StoreReadOnlyError';
   }
 }

@@ -1,6 +1,13 @@
 import { forEachConcurrently } from '../engine/concurrency.js';
 import { moveEntity, LIVE_INDEX, type StepContext } from '../engine/lifecycle.js';
-import { attemptContext, occurrenceContext, stateOf, type AttemptAttributes, type OccurrenceAttributes, type RunAttributes } from '../engine/records.js';
+import {
+  attemptContext,
+  occurrenceContext,
+  stateOf,
+  type AttemptAttributes,
+  type OccurrenceAttributes,
+  type RunAttributes,
+} from '../engine/records.js';
 import type { EngineServices } from '../engine/services.js';
 import type { TerminalEvidence } from '../guards/common.js';
 import type { Observation } from '../runtime/runtime.js';
@@ -35,7 +42,9 @@ export class Worker {
 
   /** Observes one attempt's session; returns true when the attempt settled. */
   async observe(attemptId: string): Promise<boolean> {
-    const attempt = await this.svc.store.read((r) => r.get<Awaited<ReturnType<typeof loadAttempt>>['data']>(KINDS.attempt, attemptId));
+    const attempt = await this.svc.store.read((r) =>
+      r.get<Awaited<ReturnType<typeof loadAttempt>>['data']>(KINDS.attempt, attemptId),
+    );
     if (attempt === undefined) return false;
     const state = attempt.data.snapshot.value;
     const sessionId = attempt.data.attributes.workerCorrelation?.sessionId;
@@ -60,12 +69,28 @@ export class Worker {
     return settled;
   }
 
-  private async openStream(step: StepContext, attemptId: string, sessionId: string, cursors: { eventCursor?: string; logCursor?: string }): Promise<void> {
+  private async openStream(
+    step: StepContext,
+    attemptId: string,
+    sessionId: string,
+    cursors: { eventCursor?: string; logCursor?: string },
+  ): Promise<void> {
     if (stateOf(await loadAttempt(step.tx, attemptId)) !== 'started') return;
-    await moveEntity<AttemptAttributes>(step, 'attempt', attemptId, { type: 'evidence_stream_open', actor: 'worker', sessionId, cursors }, (a) => ({ ...a, outputCursors: cursors, stateReason: 'observing' }));
+    await moveEntity<AttemptAttributes>(
+      step,
+      'attempt',
+      attemptId,
+      { type: 'evidence_stream_open', actor: 'worker', sessionId, cursors },
+      (a) => ({ ...a, outputCursors: cursors, stateReason: 'observing' }),
+    );
   }
 
-  private async settle(step: StepContext, attemptId: string, sessionId: string, observation: Exclude<Observation, { status: 'running' }>): Promise<boolean> {
+  private async settle(
+    step: StepContext,
+    attemptId: string,
+    sessionId: string,
+    observation: Exclude<Observation, { status: 'running' }>,
+  ): Promise<boolean> {
     const attempt = await loadAttempt(step.tx, attemptId);
     const state = stateOf(attempt);
     if (state !== 'started' && state !== 'observing') return false;
@@ -76,25 +101,52 @@ export class Worker {
 
     if (observation.status === 'lost' && this.svc.faults.successWithoutEvidence) {
       // Fault: a vanished session is booked as a success with made-up evidence.
-      return this.settle(step, attemptId, sessionId, { status: 'exited', outcome: 'succeeded', exitCode: 0, cancelled: false });
+      return this.settle(step, attemptId, sessionId, {
+        status: 'exited',
+        outcome: 'succeeded',
+        exitCode: 0,
+        cancelled: false,
+      });
     }
     if (observation.status === 'lost') {
       // The runtime's report that the session is gone ends its evidence: valid at the latest just before now.
       const seen = Date.parse(this.lastSeen.get(attemptId) ?? attempt.data.attributes.openedAt);
       const lastSeen = new Date(Math.min(seen, Date.parse(step.now) - 1)).toISOString();
-      await moveEntity<AttemptAttributes>(step, 'attempt', attemptId, { type: 'evidence_lost', actor: 'scheduler', sessionId, terminalEvidenceSeen: false, evidenceExpiresAt: lastSeen }, (x) => ({
-        ...x,
-        stateReason: observation.detail.slice(0, 500),
-        settledAt: step.now,
-      }));
-      await recordReceipt(step, runtime, occurrence, run, await loadAttempt(step.tx, attemptId), { disposition: 'ambiguous', detail: observation.detail.slice(0, 500), recoveryDisposition: 'deferred_to_operator' });
-      if (stateOf(occurrence) === 'running' && occurrence.data.attributes.activeRunRef === run.id) {
-        await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrence.id, { type: 'evidence_lost', actor: 'scheduler', sessionId, terminalEvidenceSeen: false }, (x) => ({
+      await moveEntity<AttemptAttributes>(
+        step,
+        'attempt',
+        attemptId,
+        {
+          type: 'evidence_lost',
+          actor: 'scheduler',
+          sessionId,
+          terminalEvidenceSeen: false,
+          evidenceExpiresAt: lastSeen,
+        },
+        (x) => ({
           ...x,
-          stateReason: 'runtime lost mid-run: outcome cannot be determined automatically',
-          recovery: { enteredAt: step.now, evidence: 'runtime_lost' },
-          updatedAt: step.now,
-        }));
+          stateReason: observation.detail.slice(0, 500),
+          settledAt: step.now,
+        }),
+      );
+      await recordReceipt(step, runtime, occurrence, run, await loadAttempt(step.tx, attemptId), {
+        disposition: 'ambiguous',
+        detail: observation.detail.slice(0, 500),
+        recoveryDisposition: 'deferred_to_operator',
+      });
+      if (stateOf(occurrence) === 'running' && occurrence.data.attributes.activeRunRef === run.id) {
+        await moveEntity<OccurrenceAttributes>(
+          step,
+          'occurrence',
+          occurrence.id,
+          { type: 'evidence_lost', actor: 'scheduler', sessionId, terminalEvidenceSeen: false },
+          (x) => ({
+            ...x,
+            stateReason: 'runtime lost mid-run: outcome cannot be determined automatically',
+            recovery: { enteredAt: step.now, evidence: 'runtime_lost' },
+            updatedAt: step.now,
+          }),
+        );
         if (this.svc.faults.autoRetryAmbiguous) await this.retryWithoutOperator(step, occurrence.id, run.id);
       }
       return true;
@@ -112,12 +164,21 @@ export class Worker {
       verified: true,
       ...(observation.outputDigest === undefined ? {} : { outputDigest: observation.outputDigest }),
     };
-    const settledAttempt = await moveEntity<AttemptAttributes>(step, 'attempt', attemptId, { type: 'run_settled', actor: 'worker', evidence }, (x) => ({
-      ...x,
-      evidence,
-      stateReason: observation.outcome === 'succeeded' ? 'verified completion evidence' : `verified failure evidence (exit ${String(observation.exitCode)})`,
-      settledAt: step.now,
-    }));
+    const settledAttempt = await moveEntity<AttemptAttributes>(
+      step,
+      'attempt',
+      attemptId,
+      { type: 'run_settled', actor: 'worker', evidence },
+      (x) => ({
+        ...x,
+        evidence,
+        stateReason:
+          observation.outcome === 'succeeded'
+            ? 'verified completion evidence'
+            : `verified failure evidence (exit ${String(observation.exitCode)})`,
+        settledAt: step.now,
+      }),
+    );
     // The occurrence and run settle first; the receipt is written in the same commit, so nothing can observe
     // either settled without it, and the changefeed reads settled -> finished -> sealed.
     const receiptId = receiptIdFor(attemptId);
@@ -131,7 +192,8 @@ export class Worker {
       {
         disposition: settledAttempt.to,
         ...(settledAttempt.to === 'failed' ? { failureClass: 'runtime_error' } : {}),
-        detail: settledAttempt.to === 'succeeded' ? 'verified completion evidence' : `exit ${String(observation.exitCode)}`,
+        detail:
+          settledAttempt.to === 'succeeded' ? 'verified completion evidence' : `exit ${String(observation.exitCode)}`,
         recoveryDisposition: 'not_required',
       },
       observation.outputDigest,
@@ -173,29 +235,54 @@ export class Worker {
     const a = attemptContext(attempt);
     const requestedAt = attempt.data.attributes.cancelRequestedAt ?? step.now;
     const cancellation = { requestedAt, acknowledgedAt: step.now };
-    await moveEntity<AttemptAttributes>(step, 'attempt', attemptId, { type: 'cancel_acknowledged', actor: 'command_handler', cancellation }, (x) => ({ ...x, stateReason: 'cancellation acknowledged by runtime', settledAt: step.now }));
+    await moveEntity<AttemptAttributes>(
+      step,
+      'attempt',
+      attemptId,
+      { type: 'cancel_acknowledged', actor: 'command_handler', cancellation },
+      (x) => ({ ...x, stateReason: 'cancellation acknowledged by runtime', settledAt: step.now }),
+    );
     const run = await loadRun(step.tx, a.runId);
     const occurrence = await loadOccurrence(step.tx, a.occurrenceId);
-    await recordReceipt(step, this.svc.runtime(attempt.data.attributes.runtimeId), occurrence, run, await loadAttempt(step.tx, attemptId), {
-      disposition: 'cancelled',
-      detail: `session ${sessionId} stopped on request`,
-      recoveryDisposition: 'not_required',
-    });
+    await recordReceipt(
+      step,
+      this.svc.runtime(attempt.data.attributes.runtimeId),
+      occurrence,
+      run,
+      await loadAttempt(step.tx, attemptId),
+      {
+        disposition: 'cancelled',
+        detail: `session ${sessionId} stopped on request`,
+        recoveryDisposition: 'not_required',
+      },
+    );
     if (stateOf(run) === 'running') {
-      await moveEntity<RunAttributes>(step, 'run', run.id, { type: 'cancel_acknowledged', actor: 'command_handler' }, (x) => ({
-        ...x,
-        stateReason: 'cancelled on request',
-        finishedAt: step.now,
-        terminalDisposition: { outcome: 'cancelled', failureClass: 'cancelled_by_request' },
-      }));
+      await moveEntity<RunAttributes>(
+        step,
+        'run',
+        run.id,
+        { type: 'cancel_acknowledged', actor: 'command_handler' },
+        (x) => ({
+          ...x,
+          stateReason: 'cancelled on request',
+          finishedAt: step.now,
+          terminalDisposition: { outcome: 'cancelled', failureClass: 'cancelled_by_request' },
+        }),
+      );
     }
     if (stateOf(occurrence) === 'running') {
-      await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrence.id, { type: 'cancel_acknowledged', actor: 'command_handler', cancellation }, (x) => ({
-        ...x,
-        stateReason: 'cancellation acknowledged by runtime',
-        cancellation: { ...(x.cancellation ?? { requestedAt }), acknowledgedAt: step.now },
-        updatedAt: step.now,
-      }));
+      await moveEntity<OccurrenceAttributes>(
+        step,
+        'occurrence',
+        occurrence.id,
+        { type: 'cancel_acknowledged', actor: 'command_handler', cancellation },
+        (x) => ({
+          ...x,
+          stateReason: 'cancellation acknowledged by runtime',
+          cancellation: { ...(x.cancellation ?? { requestedAt }), acknowledgedAt: step.now },
+          updatedAt: step.now,
+        }),
+      );
     }
     return true;
   }

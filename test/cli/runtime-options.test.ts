@@ -1,4 +1,13 @@
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeEach, describe, expect, test } from 'vitest';
@@ -19,33 +28,71 @@ describe('the CLI confines and equips the child-process runtime', () => {
   });
   const definition = (id: string, cwd?: string) => {
     const file = join(dir, `${id}-${Math.random().toString(36).slice(2)}.json`);
-    writeFileSync(file, JSON.stringify({
-      schemaVersion: 'coven.automations.v1',
-      automationId: id,
-      display: { name: id },
-      trigger: { variant: 'schedule', version: 1, schedule: { rrule: 'FREQ=DAILY;BYHOUR=2', timezone: 'Europe/Berlin' } },
-      action: { variant: 'familiarInvocation', version: 1, prompt: 'job', ...(cwd === undefined ? {} : { cwd }) },
-      binding: { familiarBindingPolicy: 'exact', familiarId: 'charm', authority: { approvalPolicyRef: 'policy://charm' } },
-      runtimeRequirements: { runtimeId: 'coven-code', capabilities: [] },
-      policies: { timeout: { perRunMinutes: 10 }, retry: { maxAttempts: 1, backoffPolicy: 'none' }, concurrency: { overlap: 'forbid' }, misfire: { disposition: 'latest' }, retention: { occurrenceHistory: { classification: 'standard' } } },
-    }));
+    writeFileSync(
+      file,
+      JSON.stringify({
+        schemaVersion: 'coven.automations.v1',
+        automationId: id,
+        display: { name: id },
+        trigger: {
+          variant: 'schedule',
+          version: 1,
+          schedule: { rrule: 'FREQ=DAILY;BYHOUR=2', timezone: 'Europe/Berlin' },
+        },
+        action: { variant: 'familiarInvocation', version: 1, prompt: 'job', ...(cwd === undefined ? {} : { cwd }) },
+        binding: {
+          familiarBindingPolicy: 'exact',
+          familiarId: 'charm',
+          authority: { approvalPolicyRef: 'policy://charm' },
+        },
+        runtimeRequirements: { runtimeId: 'coven-code', capabilities: [] },
+        policies: {
+          timeout: { perRunMinutes: 10 },
+          retry: { maxAttempts: 1, backoffPolicy: 'none' },
+          concurrency: { overlap: 'forbid' },
+          misfire: { disposition: 'latest' },
+          retention: { occurrenceHistory: { classification: 'standard' } },
+        },
+      }),
+    );
     return file;
   };
-  const stateOf = async (id: string) => (JSON.parse((await cli('--store', store, '--json', 'get', id)).out) as { result: { lifecycleState: string; revision: number } }).result;
+  const stateOf = async (id: string) =>
+    (
+      JSON.parse((await cli('--store', store, '--json', 'get', id)).out) as {
+        result: { lifecycleState: string; revision: number };
+      }
+    ).result;
 
   test('a cwd outside the store folder (/etc, ../../../../, a symlink out) is refused at activation with VALIDATION_FAILED naming the field and the roots', async () => {
     symlinkSync('/etc', join(folder, 'etc-link'));
-    for (const [id, cwd] of [['etc', '/etc'], ['up', '../../../../'], ['link', 'etc-link']] as const) {
+    for (const [id, cwd] of [
+      ['etc', '/etc'],
+      ['up', '../../../../'],
+      ['link', 'etc-link'],
+    ] as const) {
       expect((await cli('--store', store, 'apply', '-f', definition(id, cwd))).code).toBe(0);
       const human = await cli('--store', store, 'activate', id);
       expect(human.code).toBe(1);
-      expect(human.err).toMatch(new RegExp(`^VALIDATION_FAILED \\(400\\): definition ${id}: action\\.cwd .* outside every cwd root \\(${folder}\\)`));
-      const json = JSON.parse((await cli('--store', store, '--json', 'activate', id)).out) as { outcome: string; error: { code: string; details: Record<string, unknown> } };
-      expect(json).toMatchObject({ outcome: 'rejected', error: { code: 'VALIDATION_FAILED', details: { field: 'action.cwd', cwd, roots: [folder] } } });
+      expect(human.err).toMatch(
+        new RegExp(
+          `^VALIDATION_FAILED \\(400\\): definition ${id}: action\\.cwd .* outside every cwd root \\(${folder}\\)`,
+        ),
+      );
+      const json = JSON.parse((await cli('--store', store, '--json', 'activate', id)).out) as {
+        outcome: string;
+        error: { code: string; details: Record<string, unknown> };
+      };
+      expect(json).toMatchObject({
+        outcome: 'rejected',
+        error: { code: 'VALIDATION_FAILED', details: { field: 'action.cwd', cwd, roots: [folder] } },
+      });
       expect(await stateOf(id)).toMatchObject({ lifecycleState: 'paused', revision: 2 });
     }
     // --cwd-root widens the roots (repeatable); the same definition then activates.
-    expect((await cli('--store', store, '--cwd-root', folder, '--cwd-root', '/etc', 'activate', 'etc')).out).toBe('etc: active (revision 3)');
+    expect((await cli('--store', store, '--cwd-root', folder, '--cwd-root', '/etc', 'activate', 'etc')).out).toBe(
+      'etc: active (revision 3)',
+    );
   });
 
   test('revising an active definition onto a cwd outside the roots is refused and commits nothing', async () => {
@@ -53,7 +100,10 @@ describe('the CLI confines and equips the child-process runtime', () => {
     await cli('--store', store, 'apply', '-f', definition('daily', 'work'));
     expect((await cli('--store', store, 'activate', 'daily')).out).toBe('daily: active (revision 3)');
     const revised = await cli('--store', store, 'apply', '-f', definition('daily', '/etc'));
-    expect(revised).toMatchObject({ code: 1, err: expect.stringMatching(/^VALIDATION_FAILED \(400\): definition daily: action\.cwd "\/etc"/) });
+    expect(revised).toMatchObject({
+      code: 1,
+      err: expect.stringMatching(/^VALIDATION_FAILED \(400\): definition daily: action\.cwd "\/etc"/),
+    });
     expect(await stateOf('daily')).toMatchObject({ lifecycleState: 'active', revision: 3 });
   });
 
@@ -75,9 +125,16 @@ describe('the CLI confines and equips the child-process runtime', () => {
         await cli('--store', store, 'activate', id);
       }
       expect((await cli('--store', store, '--command', command, 'run-now', 'plain')).code).toBe(0);
-      expect((await cli('--store', store, '--command', command, '--pass-env', 'CP_CLI_SECRET', 'run-now', 'passing')).code).toBe(0);
+      expect(
+        (await cli('--store', store, '--command', command, '--pass-env', 'CP_CLI_SECRET', 'run-now', 'passing')).code,
+      ).toBe(0);
       // No cwd: sessions run in the first root, the store's folder.
-      const read = (id: string) => eventually(async () => (existsSync(join(dirname(store), `${id}.env`)) ? readFileSync(join(dirname(store), `${id}.env`), 'utf8') : undefined));
+      const read = (id: string) =>
+        eventually(async () =>
+          existsSync(join(dirname(store), `${id}.env`))
+            ? readFileSync(join(dirname(store), `${id}.env`), 'utf8')
+            : undefined,
+        );
       expect(await read('plain')).toBe('unset');
       expect(await read('passing')).toBe('passed');
     } finally {
@@ -86,7 +143,13 @@ describe('the CLI confines and equips the child-process runtime', () => {
   });
 
   test('bad --pass-env and --cwd-root values are usage errors', async () => {
-    expect(await cli('--store', store, '--pass-env', 'A=B', 'list')).toMatchObject({ code: 1, err: '--pass-env: "A=B" is not an environment variable name' });
-    expect(await cli('--store', store, '--cwd-root', join(dir, 'nowhere'), 'list')).toMatchObject({ code: 1, err: expect.stringMatching(/^--cwd-root: cwd root .*nowhere cannot be used/) });
+    expect(await cli('--store', store, '--pass-env', 'A=B', 'list')).toMatchObject({
+      code: 1,
+      err: '--pass-env: "A=B" is not an environment variable name',
+    });
+    expect(await cli('--store', store, '--cwd-root', join(dir, 'nowhere'), 'list')).toMatchObject({
+      code: 1,
+      err: expect.stringMatching(/^--cwd-root: cwd root .*nowhere cannot be used/),
+    });
   });
 });

@@ -12,7 +12,9 @@ test('the walkthrough (npm start) commits every transition on a JSON store and r
   const file = join(dir, 'walkthrough.json');
   await runLifecycleWalkthrough(file, (...l) => lines.push(...l));
   const text = lines.join('\n');
-  expect(text).toContain('refused: ILLEGAL_TRANSITION (422) attempt.v1 refuses runtime_started from dispatcher in state observing');
+  expect(text).toContain(
+    'refused: ILLEGAL_TRANSITION (422) attempt.v1 refuses runtime_started from dispatcher in state observing',
+  );
   expect(lines.filter((l) => /^ {2}# ?\d+ /.test(l))).toHaveLength(13);
   expect(text).toMatch(/definition +nightly-report +active +v3/);
   expect(text).toMatch(/occurrence +nightly-report-\d+ +succeeded +v6 +\(terminal, sealed\)/);

@@ -14,13 +14,22 @@ async function seeded() {
   for (const id of ['a', 'b']) {
     expectCommitted(await handler.handle(command('definition.create.v1', { definition: definitionBody(id) })));
     clock.advance({ minutes: 1 });
-    expectCommitted(await handler.handle(command('definition.revise.v1', { definition: definitionBody(id, { revision: 2, lifecycleState: 'paused' }) }, { expectedRevision: 1 })));
+    expectCommitted(
+      await handler.handle(
+        command(
+          'definition.revise.v1',
+          { definition: definitionBody(id, { revision: 2, lifecycleState: 'paused' }) },
+          { expectedRevision: 1 },
+        ),
+      ),
+    );
     clock.advance({ minutes: 1 });
   }
   return { store, clock, handler };
 }
 
-const read = (handler: CommandHandler, payload: Record<string, unknown>) => handler.handle(command('events.read.v1', payload));
+const read = (handler: CommandHandler, payload: Record<string, unknown>) =>
+  handler.handle(command('events.read.v1', payload));
 
 describe('changefeed', () => {
   test('events.read pages a stream with cursors; every event validates and ids are unique', async () => {
@@ -40,21 +49,43 @@ describe('changefeed', () => {
 
   test('from resolves an instant to a cursor; after and from together are refused', async () => {
     const { handler } = await seeded();
-    const page = expectCommitted(await read(handler, { stream: { kind: 'feed', id: 'all' }, from: '2026-03-01T08:02:00.000Z' }));
-    expect((page.result!.events as EventEnvelope[]).map((e) => e.recordedAt)).toEqual(['2026-03-01T08:02:00.000Z', '2026-03-01T08:03:00.000Z']);
-    expectRejected(await read(handler, { stream: { kind: 'feed', id: 'all' }, after: 1, from: '2026-03-01T08:02:00.000Z' }), 'VALIDATION_FAILED');
+    const page = expectCommitted(
+      await read(handler, { stream: { kind: 'feed', id: 'all' }, from: '2026-03-01T08:02:00.000Z' }),
+    );
+    expect((page.result!.events as EventEnvelope[]).map((e) => e.recordedAt)).toEqual([
+      '2026-03-01T08:02:00.000Z',
+      '2026-03-01T08:03:00.000Z',
+    ]);
+    expectRejected(
+      await read(handler, { stream: { kind: 'feed', id: 'all' }, after: 1, from: '2026-03-01T08:02:00.000Z' }),
+      'VALIDATION_FAILED',
+    );
   });
 
   test('a checkpoint resumes its own stream, is refused on another, and expires with CURSOR_EXPIRED', async () => {
     const { handler, clock } = await seeded();
     const page = expectCommitted(await read(handler, { stream: { kind: 'automation', id: 'a' }, limit: 1 }));
     const checkpoint = page.result!.checkpoint as string;
-    const resumed = expectCommitted(await handler.handle(command('events.subscribe.v1', { stream: { kind: 'automation', id: 'a' }, checkpoint })));
+    const resumed = expectCommitted(
+      await handler.handle(command('events.subscribe.v1', { stream: { kind: 'automation', id: 'a' }, checkpoint })),
+    );
     expect((resumed.result!.events as EventEnvelope[]).map((e) => e.sequence)).toEqual([1]);
-    expectRejected(await handler.handle(command('events.subscribe.v1', { stream: { kind: 'automation', id: 'b' }, checkpoint })), 'VALIDATION_FAILED');
-    expectRejected(await handler.handle(command('events.subscribe.v1', { stream: { kind: 'automation', id: 'a' }, checkpoint: `${checkpoint}x` })), 'VALIDATION_FAILED');
+    expectRejected(
+      await handler.handle(command('events.subscribe.v1', { stream: { kind: 'automation', id: 'b' }, checkpoint })),
+      'VALIDATION_FAILED',
+    );
+    expectRejected(
+      await handler.handle(
+        command('events.subscribe.v1', { stream: { kind: 'automation', id: 'a' }, checkpoint: `${checkpoint}x` }),
+      ),
+      'VALIDATION_FAILED',
+    );
     clock.advance({ hours: 24 });
-    const expired = expectRejected(await handler.handle(command('events.subscribe.v1', { stream: { kind: 'automation', id: 'a' }, checkpoint })), 'CURSOR_EXPIRED', 410);
+    const expired = expectRejected(
+      await handler.handle(command('events.subscribe.v1', { stream: { kind: 'automation', id: 'a' }, checkpoint })),
+      'CURSOR_EXPIRED',
+      410,
+    );
     expect(expired.error?.details).toHaveProperty('expiredAt');
   });
 
@@ -63,7 +94,10 @@ describe('changefeed', () => {
     const controller = new AbortController();
     const received: string[] = [];
     const consumer = (async () => {
-      for await (const event of handler.subscribe({ kind: 'feed', id: 'all' }, { after: 2, signal: controller.signal })) {
+      for await (const event of handler.subscribe(
+        { kind: 'feed', id: 'all' },
+        { after: 2, signal: controller.signal },
+      )) {
         received.push(`${event.stream.id}:${event.kind}`);
         if (received.length === 3) controller.abort();
       }
@@ -76,7 +110,8 @@ describe('changefeed', () => {
 
   test('the reducer ignores redeliveries and refuses regressions', async () => {
     const { handler } = await seeded();
-    const events = (expectCommitted(await read(handler, { stream: { kind: 'automation', id: 'a' } })).result!.events as EventEnvelope[]);
+    const events = expectCommitted(await read(handler, { stream: { kind: 'automation', id: 'a' } })).result!
+      .events as EventEnvelope[];
     const reducer = new StreamReducer({ kind: 'automation', id: 'a' }, (s: string[], e) => [...s, e.kind], []);
     expect(reducer.apply(events[0]!)).toBe(true);
     expect(reducer.apply(events[0]!)).toBe(false);
@@ -109,18 +144,30 @@ describe('legacy import', () => {
       await handler.handle(
         command('legacy.import.v1', {
           source: 'flat-definitions',
-          definitions: [flat('l1'), flat('a'), flat('l2', { familiarId: 'charm', cwd: 'work' }), flat('bad', { rrule: 'FREQ=HOURLY' }), flat('odd', { colour: 'red' }), flat('l1')],
+          definitions: [
+            flat('l1'),
+            flat('a'),
+            flat('l2', { familiarId: 'charm', cwd: 'work' }),
+            flat('bad', { rrule: 'FREQ=HOURLY' }),
+            flat('odd', { colour: 'red' }),
+            flat('l1'),
+          ],
         }),
       ),
     );
     expect(r.result).toMatchObject({ source: 'flat-definitions', dryRun: false, imported: ['l1', 'l2'] });
     expect((r.result!.skipped as Array<{ automationId: string }>).map((s) => s.automationId)).toEqual(['a', 'l1']);
-    expect((r.result!.failures as Array<{ automationId: string; code: string }>).map((f) => [f.automationId, f.code])).toEqual([
+    expect(
+      (r.result!.failures as Array<{ automationId: string; code: string }>).map((f) => [f.automationId, f.code]),
+    ).toEqual([
       ['bad', 'CAPABILITY_UNSUPPORTED'],
       ['odd', 'VALIDATION_FAILED'],
     ]);
     const got = expectCommitted(await handler.handle(command('definition.get.v1', { automationId: 'l2' })));
-    expect(got.result).toMatchObject({ lifecycleState: 'draft', definition: { provenance: { importedFrom: 'legacy:l2' }, extensions: { 'x-legacy-status': 'ACTIVE' } } });
+    expect(got.result).toMatchObject({
+      lifecycleState: 'draft',
+      definition: { provenance: { importedFrom: 'legacy:l2' }, extensions: { 'x-legacy-status': 'ACTIVE' } },
+    });
     const events = await store.read((reader) => reader.readLog<EventEnvelope>('automation/l2'));
     expect(events.map((e) => e.data.kind)).toEqual(['definition.imported']);
   });
@@ -128,11 +175,27 @@ describe('legacy import', () => {
   test('a dry run reports the same verdict and writes nothing, its key included', async () => {
     const { handler, store } = await seeded();
     const feed = await store.read((r) => r.readFeed());
-    const dry = expectCommitted(await handler.handle(command('legacy.import.v1', { source: 'flat-definitions', definitions: [flat('l1')], dryRun: true }, { adoptionKey: 'key-import-0001' })));
+    const dry = expectCommitted(
+      await handler.handle(
+        command(
+          'legacy.import.v1',
+          { source: 'flat-definitions', definitions: [flat('l1')], dryRun: true },
+          { adoptionKey: 'key-import-0001' },
+        ),
+      ),
+    );
     expect(dry.result).toMatchObject({ dryRun: true, imported: ['l1'] });
     expect(await store.read((r) => r.readFeed())).toEqual(feed);
     expectRejected(await handler.handle(command('definition.get.v1', { automationId: 'l1' })), 'NOT_FOUND');
-    const real = expectCommitted(await handler.handle(command('legacy.import.v1', { source: 'flat-definitions', definitions: [flat('l1')] }, { adoptionKey: 'key-import-0001' })));
+    const real = expectCommitted(
+      await handler.handle(
+        command(
+          'legacy.import.v1',
+          { source: 'flat-definitions', definitions: [flat('l1')] },
+          { adoptionKey: 'key-import-0001' },
+        ),
+      ),
+    );
     expect(real.result).toMatchObject({ dryRun: false, imported: ['l1'] });
   });
 });

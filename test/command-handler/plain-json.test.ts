@@ -35,26 +35,61 @@ describe('toPlainJson, the boundary copy', () => {
     expect(refusal(JSON.stringify('x'.repeat(MAX_COMMAND_BYTES - 1)))).toMatchObject({ code: 'PAYLOAD_TOO_LARGE' });
     expect(refusal({ s: 'é'.repeat(MAX_COMMAND_BYTES / 2) }).code).toBe('PAYLOAD_TOO_LARGE');
     // Stops on a lower bound of the output instead of building it: 50 M values would take seconds to write.
-    const huge = new Proxy([], { get: (target, key) => (key === 'length' ? 50_000_000 : key === 'toJSON' ? undefined : typeof key === 'string' && /^\d+$/.test(key) ? 1234567 : Reflect.get(target, key)) });
+    const huge = new Proxy([], {
+      get: (target, key) =>
+        key === 'length'
+          ? 50_000_000
+          : key === 'toJSON'
+            ? undefined
+            : typeof key === 'string' && /^\d+$/.test(key)
+              ? 1234567
+              : Reflect.get(target, key),
+    });
     const started = performance.now();
     expect(refusal(huge).code).toBe('PAYLOAD_TOO_LARGE');
     expect(performance.now() - started).toBeLessThan(5_000);
   });
 
   test('what JSON cannot carry faithfully is VALIDATION_FAILED; what it drops by definition is dropped', () => {
-    for (const odd of [{ n: 1n }, { f: () => 1 }, { s: Symbol('s') }, { x: Number.NaN }, { x: -Infinity }, [undefined], '{"x":1e400}', '{"x":', new Uint8Array([0xff])]) {
+    for (const odd of [
+      { n: 1n },
+      { f: () => 1 },
+      { s: Symbol('s') },
+      { x: Number.NaN },
+      { x: -Infinity },
+      [undefined],
+      '{"x":1e400}',
+      '{"x":',
+      new Uint8Array([0xff]),
+    ]) {
       expect(refusal(odd).code).toBe('VALIDATION_FAILED');
     }
-    expect(toPlainJson({ a: undefined, b: new Date(0), c: Object.assign(Object.create(null) as object, { d: 1 }) })).toEqual({ b: '1970-01-01T00:00:00.000Z', c: { d: 1 } });
+    expect(
+      toPlainJson({ a: undefined, b: new Date(0), c: Object.assign(Object.create(null) as object, { d: 1 }) }),
+    ).toEqual({ b: '1970-01-01T00:00:00.000Z', c: { d: 1 } });
     expect(toPlainJson(new TextEncoder().encode('{"ok":true}'))).toEqual({ ok: true });
   });
 
   test('a thrown value is described without being trusted', () => {
     const { proxy, revoke } = Proxy.revocable({}, {});
     revoke();
-    const throwing = (thrown: unknown) => ({ get a(): never { throw thrown; } });
+    const throwing = (thrown: unknown) => ({
+      get a(): never {
+        throw thrown;
+      },
+    });
     expect(refusal(throwing(proxy)).message).toBe('command is not JSON-serialisable: a thrown object');
-    expect(refusal(throwing(Object.defineProperty(new Error(), 'message', { get: () => { throw new Error('no'); } }))).message).toBe('command is not JSON-serialisable: a thrown object');
+    expect(
+      refusal(
+        throwing(
+          Object.defineProperty(new Error(), 'message', {
+            get: () => {
+              throw new Error('no');
+            },
+          }),
+        ),
+      ).message,
+    ).toBe('command is not JSON-serialisable: a thrown object');
     expect(refusal(throwing('plain words')).message).toBe('command is not JSON-serialisable: plain words');
     expect(refusal(proxy).code).toBe('VALIDATION_FAILED');
   });

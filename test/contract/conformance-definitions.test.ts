@@ -23,14 +23,23 @@ const EXPECTED_CODE: Record<string, string> = {
   'definitions.reject-unknown-field': 'VALIDATION_FAILED',
 };
 
-const files = upstreamAvailable ? readdirSync(join(upstreamDir, 'conformance/vectors/definitions')).filter((f) => f.endsWith('.json')).sort() : [];
+const files = upstreamAvailable
+  ? readdirSync(join(upstreamDir, 'conformance/vectors/definitions'))
+      .filter((f) => f.endsWith('.json'))
+      .sort()
+  : [];
 
 describe.skipIf(!upstreamAvailable)('upstream conformance vectors/definitions through legacy.import.v1', () => {
   test.each(files)('%s', async (file) => {
     const vector = readUpstreamJson<DefinitionVector>(`conformance/vectors/definitions/${file}`);
-    const handler = new CommandHandler({ store: new MemoryStore(), clock: new SimulatedClock('2026-03-01T00:00:00.000Z') });
+    const handler = new CommandHandler({
+      store: new MemoryStore(),
+      clock: new SimulatedClock('2026-03-01T00:00:00.000Z'),
+    });
     const definitions = [...(vector.input.definitions ?? []), ...(vector.input.invalidDefinitions ?? [])];
-    const response = expectValidResponse(await handler.handle(command('legacy.import.v1', { source: 'flat-definitions', definitions })));
+    const response = expectValidResponse(
+      await handler.handle(command('legacy.import.v1', { source: 'flat-definitions', definitions })),
+    );
     type Failure = { automationId: string; code: string; message: string; problems?: string[] };
     // An import in which nothing could be imported is refused whole; its failures travel in the error's details.
     const result =
@@ -44,7 +53,9 @@ describe.skipIf(!upstreamAvailable)('upstream conformance vectors/definitions th
       if ((valid as { outputTarget?: string }).outputTarget !== undefined) {
         // Contract over reference model: outputTarget.atomic is a refused capability in capabilities.json.
         expect(failure?.code, `${vector.vectorId}: ${id}`).toBe('CAPABILITY_UNSUPPORTED');
-        console.info(`${vector.vectorId}: refused ${id} (outputTarget.atomic is refused by the contract's capability profile; upstream's reference model accepts it)`);
+        console.info(
+          `${vector.vectorId}: refused ${id} (outputTarget.atomic is refused by the contract's capability profile; upstream's reference model accepts it)`,
+        );
       } else {
         expect(result.imported, `${vector.vectorId}: ${JSON.stringify(failure)}`).toContain(id);
       }
@@ -55,7 +66,9 @@ describe.skipIf(!upstreamAvailable)('upstream conformance vectors/definitions th
       expect(failure?.code, `${vector.vectorId} ${refusal.refusalId}`).toBe(EXPECTED_CODE[vector.vectorId]);
       const wording = [failure!.message, ...(failure!.problems ?? [])].join(' | ');
       if (!wording.includes(refusal.reasonMatches)) {
-        console.info(`${vector.vectorId}: refused with ${failure!.code} "${wording}"; upstream's reference wording "${refusal.reasonMatches}" differs (wording is not contract)`);
+        console.info(
+          `${vector.vectorId}: refused with ${failure!.code} "${wording}"; upstream's reference wording "${refusal.reasonMatches}" differs (wording is not contract)`,
+        );
       }
     }
   });

@@ -28,7 +28,9 @@ describe.skipIf(!upstreamAvailable)(`upstream test-vectors.json (${upstreamDir})
 
     test('the receipt pins the definition digest it was produced against', () => {
       const receipt = vectors.fixtures['receipt.golden'] as { definitionDigest: { value: string } };
-      expect(receipt.definitionDigest.value).toBe(contractDigestValue(vectors.fixtures['definition.golden'] as Record<string, unknown>));
+      expect(receipt.definitionDigest.value).toBe(
+        contractDigestValue(vectors.fixtures['definition.golden'] as Record<string, unknown>),
+      );
     });
 
     test('a one-character change breaks the digest', () => {
@@ -94,8 +96,11 @@ describe.skipIf(!upstreamAvailable)('upstream test-vectors.json: adoption and ch
     const store = new MemoryStore();
     const handler = new CommandHandler({ store, clock: new SimulatedClock('2026-08-30T09:05:00.000Z') });
     const golden = vectors.fixtures['command.create.golden'] as CommandEnvelope;
-    const given = (named('definition-adoption-replay-returns-first-outcome').given as { previouslyCommittedAdoptionKeys: Record<string, { committedAt: string; revision: number }> })
-      .previouslyCommittedAdoptionKeys[golden.adoptionKey]!;
+    const given = (
+      named('definition-adoption-replay-returns-first-outcome').given as {
+        previouslyCommittedAdoptionKeys: Record<string, { committedAt: string; revision: number }>;
+      }
+    ).previouslyCommittedAdoptionKeys[golden.adoptionKey]!;
     await store.transact((tx) =>
       recordAdoption(tx, golden.adoptionKey, {
         command: golden.command,
@@ -116,7 +121,11 @@ describe.skipIf(!upstreamAvailable)('upstream test-vectors.json: adoption and ch
     const before = await store.read((r) => r.readFeed());
     const response = await handler.handle(c.command);
     expect(response.outcome).toBe(outcomeOf(c.expected));
-    expect(response).toMatchObject({ revision: 1, replay: { firstCommittedAt: '2026-08-30T09:00:00.000Z' }, eventRef: { stream: 'automation/daily-notes', sequence: 0 } });
+    expect(response).toMatchObject({
+      revision: 1,
+      replay: { firstCommittedAt: '2026-08-30T09:00:00.000Z' },
+      eventRef: { stream: 'automation/daily-notes', sequence: 0 },
+    });
     expect(await store.read((r) => r.readFeed())).toEqual(before);
   });
 
@@ -128,7 +137,11 @@ describe.skipIf(!upstreamAvailable)('upstream test-vectors.json: adoption and ch
     expect(response.error).toMatchObject({ code: c.errorCode, httpStatus: c.httpStatus });
     for (const path of c.detailsMustInclude as string[]) {
       const [head, tail] = path.split('.');
-      expect(tail === undefined ? response.error?.details?.[head!] : (response.error as unknown as Record<string, Record<string, unknown>>)[head!]?.[tail]).toBeDefined();
+      expect(
+        tail === undefined
+          ? response.error?.details?.[head!]
+          : (response.error as unknown as Record<string, Record<string, unknown>>)[head!]?.[tail],
+      ).toBeDefined();
     }
   });
 
@@ -140,10 +153,22 @@ describe.skipIf(!upstreamAvailable)('upstream test-vectors.json: adoption and ch
     // Bring daily-notes to the vector's current revision through real commands: create, revise, then activate/pause.
     const body = { ...definitionBody(automationId) };
     expect((await handler.handle(command('definition.create.v1', { definition: body }))).outcome).toBe('committed');
-    expect((await handler.handle(command('definition.revise.v1', { definition: definitionBody(automationId, { revision: 2, lifecycleState: 'paused' }) }, { expectedRevision: 1 }))).outcome).toBe('committed');
+    expect(
+      (
+        await handler.handle(
+          command(
+            'definition.revise.v1',
+            { definition: definitionBody(automationId, { revision: 2, lifecycleState: 'paused' }) },
+            { expectedRevision: 1 },
+          ),
+        )
+      ).outcome,
+    ).toBe('committed');
     for (let revision = 3; revision <= currentRevision; revision++) {
       const name = revision % 2 === 1 ? 'definition.activate.v1' : 'definition.pause.v1';
-      expect((await handler.handle(command(name, { automationId }, { expectedRevision: revision - 1 }))).outcome).toBe('committed');
+      expect((await handler.handle(command(name, { automationId }, { expectedRevision: revision - 1 }))).outcome).toBe(
+        'committed',
+      );
     }
     const before = await store.read((r) => r.readFeed());
     const response = await handler.handle(c.command);

@@ -11,7 +11,14 @@ function countDefinitionGets(h: Harness): string[] {
   const gets: string[] = [];
   const transact = h.store.transact.bind(h.store);
   h.store.transact = <R>(body: (tx: StoreTransaction) => Promise<R> | R): Promise<R> =>
-    transact((tx) => body(watched(tx, (method, kind, id) => method === 'get' && kind === 'definition' && gets.push(`${kind} ${String(id)}`))));
+    transact((tx) =>
+      body(
+        watched(
+          tx,
+          (method, kind, id) => method === 'get' && kind === 'definition' && gets.push(`${kind} ${String(id)}`),
+        ),
+      ),
+    );
   return gets;
 }
 
@@ -21,13 +28,23 @@ test('a claim checks the definition as its own transaction holds it: paused or r
   expect(await planDueSlots(paused.engine.services)).toHaveLength(1);
   await paused.ok(command('definition.pause.v1', { automationId: 'daily' }, { expectedRevision: 3 }));
   expect(await advanceAll(paused.engine.services)).toEqual([]);
-  expect(await paused.read.occurrences()).toMatchObject([{ state: 'skipped', stateReason: 'definition paused', misfireDisposition: 'skipped_paused' }]);
+  expect(await paused.read.occurrences()).toMatchObject([
+    { state: 'skipped', stateReason: 'definition paused', misfireDisposition: 'skipped_paused' },
+  ]);
 
   const revised = await harness({ start: '2026-03-02T09:00:00.000Z' });
   expect(await planDueSlots(revised.engine.services)).toHaveLength(1);
-  await revised.ok(command('definition.revise.v1', { definition: definitionBody('daily', { revision: 4, lifecycleState: 'active', rrule: 'FREQ=DAILY;BYHOUR=9' }) }, { expectedRevision: 3 }));
+  await revised.ok(
+    command(
+      'definition.revise.v1',
+      { definition: definitionBody('daily', { revision: 4, lifecycleState: 'active', rrule: 'FREQ=DAILY;BYHOUR=9' }) },
+      { expectedRevision: 3 },
+    ),
+  );
   await advanceAll(revised.engine.services);
-  expect(await revised.read.occurrences()).toMatchObject([{ state: 'superseded', stateReason: 'superseded by revision 4' }]);
+  expect(await revised.read.occurrences()).toMatchObject([
+    { state: 'superseded', stateReason: 'superseded by revision 4' },
+  ]);
 });
 
 test('only a claim needs the definition, and it reads the record only when its version moved', async () => {
@@ -49,13 +66,17 @@ test('only a claim needs the definition, and it reads the record only when its v
 
   // A second automation's slot, its definition revised since the directory read it: read once, in the claim.
   h.clock.advance({ hours: 1 });
-  const other = (revision: number, lifecycleState: 'draft' | 'paused') => ({ definition: definitionBody('other', { revision, lifecycleState, rrule: 'FREQ=DAILY;BYHOUR=10' }) });
+  const other = (revision: number, lifecycleState: 'draft' | 'paused') => ({
+    definition: definitionBody('other', { revision, lifecycleState, rrule: 'FREQ=DAILY;BYHOUR=10' }),
+  });
   await h.ok(command('definition.create.v1', other(1, 'draft')));
   await h.ok(command('definition.revise.v1', other(2, 'paused'), { expectedRevision: 1 }));
   await h.ok(command('definition.activate.v1', { automationId: 'other' }, { expectedRevision: 2 }));
   expect(await planDueSlots(h.engine.services)).toHaveLength(1);
   const record = (await h.store.read((r) => r.get<Record<string, unknown>>('definition', 'other')))!;
-  await h.store.transact((tx) => tx.put('definition', 'other', { ...record.data }, { expectedVersion: record.version }));
+  await h.store.transact((tx) =>
+    tx.put('definition', 'other', { ...record.data }, { expectedVersion: record.version }),
+  );
   gets.length = 0;
   await advanceAll(h.engine.services);
   expect(gets).toEqual(['definition other']);

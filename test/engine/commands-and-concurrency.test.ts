@@ -13,12 +13,22 @@ describe('operator commands on live work', () => {
     h.clock.set(at('09:00:00'));
     await h.engine.tick();
     const occurrenceId = (await h.read.occurrences())[0]!.occurrenceId;
-    const pending = expectRejected(await h.engine.commands.handle(command('occurrence.cancel.v1', { occurrenceId, reason: 'operator stop' })), 'CANCEL_PENDING', 409);
+    const pending = expectRejected(
+      await h.engine.commands.handle(command('occurrence.cancel.v1', { occurrenceId, reason: 'operator stop' })),
+      'CANCEL_PENDING',
+      409,
+    );
     expect(pending.error?.retryable).toBe(true);
-    expect((await h.read.occurrences())[0]).toMatchObject({ state: 'running', cancellation: { requestedAt: at('09:00:00') } });
+    expect((await h.read.occurrences())[0]).toMatchObject({
+      state: 'running',
+      cancellation: { requestedAt: at('09:00:00') },
+    });
     h.clock.set(at('09:01:00'));
     await h.engine.tick();
-    expect((await h.read.occurrences())[0]).toMatchObject({ state: 'cancelled', cancellation: { acknowledgedAt: at('09:01:00') } });
+    expect((await h.read.occurrences())[0]).toMatchObject({
+      state: 'cancelled',
+      cancellation: { acknowledgedAt: at('09:01:00') },
+    });
     expect((await h.read.runs())[0]).toMatchObject({ state: 'cancelled' });
     expect((await h.read.attempts())[0]).toMatchObject({ state: 'cancelled' });
     const again = await h.ok(command('occurrence.cancel.v1', { occurrenceId }));
@@ -48,8 +58,14 @@ describe('operator commands on live work', () => {
     await h.engine.tick();
     const skipped = (await h.read.occurrences()).find((o) => o.scheduledFor === at('10:00:00'));
     expect(skipped).toMatchObject({ state: 'skipped', misfireDisposition: 'skipped_overlap' });
-    expectRejected(await h.engine.commands.handle(command('occurrence.cancel.v1', { occurrenceId: skipped!.occurrenceId })), 'ILLEGAL_TRANSITION');
-    expectRejected(await h.engine.commands.handle(command('occurrence.cancel.v1', { occurrenceId: 'missing-1' })), 'NOT_FOUND');
+    expectRejected(
+      await h.engine.commands.handle(command('occurrence.cancel.v1', { occurrenceId: skipped!.occurrenceId })),
+      'ILLEGAL_TRANSITION',
+    );
+    expectRejected(
+      await h.engine.commands.handle(command('occurrence.cancel.v1', { occurrenceId: 'missing-1' })),
+      'NOT_FOUND',
+    );
   });
 
   test('attempt.cancel and run.cancel reach the same work; attempt.cancel refuses a non-current attempt', async () => {
@@ -60,7 +76,10 @@ describe('operator commands on live work', () => {
     const runId = (await h.read.runs())[0]!.runId as string;
     await h.ok(command('attempt.retry.v1', { runId, priorAttemptNumber: 1, priorDisposition: 'failed' }));
     const first = (await h.read.attempts()).find((a) => a.attemptNumber === 1)!.attemptId;
-    expectRejected(await h.engine.commands.handle(command('attempt.cancel.v1', { attemptId: first })), 'ILLEGAL_TRANSITION');
+    expectRejected(
+      await h.engine.commands.handle(command('attempt.cancel.v1', { attemptId: first })),
+      'ILLEGAL_TRANSITION',
+    );
     // The retry's attempt 2 is adopted, not dispatched: cancelling settles everything at once.
     const cancelled = await h.ok(command('run.cancel.v1', { runId }));
     expect(cancelled.result).toMatchObject({ status: 'cancelled' });
@@ -73,15 +92,29 @@ describe('operator commands on live work', () => {
     const h = await harness();
     h.runtime.durationMs = 10 * 60_000;
     h.clock.set(at('07:00:00'));
-    const first = await h.ok(command('occurrence.runNow.v1', { automationId: 'daily' }, { adoptionKey: 'manual-request-0001' }));
+    const first = await h.ok(
+      command('occurrence.runNow.v1', { automationId: 'daily' }, { adoptionKey: 'manual-request-0001' }),
+    );
     expect(first.result).toMatchObject({ status: 'claimed', occurrenceKey: 'daily@manual-manual-request-0001' });
     expect(h.runtime.launches).toHaveLength(1);
-    expect((await h.read.occurrences())[0]).toMatchObject({ state: 'running', triggerIdentity: { kind: 'manual.request' } });
-    const replay = await h.engine.commands.handle(command('occurrence.runNow.v1', { automationId: 'daily' }, { adoptionKey: 'manual-request-0001' }));
+    expect((await h.read.occurrences())[0]).toMatchObject({
+      state: 'running',
+      triggerIdentity: { kind: 'manual.request' },
+    });
+    const replay = await h.engine.commands.handle(
+      command('occurrence.runNow.v1', { automationId: 'daily' }, { adoptionKey: 'manual-request-0001' }),
+    );
     expect(replay.outcome).toBe('replayed');
     expect(h.runtime.launches).toHaveLength(1);
-    expectRejected(await h.engine.commands.handle(command('occurrence.runNow.v1', { automationId: 'daily' })), 'OVERLAP_FORBIDDEN', 409);
-    expectRejected(await h.engine.commands.handle(command('occurrence.runNow.v1', { automationId: 'nope' })), 'NOT_FOUND');
+    expectRejected(
+      await h.engine.commands.handle(command('occurrence.runNow.v1', { automationId: 'daily' })),
+      'OVERLAP_FORBIDDEN',
+      409,
+    );
+    expectRejected(
+      await h.engine.commands.handle(command('occurrence.runNow.v1', { automationId: 'nope' })),
+      'NOT_FOUND',
+    );
   });
 
   test('tombstoning cancels unlaunched work and nothing is planned, claimed or run afterwards; history stays readable', async () => {
@@ -131,7 +164,7 @@ describe('crashes, restarts and competing engines', () => {
       h.clock.set(at(minute));
       await Promise.all([h.engine.tick(), second.tick()]);
     }
-    expect((await h.read.runs())).toHaveLength(1);
+    expect(await h.read.runs()).toHaveLength(1);
     expect(h.runtime.launches).toHaveLength(1);
     expect((await h.read.occurrences())[0]).toMatchObject({ state: 'succeeded', fence: { generation: 1 } });
   });

@@ -14,7 +14,9 @@ const COUNT = STRESS ? 1000 : 40;
 const ROUNDS = STRESS ? Number(process.env.COVEN_STRESS_ROUNDS ?? 5) : 2;
 const RECOVERY_BOUND_MS = 10_000;
 const seed = Number(process.env.FC_SEED ?? Date.now() % 2 ** 31);
-console.info(`[property] crash-burst: seed=${seed} rounds=${ROUNDS} count=${COUNT}${STRESS ? '' : ' (CI size; COVEN_STRESS=1 for 1,000 at once)'}`);
+console.info(
+  `[property] crash-burst: seed=${seed} rounds=${ROUNDS} count=${COUNT}${STRESS ? '' : ' (CI size; COVEN_STRESS=1 for 1,000 at once)'}`,
+);
 
 const dir = mkdtempSync(join(tmpdir(), 'coven-burst-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -37,7 +39,18 @@ interface Outcome {
  */
 function runBurst(file: string, killAfter?: number): Promise<Outcome> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'test/engine/fixtures/burst-process.ts'), file, join(file, '..', 'sessions'), String(COUNT)], { cwd: root });
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        join(root, 'test/engine/fixtures/burst-process.ts'),
+        file,
+        join(file, '..', 'sessions'),
+        String(COUNT),
+      ],
+      { cwd: root },
+    );
     let commits = 0;
     let launches = 0;
     let bursting = false;
@@ -53,9 +66,16 @@ function runBurst(file: string, killAfter?: number): Promise<Outcome> {
         if (line === 'commit' && bursting) commits += 1;
         if (line === 'launching') launches += 1;
         const recovered = /^recovered (\d+) (\d+)$/.exec(line);
-        if (recovered !== null) outcome = { ...outcome, recoveredMs: Number(recovered[1]), leftUndecided: Number(recovered[2]) };
+        if (recovered !== null)
+          outcome = { ...outcome, recoveredMs: Number(recovered[1]), leftUndecided: Number(recovered[2]) };
         const settled = /^settled (\d+) (\d+) (.*)$/.exec(line);
-        if (settled !== null) outcome = { ...outcome, settledMs: Number(settled[1]), openMs: Number(settled[2]), states: JSON.parse(settled[3]!) as Record<string, number> };
+        if (settled !== null)
+          outcome = {
+            ...outcome,
+            settledMs: Number(settled[1]),
+            openMs: Number(settled[2]),
+            states: JSON.parse(settled[3]!) as Record<string, number>,
+          };
         if (line.startsWith('unsettled')) outcome = { killed: false, line };
         const due = killAfter === 0 ? commits > 0 : launches >= (killAfter ?? Infinity);
         if (killAfter !== undefined && due && !child.killed) child.kill('SIGKILL');
@@ -82,18 +102,26 @@ test.each(['burst.json', 'burst.sqlite'])(
       const first = await runBurst(file, killAfter);
       expect(first.killed, 'the kill landed inside the burst').toBe(true);
       const restart = await runBurst(file);
-      console.info(`${storeFile} round ${round}: killed after ${killAfter} launches; restart ${JSON.stringify(restart)}`);
+      console.info(
+        `${storeFile} round ${round}: killed after ${killAfter} launches; restart ${JSON.stringify(restart)}`,
+      );
       expect(restart.line, 'every occurrence settles after the restart').toBeUndefined();
       // What the killed engine left undecided is decided within the bound; requests it never committed are new work.
-      expect.soft(restart.recoveredMs, `left-over work decided within ${RECOVERY_BOUND_MS} ms of the store opening`).toBeLessThan(RECOVERY_BOUND_MS);
+      expect
+        .soft(restart.recoveredMs, `left-over work decided within ${RECOVERY_BOUND_MS} ms of the store opening`)
+        .toBeLessThan(RECOVERY_BOUND_MS);
       expect(restart.settledMs, 'every request settles').toBeDefined();
 
-      const ran = existsSync(join(roundDir, 'ran.log')) ? readFileSync(join(roundDir, 'ran.log'), 'utf8').split('\n').filter(Boolean) : [];
+      const ran = existsSync(join(roundDir, 'ran.log'))
+        ? readFileSync(join(roundDir, 'ran.log'), 'utf8').split('\n').filter(Boolean)
+        : [];
       expect(ran.length, 'no occurrence ran twice').toBe(new Set(ran).size);
       expect(existsSync(join(roundDir, 'refused.log')), 'no run-now was refused').toBe(false);
       const store = await openStore(file);
       try {
-        const occurrences = await store.read((r) => r.list<{ snapshot: { value: string }; attributes: { stateReason?: string } }>(KINDS.occurrence));
+        const occurrences = await store.read((r) =>
+          r.list<{ snapshot: { value: string }; attributes: { stateReason?: string } }>(KINDS.occurrence),
+        );
         expect(occurrences, 'every request made exactly one occurrence').toHaveLength(COUNT);
         for (const o of occurrences) {
           if (o.data.snapshot.value === 'succeeded') expect(ran).toContain(o.id);

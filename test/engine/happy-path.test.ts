@@ -16,7 +16,12 @@ describe('a daily definition runs at its slot', () => {
     expect((await h.engine.tick()).settled).toBe(1);
 
     const [occurrence] = await h.read.occurrences();
-    expect(occurrence).toMatchObject({ state: 'succeeded', occurrenceKey: 'daily@2026-03-02T09:00:00.000Z', automationRevision: 3, fence: { generation: 1 } });
+    expect(occurrence).toMatchObject({
+      state: 'succeeded',
+      occurrenceKey: 'daily@2026-03-02T09:00:00.000Z',
+      automationRevision: 3,
+      fence: { generation: 1 },
+    });
     expect(transitions(await h.read.stream('occurrence', occurrence!.occurrenceId as string))).toEqual([
       'none->planned',
       'planned->eligible',
@@ -26,17 +31,32 @@ describe('a daily definition runs at its slot', () => {
       'running->succeeded',
     ]);
     const [run] = await h.read.runs();
-    expect(run).toMatchObject({ state: 'succeeded', attemptCount: 1, receiptRef: `receipt-attempt-${String(run!.runId)}-1` });
+    expect(run).toMatchObject({
+      state: 'succeeded',
+      attemptCount: 1,
+      receiptRef: `receipt-attempt-${String(run!.runId)}-1`,
+    });
     const [attempt] = await h.read.attempts();
-    expect(attempt).toMatchObject({ state: 'succeeded', attemptNumber: 1, dispatchFence: { occurrenceFenceGeneration: 1, dispatchGeneration: 1 } });
+    expect(attempt).toMatchObject({
+      state: 'succeeded',
+      attemptNumber: 1,
+      dispatchFence: { occurrenceFenceGeneration: 1, dispatchGeneration: 1 },
+    });
     const [receipt] = await h.read.receipts();
     expect(verifyIntegrity(receipt!).valid).toBe(true);
-    expect(receipt).toMatchObject({ outcome: { disposition: 'succeeded' }, automationRevision: 3, occurrenceFenceGeneration: 1 });
+    expect(receipt).toMatchObject({
+      outcome: { disposition: 'succeeded' },
+      automationRevision: 3,
+      occurrenceFenceGeneration: 1,
+    });
 
-    for (const o of await h.read.occurrences()) expect(validateAgainst('automation-occurrence.schema.json', o).problems).toEqual([]);
+    for (const o of await h.read.occurrences())
+      expect(validateAgainst('automation-occurrence.schema.json', o).problems).toEqual([]);
     for (const r of await h.read.runs()) expect(validateAgainst('automation-run.schema.json', r).problems).toEqual([]);
-    for (const a of await h.read.attempts()) expect(validateAgainst('automation-attempt.schema.json', a).problems).toEqual([]);
-    for (const r of await h.read.receipts()) expect(validateAgainst('automation-receipt.schema.json', r).problems).toEqual([]);
+    for (const a of await h.read.attempts())
+      expect(validateAgainst('automation-attempt.schema.json', a).problems).toEqual([]);
+    for (const r of await h.read.receipts())
+      expect(validateAgainst('automation-receipt.schema.json', r).problems).toEqual([]);
     for (const e of await h.read.feed()) expect(validateAgainst('event-envelope.schema.json', e).problems).toEqual([]);
     expect(h.runtime.launches).toHaveLength(1);
   });
@@ -74,9 +94,16 @@ describe('a daily definition runs at its slot', () => {
     h.clock.set('2026-03-05T09:30:00.000Z');
     await h.engine.tick();
     const occurrences = await h.read.occurrences();
-    expect(occurrences.map((o) => [o.scheduledFor, o.misfireDisposition])).toEqual([['2026-03-05T09:00:00.000Z', 'collapsed_to_latest']]);
-    const misfire = (await h.read.stream('occurrence', occurrences[0]!.occurrenceId as string)).find((e) => e.kind === 'occurrence.misfire_recorded');
-    expect(misfire?.payload).toEqual({ disposition: 'collapsed_to_latest', collapsedSlots: ['2026-03-02T09:00:00.000Z', '2026-03-03T09:00:00.000Z', '2026-03-04T09:00:00.000Z'] });
+    expect(occurrences.map((o) => [o.scheduledFor, o.misfireDisposition])).toEqual([
+      ['2026-03-05T09:00:00.000Z', 'collapsed_to_latest'],
+    ]);
+    const misfire = (await h.read.stream('occurrence', occurrences[0]!.occurrenceId as string)).find(
+      (e) => e.kind === 'occurrence.misfire_recorded',
+    );
+    expect(misfire?.payload).toEqual({
+      disposition: 'collapsed_to_latest',
+      collapsedSlots: ['2026-03-02T09:00:00.000Z', '2026-03-03T09:00:00.000Z', '2026-03-04T09:00:00.000Z'],
+    });
   });
 
   test('health and history report the run', async () => {
@@ -95,6 +122,9 @@ describe('a daily definition runs at its slot', () => {
       staleReason: null,
     });
     const history = await h.ok(command('run.history.v1', { automationId: 'daily' }));
-    expect(history.result).toMatchObject({ runs: [{ state: 'succeeded', attempts: [{ state: 'succeeded' }] }], cursor: { hasMore: false } });
+    expect(history.result).toMatchObject({
+      runs: [{ state: 'succeeded', attempts: [{ state: 'succeeded' }] }],
+      cursor: { hasMore: false },
+    });
   });
 });

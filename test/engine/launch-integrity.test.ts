@@ -20,7 +20,10 @@ function tamperingStore(): { store: Store; tamper: (on: boolean) => void } {
             const record = await target.get(kind, id);
             if (!on || kind !== DEFINITION_REVISION_KIND || record === undefined) return record;
             const data = record.data as { action: { prompt: string } };
-            return { ...record, data: { ...data, action: { ...data.action, prompt: data.action.prompt.replace('the', 'uhe') } } };
+            return {
+              ...record,
+              data: { ...data, action: { ...data.action, prompt: data.action.prompt.replace('the', 'uhe') } },
+            };
           };
         }
         const value = Reflect.get(target, property) as unknown;
@@ -29,7 +32,8 @@ function tamperingStore(): { store: Store; tamper: (on: boolean) => void } {
     });
   const store = new Proxy(inner, {
     get(target, property) {
-      if (property === 'transact') return (body: (tx: StoreTransaction) => Promise<unknown>) => target.transact((tx) => body(changed(tx)));
+      if (property === 'transact')
+        return (body: (tx: StoreTransaction) => Promise<unknown>) => target.transact((tx) => body(changed(tx)));
       const value = Reflect.get(target, property) as unknown;
       return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
     },
@@ -50,12 +54,20 @@ describe('a launch verifies the definition revision it executes', () => {
     expect(launch.error).toBeInstanceOf(DefinitionIntegrityError);
     expect(tick.errors).toContain(launch.error);
     expect(launch.error?.code).toBe('INTERNAL');
-    expect(launch.error?.message).toMatch(/definition daily revision \d+ failed its integrity check before launch.*nothing was launched/);
+    expect(launch.error?.message).toMatch(
+      /definition daily revision \d+ failed its integrity check before launch.*nothing was launched/,
+    );
     expect((await h.read.attempts())[0]).toMatchObject({ state: 'failed' });
     // An ordinary run is held for the operator, as after any deterministic refusal; nothing runs meanwhile.
-    expect((await h.read.occurrences())[0]).toMatchObject({ state: 'claimed', stateReason: 'held for operator retry after launch_refused' });
+    expect((await h.read.occurrences())[0]).toMatchObject({
+      state: 'claimed',
+      stateReason: 'held for operator retry after launch_refused',
+    });
     const health = await h.ok(command('definition.health.v1', { automationId: 'daily' }));
-    expect(health.result!.health).toMatchObject({ quarantined: true, staleReason: expect.stringMatching(/^quarantined: definition daily revision \d+ failed its integrity check/) });
+    expect(health.result!.health).toMatchObject({
+      quarantined: true,
+      staleReason: expect.stringMatching(/^quarantined: definition daily revision \d+ failed its integrity check/),
+    });
     // Quarantine holds: the next slot is not planned, and nothing launches.
     h.clock.set('2026-03-03T09:00:00.000Z');
     await h.engine.tick();

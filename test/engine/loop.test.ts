@@ -19,7 +19,9 @@ describe('the engine loop', () => {
     await h.ok(command('definition.pause.v1', { automationId: 'daily' }, { expectedRevision: 3 }));
     const paused = await harness({ activate: false });
     paused.clock.set(at('08:00:00'));
-    expect(await paused.store.read((r) => nextWakeAt(paused.engine.services, r))).toEqual(new Date(Date.parse(at('08:00:00')) + MAX_SLEEP_MS));
+    expect(await paused.store.read((r) => nextWakeAt(paused.engine.services, r))).toEqual(
+      new Date(Date.parse(at('08:00:00')) + MAX_SLEEP_MS),
+    );
   });
 
   test('start runs a pass at once and after outside commits; stop ends it', async () => {
@@ -54,7 +56,12 @@ describe('the engine loop', () => {
       h.engine.start(() => void passes++);
       await vi.advanceTimersByTimeAsync(0);
       expect(passes).toBe(1);
-      for (let i = 0; i < 5; i++) await h.ok(command('definition.create.v1', { definition: definitionBody(`burst-${i}`, { revision: 1, lifecycleState: 'draft' }) }));
+      for (let i = 0; i < 5; i++)
+        await h.ok(
+          command('definition.create.v1', {
+            definition: definitionBody(`burst-${i}`, { revision: 1, lifecycleState: 'draft' }),
+          }),
+        );
       await vi.advanceTimersByTimeAsync(COMMIT_WAKE_MS - 1);
       expect(passes).toBe(1);
       await vi.advanceTimersByTimeAsync(1);
@@ -62,7 +69,11 @@ describe('the engine loop', () => {
       // Nothing is due and nothing committed since: the loop sleeps.
       await vi.advanceTimersByTimeAsync(COMMIT_WAKE_MS * 5);
       expect(passes).toBe(2);
-      await h.ok(command('definition.create.v1', { definition: definitionBody('burst-late', { revision: 1, lifecycleState: 'draft' }) }));
+      await h.ok(
+        command('definition.create.v1', {
+          definition: definitionBody('burst-late', { revision: 1, lifecycleState: 'draft' }),
+        }),
+      );
       await vi.advanceTimersByTimeAsync(COMMIT_WAKE_MS);
       expect(passes).toBe(3);
       await h.engine.stop();

@@ -49,7 +49,9 @@ describe('launches whose answer never arrived are decided from runtime evidence'
     expect((await h.read.occurrences())[0]).toMatchObject({ state: 'succeeded' });
     expect(await h.read.attempts()).toHaveLength(1);
     // The first key stays fenced: the runtime refuses it, so a late sender can never start it.
-    expect(await runtime.launchEvidence(`${(await h.read.attempts())[0]!.attemptId}#1`)).toMatchObject({ evidence: 'never_started' });
+    expect(await runtime.launchEvidence(`${(await h.read.attempts())[0]!.attemptId}#1`)).toMatchObject({
+      evidence: 'never_started',
+    });
   });
 
   test("a restarted engine decides a dead engine's orphan at once, without waiting for its lease", async () => {
@@ -60,7 +62,13 @@ describe('launches whose answer never arrived are decided from runtime evidence'
     h.clock.set(at('09:00:00'));
     await h.engine.tick();
     // The dead engine's owner lease says it is alive until 09:00:15; its launch is its own until then.
-    const other = createEngine({ store, clock: h.clock, runtimes: [runtime], instanceId: 'engine-new', newId: () => 'unused' });
+    const other = createEngine({
+      store,
+      clock: h.clock,
+      runtimes: [runtime],
+      instanceId: 'engine-new',
+      newId: () => 'unused',
+    });
     await other.tick();
     expect((await h.read.occurrences())[0]).toMatchObject({ state: 'claimed' });
     h.clock.set(at('09:00:16'));
@@ -79,10 +87,19 @@ describe('launches whose answer never arrived are decided from runtime evidence'
     h.clock.set(at('09:00:00'));
     await h.engine.tick();
     expect((await h.read.occurrences())[0]).toMatchObject({ state: 'running' });
-    const next = createEngine({ store, clock: h.clock, runtimes: [new FunctionRuntime('coven-code', never)], instanceId: 'engine-next', newId: () => 'unused' });
+    const next = createEngine({
+      store,
+      clock: h.clock,
+      runtimes: [new FunctionRuntime('coven-code', never)],
+      instanceId: 'engine-next',
+      newId: () => 'unused',
+    });
     h.clock.set(at('09:00:01'));
     await next.tick();
-    expect((await h.read.occurrences())[0]).toMatchObject({ state: 'recovery_required', recovery: { evidence: 'runtime_lost' } });
+    expect((await h.read.occurrences())[0]).toMatchObject({
+      state: 'recovery_required',
+      recovery: { evidence: 'runtime_lost' },
+    });
     expect((await h.read.attempts())[0]).toMatchObject({ state: 'ambiguous' });
   });
 

@@ -16,7 +16,12 @@ function pauseBeforeFirstTransaction(h: Awaited<ReturnType<typeof harness>>): vo
       sneaked = true;
       await transact(async (tx) => {
         const current = (await tx.get<{ snapshot: { value: string } }>('definition', 'daily'))!;
-        await tx.put('definition', 'daily', { ...current.data, snapshot: { ...current.data.snapshot, value: 'paused' } }, { expectedVersion: current.version });
+        await tx.put(
+          'definition',
+          'daily',
+          { ...current.data, snapshot: { ...current.data.snapshot, value: 'paused' } },
+          { expectedVersion: current.version },
+        );
       });
     }
     return transact(body);
@@ -44,7 +49,8 @@ function countDefinitionReads(h: Harness): { reads: string[] } {
     read((reader) =>
       body(
         watched(reader, (method, kind, id) => {
-          if (kind === 'definition' || kind === 'plan-cursor') counted.reads.push(`${method} ${kind} ${String(id ?? '')}`);
+          if (kind === 'definition' || kind === 'plan-cursor')
+            counted.reads.push(`${method} ${kind} ${String(id ?? '')}`);
         }),
       ),
     );
@@ -53,7 +59,9 @@ function countDefinitionReads(h: Harness): { reads: string[] } {
 
 test('a pass reads again only the definitions and plan cursors whose version moved, and plans a revision by its new terms', async () => {
   const h = await harness({ start: '2026-03-02T08:30:00.000Z' });
-  const second = (revision: number, lifecycleState: 'draft' | 'paused', hour: number) => ({ definition: definitionBody('second', { revision, lifecycleState, rrule: `FREQ=DAILY;BYHOUR=${hour}` }) });
+  const second = (revision: number, lifecycleState: 'draft' | 'paused', hour: number) => ({
+    definition: definitionBody('second', { revision, lifecycleState, rrule: `FREQ=DAILY;BYHOUR=${hour}` }),
+  });
   await h.ok(command('definition.create.v1', second(1, 'draft', 9)));
   await h.ok(command('definition.revise.v1', second(2, 'paused', 9), { expectedRevision: 1 }));
   await h.ok(command('definition.activate.v1', { automationId: 'second' }, { expectedRevision: 2 }));
@@ -67,7 +75,15 @@ test('a pass reads again only the definitions and plan cursors whose version mov
   expect(counted.reads).toEqual([]);
 
   // Revised while active, to 10:00: only it is read again, and 09:00 is no longer its slot.
-  await h.ok(command('definition.revise.v1', { definition: definitionBody('second', { revision: 4, lifecycleState: 'active', rrule: 'FREQ=DAILY;BYHOUR=10' }) }, { expectedRevision: 3 }));
+  await h.ok(
+    command(
+      'definition.revise.v1',
+      {
+        definition: definitionBody('second', { revision: 4, lifecycleState: 'active', rrule: 'FREQ=DAILY;BYHOUR=10' }),
+      },
+      { expectedRevision: 3 },
+    ),
+  );
   h.clock.set(new Date('2026-03-02T09:00:00.000Z'));
   expect(await planDueSlots(h.engine.services)).toEqual([`daily-${Date.parse('2026-03-02T09:00:00.000Z')}`]);
   expect(counted.reads).toEqual(['get definition second']);
@@ -81,12 +97,19 @@ test('a pass reads again only the definitions and plan cursors whose version mov
   // A cursor moved by someone else (another engine on the store) is read again, and only it.
   await h.store.transact(async (tx) => {
     const cursor = (await tx.get<{ lastSlot: string }>('plan-cursor', 'second'))!;
-    await tx.put('plan-cursor', 'second', { lastSlot: '2026-03-03T10:00:00.000Z' }, { expectedVersion: cursor.version });
+    await tx.put(
+      'plan-cursor',
+      'second',
+      { lastSlot: '2026-03-03T10:00:00.000Z' },
+      { expectedVersion: cursor.version },
+    );
   });
   h.clock.set(new Date('2026-03-03T10:00:00.000Z'));
   expect(await planDueSlots(h.engine.services)).toEqual([`daily-${Date.parse('2026-03-03T09:00:00.000Z')}`]);
   expect(counted.reads).toEqual(['get plan-cursor second']);
-  const occurrence = await h.store.read((r) => r.get<{ attributes: { automationRevision: number } }>('occurrence', tenOClock));
+  const occurrence = await h.store.read((r) =>
+    r.get<{ attributes: { automationRevision: number } }>('occurrence', tenOClock),
+  );
   expect(occurrence?.data.attributes.automationRevision).toBe(4);
 });
 
@@ -100,12 +123,18 @@ test('the definition directory forgets a definition the store no longer holds, a
   });
   const directory = new DefinitionDirectory();
   const lists: unknown[] = [];
-  const reader = (r: StoreReader): StoreReader => watched(r, (method, _kind, options) => method === 'list' && lists.push(options));
+  const reader = (r: StoreReader): StoreReader =>
+    watched(r, (method, _kind, options) => method === 'list' && lists.push(options));
   expect((await store.read((r) => directory.current(reader(r)))).map((d) => d.id)).toEqual(ids);
   // 1200 unknown definitions: three pages of 500, not 1200 reads.
   expect(lists).toHaveLength(3);
   await store.transact((tx) => tx.delete('definition', 'def-0001', 1));
   const after = await store.read((r) => directory.current(r));
   expect(after.map((d) => d.id)).toEqual(ids.filter((id) => id !== 'def-0001'));
-  expect(after[0]).toMatchObject({ id: 'def-0000', version: 1, state: 'active', terms: { automationId: 'daily', revision: 3 } });
+  expect(after[0]).toMatchObject({
+    id: 'def-0000',
+    version: 1,
+    state: 'active',
+    terms: { automationId: 'daily', revision: 3 },
+  });
 });

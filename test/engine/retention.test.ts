@@ -37,9 +37,20 @@ async function settleOneSlot(h: Harness, day: string): Promise<string> {
 
 async function kindsHolding(store: Store, occurrenceId: string): Promise<string[]> {
   return store.read(async (r) => {
-    const kinds = [KINDS.occurrence, KINDS.run, KINDS.attempt, KINDS.receipt, KINDS.outbox, KINDS.fenceRun, 'adoption', KINDS.occurrenceKey];
+    const kinds = [
+      KINDS.occurrence,
+      KINDS.run,
+      KINDS.attempt,
+      KINDS.receipt,
+      KINDS.outbox,
+      KINDS.fenceRun,
+      'adoption',
+      KINDS.occurrenceKey,
+    ];
     const holding: string[] = [];
-    for (const kind of kinds) if ((await r.list<unknown>(kind)).some((x) => JSON.stringify([x.id, x.data]).includes(occurrenceId))) holding.push(kind);
+    for (const kind of kinds)
+      if ((await r.list<unknown>(kind)).some((x) => JSON.stringify([x.id, x.data]).includes(occurrenceId)))
+        holding.push(kind);
     return holding;
   });
 }
@@ -50,7 +61,10 @@ async function readEvents(h: Harness, stream: { kind: string; id: string }, afte
 
 describe.each(STORES)('retention on the %s store', (_, open) => {
   test('an occurrence settled longer ago than its class keeps only a snapshot per stream; live work and newer history stay', async () => {
-    const t = await harness({ store: await open(), retentionClasses: { occurrenceHistory: { classification: 'ephemeral' } } });
+    const t = await harness({
+      store: await open(),
+      retentionClasses: { occurrenceHistory: { classification: 'ephemeral' } },
+    });
     try {
       const first = await settleOneSlot(t, '2026-03-02');
       const runId = `run-${first}`;
@@ -66,14 +80,22 @@ describe.each(STORES)('retention on the %s store', (_, open) => {
       expect(report.errors).toEqual([]);
       expect(report.compacted).toBe(1);
       expect(await kindsHolding(t.store, first)).toEqual([KINDS.occurrenceKey]);
-      expect(await kindsHolding(t.store, second)).toEqual(expect.arrayContaining([KINDS.occurrence, KINDS.run, KINDS.attempt, KINDS.receipt]));
+      expect(await kindsHolding(t.store, second)).toEqual(
+        expect.arrayContaining([KINDS.occurrence, KINDS.run, KINDS.attempt, KINDS.receipt]),
+      );
 
-      for (const [kind, id, entity] of [['occurrence', first, 'occurrence'], ['run', runId, 'run']] as const) {
+      for (const [kind, id, entity] of [
+        ['occurrence', first, 'occurrence'],
+        ['run', runId, 'run'],
+      ] as const) {
         const events = await t.read.stream(kind, id);
         expect(events).toHaveLength(1);
         const snapshot = events[0]!;
         expect(validateAgainst('event-envelope.schema.json', snapshot).problems).toEqual([]);
-        expect(snapshot).toMatchObject({ kind: 'feed.snapshot', payload: { reason: 'retention_compaction', throughSequence: snapshot.sequence } });
+        expect(snapshot).toMatchObject({
+          kind: 'feed.snapshot',
+          payload: { reason: 'retention_compaction', throughSequence: snapshot.sequence },
+        });
         // A consumer starting from scratch rebuilds the final state from the snapshot alone.
         const reducer = new StreamReducer<Record<string, { state: string }>>({ kind, id }, (s) => s, {});
         for (const e of events) reducer.apply(e);
@@ -86,15 +108,25 @@ describe.each(STORES)('retention on the %s store', (_, open) => {
         expect((fresh.result!.events as EventEnvelope[]).map((e) => e.kind)).toEqual(['feed.snapshot']);
       }
       // Operator commands on what retention removed say so, with the final state, instead of a bare NOT_FOUND.
-      const cancel = await t.engine.commands.handle(command('occurrence.cancel.v1', { occurrenceId: first, reason: 'too late' }));
-      expect(cancel.error).toMatchObject({ code: 'NOT_FOUND', details: { compactedAt: '2026-03-03T09:05:00.000Z', finalState: { occurrence: { state: 'succeeded' } } } });
+      const cancel = await t.engine.commands.handle(
+        command('occurrence.cancel.v1', { occurrenceId: first, reason: 'too late' }),
+      );
+      expect(cancel.error).toMatchObject({
+        code: 'NOT_FOUND',
+        details: { compactedAt: '2026-03-03T09:05:00.000Z', finalState: { occurrence: { state: 'succeeded' } } },
+      });
       expect(cancel.error?.message).toContain('compacted by retention');
-      const never = await t.engine.commands.handle(command('occurrence.cancel.v1', { occurrenceId: 'never-existed', reason: 'typo' }));
+      const never = await t.engine.commands.handle(
+        command('occurrence.cancel.v1', { occurrenceId: 'never-existed', reason: 'typo' }),
+      );
       expect(never.error).toMatchObject({ code: 'NOT_FOUND', message: 'no occurrence with id never-existed' });
       const feedBehind = await readEvents(t, { kind: 'feed', id: 'all' }, 0);
       expect(feedBehind.error).toMatchObject({ code: 'CURSOR_EXPIRED' });
       const feed = await t.read.feed();
-      expect(feed.filter((e) => e.occurrenceId === first).map((e) => e.kind)).toEqual(['feed.snapshot', 'feed.snapshot']);
+      expect(feed.filter((e) => e.occurrenceId === first).map((e) => e.kind)).toEqual([
+        'feed.snapshot',
+        'feed.snapshot',
+      ]);
 
       // The engine carries on: the next slot plans, runs and settles on the compacted store.
       await settleOneSlot(t, '2026-03-04');
@@ -110,12 +142,21 @@ describe.each(STORES)('a slot is planned once, before and after retention, on th
   async function rewindPlanCursor(h: Harness): Promise<void> {
     await h.store.transact(async (tx) => {
       const cursor = await tx.get(KINDS.planCursor, 'daily');
-      await tx.put(KINDS.planCursor, 'daily', { lastSlot: '2026-03-01T09:00:00.000Z' }, { expectedVersion: cursor!.version });
+      await tx.put(
+        KINDS.planCursor,
+        'daily',
+        { lastSlot: '2026-03-01T09:00:00.000Z' },
+        { expectedVersion: cursor!.version },
+      );
     });
   }
 
   test('the occurrence fences its slot while it exists; compaction leaves the slot key to fence it after', async () => {
-    const h = await harness({ store: await open(), retentionClasses: { occurrenceHistory: { classification: 'ephemeral' } }, retention: { sweepEveryMinutes: 0 } });
+    const h = await harness({
+      store: await open(),
+      retentionClasses: { occurrenceHistory: { classification: 'ephemeral' } },
+      retention: { sweepEveryMinutes: 0 },
+    });
     try {
       const id = await settleOneSlot(h, '2026-03-02');
       // Planning writes no key record: the occurrence's id is derived from its slot.
@@ -141,7 +182,10 @@ describe.each(STORES)('a slot is planned once, before and after retention, on th
 describe.each(STORES.filter(([name]) => name !== 'memory'))('retention survives a restart on the %s store', (name) => {
   test('after reopening, compacted streams still start at their snapshot and new work continues the sequences', async () => {
     const file = join(dir, `restart-${++files}.${name}`);
-    const first = await harness({ store: await openStore(file, name as 'json' | 'sqlite'), retentionClasses: { occurrenceHistory: { classification: 'ephemeral' } } });
+    const first = await harness({
+      store: await openStore(file, name as 'json' | 'sqlite'),
+      retentionClasses: { occurrenceHistory: { classification: 'ephemeral' } },
+    });
     const compacted = await settleOneSlot(first, '2026-03-02');
     first.clock.set(new Date('2026-03-03T09:30:00.000Z'));
     expect((await first.engine.tick()).compacted).toBe(1);
@@ -149,7 +193,10 @@ describe.each(STORES.filter(([name]) => name !== 'memory'))('retention survives 
     await first.engine.stop();
     await first.store.close();
 
-    const again = await harness({ store: await openStore(file, name as 'json' | 'sqlite'), start: '2026-03-04T09:00:00.000Z' });
+    const again = await harness({
+      store: await openStore(file, name as 'json' | 'sqlite'),
+      start: '2026-03-04T09:00:00.000Z',
+    });
     try {
       expect((await again.read.feed()).map((e) => e.eventId)).toEqual(feedBefore);
       expect((await again.read.stream('occurrence', compacted)).map((e) => e.kind)).toEqual(['feed.snapshot']);
@@ -171,7 +218,10 @@ describe('retention classes and budget', () => {
       ['legal_hold', undefined, 0, 0],
       ['ephemeral', false, 0, 0],
     ] as const) {
-      const h = await harness({ retentionClasses: { occurrenceHistory: { classification } }, ...(retention === undefined ? {} : { retention }) });
+      const h = await harness({
+        retentionClasses: { occurrenceHistory: { classification } },
+        ...(retention === undefined ? {} : { retention }),
+      });
       const id = await settleOneSlot(h, '2026-03-02');
       h.clock.set(new Date('2026-03-04T08:00:00.000Z'));
       expect((await h.engine.tick()).compacted, `${classification} after 2 days`).toBe(after2Days);
@@ -183,7 +233,10 @@ describe('retention classes and budget', () => {
 
   test('receipts of a longer-lived class outlast their occurrence, then expire on their own window', async () => {
     const h = await harness({
-      retentionClasses: { occurrenceHistory: { classification: 'ephemeral' }, receipts: { classification: 'standard' } },
+      retentionClasses: {
+        occurrenceHistory: { classification: 'ephemeral' },
+        receipts: { classification: 'standard' },
+      },
       retention: { sweepEveryMinutes: 0 },
     });
     const id = await settleOneSlot(h, '2026-03-02');
@@ -196,14 +249,22 @@ describe('retention classes and budget', () => {
   });
 
   test('a store written before retention existed: the first sweep queues its settled occurrences, then compacts them', async () => {
-    const before = await harness({ retentionClasses: { occurrenceHistory: { classification: 'ephemeral' } }, retention: false });
+    const before = await harness({
+      retentionClasses: { occurrenceHistory: { classification: 'ephemeral' } },
+      retention: false,
+    });
     const id = await settleOneSlot(before, '2026-03-02');
     // As such a store holds it: settled history, no retention queue, no backfill marker.
     await before.store.transact(async (tx) => {
-      for (const kind of ['retention-due/ephemeral']) for (const r of await tx.list(kind)) await tx.delete(kind, r.id, r.version);
+      for (const kind of ['retention-due/ephemeral'])
+        for (const r of await tx.list(kind)) await tx.delete(kind, r.id, r.version);
       expect(await tx.get('meta', 'retention-backfill')).toBeUndefined();
     });
-    const after = await harness({ store: before.store, start: '2026-03-05T08:00:00.000Z', retention: { sweepEveryMinutes: 0 } });
+    const after = await harness({
+      store: before.store,
+      start: '2026-03-05T08:00:00.000Z',
+      retention: { sweepEveryMinutes: 0 },
+    });
     expect((await after.engine.tick()).compacted).toBe(1);
     expect(await kindsHolding(after.store, id)).toEqual([KINDS.occurrenceKey]);
     expect(await after.store.read((r) => r.get('meta', 'retention-backfill'))).toBeDefined();
@@ -212,8 +273,15 @@ describe('retention classes and budget', () => {
   });
 
   test('a pass compacts at most perPass occurrences, oldest first; the next sweep takes the rest', async () => {
-    const h = await harness({ retentionClasses: { occurrenceHistory: { classification: 'ephemeral' } }, retention: { perPass: 2, sweepEveryMinutes: 0, windowDays: { ephemeral: 5 } } });
-    const ids = [await settleOneSlot(h, '2026-03-02'), await settleOneSlot(h, '2026-03-03'), await settleOneSlot(h, '2026-03-04')];
+    const h = await harness({
+      retentionClasses: { occurrenceHistory: { classification: 'ephemeral' } },
+      retention: { perPass: 2, sweepEveryMinutes: 0, windowDays: { ephemeral: 5 } },
+    });
+    const ids = [
+      await settleOneSlot(h, '2026-03-02'),
+      await settleOneSlot(h, '2026-03-03'),
+      await settleOneSlot(h, '2026-03-04'),
+    ];
     h.clock.set(new Date('2026-03-10T08:00:00.000Z'));
     expect((await h.engine.tick()).compacted).toBe(2);
     expect((await kindsHolding(h.store, ids[0]!)).includes(KINDS.occurrence)).toBe(false);
@@ -229,7 +297,9 @@ test('retention options are validated once, at engine creation', () => {
   expect(() => RetentionPolicy.from({ windowDays: { standard: 0 } })).toThrow(RangeError);
   expect(() => RetentionPolicy.from({ windowDays: { forever: 1 } as never })).toThrow(/unknown class/);
   expect(() => RetentionPolicy.from({ perPass: 0 })).toThrow(RangeError);
-  expect(() => createEngine({ store: new MemoryStore(), runtimes: [], retention: { windowDays: { ephemeral: -1 } } })).toThrow(RangeError);
+  expect(() =>
+    createEngine({ store: new MemoryStore(), runtimes: [], retention: { windowDays: { ephemeral: -1 } } }),
+  ).toThrow(RangeError);
   const policy = RetentionPolicy.from({ windowDays: { standard: 7, legal_hold: 1 } });
   expect(policy.windowMs('standard')).toBe(7 * 86_400_000);
   expect(policy.windowMs('legal_hold')).toBeNull();

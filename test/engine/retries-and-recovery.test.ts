@@ -28,7 +28,10 @@ describe('retries, holds, quarantine and recovery', () => {
       [1, 'failed', { classification: 'initial', eligibleClasses: ['runtime_unavailable', 'transient_dispatch'] }],
       [2, 'succeeded', { classification: 'automatic_retry' }],
     ]);
-    expect(attempts[1]).toMatchObject({ priorDisposition: { attemptNumber: 1, outcome: 'failed' }, notBefore: at('09:00:30') });
+    expect(attempts[1]).toMatchObject({
+      priorDisposition: { attemptNumber: 1, outcome: 'failed' },
+      notBefore: at('09:00:30'),
+    });
     // retry-new-attempt: the prior attempt's record is untouched by the retry.
     expect(attempts[0]).toEqual(firstAttempt);
     expect((await h.read.runs())[0]).toMatchObject({ state: 'succeeded', attemptCount: 2 });
@@ -36,7 +39,9 @@ describe('retries, holds, quarantine and recovery', () => {
   });
 
   test('retryable failures that exhaust the policy fail the run and quarantine the automation until lifted', async () => {
-    const h = await harness({ retry: { maxAttempts: 2, backoffPolicy: 'none', retryableClasses: ['runtime_unavailable'] } });
+    const h = await harness({
+      retry: { maxAttempts: 2, backoffPolicy: 'none', retryableClasses: ['runtime_unavailable'] },
+    });
     h.runtime.enqueue('unavailable', 'unavailable');
     h.clock.set(at('09:00:00'));
     await h.engine.tick();
@@ -45,7 +50,10 @@ describe('retries, holds, quarantine and recovery', () => {
     expect((await h.read.runs())[0]).toMatchObject({ state: 'failed', attemptCount: 2 });
     const health = await h.ok(command('definition.health.v1', { automationId: 'daily' }));
     expect(health.result!.health).toMatchObject({ quarantined: true, nextDueAt: null });
-    expectRejected(await h.engine.commands.handle(command('occurrence.runNow.v1', { automationId: 'daily' })), 'ILLEGAL_TRANSITION');
+    expectRejected(
+      await h.engine.commands.handle(command('occurrence.runNow.v1', { automationId: 'daily' })),
+      'ILLEGAL_TRANSITION',
+    );
     h.clock.set('2026-03-03T09:00:00.000Z');
     expect((await h.engine.tick()).planned).toBe(0);
     await h.ok(command('x-coven-automata.definition.unquarantine.v1', { automationId: 'daily' }));
@@ -67,14 +75,28 @@ describe('retries, holds, quarantine and recovery', () => {
     await h.engine.tick();
     expect((await h.read.occurrences())[0]).toMatchObject({ state: 'claimed' });
     const runId = run!.runId as string;
-    expectRejected(await h.engine.commands.handle(command('attempt.retry.v1', { runId, priorAttemptNumber: 1, priorDisposition: 'timed_out' })), 'RETRY_DISPOSITION_INVALID', 422);
-    const retried = await h.ok(command('attempt.retry.v1', { runId, priorAttemptNumber: 1, priorDisposition: 'failed' }));
+    expectRejected(
+      await h.engine.commands.handle(
+        command('attempt.retry.v1', { runId, priorAttemptNumber: 1, priorDisposition: 'timed_out' }),
+      ),
+      'RETRY_DISPOSITION_INVALID',
+      422,
+    );
+    const retried = await h.ok(
+      command('attempt.retry.v1', { runId, priorAttemptNumber: 1, priorDisposition: 'failed' }),
+    );
     expect(retried.result).toMatchObject({ attemptNumber: 2, priorDisposition: 'failed', status: 'planned' });
     await h.engine.tick();
     h.clock.set(at('09:12:00'));
     await h.engine.tick();
     expect((await h.read.occurrences())[0]).toMatchObject({ state: 'succeeded' });
-    expect((await h.read.attempts()).map((a) => [a.attemptNumber, a.state, (a.retryClassification as { classification: string }).classification])).toEqual([
+    expect(
+      (await h.read.attempts()).map((a) => [
+        a.attemptNumber,
+        a.state,
+        (a.retryClassification as { classification: string }).classification,
+      ]),
+    ).toEqual([
       [1, 'failed', 'initial'],
       [2, 'succeeded', 'operator_retry'],
     ]);
@@ -87,12 +109,24 @@ describe('retries, holds, quarantine and recovery', () => {
     await h.engine.tick();
     h.clock.set(at('09:02:00'));
     await h.engine.tick();
-    expect((await h.read.occurrences())[0]).toMatchObject({ state: 'running', stateReason: 'held for operator retry after a failed attempt' });
+    expect((await h.read.occurrences())[0]).toMatchObject({
+      state: 'running',
+      stateReason: 'held for operator retry after a failed attempt',
+    });
     const runId = (await h.read.runs())[0]!.runId as string;
     h.clock.set(at('09:20:00'));
-    expectRejected(await h.engine.commands.handle(command('attempt.retry.v1', { runId, priorAttemptNumber: 1, priorDisposition: 'failed' })), 'DEADLINE_EXCEEDED', 504);
+    expectRejected(
+      await h.engine.commands.handle(
+        command('attempt.retry.v1', { runId, priorAttemptNumber: 1, priorDisposition: 'failed' }),
+      ),
+      'DEADLINE_EXCEEDED',
+      504,
+    );
     await h.engine.tick();
-    expect((await h.read.occurrences())[0]).toMatchObject({ state: 'failed', stateReason: 'held run deadline expired' });
+    expect((await h.read.occurrences())[0]).toMatchObject({
+      state: 'failed',
+      stateReason: 'held run deadline expired',
+    });
     expect((await h.read.runs())[0]).toMatchObject({ state: 'failed' });
   });
 
@@ -110,10 +144,25 @@ describe('retries, holds, quarantine and recovery', () => {
     // ambiguous-never-auto-retried: passes leave it alone, and an operator retry is refused.
     h.clock.set(at('09:05:00'));
     await h.engine.tick();
-    expect((await h.read.attempts())).toHaveLength(1);
-    expectRejected(await h.engine.commands.handle(command('attempt.retry.v1', { runId, priorAttemptNumber: 1, priorDisposition: 'ambiguous' })), 'AMBIGUOUS_RETRY_FORBIDDEN', 422);
-    expectRejected(await h.engine.commands.handle(command('occurrence.cancel.v1', { occurrenceId: occurrence!.occurrenceId })), 'ILLEGAL_TRANSITION');
-    const recovered = await h.ok(command('occurrence.recover.v1', { occurrenceId: occurrence!.occurrenceId, evidenceDetermination: 'retry_with_new_attempt', statement: 'Checked the notes target: nothing was written.' }));
+    expect(await h.read.attempts()).toHaveLength(1);
+    expectRejected(
+      await h.engine.commands.handle(
+        command('attempt.retry.v1', { runId, priorAttemptNumber: 1, priorDisposition: 'ambiguous' }),
+      ),
+      'AMBIGUOUS_RETRY_FORBIDDEN',
+      422,
+    );
+    expectRejected(
+      await h.engine.commands.handle(command('occurrence.cancel.v1', { occurrenceId: occurrence!.occurrenceId })),
+      'ILLEGAL_TRANSITION',
+    );
+    const recovered = await h.ok(
+      command('occurrence.recover.v1', {
+        occurrenceId: occurrence!.occurrenceId,
+        evidenceDetermination: 'retry_with_new_attempt',
+        statement: 'Checked the notes target: nothing was written.',
+      }),
+    );
     expect(recovered.result).toMatchObject({ status: 'dispatching', attemptNumber: 2 });
     h.clock.set(at('09:07:00'));
     await h.engine.tick();
@@ -132,11 +181,38 @@ describe('retries, holds, quarantine and recovery', () => {
     h.clock.set(at('09:02:00'));
     await h.engine.tick();
     const occurrenceId = (await h.read.occurrences())[0]!.occurrenceId;
-    expectRejected(await h.engine.commands.handle(command('occurrence.recover.v1', { occurrenceId: 'nope-1', evidenceDetermination: 'failed_deterministic', statement: 'x' })), 'NOT_FOUND');
-    await h.ok(command('occurrence.recover.v1', { occurrenceId, evidenceDetermination: 'failed_deterministic', statement: 'The job exited before writing.' }));
-    expect((await h.read.occurrences())[0]).toMatchObject({ state: 'failed', recovery: { resolvedDisposition: 'failed_deterministic' } });
+    expectRejected(
+      await h.engine.commands.handle(
+        command('occurrence.recover.v1', {
+          occurrenceId: 'nope-1',
+          evidenceDetermination: 'failed_deterministic',
+          statement: 'x',
+        }),
+      ),
+      'NOT_FOUND',
+    );
+    await h.ok(
+      command('occurrence.recover.v1', {
+        occurrenceId,
+        evidenceDetermination: 'failed_deterministic',
+        statement: 'The job exited before writing.',
+      }),
+    );
+    expect((await h.read.occurrences())[0]).toMatchObject({
+      state: 'failed',
+      recovery: { resolvedDisposition: 'failed_deterministic' },
+    });
     expect((await h.read.runs())[0]).toMatchObject({ state: 'ambiguous' });
-    expectRejected(await h.engine.commands.handle(command('occurrence.recover.v1', { occurrenceId, evidenceDetermination: 'failed_deterministic', statement: 'again' })), 'ILLEGAL_TRANSITION');
+    expectRejected(
+      await h.engine.commands.handle(
+        command('occurrence.recover.v1', {
+          occurrenceId,
+          evidenceDetermination: 'failed_deterministic',
+          statement: 'again',
+        }),
+      ),
+      'ILLEGAL_TRANSITION',
+    );
   });
 
   test('a launch whose answer is lost, on a runtime without launch evidence, stays unconfirmed; lease expiry sends it to operator recovery, never relaunched', async () => {
@@ -152,7 +228,10 @@ describe('retries, holds, quarantine and recovery', () => {
     expect(h.runtime.launches).toHaveLength(1);
     h.clock.set(at('09:00:16'));
     await h.engine.tick();
-    expect((await h.read.occurrences())[0]).toMatchObject({ state: 'recovery_required', recovery: { evidence: 'dispatch_unconfirmed' } });
+    expect((await h.read.occurrences())[0]).toMatchObject({
+      state: 'recovery_required',
+      recovery: { evidence: 'dispatch_unconfirmed' },
+    });
     expect((await h.read.attempts())[0]).toMatchObject({ state: 'ambiguous' });
     expect(h.runtime.launches).toHaveLength(1);
   });
@@ -168,8 +247,13 @@ describe('retries, holds, quarantine and recovery', () => {
     h.clock.set(at('09:30:00'));
     await h.engine.tick();
     expect((await h.read.occurrences())[0]).toMatchObject({ state: 'timed_out' });
-    expect((await h.read.runs())[0]).toMatchObject({ state: 'timed_out', terminalDisposition: { outcome: 'timed_out' } });
+    expect((await h.read.runs())[0]).toMatchObject({
+      state: 'timed_out',
+      terminalDisposition: { outcome: 'timed_out' },
+    });
     expect((await h.read.attempts())[0]).toMatchObject({ state: 'timed_out' });
-    expect((await h.read.receipts()).map((r) => (r.outcome as { disposition: string }).disposition)).toEqual(['timed_out']);
+    expect((await h.read.receipts()).map((r) => (r.outcome as { disposition: string }).disposition)).toEqual([
+      'timed_out',
+    ]);
   });
 });

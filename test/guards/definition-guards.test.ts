@@ -16,7 +16,11 @@ const revise = (revision: number, validation = valid): Args => ({
 describeGuards<Args>('definition.v1 guards', definitionGuards, {
   revisionValidated: {
     pass: revise(4),
-    fail: { 'the body is invalid': revise(4, invalid), 'the revision does not increase': revise(3), 'another event': { context, event: { ...base, type: 'definition_paused', revision: 4 } } },
+    fail: {
+      'the body is invalid': revise(4, invalid),
+      'the revision does not increase': revise(3),
+      'another event': { context, event: { ...base, type: 'definition_paused', revision: 4 } },
+    },
   },
   revisionRepaired: {
     pass: revise(5),
@@ -25,17 +29,39 @@ describeGuards<Args>('definition.v1 guards', definitionGuards, {
   requirementsValidated: {
     pass: { context, event: { ...base, type: 'definition_activated', revision: 4, requirements: met } },
     fail: {
-      'the familiar is unbound': { context, event: { ...base, type: 'definition_activated', revision: 4, requirements: { ...met, familiar: false } } },
-      'the runtime is unavailable': { context, event: { ...base, type: 'definition_activated', revision: 4, requirements: { ...met, runtime: false } } },
-      'authority is unsatisfied': { context, event: { ...base, type: 'definition_activated', revision: 4, requirements: { ...met, authority: false } } },
+      'the familiar is unbound': {
+        context,
+        event: { ...base, type: 'definition_activated', revision: 4, requirements: { ...met, familiar: false } },
+      },
+      'the runtime is unavailable': {
+        context,
+        event: { ...base, type: 'definition_activated', revision: 4, requirements: { ...met, runtime: false } },
+      },
+      'authority is unsatisfied': {
+        context,
+        event: { ...base, type: 'definition_activated', revision: 4, requirements: { ...met, authority: false } },
+      },
     },
   },
   definitionUnsatisfiable: {
-    pass: { context, event: { ...base, type: 'definition_invalidated', revision: 4, validation: invalid, requirements: met } },
-    fail: { 'body and dependencies are fine': { context, event: { ...base, type: 'definition_invalidated', revision: 4, validation: valid, requirements: met } } },
+    pass: {
+      context,
+      event: { ...base, type: 'definition_invalidated', revision: 4, validation: invalid, requirements: met },
+    },
+    fail: {
+      'body and dependencies are fine': {
+        context,
+        event: { ...base, type: 'definition_invalidated', revision: 4, validation: valid, requirements: met },
+      },
+    },
   },
   explicitReenable: {
     pass: { context, event: { ...base, type: 'definition_reenabled', revision: 4, explicit: true } },
-    fail: { 'the re-enable is not explicit': { context, event: { ...base, type: 'definition_reenabled', revision: 4, explicit: false } } },
+    fail: {
+      'the re-enable is not explicit': {
+        context,
+        event: { ...base, type: 'definition_reenabled', revision: 4, explicit: false },
+      },
+    },
   },
 });

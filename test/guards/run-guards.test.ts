@@ -5,7 +5,14 @@ type Args = { context: RunContext; event: RunEvent };
 const now = '2026-03-01T09:10:00.000Z';
 const afterDeadline = '2026-03-01T10:00:00.000Z';
 const context: RunContext = {
-  ...createRunContext({ runId: 'run-1', occurrenceId: 'occ-1', automationId: 'a', automationRevision: 2, fenceGeneration: 1, deadlineAt: '2026-03-01T09:30:00.000Z' }),
+  ...createRunContext({
+    runId: 'run-1',
+    occurrenceId: 'occ-1',
+    automationId: 'a',
+    automationRevision: 2,
+    fenceGeneration: 1,
+    deadlineAt: '2026-03-01T09:30:00.000Z',
+  }),
   attemptCount: 1,
   currentAttemptId: 'attempt-1',
 };
@@ -14,7 +21,16 @@ const started = (adoptionCommittedAt: string | null, launchIssuedAt: string, att
   context,
   event: { ...base, type: 'attempt_started', attemptId, attemptNumber: 1, adoptionCommittedAt, launchIssuedAt },
 });
-const settled = (state: 'succeeded' | 'failed' | 'ambiguous', extra: Partial<{ receiptRef: string; furtherAttemptOpens: boolean; now: string; attemptId: string; ctx: RunContext }> = {}): Args => ({
+const settled = (
+  state: 'succeeded' | 'failed' | 'ambiguous',
+  extra: Partial<{
+    receiptRef: string;
+    furtherAttemptOpens: boolean;
+    now: string;
+    attemptId: string;
+    ctx: RunContext;
+  }> = {},
+): Args => ({
   context: extra.ctx ?? context,
   event: {
     ...base,
@@ -44,9 +60,13 @@ describeGuards<Args>('run.v1 guards', runGuards, {
     pass: refused([{ state: 'failed', failureClass: 'launch_refused', evidenceRecorded: false }]),
     fail: {
       'there are no attempts': refused([]),
-      'an attempt failed after ownership': refused([{ state: 'failed', failureClass: 'runtime_error', evidenceRecorded: false }]),
+      'an attempt failed after ownership': refused([
+        { state: 'failed', failureClass: 'runtime_error', evidenceRecorded: false },
+      ]),
       'an attempt is still open': refused([{ state: 'dispatching', failureClass: null, evidenceRecorded: false }]),
-      'an attempt produced evidence': refused([{ state: 'failed', failureClass: 'launch_refused', evidenceRecorded: true }]),
+      'an attempt produced evidence': refused([
+        { state: 'failed', failureClass: 'launch_refused', evidenceRecorded: true },
+      ]),
     },
   },
   attemptSucceededWithReceipt: {
@@ -54,7 +74,10 @@ describeGuards<Args>('run.v1 guards', runGuards, {
     fail: {
       'no receipt is recorded': settled('succeeded'),
       'the attempt failed': settled('failed', { receiptRef: 'receipt-1' }),
-      'it is an older attempt than the latest': settled('succeeded', { receiptRef: 'receipt-1', ctx: { ...context, attemptCount: 2 } }),
+      'it is an older attempt than the latest': settled('succeeded', {
+        receiptRef: 'receipt-1',
+        ctx: { ...context, attemptCount: 2 },
+      }),
     },
   },
   attemptFailedWithoutFurtherAttempt: {
@@ -67,18 +90,46 @@ describeGuards<Args>('run.v1 guards', runGuards, {
     },
   },
   currentAttemptAmbiguous: {
-    pass: { context, event: { ...base, type: 'attempt_ambiguous', attempt: { attemptId: 'attempt-1', attemptNumber: 1, state: 'ambiguous' }, operatorRecoveryResolved: false } },
+    pass: {
+      context,
+      event: {
+        ...base,
+        type: 'attempt_ambiguous',
+        attempt: { attemptId: 'attempt-1', attemptNumber: 1, state: 'ambiguous' },
+        operatorRecoveryResolved: false,
+      },
+    },
     fail: {
-      'an operator recovery resolved it': { context, event: { ...base, type: 'attempt_ambiguous', attempt: { attemptId: 'attempt-1', attemptNumber: 1, state: 'ambiguous' }, operatorRecoveryResolved: true } },
-      'it is an older attempt than the latest': { context: { ...context, attemptCount: 3 }, event: { ...base, type: 'attempt_ambiguous', attempt: { attemptId: 'attempt-1', attemptNumber: 1, state: 'ambiguous' }, operatorRecoveryResolved: false } },
+      'an operator recovery resolved it': {
+        context,
+        event: {
+          ...base,
+          type: 'attempt_ambiguous',
+          attempt: { attemptId: 'attempt-1', attemptNumber: 1, state: 'ambiguous' },
+          operatorRecoveryResolved: true,
+        },
+      },
+      'it is an older attempt than the latest': {
+        context: { ...context, attemptCount: 3 },
+        event: {
+          ...base,
+          type: 'attempt_ambiguous',
+          attempt: { attemptId: 'attempt-1', attemptNumber: 1, state: 'ambiguous' },
+          operatorRecoveryResolved: false,
+        },
+      },
     },
   },
 });
 
 // A held run's failure settles once the original deadline has passed.
-describeGuards<Args>('run.v1 held deadline', { attemptFailedWithoutFurtherAttempt: runGuards.attemptFailedWithoutFurtherAttempt }, {
-  attemptFailedWithoutFurtherAttempt: {
-    pass: settled('failed', { now: afterDeadline }),
-    fail: { 'the deadline is still open': settled('failed', { now }) },
+describeGuards<Args>(
+  'run.v1 held deadline',
+  { attemptFailedWithoutFurtherAttempt: runGuards.attemptFailedWithoutFurtherAttempt },
+  {
+    attemptFailedWithoutFurtherAttempt: {
+      pass: settled('failed', { now: afterDeadline }),
+      fail: { 'the deadline is still open': settled('failed', { now }) },
+    },
   },
-});
+);

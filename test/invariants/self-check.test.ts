@@ -4,9 +4,14 @@ import { CONTRACT_INVARIANT_IDS } from '../../src/invariants/checks.js';
 
 test('the suite bites: every deliberately broken variant is caught by the invariant it violates, by name', async () => {
   const rows = await runSelfCheck();
-  for (const row of rows) console.info(`${row.status.padEnd(6)} ${row.expected.padEnd(30)} caught by [${row.caughtBy.join(', ')}]  ${row.variant}`);
+  for (const row of rows)
+    console.info(
+      `${row.status.padEnd(6)} ${row.expected.padEnd(30)} caught by [${row.caughtBy.join(', ')}]  ${row.variant}`,
+    );
   expect(rows.filter((r) => r.status === 'missed')).toEqual([]);
   expect(rows.length).toBeGreaterThanOrEqual(10);
   // Every one of the ten contract invariants has a broken variant that it alone must catch.
-  expect(new Set(BROKEN_VARIANTS.map((v) => v.invariant))).toEqual(new Set([...CONTRACT_INVARIANT_IDS, 'no-duplicate-dispatch-per-fence', 'compaction-behind-snapshot']));
+  expect(new Set(BROKEN_VARIANTS.map((v) => v.invariant))).toEqual(
+    new Set([...CONTRACT_INVARIANT_IDS, 'no-duplicate-dispatch-per-fence', 'compaction-behind-snapshot']),
+  );
 }, 60_000);

@@ -10,7 +10,13 @@ import { integrityOf } from '../../src/contract/digest.js';
 const dir = mkdtempSync(join(tmpdir(), 'coven-pack-'));
 const root = packageRoot();
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-const run = (cmd: string, args: string[], cwd: string) => execFileSync(cmd, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1' } });
+const run = (cmd: string, args: string[], cwd: string) =>
+  execFileSync(cmd, args, {
+    cwd,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, NO_COLOR: '1' },
+  });
 
 test('npm pack installs in a clean folder; the examples and the CLI run against the installed package', () => {
   run('npm', ['pack', '--pack-destination', dir, '--silent'], root);
@@ -19,13 +25,20 @@ test('npm pack installs in a clean folder; the examples and the CLI run against 
   cpSync(join(root, 'examples'), app, { recursive: true });
   writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
   run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', join(dir, tarball)], app);
-  expect(run('node', ['embed-engine.mjs'], app)).toMatch(/run run-daily-notes-\d+: succeeded; receipt receipt-attempt-run-daily-notes-\d+-1 verifies: true/);
+  expect(run('node', ['embed-engine.mjs'], app)).toMatch(
+    /run run-daily-notes-\d+: succeeded; receipt receipt-attempt-run-daily-notes-\d+-1 verifies: true/,
+  );
   expect(run('node', ['read-model.mjs'], app)).toMatch(/'daily|twice-daily-\d+': 'succeeded'/);
-  expect(run('npx', ['--no-install', 'coven-automata', 'machines'], app)).toContain('coven.automations.v1: 4 lifecycle machines, 10 invariants');
+  expect(run('npx', ['--no-install', 'coven-automata', 'machines'], app)).toContain(
+    'coven.automations.v1: 4 lifecycle machines, 10 invariants',
+  );
   const receipt = { receiptId: 'receipt-example', outcome: { disposition: 'succeeded' } };
   writeFileSync(join(app, 'receipt.json'), JSON.stringify({ ...receipt, integrity: integrityOf(receipt) }));
   expect(run('npx', ['--no-install', 'coven-automata', 'verify', 'receipt.json'], app)).toMatch(/^valid: [0-9a-f]{64}/);
-  writeFileSync(join(app, 'tampered.json'), JSON.stringify({ ...receipt, outcome: { disposition: 'failed' }, integrity: integrityOf(receipt) }));
+  writeFileSync(
+    join(app, 'tampered.json'),
+    JSON.stringify({ ...receipt, outcome: { disposition: 'failed' }, integrity: integrityOf(receipt) }),
+  );
   const failure = (() => {
     try {
       run('npx', ['--no-install', 'coven-automata', 'verify', 'tampered.json'], app);
@@ -53,7 +66,9 @@ function readmeCommands(): string[] {
 const NOT_HERE: Array<[RegExp, string]> = [
   [/^npm test$/, 'npm test is the run executing this test'],
   // The README's conformance example reads upstream's files beside the checkout; a clone elsewhere has none.
-  ...(existsSync(join(root, '..', 'shared', 'upstream')) ? [] : ([[/\.\.\/shared\/upstream\//, 'upstream artifacts are not beside this checkout']] as Array<[RegExp, string]>)),
+  ...(existsSync(join(root, '..', 'shared', 'upstream'))
+    ? []
+    : ([[/\.\.\/shared\/upstream\//, 'upstream artifacts are not beside this checkout']] as Array<[RegExp, string]>)),
 ];
 
 test('every shell command in the README runs and exits 0', () => {
@@ -72,7 +87,9 @@ test('every shell command in the README runs and exits 0', () => {
       execSync(command, { cwd: root, stdio: 'pipe', timeout: 180_000, env: { ...process.env, NO_COLOR: '1' } });
     } catch (error) {
       const e = error as { status: number; stdout?: Buffer; stderr?: Buffer };
-      throw new Error(`README command failed (${e.status}): ${command}\n${String(e.stderr ?? '')}${String(e.stdout ?? '').slice(-2000)}`);
+      throw new Error(
+        `README command failed (${e.status}): ${command}\n${String(e.stderr ?? '')}${String(e.stdout ?? '').slice(-2000)}`,
+      );
     }
   }
 }, 600_000);

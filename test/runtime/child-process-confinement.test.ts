@@ -41,37 +41,67 @@ describe('the child environment is explicit', () => {
     for (const name of Object.keys(process.env)) if (!(name in saved)) delete process.env[name];
     Object.assign(process.env, saved);
   });
-  const printEnv = 'printf "%s|%s|%s|%s|%s" "${CP_SECRET-unset}" "${COVEN_ENGINE_SETTING-unset}" "${FIXED-unset}" "${PATH:+path}" "$COVEN_PROMPT"';
+  const printEnv =
+    'printf "%s|%s|%s|%s|%s" "${CP_SECRET-unset}" "${COVEN_ENGINE_SETTING-unset}" "${FIXED-unset}" "${PATH:+path}" "$COVEN_PROMPT"';
 
   test('a variable set in the engine is absent in the child unless passed; COVEN_* session variables and the allowlist arrive', async () => {
     process.env.CP_SECRET = 'hunter2';
     process.env.COVEN_ENGINE_SETTING = 'engine-only';
     const plain = new ChildProcessRuntime({ runtimeId: 'sh', command: printEnv, sessionsDir, cwdRoots: [root] });
     expect(await output(plain)).toBe('unset|unset|unset|path|say hello');
-    const passing = new ChildProcessRuntime({ runtimeId: 'sh', command: printEnv, sessionsDir, cwdRoots: [root], passEnv: ['CP_SECRET', 'NOT_SET_ANYWHERE'], env: { FIXED: 'yes' } });
+    const passing = new ChildProcessRuntime({
+      runtimeId: 'sh',
+      command: printEnv,
+      sessionsDir,
+      cwdRoots: [root],
+      passEnv: ['CP_SECRET', 'NOT_SET_ANYWHERE'],
+      env: { FIXED: 'yes' },
+    });
     expect(await output(passing)).toBe('hunter2|unset|yes|path|say hello');
   });
 
   test('the allowlist is what the README documents, LC_* is a prefix, and session variables cannot be overridden', () => {
-    expect(CHILD_ENV_ALLOWLIST).toEqual(['PATH', 'HOME', 'USER', 'LOGNAME', 'SHELL', 'LANG', 'LANGUAGE', 'LC_*', 'TZ', 'TERM', 'TMPDIR']);
+    expect(CHILD_ENV_ALLOWLIST).toEqual([
+      'PATH',
+      'HOME',
+      'USER',
+      'LOGNAME',
+      'SHELL',
+      'LANG',
+      'LANGUAGE',
+      'LC_*',
+      'TZ',
+      'TERM',
+      'TMPDIR',
+    ]);
     const readme = readFileSync(join(packageRoot(), 'README.md'), 'utf8');
     const passage = readme.slice(readme.indexOf('*Environment*'), readme.indexOf('*Working directory*'));
     expect(CHILD_ENV_ALLOWLIST.filter((name) => !passage.includes(`\`${name}\``))).toEqual([]);
-    const env = childEnvironment({ PATH: '/bin', LC_TIME: 'C', AWS_SECRET_ACCESS_KEY: 'k', SSH_AUTH_SOCK: '/s', COVEN_PROMPT: 'engine' }, { env: { COVEN_PROMPT: 'fixed' } }, { COVEN_PROMPT: 'session' });
+    const env = childEnvironment(
+      { PATH: '/bin', LC_TIME: 'C', AWS_SECRET_ACCESS_KEY: 'k', SSH_AUTH_SOCK: '/s', COVEN_PROMPT: 'engine' },
+      { env: { COVEN_PROMPT: 'fixed' } },
+      { COVEN_PROMPT: 'session' },
+    );
     expect(env).toEqual({ PATH: '/bin', LC_TIME: 'C', COVEN_PROMPT: 'session' });
-    expect(() => new ChildProcessRuntime({ runtimeId: 'sh', command: 'true', sessionsDir, cwdRoots: [root], passEnv: ['A=B'] })).toThrow(/not an environment variable name/);
+    expect(
+      () =>
+        new ChildProcessRuntime({ runtimeId: 'sh', command: 'true', sessionsDir, cwdRoots: [root], passEnv: ['A=B'] }),
+    ).toThrow(/not an environment variable name/);
   });
 });
 
 describe('cwd is confined to the roots, by real path', () => {
   const runtime = new ChildProcessRuntime({ runtimeId: 'sh', command: 'pwd', sessionsDir, cwdRoots: [root] });
 
-  test.each(['/etc', '../../../../', 'etc-link', 'work/../../..', '/'])('launch refuses %s deterministically, before spawning anything', async (cwd) => {
-    const launched = await runtime.launch(request({ cwd }), now);
-    expect(launched).toMatchObject({ outcome: 'failed', failureClass: 'launch_refused' });
-    expect((launched as { detail: string }).detail).toContain(`outside every cwd root (${root})`);
-    expect(runtime.launches).toEqual([]);
-  });
+  test.each(['/etc', '../../../../', 'etc-link', 'work/../../..', '/'])(
+    'launch refuses %s deterministically, before spawning anything',
+    async (cwd) => {
+      const launched = await runtime.launch(request({ cwd }), now);
+      expect(launched).toMatchObject({ outcome: 'failed', failureClass: 'launch_refused' });
+      expect((launched as { detail: string }).detail).toContain(`outside every cwd root (${root})`);
+      expect(runtime.launches).toEqual([]);
+    },
+  );
 
   test('a cwd inside a root runs there; relative ones resolve against the first root; no cwd runs in it', async () => {
     expect(await output(runtime, { cwd: 'work/notes' })).toBe(`${join(root, 'work', 'notes')}\n`);
@@ -90,7 +120,16 @@ describe('cwd is confined to the roots, by real path', () => {
   test('the requirements check refuses activation outside the roots with VALIDATION_FAILED naming the field and the roots', () => {
     const check = confineCwd([runtime], defaultRequirements(['sh']));
     const definition = (cwd: string | undefined) =>
-      ({ automationId: 'daily', action: { variant: 'familiarInvocation', version: 1, prompt: 'p', ...(cwd === undefined ? {} : { cwd }) }, binding: { familiarBindingPolicy: 'exact', familiarId: 'charm', authority: { approvalPolicyRef: 'policy://x' } }, runtimeRequirements: { runtimeId: 'sh', capabilities: [] } }) as unknown as AutomationDefinition;
+      ({
+        automationId: 'daily',
+        action: { variant: 'familiarInvocation', version: 1, prompt: 'p', ...(cwd === undefined ? {} : { cwd }) },
+        binding: {
+          familiarBindingPolicy: 'exact',
+          familiarId: 'charm',
+          authority: { approvalPolicyRef: 'policy://x' },
+        },
+        runtimeRequirements: { runtimeId: 'sh', capabilities: [] },
+      }) as unknown as AutomationDefinition;
     for (const cwd of ['/etc', '../../../../', 'etc-link', 'missing/../../../..']) {
       let thrown: unknown;
       try {
@@ -99,7 +138,11 @@ describe('cwd is confined to the roots, by real path', () => {
         thrown = error;
       }
       expect(isContractError(thrown), cwd).toBe(true);
-      expect(thrown).toMatchObject({ code: 'VALIDATION_FAILED', httpStatus: 400, details: { field: 'action.cwd', cwd, roots: [root] } });
+      expect(thrown).toMatchObject({
+        code: 'VALIDATION_FAILED',
+        httpStatus: 400,
+        details: { field: 'action.cwd', cwd, roots: [root] },
+      });
       expect((thrown as Error).message).toContain(root);
     }
     // Inside, or not there yet (the launch checks again once it exists): the rest of the check decides.

@@ -1,5 +1,18 @@
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync, writeSync, closeSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+  writeSync,
+  closeSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -45,7 +58,11 @@ const claim = (sessionsDir: string, sessionId: string, pid: number, startTime: s
 describe('one key, one session, whatever races it', () => {
   test('launchEvidence in another process racing a wrapper never yields both never_started and a command that ran (50 rounds)', async () => {
     const root = freshRoot('race');
-    const racer = spawn(process.execPath, ['--import', 'tsx', join(packageRoot(), 'test/runtime/fixtures/fence-racer.ts'), root], { stdio: ['pipe', 'pipe', 'inherit'] });
+    const racer = spawn(
+      process.execPath,
+      ['--import', 'tsx', join(packageRoot(), 'test/runtime/fixtures/fence-racer.ts'), root],
+      { stdio: ['pipe', 'pipe', 'inherit'] },
+    );
     const answers = createInterface({ input: racer.stdout })[Symbol.asyncIterator]();
     const next = async () => (await answers.next()).value as string;
     const tally = { started: 0, never_started: 0 };
@@ -85,7 +102,10 @@ describe('one key, one session, whatever races it', () => {
     expect(await runtimeIn(root, ': > ran').launchEvidence(key, now)).toMatchObject({ evidence: 'never_started' });
     expect(await runtimeIn(root, ': > ran').launchEvidence(key, now)).toMatchObject({ evidence: 'never_started' });
     const later = runtimeIn(root, ': > ran');
-    expect(await later.launch(request({ sessionKey: key }), now)).toMatchObject({ outcome: 'failed', failureClass: 'launch_refused' });
+    expect(await later.launch(request({ sessionKey: key }), now)).toMatchObject({
+      outcome: 'failed',
+      failureClass: 'launch_refused',
+    });
     expect(later.launches).toEqual([]);
     expect(existsSync(join(root, 'ran'))).toBe(false);
     expect(await later.observe(sessionIdOf(key), now)).toMatchObject({ status: 'lost' });
@@ -95,11 +115,17 @@ describe('one key, one session, whatever races it', () => {
     const root = freshRoot('idempotent');
     const first = runtimeIn(root, 'echo once >> count');
     const key = 'same-key';
-    const [a, b] = await Promise.all([first.launch(request({ sessionKey: key }), now), first.launch(request({ sessionKey: key }), now)]);
+    const [a, b] = await Promise.all([
+      first.launch(request({ sessionKey: key }), now),
+      first.launch(request({ sessionKey: key }), now),
+    ]);
     expect(a).toEqual(b);
     await finished(first, sessionIdOf(key));
     const restarted = runtimeIn(root, 'echo once >> count');
-    expect(await restarted.launch(request({ sessionKey: key }), now)).toMatchObject({ outcome: 'started', sessionId: sessionIdOf(key) });
+    expect(await restarted.launch(request({ sessionKey: key }), now)).toMatchObject({
+      outcome: 'started',
+      sessionId: sessionIdOf(key),
+    });
     expect(restarted.launches).toEqual([]);
     expect(first.launches).toHaveLength(1);
     expect(readFileSync(join(root, 'count'), 'utf8')).toBe('once\n');
@@ -114,23 +140,40 @@ describe('evidence outlives the engine that launched', () => {
     const dead = runtimeIn(root, 'read line < gate; printf "%s" "$line"');
     expect(await dead.launch(request({ sessionKey: key }), now)).toMatchObject({ outcome: 'started' });
     const restarted = runtimeIn(root, 'unused');
-    expect(await restarted.launchEvidence(key, now)).toEqual({ evidence: 'started', sessionId: sessionIdOf(key), cursors: { logCursor: '0' } });
+    expect(await restarted.launchEvidence(key, now)).toEqual({
+      evidence: 'started',
+      sessionId: sessionIdOf(key),
+      cursors: { logCursor: '0' },
+    });
     expect(await restarted.observe(sessionIdOf(key), now)).toMatchObject({ status: 'running' });
     const gate = openSync(join(root, 'gate'), 'w');
     writeSync(gate, 'released\n');
     closeSync(gate);
-    expect(await finished(restarted, sessionIdOf(key))).toMatchObject({ status: 'exited', outcome: 'succeeded', exitCode: 0, cancelled: false });
+    expect(await finished(restarted, sessionIdOf(key))).toMatchObject({
+      status: 'exited',
+      outcome: 'succeeded',
+      exitCode: 0,
+      cancelled: false,
+    });
     expect(readFileSync(join(root, 'sessions', `${sessionIdOf(key)}.log`), 'utf8')).toBe('released');
   });
 
   test('killed after the launch record but before any wrapper claimed: never_started; unreadable evidence: unknown', async () => {
     const root = freshRoot('unclaimed');
     const runtime = runtimeIn(root, 'true');
-    writeFileSync(join(root, 'sessions', `${sessionIdOf('unclaimed')}.json`), JSON.stringify({ sessionKey: 'unclaimed' }));
+    writeFileSync(
+      join(root, 'sessions', `${sessionIdOf('unclaimed')}.json`),
+      JSON.stringify({ sessionKey: 'unclaimed' }),
+    );
     expect(await runtime.launchEvidence('unclaimed', now)).toMatchObject({ evidence: 'never_started' });
     writeFileSync(join(root, 'sessions', `${sessionIdOf('garbled')}.start`), 'started pid=banana\n');
-    expect(await runtime.launchEvidence('garbled', now)).toMatchObject({ evidence: 'unknown', detail: expect.stringContaining('neither a start claim nor a fence') });
-    await expect(runtime.launch(request({ sessionKey: 'garbled' }), now)).rejects.toThrow(/neither a start claim nor a fence/);
+    expect(await runtime.launchEvidence('garbled', now)).toMatchObject({
+      evidence: 'unknown',
+      detail: expect.stringContaining('neither a start claim nor a fence'),
+    });
+    await expect(runtime.launch(request({ sessionKey: 'garbled' }), now)).rejects.toThrow(
+      /neither a start claim nor a fence/,
+    );
   });
 
   test('a zombie claimant is not running: lost without an exit file, exited with one', async () => {
@@ -139,15 +182,24 @@ describe('evidence outlives the engine that launched', () => {
     // The background child exits at once and its parent, exec'd into sleep, never reaps it: a zombie until the sleep ends.
     const holder = spawn('/bin/sh', ['-c', ':& echo $!; exec sleep 30'], { stdio: ['ignore', 'pipe', 'ignore'] });
     try {
-      const zombie = Number(await new Promise<string>((resolve) => holder.stdout.once('data', (d: Buffer) => resolve(d.toString().trim()))));
+      const zombie = Number(
+        await new Promise<string>((resolve) => holder.stdout.once('data', (d: Buffer) => resolve(d.toString().trim()))),
+      );
       await eventually(async () => (stateOf(zombie) === 'Z' ? true : undefined));
       const sessionsDir = join(root, 'sessions');
       claim(sessionsDir, 'cp-zombie', zombie, startTimeOf(zombie));
-      expect(await runtime.observe('cp-zombie', now)).toMatchObject({ status: 'lost', detail: expect.stringContaining('zombie') });
+      expect(await runtime.observe('cp-zombie', now)).toMatchObject({
+        status: 'lost',
+        detail: expect.stringContaining('zombie'),
+      });
       claim(sessionsDir, 'cp-holder', holder.pid!, startTimeOf(holder.pid!));
       expect(await runtime.observe('cp-holder', now)).toMatchObject({ status: 'running' });
       writeFileSync(join(sessionsDir, 'cp-zombie.exit'), '4');
-      expect(await runtime.observe('cp-zombie', now)).toMatchObject({ status: 'exited', outcome: 'failed', exitCode: 4 });
+      expect(await runtime.observe('cp-zombie', now)).toMatchObject({
+        status: 'exited',
+        outcome: 'failed',
+        exitCode: 4,
+      });
     } finally {
       holder.kill('SIGKILL');
     }
@@ -168,7 +220,11 @@ describe('evidence outlives the engine that launched', () => {
       claim(sessionsDir, 'cp-bystander', bystander.pid!, String(Number(startTimeOf(bystander.pid!)) + 1));
       await runtime.cancel('cp-bystander', now);
       expect(stateOf(bystander.pid!)).not.toBe('Z');
-      expect(await runtime.observe('cp-bystander', now)).toMatchObject({ status: 'exited', cancelled: true, exitCode: null });
+      expect(await runtime.observe('cp-bystander', now)).toMatchObject({
+        status: 'exited',
+        cancelled: true,
+        exitCode: null,
+      });
       writeFileSync(join(sessionsDir, 'cp-reused.exit'), '0');
       expect(await runtime.observe('cp-reused', now)).toMatchObject({ status: 'exited', outcome: 'succeeded' });
     } finally {
@@ -178,27 +234,35 @@ describe('evidence outlives the engine that launched', () => {
 });
 
 describe('session files are private', () => {
-  test.each([0o022, 0o000])('under umask %o: every session file 0600, the folder 0700; the command keeps the umask', async (mask) => {
-    const previous = process.umask(mask);
-    try {
-      const root = freshRoot('modes');
-      const runtime = runtimeIn(root, 'umask; : > made-by-command');
-      const done = (await runtime.launch(request(), now)) as { sessionId: string };
-      await finished(runtime, done.sessionId);
-      const waiting = (await runtime.launch(request({ sessionKey: 'cancelled' }), now)) as { sessionId: string };
-      await runtime.cancel(waiting.sessionId, now);
-      await runtime.launchEvidence('fenced', now);
-      const sessionsDir = join(root, 'sessions');
-      expect(statSync(sessionsDir).mode & 0o777).toBe(0o700);
-      const files = readdirSync(sessionsDir);
-      expect(files.filter((f) => f.startsWith(done.sessionId)).sort()).toEqual(['json', 'log', 'exit', 'start'].map((e) => `${done.sessionId}.${e}`).sort());
-      expect(files).toContain(`${waiting.sessionId}.cancel`);
-      expect(files).toContain(`${sessionIdOf('fenced')}.start`);
-      for (const file of files) expect(`${file} ${(statSync(join(sessionsDir, file)).mode & 0o777).toString(8)}`).toBe(`${file} 600`);
-      expect(readFileSync(join(sessionsDir, `${done.sessionId}.log`), 'utf8').trim()).toBe(mask.toString(8).padStart(4, '0'));
-      expect(statSync(join(root, 'made-by-command')).mode & 0o777).toBe(0o666 & ~mask);
-    } finally {
-      process.umask(previous);
-    }
-  });
+  test.each([0o022, 0o000])(
+    'under umask %o: every session file 0600, the folder 0700; the command keeps the umask',
+    async (mask) => {
+      const previous = process.umask(mask);
+      try {
+        const root = freshRoot('modes');
+        const runtime = runtimeIn(root, 'umask; : > made-by-command');
+        const done = (await runtime.launch(request(), now)) as { sessionId: string };
+        await finished(runtime, done.sessionId);
+        const waiting = (await runtime.launch(request({ sessionKey: 'cancelled' }), now)) as { sessionId: string };
+        await runtime.cancel(waiting.sessionId, now);
+        await runtime.launchEvidence('fenced', now);
+        const sessionsDir = join(root, 'sessions');
+        expect(statSync(sessionsDir).mode & 0o777).toBe(0o700);
+        const files = readdirSync(sessionsDir);
+        expect(files.filter((f) => f.startsWith(done.sessionId)).sort()).toEqual(
+          ['json', 'log', 'exit', 'start'].map((e) => `${done.sessionId}.${e}`).sort(),
+        );
+        expect(files).toContain(`${waiting.sessionId}.cancel`);
+        expect(files).toContain(`${sessionIdOf('fenced')}.start`);
+        for (const file of files)
+          expect(`${file} ${(statSync(join(sessionsDir, file)).mode & 0o777).toString(8)}`).toBe(`${file} 600`);
+        expect(readFileSync(join(sessionsDir, `${done.sessionId}.log`), 'utf8').trim()).toBe(
+          mask.toString(8).padStart(4, '0'),
+        );
+        expect(statSync(join(root, 'made-by-command')).mode & 0o777).toBe(0o666 & ~mask);
+      } finally {
+        process.umask(previous);
+      }
+    },
+  );
 });

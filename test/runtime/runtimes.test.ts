@@ -22,20 +22,31 @@ const exited = (runtime: { observe(id: string, now: Date): Promise<Observation> 
 
 describe('ChildProcessRuntime', () => {
   const sessionsDir = join(dir, 'sessions');
-  const runtime = (command: string) => new ChildProcessRuntime({ runtimeId: 'sh', command, sessionsDir, defaultCwd: dir });
+  const runtime = (command: string) =>
+    new ChildProcessRuntime({ runtimeId: 'sh', command, sessionsDir, defaultCwd: dir });
 
   test('runs the command with the prompt; exit 0 and the output digest are the evidence', async () => {
     const r = runtime('printf "%s" "$COVEN_PROMPT"');
     const launched = await r.launch(request(), now);
     expect(launched.outcome).toBe('started');
     const observation = await exited(r, (launched as { sessionId: string }).sessionId);
-    expect(observation).toEqual({ status: 'exited', outcome: 'succeeded', exitCode: 0, cancelled: false, outputDigest: sha256Hex('say hello') });
+    expect(observation).toEqual({
+      status: 'exited',
+      outcome: 'succeeded',
+      exitCode: 0,
+      cancelled: false,
+      outputDigest: sha256Hex('say hello'),
+    });
   });
 
   test('a non-zero exit is failure evidence', async () => {
     const r = runtime('exit 3');
     const launched = await r.launch(request(), now);
-    expect(await exited(r, (launched as { sessionId: string }).sessionId)).toMatchObject({ outcome: 'failed', exitCode: 3, cancelled: false });
+    expect(await exited(r, (launched as { sessionId: string }).sessionId)).toMatchObject({
+      outcome: 'failed',
+      exitCode: 3,
+      cancelled: false,
+    });
   });
 
   test('cancel stops the process group and the next observation acknowledges it', async () => {
@@ -49,7 +60,10 @@ describe('ChildProcessRuntime', () => {
   test('a missing working directory is a deterministic pre-ownership refusal; nothing is spawned', async () => {
     const r = runtime('true');
     const before = readdirSync(sessionsDir).length;
-    expect(await r.launch(request({ cwd: join(dir, 'missing') }), now)).toMatchObject({ outcome: 'failed', failureClass: 'launch_refused' });
+    expect(await r.launch(request({ cwd: join(dir, 'missing') }), now)).toMatchObject({
+      outcome: 'failed',
+      failureClass: 'launch_refused',
+    });
     expect(readdirSync(sessionsDir).length).toBe(before);
   });
 
@@ -58,7 +72,11 @@ describe('ChildProcessRuntime', () => {
     const launched = (await first.launch(request(), now)) as { sessionId: string };
     await exited(first, launched.sessionId);
     const afterRestart = runtime('printf done');
-    expect(await afterRestart.observe(launched.sessionId, now)).toMatchObject({ status: 'exited', outcome: 'succeeded', exitCode: 0 });
+    expect(await afterRestart.observe(launched.sessionId, now)).toMatchObject({
+      status: 'exited',
+      outcome: 'succeeded',
+      exitCode: 0,
+    });
     expect(await afterRestart.observe('cp-unknown', now)).toMatchObject({ status: 'lost' });
   });
 });
@@ -67,7 +85,8 @@ describe('FunctionRuntime', () => {
   test('settles with the function outcome and digests its output; a throw is failure; cancel aborts', async () => {
     const runtime = new FunctionRuntime('fn', async (req, signal) => {
       if (req.prompt === 'boom') throw new Error('exploded');
-      if (req.prompt === 'wait') await new Promise((_, reject) => signal.addEventListener('abort', () => reject(new Error('aborted'))));
+      if (req.prompt === 'wait')
+        await new Promise((_, reject) => signal.addEventListener('abort', () => reject(new Error('aborted'))));
       return { outcome: 'succeeded', output: req.prompt.toUpperCase() };
     });
     const ok = (await runtime.launch(request({ prompt: 'hi' }), now)) as { sessionId: string };
@@ -75,10 +94,18 @@ describe('FunctionRuntime', () => {
     const waiting = (await runtime.launch(request({ prompt: 'wait' }), now)) as { sessionId: string };
     await runtime.cancel(waiting.sessionId);
     await runtime.drain();
-    expect(await runtime.observe(ok.sessionId)).toEqual({ status: 'exited', outcome: 'succeeded', exitCode: 0, cancelled: false, outputDigest: sha256Hex('HI') });
+    expect(await runtime.observe(ok.sessionId)).toEqual({
+      status: 'exited',
+      outcome: 'succeeded',
+      exitCode: 0,
+      cancelled: false,
+      outputDigest: sha256Hex('HI'),
+    });
     expect(await runtime.observe(boom.sessionId)).toMatchObject({ outcome: 'failed', exitCode: 1, detail: 'exploded' });
     expect(await runtime.observe(waiting.sessionId)).toMatchObject({ cancelled: true });
-    expect(await new FunctionRuntime('fn', async () => ({ outcome: 'succeeded' })).observe(ok.sessionId)).toMatchObject({ status: 'lost' });
+    expect(await new FunctionRuntime('fn', async () => ({ outcome: 'succeeded' })).observe(ok.sessionId)).toMatchObject(
+      { status: 'lost' },
+    );
   });
   test('a launch is idempotent per key within the process; a key from a dead process is unknown evidence, never a guess', async () => {
     let runs = 0;
@@ -91,13 +118,28 @@ describe('FunctionRuntime', () => {
     expect(a).toEqual(b);
     await runtime.drain();
     expect(runs).toBe(1);
-    expect(await runtime.launchEvidence(key.sessionKey)).toEqual({ evidence: 'started', sessionId: (a as { sessionId: string }).sessionId, cursors: { eventCursor: `${(a as { sessionId: string }).sessionId}:0` } });
-    expect(await new FunctionRuntime('fn', async () => ({ outcome: 'succeeded' })).launchEvidence(key.sessionKey)).toMatchObject({ evidence: 'unknown' });
+    expect(await runtime.launchEvidence(key.sessionKey)).toEqual({
+      evidence: 'started',
+      sessionId: (a as { sessionId: string }).sessionId,
+      cursors: { eventCursor: `${(a as { sessionId: string }).sessionId}:0` },
+    });
+    expect(
+      await new FunctionRuntime('fn', async () => ({ outcome: 'succeeded' })).launchEvidence(key.sessionKey),
+    ).toMatchObject({ evidence: 'unknown' });
   });
 });
 
 describe('SimulatedRuntime', () => {
-  const request = (id: string) => ({ sessionKey: `key-${id}`, automationId: 'a', occurrenceId: `occ-${id}`, runId: `run-${id}`, attemptId: `att-${id}`, attemptNumber: 1, prompt: 'p', deadlineAt: '2026-03-02T10:00:00.000Z' });
+  const request = (id: string) => ({
+    sessionKey: `key-${id}`,
+    automationId: 'a',
+    occurrenceId: `occ-${id}`,
+    runId: `run-${id}`,
+    attemptId: `att-${id}`,
+    attemptNumber: 1,
+    prompt: 'p',
+    deadlineAt: '2026-03-02T10:00:00.000Z',
+  });
   const at = (minute: number) => new Date(Date.UTC(2026, 2, 2, 9, minute));
 
   test('a cancel while the session runs ends it cancelled; a cancel after its natural end leaves the exit as it was', async () => {
@@ -106,9 +148,17 @@ describe('SimulatedRuntime', () => {
     const late = (await r.launch(request('late'), at(0))) as { sessionId: string };
     await r.cancel(early.sessionId, at(2));
     expect(await r.observe(early.sessionId, at(3))).toMatchObject({ status: 'exited', cancelled: true });
-    expect(await r.observe(late.sessionId, at(6))).toMatchObject({ status: 'exited', outcome: 'succeeded', cancelled: false });
+    expect(await r.observe(late.sessionId, at(6))).toMatchObject({
+      status: 'exited',
+      outcome: 'succeeded',
+      cancelled: false,
+    });
     await r.cancel(late.sessionId, at(7));
     // Every later look reports the same exit: a runtime never rewrites how a session ended.
-    expect(await r.observe(late.sessionId, at(8))).toMatchObject({ status: 'exited', outcome: 'succeeded', cancelled: false });
+    expect(await r.observe(late.sessionId, at(8))).toMatchObject({
+      status: 'exited',
+      outcome: 'succeeded',
+      cancelled: false,
+    });
   });
 });

@@ -11,7 +11,8 @@ const tsx = join(root, 'node_modules', '.bin', 'tsx');
 /** A throwaway copy of the package, so the real spec is never touched. */
 function copyPackage(): string {
   const dir = mkdtempSync(join(tmpdir(), 'coven-generate-'));
-  for (const entry of ['package.json', 'spec', 'src', 'tools', 'machines']) cpSync(join(root, entry), join(dir, entry), { recursive: true });
+  for (const entry of ['package.json', 'spec', 'src', 'tools', 'machines'])
+    cpSync(join(root, entry), join(dir, entry), { recursive: true });
   symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'));
   return dir;
 }
@@ -55,6 +56,8 @@ describe('npm run generate -- --check', () => {
     writeFileSync(specFile, JSON.stringify(edited, null, 2));
     const result = generate(dir);
     expect(result.status).toBe(1);
-    expect(result.stderr).toContain("attempt.v1 failed -> adopted on dispatch (dispatcher) leaves terminal state 'failed'");
+    expect(result.stderr).toContain(
+      "attempt.v1 failed -> adopted on dispatch (dispatcher) leaves terminal state 'failed'",
+    );
   }, 30_000);
 });

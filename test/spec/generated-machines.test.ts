@@ -4,7 +4,15 @@ import { describe, expect, test } from 'vitest';
 import { createActor, type AnyStateMachine } from 'xstate';
 import { packageRoot } from '../../src/spec/package-root.js';
 import { renderMachineFiles } from '../../tools/machine-codegen.js';
-import { generatedMachine, machineIds, machineSpec, permissiveMachine, sampleEvent, sampleInputs, spec } from '../support/spec-fixtures.js';
+import {
+  generatedMachine,
+  machineIds,
+  machineSpec,
+  permissiveMachine,
+  sampleEvent,
+  sampleInputs,
+  spec,
+} from '../support/spec-fixtures.js';
 
 interface WalkedTransition {
   from: string;
@@ -57,7 +65,10 @@ describe.each(machineIds)('generated %s', (id) => {
     const permissive = permissiveMachine(id);
     for (const t of m.transitions) {
       for (const actor of spec.actors) {
-        const snapshot = permissive.resolveState({ value: t.from, context: createActor(permissive, { input: sampleInputs[id] }).getSnapshot().context });
+        const snapshot = permissive.resolveState({
+          value: t.from,
+          context: createActor(permissive, { input: sampleInputs[id] }).getSnapshot().context,
+        });
         const can = snapshot.can(sampleEvent(t.on, actor));
         expect(can, `${t.from} -> ${t.to} on ${t.on} sent by ${actor}`).toBe(actor === t.actor);
       }

@@ -30,7 +30,15 @@ describe('state-machines.json', () => {
   test('names the declared states of each machine in the contract order', () => {
     const states = Object.fromEntries(spec.machines.map((m) => [m.id, m.states]));
     expect(states['definition.v1']).toEqual(['draft', 'paused', 'active', 'disabled', 'invalid', 'tombstoned']);
-    expect(states['run.v1']).toEqual(['accepted', 'running', 'succeeded', 'failed', 'cancelled', 'timed_out', 'ambiguous']);
+    expect(states['run.v1']).toEqual([
+      'accepted',
+      'running',
+      'succeeded',
+      'failed',
+      'cancelled',
+      'timed_out',
+      'ambiguous',
+    ]);
     expect(spec.machines.find((m) => m.id === 'occurrence.v1')?.terminal).toEqual([
       'succeeded',
       'failed',
@@ -42,13 +50,17 @@ describe('state-machines.json', () => {
   });
 
   test('refuses malformed JSON with a clear message', () => {
-    expect(() => parseLifecycleSpec('{"machines": [', 'broken.json')).toThrow(/broken.json is not a valid lifecycle spec:\n {2}\(root\): not valid JSON/);
+    expect(() => parseLifecycleSpec('{"machines": [', 'broken.json')).toThrow(
+      /broken.json is not a valid lifecycle spec:\n {2}\(root\): not valid JSON/,
+    );
   });
 
   test('refuses an unknown actor, naming the path', () => {
     const broken = specCopy();
     broken.machines[1]!.transitions[0]!.actor = 'operator' as never;
-    expect(() => parseLifecycleSpec(JSON.stringify(broken))).toThrow(/\/machines\/1\/transitions\/0\/actor: must be equal to one of the allowed values/);
+    expect(() => parseLifecycleSpec(JSON.stringify(broken))).toThrow(
+      /\/machines\/1\/transitions\/0\/actor: must be equal to one of the allowed values/,
+    );
   });
 
   test('refuses unknown fields, naming the field', () => {
@@ -67,8 +79,12 @@ describe('state-machines.json', () => {
   });
 
   test('refuses a guard without its contract text', () => {
-    const broken = specCopy() as unknown as { machines: Array<{ transitions: Array<{ guard?: Record<string, unknown> }> }> };
+    const broken = specCopy() as unknown as {
+      machines: Array<{ transitions: Array<{ guard?: Record<string, unknown> }> }>;
+    };
     delete broken.machines[0]!.transitions[0]!.guard!.text;
-    expect(() => parseLifecycleSpec(JSON.stringify(broken))).toThrow(/\/machines\/0\/transitions\/0\/guard: must have required property 'text'/);
+    expect(() => parseLifecycleSpec(JSON.stringify(broken))).toThrow(
+      /\/machines\/0\/transitions\/0\/guard: must have required property 'text'/,
+    );
   });
 });

@@ -22,7 +22,9 @@ describe('group commit queue', () => {
   test('transactions queued together share a batch, in order, at most maxGroup each', async () => {
     const { queue, batches } = recordingQueue(4);
     const order: number[] = [];
-    const results = await Promise.all(Array.from({ length: 10 }, (_, i) => queue.enqueue(() => (order.push(i), i * 2))));
+    const results = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => queue.enqueue(() => (order.push(i), i * 2))),
+    );
     expect(results).toEqual(Array.from({ length: 10 }, (_, i) => i * 2));
     expect(order).toEqual([...Array(10).keys()]);
     expect(batches).toEqual([4, 4, 2]);

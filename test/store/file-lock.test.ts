@@ -20,7 +20,11 @@ let counter = 0;
 const freshFile = (kind: FileStoreKind) => join(dir, `store-${counter++}.${kind === 'json' ? 'json' : 'sqlite'}`);
 
 /** A contender process that has opened `file` and committed in it. */
-async function holder(file: string, kind: FileStoreKind, options: { underNonReapingParent?: boolean } = {}): Promise<Contender> {
+async function holder(
+  file: string,
+  kind: FileStoreKind,
+  options: { underNonReapingParent?: boolean } = {},
+): Promise<Contender> {
   const started = await Contender.start(contender!.script, options);
   const outcome = await race([started], file, kind, counter++, [0], 0);
   expect(outcome.winners).toEqual([started.pid]);
@@ -97,7 +101,10 @@ describe.each(['json', 'sqlite'] as const)('%s store lock', (kind) => {
       await withUmask(mask, async () => {
         const store = await openStore(file, kind);
         expect(mode(lockFilePath(file))).toBe(0o600);
-        expect(JSON.parse(readFileSync(lockFilePath(file), 'utf8'))).toMatchObject({ pid: process.pid, hostname: hostname() });
+        expect(JSON.parse(readFileSync(lockFilePath(file), 'utf8'))).toMatchObject({
+          pid: process.pid,
+          hostname: hostname(),
+        });
         await store.close();
       });
       expect(mode(lockFilePath(file))).toBe(0o600);
@@ -111,7 +118,11 @@ describe.each(['json', 'sqlite'] as const)('%s store lock', (kind) => {
     mkdirSync(`${file}.lock`);
     const longAgo = new Date(Date.now() - 60_000);
     utimesSync(`${file}.lock`, longAgo, longAgo);
-    writeFileSync(lockFilePath(file), JSON.stringify({ pid: 999_999, hostname: hostname(), acquiredAt: longAgo.toISOString() }), { mode: 0o644 });
+    writeFileSync(
+      lockFilePath(file),
+      JSON.stringify({ pid: 999_999, hostname: hostname(), acquiredAt: longAgo.toISOString() }),
+      { mode: 0o644 },
+    );
     const store = await openStore(file, kind);
     try {
       expect(() => statSync(`${file}.lock`)).toThrow(/ENOENT/);
@@ -125,10 +136,15 @@ describe.each(['json', 'sqlite'] as const)('%s store lock', (kind) => {
   test('a fresh proper-lockfile directory (an older engine may be live) refuses the store and names that owner', async () => {
     const file = freshFile(kind);
     mkdirSync(`${file}.lock`);
-    writeFileSync(lockFilePath(file), JSON.stringify({ pid: 4242, hostname: 'old-host', acquiredAt: '2026-01-01T00:00:00.000Z' }));
+    writeFileSync(
+      lockFilePath(file),
+      JSON.stringify({ pid: 4242, hostname: 'old-host', acquiredAt: '2026-01-01T00:00:00.000Z' }),
+    );
     const error = await openStore(file, kind).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(StoreLockedError);
-    expect((error as Error).message).toContain('in use by process 4242 on old-host since 2026-01-01T00:00:00.000Z (the lock of an engine older than this one');
+    expect((error as Error).message).toContain(
+      'in use by process 4242 on old-host since 2026-01-01T00:00:00.000Z (the lock of an engine older than this one',
+    );
     expect(statSync(`${file}.lock`).isDirectory()).toBe(true);
   });
 
@@ -137,7 +153,9 @@ describe.each(['json', 'sqlite'] as const)('%s store lock', (kind) => {
     const store = await openStore(file, kind);
     try {
       rmSync(lockFilePath(file));
-      const error = await store.transact((tx) => tx.put('lock-round', 'late', {}, { expectedVersion: null })).catch((e: unknown) => e);
+      const error = await store
+        .transact((tx) => tx.put('lock-round', 'late', {}, { expectedVersion: null }))
+        .catch((e: unknown) => e);
       expect(error).toBeInstanceOf(StoreClosedError);
       expect((error as Error).message).toContain('was removed or replaced');
     } finally {

@@ -21,7 +21,12 @@ async function closedStore(): Promise<string> {
   const file = join(dir, `store-${counter++}.json`);
   const store = await JsonFileStore.open(file);
   await store.transact(async (tx) => {
-    await tx.put('attempt', 'sealed', { outcome: 'succeeded', note: 'nightly € 🦀' }, { expectedVersion: null, terminal: true });
+    await tx.put(
+      'attempt',
+      'sealed',
+      { outcome: 'succeeded', note: 'nightly € 🦀' },
+      { expectedVersion: null, terminal: true },
+    );
     await tx.put('attempt', 'open', { outcome: 'running' }, { expectedVersion: null });
     await tx.append('run/r', { n: 0 });
     await tx.append('run/r', { n: 1 });
@@ -71,18 +76,21 @@ test.each([
   ['a live record', '"outcome":"running"', '"outcome":"runninG"'],
   ['a log entry', '{"n":1}', '{"n":7}'],
   ['a multi-byte character', '€', '£'],
-])('a changed byte in the data of %s is refused at open, naming the file, and the file is left untouched', async (_, from, to) => {
-  const file = await closedStore();
-  const text = readFileSync(file, 'utf8');
-  expect(text.split(from)).toHaveLength(2);
-  const changed = text.replace(from, to);
-  writeFileSync(file, changed);
-  const error = await JsonFileStore.open(file).catch((e: unknown) => e);
-  expect(error).toBeInstanceOf(StoreCorruptError);
-  expect((error as Error).message).toContain(file);
-  expect((error as Error).message).toContain('does not match its checksum');
-  expect(readFileSync(file, 'utf8')).toBe(changed);
-});
+])(
+  'a changed byte in the data of %s is refused at open, naming the file, and the file is left untouched',
+  async (_, from, to) => {
+    const file = await closedStore();
+    const text = readFileSync(file, 'utf8');
+    expect(text.split(from)).toHaveLength(2);
+    const changed = text.replace(from, to);
+    writeFileSync(file, changed);
+    const error = await JsonFileStore.open(file).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StoreCorruptError);
+    expect((error as Error).message).toContain(file);
+    expect((error as Error).message).toContain('does not match its checksum');
+    expect(readFileSync(file, 'utf8')).toBe(changed);
+  },
+);
 
 test('a format-5 file not laid out a line per item (reformatted by hand) opens whole, its checksums still checked', async () => {
   const file = await closedStore();
@@ -114,7 +122,8 @@ test('a format-4 file (no checksums) opens, reads its settled history from disk,
     await store.foldSettled();
     const text = readFileSync(file, 'utf8');
     expect(JSON.parse(text)).toMatchObject({ formatVersion: JSON_STORE_FORMAT_VERSION });
-    for (const line of itemLines(file)) expect((recordHead(line) ?? entryHead(line))!.checksum).toMatch(/^[0-9a-f]{8}$/);
+    for (const line of itemLines(file))
+      expect((recordHead(line) ?? entryHead(line))!.checksum).toMatch(/^[0-9a-f]{8}$/);
     // What the fold copied from the old file as bytes is read back from the new one.
     expect((await store.read(contents)).sealed).toEqual(expected.sealed);
   } finally {
@@ -131,9 +140,13 @@ test('a fold copying a snapshot line that changed under the store refuses it and
   const changed = readFileSync(store.file, 'utf8').replace('"outcome":"succeeded"', '"outcome":"succeedeD"');
   writeFileSync(store.file, changed);
   await store.transact((tx) => tx.append('run/r', { n: 2 }));
-  await expect(store.read((r) => r.get('attempt', 'sealed'))).rejects.toSatisfy((e) => e instanceof StoreCorruptError && String((e as Error).message).includes('does not match its checksum'));
+  await expect(store.read((r) => r.get('attempt', 'sealed'))).rejects.toSatisfy(
+    (e) => e instanceof StoreCorruptError && String((e as Error).message).includes('does not match its checksum'),
+  );
   // Closing folds the journal: the copy meets the changed line and fails; the journal keeps the commit.
-  await expect(store.close()).rejects.toSatisfy((e) => e instanceof StoreCorruptError && String((e as Error).message).includes('does not match its checksum'));
+  await expect(store.close()).rejects.toSatisfy(
+    (e) => e instanceof StoreCorruptError && String((e as Error).message).includes('does not match its checksum'),
+  );
   expect(readFileSync(store.file, 'utf8')).toBe(changed);
   expect(readFileSync(`${store.file}.journal`, 'utf8')).toContain('{"n":2}');
 });
@@ -143,7 +156,10 @@ test('after a fold, a line found changed is reported under the store file name, 
   try {
     await store.transact((tx) => tx.append('run/r', { n: 2 }));
     await store.foldSettled();
-    writeFileSync(store.file, readFileSync(store.file, 'utf8').replace('"outcome":"succeeded"', '"outcome":"succeedeD"'));
+    writeFileSync(
+      store.file,
+      readFileSync(store.file, 'utf8').replace('"outcome":"succeeded"', '"outcome":"succeedeD"'),
+    );
     const error = await store.read((r) => r.get('attempt', 'sealed')).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(StoreCorruptError);
     expect((error as Error).message).toContain(`${store.file} cannot be used`);

@@ -32,7 +32,10 @@ function resealLine(text: string, at: number): string {
   const body = line.endsWith(',') ? line.slice(0, -1) : line;
   const head = recordHead(body) ?? entryHead(body);
   if (head?.checksum === undefined) return text;
-  const resealed = body.replace(`"crc32":"${head.checksum}"`, `"crc32":"${dataChecksum(body.slice(head.dataStart, -1))}"`);
+  const resealed = body.replace(
+    `"crc32":"${head.checksum}"`,
+    `"crc32":"${dataChecksum(body.slice(head.dataStart, -1))}"`,
+  );
   return `${text.slice(0, start)}${resealed}${line.slice(body.length)}${text.slice(end)}`;
 }
 
@@ -61,7 +64,10 @@ test('after a reopen, sealed records and log entries are read from the snapshot 
     patchInPlace(store.file, 'marker-open-00', 'marker-open-XX');
     await store.read(async (r) => {
       expect((await r.get('attempt', 'sealed'))?.data).toEqual({ outcome: 'marker-sealed-X' });
-      expect((await r.readLog('run/r')).map((e) => e.data)).toEqual([{ note: 'marker-entry-0' }, { note: 'marker-entry-X' }]);
+      expect((await r.readLog('run/r')).map((e) => e.data)).toEqual([
+        { note: 'marker-entry-0' },
+        { note: 'marker-entry-X' },
+      ]);
       expect((await r.readFeed({ after: 0 })).map((e) => e.data)).toEqual([{ note: 'marker-entry-X' }]);
       expect((await r.get('attempt', 'open'))?.data).toEqual({ outcome: 'marker-open-00' });
     });
@@ -94,7 +100,9 @@ test('a cold read of a line changed under the store is refused as corrupt, namin
   const store = await reopened(await settledStore());
   try {
     patchInPlace(store.file, '{"outcome":"marker-sealed-0"}', '{"outcome":"marker-sealed-0"]');
-    await expect(store.read((r) => r.get('attempt', 'sealed'))).rejects.toSatisfy((e) => e instanceof StoreCorruptError && String((e as Error).message).includes(store.file));
+    await expect(store.read((r) => r.get('attempt', 'sealed'))).rejects.toSatisfy(
+      (e) => e instanceof StoreCorruptError && String((e as Error).message).includes(store.file),
+    );
     await store.read(async (r) => {
       expect((await r.readLog('run/r')).map((e) => e.sequence)).toEqual([0, 1]);
       expect(await r.version('attempt', 'sealed')).toBe(1);
@@ -121,7 +129,7 @@ test('right after a commit, its sealed records and log entries are read from the
   }
 });
 
-test('a journal replayed on open leaves its groups\' history in the journal', async () => {
+test("a journal replayed on open leaves its groups' history in the journal", async () => {
   const store = await settledStore();
   const copy = join(dir, `store-${counter++}.json`);
   try {
@@ -137,7 +145,10 @@ test('a journal replayed on open leaves its groups\' history in the journal', as
     patchInPlace(`${copy}.journal`, 'marker-entry-1', 'marker-entry-R');
     await replayed.read(async (r) => {
       expect((await r.get('attempt', 'sealed'))?.data).toEqual({ outcome: 'marker-sealed-R' });
-      expect((await r.readLog('run/r')).map((e) => e.data)).toEqual([{ note: 'marker-entry-0' }, { note: 'marker-entry-R' }]);
+      expect((await r.readLog('run/r')).map((e) => e.data)).toEqual([
+        { note: 'marker-entry-0' },
+        { note: 'marker-entry-R' },
+      ]);
     });
   } finally {
     await replayed.close();

@@ -15,7 +15,9 @@ const root = packageRoot();
 
 function startChild(file: string, mode: 'loop' | 'hold'): ChildProcessWithoutNullStreams {
   // One process (node with tsx as a loader), so the pid we kill is the pid holding the lock.
-  return spawn(process.execPath, ['--import', 'tsx', join(root, 'test/store/fixtures/commit-loop.ts'), file, mode], { cwd: root });
+  return spawn(process.execPath, ['--import', 'tsx', join(root, 'test/store/fixtures/commit-loop.ts'), file, mode], {
+    cwd: root,
+  });
 }
 
 /** Resolves with the child's stdout lines once `until` accepts them. */
@@ -70,7 +72,11 @@ describe('JSON file store safety', () => {
       await waitForOutput(holder, (lines) => lines.includes('open'));
       const error = await JsonFileStore.open(file).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(StoreLockedError);
-      expect((error as StoreLockedError).toEnvelope()).toMatchObject({ code: 'CONCURRENCY_LIMIT', httpStatus: 429, retryable: true });
+      expect((error as StoreLockedError).toEnvelope()).toMatchObject({
+        code: 'CONCURRENCY_LIMIT',
+        httpStatus: 429,
+        retryable: true,
+      });
       expect((error as Error).message).toMatch(new RegExp(`in use by process ${holder.pid!} on `));
     } finally {
       await killed(holder);
@@ -88,10 +94,16 @@ describe('JSON file store safety', () => {
 
   test.each([
     ['garbage', 'this is not json'],
-    ['a truncated file', '{"format":"coven-automata/json-store","formatVersion":1,"records":{"definition":{"a":{"version":1,'],
+    [
+      'a truncated file',
+      '{"format":"coven-automata/json-store","formatVersion":1,"records":{"definition":{"a":{"version":1,',
+    ],
     ['a foreign JSON file', '{"users":[]}'],
     ['an unknown format version', '{"format":"coven-automata/json-store","formatVersion":99,"records":{},"log":[]}'],
-    ['a gap in a stream', '{"format":"coven-automata/json-store","formatVersion":1,"records":{},"log":[{"stream":"s","sequence":1,"data":{}}]}'],
+    [
+      'a gap in a stream',
+      '{"format":"coven-automata/json-store","formatVersion":1,"records":{},"log":[{"stream":"s","sequence":1,"data":{}}]}',
+    ],
   ])('%s is refused with a clear error and left byte-identical', async (_what, content) => {
     const file = freshFile();
     writeFileSync(file, content);
@@ -129,11 +141,16 @@ describe('JSON file store safety', () => {
     await store.foldSettled();
     expect(readFileSync(file, 'utf8')).not.toBe(before);
     // Only its header is left, naming the generation the new snapshot names.
-    expect(readFileSync(`${file}.journal`, 'utf8')).toMatch(/^\{"journal":"coven-automata\/json-journal","storeId":"[^"]+","generation":\d+\}\n$/);
+    expect(readFileSync(`${file}.journal`, 'utf8')).toMatch(
+      /^\{"journal":"coven-automata\/json-journal","storeId":"[^"]+","generation":\d+\}\n$/,
+    );
     await store.close();
     expect(readdirSync(dir).filter((f) => f.endsWith('.tmp'))).toEqual([]);
     const reopened = await JsonFileStore.open(file);
-    expect((await reopened.read((r) => r.get<{ n: number }>('definition', 'a')))).toMatchObject({ version: 3, data: { n: 3 } });
+    expect(await reopened.read((r) => r.get<{ n: number }>('definition', 'a'))).toMatchObject({
+      version: 3,
+      data: { n: 3 },
+    });
     await reopened.close();
   });
 
@@ -146,7 +163,12 @@ describe('JSON file store safety', () => {
       await waitForOutput(child, (l) => Number(l[l.length - 1]) >= stopAfter);
       await killed(child);
       // The child goes on committing until the kill lands: count every acknowledgement it printed before dying.
-      const acknowledged = Number(printed.split('\n').filter((l) => l !== '').at(-1));
+      const acknowledged = Number(
+        printed
+          .split('\n')
+          .filter((l) => l !== '')
+          .at(-1),
+      );
       const store = await JsonFileStore.open(file);
       try {
         await store.read(async (r) => {
@@ -154,7 +176,10 @@ describe('JSON file store safety', () => {
           const log = await r.readLog<{ n: number }>('counter/c');
           const items = await r.list('item');
           // A commit may become durable just before its acknowledgement is printed; never after, never half.
-          expect(c!.data.n === acknowledged || c!.data.n === acknowledged + 1, `counter ${c!.data.n} vs acknowledged ${acknowledged}`).toBe(true);
+          expect(
+            c!.data.n === acknowledged || c!.data.n === acknowledged + 1,
+            `counter ${c!.data.n} vs acknowledged ${acknowledged}`,
+          ).toBe(true);
           expect(log.length).toBe(c!.data.n);
           expect(items.length).toBe(c!.data.n);
           expect(c!.version).toBe(c!.data.n);

@@ -55,7 +55,10 @@ test('a store killed with two acknowledged commits in its journal is refused whe
   await put(store, 2);
   await killedNow(store);
   rmSync(journalOf(file));
-  await refusedUntouched(file, /the journal is missing, but the snapshot names generation 1 of store [0-9a-f-]+ beside it/);
+  await refusedUntouched(
+    file,
+    /the journal is missing, but the snapshot names generation 1 of store [0-9a-f-]+ beside it/,
+  );
   // A folded store with nothing since its fold still needs its journal: the snapshot cannot tell.
   const folded = freshFile();
   const again = await JsonFileStore.open(folded);
@@ -91,7 +94,10 @@ test('a journal of an older generation, or one that does not hold what the snaps
   await put(reopened, 3);
   await reopened.close(); // generation 3
   writeFileSync(journalOf(file), generation1AtGroup2);
-  await refusedUntouched(file, /the journal is generation 1 of store [0-9a-f-]+, but the snapshot expects generation 3/);
+  await refusedUntouched(
+    file,
+    /the journal is generation 1 of store [0-9a-f-]+, but the snapshot expects generation 3/,
+  );
   // One generation behind is what a crash inside a fold leaves, but only if it still holds the fold's last group.
   const oneBehind = freshFile();
   const other = await JsonFileStore.open(oneBehind);
@@ -116,10 +122,13 @@ test('a snapshot rolled back to an older copy while its journal moved on is refu
   await put(again, 3);
   await killedNow(again);
   writeFileSync(file, oldSnapshot);
-  await refusedUntouched(file, /the journal is generation 3 of store [0-9a-f-]+, but the snapshot expects generation 2/);
+  await refusedUntouched(
+    file,
+    /the journal is generation 3 of store [0-9a-f-]+, but the snapshot expects generation 2/,
+  );
 });
 
-test('a crash between a fold\'s snapshot and its journal still opens with every commit', async () => {
+test("a crash between a fold's snapshot and its journal still opens with every commit", async () => {
   const file = freshFile();
   const store = await JsonFileStore.open(file);
   await put(store, 1);
@@ -157,13 +166,25 @@ test('a journal with commits but without its snapshot is refused (the snapshot w
   expect(await counterOf(fresh)).toBeUndefined();
 });
 
-test('a format-5 store (journal without a header) opens with its journal\'s commits and is upgraded on its next fold', async () => {
+test("a format-5 store (journal without a header) opens with its journal's commits and is upgraded on its next fold", async () => {
   const file = freshFile();
-  writeFileSync(file, `{"format":"coven-automata/json-store","formatVersion":5,"journalThrough":0,"nextPosition":0,"records":{\n},\n"log":[\n]}\n`);
-  writeFileSync(journalOf(file), `{"seq":1,"records":[["counter","c",1,false,{"n":1}]],"log":[["counter/c",0,{"n":1}]]}\n`);
+  writeFileSync(
+    file,
+    `{"format":"coven-automata/json-store","formatVersion":5,"journalThrough":0,"nextPosition":0,"records":{\n},\n"log":[\n]}\n`,
+  );
+  writeFileSync(
+    journalOf(file),
+    `{"seq":1,"records":[["counter","c",1,false,{"n":1}]],"log":[["counter/c",0,{"n":1}]]}\n`,
+  );
   expect(await counterOf(file)).toBe(1);
-  expect(JSON.parse(readFileSync(file, 'utf8'))).toMatchObject({ formatVersion: 6, journalGeneration: 1, journalThrough: 1 });
-  expect(readFileSync(journalOf(file), 'utf8')).toMatch(/^\{"journal":"coven-automata\/json-journal","storeId":"[0-9a-f-]+","generation":1\}\n$/);
+  expect(JSON.parse(readFileSync(file, 'utf8'))).toMatchObject({
+    formatVersion: 6,
+    journalGeneration: 1,
+    journalThrough: 1,
+  });
+  expect(readFileSync(journalOf(file), 'utf8')).toMatch(
+    /^\{"journal":"coven-automata\/json-journal","storeId":"[0-9a-f-]+","generation":1\}\n$/,
+  );
   const store = await JsonFileStore.open(file);
   await put(store, 2);
   await killedNow(store);

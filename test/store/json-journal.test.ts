@@ -40,7 +40,11 @@ async function counterOf(file: string): Promise<{ version: number; n: number; lo
   try {
     return await store.read(async (r) => {
       const c = await r.get<{ n: number }>('counter', 'c');
-      return { version: c!.version, n: c!.data.n, log: (await r.readLog<{ n: number }>('counter/c')).map((e) => e.data.n) };
+      return {
+        version: c!.version,
+        n: c!.data.n,
+        log: (await r.readLog<{ n: number }>('counter/c')).map((e) => e.data.n),
+      };
     });
   } finally {
     await store.close();
@@ -51,12 +55,17 @@ test('commits append one journal line per group; the snapshot is rewritten only 
   const file = freshFile();
   const store = await JsonFileStore.open(file);
   const snapshot = readFileSync(file, 'utf8');
-  for (let n = 1; n <= 20; n++) await store.transact((tx) => tx.put('counter', 'c', { n }, { expectedVersion: n === 1 ? null : n - 1 }));
+  for (let n = 1; n <= 20; n++)
+    await store.transact((tx) => tx.put('counter', 'c', { n }, { expectedVersion: n === 1 ? null : n - 1 }));
   expect(readFileSync(file, 'utf8')).toBe(snapshot);
   expect(groupLines(readFileSync(journalOf(file), 'utf8'))).toHaveLength(20);
   await store.close();
   expect(readFileSync(journalOf(file), 'utf8')).toMatch(HEADER_ONLY);
-  expect(JSON.parse(readFileSync(file, 'utf8'))).toMatchObject({ formatVersion: JSON_STORE_FORMAT_VERSION, journalThrough: 20, records: { counter: { c: { version: 20, data: { n: 20 } } } } });
+  expect(JSON.parse(readFileSync(file, 'utf8'))).toMatchObject({
+    formatVersion: JSON_STORE_FORMAT_VERSION,
+    journalThrough: 20,
+    records: { counter: { c: { version: 20, data: { n: 20 } } } },
+  });
 });
 
 test('a fold does not hold up commits: groups committed while it writes stay in the journal, the groups it holds leave it', async () => {
@@ -89,10 +98,15 @@ test('a fold does not hold up commits: groups committed while it writes stay in 
   }
   release();
   await store.foldSettled();
-  const snapshot = JSON.parse(readFileSync(file, 'utf8')) as { journalThrough: number; records: { counter: { c: { data: { n: number } } } } };
+  const snapshot = JSON.parse(readFileSync(file, 'utf8')) as {
+    journalThrough: number;
+    records: { counter: { c: { data: { n: number } } } };
+  };
   expect(snapshot.journalThrough).toBe(1);
   expect(snapshot.records.counter.c.data.n).toBe(1);
-  expect(groupLines(readFileSync(journalOf(file), 'utf8')).map((line) => (JSON.parse(line) as { seq: number }).seq)).toEqual([2, 3, 4]);
+  expect(
+    groupLines(readFileSync(journalOf(file), 'utf8')).map((line) => (JSON.parse(line) as { seq: number }).seq),
+  ).toEqual([2, 3, 4]);
   // A process killed now leaves these two files: they hold every commit once.
   const copy = freshFile();
   copyFileSync(file, copy);
@@ -122,13 +136,24 @@ test.each([
 ])('a torn last line %s is cut off at its exact byte, after lines holding multi-byte UTF-8', async (_what, torn) => {
   const file = freshFile();
   const store = await JsonFileStore.open(file);
-  for (const [n, text] of [[1, 'café €'], [2, 'crab 🦀']] as const) await store.transact((tx) => tx.put('counter', 'c', { n: text }, { expectedVersion: n === 1 ? null : n - 1 }));
+  for (const [n, text] of [
+    [1, 'café €'],
+    [2, 'crab 🦀'],
+  ] as const)
+    await store.transact((tx) => tx.put('counter', 'c', { n: text }, { expectedVersion: n === 1 ? null : n - 1 }));
   const journal = readFileSync(journalOf(file), 'utf8');
   await store.close();
   // The snapshot as before those commits (and the fold on close), so the journal replays them.
-  const snapshot = JSON.parse(readFileSync(file, 'utf8')) as { journalThrough: number; journalGeneration: number; records: Record<string, unknown> };
+  const snapshot = JSON.parse(readFileSync(file, 'utf8')) as {
+    journalThrough: number;
+    journalGeneration: number;
+    records: Record<string, unknown>;
+  };
   delete snapshot.records.counter;
-  writeFileSync(file, JSON.stringify({ ...snapshot, journalThrough: 0, journalGeneration: snapshot.journalGeneration - 1 }));
+  writeFileSync(
+    file,
+    JSON.stringify({ ...snapshot, journalThrough: 0, journalGeneration: snapshot.journalGeneration - 1 }),
+  );
   writeFileSync(journalOf(file), journal + torn);
   const reopened = await JsonFileStore.open(file);
   try {
@@ -182,7 +207,13 @@ test('a group folds several transactions: a record that moved several versions o
   writeFileSync(file, snapshot);
   writeFileSync(journalOf(file), journal);
   const reopened = await JsonFileStore.open(file);
-  expect(await reopened.read(async (r) => [(await r.get('counter', 'c'))?.version, await r.get('index', 'gone'), await r.get('index', 'brief')])).toEqual([3, undefined, undefined]);
+  expect(
+    await reopened.read(async (r) => [
+      (await r.get('counter', 'c'))?.version,
+      await r.get('index', 'gone'),
+      await r.get('index', 'brief'),
+    ]),
+  ).toEqual([3, undefined, undefined]);
   await reopened.close();
 });
 
@@ -201,25 +232,46 @@ test('a crash between writing a snapshot and emptying the journal replays nothin
 });
 
 test.each([
-  ['1 (before the journal)', `{"format":"coven-automata/json-store","formatVersion":1,"records":{"counter":{"c":{"version":1,"terminal":false,"data":{"n":1}}}},"log":[{"stream":"counter/c","sequence":0,"data":{"n":1}}]}\n`],
-  ['2 (before retention)', `{"format":"coven-automata/json-store","formatVersion":2,"journalThrough":0,"records":{"counter":{"c":{"version":1,"terminal":false,"data":{"n":1}}}},"log":[{"stream":"counter/c","sequence":0,"data":{"n":1}}]}\n`],
-  ['3 (before the line layout)', `{"format":"coven-automata/json-store","formatVersion":3,"journalThrough":0,"nextPosition":1,"records":{\n"counter":{\n"c":{"version":1,"terminal":false,"data":{"n":1}}}},\n"log":[\n{"stream":"counter/c","sequence":0,"position":0,"data":{"n":1}}]}\n`],
-])('a version %s store file opens, positions are its log indexes, and it is written in the current version on its next fold', async (_, text) => {
-  const file = freshFile();
-  writeFileSync(file, text);
-  const store = await JsonFileStore.open(file);
-  await store.transact(async (tx) => {
-    await tx.put('counter', 'c', { n: 2 }, { expectedVersion: 1 });
-    expect((await tx.append('counter/c', { n: 2 })).position).toBe(1);
-  });
-  await store.close();
-  expect(JSON.parse(readFileSync(file, 'utf8'))).toMatchObject({ formatVersion: JSON_STORE_FORMAT_VERSION, journalThrough: 1, nextPosition: 2, log: [{ position: 0 }, { position: 1 }] });
-  expect(await counterOf(file)).toEqual({ version: 2, n: 2, log: [1, 2] });
-});
+  [
+    '1 (before the journal)',
+    `{"format":"coven-automata/json-store","formatVersion":1,"records":{"counter":{"c":{"version":1,"terminal":false,"data":{"n":1}}}},"log":[{"stream":"counter/c","sequence":0,"data":{"n":1}}]}\n`,
+  ],
+  [
+    '2 (before retention)',
+    `{"format":"coven-automata/json-store","formatVersion":2,"journalThrough":0,"records":{"counter":{"c":{"version":1,"terminal":false,"data":{"n":1}}}},"log":[{"stream":"counter/c","sequence":0,"data":{"n":1}}]}\n`,
+  ],
+  [
+    '3 (before the line layout)',
+    `{"format":"coven-automata/json-store","formatVersion":3,"journalThrough":0,"nextPosition":1,"records":{\n"counter":{\n"c":{"version":1,"terminal":false,"data":{"n":1}}}},\n"log":[\n{"stream":"counter/c","sequence":0,"position":0,"data":{"n":1}}]}\n`,
+  ],
+])(
+  'a version %s store file opens, positions are its log indexes, and it is written in the current version on its next fold',
+  async (_, text) => {
+    const file = freshFile();
+    writeFileSync(file, text);
+    const store = await JsonFileStore.open(file);
+    await store.transact(async (tx) => {
+      await tx.put('counter', 'c', { n: 2 }, { expectedVersion: 1 });
+      expect((await tx.append('counter/c', { n: 2 })).position).toBe(1);
+    });
+    await store.close();
+    expect(JSON.parse(readFileSync(file, 'utf8'))).toMatchObject({
+      formatVersion: JSON_STORE_FORMAT_VERSION,
+      journalThrough: 1,
+      nextPosition: 2,
+      log: [{ position: 0 }, { position: 1 }],
+    });
+    expect(await counterOf(file)).toEqual({ version: 2, n: 2, log: [1, 2] });
+  },
+);
 
 test('a version 3 file whose positions run backwards, or whose nextPosition is behind its log, is refused untouched', async () => {
-  const entry = (sequence: number, position: number) => `{"stream":"s","sequence":${sequence},"position":${position},"data":{}}`;
-  for (const [log, next] of [[`${entry(3, 5)},${entry(4, 4)}`, 6], [`${entry(3, 5)}`, 2]] as const) {
+  const entry = (sequence: number, position: number) =>
+    `{"stream":"s","sequence":${sequence},"position":${position},"data":{}}`;
+  for (const [log, next] of [
+    [`${entry(3, 5)},${entry(4, 4)}`, 6],
+    [`${entry(3, 5)}`, 2],
+  ] as const) {
     const file = freshFile();
     const text = `{"format":"coven-automata/json-store","formatVersion":3,"journalThrough":0,"nextPosition":${next},"records":{},"log":[${log}]}\n`;
     writeFileSync(file, text);

@@ -5,7 +5,13 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, expect, test, vi } from 'vitest';
 import { fileLines } from '../../src/store/file-lines.js';
-import { JSON_STORE_FORMAT_VERSION, loadLines, parseState, serializeState, type ParsedState } from '../../src/store/json-document.js';
+import {
+  JSON_STORE_FORMAT_VERSION,
+  loadLines,
+  parseState,
+  serializeState,
+  type ParsedState,
+} from '../../src/store/json-document.js';
 import { CommittedState } from '../../src/store/layered-state.js';
 import { JsonFileStore } from '../../src/store/json-file-store.js';
 import { StoreCorruptError } from '../../src/store/store.js';
@@ -24,7 +30,10 @@ async function linesOf(file: string, chunkBytes?: number): Promise<string[]> {
   return (await readLines(file, chunkBytes)).lines;
 }
 
-async function readLines(file: string, chunkBytes?: number): Promise<{ lines: string[]; bytes: number[]; unterminated: boolean }> {
+async function readLines(
+  file: string,
+  chunkBytes?: number,
+): Promise<{ lines: string[]; bytes: number[]; unterminated: boolean }> {
   const handle = await open(file, 'r');
   try {
     const out = { lines: [] as string[], bytes: [] as number[], unterminated: false };
@@ -79,7 +88,10 @@ test('a store file is written line by line and loads by lines into exactly what 
   expect(lines.filter((l) => l.startsWith('"definition":{') || l.startsWith('"occurrence":{'))).toHaveLength(2);
   expect(lines).toContain('"log":[');
   expect(lines.at(-2)).toBe(']}');
-  for (const line of lines.slice(1)) expect(line.length === 0 || /^(\}|\},|\]\}|"log":\[|"[^"]+":\{|"[^"]+":\{".*\}\}?,?|\{.*\},?)$/.test(line)).toBe(true);
+  for (const line of lines.slice(1))
+    expect(line.length === 0 || /^(\}|\},|\]\}|"log":\[|"[^"]+":\{|"[^"]+":\{".*\}\}?,?|\{.*\},?)$/.test(line)).toBe(
+      true,
+    );
 
   const byLines = await loadLines([{ lines }]);
   expect(contents(byLines)).toEqual(contents(parseState(text)));
@@ -107,17 +119,22 @@ test('the chunked line reader gives the same lines (and byte lengths) as splitti
   const file = freshFile();
   const line = fc.string({ unit: 'binary', maxLength: 40 }).map((s) => s.replaceAll('\n', ''));
   await fc.assert(
-    fc.asyncProperty(fc.array(line, { maxLength: 12 }), fc.boolean(), fc.integer({ min: 1, max: 64 }), async (lines, trailingNewline, chunkBytes) => {
-      const text = lines.join('\n') + (trailingNewline ? '\n' : '');
-      writeFileSync(file, text);
-      const expected = text.split('\n');
-      if (expected.at(-1) === '') expected.pop();
-      expect(await readLines(file, chunkBytes)).toEqual({
-        lines: expected,
-        bytes: expected.map((l) => Buffer.byteLength(l)),
-        unterminated: text.length > 0 && !text.endsWith('\n'),
-      });
-    }),
+    fc.asyncProperty(
+      fc.array(line, { maxLength: 12 }),
+      fc.boolean(),
+      fc.integer({ min: 1, max: 64 }),
+      async (lines, trailingNewline, chunkBytes) => {
+        const text = lines.join('\n') + (trailingNewline ? '\n' : '');
+        writeFileSync(file, text);
+        const expected = text.split('\n');
+        if (expected.at(-1) === '') expected.pop();
+        expect(await readLines(file, chunkBytes)).toEqual({
+          lines: expected,
+          bytes: expected.map((l) => Buffer.byteLength(l)),
+          unterminated: text.length > 0 && !text.endsWith('\n'),
+        });
+      },
+    ),
     propertyParameters('chunked lines = split lines', 300),
   );
 });
@@ -128,7 +145,9 @@ test('a version-4 file laid out otherwise (pretty-printed by hand) still opens, 
   writeFileSync(file, JSON.stringify(JSON.parse(text), null, 2));
   const store = await JsonFileStore.open(file);
   try {
-    expect((await store.read((r) => r.get<{ note: string }>('definition', 'a')))?.data.note).toBe('line\nbreak "quoted" 🦀');
+    expect((await store.read((r) => r.get<{ note: string }>('definition', 'a')))?.data.note).toBe(
+      'line\nbreak "quoted" 🦀',
+    );
     expect((await store.read((r) => r.readLog('occurrence/o-1'))).map((e) => e.sequence)).toEqual([3]);
   } finally {
     await store.close();
@@ -139,7 +158,11 @@ test('a version-4 file cut short anywhere, even at a line boundary, is refused a
   const file = await populatedStore();
   const text = readFileSync(file, 'utf8');
   const lines = text.split('\n');
-  const cuts = [lines.slice(0, 4).join('\n') + '\n', lines.slice(0, -3).join('\n') + '\n', text.slice(0, text.length - 40)];
+  const cuts = [
+    lines.slice(0, 4).join('\n') + '\n',
+    lines.slice(0, -3).join('\n') + '\n',
+    text.slice(0, text.length - 40),
+  ];
   for (const cut of cuts) {
     writeFileSync(file, cut);
     const error = await JsonFileStore.open(file).catch((e: unknown) => e);
@@ -186,5 +209,7 @@ test('a fold encodes the state a piece at a time as the file takes it, so no enc
   const rest = [...pieces];
   expect(encoded.size).toBe(3000);
   const text = Buffer.concat([first.value as Buffer, ...rest]).toString('utf8');
-  expect(contents(parseState(text)).records).toEqual([['occurrence', [...state.recordsOf('occurrence')].map((r) => ({ ...r, data: { note: 'x'.repeat(1000) } }))]]);
+  expect(contents(parseState(text)).records).toEqual([
+    ['occurrence', [...state.recordsOf('occurrence')].map((r) => ({ ...r, data: { note: 'x'.repeat(1000) } }))],
+  ]);
 });

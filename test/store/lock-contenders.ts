@@ -67,7 +67,10 @@ export class Contender {
    */
   static async start(script: string, options: { underNonReapingParent?: boolean } = {}): Promise<Contender> {
     const command = options.underNonReapingParent
-      ? spawn('/bin/sh', ['-c', '"$0" "$1" & exec sleep 600', process.execPath, script], { cwd: root, stdio: ['ignore', 'ignore', 'pipe', 'ipc'] })
+      ? spawn('/bin/sh', ['-c', '"$0" "$1" & exec sleep 600', process.execPath, script], {
+          cwd: root,
+          stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+        })
       : spawn(process.execPath, [script], { cwd: root, stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
     const contender = new Contender(command);
     const ready = await contender.reply((r) => r.type === 'ready');
@@ -92,9 +95,11 @@ export class Contender {
     for (;;) {
       const at = this.replies.findIndex(accept);
       if (at >= 0) return this.replies.splice(at, 1)[0]!;
-      if (this.child.exitCode !== null || this.child.signalCode !== null) throw new Error(`contender ${this.pid} exited: ${this.stderr}`);
+      if (this.child.exitCode !== null || this.child.signalCode !== null)
+        throw new Error(`contender ${this.pid} exited: ${this.stderr}`);
       const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`contender ${this.pid} did not answer within ${REPLY_TIMEOUT_MS} ms: ${this.stderr}`);
+      if (left <= 0)
+        throw new Error(`contender ${this.pid} did not answer within ${REPLY_TIMEOUT_MS} ms: ${this.stderr}`);
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, left);
         this.waiters.push(() => {
@@ -133,10 +138,19 @@ export interface RoundOutcome {
  * Sends every contender `go` for the same instant (plus its offset in microseconds) and collects who
  * opened, who was refused and what the winners committed.
  */
-export async function race(contenders: Contender[], file: string, kind: FileStoreKind, round: number, offsetsUs: number[], leadMs: number): Promise<RoundOutcome> {
+export async function race(
+  contenders: Contender[],
+  file: string,
+  kind: FileStoreKind,
+  round: number,
+  offsetsUs: number[],
+  leadMs: number,
+): Promise<RoundOutcome> {
   const at = monotonicMs() + leadMs;
   contenders.forEach((c, i) => c.go({ file, kind, round, at: at + (offsetsUs[i] ?? 0) / 1000 }));
-  const first = await Promise.all(contenders.map((c) => c.reply((r) => (r.type === 'opened' || r.type === 'refused') && r.round === round)));
+  const first = await Promise.all(
+    contenders.map((c) => c.reply((r) => (r.type === 'opened' || r.type === 'refused') && r.round === round)),
+  );
   const outcome: RoundOutcome = { winners: [], refusals: [], acknowledged: [], spreadMs: 0 };
   const starts: number[] = [];
   for (const reply of first) {

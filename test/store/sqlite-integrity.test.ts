@@ -1,4 +1,14 @@
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  truncateSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -20,17 +30,63 @@ const STREAMS = ['automation/daily-notes', 'occurrence/occ-0', 'occurrence/occ-1
 async function realStore(file: string): Promise<void> {
   const store = await SqliteStore.open(file);
   await store.transact(async (tx) => {
-    await tx.put('definition', 'daily-notes', { automationId: 'daily-notes', revision: 1, action: { kind: 'prompt', prompt: 'Write the daily reflection.' }, trigger: { kind: 'schedule', rrule: 'FREQ=DAILY;BYHOUR=9' } }, { expectedVersion: null });
+    await tx.put(
+      'definition',
+      'daily-notes',
+      {
+        automationId: 'daily-notes',
+        revision: 1,
+        action: { kind: 'prompt', prompt: 'Write the daily reflection.' },
+        trigger: { kind: 'schedule', rrule: 'FREQ=DAILY;BYHOUR=9' },
+      },
+      { expectedVersion: null },
+    );
     for (let i = 0; i < 12; i++) {
-      await tx.put('occurrence', `occ-${i}`, { snapshot: { value: 'planned', context: { occurrenceId: `occ-${i}`, scheduledFor: `2026-03-${String(i + 1).padStart(2, '0')}T09:00:00.000Z`, note: 'x'.repeat(300) } } }, { expectedVersion: null });
+      await tx.put(
+        'occurrence',
+        `occ-${i}`,
+        {
+          snapshot: {
+            value: 'planned',
+            context: {
+              occurrenceId: `occ-${i}`,
+              scheduledFor: `2026-03-${String(i + 1).padStart(2, '0')}T09:00:00.000Z`,
+              note: 'x'.repeat(300),
+            },
+          },
+        },
+        { expectedVersion: null },
+      );
     }
     for (let i = 0; i < 4; i++) {
-      await tx.put('run', `run-${i}`, { snapshot: { value: 'succeeded', context: { occurrenceId: `occ-${i}`, fenceGeneration: 1 } } }, { expectedVersion: null, terminal: true });
-      await tx.put('attempt', `att-${i}`, { snapshot: { value: 'succeeded', context: { sessionId: `session-${i}`, exitCode: 0 } } }, { expectedVersion: null, terminal: true });
+      await tx.put(
+        'run',
+        `run-${i}`,
+        { snapshot: { value: 'succeeded', context: { occurrenceId: `occ-${i}`, fenceGeneration: 1 } } },
+        { expectedVersion: null, terminal: true },
+      );
+      await tx.put(
+        'attempt',
+        `att-${i}`,
+        { snapshot: { value: 'succeeded', context: { sessionId: `session-${i}`, exitCode: 0 } } },
+        { expectedVersion: null, terminal: true },
+      );
     }
-    for (let i = 0; i < 10; i++) await tx.append(STREAMS[i % STREAMS.length]!, { kind: 'occurrence.planned', sequence: i, at: '2026-03-01T09:00:00.000Z' });
+    for (let i = 0; i < 10; i++)
+      await tx.append(STREAMS[i % STREAMS.length]!, {
+        kind: 'occurrence.planned',
+        sequence: i,
+        at: '2026-03-01T09:00:00.000Z',
+      });
   });
-  await store.transact((tx) => tx.put('definition', 'daily-notes', { automationId: 'daily-notes', revision: 2, action: { kind: 'prompt', prompt: 'Write the daily reflection.' } }, { expectedVersion: 1 }));
+  await store.transact((tx) =>
+    tx.put(
+      'definition',
+      'daily-notes',
+      { automationId: 'daily-notes', revision: 2, action: { kind: 'prompt', prompt: 'Write the daily reflection.' } },
+      { expectedVersion: 1 },
+    ),
+  );
   await store.close();
 }
 
@@ -79,7 +135,9 @@ async function flipAndRead(original: Buffer, committed: Map<string, string>, bit
   }
   let changed = false;
   try {
-    await store.read((r) => readEverything(r, (key, value) => void (changed ||= JSON.stringify(value) !== committed.get(key))));
+    await store.read((r) =>
+      readEverything(r, (key, value) => void (changed ||= JSON.stringify(value) !== committed.get(key))),
+    );
     return changed ? 'changed data served' : 'harmless';
   } catch (error) {
     if (changed) return 'changed data served';
@@ -111,14 +169,23 @@ test('a bit flipped anywhere in a closed store is refused (at open or at the rea
   const counts = Object.fromEntries([...outcomes].map(([k, v]) => [k, v.length]));
   console.info(`[sqlite bit flips] ${flips} flips in a ${original.length}-byte store: ${JSON.stringify(counts)}`);
   expect(outcomes.get('changed data served') ?? []).toEqual([]);
-  expect((outcomes.get('refused at open')?.length ?? 0) + (outcomes.get('refused at read')?.length ?? 0)).toBeGreaterThan(0);
+  expect(
+    (outcomes.get('refused at open')?.length ?? 0) + (outcomes.get('refused at read')?.length ?? 0),
+  ).toBeGreaterThan(0);
 }, 120_000);
 
 /** The folder's names besides the lock's (which another part of the store keeps). */
-const sidecarsOf = (file: string) => readdirSync(dirname(file)).filter((name) => name.startsWith(basename(file)) && !/\.(lock|owner)$/.test(name)).sort();
+const sidecarsOf = (file: string) =>
+  readdirSync(dirname(file))
+    .filter((name) => name.startsWith(basename(file)) && !/\.(lock|owner)$/.test(name))
+    .sort();
 
 /** Asserts an open of `file` is refused as `kind` with the file's bytes and mtime unchanged and no file added beside it. */
-async function refusedUntouched(file: string, kind: typeof StoreCorruptError | typeof StoreReadOnlyError, reason: RegExp): Promise<void> {
+async function refusedUntouched(
+  file: string,
+  kind: typeof StoreCorruptError | typeof StoreReadOnlyError,
+  reason: RegExp,
+): Promise<void> {
   const past = new Date('2026-01-01T00:00:00Z');
   utimesSync(file, past, past);
   const bytes = readFileSync(file);
@@ -154,7 +221,7 @@ test('a 0-byte file, a file of another format and a truncated store are refused 
 test('a foreign SQLite database and a store of a newer schema are refused untouched, in WAL mode or not', async () => {
   const foreign = fresh('foreign.sqlite');
   const other = new Database(foreign);
-  other.exec('CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES (\'mine\');');
+  other.exec("CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('mine');");
   other.close();
   await refusedUntouched(foreign, StoreCorruptError, /not a coven-automata SQLite store/);
   const newer = fresh('newer.sqlite');
@@ -165,13 +232,16 @@ test('a foreign SQLite database and a store of a newer schema are refused untouc
   await refusedUntouched(newer, StoreCorruptError, /schema version 3 is not supported/);
 });
 
-test('a store SQLite\'s integrity check finds broken is refused at open, untouched', async () => {
+test("a store SQLite's integrity check finds broken is refused at open, untouched", async () => {
   const file = fresh('broken-index.sqlite');
   await realStore(file);
   // An index entry that no longer matches its row: the row checksums cannot see it, the integrity check does.
   const db = new Database(file);
   db.pragma('writable_schema = ON');
-  const rootpage = db.prepare("SELECT rootpage FROM sqlite_master WHERE name = 'sqlite_autoindex_records_1'").pluck().get() as number;
+  const rootpage = db
+    .prepare("SELECT rootpage FROM sqlite_master WHERE name = 'sqlite_autoindex_records_1'")
+    .pluck()
+    .get() as number;
   db.close();
   const bytes = readFileSync(file);
   const page = bytes.subarray((rootpage - 1) * 2048, rootpage * 2048);
@@ -194,7 +264,10 @@ test('a store of schema version 1 gets its checksums on open, and is refused as 
     INSERT INTO log VALUES (0, 'automation/daily-notes', 0, '{"kind":"definition.created"}');`);
   db.close();
   const store = await SqliteStore.open(file);
-  expect(await store.read((r) => r.get('definition', 'daily-notes'))).toMatchObject({ version: 3, data: { prompt: 'Write the daily reflection.' } });
+  expect(await store.read((r) => r.get('definition', 'daily-notes'))).toMatchObject({
+    version: 3,
+    data: { prompt: 'Write the daily reflection.' },
+  });
   expect((await store.read((r) => r.readFeed())).map((e) => e.data)).toEqual([{ kind: 'definition.created' }]);
   await store.close();
   const check = new Database(file, { readonly: true });
@@ -205,8 +278,12 @@ test('a store of schema version 1 gets its checksums on open, and is refused as 
   bytes[at + 6] = 'u'.charCodeAt(0);
   writeFileSync(file, bytes);
   const reopened = await SqliteStore.open(file);
-  await expect(reopened.read((r) => r.get('definition', 'daily-notes'))).rejects.toThrow(/record definition\/daily-notes does not match its checksum/);
-  await expect(reopened.transact((tx) => tx.get('definition', 'daily-notes'))).rejects.toBeInstanceOf(StoreCorruptError);
+  await expect(reopened.read((r) => r.get('definition', 'daily-notes'))).rejects.toThrow(
+    /record definition\/daily-notes does not match its checksum/,
+  );
+  await expect(reopened.transact((tx) => tx.get('definition', 'daily-notes'))).rejects.toBeInstanceOf(
+    StoreCorruptError,
+  );
   await reopened.close();
 });
 

@@ -33,7 +33,9 @@ test('a second opener is refused naming the holder; a foreign file is refused an
 
 test('the database itself refuses a second run for one fence and one session bound to two attempts', async () => {
   const store = await SqliteStore.open(join(dir, 'unique.sqlite'));
-  const run = (occurrenceId: string, fenceGeneration: number) => ({ snapshot: { context: { occurrenceId, fenceGeneration } } });
+  const run = (occurrenceId: string, fenceGeneration: number) => ({
+    snapshot: { context: { occurrenceId, fenceGeneration } },
+  });
   const attempt = (sessionId: string | null) => ({ snapshot: { context: { sessionId } } });
   await store.transact(async (tx) => {
     await tx.put('run', 'run-a', run('occ-1', 1), { expectedVersion: null });
@@ -41,8 +43,12 @@ test('the database itself refuses a second run for one fence and one session bou
     await tx.put('attempt', 'att-2', attempt(null), { expectedVersion: null });
     await tx.put('attempt', 'att-3', attempt(null), { expectedVersion: null });
   });
-  await expect(store.transact((tx) => tx.put('run', 'run-b', run('occ-1', 1), { expectedVersion: null }))).rejects.toBeInstanceOf(StoreConflictError);
-  await expect(store.transact((tx) => tx.put('attempt', 'att-2', attempt('session-1'), { expectedVersion: 1 }))).rejects.toBeInstanceOf(StoreConflictError);
+  await expect(
+    store.transact((tx) => tx.put('run', 'run-b', run('occ-1', 1), { expectedVersion: null })),
+  ).rejects.toBeInstanceOf(StoreConflictError);
+  await expect(
+    store.transact((tx) => tx.put('attempt', 'att-2', attempt('session-1'), { expectedVersion: 1 })),
+  ).rejects.toBeInstanceOf(StoreConflictError);
   // A later fence of the same occurrence and a fresh session are fine; the refused writes left nothing behind.
   await store.transact((tx) => tx.put('run', 'run-c', run('occ-1', 2), { expectedVersion: null }));
   await store.transact((tx) => tx.put('attempt', 'att-2', attempt('session-2'), { expectedVersion: 1 }));
@@ -57,7 +63,9 @@ test('a transaction that finds the file locked by another connection fails alone
   await store.transact((tx) => tx.put('k', 'a', { n: 1 }, { expectedVersion: null }));
   const outsider = new Database(file);
   outsider.exec('BEGIN IMMEDIATE');
-  await expect(store.transact((tx) => tx.put('k', 'a', { n: 2 }, { expectedVersion: 1 }))).rejects.toMatchObject({ code: 'SQLITE_BUSY' });
+  await expect(store.transact((tx) => tx.put('k', 'a', { n: 2 }, { expectedVersion: 1 }))).rejects.toMatchObject({
+    code: 'SQLITE_BUSY',
+  });
   expect(store.busyErrors).toBe(1);
   outsider.exec('ROLLBACK');
   outsider.close();
@@ -68,7 +76,7 @@ test('a transaction that finds the file locked by another connection fails alone
   await store.close();
 });
 
-test('what the writer remembers never outlives another connection\'s commit or a rolled-back transaction', async () => {
+test("what the writer remembers never outlives another connection's commit or a rolled-back transaction", async () => {
   const file = join(dir, 'heads.sqlite');
   const store = await SqliteStore.open(file);
   await store.transact(async (tx) => {
@@ -81,15 +89,23 @@ test('what the writer remembers never outlives another connection\'s commit or a
   // must not leave them stale.
   const outsider = new Database(file);
   // (with the checksums this build writes: a row without one is refused as changed)
-  outsider.prepare('INSERT INTO log (position, stream, sequence, data, crc) VALUES (2, ?, 2, ?, ?)').run('occurrence/a', '{"n":2}', entryChecksum('occurrence/a', 2, 2, '{"n":2}'));
-  outsider.prepare("UPDATE records SET version = 2, data = '{\"n\":2}', crc = ? WHERE kind = 'k' AND id = 'a'").run(recordChecksum('k', 'a', 2, 0, '{"n":2}'));
-  outsider.prepare("INSERT INTO records (kind, id, version, terminal, data, crc) VALUES ('k', 'b', 1, 0, '{}', ?)").run(recordChecksum('k', 'b', 1, 0, '{}'));
+  outsider
+    .prepare('INSERT INTO log (position, stream, sequence, data, crc) VALUES (2, ?, 2, ?, ?)')
+    .run('occurrence/a', '{"n":2}', entryChecksum('occurrence/a', 2, 2, '{"n":2}'));
+  outsider
+    .prepare("UPDATE records SET version = 2, data = '{\"n\":2}', crc = ? WHERE kind = 'k' AND id = 'a'")
+    .run(recordChecksum('k', 'a', 2, 0, '{"n":2}'));
+  outsider
+    .prepare("INSERT INTO records (kind, id, version, terminal, data, crc) VALUES ('k', 'b', 1, 0, '{}', ?)")
+    .run(recordChecksum('k', 'b', 1, 0, '{}'));
   outsider.close();
   await store.transact(async (tx) => {
     expect((await tx.get('k', 'a'))?.data).toEqual({ n: 2 });
     expect((await tx.get('k', 'b'))?.version).toBe(1);
   });
-  await expect(store.transact((tx) => tx.put('k', 'a', { n: 3 }, { expectedVersion: 1 }))).rejects.toBeInstanceOf(StoreConflictError);
+  await expect(store.transact((tx) => tx.put('k', 'a', { n: 3 }, { expectedVersion: 1 }))).rejects.toBeInstanceOf(
+    StoreConflictError,
+  );
   // A rolled-back transaction's appends must not be remembered either.
   await expect(
     store.transact(async (tx) => {
@@ -106,7 +122,12 @@ test('what the writer remembers never outlives another connection\'s commit or a
   const entry = await store.transact((tx) => tx.append('occurrence/a', { n: 3 }, 3));
   expect([entry.sequence, entry.position]).toEqual([3, 3]);
   const log = await store.read((r) => r.readLog<{ n: number }>('occurrence/a'));
-  expect(log.map((e) => [e.sequence, e.position, e.data.n])).toEqual([[0, 0, 0], [1, 1, 1], [2, 2, 2], [3, 3, 3]]);
+  expect(log.map((e) => [e.sequence, e.position, e.data.n])).toEqual([
+    [0, 0, 0],
+    [1, 1, 1],
+    [2, 2, 2],
+    [3, 3, 3],
+  ]);
   await store.close();
 });
 
@@ -125,7 +146,9 @@ test('a new store uses 2 KiB pages; a store made with 4 KiB pages keeps them and
   const older = join(dir, 'pages-old.sqlite');
   const db = new Database(older);
   db.pragma('page_size = 4096');
-  db.exec("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL); INSERT INTO meta VALUES ('schemaVersion', '1');");
+  db.exec(
+    "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL); INSERT INTO meta VALUES ('schemaVersion', '1');",
+  );
   db.close();
   const store = await SqliteStore.open(older);
   await store.transact((tx) => tx.put('k', 'a', { n: 1 }, { expectedVersion: null }));
@@ -147,10 +170,17 @@ test('a store made with the earlier records layout (WITHOUT ROWID) opens and kee
   const store = await SqliteStore.open(file);
   expect((await store.read((r) => r.get('k', 'a')))?.data).toEqual({ n: 1 });
   await store.transact((tx) => tx.put('k', 'a', { n: 2 }, { expectedVersion: 1 }));
-  await expect(store.transact((tx) => tx.put('k', 'a', { n: 3 }, { expectedVersion: 1 }))).rejects.toBeInstanceOf(StoreConflictError);
-  await expect(store.transact((tx) => tx.put('k', 'a', { n: 3 }, { expectedVersion: null }))).rejects.toBeInstanceOf(StoreConflictError);
+  await expect(store.transact((tx) => tx.put('k', 'a', { n: 3 }, { expectedVersion: 1 }))).rejects.toBeInstanceOf(
+    StoreConflictError,
+  );
+  await expect(store.transact((tx) => tx.put('k', 'a', { n: 3 }, { expectedVersion: null }))).rejects.toBeInstanceOf(
+    StoreConflictError,
+  );
   await store.transact((tx) => tx.put('k', 'b', { n: 1 }, { expectedVersion: null, terminal: true }));
-  expect((await store.read((r) => r.list('k'))).map((r) => [r.id, r.version])).toEqual([['a', 2], ['b', 1]]);
+  expect((await store.read((r) => r.list('k'))).map((r) => [r.id, r.version])).toEqual([
+    ['a', 2],
+    ['b', 1],
+  ]);
   await store.close();
 });
 
@@ -161,7 +191,8 @@ test('commits stay in the write-ahead log until checkpoint() folds them, once en
   const before = dbBytes();
   const write = async (batch: number, rows: number) =>
     store.transact(async (tx) => {
-      for (let i = 0; i < rows; i++) await tx.put('k', `r-${batch}-${i}`, { text: 'x'.repeat(400) }, { expectedVersion: null });
+      for (let i = 0; i < rows; i++)
+        await tx.put('k', `r-${batch}-${i}`, { text: 'x'.repeat(400) }, { expectedVersion: null });
     });
   // A trickle of writes is not worth a database-file fsync: it waits in the log.
   await write(0, 10);
@@ -193,18 +224,33 @@ test('ids and versions of definitions and plan cursors come from covering partia
     await tx.put('occurrence', 'a', {}, { expectedVersion: null });
   });
   await store.transact((tx) => tx.put('definition', 'a', {}, { expectedVersion: 1 }));
-  expect(await store.read((r) => r.versions('definition'))).toEqual([{ id: 'a', version: 2 }, { id: 'b', version: 1 }]);
+  expect(await store.read((r) => r.versions('definition'))).toEqual([
+    { id: 'a', version: 2 },
+    { id: 'b', version: 1 },
+  ]);
   expect(await store.read((r) => r.versions('definition', { after: 'a' }))).toEqual([{ id: 'b', version: 1 }]);
   expect(await store.read((r) => r.versions('plan-cursor'))).toEqual([{ id: 'a', version: 1 }]);
   await store.close();
   const db = new Database(file, { readonly: true });
   try {
     const plan = (index: string, kind: string) =>
-      (db.prepare(`EXPLAIN QUERY PLAN SELECT id, version FROM records INDEXED BY ${index} WHERE kind = '${kind}' ORDER BY id LIMIT ?`).all(-1) as Array<{ detail: string }>).map((r) => r.detail).join(' ');
+      (
+        db
+          .prepare(
+            `EXPLAIN QUERY PLAN SELECT id, version FROM records INDEXED BY ${index} WHERE kind = '${kind}' ORDER BY id LIMIT ?`,
+          )
+          .all(-1) as Array<{ detail: string }>
+      )
+        .map((r) => r.detail)
+        .join(' ');
     expect(plan('versions_of_definitions', 'definition')).toContain('COVERING INDEX versions_of_definitions');
     expect(plan('versions_of_plan_cursors', 'plan-cursor')).toContain('COVERING INDEX versions_of_plan_cursors');
     // Only the listed kinds are in them: other records' writes never touch these indexes.
-    expect(db.prepare("SELECT COUNT(*) AS n FROM records INDEXED BY versions_of_definitions WHERE kind = 'definition'").get()).toEqual({ n: 2 });
+    expect(
+      db
+        .prepare("SELECT COUNT(*) AS n FROM records INDEXED BY versions_of_definitions WHERE kind = 'definition'")
+        .get(),
+    ).toEqual({ n: 2 });
   } finally {
     db.close();
   }

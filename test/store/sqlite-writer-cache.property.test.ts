@@ -31,7 +31,14 @@ const stream = fc.constantFrom('occurrence/a', 'run/b');
 const op: fc.Arbitrary<Op> = fc.oneof(
   fc.record({ op: fc.constant('get' as const), kind, id }),
   // versionDelta 0 writes at the current version; ±1 is a stale or future one, so refusals happen too.
-  fc.record({ op: fc.constant('put' as const), kind, id, n: fc.integer({ min: 0, max: 99 }), versionDelta: fc.constantFrom(0, 0, 0, -1, 1), terminal: fc.constantFrom(false, false, false, false, false, true) }),
+  fc.record({
+    op: fc.constant('put' as const),
+    kind,
+    id,
+    n: fc.integer({ min: 0, max: 99 }),
+    versionDelta: fc.constantFrom(0, 0, 0, -1, 1),
+    terminal: fc.constantFrom(false, false, false, false, false, true),
+  }),
   fc.record({ op: fc.constant('delete' as const), kind, id, versionDelta: fc.constantFrom(0, 0, 1) }),
   fc.record({ op: fc.constant('append' as const), stream, n: fc.integer({ min: 0, max: 99 }) }),
   fc.record({ op: fc.constant('head' as const), stream }),
@@ -49,8 +56,14 @@ async function apply(tx: StoreTransaction, o: Op): Promise<unknown> {
       }
       case 'put': {
         const current = await tx.get(o.kind, o.id);
-        const expected = current === undefined ? (o.versionDelta === 0 ? null : o.versionDelta + 1) : current.version + o.versionDelta;
-        const r = await tx.put(o.kind, o.id, { n: o.n }, { expectedVersion: expected === 0 ? null : expected, terminal: o.terminal });
+        const expected =
+          current === undefined ? (o.versionDelta === 0 ? null : o.versionDelta + 1) : current.version + o.versionDelta;
+        const r = await tx.put(
+          o.kind,
+          o.id,
+          { n: o.n },
+          { expectedVersion: expected === 0 ? null : expected, terminal: o.terminal },
+        );
         return { version: r.version, terminal: r.terminal };
       }
       case 'delete': {
@@ -92,8 +105,12 @@ async function run(store: Store, plan: Txn[][]): Promise<unknown[]> {
     answers.push(...outcomes);
   }
   const state = await store.read(async (r) => ({
-    records: await Promise.all(['occurrence', 'run'].map(async (k) => (await r.list(k)).map((x) => [x.id, x.version, x.terminal, x.data]))),
-    logs: await Promise.all(['occurrence/a', 'run/b'].map(async (s) => (await r.readLog(s)).map((e) => [e.sequence, e.position, e.data]))),
+    records: await Promise.all(
+      ['occurrence', 'run'].map(async (k) => (await r.list(k)).map((x) => [x.id, x.version, x.terminal, x.data])),
+    ),
+    logs: await Promise.all(
+      ['occurrence/a', 'run/b'].map(async (s) => (await r.readLog(s)).map((e) => [e.sequence, e.position, e.data])),
+    ),
   }));
   answers.push(state);
   return answers;

@@ -1,5 +1,11 @@
 import { describe, expect, test } from 'vitest';
-import { LogTrimError, StoreConflictError, StreamSequenceError, TerminalRecordError, type Store } from '../../src/store/store.js';
+import {
+  LogTrimError,
+  StoreConflictError,
+  StreamSequenceError,
+  TerminalRecordError,
+  type Store,
+} from '../../src/store/store.js';
 
 export interface StoreHarness {
   /** A fresh, empty store. */
@@ -88,15 +94,21 @@ export function describeStoreConformance(name: string, harness: StoreHarness): v
       await using(await harness.create(), async (store) => {
         await store.transact((tx) => tx.put('occurrence', 'o', { state: 'planned' }, { expectedVersion: null }));
         await store.transact((tx) => tx.put('occurrence', 'o', { state: 'eligible' }, { expectedVersion: 1 }));
-        await expect(store.transact((tx) => tx.put('occurrence', 'o', { state: 'claimed' }, { expectedVersion: 1 }))).rejects.toBeInstanceOf(
-          StoreConflictError,
-        );
-        await expect(store.transact((tx) => tx.put('occurrence', 'o', {}, { expectedVersion: null }))).rejects.toMatchObject({
+        await expect(
+          store.transact((tx) => tx.put('occurrence', 'o', { state: 'claimed' }, { expectedVersion: 1 })),
+        ).rejects.toBeInstanceOf(StoreConflictError);
+        await expect(
+          store.transact((tx) => tx.put('occurrence', 'o', {}, { expectedVersion: null })),
+        ).rejects.toMatchObject({
           code: 'REVISION_CONFLICT',
           details: { kind: 'occurrence', id: 'o', expectedVersion: null, currentVersion: 2 },
         });
-        await expect(store.transact((tx) => tx.put('occurrence', 'missing', {}, { expectedVersion: 1 }))).rejects.toBeInstanceOf(StoreConflictError);
-        await expect(store.transact((tx) => tx.delete('occurrence', 'o', 1))).rejects.toBeInstanceOf(StoreConflictError);
+        await expect(
+          store.transact((tx) => tx.put('occurrence', 'missing', {}, { expectedVersion: 1 })),
+        ).rejects.toBeInstanceOf(StoreConflictError);
+        await expect(store.transact((tx) => tx.delete('occurrence', 'o', 1))).rejects.toBeInstanceOf(
+          StoreConflictError,
+        );
         expect((await store.read((r) => r.get<{ state: string }>('occurrence', 'o')))?.data.state).toBe('eligible');
       });
     });
@@ -108,7 +120,12 @@ export function describeStoreConformance(name: string, harness: StoreHarness): v
           store.transact(async (tx) => {
             const current = await tx.get<{ fence: number }>('occurrence', 'o');
             await Promise.resolve();
-            return tx.put('occurrence', 'o', { fence: current!.data.fence + 1, who }, { expectedVersion: current!.version });
+            return tx.put(
+              'occurrence',
+              'o',
+              { fence: current!.data.fence + 1, who },
+              { expectedVersion: current!.version },
+            );
           });
         const results = await Promise.allSettled([claim('a'), claim('b'), claim('c')]);
         // Bodies run one at a time, so each sees the previous commit: all succeed in order, none is lost.
@@ -126,11 +143,16 @@ export function describeStoreConformance(name: string, harness: StoreHarness): v
 
     test('terminal records refuse every later update and delete', async () => {
       await using(await harness.create(), async (store) => {
-        await store.transact((tx) => tx.put('attempt', 'x', { state: 'succeeded' }, { expectedVersion: null, terminal: true }));
-        await expect(store.transact((tx) => tx.put('attempt', 'x', { state: 'failed' }, { expectedVersion: 1 }))).rejects.toBeInstanceOf(
-          TerminalRecordError,
+        await store.transact((tx) =>
+          tx.put('attempt', 'x', { state: 'succeeded' }, { expectedVersion: null, terminal: true }),
         );
-        await expect(store.transact((tx) => tx.delete('attempt', 'x', 1))).rejects.toMatchObject({ code: 'ILLEGAL_TRANSITION', httpStatus: 422 });
+        await expect(
+          store.transact((tx) => tx.put('attempt', 'x', { state: 'failed' }, { expectedVersion: 1 })),
+        ).rejects.toBeInstanceOf(TerminalRecordError);
+        await expect(store.transact((tx) => tx.delete('attempt', 'x', 1))).rejects.toMatchObject({
+          code: 'ILLEGAL_TRANSITION',
+          httpStatus: 422,
+        });
         const record = await store.read((r) => r.get<{ state: string }>('attempt', 'x'));
         expect(record).toMatchObject({ version: 1, terminal: true, data: { state: 'succeeded' } });
       });
@@ -157,9 +179,13 @@ export function describeStoreConformance(name: string, harness: StoreHarness): v
           await tx.append('automation/a', { i: 2 });
         });
         await store.transact((tx) => tx.append('automation/a', { i: 3 }, 2));
-        await expect(store.transact((tx) => tx.append('automation/a', { i: 4 }, 2))).rejects.toBeInstanceOf(StreamSequenceError);
+        await expect(store.transact((tx) => tx.append('automation/a', { i: 4 }, 2))).rejects.toBeInstanceOf(
+          StreamSequenceError,
+        );
         await store.read(async (r) => {
-          expect((await r.readLog<{ i: number }>('automation/a')).map((e) => [e.sequence, e.position, e.data.i])).toEqual([
+          expect(
+            (await r.readLog<{ i: number }>('automation/a')).map((e) => [e.sequence, e.position, e.data.i]),
+          ).toEqual([
             [0, 0, 0],
             [1, 2, 2],
             [2, 3, 3],
@@ -191,25 +217,44 @@ export function describeStoreConformance(name: string, harness: StoreHarness): v
     test('list reads a range of ids in order: before an id, at most a limit', async () => {
       await using(await harness.create(), async (store) => {
         await store.transact(async (tx) => {
-          for (const id of ['2026-03-02|c', '2026-03-01|b', '2026-03-03|d', '2026-03-01|a']) await tx.put('due', id, { id }, { expectedVersion: null });
+          for (const id of ['2026-03-02|c', '2026-03-01|b', '2026-03-03|d', '2026-03-01|a'])
+            await tx.put('due', id, { id }, { expectedVersion: null });
         });
         await store.read(async (r) => {
-          expect((await r.list('due', { before: '2026-03-02|~' })).map((x) => x.id)).toEqual(['2026-03-01|a', '2026-03-01|b', '2026-03-02|c']);
-          expect((await r.list('due', { before: '2026-03-02|~', limit: 2 })).map((x) => x.id)).toEqual(['2026-03-01|a', '2026-03-01|b']);
+          expect((await r.list('due', { before: '2026-03-02|~' })).map((x) => x.id)).toEqual([
+            '2026-03-01|a',
+            '2026-03-01|b',
+            '2026-03-02|c',
+          ]);
+          expect((await r.list('due', { before: '2026-03-02|~', limit: 2 })).map((x) => x.id)).toEqual([
+            '2026-03-01|a',
+            '2026-03-01|b',
+          ]);
           expect((await r.list('due', { limit: 1 })).map((x) => x.id)).toEqual(['2026-03-01|a']);
           expect(await r.list('due', { before: '2026' })).toEqual([]);
           // Pages: after the last id seen, at most a limit.
-          expect((await r.list('due', { after: '2026-03-01|a', limit: 2 })).map((x) => x.id)).toEqual(['2026-03-01|b', '2026-03-02|c']);
+          expect((await r.list('due', { after: '2026-03-01|a', limit: 2 })).map((x) => x.id)).toEqual([
+            '2026-03-01|b',
+            '2026-03-02|c',
+          ]);
           expect((await r.list('due', { after: '2026-03-02|c' })).map((x) => x.id)).toEqual(['2026-03-03|d']);
-          expect((await r.list('due', { after: '2026-03-01|a', before: '2026-03-03' })).map((x) => x.id)).toEqual(['2026-03-01|b', '2026-03-02|c']);
+          expect((await r.list('due', { after: '2026-03-01|a', before: '2026-03-03' })).map((x) => x.id)).toEqual([
+            '2026-03-01|b',
+            '2026-03-02|c',
+          ]);
           expect(await r.list('due', { after: '2026-03-03|d' })).toEqual([]);
         });
         // Inside a transaction the range sees its own writes and removals.
         await store.transact(async (tx) => {
           await tx.put('due', '2026-02-28|z', {}, { expectedVersion: null });
           await tx.delete('due', '2026-03-01|a', 1);
-          expect((await tx.list('due', { before: '2026-03-01|~' })).map((x) => x.id)).toEqual(['2026-02-28|z', '2026-03-01|b']);
-          expect((await tx.list('due', { after: '2026-02-28|z', limit: 1 })).map((x) => x.id)).toEqual(['2026-03-01|b']);
+          expect((await tx.list('due', { before: '2026-03-01|~' })).map((x) => x.id)).toEqual([
+            '2026-02-28|z',
+            '2026-03-01|b',
+          ]);
+          expect((await tx.list('due', { after: '2026-02-28|z', limit: 1 })).map((x) => x.id)).toEqual([
+            '2026-03-01|b',
+          ]);
         });
       });
     });
@@ -217,14 +262,26 @@ export function describeStoreConformance(name: string, harness: StoreHarness): v
     test('versions answers what list would, as ids and versions: ranges, own writes inside, committed data outside', async () => {
       await using(await harness.create(), async (store) => {
         await store.transact(async (tx) => {
-          for (const id of ['b', 'a', 'c']) await tx.put('definition', id, { id, body: 'x'.repeat(100) }, { expectedVersion: null });
+          for (const id of ['b', 'a', 'c'])
+            await tx.put('definition', id, { id, body: 'x'.repeat(100) }, { expectedVersion: null });
           await tx.put('other', 'a', {}, { expectedVersion: null });
         });
         await store.transact((tx) => tx.put('definition', 'b', { id: 'b' }, { expectedVersion: 1 }));
-        const asVersions = (records: Array<{ id: string; version: number }>) => records.map(({ id, version }) => ({ id, version }));
+        const asVersions = (records: Array<{ id: string; version: number }>) =>
+          records.map(({ id, version }) => ({ id, version }));
         await store.read(async (r) => {
-          expect(await r.versions('definition')).toEqual([{ id: 'a', version: 1 }, { id: 'b', version: 2 }, { id: 'c', version: 1 }]);
-          for (const options of [{ after: 'a' }, { before: 'c' }, { limit: 1 }, { after: 'a', limit: 1 }, { after: 'c' }]) {
+          expect(await r.versions('definition')).toEqual([
+            { id: 'a', version: 1 },
+            { id: 'b', version: 2 },
+            { id: 'c', version: 1 },
+          ]);
+          for (const options of [
+            { after: 'a' },
+            { before: 'c' },
+            { limit: 1 },
+            { after: 'a', limit: 1 },
+            { after: 'c' },
+          ]) {
             expect(await r.versions('definition', options)).toEqual(asVersions(await r.list('definition', options)));
           }
           expect(await r.versions('missing-kind')).toEqual([]);
@@ -234,11 +291,19 @@ export function describeStoreConformance(name: string, harness: StoreHarness): v
           await tx.put('definition', 'a', { id: 'a' }, { expectedVersion: 1 });
           await tx.delete('definition', 'c', 1);
           await tx.put('definition', 'd', {}, { expectedVersion: null });
-          expect(await tx.versions('definition')).toEqual([{ id: 'a', version: 2 }, { id: 'b', version: 2 }, { id: 'd', version: 1 }]);
+          expect(await tx.versions('definition')).toEqual([
+            { id: 'a', version: 2 },
+            { id: 'b', version: 2 },
+            { id: 'd', version: 1 },
+          ]);
           outside = await store.read((r) => r.versions('definition'));
         });
         // A read outside the open transaction saw only what was committed before it.
-        expect(outside).toEqual([{ id: 'a', version: 1 }, { id: 'b', version: 2 }, { id: 'c', version: 1 }]);
+        expect(outside).toEqual([
+          { id: 'a', version: 1 },
+          { id: 'b', version: 2 },
+          { id: 'c', version: 1 },
+        ]);
       });
     });
 
@@ -248,9 +313,15 @@ export function describeStoreConformance(name: string, harness: StoreHarness): v
           await tx.put('attempt', 'sealed', { state: 'failed' }, { expectedVersion: null, terminal: true });
           await tx.put('outbox', 'open', { status: 'done' }, { expectedVersion: null });
         });
-        await expect(store.transact((tx) => tx.delete('attempt', 'sealed', 1))).rejects.toBeInstanceOf(TerminalRecordError);
-        await expect(store.transact((tx) => tx.expire('attempt', 'sealed', 2))).rejects.toBeInstanceOf(StoreConflictError);
-        await expect(store.transact((tx) => tx.expire('attempt', 'missing', 1))).rejects.toBeInstanceOf(StoreConflictError);
+        await expect(store.transact((tx) => tx.delete('attempt', 'sealed', 1))).rejects.toBeInstanceOf(
+          TerminalRecordError,
+        );
+        await expect(store.transact((tx) => tx.expire('attempt', 'sealed', 2))).rejects.toBeInstanceOf(
+          StoreConflictError,
+        );
+        await expect(store.transact((tx) => tx.expire('attempt', 'missing', 1))).rejects.toBeInstanceOf(
+          StoreConflictError,
+        );
         await store.transact(async (tx) => {
           await tx.expire('attempt', 'sealed', 1);
           await tx.expire('outbox', 'open', 1);
@@ -321,7 +392,9 @@ export function describeStoreConformance(name: string, harness: StoreHarness): v
               ['run/r', 0, 1],
             ]);
           });
-          await expect(again.transact((tx) => tx.put('attempt', 'x', {}, { expectedVersion: 1 }))).rejects.toBeInstanceOf(TerminalRecordError);
+          await expect(
+            again.transact((tx) => tx.put('attempt', 'x', {}, { expectedVersion: 1 })),
+          ).rejects.toBeInstanceOf(TerminalRecordError);
           await again.transact((tx) => tx.append('automation/a', { kind: 'definition.revised' }, 1));
         });
       });

@@ -8,7 +8,11 @@ let keyCounter = 0;
 export const freshKey = () => `test-key-${String(++keyCounter).padStart(6, '0')}`;
 
 /** A command envelope with sensible origin and intent; `extra` may set expectedRevision or the key. */
-export function command(name: string, payload: Record<string, unknown>, extra: { expectedRevision?: number; adoptionKey?: string } = {}) {
+export function command(
+  name: string,
+  payload: Record<string, unknown>,
+  extra: { expectedRevision?: number; adoptionKey?: string } = {},
+) {
   return {
     schemaVersion: 'coven.automations.v1',
     command: name,
@@ -23,7 +27,14 @@ export function command(name: string, payload: Record<string, unknown>, extra: {
 /** A valid rich definition body with its integrity computed. */
 export function definitionBody(
   automationId: string,
-  overrides: { revision?: number; lifecycleState?: LifecycleState; rrule?: string; timezone?: string; runtimeId?: string; extra?: Record<string, unknown> } = {},
+  overrides: {
+    revision?: number;
+    lifecycleState?: LifecycleState;
+    rrule?: string;
+    timezone?: string;
+    runtimeId?: string;
+    extra?: Record<string, unknown>;
+  } = {},
 ): AutomationDefinition {
   const body: Record<string, unknown> = {
     schemaVersion: 'coven.automations.v1',
@@ -31,10 +42,18 @@ export function definitionBody(
     revision: overrides.revision ?? 1,
     lifecycleState: overrides.lifecycleState ?? 'draft',
     display: { name: `Automation ${automationId}` },
-    trigger: { variant: 'schedule', version: 1, schedule: { rrule: overrides.rrule ?? 'FREQ=DAILY;BYHOUR=9', timezone: overrides.timezone ?? 'utc' } },
+    trigger: {
+      variant: 'schedule',
+      version: 1,
+      schedule: { rrule: overrides.rrule ?? 'FREQ=DAILY;BYHOUR=9', timezone: overrides.timezone ?? 'utc' },
+    },
     conditions: [],
     action: { variant: 'familiarInvocation', version: 1, prompt: 'Write the daily notes.', cwd: 'work/notes' },
-    binding: { familiarBindingPolicy: 'exact', familiarId: 'charm', authority: { approvalPolicyRef: 'policy://authority/charm' } },
+    binding: {
+      familiarBindingPolicy: 'exact',
+      familiarId: 'charm',
+      authority: { approvalPolicyRef: 'policy://authority/charm' },
+    },
     runtimeRequirements: { runtimeId: overrides.runtimeId ?? 'coven-code', capabilities: ['sessions.launch'] },
     policies: {
       timeout: { perRunMinutes: 30 },

@@ -4,7 +4,15 @@ import { SimulatedRuntime, type SimulatedBehavior } from '../../src/runtime/simu
 import { MemoryStore } from '../../src/store/memory-store.js';
 import type { Store } from '../../src/store/store.js';
 import type { EventEnvelope } from '../../src/changefeed/event-envelope.js';
-import { KINDS, renderAttempt, renderOccurrence, renderRun, type AttemptRecord, type OccurrenceRecord, type RunRecord } from '../../src/engine/records.js';
+import {
+  KINDS,
+  renderAttempt,
+  renderOccurrence,
+  renderRun,
+  type AttemptRecord,
+  type OccurrenceRecord,
+  type RunRecord,
+} from '../../src/engine/records.js';
 import { command, definitionBody } from './commands.js';
 import type { RetentionOptions } from '../../src/retention/policy.js';
 import { expect } from 'vitest';
@@ -40,13 +48,24 @@ export async function harness(options: HarnessOptions = {}) {
   });
   const policies = {
     timeout: { perRunMinutes: options.perRunMinutes ?? 30 },
-    retry: options.retry ?? { maxAttempts: 3, backoffPolicy: 'fixed', backoffSeconds: 30, retryableClasses: ['runtime_unavailable', 'transient_dispatch'] },
+    retry: options.retry ?? {
+      maxAttempts: 3,
+      backoffPolicy: 'fixed',
+      backoffSeconds: 30,
+      retryableClasses: ['runtime_unavailable', 'transient_dispatch'],
+    },
     concurrency: { overlap: 'forbid' },
     misfire: { disposition: 'latest' },
     retention: options.retentionClasses ?? { occurrenceHistory: { classification: 'standard' } },
   };
   const body = (revision: number, lifecycleState: 'draft' | 'paused') =>
-    definitionBody('daily', { revision, lifecycleState, rrule: options.rrule ?? 'FREQ=DAILY;BYHOUR=9', timezone: options.timezone ?? 'utc', extra: { policies } });
+    definitionBody('daily', {
+      revision,
+      lifecycleState,
+      rrule: options.rrule ?? 'FREQ=DAILY;BYHOUR=9',
+      timezone: options.timezone ?? 'utc',
+      extra: { policies },
+    });
   const ok = async (input: unknown) => {
     const r = await engine.commands.handle(input);
     expect(r.outcome, JSON.stringify(r.error)).not.toBe('rejected');
@@ -56,15 +75,21 @@ export async function harness(options: HarnessOptions = {}) {
   if ((await store.read((r) => r.get('definition', 'daily'))) === undefined) {
     await ok(command('definition.create.v1', { definition: body(1, 'draft') }));
     await ok(command('definition.revise.v1', { definition: body(2, 'paused') }, { expectedRevision: 1 }));
-    if (options.activate !== false) await ok(command('definition.activate.v1', { automationId: 'daily' }, { expectedRevision: 2 }));
+    if (options.activate !== false)
+      await ok(command('definition.activate.v1', { automationId: 'daily' }, { expectedRevision: 2 }));
   }
   const read = {
-    occurrences: async () => ((await store.read((r) => r.list<OccurrenceRecord['data']>(KINDS.occurrence))) as OccurrenceRecord[]).map(renderOccurrence),
+    occurrences: async () =>
+      ((await store.read((r) => r.list<OccurrenceRecord['data']>(KINDS.occurrence))) as OccurrenceRecord[]).map(
+        renderOccurrence,
+      ),
     runs: async () => ((await store.read((r) => r.list<RunRecord['data']>(KINDS.run))) as RunRecord[]).map(renderRun),
-    attempts: async () => ((await store.read((r) => r.list<AttemptRecord['data']>(KINDS.attempt))) as AttemptRecord[]).map(renderAttempt),
+    attempts: async () =>
+      ((await store.read((r) => r.list<AttemptRecord['data']>(KINDS.attempt))) as AttemptRecord[]).map(renderAttempt),
     receipts: async () => (await store.read((r) => r.list<Record<string, unknown>>(KINDS.receipt))).map((r) => r.data),
     feed: async () => (await store.read((r) => r.readFeed<EventEnvelope>())).map((e) => e.data),
-    stream: async (kind: string, id: string) => (await store.read((r) => r.readLog<EventEnvelope>(`${kind}/${id}`))).map((e) => e.data),
+    stream: async (kind: string, id: string) =>
+      (await store.read((r) => r.readLog<EventEnvelope>(`${kind}/${id}`))).map((e) => e.data),
   };
   return { clock, store, runtime, engine, ok, read, body };
 }
@@ -72,7 +97,9 @@ export async function harness(options: HarnessOptions = {}) {
 export type Harness = Awaited<ReturnType<typeof harness>>;
 
 export function transitions(events: EventEnvelope[]): string[] {
-  return events.filter((e) => e.kind.endsWith('.transitioned')).map((e) => `${String(e.payload.from)}->${String(e.payload.to)}`);
+  return events
+    .filter((e) => e.kind.endsWith('.transitioned'))
+    .map((e) => `${String(e.payload.from)}->${String(e.payload.to)}`);
 }
 
 export type { SimulatedBehavior };

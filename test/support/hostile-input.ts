@@ -8,16 +8,37 @@ const revision = fc.integer({ min: 1, max: 6 });
 
 /** Envelopes that are well-formed and aim at real and missing definitions in every lifecycle command. */
 export const validEnvelope: fc.Arbitrary<Record<string, unknown>> = fc.oneof(
-  fc.tuple(ids, key).map(([id, k]) => command('definition.create.v1', { definition: definitionBody(id) }, { adoptionKey: k })),
-  fc.tuple(ids, revision, key).map(([id, r, k]) =>
-    command('definition.revise.v1', { definition: definitionBody(id, { revision: r + 1, lifecycleState: 'paused' }) }, { expectedRevision: r, adoptionKey: k }),
-  ),
   fc
-    .tuple(fc.constantFrom('definition.activate.v1', 'definition.pause.v1', 'definition.disable.v1', 'definition.tombstone.v1', 'x-coven-automata.definition.reenable.v1'), ids, revision, key)
+    .tuple(ids, key)
+    .map(([id, k]) => command('definition.create.v1', { definition: definitionBody(id) }, { adoptionKey: k })),
+  fc
+    .tuple(ids, revision, key)
+    .map(([id, r, k]) =>
+      command(
+        'definition.revise.v1',
+        { definition: definitionBody(id, { revision: r + 1, lifecycleState: 'paused' }) },
+        { expectedRevision: r, adoptionKey: k },
+      ),
+    ),
+  fc
+    .tuple(
+      fc.constantFrom(
+        'definition.activate.v1',
+        'definition.pause.v1',
+        'definition.disable.v1',
+        'definition.tombstone.v1',
+        'x-coven-automata.definition.reenable.v1',
+      ),
+      ids,
+      revision,
+      key,
+    )
     .map(([name, id, r, k]) => command(name, { automationId: id }, { expectedRevision: r, adoptionKey: k })),
   fc.tuple(ids, key).map(([id, k]) => command('definition.get.v1', { automationId: id }, { adoptionKey: k })),
   key.map((k) => command('definition.list.v1', { lifecycleState: 'all' }, { adoptionKey: k })),
-  fc.tuple(ids, key).map(([id, k]) => command('events.read.v1', { stream: { kind: 'automation', id } }, { adoptionKey: k })),
+  fc
+    .tuple(ids, key)
+    .map(([id, k]) => command('events.read.v1', { stream: { kind: 'automation', id } }, { adoptionKey: k })),
   fc.tuple(ids, key).map(([id, k]) => command('occurrence.runNow.v1', { automationId: id }, { adoptionKey: k })),
 );
 
@@ -27,7 +48,12 @@ export const validEnvelope: fc.Arbitrary<Record<string, unknown>> = fc.oneof(
  * such a value is itself one of the things that throws.
  */
 export type Hostility =
-  | { kind: 'trap'; trap: 'get' | 'ownKeys' | 'getOwnPropertyDescriptor' | 'has' | 'getPrototypeOf'; key: string | null; thrown: Thrown }
+  | {
+      kind: 'trap';
+      trap: 'get' | 'ownKeys' | 'getOwnPropertyDescriptor' | 'has' | 'getPrototypeOf';
+      key: string | null;
+      thrown: Thrown;
+    }
   | { kind: 'revoked' }
   | { kind: 'getter'; key: string | number; thrown: Thrown }
   | { kind: 'flaky'; key: string | number }
@@ -38,14 +64,54 @@ export type Hostility =
   | { kind: 'huge'; chars: number; asText: boolean }
   | { kind: 'wide'; items: number };
 
-export type Thrown = 'error' | 'string' | 'revoked' | 'throwingMessage' | 'null' | 'undefined' | 'symbol' | 'codeLookalike';
-export type OddValue = 'bigint' | 'symbol' | 'function' | 'nan' | 'infinity' | 'undefinedInArray' | 'sparseArray' | 'date' | 'map' | 'nullPrototype';
-export type RawInput = 'null' | 'undefined' | 'number' | 'boolean' | 'bigint' | 'symbol' | 'function' | 'revoked' | 'proxyOfFunction' | 'badBytes' | 'envelopeBytes' | 'hugeBytes' | 'array' | 'date' | 'map' | 'transparentProxy' | 'nullPrototypeEnvelope';
+export type Thrown =
+  'error' | 'string' | 'revoked' | 'throwingMessage' | 'null' | 'undefined' | 'symbol' | 'codeLookalike';
+export type OddValue =
+  | 'bigint'
+  | 'symbol'
+  | 'function'
+  | 'nan'
+  | 'infinity'
+  | 'undefinedInArray'
+  | 'sparseArray'
+  | 'date'
+  | 'map'
+  | 'nullPrototype';
+export type RawInput =
+  | 'null'
+  | 'undefined'
+  | 'number'
+  | 'boolean'
+  | 'bigint'
+  | 'symbol'
+  | 'function'
+  | 'revoked'
+  | 'proxyOfFunction'
+  | 'badBytes'
+  | 'envelopeBytes'
+  | 'hugeBytes'
+  | 'array'
+  | 'date'
+  | 'map'
+  | 'transparentProxy'
+  | 'nullPrototypeEnvelope';
 
 export type HostileRecipe = { at: number; hostility: Hostility } | { raw: RawInput };
 
-const thrown: fc.Arbitrary<Thrown> = fc.constantFrom('error', 'string', 'revoked', 'throwingMessage', 'null', 'undefined', 'symbol', 'codeLookalike');
-const fieldKey: fc.Arbitrary<string | number> = fc.oneof(fc.nat({ max: 20 }), fc.constantFrom('type', 'toJSON', 'schemaVersion', 'command', 'payload', 'then'));
+const thrown: fc.Arbitrary<Thrown> = fc.constantFrom(
+  'error',
+  'string',
+  'revoked',
+  'throwingMessage',
+  'null',
+  'undefined',
+  'symbol',
+  'codeLookalike',
+);
+const fieldKey: fc.Arbitrary<string | number> = fc.oneof(
+  fc.nat({ max: 20 }),
+  fc.constantFrom('type', 'toJSON', 'schemaVersion', 'command', 'payload', 'then'),
+);
 const shape = fc.constantFrom('object' as const, 'array' as const);
 
 /** Cheap hostilities are common; the costly ones (megabytes of input, thousands of levels) are rarer. */
@@ -54,8 +120,27 @@ export const hostility: fc.Arbitrary<Hostility> = fc.oneof(
     weight: 4,
     arbitrary: fc.record({
       kind: fc.constant('trap' as const),
-      trap: fc.constantFrom('get' as const, 'ownKeys' as const, 'getOwnPropertyDescriptor' as const, 'has' as const, 'getPrototypeOf' as const),
-      key: fc.option(fc.constantFrom('toJSON', 'type', 'schemaVersion', 'command', 'adoptionKey', 'payload', 'definition', 'automationId', 'then', 'constructor')),
+      trap: fc.constantFrom(
+        'get' as const,
+        'ownKeys' as const,
+        'getOwnPropertyDescriptor' as const,
+        'has' as const,
+        'getPrototypeOf' as const,
+      ),
+      key: fc.option(
+        fc.constantFrom(
+          'toJSON',
+          'type',
+          'schemaVersion',
+          'command',
+          'adoptionKey',
+          'payload',
+          'definition',
+          'automationId',
+          'then',
+          'constructor',
+        ),
+      ),
       thrown,
     }),
   },
@@ -64,25 +149,79 @@ export const hostility: fc.Arbitrary<Hostility> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('flaky' as const), key: fieldKey }) },
   {
     weight: 3,
-    arbitrary: fc.record({ kind: fc.constant('toJSON' as const), returns: fc.constantFrom('throws' as const, 'bigint' as const, 'undefined' as const, 'revoked' as const), thrown }),
+    arbitrary: fc.record({
+      kind: fc.constant('toJSON' as const),
+      returns: fc.constantFrom('throws' as const, 'bigint' as const, 'undefined' as const, 'revoked' as const),
+      thrown,
+    }),
   },
   {
     weight: 3,
     arbitrary: fc.record({
       kind: fc.constant('value' as const),
       key: fieldKey,
-      value: fc.constantFrom<OddValue>('bigint', 'symbol', 'function', 'nan', 'infinity', 'undefinedInArray', 'sparseArray', 'date', 'map', 'nullPrototype'),
+      value: fc.constantFrom<OddValue>(
+        'bigint',
+        'symbol',
+        'function',
+        'nan',
+        'infinity',
+        'undefinedInArray',
+        'sparseArray',
+        'date',
+        'map',
+        'nullPrototype',
+      ),
     }),
   },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('cycle' as const), toRoot: fc.boolean() }) },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant('deep' as const), depth: fc.constantFrom(100, 127, 128, 129, 200, 1000), shape, asText: fc.boolean() }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('deep' as const), depth: fc.constantFrom(5000, 20_000), shape, asText: fc.boolean() }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('huge' as const), chars: fc.constantFrom(100_000, MAX_COMMAND_BYTES + 1, 3 * MAX_COMMAND_BYTES), asText: fc.boolean() }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant('deep' as const),
+      depth: fc.constantFrom(100, 127, 128, 129, 200, 1000),
+      shape,
+      asText: fc.boolean(),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant('deep' as const),
+      depth: fc.constantFrom(5000, 20_000),
+      shape,
+      asText: fc.boolean(),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant('huge' as const),
+      chars: fc.constantFrom(100_000, MAX_COMMAND_BYTES + 1, 3 * MAX_COMMAND_BYTES),
+      asText: fc.boolean(),
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('wide' as const), items: fc.constantFrom(1000, 200_000) }) },
 );
 
 export const rawInput: fc.Arbitrary<RawInput> = fc.constantFrom(
-  'null', 'undefined', 'number', 'boolean', 'bigint', 'symbol', 'function', 'revoked', 'proxyOfFunction', 'badBytes', 'envelopeBytes', 'hugeBytes', 'array', 'date', 'map', 'transparentProxy', 'nullPrototypeEnvelope',
+  'null',
+  'undefined',
+  'number',
+  'boolean',
+  'bigint',
+  'symbol',
+  'function',
+  'revoked',
+  'proxyOfFunction',
+  'badBytes',
+  'envelopeBytes',
+  'hugeBytes',
+  'array',
+  'date',
+  'map',
+  'transparentProxy',
+  'nullPrototypeEnvelope',
 );
 
 /** A hostility at one of the envelope's objects (`at` picks it, modulo their number), or a hostile raw input. */
@@ -102,7 +241,12 @@ function throwValue(kind: Thrown): never {
     error: () => new Error('hostile getter'),
     string: () => 'hostile string',
     revoked: revokedProxy,
-    throwingMessage: () => Object.defineProperty(new Error('x'), 'message', { get: () => { throw new Error('message getter'); } }),
+    throwingMessage: () =>
+      Object.defineProperty(new Error('x'), 'message', {
+        get: () => {
+          throw new Error('message getter');
+        },
+      }),
     null: () => null,
     undefined: () => undefined,
     symbol: () => Symbol('thrown'),
@@ -167,15 +311,30 @@ function hostile(target: Record<string | number, unknown>, h: Hostility, root: (
     case 'revoked':
       return revokedProxy();
     case 'getter':
-      return Object.defineProperty(target, keyOf(target, h.key), { enumerable: true, configurable: true, get: () => throwValue(h.thrown) });
+      return Object.defineProperty(target, keyOf(target, h.key), {
+        enumerable: true,
+        configurable: true,
+        get: () => throwValue(h.thrown),
+      });
     case 'flaky': {
       let reads = 0;
-      return Object.defineProperty(target, keyOf(target, h.key), { enumerable: true, configurable: true, get: () => (++reads % 2 === 0 ? { changed: reads } : `read ${reads}`) });
+      return Object.defineProperty(target, keyOf(target, h.key), {
+        enumerable: true,
+        configurable: true,
+        get: () => (++reads % 2 === 0 ? { changed: reads } : `read ${reads}`),
+      });
     }
     case 'toJSON':
       return Object.defineProperty(target, 'toJSON', {
         enumerable: false,
-        value: () => (h.returns === 'throws' ? throwValue(h.thrown) : h.returns === 'bigint' ? 10n : h.returns === 'revoked' ? revokedProxy() : undefined),
+        value: () =>
+          h.returns === 'throws'
+            ? throwValue(h.thrown)
+            : h.returns === 'bigint'
+              ? 10n
+              : h.returns === 'revoked'
+                ? revokedProxy()
+                : undefined,
       });
     case 'value':
       target[keyOf(target, h.key)] = oddValue(h.value);
@@ -229,7 +388,9 @@ export function buildHostile(envelope: Record<string, unknown>, recipe: HostileR
   let built: unknown;
   if (path.length === 0) built = hostile(copy, h, () => copy);
   else {
-    const parent = path.slice(0, -1).reduce<Record<string | number, unknown>>((o, k) => o[k] as Record<string | number, unknown>, copy);
+    const parent = path
+      .slice(0, -1)
+      .reduce<Record<string | number, unknown>>((o, k) => o[k] as Record<string | number, unknown>, copy);
     const last = path.at(-1)!;
     parent[last] = hostile(parent[last] as Record<string | number, unknown>, h, () => copy);
     built = copy;
@@ -249,7 +410,9 @@ export function buildHostile(envelope: Record<string, unknown>, recipe: HostileR
 export function certainRefusal(recipe: HostileRecipe): 'VALIDATION_FAILED' | 'PAYLOAD_TOO_LARGE' | undefined {
   if ('raw' in recipe) {
     if (recipe.raw === 'hugeBytes') return 'PAYLOAD_TOO_LARGE';
-    return ['envelopeBytes', 'transparentProxy', 'nullPrototypeEnvelope'].includes(recipe.raw) ? undefined : 'VALIDATION_FAILED';
+    return ['envelopeBytes', 'transparentProxy', 'nullPrototypeEnvelope'].includes(recipe.raw)
+      ? undefined
+      : 'VALIDATION_FAILED';
   }
   const h = recipe.hostility;
   switch (h.kind) {

@@ -1,7 +1,16 @@
 import type { LifecycleSpec } from '../../src/spec/lifecycle-spec.js';
 import { lifecycleSpec } from '../../src/invariants/machine-samples.js';
 
-export { FIXED_NOW, generatedMachine, machineSpec, permissiveMachine, sampleEvent, sampleEvents, sampleInputs, type SampleEvent } from '../../src/invariants/machine-samples.js';
+export {
+  FIXED_NOW,
+  generatedMachine,
+  machineSpec,
+  permissiveMachine,
+  sampleEvent,
+  sampleEvents,
+  sampleInputs,
+  type SampleEvent,
+} from '../../src/invariants/machine-samples.js';
 
 export const spec: LifecycleSpec = lifecycleSpec;
 
@@ -11,4 +20,3 @@ export function specCopy(): LifecycleSpec {
 }
 
 export const machineIds = spec.machines.map((m) => m.id);
-

@@ -27,6 +27,6 @@ export async function memoryStoreState(store: MemoryStore): Promise<string> {
   const kinds = (store as unknown as { state: { kinds(): string[] } }).state.kinds().sort();
   return store.read(async (reader) => {
     const records = await Promise.all(kinds.map(async (kind) => [kind, await reader.list(kind)] as const));
-    return JSON.stringify({ records, feed: await reader.readFeed({ after: -1 })});
+    return JSON.stringify({ records, feed: await reader.readFeed({ after: -1 }) });
   });
 }

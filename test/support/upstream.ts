@@ -11,7 +11,9 @@ export const upstreamDir = resolve(process.env.COVEN_UPSTREAM_DIR ?? join(packag
 export const upstreamAvailable = existsSync(join(upstreamDir, 'coven-automations-v1', 'test-vectors.json'));
 
 if (!upstreamAvailable) {
-  console.warn(`upstream artifacts not found at ${upstreamDir}: suites that need them are skipped (set COVEN_UPSTREAM_DIR)`);
+  console.warn(
+    `upstream artifacts not found at ${upstreamDir}: suites that need them are skipped (set COVEN_UPSTREAM_DIR)`,
+  );
 }
 
 export function readUpstreamJson<T = unknown>(relativePath: string): T {

@@ -12,6 +12,13 @@ describe('machine-level invariants over every generated machine', () => {
   });
 
   test('cover the five machine-level invariants of the issue', () => {
-    expect(new Set(results.map((r) => r.invariant))).toEqual(new Set(['terminal-no-regress', 'no-evidence-no-success', 'ambiguous-never-auto-retried', 'one-attempt-one-session']));
+    expect(new Set(results.map((r) => r.invariant))).toEqual(
+      new Set([
+        'terminal-no-regress',
+        'no-evidence-no-success',
+        'ambiguous-never-auto-retried',
+        'one-attempt-one-session',
+      ]),
+    );
   });
 });
