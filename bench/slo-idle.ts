@@ -6,7 +6,7 @@
 // would first be backfilled (a one-time migration pass over every settled occurrence), which is not idling.
 // Prints one JSON line: {"rssIdleMb": …, "heapUsedMb": …}.
 import { createEngine } from '../src/engine/engine.js';
-import { SimulatedClock } from '../src/engine/clock.js';
+import { SimulatedClock } from '../src/clock/clock.js';
 import { SimulatedRuntime } from '../src/runtime/simulated-runtime.js';
 import { openStore, type FileStoreKind } from '../src/store/open-store.js';
 

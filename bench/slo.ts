@@ -21,7 +21,7 @@ import { dirname, join } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { transition, type AnyStateMachine } from 'xstate';
 import { attemptMachine, occurrenceMachine, runMachine } from '../machines/index.js';
-import type { CommittedTransition } from '../src/engine/inspection.js';
+import type { CommittedTransition } from '../src/domain/inspection.js';
 import type { ArrivalsResult } from './slo-arrivals.js';
 import type { CellResult } from './slo-cell.js';
 import { table } from './stats.js';

@@ -22,7 +22,7 @@ export {
   type RetentionClass,
   type RetentionOptions,
 } from './retention/policy.js';
-export { SimulatedClock, systemClock, type Clock } from './engine/clock.js';
+export { SimulatedClock, systemClock, type Clock } from './clock/clock.js';
 export { CommandHandler } from './command-handler/command-handler.js';
 export {
   CONTRACT_COMMANDS,
@@ -32,8 +32,8 @@ export {
   type CommandResponse,
   type CommandName,
 } from './command-handler/envelope.js';
-export type { AutomationDefinition, LifecycleState } from './command-handler/definition-body.js';
-export { renderOccurrence, renderRun, renderAttempt, type Receipt } from './engine/records.js';
+export type { AutomationDefinition, LifecycleState } from './domain/definition-body.js';
+export { renderOccurrence, renderRun, renderAttempt, type Receipt } from './domain/records.js';
 
 // Stores
 export { MemoryStore } from './store/memory-store.js';

@@ -3,7 +3,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { loadLifecycleSpec, SpecFileError } from '../src/spec/lifecycle-spec.js';
-import { packageRoot } from '../src/spec/package-root.js';
+import { packageRoot } from '../src/contract/package-root.js';
 import { specProblems } from '../src/spec/soundness.js';
 import { renderMachineFiles } from './machine-codegen.js';
 

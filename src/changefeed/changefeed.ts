@@ -1,6 +1,6 @@
 import { sha256Hex } from '../contract/digest.js';
 import { ContractError } from '../contract/errors.js';
-import type { Clock } from '../engine/clock.js';
+import type { Clock } from '../clock/clock.js';
 import type { LogEntry, Store, StoreReader, StoreTransaction } from '../store/store.js';
 import { envelopeOf, readStoreId, storeStream, type EventEnvelope, type StreamRef } from './event-envelope.js';
 

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { checkDefinitionBody } from '../command-handler/definition-body.js';
+import { checkDefinitionBody } from '../domain/definition-body.js';
 import { toPlainJson } from '../command-handler/plain-json.js';
 import { integrityOf } from '../contract/digest.js';
 import { ContractError } from '../contract/errors.js';

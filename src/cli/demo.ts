@@ -2,7 +2,7 @@ import { rmSync } from 'node:fs';
 import { integrityOf, verifyIntegrity } from '../contract/digest.js';
 import type { EventEnvelope } from '../changefeed/event-envelope.js';
 import type { CommandResponse } from '../command-handler/envelope.js';
-import { SimulatedClock } from '../engine/clock.js';
+import { SimulatedClock } from '../clock/clock.js';
 import { createEngine, type Engine } from '../engine/engine.js';
 import {
   KINDS,
@@ -12,7 +12,7 @@ import {
   type AttemptRecord,
   type OccurrenceRecord,
   type RunRecord,
-} from '../engine/records.js';
+} from '../domain/records.js';
 import { SimulatedRuntime } from '../runtime/simulated-runtime.js';
 import { openStore } from '../store/open-store.js';
 import type { Store } from '../store/store.js';

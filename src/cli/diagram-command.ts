@@ -3,7 +3,7 @@ import { join, resolve } from 'node:path';
 import { instance } from '@viz-js/viz';
 import { dotOf, withDiagrams } from '../spec/diagrams.js';
 import { loadLifecycleSpec } from '../spec/lifecycle-spec.js';
-import { packageRoot } from '../spec/package-root.js';
+import { packageRoot } from '../contract/package-root.js';
 
 /**
  * Renders each machine to `<out>/<machine>.svg` (Graphviz compiled to WebAssembly, no system install) and

@@ -5,7 +5,7 @@ import { validateConformanceResult } from '../invariants/result-schema.js';
 import { runSelfCheck } from '../invariants/self-check.js';
 import { runInvariantSuite } from '../invariants/suite.js';
 import type { StoreKind } from '../invariants/world.js';
-import { packageRoot } from '../spec/package-root.js';
+import { packageRoot } from '../contract/package-root.js';
 
 function option(argv: string[], name: string): string | undefined {
   const i = argv.indexOf(name);

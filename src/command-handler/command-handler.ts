@@ -2,7 +2,7 @@ import { Changefeed } from '../changefeed/changefeed.js';
 import { ensureStoreId, readStoreId, type EventEnvelope, type StreamRef } from '../changefeed/event-envelope.js';
 import { ContractError, isContractError, type ErrorEnvelope } from '../contract/errors.js';
 import { SCHEMA_VERSION } from '../contract/vocabulary.js';
-import { isoNow, type Clock } from '../engine/clock.js';
+import { isoNow, type Clock } from '../clock/clock.js';
 import type { Store, StoreTransaction } from '../store/store.js';
 import { findAdoption, recordAdoption, replayMismatch, requestDigest, type AdoptionRecord } from './adoption.js';
 import {

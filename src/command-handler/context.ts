@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { ChangefeedContext, ProducerIdentity } from '../changefeed/event-envelope.js';
 import type { RequirementsVerdict } from '../guards/common.js';
-import type { Clock } from '../engine/clock.js';
-import type { EngineFaults } from '../engine/faults.js';
+import type { Clock } from '../clock/clock.js';
+import type { EngineFaults } from '../domain/faults.js';
 import type { Store, StoreTransaction } from '../store/store.js';
 import type { CommandEnvelope } from './envelope.js';
-import type { AutomationDefinition } from './definition-body.js';
+import type { AutomationDefinition } from '../domain/definition-body.js';
 
 /** Decides whether a definition's familiar, authority and runtime requirements can be met right now. */
 export type RequirementsCheck = (definition: AutomationDefinition) => RequirementsVerdict;

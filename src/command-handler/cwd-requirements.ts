@@ -1,7 +1,7 @@
 import { ContractError } from '../contract/errors.js';
 import type { CwdRoots } from '../runtime/cwd-roots.js';
 import type { RequirementsCheck } from './context.js';
-import type { AutomationDefinition } from './definition-body.js';
+import type { AutomationDefinition } from '../domain/definition-body.js';
 
 /** What a requirements check needs of a runtime: its id and, when it confines sessions, its roots. */
 export interface ConfinedRuntime {

@@ -9,7 +9,7 @@ import {
 } from '../actors/entity-transition.js';
 import { appendEvent, type EventKind } from '../changefeed/event-envelope.js';
 import { ContractError } from '../contract/errors.js';
-import type { StoredRecord, StoreTransaction } from '../store/store.js';
+import type { StoreTransaction } from '../store/store.js';
 import type { CommandContext, CommandOutcome } from './context.js';
 import { cancelUnlaunchedWork } from './tombstone-cleanup.js';
 import {
@@ -18,24 +18,14 @@ import {
   nextBody,
   type AutomationDefinition,
   type LifecycleState,
-} from './definition-body.js';
-
-export const DEFINITION_KIND = 'definition';
-/** Every committed revision body, sealed: revision-pins-history reads them back. */
-export const DEFINITION_REVISION_KIND = 'definition-revision';
-
-export interface DefinitionAttributes {
-  definition: AutomationDefinition;
-  createdAt: string;
-  updatedAt: string;
-  tombstonedAt: string | null;
-  /** Slots before this instant are never planned: the last activation, or the last revise while active. */
-  scheduleEffectiveFrom?: string;
-}
-
-export type DefinitionRecord = StoredRecord<EntityRecord<DefinitionAttributes>>;
-
-export const revisionId = (automationId: string, revision: number) => `${automationId}@${revision}`;
+} from '../domain/definition-body.js';
+import {
+  DEFINITION_KIND,
+  DEFINITION_REVISION_KIND,
+  revisionId,
+  type DefinitionAttributes,
+  type DefinitionRecord,
+} from '../domain/definition-records.js';
 
 /** NOT_FOUND, then GONE_TOMBSTONED, then REVISION_CONFLICT: the contract's check order. */
 export async function loadForMutation(

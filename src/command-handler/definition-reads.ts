@@ -1,13 +1,13 @@
 import { entityState, type EntityRecord } from '../actors/entity-transition.js';
 import { ContractError } from '../contract/errors.js';
 import type { StoreReader } from '../store/store.js';
+import type { AutomationDefinition } from '../domain/definition-body.js';
 import {
   DEFINITION_KIND,
   DEFINITION_REVISION_KIND,
   revisionId,
   type DefinitionAttributes,
-} from './definition-commands.js';
-import type { AutomationDefinition } from './definition-body.js';
+} from '../domain/definition-records.js';
 
 const MAX_LIST = 100;
 

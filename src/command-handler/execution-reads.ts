@@ -1,5 +1,5 @@
 import { ContractError } from '../contract/errors.js';
-import { LIVE_INDEX } from '../engine/lifecycle.js';
+import { LIVE_INDEX } from '../domain/lifecycle.js';
 import {
   KINDS,
   OCCURRENCE_LIVE,
@@ -11,10 +11,10 @@ import {
   type AttemptRecord,
   type OccurrenceRecord,
   type RunRecord,
-} from '../engine/records.js';
-import type { EngineServices } from '../engine/services.js';
+} from '../domain/records.js';
+import type { EngineServices } from '../domain/services.js';
 import type { StoreReader } from '../store/store.js';
-import { DEFINITION_KIND, type DefinitionRecord } from './definition-commands.js';
+import { DEFINITION_KIND, type DefinitionRecord } from '../domain/definition-records.js';
 
 function decodeCursor(cursor: string | undefined): { startedAt: string; runId: string } | undefined {
   if (cursor === undefined) return undefined;

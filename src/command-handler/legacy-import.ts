@@ -4,13 +4,13 @@ import { appendEvent } from '../changefeed/event-envelope.js';
 import { integrityOf } from '../contract/digest.js';
 import { ContractError, isContractError, type ErrorCode } from '../contract/errors.js';
 import type { CommandContext, CommandOutcome } from './context.js';
-import { checkDefinitionBody, type AutomationDefinition } from './definition-body.js';
+import { checkDefinitionBody, type AutomationDefinition } from '../domain/definition-body.js';
 import {
   DEFINITION_KIND,
   DEFINITION_REVISION_KIND,
   revisionId,
   type DefinitionAttributes,
-} from './definition-commands.js';
+} from '../domain/definition-records.js';
 
 /** The flat legacy definition used by upstream's conformance vectors (schemaVersion 1). */
 export interface FlatDefinition {

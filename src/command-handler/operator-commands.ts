@@ -2,7 +2,7 @@ import { entityState, updateEntityAttributes } from '../actors/entity-transition
 import { sha256Hex } from '../contract/digest.js';
 import { ContractError } from '../contract/errors.js';
 import { MAX_ATTEMPTS_PER_RUN } from '../contract/vocabulary.js';
-import { createExecutionEntity, liveWorkOf, moveEntity, type StepContext } from '../engine/lifecycle.js';
+import { createExecutionEntity, liveWorkOf, moveEntity, type StepContext } from '../domain/lifecycle.js';
 import {
   ATTEMPT_TERMINAL,
   KINDS,
@@ -17,16 +17,16 @@ import {
   type OutboxEntry,
   type RunAttributes,
   type RunRecord,
-} from '../engine/records.js';
-import { isQuarantined, readDefinitionRecord, type EngineServices } from '../engine/services.js';
+} from '../domain/records.js';
+import { isQuarantined, readDefinitionRecord, type EngineServices } from '../domain/services.js';
 import type { AttemptDisposition } from '../guards/occurrence.js';
-import { loadAttempt, loadOccurrence, loadRun, openAttempt } from '../dispatcher/settlement.js';
-import type { LaunchOutcome } from '../dispatcher/dispatcher.js';
-import { occurrenceInput } from '../scheduler/planning.js';
+import { loadAttempt, loadRun, openAttempt } from '../domain/settlement.js';
 import type { CommandContext, CommandOutcome, OperatorCommands } from './context.js';
-import { DEFINITION_KIND } from './definition-commands.js';
 import { definitionHealth, runHistory } from './execution-reads.js';
-import { compactedEntity } from '../retention/compaction.js';
+import { DEFINITION_KIND } from '../domain/definition-records.js';
+import { type LaunchOutcome } from '../domain/launch-outcome.js';
+import { occurrenceInput } from '../domain/occurrence-input.js';
+import { compactedEntity } from '../changefeed/compacted-stream.js';
 
 const step = (ctx: CommandContext): StepContext => ({
   tx: ctx.tx,

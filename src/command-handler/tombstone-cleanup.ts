@@ -1,4 +1,4 @@
-import { liveOccurrencesOf, moveEntity, type StepContext } from '../engine/lifecycle.js';
+import { liveOccurrencesOf, moveEntity, type StepContext } from '../domain/lifecycle.js';
 import {
   KINDS,
   stateOf,
@@ -7,9 +7,9 @@ import {
   type OccurrenceRecord,
   type OutboxEntry,
   type RunAttributes,
-} from '../engine/records.js';
-import { loadAttempt, loadRun } from '../dispatcher/settlement.js';
-import { attemptContext } from '../engine/records.js';
+} from '../domain/records.js';
+import { loadAttempt, loadRun } from '../domain/settlement.js';
+import { attemptContext } from '../domain/records.js';
 
 /**
  * tombstone-preserves-history: a tombstoned definition never plans, claims or runs. Its occurrences that

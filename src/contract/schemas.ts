@@ -1,8 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
-import { packageRoot } from '../spec/package-root.js';
-import { SPEC_DIR } from '../spec/lifecycle-spec.js';
+import { packageRoot, SPEC_DIR } from './package-root.js';
 
 /** The contract object schemas this package owns, by file name (they share one `$id` base). */
 export type SchemaName =

@@ -1,8 +1,7 @@
 import { updateEntityAttributes } from '../actors/entity-transition.js';
 import { isContractError } from '../contract/errors.js';
-import { DEFINITION_REVISION_KIND, revisionId } from '../command-handler/definition-commands.js';
-import type { AutomationDefinition } from '../command-handler/definition-body.js';
-import { createExecutionEntity, moveEntity, type StepContext } from '../engine/lifecycle.js';
+import type { AutomationDefinition } from '../domain/definition-body.js';
+import { createExecutionEntity, moveEntity, type StepContext } from '../domain/lifecycle.js';
 import {
   KINDS,
   attemptContext,
@@ -14,10 +13,10 @@ import {
   type OccurrenceAttributes,
   type OutboxEntry,
   type RunAttributes,
-} from '../engine/records.js';
-import type { EngineServices } from '../engine/services.js';
+} from '../domain/records.js';
+import type { EngineServices } from '../domain/services.js';
 import type { LaunchRequest, LaunchResult } from '../runtime/runtime.js';
-import { integrityProblem, type DefinitionIntegrityError } from './launch-integrity.js';
+import { integrityProblem } from './launch-integrity.js';
 import {
   afterPreOwnershipFailure,
   attemptIdFor,
@@ -26,11 +25,11 @@ import {
   loadOccurrence,
   loadRun,
   type QuarantineRequest,
-} from './settlement.js';
+} from '../domain/settlement.js';
 import { sha256Hex } from '../contract/digest.js';
-
-export const outboxIdFor = (attemptId: string, dispatchGeneration: number) => `${attemptId}#${dispatchGeneration}`;
-export const runIdFor = (occurrenceId: string) => `run-${occurrenceId}`.slice(0, 160);
+import { DEFINITION_REVISION_KIND, revisionId } from '../domain/definition-records.js';
+import { outboxIdFor, runIdFor } from '../domain/ids.js';
+import type { LaunchOutcome } from '../domain/launch-outcome.js';
 
 async function pinnedDefinition(
   step: StepContext,
@@ -192,14 +191,6 @@ export async function acceptAndDispatch(
   await step.tx.put(KINDS.outbox, outboxId, entry, { expectedVersion: null });
   await step.tx.put('pending-launch', outboxId, { committedAt: step.now }, { expectedVersion: null });
   return outboxId;
-}
-
-export interface LaunchOutcome {
-  outboxId: string;
-  result: LaunchResult | { outcome: 'unconfirmed'; detail: string } | { outcome: 'skipped'; detail: string };
-  quarantine?: QuarantineRequest;
-  /** Why nothing was launched, when the engine itself refused (the definition failed its integrity check). */
-  error?: DefinitionIntegrityError;
 }
 
 /**
@@ -496,21 +487,19 @@ export async function launchAhead(svc: EngineServices, occurrenceId: string): Pr
   });
   if (ahead === undefined) return;
   const runId = runIdFor(occurrenceId);
-  await svc
-    .runtime(ahead.runtimeRequirements?.runtimeId ?? 'coven-code')
-    ?.launch(
-      {
-        sessionKey: `${attemptIdFor(runId, 1)}#1`,
-        automationId: ahead.automationId,
-        occurrenceId,
-        runId,
-        attemptId: attemptIdFor(runId, 1),
-        attemptNumber: 1,
-        prompt: ahead.action.prompt,
-        deadlineAt: svc.clock.now().toISOString(),
-      },
-      svc.clock.now(),
-    );
+  await svc.runtime(ahead.runtimeRequirements?.runtimeId ?? 'coven-code')?.launch(
+    {
+      sessionKey: `${attemptIdFor(runId, 1)}#1`,
+      automationId: ahead.automationId,
+      occurrenceId,
+      runId,
+      attemptId: attemptIdFor(runId, 1),
+      attemptNumber: 1,
+      prompt: ahead.action.prompt,
+      deadlineAt: svc.clock.now().toISOString(),
+    },
+    svc.clock.now(),
+  );
 }
 
 /** Fault `resendUnconfirmedLaunches`: sends a launch whose answer was lost a second time. */

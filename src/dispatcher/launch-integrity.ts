@@ -1,27 +1,6 @@
 import { verifyIntegrity } from '../contract/digest.js';
-import { ContractError } from '../contract/errors.js';
-import type { AutomationDefinition } from '../command-handler/definition-body.js';
-
-/**
- * The definition revision about to be executed does not match its integrity digest: the store served bytes
- * other than those committed. Nothing is launched; the automation is quarantined until an operator looks.
- */
-export class DefinitionIntegrityError extends ContractError {
-  constructor(
-    automationId: string,
-    revision: number,
-    details: { computed: string; carried: string | null; pinned: string | null },
-  ) {
-    super(
-      'INTERNAL',
-      `definition ${automationId} revision ${revision} failed its integrity check before launch: its stored body digests to ` +
-        `${details.computed}, but it carries ${details.carried ?? 'no digest'} and the occurrence pins ${details.pinned ?? 'no digest'}; ` +
-        'nothing was launched and the automation is quarantined (check the store, then lift the quarantine)',
-      { automationId, revision, ...details },
-    );
-    this.name = 'DefinitionIntegrityError';
-  }
-}
+import { DefinitionIntegrityError } from '../domain/launch-outcome.js';
+import type { AutomationDefinition } from '../domain/definition-body.js';
 
 /**
  * Recomputes the RFC 8785 digest of the revision a launch executes and compares it with the digest the

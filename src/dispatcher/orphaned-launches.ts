@@ -1,11 +1,12 @@
-import { forEachConcurrently } from '../engine/concurrency.js';
-import { LIVE_INDEX } from '../engine/lifecycle.js';
-import { launchOrphaned } from '../engine/owner-lease.js';
-import { KINDS, attemptContext, sessionKeyOf, type AttemptRecord, type OutboxEntry } from '../engine/records.js';
-import type { StepContext } from '../engine/lifecycle.js';
-import type { EngineServices } from '../engine/services.js';
+import { forEachConcurrently } from '../domain/concurrency.js';
+import { LIVE_INDEX } from '../domain/lifecycle.js';
+import { launchOrphaned } from '../domain/owner-lease.js';
+import { KINDS, attemptContext, sessionKeyOf, type AttemptRecord, type OutboxEntry } from '../domain/records.js';
+import type { StepContext } from '../domain/lifecycle.js';
+import type { EngineServices } from '../domain/services.js';
 import type { LaunchEvidence, LaunchResult } from '../runtime/runtime.js';
-import { applyLaunchResult, releaseLaunch, type LaunchOutcome } from './dispatcher.js';
+import { applyLaunchResult, releaseLaunch } from './dispatcher.js';
+import { type LaunchOutcome } from '../domain/launch-outcome.js';
 
 /** A launch whose sender can no longer answer for it: sent (`sending`), never answered. */
 interface OrphanedLaunch {

@@ -6,33 +6,28 @@ import {
   type RequirementsCheck,
 } from '../command-handler/context.js';
 import type { ProducerIdentity } from '../changefeed/event-envelope.js';
-import {
-  acceptAndDispatch,
-  launchAhead,
-  releaseLaunch,
-  resendLaunch,
-  type LaunchOutcome,
-} from '../dispatcher/dispatcher.js';
+import { acceptAndDispatch, launchAhead, releaseLaunch, resendLaunch } from '../dispatcher/dispatcher.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { advanceAll } from '../scheduler/occurrences.js';
 import { planDueSlots } from '../scheduler/planning.js';
 import type { Store } from '../store/store.js';
 import { Worker } from '../worker/worker.js';
-import { systemClock, type Clock } from './clock.js';
-import { LIVE_INDEX } from './lifecycle.js';
-import { KINDS, stateOf } from './records.js';
-import { forEachConcurrently } from './concurrency.js';
-import { DEFAULT_LEASE_SECONDS, EngineServices } from './services.js';
+import { systemClock, type Clock } from '../clock/clock.js';
+import { LIVE_INDEX } from '../domain/lifecycle.js';
+import { KINDS, stateOf } from '../domain/records.js';
+import { forEachConcurrently } from '../domain/concurrency.js';
+import { DEFAULT_LEASE_SECONDS, EngineServices } from '../domain/services.js';
 import { nextWakeAt, OBSERVE_INTERVAL_MS } from './next-wake.js';
-import { NO_FAULTS, type EngineFaults } from './faults.js';
-import { renewOwnerLease, RENEWALS_PER_LEASE } from './owner-lease.js';
+import { NO_FAULTS, type EngineFaults } from '../domain/faults.js';
+import { renewOwnerLease, RENEWALS_PER_LEASE } from '../domain/owner-lease.js';
 import { resolveOrphanedLaunches } from '../dispatcher/orphaned-launches.js';
 import { confineCwd } from '../command-handler/cwd-requirements.js';
-import { InspectionMirror } from './inspection.js';
+import { InspectionMirror } from '../domain/inspection.js';
 import type { InspectionEvent } from 'xstate';
 import { operatorCommands } from '../command-handler/operator-commands.js';
 import { compactExpiredHistory } from '../retention/compaction.js';
 import { RetentionPolicy, type RetentionOptions } from '../retention/policy.js';
+import { type LaunchOutcome } from '../domain/launch-outcome.js';
 
 /**
  * Outside commits come in bursts (a client's commands, a storm of run-now requests): one pass this long after

@@ -1,8 +1,8 @@
 import type { StoreReader } from '../store/store.js';
 import { nextUnplannedSlot } from '../scheduler/planning.js';
-import { LIVE_INDEX } from './lifecycle.js';
-import { KINDS, occurrenceContext, stateOf, type OccurrenceRecord } from './records.js';
-import type { EngineServices } from './services.js';
+import { LIVE_INDEX } from '../domain/lifecycle.js';
+import { KINDS, occurrenceContext, stateOf, type OccurrenceRecord } from '../domain/records.js';
+import type { EngineServices } from '../domain/services.js';
 
 /** How often running sessions are observed: the runtimes report by being asked. */
 export const OBSERVE_INTERVAL_MS = 1_000;

@@ -1,5 +1,5 @@
 import { createMachine, type AnyStateMachine } from 'xstate';
-import type { EngineFaults } from '../engine/faults.js';
+import type { EngineFaults } from '../domain/faults.js';
 import { checkMachineProperties, generatedMachines } from './machine-properties.js';
 import { InvariantViolation, World, type StoreKind } from './world.js';
 import type { RetentionOptions } from '../retention/policy.js';

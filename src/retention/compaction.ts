@@ -1,11 +1,8 @@
 import { appendEvent, storeStream, type EventEnvelope, type StreamRef } from '../changefeed/event-envelope.js';
 import { advanceFeedHorizon } from '../changefeed/changefeed.js';
-import type { AutomationDefinition } from '../command-handler/definition-body.js';
-import { DEFINITION_REVISION_KIND, revisionId } from '../command-handler/definition-commands.js';
-import { receiptIdFor } from '../dispatcher/receipts.js';
-import { outboxIdFor, runIdFor } from '../dispatcher/dispatcher.js';
-import { forEachConcurrently } from '../engine/concurrency.js';
-import { LIVE_INDEX, type StepContext } from '../engine/lifecycle.js';
+import { receiptIdFor } from '../domain/receipts.js';
+import { forEachConcurrently } from '../domain/concurrency.js';
+import { LIVE_INDEX, type StepContext } from '../domain/lifecycle.js';
 import {
   ATTEMPT_TERMINAL,
   KINDS,
@@ -15,58 +12,21 @@ import {
   type AttemptRecord,
   type OccurrenceRecord,
   type RunRecord,
-} from '../engine/records.js';
-import type { EngineServices } from '../engine/services.js';
-import { forEachPage, type StoredRecord, type StoreReader } from '../store/store.js';
+} from '../domain/records.js';
+import type { EngineServices } from '../domain/services.js';
+import { forEachPage, type StoredRecord } from '../store/store.js';
 import type { RetentionPolicy } from './policy.js';
-
-/** Settled occurrences wait for retention here: one kind per class, ids ordered by when they settled. */
-export const retentionQueueKind = (retentionClass: string) => `retention-due/${retentionClass}`;
-const queueId = (settledAt: string, occurrenceId: string) => `${settledAt}|${occurrenceId}`;
-/** Sorts after every `<settledAt>|<id>` of the same instant: a range bound that includes that instant. */
-const AFTER_INSTANT = '|\u{10FFFF}';
-
-interface RetentionDue {
-  occurrenceId: string;
-  settledAt: string;
-  /** Class of the receipts (`policies.retention.receipts`, else the occurrence's own). */
-  receiptsClass: string;
-  /** Present when the occurrence is gone and only its longer-kept receipts wait. */
-  receiptIds?: string[];
-}
+import {
+  AFTER_INSTANT,
+  queueForRetention,
+  queueId,
+  retentionQueueKind,
+  type RetentionDue,
+} from '../domain/retention-queue.js';
+import { outboxIdFor, runIdFor } from '../domain/ids.js';
 
 /** Kept a day longer when something it holds is still live (it cannot be, once settled; never assumed). */
 const POSTPONE_MS = 86_400_000;
-
-/**
- * Queues a settled occurrence for retention, in the transaction that settled it. The class comes from the
- * revision the occurrence pinned; `legal_hold` history is never queued. `backfilledFrom`: a backfill, settled then.
- */
-export async function queueForRetention(
-  step: StepContext,
-  occurrence: OccurrenceRecord,
-  backfilledFrom?: string,
-): Promise<void> {
-  const settledAt = backfilledFrom ?? step.now;
-  const { automationId, automationRevision } = occurrence.data.attributes;
-  const revision = await step.tx.get<AutomationDefinition>(
-    DEFINITION_REVISION_KIND,
-    revisionId(automationId, automationRevision),
-  );
-  const retention = revision?.data.policies.retention;
-  const occurrenceClass = retention?.occurrenceHistory?.classification ?? 'standard';
-  if (occurrenceClass === 'legal_hold') return;
-  const kind = retentionQueueKind(occurrenceClass);
-  const id = queueId(settledAt, occurrence.id);
-  // Only a backfill can meet an entry already there (the settling transaction queued it under that instant).
-  if (backfilledFrom !== undefined && (await step.tx.get(kind, id)) !== undefined) return;
-  const due: RetentionDue = {
-    occurrenceId: occurrence.id,
-    settledAt,
-    receiptsClass: retention?.receipts?.classification ?? occurrenceClass,
-  };
-  await step.tx.put(kind, id, due, { expectedVersion: null });
-}
 
 /** `meta/retention-backfill`: present once every occurrence settled before retention existed is queued. */
 const BACKFILLED = { kind: 'meta', id: 'retention-backfill' } as const;
@@ -336,19 +296,6 @@ async function settledHistory(
 async function expireIfPresent(step: StepContext, kind: string, id: string): Promise<void> {
   const record = await step.tx.get(kind, id);
   if (record !== undefined) await step.tx.expire(kind, id, record.version);
-}
-
-/**
- * What retention left of an occurrence or run: its snapshot's final state and when it was compacted, or
- * undefined when the entity was never there (or is still there). Lets a NOT_FOUND say why.
- */
-export async function compactedEntity(
-  reader: StoreReader,
-  stream: StreamRef,
-): Promise<{ compactedAt: string; finalState: Record<string, unknown> } | undefined> {
-  const first = (await reader.readLog<EventEnvelope>(storeStream(stream), { limit: 1 }))[0]?.data;
-  if (first?.kind !== 'feed.snapshot' || first.payload.reason !== 'retention_compaction') return undefined;
-  return { compactedAt: first.recordedAt, finalState: first.payload.state as Record<string, unknown> };
 }
 
 /**

@@ -1,7 +1,7 @@
-import { forEachConcurrently } from '../engine/concurrency.js';
+import { forEachConcurrently } from '../domain/concurrency.js';
 import { updateEntityAttributes } from '../actors/entity-transition.js';
-import type { PlannableDefinition } from './definition-directory.js';
-import { liveWorkOf, moveEntity, LIVE_INDEX, type StepContext } from '../engine/lifecycle.js';
+import type { PlannableDefinition } from '../domain/definition-directory.js';
+import { liveWorkOf, moveEntity, LIVE_INDEX, type StepContext } from '../domain/lifecycle.js';
 import {
   KINDS,
   attemptContext,
@@ -12,12 +12,12 @@ import {
   type OccurrenceRecord,
   type OutboxEntry,
   type RunAttributes,
-} from '../engine/records.js';
-import { isQuarantined, notFound, type EngineServices } from '../engine/services.js';
-import { launchOrphaned } from '../engine/owner-lease.js';
+} from '../domain/records.js';
+import { isQuarantined, notFound, type EngineServices } from '../domain/services.js';
+import { launchOrphaned } from '../domain/owner-lease.js';
 import { sideEffectsRuledOut, type SideEffectFacts } from '../guards/occurrence.js';
-import { recordReceipt } from '../dispatcher/receipts.js';
-import { loadAttempt, loadOccurrence, loadRun, settleExpiredHold } from '../dispatcher/settlement.js';
+import { recordReceipt } from '../domain/receipts.js';
+import { loadAttempt, loadOccurrence, loadRun, settleExpiredHold } from '../domain/settlement.js';
 
 /** A session the scheduler decided to stop; stopped after the decision is durable. */
 export interface SessionStop {

@@ -1,42 +1,14 @@
-import { forEachConcurrently } from '../engine/concurrency.js';
+import { forEachConcurrently } from '../domain/concurrency.js';
 import { appendEvent } from '../changefeed/event-envelope.js';
-import { createExecutionEntity, type StepContext } from '../engine/lifecycle.js';
-import { KINDS, type OccurrenceAttributes } from '../engine/records.js';
-import { isQuarantined, type EngineServices } from '../engine/services.js';
-import type { OccurrenceInput } from '../guards/occurrence.js';
-import type { PlannableDefinition, PlanningTerms } from './definition-directory.js';
+import { createExecutionEntity, type StepContext } from '../domain/lifecycle.js';
+import { KINDS, type OccurrenceAttributes } from '../domain/records.js';
+import { isQuarantined, type EngineServices } from '../domain/services.js';
+import type { PlannableDefinition, PlanningTerms } from '../domain/definition-directory.js';
+import { occurrenceIdFor, occurrenceInput, occurrenceKeyFor } from '../domain/occurrence-input.js';
 
 /** Planning never looks further back than this; older missed slots are out of the misfire window. */
 export const PLANNING_LOOKBACK_DAYS = 15;
 const DAY_MS = 86_400_000;
-
-export const occurrenceIdFor = (automationId: string, slot: Date) => `${automationId}-${slot.getTime()}`;
-export const occurrenceKeyFor = (automationId: string, slot: Date) => `${automationId}@${slot.toISOString()}`;
-
-/** The machine input of a new occurrence: everything its guards need, pinned from one definition revision. */
-export function occurrenceInput(
-  occurrenceId: string,
-  definition: PlanningTerms,
-  scheduledFor: string,
-): OccurrenceInput {
-  return {
-    occurrenceId,
-    automationId: definition.automationId,
-    automationRevision: definition.revision,
-    definitionDigest: definition.integrity.value,
-    scheduledFor,
-    retryPolicy: {
-      maxAttempts: definition.policies.retry.maxAttempts,
-      backoffPolicy: definition.policies.retry.backoffPolicy,
-      ...(definition.policies.retry.backoffSeconds === undefined
-        ? {}
-        : { backoffSeconds: definition.policies.retry.backoffSeconds }),
-      retryableClasses: definition.policies.retry.retryableClasses ?? [],
-    },
-    perRunMinutes: definition.policies.timeout.perRunMinutes,
-    operatorHold: true,
-  };
-}
 
 /**
  * Plans the latest due slot of one active definition (misfire `latest`): slots after the last planned one

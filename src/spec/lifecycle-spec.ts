@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Ajv2020, type ErrorObject } from 'ajv/dist/2020.js';
 import type { ContractActor, EntityKind } from '../contract/vocabulary.js';
-import { packageRoot } from './package-root.js';
+import { packageRoot, SPEC_DIR } from '../contract/package-root.js';
 
 export type MachineId = 'definition.v1' | 'occurrence.v1' | 'run.v1' | 'attempt.v1';
 
@@ -54,7 +54,7 @@ export class SpecFileError extends Error {
   }
 }
 
-export const SPEC_DIR = join('spec', 'coven-automations', 'v1');
+export { SPEC_DIR };
 export const SPEC_FILE = join(SPEC_DIR, 'state-machines.json');
 const SCHEMA_FILE = join(SPEC_DIR, 'state-machines.schema.json');
 

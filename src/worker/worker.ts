@@ -1,5 +1,5 @@
-import { forEachConcurrently } from '../engine/concurrency.js';
-import { moveEntity, LIVE_INDEX, type StepContext } from '../engine/lifecycle.js';
+import { forEachConcurrently } from '../domain/concurrency.js';
+import { moveEntity, LIVE_INDEX, type StepContext } from '../domain/lifecycle.js';
 import {
   attemptContext,
   occurrenceContext,
@@ -7,13 +7,13 @@ import {
   type AttemptAttributes,
   type OccurrenceAttributes,
   type RunAttributes,
-} from '../engine/records.js';
-import type { EngineServices } from '../engine/services.js';
+} from '../domain/records.js';
+import type { EngineServices } from '../domain/services.js';
 import type { TerminalEvidence } from '../guards/common.js';
 import type { Observation } from '../runtime/runtime.js';
-import { receiptIdFor, recordReceipt } from '../dispatcher/receipts.js';
-import { afterTerminalEvidence, loadAttempt, loadOccurrence, loadRun, openAttempt } from '../dispatcher/settlement.js';
-import { KINDS } from '../engine/records.js';
+import { receiptIdFor, recordReceipt } from '../domain/receipts.js';
+import { afterTerminalEvidence, loadAttempt, loadOccurrence, loadRun, openAttempt } from '../domain/settlement.js';
+import { KINDS } from '../domain/records.js';
 
 /**
  * The contract's worker: observes every started session and turns runtime evidence into transitions.

@@ -8,7 +8,7 @@ import { CommandHandler } from '../../src/command-handler/command-handler.js';
 import { CONTRACT_COMMANDS, type CommandResponse } from '../../src/command-handler/envelope.js';
 import { describeThrown } from '../../src/command-handler/plain-json.js';
 import { validateAgainst } from '../../src/contract/schemas.js';
-import { SimulatedClock } from '../../src/engine/clock.js';
+import { SimulatedClock } from '../../src/clock/clock.js';
 import { JsonFileStore } from '../../src/store/json-file-store.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import { SqliteStore } from '../../src/store/sqlite-store.js';

@@ -2,7 +2,7 @@ import { describe, expect, test } from 'vitest';
 import { CommandHandler } from '../../src/command-handler/command-handler.js';
 import type { EventEnvelope } from '../../src/changefeed/event-envelope.js';
 import { StreamReducer } from '../../src/changefeed/reducer.js';
-import { SimulatedClock } from '../../src/engine/clock.js';
+import { SimulatedClock } from '../../src/clock/clock.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import { validateAgainst } from '../../src/contract/schemas.js';
 import { command, definitionBody, expectCommitted, expectRejected } from '../support/commands.js';

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { CommandHandler } from '../../src/command-handler/command-handler.js';
 import { defaultRequirements } from '../../src/command-handler/context.js';
-import { SimulatedClock } from '../../src/engine/clock.js';
+import { SimulatedClock } from '../../src/clock/clock.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import { validateAgainst } from '../../src/contract/schemas.js';
 import type { EventEnvelope } from '../../src/changefeed/event-envelope.js';

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
 import { CommandHandler } from '../../src/command-handler/command-handler.js';
-import { SimulatedClock } from '../../src/engine/clock.js';
+import { SimulatedClock } from '../../src/clock/clock.js';
 import { JsonFileStore } from '../../src/store/json-file-store.js';
 import { command, definitionBody, expectCommitted, expectRejected } from '../support/commands.js';
 

@@ -2,7 +2,7 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { CommandHandler } from '../../src/command-handler/command-handler.js';
-import { SimulatedClock } from '../../src/engine/clock.js';
+import { SimulatedClock } from '../../src/clock/clock.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import { command, expectValidResponse } from '../support/commands.js';
 import { readUpstreamJson, upstreamAvailable, upstreamDir } from '../support/upstream.js';

@@ -10,7 +10,7 @@ import { recordAdoption, requestDigest } from '../../src/command-handler/adoptio
 import type { CommandEnvelope } from '../../src/command-handler/envelope.js';
 import type { EventEnvelope } from '../../src/changefeed/event-envelope.js';
 import { StreamReducer } from '../../src/changefeed/reducer.js';
-import { SimulatedClock } from '../../src/engine/clock.js';
+import { SimulatedClock } from '../../src/clock/clock.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import { command, definitionBody } from '../support/commands.js';
 

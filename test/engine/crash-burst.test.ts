@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
 import fc from 'fast-check';
-import { packageRoot } from '../../src/spec/package-root.js';
+import { packageRoot } from '../../src/contract/package-root.js';
 import { openStore } from '../../src/store/open-store.js';
-import { KINDS } from '../../src/engine/records.js';
+import { KINDS } from '../../src/domain/records.js';
 
 // CI size by default; COVEN_STRESS=1 runs the size (1,000 at once, more rounds).
 const STRESS = process.env.COVEN_STRESS === '1';

@@ -1,7 +1,7 @@
 import { createInspector } from '@statelyai/inspect';
 import { expect, test } from 'vitest';
 import { createEngine } from '../../src/engine/engine.js';
-import { SimulatedClock } from '../../src/engine/clock.js';
+import { SimulatedClock } from '../../src/clock/clock.js';
 import { SimulatedRuntime } from '../../src/runtime/simulated-runtime.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import type { EventEnvelope } from '../../src/changefeed/event-envelope.js';

@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
-import { packageRoot } from '../../src/spec/package-root.js';
+import { packageRoot } from '../../src/contract/package-root.js';
 import { openStore } from '../../src/store/open-store.js';
 import type { EventEnvelope } from '../../src/changefeed/event-envelope.js';
 import { verifyIntegrity } from '../../src/contract/digest.js';

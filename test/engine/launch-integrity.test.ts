@@ -3,8 +3,8 @@ import { harness } from '../support/engine-harness.js';
 import { command } from '../support/commands.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import type { Store, StoreTransaction } from '../../src/store/store.js';
-import { DEFINITION_REVISION_KIND } from '../../src/command-handler/definition-commands.js';
-import { DefinitionIntegrityError } from '../../src/dispatcher/launch-integrity.js';
+import { DEFINITION_REVISION_KIND } from '../../src/domain/definition-records.js';
+import { DefinitionIntegrityError } from '../../src/domain/launch-outcome.js';
 
 const at = (time: string) => `2026-03-02T${time}.000Z`;
 

@@ -4,7 +4,7 @@ import { createEngine } from '../../src/engine/engine.js';
 import { SimulatedRuntime } from '../../src/runtime/simulated-runtime.js';
 import { FunctionRuntime } from '../../src/runtime/function-runtime.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
-import { OWNER_LEASE_KIND } from '../../src/engine/owner-lease.js';
+import { OWNER_LEASE_KIND } from '../../src/domain/owner-lease.js';
 import type { LaunchRequest, LaunchResult } from '../../src/runtime/runtime.js';
 
 const at = (time: string) => `2026-03-02T${time}.000Z`;

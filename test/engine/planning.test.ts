@@ -1,5 +1,5 @@
 import { expect, test } from 'vitest';
-import { DefinitionDirectory } from '../../src/scheduler/definition-directory.js';
+import { DefinitionDirectory } from '../../src/domain/definition-directory.js';
 import { planDueSlots } from '../../src/scheduler/planning.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import type { StoreReader, StoreTransaction } from '../../src/store/store.js';

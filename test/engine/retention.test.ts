@@ -6,7 +6,7 @@ import { StreamReducer } from '../../src/changefeed/reducer.js';
 import type { EventEnvelope } from '../../src/changefeed/event-envelope.js';
 import { validateAgainst } from '../../src/contract/schemas.js';
 import { createEngine } from '../../src/engine/engine.js';
-import { KINDS } from '../../src/engine/records.js';
+import { KINDS } from '../../src/domain/records.js';
 import { RetentionPolicy } from '../../src/retention/policy.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import { openStore } from '../../src/store/open-store.js';

@@ -1,6 +1,6 @@
 import { expect, test } from 'vitest';
 import { createEngine } from '../../src/engine/engine.js';
-import { SCHEDULE_CACHE_SIZE } from '../../src/engine/services.js';
+import { SCHEDULE_CACHE_SIZE } from '../../src/domain/services.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 
 test('definitions that share a rule and zone share one schedule; the cache keeps the most recently used', () => {

@@ -3,7 +3,7 @@ import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, wri
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
-import { packageRoot } from '../../src/spec/package-root.js';
+import { packageRoot } from '../../src/contract/package-root.js';
 import { integrityOf } from '../../src/contract/digest.js';
 
 // Both tests build dist/, so they live in one file: vitest runs a file's tests in order, never side by side.

@@ -3,14 +3,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, test } from 'vitest';
 import { defaultRequirements } from '../../src/command-handler/context.js';
-import type { AutomationDefinition } from '../../src/command-handler/definition-body.js';
+import type { AutomationDefinition } from '../../src/domain/definition-body.js';
 import { isContractError } from '../../src/contract/errors.js';
 import { ChildProcessRuntime } from '../../src/runtime/child-process-runtime.js';
 import { CHILD_ENV_ALLOWLIST, childEnvironment } from '../../src/runtime/child-env.js';
 import { CwdRoots } from '../../src/runtime/cwd-roots.js';
 import { confineCwd } from '../../src/command-handler/cwd-requirements.js';
 import type { LaunchRequest, Observation } from '../../src/runtime/runtime.js';
-import { packageRoot } from '../../src/spec/package-root.js';
+import { packageRoot } from '../../src/contract/package-root.js';
 import { eventually } from '../support/eventually.js';
 import { launchRequests } from '../support/launch-request.js';
 

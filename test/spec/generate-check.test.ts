@@ -3,7 +3,7 @@ import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync }
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { packageRoot } from '../../src/spec/package-root.js';
+import { packageRoot } from '../../src/contract/package-root.js';
 
 const root = packageRoot();
 const tsx = join(root, 'node_modules', '.bin', 'tsx');

@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { createActor, type AnyStateMachine } from 'xstate';
-import { packageRoot } from '../../src/spec/package-root.js';
+import { packageRoot } from '../../src/contract/package-root.js';
 import { renderMachineFiles } from '../../tools/machine-codegen.js';
 import {
   generatedMachine,

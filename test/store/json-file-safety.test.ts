@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import { JsonFileStore } from '../../src/store/json-file-store.js';
-import { packageRoot } from '../../src/spec/package-root.js';
+import { packageRoot } from '../../src/contract/package-root.js';
 import { StoreCorruptError, StoreLockedError } from '../../src/store/store.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'coven-json-safety-'));

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { build } from 'vite';
-import { packageRoot } from '../../src/spec/package-root.js';
+import { packageRoot } from '../../src/contract/package-root.js';
 import { eventually } from '../support/eventually.js';
 import type { FileStoreKind } from '../../src/store/open-store.js';
 import { monotonicMs, type GoMessage, type SpawnMessage, type WorkerReply } from './fixtures/lock-protocol.js';

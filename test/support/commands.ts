@@ -1,5 +1,5 @@
 import { integrityOf } from '../../src/contract/digest.js';
-import type { AutomationDefinition, LifecycleState } from '../../src/command-handler/definition-body.js';
+import type { AutomationDefinition, LifecycleState } from '../../src/domain/definition-body.js';
 import type { CommandResponse } from '../../src/command-handler/envelope.js';
 import { validateAgainst } from '../../src/contract/schemas.js';
 import { expect } from 'vitest';

@@ -1,5 +1,5 @@
 import { createEngine, type Engine } from '../../src/engine/engine.js';
-import { SimulatedClock } from '../../src/engine/clock.js';
+import { SimulatedClock } from '../../src/clock/clock.js';
 import { SimulatedRuntime, type SimulatedBehavior } from '../../src/runtime/simulated-runtime.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import type { Store } from '../../src/store/store.js';
@@ -12,7 +12,7 @@ import {
   type AttemptRecord,
   type OccurrenceRecord,
   type RunRecord,
-} from '../../src/engine/records.js';
+} from '../../src/domain/records.js';
 import { command, definitionBody } from './commands.js';
 import type { RetentionOptions } from '../../src/retention/policy.js';
 import { expect } from 'vitest';

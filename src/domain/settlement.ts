@@ -1,7 +1,7 @@
 import { updateEntityAttributes } from '../actors/entity-transition.js';
 import { sha256Hex } from '../contract/digest.js';
 import { MAX_ATTEMPTS_PER_RUN, type PreOwnershipFailureClass } from '../contract/vocabulary.js';
-import { moveEntity, createExecutionEntity, type StepContext } from '../engine/lifecycle.js';
+import { moveEntity, createExecutionEntity, type StepContext } from './lifecycle.js';
 import {
   KINDS,
   attemptContext,
@@ -14,7 +14,7 @@ import {
   type OccurrenceRecord,
   type RunAttributes,
   type RunRecord,
-} from '../engine/records.js';
+} from './records.js';
 import type { TerminalEvidence } from '../guards/common.js';
 import {
   holdWindowOpen,

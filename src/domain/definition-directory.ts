@@ -1,8 +1,8 @@
-import { DEFINITION_KIND, type DefinitionRecord } from '../command-handler/definition-commands.js';
-import type { AutomationDefinition } from '../command-handler/definition-body.js';
+import type { AutomationDefinition } from './definition-body.js';
 import { entityState } from '../actors/entity-transition.js';
 import type { StoreTransaction } from '../store/store.js';
 import { VersionedRecords } from './versioned-records.js';
+import { DEFINITION_KIND, type DefinitionRecord } from './definition-records.js';
 
 /** The terms of a definition revision that planning pins on an occurrence. */
 export type PlanningTerms = Pick<AutomationDefinition, 'automationId' | 'revision' | 'integrity' | 'trigger'> & {

@@ -16,3 +16,6 @@ export function packageRoot(): string {
     dir = parent;
   }
 }
+
+/** Where the contract's artifacts (the lifecycle spec and the object schemas) live, relative to the package root. */
+export const SPEC_DIR = join('spec', 'coven-automations', 'v1');

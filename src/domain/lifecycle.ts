@@ -15,8 +15,8 @@ import {
 import type { ContractActor } from '../contract/vocabulary.js';
 import type { StoredRecord, StoreReader, StoreTransaction } from '../store/store.js';
 import { KINDS, OCCURRENCE_LIVE, type OccurrenceRecord } from './records.js';
-import { queueForRetention } from '../retention/compaction.js';
 import type { CommittedTransition } from './inspection.js';
+import { queueForRetention } from './retention-queue.js';
 
 /** One engine step's transaction: the store transaction plus what its events need. */
 export interface StepContext {

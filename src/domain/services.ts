@@ -3,19 +3,15 @@ import { readEntity, type EntityRecord } from '../actors/entity-transition.js';
 import { ContractError } from '../contract/errors.js';
 import type { Store, StoreReader, StoreTransaction } from '../store/store.js';
 import type { Runtime } from '../runtime/runtime.js';
-import {
-  DEFINITION_KIND,
-  type DefinitionAttributes,
-  type DefinitionRecord,
-} from '../command-handler/definition-commands.js';
 import { Schedule } from '../schedule/schedule.js';
-import { DefinitionDirectory, type PlanCursor } from '../scheduler/definition-directory.js';
-import { VersionedRecords } from '../scheduler/versioned-records.js';
-import { isoNow, type Clock } from './clock.js';
+import { DefinitionDirectory, type PlanCursor } from './definition-directory.js';
+import { VersionedRecords } from './versioned-records.js';
+import { isoNow, type Clock } from '../clock/clock.js';
 import type { StepContext } from './lifecycle.js';
 import { KINDS } from './records.js';
 import { NO_FAULTS, type EngineFaults } from './faults.js';
 import type { CommittedTransition } from './inspection.js';
+import { DEFINITION_KIND, type DefinitionAttributes, type DefinitionRecord } from './definition-records.js';
 
 /**
  * How long a claim holds its occurrence without its owner (upstream's scheduler holds one for an hour). The

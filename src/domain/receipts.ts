@@ -1,6 +1,6 @@
 import { appendEvent } from '../changefeed/event-envelope.js';
 import { integrityOf } from '../contract/digest.js';
-import type { StepContext } from '../engine/lifecycle.js';
+import type { StepContext } from './lifecycle.js';
 import {
   KINDS,
   attemptContext,
@@ -8,7 +8,7 @@ import {
   type OccurrenceRecord,
   type Receipt,
   type RunRecord,
-} from '../engine/records.js';
+} from './records.js';
 import type { Runtime } from '../runtime/runtime.js';
 
 export const receiptIdFor = (attemptId: string) => `receipt-${attemptId}`.slice(0, 160);

@@ -1,0 +1,6 @@
+/** Ids of execution records, derived from what they belong to, so a second creation of one conflicts. */
+
+/** One launch of an attempt: a new dispatch generation is a new launch. */
+export const outboxIdFor = (attemptId: string, dispatchGeneration: number) => `${attemptId}#${dispatchGeneration}`;
+/** The one run of an occurrence (one fence, one run). */
+export const runIdFor = (occurrenceId: string) => `run-${occurrenceId}`.slice(0, 160);

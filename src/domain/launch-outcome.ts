@@ -1,0 +1,33 @@
+import { ContractError } from '../contract/errors.js';
+import type { LaunchResult } from '../runtime/runtime.js';
+import type { QuarantineRequest } from './settlement.js';
+
+/** What became of one release of a committed launch. */
+export interface LaunchOutcome {
+  outboxId: string;
+  result: LaunchResult | { outcome: 'unconfirmed'; detail: string } | { outcome: 'skipped'; detail: string };
+  quarantine?: QuarantineRequest;
+  /** Why nothing was launched, when the engine itself refused (the definition failed its integrity check). */
+  error?: DefinitionIntegrityError;
+}
+
+/**
+ * The definition revision about to be executed does not match its integrity digest: the store served bytes
+ * other than those committed. Nothing is launched; the automation is quarantined until an operator looks.
+ */
+export class DefinitionIntegrityError extends ContractError {
+  constructor(
+    automationId: string,
+    revision: number,
+    details: { computed: string; carried: string | null; pinned: string | null },
+  ) {
+    super(
+      'INTERNAL',
+      `definition ${automationId} revision ${revision} failed its integrity check before launch: its stored body digests to ` +
+        `${details.computed}, but it carries ${details.carried ?? 'no digest'} and the occurrence pins ${details.pinned ?? 'no digest'}; ` +
+        'nothing was launched and the automation is quarantined (check the store, then lift the quarantine)',
+      { automationId, revision, ...details },
+    );
+    this.name = 'DefinitionIntegrityError';
+  }
+}
