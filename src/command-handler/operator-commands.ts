@@ -20,13 +20,13 @@ import {
 } from '../domain/records.js';
 import { isQuarantined, readDefinitionRecord, type EngineServices } from '../domain/services.js';
 import type { AttemptDisposition } from '../guards/occurrence.js';
-import { loadAttempt, loadRun, openAttempt } from '../domain/settlement.js';
 import type { CommandContext, CommandOutcome, OperatorCommands } from './context.js';
 import { definitionHealth, runHistory } from './execution-reads.js';
 import { DEFINITION_KIND } from '../domain/definition-records.js';
 import { type LaunchOutcome } from '../domain/launch-outcome.js';
 import { occurrenceInput } from '../domain/occurrence-input.js';
 import { compactedEntity } from '../changefeed/compacted-stream.js';
+import { loadAttempt, loadRun } from '../domain/entities.js';
 
 const step = (ctx: CommandContext): StepContext => ({
   tx: ctx.tx,
@@ -125,25 +125,7 @@ async function runNow(
     },
     'manual_request',
   );
-  await moveEntity<OccurrenceAttributes>(
-    s,
-    'occurrence',
-    occurrenceId,
-    { type: 'eligibility_passed', actor: 'scheduler' },
-    (a) => ({ ...a, eligibleAt: ctx.now }),
-  );
-  const leaseExpiresAt = svc.leaseExpiresAt(ctx.now);
-  await moveEntity<OccurrenceAttributes>(
-    s,
-    'occurrence',
-    occurrenceId,
-    { type: 'claim', actor: 'scheduler', expectedGeneration: 0, claimedBy: svc.instanceId, leaseExpiresAt },
-    (a) => ({
-      ...a,
-      stateReason: `claimed by ${svc.instanceId} for a manual run`,
-      claimMetadata: { claimedAt: ctx.now, leaseMinutes: svc.leaseMinutes },
-    }),
-  );
+  const leaseExpiresAt = await svc.actors.scheduler.claimForManualRun(svc, s, occurrenceId);
   return {
     automationId,
     result: { automationId, occurrenceId, occurrenceKey, status: 'claimed', leaseExpiresAt },
@@ -396,7 +378,7 @@ async function retryAttempt(svc: EngineServices, ctx: CommandContext): Promise<C
     });
   }
   const s = step(ctx);
-  const next = await openAttempt(s, run, occurrence, {
+  const next = await svc.actors.dispatcher.openAttempt(s, run, occurrence, {
     attemptNumber: latestNumber + 1,
     fenceGeneration: o.fence.generation + 1,
     leaseExpiresAt: o.deadlineAt,
@@ -491,27 +473,8 @@ async function recover(
       }),
     );
     if (run !== undefined && latest !== undefined && stateOf(run) === 'running' && stateOf(latest) === 'ambiguous') {
-      await moveEntity<RunAttributes>(
-        s,
-        'run',
-        run.id,
-        {
-          type: 'attempt_ambiguous',
-          actor: 'dispatcher',
-          attempt: { attemptId: latest.id, attemptNumber: attemptContext(latest).attemptNumber, state: 'ambiguous' },
-          operatorRecoveryResolved: false,
-        },
-        (a) => ({
-          ...a,
-          stateReason: 'operator determined failure after ambiguous evidence',
-          finishedAt: ctx.now,
-          terminalDisposition: {
-            outcome: 'ambiguous',
-            failureClass: 'ambiguous_evidence',
-            detail: statement.slice(0, 500),
-          },
-        }),
-      );
+      const reason = 'operator determined failure after ambiguous evidence';
+      await svc.actors.dispatcher.settleRunAmbiguous(s, run, latest, reason, statement.slice(0, 500));
     }
     return { automationId: occurrence.data.attributes.automationId, result: { ...result, status: 'failed' } };
   }
@@ -540,7 +503,7 @@ async function recover(
       automationId: definition.id,
     });
   const leaseExpiresAt = svc.leaseExpiresAt(ctx.now);
-  const next = await openAttempt(s, run, occurrence, {
+  const next = await svc.actors.dispatcher.openAttempt(s, run, occurrence, {
     attemptNumber: latestNumber + 1,
     fenceGeneration: o.fence.generation + 1,
     leaseExpiresAt,

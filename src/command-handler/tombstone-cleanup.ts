@@ -8,8 +8,8 @@ import {
   type OutboxEntry,
   type RunAttributes,
 } from '../domain/records.js';
-import { loadAttempt, loadRun } from '../domain/settlement.js';
 import { attemptContext } from '../domain/records.js';
+import { loadAttempt, loadRun } from '../domain/entities.js';
 
 /**
  * tombstone-preserves-history: a tombstoned definition never plans, claims or runs. Its occurrences that

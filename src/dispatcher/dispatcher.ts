@@ -17,19 +17,14 @@ import {
 import type { EngineServices } from '../domain/services.js';
 import type { LaunchRequest, LaunchResult } from '../runtime/runtime.js';
 import { integrityProblem } from './launch-integrity.js';
-import {
-  afterPreOwnershipFailure,
-  attemptIdFor,
-  attemptKeyFor,
-  loadAttempt,
-  loadOccurrence,
-  loadRun,
-  type QuarantineRequest,
-} from '../domain/settlement.js';
+import { afterPreOwnershipFailure } from './settlement.js';
 import { sha256Hex } from '../contract/digest.js';
 import { DEFINITION_REVISION_KIND, revisionId } from '../domain/definition-records.js';
 import { outboxIdFor, runIdFor } from '../domain/ids.js';
 import type { LaunchOutcome } from '../domain/launch-outcome.js';
+import { loadAttempt, loadOccurrence, loadRun } from '../domain/entities.js';
+import { attemptIdFor, attemptKeyFor } from '../domain/ids.js';
+import { type QuarantineRequest } from '../domain/launch-outcome.js';
 
 async function pinnedDefinition(
   step: StepContext,
@@ -271,7 +266,7 @@ async function sendAndApply(svc: EngineServices, outboxId: string): Promise<Laun
     if (sent.outcome === 'unconfirmed') return { outboxId, result: sent };
     result = sent;
   }
-  const quarantine = await svc.step((step) => applyLaunchResult(step, outboxId, result));
+  const quarantine = await svc.step((step) => applyLaunchResult(svc, step, outboxId, result));
   const held =
     integrity === undefined
       ? quarantine
@@ -319,6 +314,7 @@ async function clearPending(step: StepContext, outboxId: string): Promise<void> 
 
 /** Commits the runtime's answer to a launch (or the evidence that stands for it). */
 export async function applyLaunchResult(
+  svc: EngineServices,
   step: StepContext,
   outboxId: string,
   result: LaunchResult,
@@ -348,17 +344,7 @@ export async function applyLaunchResult(
       }),
     );
     if (result.cursors.eventCursor !== undefined || result.cursors.logCursor !== undefined) {
-      await moveEntity<AttemptAttributes>(
-        step,
-        'attempt',
-        attemptId,
-        { type: 'evidence_stream_open', actor: 'worker', sessionId: result.sessionId, cursors: result.cursors },
-        (x) => ({
-          ...x,
-          stateReason: 'observing',
-          outputCursors: result.cursors,
-        }),
-      );
+      await svc.actors.worker.openEvidenceStream(step, attemptId, result.sessionId, result.cursors);
     }
     const occurrence = await loadOccurrence(step.tx, occurrenceId);
     if (stateOf(occurrence) === 'claimed') {

@@ -71,7 +71,7 @@ export async function resolveOrphanedLaunch(
   }
   if (evidence.evidence === 'started') {
     const answer: LaunchResult = { outcome: 'started', sessionId: evidence.sessionId, cursors: evidence.cursors };
-    const quarantine = await svc.step((step) => applyLaunchResult(step, orphan.outboxId, answer));
+    const quarantine = await svc.step((step) => applyLaunchResult(svc, step, orphan.outboxId, answer));
     return { outboxId: orphan.outboxId, result: answer, ...(quarantine === undefined ? {} : { quarantine }) };
   }
   if (evidence.evidence === 'never_started' && (await svc.step((step) => requeue(step, orphan.outboxId))))

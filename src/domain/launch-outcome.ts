@@ -1,6 +1,8 @@
 import { ContractError } from '../contract/errors.js';
 import type { LaunchResult } from '../runtime/runtime.js';
-import type { QuarantineRequest } from './settlement.js';
+
+/** Retryable failures exhausted the policy: the automation is to be quarantined, for this reason. */
+export type QuarantineRequest = { automationId: string; reason: string };
 
 /** What became of one release of a committed launch. */
 export interface LaunchOutcome {

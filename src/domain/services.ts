@@ -13,6 +13,7 @@ import { NO_FAULTS, type EngineFaults } from './faults.js';
 import type { CommittedTransition } from './inspection.js';
 import { DEFINITION_KIND, type DefinitionAttributes, type DefinitionRecord } from './definition-records.js';
 
+import type { ActorSteps } from './actor-steps.js';
 /**
  * How long a claim holds its occurrence without its owner (upstream's scheduler holds one for an hour). The
  * owner renews its own lease while it lives (see owner-lease.ts), so only a dead owner's claims lapse, and
@@ -48,6 +49,8 @@ export class EngineServices {
     /** A claim's and an owner's lease term. */
     readonly leaseMs: number,
     private readonly newId: () => string,
+    /** The contract actors' steps, for work that reaches another actor inside one transaction. */
+    readonly actors: ActorSteps,
     readonly faults: EngineFaults = NO_FAULTS,
   ) {}
 

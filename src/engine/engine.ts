@@ -29,6 +29,10 @@ import { compactExpiredHistory } from '../retention/compaction.js';
 import { RetentionPolicy, type RetentionOptions } from '../retention/policy.js';
 import { type LaunchOutcome } from '../domain/launch-outcome.js';
 
+import { COMMAND_HANDLER_STEPS } from '../command-handler/steps.js';
+import { DISPATCHER_STEPS } from '../dispatcher/steps.js';
+import { SCHEDULER_STEPS } from '../scheduler/handoffs.js';
+import { WORKER_STEPS } from '../worker/steps.js';
 /**
  * Outside commits come in bursts (a client's commands, a storm of run-now requests): one pass this long after
  * the first serves the whole burst, instead of a pass per commit. Well inside the planning latency gate.
@@ -144,6 +148,12 @@ export class Engine {
           ? options.leaseMinutes * 60_000
           : DEFAULT_LEASE_SECONDS * 1000,
       newId,
+      {
+        dispatcher: DISPATCHER_STEPS,
+        scheduler: SCHEDULER_STEPS,
+        commandHandler: COMMAND_HANDLER_STEPS,
+        worker: WORKER_STEPS,
+      },
       { ...NO_FAULTS, ...options.faults },
     );
     if (options.passConcurrency !== undefined) this.services.passConcurrency = options.passConcurrency;

@@ -17,7 +17,7 @@ import { isQuarantined, notFound, type EngineServices } from '../domain/services
 import { launchOrphaned } from '../domain/owner-lease.js';
 import { sideEffectsRuledOut, type SideEffectFacts } from '../guards/occurrence.js';
 import { recordReceipt } from '../domain/receipts.js';
-import { loadAttempt, loadOccurrence, loadRun, settleExpiredHold } from '../domain/settlement.js';
+import { loadAttempt, loadOccurrence, loadRun } from '../domain/entities.js';
 
 /** A session the scheduler decided to stop; stopped after the decision is durable. */
 export interface SessionStop {
@@ -173,7 +173,7 @@ export async function advanceOccurrence(
   const deadlinePassed = o.deadlineAt !== null && Date.parse(o.deadlineAt) <= now;
 
   if (attributes.held) {
-    if (deadlinePassed) await settleExpiredHold(step, occurrence);
+    if (deadlinePassed) await svc.actors.dispatcher.settleExpiredHold(step, occurrence);
     return;
   }
 
@@ -264,51 +264,8 @@ async function determineRecovery(svc: EngineServices, step: StepContext, occurre
   const { facts, attemptId, runId } = await sideEffectFacts(svc, step, occurrence);
   const ruledOut = sideEffectsRuledOut(facts);
   if (attemptId !== undefined && runId !== undefined) {
-    const attempt = await loadAttempt(step.tx, attemptId);
     const run = await loadRun(step.tx, runId);
-    if (stateOf(attempt) === 'dispatching') {
-      // Only a sent launch whose sender is gone reaches recovery (launchLeftUndecided): its outcome is unknown.
-      await moveEntity<AttemptAttributes>(
-        step,
-        'attempt',
-        attemptId,
-        { type: 'dispatch_unconfirmed', actor: 'dispatcher', acknowledged: false },
-        (a) => ({
-          ...a,
-          stateReason: 'dispatch sent but not acknowledged before lease expiry',
-          settledAt: step.now,
-        }),
-      );
-      const settled = await loadAttempt(step.tx, attemptId);
-      await recordReceipt(step, svc.runtime(settled.data.attributes.runtimeId), occurrence, run, settled, {
-        disposition: stateOf(settled),
-        detail: settled.data.attributes.stateReason,
-        recoveryDisposition: ruledOut ? 'not_required' : 'deferred_to_operator',
-      });
-    }
-    if (ruledOut) {
-      const attemptState = stateOf(await loadAttempt(step.tx, attemptId));
-      const a = attemptContext(await loadAttempt(step.tx, attemptId));
-      if (stateOf(run) === 'running' && attemptState === 'ambiguous') {
-        await moveEntity<RunAttributes>(
-          step,
-          'run',
-          runId,
-          {
-            type: 'attempt_ambiguous',
-            actor: 'dispatcher',
-            attempt: { attemptId, attemptNumber: a.attemptNumber, state: 'ambiguous' },
-            operatorRecoveryResolved: false,
-          },
-          (x) => ({
-            ...x,
-            stateReason: 'launch unconfirmed',
-            finishedAt: step.now,
-            terminalDisposition: { outcome: 'ambiguous', failureClass: 'ambiguous_evidence' },
-          }),
-        );
-      }
-    }
+    await svc.actors.dispatcher.recordUnconfirmedDispatch(svc, step, occurrence, run, attemptId, ruledOut);
   }
   if (ruledOut) {
     await moveEntity<OccurrenceAttributes>(

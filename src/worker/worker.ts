@@ -6,14 +6,14 @@ import {
   stateOf,
   type AttemptAttributes,
   type OccurrenceAttributes,
-  type RunAttributes,
 } from '../domain/records.js';
 import type { EngineServices } from '../domain/services.js';
 import type { TerminalEvidence } from '../guards/common.js';
 import type { Observation } from '../runtime/runtime.js';
 import { receiptIdFor, recordReceipt } from '../domain/receipts.js';
-import { afterTerminalEvidence, loadAttempt, loadOccurrence, loadRun, openAttempt } from '../domain/settlement.js';
 import { KINDS } from '../domain/records.js';
+import { openEvidenceStream } from './evidence-stream.js';
+import { loadAttempt, loadOccurrence, loadRun } from '../domain/entities.js';
 
 /**
  * The contract's worker: observes every started session and turns runtime evidence into transitions.
@@ -60,29 +60,13 @@ export class Worker {
     if (observation.status === 'running') {
       this.lastSeen.set(attemptId, this.svc.clock.now().toISOString());
       if (state === 'started' && observation.cursors !== undefined) {
-        await this.svc.step((step) => this.openStream(step, attemptId, sessionId, observation.cursors!));
+        await this.svc.step((step) => openEvidenceStream(step, attemptId, sessionId, observation.cursors!));
       }
       return false;
     }
     const settled = await this.svc.step((step) => this.settle(step, attemptId, sessionId, observation));
     this.lastSeen.delete(attemptId);
     return settled;
-  }
-
-  private async openStream(
-    step: StepContext,
-    attemptId: string,
-    sessionId: string,
-    cursors: { eventCursor?: string; logCursor?: string },
-  ): Promise<void> {
-    if (stateOf(await loadAttempt(step.tx, attemptId)) !== 'started') return;
-    await moveEntity<AttemptAttributes>(
-      step,
-      'attempt',
-      attemptId,
-      { type: 'evidence_stream_open', actor: 'worker', sessionId, cursors },
-      (a) => ({ ...a, outputCursors: cursors, stateReason: 'observing' }),
-    );
   }
 
   private async settle(
@@ -112,50 +96,23 @@ export class Worker {
       // The runtime's report that the session is gone ends its evidence: valid at the latest just before now.
       const seen = Date.parse(this.lastSeen.get(attemptId) ?? attempt.data.attributes.openedAt);
       const lastSeen = new Date(Math.min(seen, Date.parse(step.now) - 1)).toISOString();
-      await moveEntity<AttemptAttributes>(
-        step,
-        'attempt',
-        attemptId,
-        {
-          type: 'evidence_lost',
-          actor: 'scheduler',
-          sessionId,
-          terminalEvidenceSeen: false,
-          evidenceExpiresAt: lastSeen,
-        },
-        (x) => ({
-          ...x,
-          stateReason: observation.detail.slice(0, 500),
-          settledAt: step.now,
-        }),
-      );
-      await recordReceipt(step, runtime, occurrence, run, await loadAttempt(step.tx, attemptId), {
-        disposition: 'ambiguous',
-        detail: observation.detail.slice(0, 500),
-        recoveryDisposition: 'deferred_to_operator',
-      });
-      if (stateOf(occurrence) === 'running' && occurrence.data.attributes.activeRunRef === run.id) {
-        await moveEntity<OccurrenceAttributes>(
-          step,
-          'occurrence',
-          occurrence.id,
-          { type: 'evidence_lost', actor: 'scheduler', sessionId, terminalEvidenceSeen: false },
-          (x) => ({
-            ...x,
-            stateReason: 'runtime lost mid-run: outcome cannot be determined automatically',
-            recovery: { enteredAt: step.now, evidence: 'runtime_lost' },
-            updatedAt: step.now,
-          }),
-        );
-        if (this.svc.faults.autoRetryAmbiguous) await this.retryWithoutOperator(step, occurrence.id, run.id);
-      }
+      const loss = { attemptId, sessionId, lastSeen, detail: observation.detail };
+      await this.svc.actors.scheduler.recordEvidenceLost(this.svc, step, loss);
+      const after = await loadOccurrence(step.tx, occurrence.id);
+      if (
+        this.svc.faults.autoRetryAmbiguous &&
+        stateOf(after) === 'recovery_required' &&
+        stateOf(occurrence) === 'running'
+      )
+        await this.retryWithoutOperator(step, occurrence.id, run.id);
       return true;
     }
 
     // Only the runtime's word makes a cancellation acknowledged: a session that ran to its own end after a
     // cancel was requested settles by its evidence (completion won the race).
     if (observation.cancelled && state === 'observing') {
-      return this.acknowledgeCancellation(step, attemptId, sessionId);
+      await this.svc.actors.commandHandler.acknowledgeCancellation(this.svc, step, attemptId, sessionId);
+      return true;
     }
     const evidence: TerminalEvidence & { outputDigest?: string } = {
       sessionId,
@@ -182,7 +139,7 @@ export class Worker {
     // The occurrence and run settle first; the receipt is written in the same commit, so nothing can observe
     // either settled without it, and the changefeed reads settled -> finished -> sealed.
     const receiptId = receiptIdFor(attemptId);
-    await afterTerminalEvidence(step, occurrence.id, run.id, attemptId, evidence, receiptId);
+    await this.svc.actors.dispatcher.afterTerminalEvidence(step, occurrence.id, run.id, attemptId, evidence, receiptId);
     await recordReceipt(
       step,
       runtime,
@@ -208,7 +165,7 @@ export class Worker {
     const latest = await loadAttempt(step.tx, run.data.attributes.attemptIds.at(-1)!);
     const n = attemptContext(latest).attemptNumber;
     const leaseExpiresAt = this.svc.leaseExpiresAt(step.now);
-    const next = await openAttempt(step, run, occurrence, {
+    const next = await this.svc.actors.dispatcher.openAttempt(step, run, occurrence, {
       attemptNumber: n + 1,
       fenceGeneration: occurrenceContext(occurrence).fence.generation + 1,
       leaseExpiresAt,
@@ -227,63 +184,5 @@ export class Worker {
       priorDisposition: 'ambiguous',
       leaseExpiresAt,
     });
-  }
-
-  /** The runtime acknowledged a requested cancellation: attempt, run and occurrence settle cancelled. */
-  private async acknowledgeCancellation(step: StepContext, attemptId: string, sessionId: string): Promise<boolean> {
-    const attempt = await loadAttempt(step.tx, attemptId);
-    const a = attemptContext(attempt);
-    const requestedAt = attempt.data.attributes.cancelRequestedAt ?? step.now;
-    const cancellation = { requestedAt, acknowledgedAt: step.now };
-    await moveEntity<AttemptAttributes>(
-      step,
-      'attempt',
-      attemptId,
-      { type: 'cancel_acknowledged', actor: 'command_handler', cancellation },
-      (x) => ({ ...x, stateReason: 'cancellation acknowledged by runtime', settledAt: step.now }),
-    );
-    const run = await loadRun(step.tx, a.runId);
-    const occurrence = await loadOccurrence(step.tx, a.occurrenceId);
-    await recordReceipt(
-      step,
-      this.svc.runtime(attempt.data.attributes.runtimeId),
-      occurrence,
-      run,
-      await loadAttempt(step.tx, attemptId),
-      {
-        disposition: 'cancelled',
-        detail: `session ${sessionId} stopped on request`,
-        recoveryDisposition: 'not_required',
-      },
-    );
-    if (stateOf(run) === 'running') {
-      await moveEntity<RunAttributes>(
-        step,
-        'run',
-        run.id,
-        { type: 'cancel_acknowledged', actor: 'command_handler' },
-        (x) => ({
-          ...x,
-          stateReason: 'cancelled on request',
-          finishedAt: step.now,
-          terminalDisposition: { outcome: 'cancelled', failureClass: 'cancelled_by_request' },
-        }),
-      );
-    }
-    if (stateOf(occurrence) === 'running') {
-      await moveEntity<OccurrenceAttributes>(
-        step,
-        'occurrence',
-        occurrence.id,
-        { type: 'cancel_acknowledged', actor: 'command_handler', cancellation },
-        (x) => ({
-          ...x,
-          stateReason: 'cancellation acknowledged by runtime',
-          cancellation: { ...(x.cancellation ?? { requestedAt }), acknowledgedAt: step.now },
-          updatedAt: step.now,
-        }),
-      );
-    }
-    return true;
   }
 }

@@ -1,7 +1,7 @@
 import { updateEntityAttributes } from '../actors/entity-transition.js';
 import { sha256Hex } from '../contract/digest.js';
 import { MAX_ATTEMPTS_PER_RUN, type PreOwnershipFailureClass } from '../contract/vocabulary.js';
-import { moveEntity, createExecutionEntity, type StepContext } from './lifecycle.js';
+import { moveEntity, createExecutionEntity, type StepContext } from '../domain/lifecycle.js';
 import {
   KINDS,
   attemptContext,
@@ -14,34 +14,13 @@ import {
   type OccurrenceRecord,
   type RunAttributes,
   type RunRecord,
-} from './records.js';
+} from '../domain/records.js';
 import type { TerminalEvidence } from '../guards/common.js';
-import {
-  holdWindowOpen,
-  retryExhausted,
-  type AttemptDisposition,
-  type OccurrenceContext,
-} from '../guards/occurrence.js';
-import type { StoreTransaction } from '../store/store.js';
-
-export async function loadOccurrence(tx: StoreTransaction, id: string): Promise<OccurrenceRecord> {
-  const r = await tx.get<OccurrenceRecord['data']>(KINDS.occurrence, id);
-  if (r === undefined) throw new Error(`occurrence ${id} is missing`);
-  return r as OccurrenceRecord;
-}
-export async function loadRun(tx: StoreTransaction, id: string): Promise<RunRecord> {
-  const r = await tx.get<RunRecord['data']>(KINDS.run, id);
-  if (r === undefined) throw new Error(`run ${id} is missing`);
-  return r as RunRecord;
-}
-export async function loadAttempt(tx: StoreTransaction, id: string): Promise<AttemptRecord> {
-  const r = await tx.get<AttemptRecord['data']>(KINDS.attempt, id);
-  if (r === undefined) throw new Error(`attempt ${id} is missing`);
-  return r as AttemptRecord;
-}
-
-export const attemptIdFor = (runId: string, n: number) => `attempt-${runId}-${n}`.slice(0, 160);
-export const attemptKeyFor = (runId: string, n: number) => `automation:${runId}:${n}`.slice(0, 200);
+import { holdWindowOpen, retryExhausted, type OccurrenceContext } from '../guards/occurrence.js';
+import { loadAttempt, loadOccurrence, loadRun } from '../domain/entities.js';
+import { attemptIdFor, attemptKeyFor } from '../domain/ids.js';
+import type { QuarantineRequest } from '../domain/launch-outcome.js';
+import type { AttemptTerms } from '../domain/actor-steps.js';
 
 /**
  * Backoff before retry attempt `n` (n ≥ 2), bounded by the policy: none 0, fixed backoffSeconds,
@@ -79,15 +58,7 @@ export async function openAttempt(
   step: StepContext,
   run: RunRecord,
   occurrence: OccurrenceRecord,
-  input: {
-    attemptNumber: number;
-    fenceGeneration: number;
-    leaseExpiresAt: string;
-    prior: { attemptNumber: number; outcome: AttemptDisposition };
-    classification: AttemptAttributes['retryClassification']['classification'];
-    notBefore?: string;
-    runtimeId: string;
-  },
+  input: AttemptTerms,
 ): Promise<AttemptRecord> {
   const attemptId = attemptIdFor(run.id, input.attemptNumber);
   const adoptionKey = attemptKeyFor(run.id, input.attemptNumber);
@@ -159,8 +130,6 @@ async function settleRunFailed(
     }),
   );
 }
-
-export type QuarantineRequest = { automationId: string; reason: string };
 
 /**
  * After an attempt failed before the runtime owned anything, with its occurrence still `claimed`: retry

@@ -1,0 +1,73 @@
+import { loadAttempt, loadOccurrence, loadRun } from '../domain/entities.js';
+import { moveEntity, type StepContext } from '../domain/lifecycle.js';
+import { recordReceipt } from '../domain/receipts.js';
+import {
+  attemptContext,
+  stateOf,
+  type AttemptAttributes,
+  type OccurrenceAttributes,
+  type RunAttributes,
+} from '../domain/records.js';
+import type { EngineServices } from '../domain/services.js';
+
+/** The runtime acknowledged a requested cancellation: attempt, run and occurrence settle cancelled. */
+export async function acknowledgeCancellation(
+  svc: EngineServices,
+  step: StepContext,
+  attemptId: string,
+  sessionId: string,
+): Promise<void> {
+  const attempt = await loadAttempt(step.tx, attemptId);
+  const a = attemptContext(attempt);
+  const requestedAt = attempt.data.attributes.cancelRequestedAt ?? step.now;
+  const cancellation = { requestedAt, acknowledgedAt: step.now };
+  await moveEntity<AttemptAttributes>(
+    step,
+    'attempt',
+    attemptId,
+    { type: 'cancel_acknowledged', actor: 'command_handler', cancellation },
+    (x) => ({ ...x, stateReason: 'cancellation acknowledged by runtime', settledAt: step.now }),
+  );
+  const run = await loadRun(step.tx, a.runId);
+  const occurrence = await loadOccurrence(step.tx, a.occurrenceId);
+  await recordReceipt(
+    step,
+    svc.runtime(attempt.data.attributes.runtimeId),
+    occurrence,
+    run,
+    await loadAttempt(step.tx, attemptId),
+    {
+      disposition: 'cancelled',
+      detail: `session ${sessionId} stopped on request`,
+      recoveryDisposition: 'not_required',
+    },
+  );
+  if (stateOf(run) === 'running') {
+    await moveEntity<RunAttributes>(
+      step,
+      'run',
+      run.id,
+      { type: 'cancel_acknowledged', actor: 'command_handler' },
+      (x) => ({
+        ...x,
+        stateReason: 'cancelled on request',
+        finishedAt: step.now,
+        terminalDisposition: { outcome: 'cancelled', failureClass: 'cancelled_by_request' },
+      }),
+    );
+  }
+  if (stateOf(occurrence) === 'running') {
+    await moveEntity<OccurrenceAttributes>(
+      step,
+      'occurrence',
+      occurrence.id,
+      { type: 'cancel_acknowledged', actor: 'command_handler', cancellation },
+      (x) => ({
+        ...x,
+        stateReason: 'cancellation acknowledged by runtime',
+        cancellation: { ...(x.cancellation ?? { requestedAt }), acknowledgedAt: step.now },
+        updatedAt: step.now,
+      }),
+    );
+  }
+}

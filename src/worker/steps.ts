@@ -1,0 +1,5 @@
+import type { WorkerSteps } from '../domain/actor-steps.js';
+import { openEvidenceStream } from './evidence-stream.js';
+
+/** The worker's steps that other actors' work reaches (wired by engine.ts). */
+export const WORKER_STEPS: WorkerSteps = { openEvidenceStream };
