@@ -24,14 +24,14 @@ export const DEFAULT_LEASE_SECONDS = 15;
 export const SCHEDULE_CACHE_SIZE = 1024;
 /**
  * Items a pass phase works on at once: their commits fold into one store transaction, so a burst writes each
- * page once per group (1000 due at once on SQLite: 16 -> 64 made plan-to-start 12 % faster; 128 gained no
- * more), while a group stays small enough to bound memory.
+ * page once per group, while a group stays small enough to bound memory (the choice is measured in
+ * docs/performance.md).
  */
 export const DEFAULT_PASS_CONCURRENCY = 64;
 /**
  * Plans a pass makes at once. A plan is one small transaction on its own definition's records, with no
  * runtime call between steps, so it can fill the stores' largest group (256) and a burst commits in a
- * quarter of the groups (1000 due at once on SQLite: plan phase −8..−12 % against 64).
+ * quarter of the groups.
  */
 export const DEFAULT_PLAN_CONCURRENCY = 256;
 
@@ -143,7 +143,7 @@ export class EngineServices {
   /**
    * The expander of a rule in a zone. A schedule is a pure function of both, so definitions that share a rule
    * share one; the cache keeps the most recently used {@link SCHEDULE_CACHE_SIZE}, so revisions and deleted
-   * definitions do not pile up (each holds ≈3 KB of rrule-temporal state: 10k definitions held 35 MB).
+   * definitions do not pile up (each holds rrule-temporal state).
    */
   schedule(rrule: string, timezone: string): Schedule {
     const key = `${timezone}\u0000${rrule}`;

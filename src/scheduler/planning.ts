@@ -84,8 +84,8 @@ export async function planLatestSlot(
 /**
  * The slots in (after, now], oldest first. Nearly always exactly one is due: its first slot is the one the
  * pass already asked for (remembered), and asking for the slot after it both proves it alone and is the
- * question the next pass asks (remembered in turn) — one schedule expansion per plan instead of two
- * (1000 due at once: about 7 ms less CPU per burst). When more are due (a misfire), the whole window is expanded at once.
+ * question the next pass asks (remembered in turn) — one schedule expansion per plan instead of two (see
+ * docs/performance.md). When more are due (a misfire), the whole window is expanded at once.
  */
 function dueSlots(svc: EngineServices, definition: PlanningTerms, after: number, now: number): Date[] {
   const { automationId, revision, trigger } = definition;
@@ -100,9 +100,9 @@ function dueSlots(svc: EngineServices, definition: PlanningTerms, after: number,
 /**
  * One occurrence per slot: a second planner (another engine) finds the slot taken and plans nothing. A
  * scheduled occurrence's id is derived from its slot, so its record fences the slot while it exists; the
- * slot's key record is written only when retention compacts the occurrence (see compaction.ts). Writing the
- * key at planning cost a burst one more random index leaf per occurrence (1000 due on 100k history: COMMIT
- * time −25 %); stores written before keep their keys, which this reads too.
+ * slot's key record is written only when retention compacts the occurrence (see compaction.ts): writing it
+ * at planning would cost a burst one more random index leaf per occurrence. Stores written before keep
+ * their keys, which this reads too.
  */
 async function slotTaken(step: StepContext, occurrenceId: string, key: string): Promise<boolean> {
   return (
