@@ -86,7 +86,8 @@ export async function transitionEntity<TAttributes>(
   kind: string,
   id: string,
   event: EventObject & { actor?: string; now?: string } & Record<string, unknown>,
-  attributes?: (current: TAttributes) => TAttributes,
+  /** The new attributes, given the current ones and the state the machine moves to. */
+  attributes?: (current: TAttributes, to: string) => TAttributes,
 ): Promise<EntityTransition<TAttributes>> {
   const current = await readEntity<TAttributes>(tx, kind, id);
   if (current.data.machineId !== machine.id) {
@@ -120,7 +121,8 @@ export async function transitionEntity<TAttributes>(
     {
       machineId: machine.id,
       snapshot: persistSnapshot(machine, next),
-      attributes: attributes === undefined ? current.data.attributes : attributes(current.data.attributes),
+      attributes:
+        attributes === undefined ? current.data.attributes : attributes(current.data.attributes, String(next.value)),
     },
     { expectedVersion: current.version, terminal },
   );

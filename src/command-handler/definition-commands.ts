@@ -9,6 +9,7 @@ import {
 } from '../actors/entity-transition.js';
 import { appendEvent, type EventKind } from '../changefeed/event-envelope.js';
 import { ContractError } from '../contract/errors.js';
+import { pureInitialTransition, pureTransition } from '../actors/pure-transition.js';
 import type { StoreTransaction } from '../store/store.js';
 import type { CommandContext, CommandOutcome } from './context.js';
 import { cancelUnlaunchedWork } from './tombstone-cleanup.js';
@@ -25,6 +26,7 @@ import {
   revisionId,
   type DefinitionAttributes,
   type DefinitionRecord,
+  bodyLifecycleState,
 } from '../domain/definition-records.js';
 
 /** NOT_FOUND, then GONE_TOMBSTONED, then REVISION_CONFLICT: the contract's check order. */
@@ -121,10 +123,12 @@ export async function createDefinition(ctx: CommandContext): Promise<CommandOutc
     throw new ContractError('VALIDATION_FAILED', `a new definition has revision 1, not ${body.revision}`, {
       field: 'payload.definition.revision',
     });
-  if (body.lifecycleState !== 'draft') {
+  const [initial] = pureInitialTransition(definitionMachine, { automationId: id, revision: 1 });
+  const initialState = String(initial.value) as LifecycleState;
+  if (body.lifecycleState !== initialState) {
     throw new ContractError(
       'ILLEGAL_TRANSITION',
-      `definition.v1 starts in draft; a create cannot write ${body.lifecycleState}`,
+      `definition.v1 starts in ${initialState}; a create cannot write ${body.lifecycleState}`,
       {
         machine: 'definition.v1',
         state: 'none',
@@ -145,16 +149,33 @@ export async function createDefinition(ctx: CommandContext): Promise<CommandOutc
       tombstonedAt: null,
     },
   );
-  return commitRevision(ctx, id, body, 'definition.created', `definition ${id} created (revision 1, draft)`, 'draft');
+  const summary = `definition ${id} created (revision 1, ${initialState})`;
+  return commitRevision(ctx, id, body, 'definition.created', summary, initialState);
 }
 
-/** The lifecycle state a revise writes, by current state; anything else the body claims is refused. */
-const REVISE_TARGET: Partial<Record<string, LifecycleState>> = {
-  draft: 'paused',
-  invalid: 'paused',
-  paused: 'paused',
-  active: 'active',
-};
+/** A revise keeps a paused or active definition in place: its new schedule applies from now on. */
+const REVISED_IN_PLACE: ReadonlySet<string> = new Set<LifecycleState>(['paused', 'active']);
+
+/** definition_revise_committed as the command handler sends it for a validated body. */
+const reviseEvent = (now: string, revision: number) => ({
+  type: 'definition_revise_committed',
+  actor: 'command_handler',
+  now,
+  revision,
+  validation: { valid: true, problems: [] },
+});
+
+/**
+ * The state a revise leaves the definition in: where it is when revised in place, else where the machine
+ * takes definition_revise_committed from here; undefined when the machine refuses it.
+ */
+function reviseTarget(record: DefinitionRecord, now: string, revision: number): string | undefined {
+  const state = entityState(record);
+  if (REVISED_IN_PLACE.has(state)) return state;
+  const snapshot = definitionMachine.resolveState(record.data.snapshot as never);
+  const event = reviseEvent(now, revision);
+  return snapshot.can(event as never) ? String(pureTransition(definitionMachine, snapshot, event)[0].value) : undefined;
+}
 
 /** definition.revise.v1: a new body; draft and invalid definitions move to paused through the machine. */
 export async function reviseDefinition(ctx: CommandContext): Promise<CommandOutcome> {
@@ -173,7 +194,7 @@ export async function reviseDefinition(ctx: CommandContext): Promise<CommandOutc
     );
   }
   const state = entityState(record);
-  const target = REVISE_TARGET[state];
+  const target = reviseTarget(record, ctx.now, body.revision);
   if (target === undefined || body.lifecycleState !== target) {
     throw new ContractError(
       'ILLEGAL_TRANSITION',
@@ -190,19 +211,13 @@ export async function reviseDefinition(ctx: CommandContext): Promise<CommandOutc
     definition: body,
     updatedAt: ctx.now,
   });
-  if (state === 'draft' || state === 'invalid') {
-    await transitionEntity(
+  if (!REVISED_IN_PLACE.has(state)) {
+    const committed = await transitionEntity(
       ctx.tx,
       definitionMachine,
       DEFINITION_KIND,
       id,
-      {
-        type: 'definition_revise_committed',
-        actor: 'command_handler',
-        now: ctx.now,
-        revision: body.revision,
-        validation: { valid: true, problems: [] },
-      },
+      reviseEvent(ctx.now, body.revision),
       attributes,
     );
     return commitRevision(
@@ -210,20 +225,14 @@ export async function reviseDefinition(ctx: CommandContext): Promise<CommandOutc
       id,
       body,
       'definition.revised',
-      `definition ${id} revised to revision ${body.revision} (${state} -> paused)`,
-      'paused',
+      `definition ${id} revised to revision ${body.revision} (${state} -> ${committed.to})`,
+      committed.to as LifecycleState,
     );
   }
   const requirements = ctx.requirements(body);
   if (state === 'active' && !(requirements.familiar && requirements.authority && requirements.runtime)) {
     // An active definition whose new body cannot run any more is committed and invalidated, not silently kept active.
-    const stored = nextBody(body, {
-      revision: body.revision,
-      lifecycleState: 'invalid',
-      now: ctx.now,
-      principalId: principalOf(ctx),
-    });
-    await transitionEntity(
+    const committed = await transitionEntity<DefinitionAttributes>(
       ctx.tx,
       definitionMachine,
       DEFINITION_KIND,
@@ -236,15 +245,24 @@ export async function reviseDefinition(ctx: CommandContext): Promise<CommandOutc
         validation: { valid: true, problems: [] },
         requirements,
       },
-      (a: DefinitionAttributes) => ({ ...a, definition: stored, updatedAt: ctx.now }),
+      (a, to) => ({
+        ...a,
+        definition: nextBody(body, {
+          revision: body.revision,
+          lifecycleState: bodyLifecycleState(to, body.lifecycleState),
+          now: ctx.now,
+          principalId: principalOf(ctx),
+        }),
+        updatedAt: ctx.now,
+      }),
     );
     return commitRevision(
       ctx,
       id,
-      stored,
+      committed.record.data.attributes.definition,
       'definition.invalidated',
       `definition ${id} revision ${body.revision} cannot run: invalidated`,
-      'invalid',
+      committed.to as LifecycleState,
     );
   }
   if (ctx.faults?.rewriteHistoricRevision === true) await rewriteLiveOccurrenceRevisions(ctx, id, body.revision);
@@ -328,10 +346,8 @@ export async function changeLifecycle(ctx: CommandContext, spec: LifecycleComman
       ...(spec.event === 'definition_activated' ? { requirements: ctx.requirements(current) } : {}),
       ...(spec.event === 'definition_reenabled' ? { explicit: true } : {}),
     },
-    (a) => {
-      const lifecycleState = tombstone
-        ? current.lifecycleState
-        : (entityStateAfter(spec.event) ?? current.lifecycleState);
+    (a, to) => {
+      const lifecycleState = bodyLifecycleState(to, current.lifecycleState);
       const definition = nextBody(current, {
         revision,
         lifecycleState,
@@ -380,17 +396,6 @@ export async function changeLifecycle(ctx: CommandContext, spec: LifecycleComman
     ...(tombstone ? { tombstoned: true, tombstonedAt: ctx.now, cancelledOccurrences: cancelled } : {}),
   };
   return outcome;
-}
-
-function entityStateAfter(event: LifecycleCommand['event']): LifecycleState | undefined {
-  return (
-    {
-      definition_activated: 'active',
-      definition_paused: 'paused',
-      definition_disabled: 'disabled',
-      definition_reenabled: 'paused',
-    } as const
-  )[event as 'definition_activated'];
 }
 
 export async function readDefinition(

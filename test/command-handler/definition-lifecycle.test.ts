@@ -55,6 +55,40 @@ describe('definition lifecycle through the command handler', () => {
     });
   });
 
+  test("the stored body's lifecycleState is the committed machine state at every step (tombstoned keeps the last one)", async () => {
+    const { handler, store } = setup();
+    const stored = () =>
+      store.read((r) =>
+        r.get<{ snapshot: { value: string }; attributes: { definition: { lifecycleState: string } } }>(
+          'definition',
+          'nightly',
+        ),
+      );
+    const pairs: Array<[string, string]> = [];
+    const record = async () => {
+      const r = (await stored())!;
+      pairs.push([r.data.snapshot.value, r.data.attributes.definition.lifecycleState]);
+    };
+    await createAndRevise(handler, 'nightly');
+    await record();
+    const lifecycle = ['definition.activate.v1', 'definition.pause.v1', 'definition.disable.v1'];
+    lifecycle.push('x-coven-automata.definition.reenable.v1', 'definition.tombstone.v1');
+    for (const [i, name] of lifecycle.entries()) {
+      expectCommitted(
+        await handler.handle(command(name, { automationId: 'nightly', reason: 'test' }, { expectedRevision: i + 2 })),
+      );
+      await record();
+    }
+    expect(pairs).toEqual([
+      ['paused', 'paused'],
+      ['active', 'active'],
+      ['paused', 'paused'],
+      ['disabled', 'disabled'],
+      ['paused', 'paused'],
+      ['tombstoned', 'paused'],
+    ]);
+  });
+
   test('walks draft → paused → active → paused → active → disabled → (re-enable) paused → tombstoned, one revision per command', async () => {
     const { handler, store } = setup();
     await createAndRevise(handler, 'nightly');
