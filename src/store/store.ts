@@ -234,3 +234,18 @@ export class StoreClosedError extends ContractError {
     this.name = 'StoreClosedError';
   }
 }
+
+/**
+ * A store's driver package is not installed: the SQLite store runs on better-sqlite3, an optional peer
+ * dependency that only projects using SQLite install (`npm install better-sqlite3`).
+ */
+export class StoreDriverMissingError extends ContractError {
+  constructor(driver: string, cause: string) {
+    super(
+      'CAPABILITY_UNSUPPORTED',
+      `this store needs the package ${driver}, which is not installed; run \`npm install ${driver}\` and open it again`,
+      { driver, cause },
+    );
+    this.name = 'StoreDriverMissingError';
+  }
+}

@@ -115,3 +115,6 @@ const recordPrefix = (id: string, version: number, terminal: boolean, checksum: 
   `${JSON.stringify(id)}:{"version":${version},"terminal":${terminal},"crc32":"${checksum}","data":`;
 const entryPrefix = (stream: string, sequence: number, position: number, checksum: string) =>
   `{"stream":${JSON.stringify(stream)},"sequence":${sequence},"position":${position},"crc32":"${checksum}","data":`;
+
+/** Data as a line holds it; `undefined` (which JSON cannot hold) is kept as null rather than leaving the field out. */
+export const encodeData = (data: unknown) => JSON.stringify(data) ?? 'null';

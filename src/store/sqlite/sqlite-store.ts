@@ -1,11 +1,12 @@
 import { chmodSync, existsSync, rmSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import Database from 'better-sqlite3';
-import { ContractError } from '../contract/errors.js';
-import { CommitQueue, type QueuedTransaction } from './commit-queue.js';
+import type Database from 'better-sqlite3';
+import { ContractError } from '../../contract/errors.js';
+import { CommitQueue, type QueuedTransaction } from '../commit-queue.js';
 import { WriterCache } from './sqlite-writer-cache.js';
-import { acquireStoreLock, type HeldLock } from './file-lock.js';
-import { makePrivateFolder, PRIVATE_FILE_MODE, refuseReadOnly } from './private-files.js';
+import { loadSqliteDriver } from './driver.js';
+import { acquireStoreLock, type HeldLock } from '../file-lock.js';
+import { makePrivateFolder, PRIVATE_FILE_MODE, refuseReadOnly } from '../private-files.js';
 import {
   absentSidecars,
   addChecksums,
@@ -25,7 +26,7 @@ import {
   type Store,
   type StoreReader,
   type StoreTransaction,
-} from './store.js';
+} from '../store.js';
 
 export interface SqliteStoreOptions {
   /** `FULL` (default) fsyncs every commit; `NORMAL` trades the last commits on power loss for speed under WAL. */
@@ -145,9 +146,11 @@ export class SqliteStore implements Store {
    * Opens the store at `file`, creating it only when no file is there. An existing file is checked before
    * anything writes to it — its header, then read-only its schema and (up to `integrityCheckBytes`) SQLite's
    * integrity check — and refused untouched with {@link StoreCorruptError}, leaving no `-wal`/`-shm` behind;
-   * a read-only file is refused with {@link StoreReadOnlyError}.
+   * a read-only file is refused with {@link StoreReadOnlyError}, and a missing better-sqlite3 package with
+   * {@link StoreDriverMissingError} (before anything is created).
    */
   static async open(file: string, options: SqliteStoreOptions = {}): Promise<SqliteStore> {
+    const Driver = await loadSqliteDriver();
     const path = resolve(file);
     makePrivateFolder(dirname(path));
     const lock = await acquireStoreLock(path);
@@ -157,12 +160,12 @@ export class SqliteStore implements Store {
     try {
       if (checkDatabaseHeader(path)) {
         refuseReadOnly(path);
-        inspectDatabase(path, options.integrityCheckBytes ?? INTEGRITY_CHECK_BYTES);
-      } else createDatabase(path, SCHEMA, NEW_STORE_PAGE_SIZE);
+        inspectDatabase(Driver, path, options.integrityCheckBytes ?? INTEGRITY_CHECK_BYTES);
+      } else createDatabase(Driver, path, SCHEMA, NEW_STORE_PAGE_SIZE);
       // SQLite gives its -wal and -shm the database file's mode: the inspection may have made them already.
       for (const own of [path, `${path}-wal`, `${path}-shm`])
         if (own === path || existsSync(own)) chmodSync(own, PRIVATE_FILE_MODE);
-      writer = new Database(path, { fileMustExist: true });
+      writer = new Driver(path, { fileMustExist: true });
       configure(writer, options);
       writer.transaction(() => {
         writer!.exec(SCHEMA);
@@ -176,7 +179,7 @@ export class SqliteStore implements Store {
         }
         recordSchemaChecksum(writer!);
       })();
-      reader = new Database(path, { readonly: true });
+      reader = new Driver(path, { readonly: true });
       return new SqliteStore(path, writer, reader, lock, options.maxGroupSize ?? MAX_GROUP);
     } catch (error) {
       reader?.close();

@@ -1,17 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import { existsSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { open } from 'node:fs/promises';
-import { CommitQueue, type QueuedTransaction } from './commit-queue.js';
+import { CommitQueue, type QueuedTransaction } from '../commit-queue.js';
 import { basename, dirname, join, resolve } from 'node:path';
 import { Low } from 'lowdb';
 import { DurableJsonFile, type StoreDocument, type WriteFaults } from './durable-json-file.js';
-import { acquireStoreLock, type HeldLock } from './file-lock.js';
-import type { JournalPlacements, Placement } from './cold-history.js';
+import { acquireStoreLock, type HeldLock } from '../file-lock.js';
+import type { Placement } from '../cold-lines.js';
+import type { HistoryFile, JournalPlacements } from './cold-history.js';
 import { readJournalHeader } from './journal-header.js';
 import { createJournal, Journal } from './json-journal.js';
-import { makePrivateFolder, refuseReadOnly } from './private-files.js';
-import { CommittedState } from './layered-state.js';
-import { Overlay } from './overlay.js';
+import { makePrivateFolder, refuseReadOnly } from '../private-files.js';
+import { CommittedState } from '../layered-state.js';
+import { Overlay } from '../overlay.js';
 import {
   CommitListeners,
   StoreClosedError,
@@ -21,7 +22,7 @@ import {
   type StoreReader,
   type StoredRecord,
   type StoreTransaction,
-} from './store.js';
+} from '../store.js';
 
 export interface JsonFileStoreOptions {
   /** Most transactions folded into one durable write. */
@@ -101,7 +102,7 @@ export class JsonFileStore implements Store {
       const adapter = new DurableJsonFile(path, options.faults);
       removeStaleTempFiles(path);
       const db = new Low<StoreDocument>(adapter, {
-        committed: new CommittedState(),
+        committed: new CommittedState<HistoryFile>(),
         journalThrough: 0,
         journal: undefined,
       });

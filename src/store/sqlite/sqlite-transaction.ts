@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { WriterCache } from './sqlite-writer-cache.js';
-import { deepFreeze } from './deep-freeze.js';
+import { deepFreeze } from '../deep-freeze.js';
 import {
   checkedEntry,
   checkedPage,
@@ -25,7 +25,7 @@ import {
   type StoredRecord,
   type StoreReader,
   type StoreTransaction,
-} from './store.js';
+} from '../store.js';
 
 /**
  * Kinds whose ids and versions every pass lists (the engine's definitions and plan cursors: see

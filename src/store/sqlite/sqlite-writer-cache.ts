@@ -1,4 +1,4 @@
-import type { StoredRecord } from './store.js';
+import type { StoredRecord } from '../store.js';
 
 /**
  * Records (or their absence) the writer remembers: what one item's steps read again within moments (a
