@@ -183,7 +183,11 @@ function entryData(cold: ColdEntry<HistoryFile>, text: string): unknown {
 }
 
 /** A snapshot line's data, parsed once its checksum held. */
-function checkedData(cold: ColdRecord<HistoryFile> | ColdEntry<HistoryFile>, line: string, head: RecordHead | EntryHead): unknown {
+function checkedData(
+  cold: ColdRecord<HistoryFile> | ColdEntry<HistoryFile>,
+  line: string,
+  head: RecordHead | EntryHead,
+): unknown {
   const text = dataText(line, head);
   if (text === undefined || !checksumHolds(text, head))
     throw new StoreCorruptError(

@@ -103,7 +103,11 @@ export class DurableJsonFile implements Adapter<StoreDocument> {
   }
 
   /** Writes a snapshot of `source` holding the journal's groups through `journalThrough`, naming `journal` as the one beside it. */
-  async writeSnapshot(source: SnapshotSource<HistoryFile>, journalThrough: number, journal: JournalIdentity): Promise<void> {
+  async writeSnapshot(
+    source: SnapshotSource<HistoryFile>,
+    journalThrough: number,
+    journal: JournalIdentity,
+  ): Promise<void> {
     await this.replace(serializeState(source, journalThrough, journal));
   }
 

@@ -182,4 +182,3 @@ const HEAD_BYTES = 512;
 
 const changedUnder = (cold: ColdRecord<HistoryFile> | ColdEntry<HistoryFile>, what: string) =>
   new StoreCorruptError(cold.file.path, `the line at byte ${cold.offset} ${what}; the file changed under the store`);
-

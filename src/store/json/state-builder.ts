@@ -132,4 +132,3 @@ function parseData(text: string, what: string): unknown {
     throw new Error(`${what} holds data that is not JSON (${(error as Error).message})`);
   }
 }
-
