@@ -125,7 +125,7 @@ export interface Store {
 
 /**
  * Visits every record of a kind in id order a page at a time, so a caller never holds (or, on SQLite,
- * parses) the whole kind at once: a daemon with 10k definitions grew its heap by ≈60 MB listing them each pass.
+ * parses) the whole kind at once: listing a large kind whole each pass grew a daemon's heap by that kind's size.
  */
 export async function forEachPage<T>(
   reader: StoreReader,

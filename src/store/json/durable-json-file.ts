@@ -80,7 +80,7 @@ export class DurableJsonFile implements Adapter<StoreDocument> {
   }
 
   /**
-   * Format 4 loads line by line, leaving settled history in the file (held open for it); undefined when
+   * A file laid out a line per item (format version 4 on) loads line by line, leaving settled history in the file (held open for it); undefined when
    * the file is not laid out so (then it is parsed whole, and held whole until its first fold).
    */
   private async loadByLines(): Promise<ParsedState | undefined> {

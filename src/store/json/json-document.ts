@@ -6,15 +6,8 @@ import { NotLineLaidOut, StateBuilder, type LinePlace } from './state-builder.js
 /** Identifies a coven-automata JSON store file; anything else is refused rather than overwritten. */
 export const JSON_STORE_FORMAT = 'coven-automata/json-store';
 /**
- * 2 adds `journalThrough`: the last journal group the snapshot holds. 3 adds each log entry's `position` and
- * `nextPosition`, because retention trims leave gaps in positions and streams that start past sequence 0.
- * 4 changes no field, only the layout: every record, log entry and closing bracket has a line of its own, so
- * a reader can load the file line by line instead of as one string (see {@link loadLines}). 5 adds a
- * checksum of each record's and log entry's data to its line (see snapshot-lines.ts), so an open checks a
- * line without parsing its data. 6 adds `storeId` and `journalGeneration`: the journal that must lie beside
- * the snapshot (see journal-header.ts). Versions 1–5 still open (1–3 parsed whole; their positions, before
- * 3, are their indexes; 4 and 5 parsed line by line; before 6 beside a journal without a header), and the
- * first fold writes them as 6.
+ * The version this build writes. Older versions still open (FORMAT.md lists what each added) because a store
+ * must survive an upgrade; the first fold rewrites them at this version.
  */
 export const JSON_STORE_FORMAT_VERSION = 6;
 const READABLE_VERSIONS = new Set([1, 2, 3, 4, 5, 6]);
@@ -83,7 +76,7 @@ const withoutComma = (line: string) => (line.endsWith(',') ? line.slice(0, -1) :
 
 /**
  * Loads a file of format 4 or later from its lines, one record or log entry per line, so no string of the whole file
- * ever exists: opening a 195 MB store (10k occurrences of history) peaked at 691 MB RSS read whole, 404 by lines.
+ * ever exists (which, read whole, is what an open's peak memory was made of).
  * Throws {@link NotLineLaidOut} as soon as a line breaks the layout (the caller then parses the file
  * whole, which also gives the exact error when the file is corrupt); other errors are the checks'.
  */

@@ -44,7 +44,7 @@ const MIN_COMPACT_BYTES = 8 * 1_048_576;
 const MAX_COMPACT_BYTES = 64 * 1_048_576;
 
 /**
- * The embedded default store: a JSON snapshot file managed through lowdb with a durable adapter, and a
+ * The embedded default store: a JSON snapshot file (a lowdb document written through the durable adapter in durable-json-file.ts; files: FORMAT.md), and a
  * journal beside it (`<file>.journal`, one line per group commit) folded into the snapshot as it grows and on
  * close, so the file at rest is one readable JSON document.
  *
@@ -247,8 +247,8 @@ export class JsonFileStore implements Store {
   }
 
   /**
-   * A fold beside the commit queue, so commits go on while it encodes (≈ 1.4 s for a 195 MB state, for which
-   * commits used to wait). The groups are durable in the journal already, so a failed fold only leaves it
+   * A fold beside the commit queue, so commits go on while it encodes (on a large state that takes long enough
+   * that commits must not wait for it). The groups are durable in the journal already, so a failed fold only leaves it
    * longer for the next try.
    */
   private async foldWhileCommitting(): Promise<void> {

@@ -31,11 +31,8 @@ const WRITE_PIECE_BYTES = 1_048_576;
  * a fold writes from a point-in-time copy (see `CommittedState.pointInTime`). Cold records and entries are
  * copied from their file as bytes. With `placed`, the state is to leave what this file holds on disk: every
  * sealed record and log entry written is placed, the cold ones on themselves ({@link ColdRecord.placeNext}),
- * the others in `placed`, by identity.
- *
- * Until 2026-12-01 every record's and entry's encoded bytes were cached for later folds: after one fold of a
- * 195 MB store the cache held 271 MB (RSS 362 -> 661 MB) and the fold, encoding synchronously, stopped the
- * event loop for 3.1 s.
+ * the others in `placed`, by identity. Nothing encoded is kept for the next fold: a cache of encoded lines
+ * outgrew the state it encoded (bench/README.md, Store design notes).
  */
 export function* serializeState(
   state: SnapshotSource<HistoryFile>,

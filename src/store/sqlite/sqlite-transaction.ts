@@ -29,8 +29,8 @@ import {
 
 /**
  * Kinds whose ids and versions every pass lists (the engine's definitions and plan cursors: see
- * VersionedRecords): a partial index covers them. A 10,000-definition store read `version` from one table
- * row per definition — 55 ms a scan, two scans per daemon loop.
+ * VersionedRecords): a partial index covers them. Without it a large store read `version` from one table
+ * row per definition, twice per daemon loop.
  */
 export const VERSIONS_INDEXED = new Map([
   ['definition', 'versions_of_definitions'],
