@@ -84,16 +84,9 @@ export async function loadLines(
   batches: AsyncIterable<Lines> | Iterable<Lines>,
   history?: HistoryFile,
 ): Promise<ParsedState> {
-  let builder: StateBuilder | undefined;
+  const reader = new LineReader(history);
   // Byte offset of the current line in the file (only known, and only needed, with a history file).
   let offset = 0;
-  let journalThrough = 0;
-  let journal: JournalIdentity | undefined;
-  let nextPosition: unknown;
-  let checksummed = false;
-  // header -> records (depth 1) <-> kind (depth 2) -> log -> end
-  let section: 'header' | 'records' | 'kind' | 'log-start' | 'log' | 'end' = 'header';
-  let kind = '';
   for await (const { lines, bytes } of batches) {
     if (history !== undefined && bytes === undefined)
       throw new Error("a history file needs each line's length in bytes");
@@ -104,61 +97,89 @@ export async function loadLines(
         place = { file: history, offset, length: bytes![i]! - (line.endsWith(',') ? 1 : 0) };
         offset += bytes![i]! + 1;
       }
-      switch (section) {
-        case 'header': {
-          if (!line.endsWith('"records":{')) throw new NotLineLaidOut();
-          let header: unknown;
-          try {
-            header = JSON.parse(`${line}}}`);
-          } catch {
-            throw new NotLineLaidOut();
-          }
-          const checked = checkHeader(header);
-          if (checked.formatVersion < 4) throw new NotLineLaidOut();
-          builder = new StateBuilder(checked.formatVersion);
-          checksummed = checked.formatVersion >= 5;
-          if (history !== undefined) history.checksummed = checksummed;
-          journalThrough = checked.journalThrough;
-          journal = checked.journal;
-          nextPosition = (header as Record<string, unknown>).nextPosition;
-          section = 'records';
-          break;
-        }
-        case 'records':
-          if (line === '},') section = 'log-start';
-          else if (line.startsWith('"') && line.endsWith('":{')) {
-            kind = parseLine(line.slice(0, -2)) as string;
-            section = 'kind';
-          } else throw new NotLineLaidOut();
-          break;
-        case 'kind':
-          if (line === '}' || line === '},') section = 'records';
-          else if (checksummed) builder!.recordLine(kind, withoutComma(line), place);
-          else {
-            const one = parseLine(`{${withoutComma(line)}}`);
-            const keys = isObject(one) ? Object.keys(one) : [];
-            if (keys.length !== 1) throw new NotLineLaidOut();
-            builder!.record(kind, keys[0]!, (one as Record<string, unknown>)[keys[0]!], place);
-          }
-          break;
-        case 'log-start':
-          if (line !== '"log":[') throw new NotLineLaidOut();
-          section = 'log';
-          break;
-        case 'log':
-          if (line === ']}') section = 'end';
-          else if (checksummed) builder!.entryLine(withoutComma(line), place);
-          else builder!.entry(parseLine(withoutComma(line)), place);
-          break;
-        case 'end':
-          if (line !== '') throw new NotLineLaidOut();
-      }
+      reader.line(line, place);
     }
   }
-  if (section !== 'end') throw new NotLineLaidOut();
-  const state = builder!.finish(nextPosition);
-  if (history !== undefined) state.attachHistory(history);
-  return { state, journalThrough, journal };
+  return reader.finish();
+}
+
+/** Where a line-laid-out file is, line by line: header -> records (depth 1) <-> kind (depth 2) -> log -> end. */
+type Section = 'header' | 'records' | 'kind' | 'log-start' | 'log' | 'end';
+
+/** Follows a line-laid-out file's sections, handing each record and log entry line to a {@link StateBuilder}. */
+class LineReader {
+  private builder: StateBuilder | undefined;
+  private section: Section = 'header';
+  private kind = '';
+  private checksummed = false;
+  private journalThrough = 0;
+  private journal: JournalIdentity | undefined;
+  private nextPosition: unknown;
+
+  constructor(private readonly history: HistoryFile | undefined) {}
+
+  line(line: string, place: LinePlace | undefined): void {
+    switch (this.section) {
+      case 'header':
+        return this.header(line);
+      case 'records':
+        if (line === '},') this.section = 'log-start';
+        else if (line.startsWith('"') && line.endsWith('":{')) {
+          this.kind = parseLine(line.slice(0, -2)) as string;
+          this.section = 'kind';
+        } else throw new NotLineLaidOut();
+        return;
+      case 'kind':
+        if (line === '}' || line === '},') this.section = 'records';
+        else this.record(withoutComma(line), place);
+        return;
+      case 'log-start':
+        if (line !== '"log":[') throw new NotLineLaidOut();
+        this.section = 'log';
+        return;
+      case 'log':
+        if (line === ']}') this.section = 'end';
+        else if (this.checksummed) this.builder!.entryLine(withoutComma(line), place);
+        else this.builder!.entry(parseLine(withoutComma(line)), place);
+        return;
+      case 'end':
+        if (line !== '') throw new NotLineLaidOut();
+    }
+  }
+
+  private header(line: string): void {
+    if (!line.endsWith('"records":{')) throw new NotLineLaidOut();
+    let header: unknown;
+    try {
+      header = JSON.parse(`${line}}}`);
+    } catch {
+      throw new NotLineLaidOut();
+    }
+    const checked = checkHeader(header);
+    if (checked.formatVersion < 4) throw new NotLineLaidOut();
+    this.builder = new StateBuilder(checked.formatVersion);
+    this.checksummed = checked.formatVersion >= 5;
+    if (this.history !== undefined) this.history.checksummed = this.checksummed;
+    this.journalThrough = checked.journalThrough;
+    this.journal = checked.journal;
+    this.nextPosition = (header as Record<string, unknown>).nextPosition;
+    this.section = 'records';
+  }
+
+  private record(line: string, place: LinePlace | undefined): void {
+    if (this.checksummed) return this.builder!.recordLine(this.kind, line, place);
+    const one = parseLine(`{${line}}`);
+    const keys = isObject(one) ? Object.keys(one) : [];
+    if (keys.length !== 1) throw new NotLineLaidOut();
+    this.builder!.record(this.kind, keys[0]!, (one as Record<string, unknown>)[keys[0]!], place);
+  }
+
+  finish(): ParsedState {
+    if (this.section !== 'end') throw new NotLineLaidOut();
+    const state = this.builder!.finish(this.nextPosition);
+    if (this.history !== undefined) state.attachHistory(this.history);
+    return { state, journalThrough: this.journalThrough, journal: this.journal };
+  }
 }
 
 function parseLine(text: string): unknown {
