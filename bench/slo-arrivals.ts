@@ -11,7 +11,7 @@ import { createEngine, type TickReport } from '../src/engine/engine.js';
 import type { LaunchRequest, LaunchResult, Observation, Runtime } from '../src/runtime/runtime.js';
 import { SimulatedRuntime } from '../src/runtime/simulated-runtime.js';
 import { openStore, type FileStoreKind } from '../src/store/open-store.js';
-import { SqliteStore } from '../src/store/sqlite-store.js';
+import { SqliteStore } from '../src/store/sqlite/index.js';
 import { command, definition, send } from './fixtures.js';
 import { percentile } from './stats.js';
 

@@ -12,9 +12,9 @@ import { open, rm } from 'node:fs/promises';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { JsonFileStore } from '../src/store/json-file-store.js';
+import { JsonFileStore } from '../src/store/json/index.js';
 import { MemoryStore } from '../src/store/memory-store.js';
-import { SqliteStore } from '../src/store/sqlite-store.js';
+import { SqliteStore } from '../src/store/sqlite/index.js';
 import type { Store } from '../src/store/store.js';
 import { summarize, table, timeEach, type Summary } from './stats.js';
 

@@ -37,8 +37,8 @@ export { renderOccurrence, renderRun, renderAttempt, type Receipt } from './doma
 
 // Stores
 export { MemoryStore } from './store/memory-store.js';
-export { JsonFileStore, type JsonFileStoreOptions } from './store/json-file-store.js';
-export { SqliteStore, type SqliteStoreOptions } from './store/sqlite-store.js';
+export { JsonFileStore, type JsonFileStoreOptions } from './store/json/index.js';
+export { SqliteStore, type SqliteStoreOptions } from './store/sqlite/index.js';
 export { openStore, storeKindFor, type FileStore, type FileStoreKind } from './store/open-store.js';
 export {
   StoreConflictError,
@@ -46,6 +46,7 @@ export {
   StoreLockedError,
   StoreReadOnlyError,
   StoreClosedError,
+  StoreDriverMissingError,
   StreamSequenceError,
   TerminalRecordError,
   LogTrimError,

@@ -2,7 +2,7 @@ import { rmSync } from 'node:fs';
 import { attemptMachine, definitionMachine, occurrenceMachine, runMachine } from '../../machines/index.js';
 import { PersistentActor } from '../actors/persistent-actor.js';
 import { isContractError } from '../contract/errors.js';
-import { JsonFileStore } from '../store/json-file-store.js';
+import { JsonFileStore } from '../store/json/index.js';
 
 /** Minutes after a fixed start instant: the walkthrough runs on a simulated clock, never the wall clock. */
 const at = (minutes: number) => new Date(Date.UTC(2026, 2, 2, 9, 0, 0) + minutes * 60_000).toISOString();

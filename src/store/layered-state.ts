@@ -1,17 +1,25 @@
-import type { JournalCut } from './json-journal.js';
 import type { LogEntry, StoredRecord } from './store.js';
 import {
   ColdEntry,
   ColdRecord,
   warmEntries,
   warmRecord,
+  type AppendPlacements,
+  type ColdFile,
+  type FileCut,
   type HeldEntry,
   type HeldRecord,
-  type HistoryFile,
-  type JournalPlacements,
   type Placement,
-} from './cold-history.js';
+} from './cold-lines.js';
 import { deepFreeze } from './deep-freeze.js';
+
+/** What one group commit changed: records written (null = removed), log entries appended, and streams trimmed. */
+export interface CommittedChanges {
+  records: Array<[kind: string, id: string, record: StoredRecord | null]>;
+  entries: LogEntry[];
+  /** Retention: entries of the stream below this sequence are gone. */
+  trims: Array<[stream: string, before: number]>;
+}
 
 /** Synchronous view shared by the committed state and the overlays stacked on it. */
 export interface StateLayer {
@@ -62,31 +70,32 @@ const FEED_REBUILD_SLACK = 4096;
  * What a snapshot file is written from: every record by kind, the retained feed, and the next position.
  * Records and entries may be cold (still in the file the state was loaded or last folded from).
  */
-export interface SnapshotSource {
+export interface SnapshotSource<F extends ColdFile = ColdFile> {
   kinds(): string[];
-  recordsOf(kind: string): Iterable<HeldRecord>;
+  recordsOf(kind: string): Iterable<HeldRecord<F>>;
   nextPosition(): number;
-  retainedFeed(): Iterable<HeldEntry>;
+  retainedFeed(): Iterable<HeldEntry<F>>;
 }
 
 /**
  * The committed state: records by kind and id, streams, and the global feed in commit order. A file store
  * leaves settled history (sealed records, log entries) on disk once a snapshot holds it: those are kept as
- * places in the file and read back when asked for (see cold-history.ts), so memory holds live state only.
+ * places in the file and read back when asked for (see cold-lines.ts), so memory holds live state only. `F` is
+ * the kind of file the backend leaves them in; a memory store leaves nothing on disk.
  */
-export class CommittedState implements StateLayer, SnapshotSource {
-  private readonly records = new Map<string, Map<string, HeldRecord>>();
+export class CommittedState<F extends ColdFile = ColdFile> implements StateLayer, SnapshotSource<F> {
+  private readonly records = new Map<string, Map<string, HeldRecord<F>>>();
   /** Sorted ids per kind, rebuilt on the next range read after an id came or went (updates keep them). */
   private readonly sorted = new Map<string, string[]>();
-  private readonly streams = new Map<string, HeldEntry[]>();
+  private readonly streams = new Map<string, HeldEntry<F>[]>();
   /** Entries in position order; may still hold trimmed ones (listed in `trimmed`) until the next rebuild. */
-  private feed: HeldEntry[] = [];
-  private readonly trimmed = new Set<HeldEntry>();
+  private feed: HeldEntry<F>[] = [];
+  private readonly trimmed = new Set<HeldEntry<F>>();
   private positions = 0;
   /** The file cold records and entries are read from. */
-  private history: HistoryFile | undefined;
+  private history: F | undefined;
   /** Recently read cold records, least recently read first. */
-  private readonly warm = new Map<ColdRecord, StoredRecord>();
+  private readonly warm = new Map<ColdRecord<F>, StoredRecord>();
 
   kinds(): string[] {
     return [...this.records.keys()];
@@ -106,7 +115,7 @@ export class CommittedState implements StateLayer, SnapshotSource {
     return this.records.get(kind)?.get(id);
   }
   /** Every record of a kind in storage order, without copying the kind's whole collection (for a snapshot). */
-  recordsOf(kind: string): Iterable<HeldRecord> {
+  recordsOf(kind: string): Iterable<HeldRecord<F>> {
     return this.records.get(kind)?.values() ?? [];
   }
   sortedIds(kind: string): readonly string[] {
@@ -121,14 +130,14 @@ export class CommittedState implements StateLayer, SnapshotSource {
     const last = this.streams.get(stream)?.at(-1);
     return last === undefined ? 0 : last.sequence + 1;
   }
-  heldStreamEntries(stream: string): readonly HeldEntry[] {
+  heldStreamEntries(stream: string): readonly HeldEntry<F>[] {
     return this.streams.get(stream) ?? [];
   }
   nextPosition(): number {
     return this.positions;
   }
   feedAfter(after: number, limit: number): LogEntry[] {
-    const out: HeldEntry[] = [];
+    const out: HeldEntry<F>[] = [];
     for (let i = firstAfter(this.feed, after); i < this.feed.length && out.length < limit; i++) {
       const entry = this.feed[i]!;
       if (!this.trimmed.has(entry)) out.push(entry);
@@ -136,7 +145,7 @@ export class CommittedState implements StateLayer, SnapshotSource {
     return warmEntries(out);
   }
   /** Every retained entry in position order (for writing a snapshot). */
-  *retainedFeed(): Iterable<HeldEntry> {
+  *retainedFeed(): Iterable<HeldEntry<F>> {
     for (const entry of this.feed) if (!this.trimmed.has(entry)) yield entry;
   }
 
@@ -144,7 +153,7 @@ export class CommittedState implements StateLayer, SnapshotSource {
    * The state as it is now, unaffected by later commits: a snapshot can be written from it while commits go
    * on. Copies references only — records and entries are frozen and replaced, never changed in place.
    */
-  pointInTime(): SnapshotSource {
+  pointInTime(): SnapshotSource<F> {
     const records = new Map([...this.records].map(([kind, byId]) => [kind, [...byId.values()]]));
     const feed = [...this.retainedFeed()];
     const next = this.positions;
@@ -157,7 +166,7 @@ export class CommittedState implements StateLayer, SnapshotSource {
   }
 
   /** Loads one record as read from durable storage (or committed): a new version replaces the old. */
-  loadRecord(record: HeldRecord): void {
+  loadRecord(record: HeldRecord<F>): void {
     let records = this.records.get(record.kind);
     if (records === undefined) this.records.set(record.kind, (records = new Map()));
     if (!records.has(record.id)) this.sorted.delete(record.kind);
@@ -170,7 +179,7 @@ export class CommittedState implements StateLayer, SnapshotSource {
   }
 
   /** Loads one log entry as read from durable storage; entries must arrive in position order. */
-  loadEntry(entry: HeldEntry): void {
+  loadEntry(entry: HeldEntry<F>): void {
     if (entry.position < this.positions)
       throw new Error(`log entry at position ${entry.position} arrived after position ${this.positions - 1}`);
     let entries = this.streams.get(entry.stream);
@@ -187,7 +196,7 @@ export class CommittedState implements StateLayer, SnapshotSource {
   }
 
   /** Cold records and entries of this state are read from `file` (the snapshot it was loaded from). */
-  attachHistory(file: HistoryFile): void {
+  attachHistory(file: F): void {
     this.history = file;
   }
 
@@ -198,7 +207,7 @@ export class CommittedState implements StateLayer, SnapshotSource {
    * trimmed while the fold wrote is no longer in the state and simply stays out; what was committed
    * meanwhile stays where the journal holds it.
    */
-  adoptHistory(file: HistoryFile, placed: ReadonlyMap<StoredRecord | LogEntry, Placement>): void {
+  adoptHistory(file: F, placed: ReadonlyMap<StoredRecord | LogEntry, Placement>): void {
     // Lines of the old snapshot the fold did not write: none, since only a fold or an open makes snapshot
     // lines and the fold wrote every one the state held; counted so the old file is never closed under one.
     let stale = 0;
@@ -214,8 +223,8 @@ export class CommittedState implements StateLayer, SnapshotSource {
       }
     }
     // Hot entries become new objects, which their streams must hold too (trimStream finds feed entries by identity).
-    const moved = new Map<HeldEntry, ColdEntry>();
-    const feed: HeldEntry[] = [];
+    const moved = new Map<HeldEntry<F>, ColdEntry<F>>();
+    const feed: HeldEntry<F>[] = [];
     for (const entry of this.feed) {
       if (this.trimmed.size > 0 && this.trimmed.has(entry)) continue;
       if (entry instanceof ColdEntry) {
@@ -249,7 +258,7 @@ export class CommittedState implements StateLayer, SnapshotSource {
    * entries are left where the journal holds them. Anything the group's own trims already dropped stays
    * as it is (it leaves the feed at its next rebuild).
    */
-  leaveInJournal(placed: JournalPlacements): void {
+  leaveInJournal(placed: AppendPlacements<F>): void {
     const { file } = placed;
     for (const [record, at] of placed.records) {
       const byId = this.records.get(record.kind);
@@ -257,7 +266,7 @@ export class CommittedState implements StateLayer, SnapshotSource {
         byId.set(record.id, new ColdRecord(record.kind, record.id, record.version, file, at.offset, at.length));
     }
     if (placed.entries.length === 0) return;
-    const cold = new Map<HeldEntry, ColdEntry>();
+    const cold = new Map<HeldEntry<F>, ColdEntry<F>>();
     for (const [entry, at] of placed.entries) {
       if (!this.trimmed.has(entry))
         cold.set(entry, new ColdEntry(entry.stream, entry.sequence, entry.position, file, at.offset, at.length));
@@ -283,7 +292,7 @@ export class CommittedState implements StateLayer, SnapshotSource {
   }
 
   /** A journal cut: what the state left in `cut.from` is read from `cut.to`, `cut.shift` bytes earlier. */
-  moveJournalLines(cut: JournalCut): void {
+  moveJournalLines(cut: FileCut<F>): void {
     for (const byId of this.records.values()) {
       for (const held of byId.values())
         if (held instanceof ColdRecord && held.file === cut.from) held.shiftTo(cut.to, cut.shift);

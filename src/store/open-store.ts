@@ -1,6 +1,6 @@
 import { extname } from 'node:path';
-import { JsonFileStore } from './json-file-store.js';
-import { SqliteStore } from './sqlite-store.js';
+import { JsonFileStore } from './json/index.js';
+import { SqliteStore } from './sqlite/index.js';
 
 /** The two durable stores; both keep one file (plus SQLite's WAL) and a lock beside it. */
 export type FileStoreKind = 'json' | 'sqlite';

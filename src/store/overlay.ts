@@ -1,7 +1,6 @@
-import type { CommittedChanges } from './json-journal.js';
-import { warmEntries, type HeldEntry } from './cold-history.js';
+import { warmEntries, type HeldEntry } from './cold-lines.js';
 import { deepFreeze } from './deep-freeze.js';
-import { CommittedState, type RecordMeta, type StateLayer } from './layered-state.js';
+import { CommittedState, type CommittedChanges, type RecordMeta, type StateLayer } from './layered-state.js';
 import {
   LogTrimError,
   StoreConflictError,

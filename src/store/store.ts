@@ -125,7 +125,7 @@ export interface Store {
 
 /**
  * Visits every record of a kind in id order a page at a time, so a caller never holds (or, on SQLite,
- * parses) the whole kind at once: a daemon with 10k definitions grew its heap by ≈60 MB listing them each pass.
+ * parses) the whole kind at once: listing a large kind whole each pass grew a daemon's heap by that kind's size.
  */
 export async function forEachPage<T>(
   reader: StoreReader,
@@ -232,5 +232,20 @@ export class StoreClosedError extends ContractError {
   constructor(reason: string) {
     super('INTERNAL', `store is not writable: ${reason}`, { reason });
     this.name = 'StoreClosedError';
+  }
+}
+
+/**
+ * A store's driver package is not installed: the SQLite store runs on better-sqlite3, an optional peer
+ * dependency that only projects using SQLite install (`npm install better-sqlite3`).
+ */
+export class StoreDriverMissingError extends ContractError {
+  constructor(driver: string, cause: string) {
+    super(
+      'CAPABILITY_UNSUPPORTED',
+      `this store needs the package ${driver}, which is not installed; run \`npm install ${driver}\` and open it again`,
+      { driver, cause },
+    );
+    this.name = 'StoreDriverMissingError';
   }
 }

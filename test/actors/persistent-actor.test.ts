@@ -8,7 +8,7 @@ import { definitionMachine, occurrenceMachine } from '../../machines/index.js';
 import { PersistentActor } from '../../src/actors/persistent-actor.js';
 import { ContractError } from '../../src/contract/errors.js';
 import { packageRoot } from '../../src/contract/package-root.js';
-import { JsonFileStore } from '../../src/store/json-file-store.js';
+import { JsonFileStore } from '../../src/store/json/index.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import { TerminalRecordError } from '../../src/store/store.js';
 import { jsonStoreBytes } from '../support/store-bytes.js';

@@ -5,7 +5,7 @@ import { afterAll, describe, expect, test } from 'vitest';
 import { CommandHandler } from '../../src/command-handler/command-handler.js';
 import { MAX_COMMAND_BYTES } from '../../src/command-handler/envelope.js';
 import { SimulatedClock } from '../../src/clock/clock.js';
-import { JsonFileStore } from '../../src/store/json-file-store.js';
+import { JsonFileStore } from '../../src/store/json/index.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import { command, definitionBody, expectCommitted, expectRejected, expectValidResponse } from '../support/commands.js';
 import { jsonStoreBytes } from '../support/store-bytes.js';

@@ -9,9 +9,9 @@ import { CONTRACT_COMMANDS, type CommandResponse } from '../../src/command-handl
 import { describeThrown } from '../../src/command-handler/plain-json.js';
 import { validateAgainst } from '../../src/contract/schemas.js';
 import { SimulatedClock } from '../../src/clock/clock.js';
-import { JsonFileStore } from '../../src/store/json-file-store.js';
+import { JsonFileStore } from '../../src/store/json/index.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
-import { SqliteStore } from '../../src/store/sqlite-store.js';
+import { SqliteStore } from '../../src/store/sqlite/index.js';
 import type { Store } from '../../src/store/store.js';
 import { command, definitionBody } from '../support/commands.js';
 import {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
 import { CommandHandler } from '../../src/command-handler/command-handler.js';
 import { SimulatedClock } from '../../src/clock/clock.js';
-import { JsonFileStore } from '../../src/store/json-file-store.js';
+import { JsonFileStore } from '../../src/store/json/index.js';
 import { command, definitionBody, expectCommitted, expectRejected } from '../support/commands.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'coven-json-commands-'));

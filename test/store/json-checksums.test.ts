@@ -2,9 +2,9 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
-import { JSON_STORE_FORMAT_VERSION } from '../../src/store/json-document.js';
-import { JsonFileStore } from '../../src/store/json-file-store.js';
-import { dataChecksum, entryHead, recordHead } from '../../src/store/snapshot-lines.js';
+import { JSON_STORE_FORMAT_VERSION } from '../../src/store/json/json-document.js';
+import { JsonFileStore } from '../../src/store/json/index.js';
+import { dataChecksum, entryHead, recordHead } from '../../src/store/json/snapshot-lines.js';
 import { StoreCorruptError, type StoreReader } from '../../src/store/store.js';
 
 // Format 5: every snapshot line carries a CRC-32 of its data, so an open checks a line without parsing its

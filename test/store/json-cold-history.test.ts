@@ -2,8 +2,8 @@ import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from '
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
-import { JsonFileStore, type JsonFileStoreOptions } from '../../src/store/json-file-store.js';
-import { dataChecksum, entryHead, recordHead } from '../../src/store/snapshot-lines.js';
+import { JsonFileStore, type JsonFileStoreOptions } from '../../src/store/json/index.js';
+import { dataChecksum, entryHead, recordHead } from '../../src/store/json/snapshot-lines.js';
 import { StoreCorruptError, type Store } from '../../src/store/store.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'coven-json-cold-'));

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll } from 'vitest';
-import { JsonFileStore } from '../../src/store/json-file-store.js';
+import { JsonFileStore } from '../../src/store/json/index.js';
 import type { Store } from '../../src/store/store.js';
 import { describeStoreConformance } from './store-conformance.js';
 

@@ -2,8 +2,8 @@ import { appendFileSync, copyFileSync, mkdtempSync, readFileSync, rmSync, statSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
-import { JsonFileStore } from '../../src/store/json-file-store.js';
-import { JSON_STORE_FORMAT_VERSION } from '../../src/store/json-document.js';
+import { JsonFileStore } from '../../src/store/json/index.js';
+import { JSON_STORE_FORMAT_VERSION } from '../../src/store/json/json-document.js';
 import { StoreCorruptError } from '../../src/store/store.js';
 
 // The JSON store commits by appending one journal line per group and folds the journal into the snapshot

@@ -4,16 +4,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, expect, test, vi } from 'vitest';
-import { fileLines } from '../../src/store/file-lines.js';
-import {
-  JSON_STORE_FORMAT_VERSION,
-  loadLines,
-  parseState,
-  serializeState,
-  type ParsedState,
-} from '../../src/store/json-document.js';
+import { fileLines } from '../../src/store/json/file-lines.js';
+import { JSON_STORE_FORMAT_VERSION, loadLines, parseState, type ParsedState } from '../../src/store/json/json-document.js';
+import { serializeState } from '../../src/store/json/snapshot-writer.js';
+import type { HistoryFile } from '../../src/store/json/cold-history.js';
 import { CommittedState } from '../../src/store/layered-state.js';
-import { JsonFileStore } from '../../src/store/json-file-store.js';
+import { JsonFileStore } from '../../src/store/json/index.js';
 import { StoreCorruptError } from '../../src/store/store.js';
 import { propertyParameters } from '../support/property.js';
 
@@ -183,7 +179,7 @@ test('a line-laid-out file that fails a check is refused with that check', async
 });
 
 test('a fold encodes the state a piece at a time as the file takes it, so no encoded copy of the whole state exists', () => {
-  const state = new CommittedState();
+  const state = new CommittedState<HistoryFile>();
   const encoded = new Set<number>();
   // A getter stands in for the record's data being stringified.
   const record = (n: number) => ({

@@ -2,8 +2,8 @@ import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeEach, expect, test } from 'vitest';
-import { JsonFileStore } from '../../src/store/json-file-store.js';
-import { SqliteStore } from '../../src/store/sqlite-store.js';
+import { JsonFileStore } from '../../src/store/json/index.js';
+import { SqliteStore } from '../../src/store/sqlite/index.js';
 import { StoreReadOnlyError } from '../../src/store/store.js';
 
 // Store files hold prompts and runtime output: 0600 files and 0700 folders whatever the umask, here the

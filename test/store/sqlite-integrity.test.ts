@@ -14,7 +14,7 @@ import { basename, dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
 import fc from 'fast-check';
 import { afterAll, expect, test } from 'vitest';
-import { SqliteStore } from '../../src/store/sqlite-store.js';
+import { SqliteStore } from '../../src/store/sqlite/index.js';
 import { StoreCorruptError, StoreReadOnlyError, type StoreReader } from '../../src/store/store.js';
 import { propertySeed } from '../support/property.js';
 

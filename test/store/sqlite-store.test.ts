@@ -3,10 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, expect, test } from 'vitest';
-import { CHECKPOINT_AFTER_WRITES, SqliteStore } from '../../src/store/sqlite-store.js';
+import { SqliteStore } from '../../src/store/sqlite/index.js';
+import { CHECKPOINT_AFTER_WRITES } from '../../src/store/sqlite/sqlite-store.js';
 import { StoreConflictError, StoreCorruptError, StoreLockedError, type Store } from '../../src/store/store.js';
 import { describeStoreConformance } from './store-conformance.js';
-import { entryChecksum, recordChecksum } from '../../src/store/sqlite-rows.js';
+import { entryChecksum, recordChecksum } from '../../src/store/sqlite/sqlite-rows.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'coven-sqlite-store-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, expect, test } from 'vitest';
 import { MemoryStore } from '../../src/store/memory-store.js';
-import { SqliteStore } from '../../src/store/sqlite-store.js';
+import { SqliteStore } from '../../src/store/sqlite/index.js';
 import type { Store, StoreTransaction } from '../../src/store/store.js';
 import { propertyParameters } from '../support/property.js';
 

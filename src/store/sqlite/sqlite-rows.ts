@@ -1,6 +1,6 @@
 import { crc32 } from 'node:zlib';
-import { deepFreeze } from './deep-freeze.js';
-import { StoreCorruptError, type LogEntry, type StoredRecord } from './store.js';
+import { deepFreeze } from '../deep-freeze.js';
+import { StoreCorruptError, type LogEntry, type StoredRecord } from '../store.js';
 
 /**
  * Each SQLite row carries a CRC-32 of everything it serves (for a record: kind, id, version, sealed flag and

@@ -1,11 +1,10 @@
-import type { StoredRecord } from './store.js';
+import type { StoredRecord } from '../store.js';
 
 /**
  * Records (or their absence) the writer remembers: what one item's steps read again within moments (a
  * daemon's run-now, a claim's accept). A burst of 1000 outgrows any bound worth holding, and every record
- * kept there survived young-generation collections only to be dropped later: 2048 -> 256 made 1000 due at
- * once on SQLite (1k history) plan p95 228–292 -> 209–210 ms and load RSS 298–350 -> 249–250 MB; at 100k
- * history and in the arrivals cell the difference is within noise.
+ * kept there survived young-generation collections only to be dropped later, so a small bound plans a
+ * burst faster and in less memory than a large one (bench/README.md, Store design notes).
  */
 export const REMEMBERED_RECORDS = 256;
 /** Streams whose next sequence the writer remembers; beyond either bound the least recently used is read again. */

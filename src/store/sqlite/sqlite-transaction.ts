@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { WriterCache } from './sqlite-writer-cache.js';
-import { deepFreeze } from './deep-freeze.js';
+import { deepFreeze } from '../deep-freeze.js';
 import {
   checkedEntry,
   checkedPage,
@@ -25,12 +25,12 @@ import {
   type StoredRecord,
   type StoreReader,
   type StoreTransaction,
-} from './store.js';
+} from '../store.js';
 
 /**
  * Kinds whose ids and versions every pass lists (the engine's definitions and plan cursors: see
- * VersionedRecords): a partial index covers them. A 10,000-definition store read `version` from one table
- * row per definition — 55 ms a scan, two scans per daemon loop.
+ * VersionedRecords): a partial index covers them. Without it a large store read `version` from one table
+ * row per definition, twice per daemon loop.
  */
 export const VERSIONS_INDEXED = new Map([
   ['definition', 'versions_of_definitions'],

@@ -1,17 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import { existsSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { open } from 'node:fs/promises';
-import { CommitQueue, type QueuedTransaction } from './commit-queue.js';
+import { CommitQueue, type QueuedTransaction } from '../commit-queue.js';
 import { basename, dirname, join, resolve } from 'node:path';
 import { Low } from 'lowdb';
 import { DurableJsonFile, type StoreDocument, type WriteFaults } from './durable-json-file.js';
-import { acquireStoreLock, type HeldLock } from './file-lock.js';
-import type { JournalPlacements, Placement } from './cold-history.js';
+import { acquireStoreLock, type HeldLock } from '../file-lock.js';
+import type { Placement } from '../cold-lines.js';
+import type { HistoryFile, JournalPlacements } from './cold-history.js';
 import { readJournalHeader } from './journal-header.js';
 import { createJournal, Journal } from './json-journal.js';
-import { makePrivateFolder, refuseReadOnly } from './private-files.js';
-import { CommittedState } from './layered-state.js';
-import { Overlay } from './overlay.js';
+import { makePrivateFolder, refuseReadOnly } from '../private-files.js';
+import { CommittedState } from '../layered-state.js';
+import { Overlay } from '../overlay.js';
 import {
   CommitListeners,
   StoreClosedError,
@@ -21,7 +22,7 @@ import {
   type StoreReader,
   type StoredRecord,
   type StoreTransaction,
-} from './store.js';
+} from '../store.js';
 
 export interface JsonFileStoreOptions {
   /** Most transactions folded into one durable write. */
@@ -43,7 +44,7 @@ const MIN_COMPACT_BYTES = 8 * 1_048_576;
 const MAX_COMPACT_BYTES = 64 * 1_048_576;
 
 /**
- * The embedded default store: a JSON snapshot file managed through lowdb with a durable adapter, and a
+ * The embedded default store: a JSON snapshot file (a lowdb document written through the durable adapter in durable-json-file.ts; files: FORMAT.md), and a
  * journal beside it (`<file>.journal`, one line per group commit) folded into the snapshot as it grows and on
  * close, so the file at rest is one readable JSON document.
  *
@@ -101,7 +102,7 @@ export class JsonFileStore implements Store {
       const adapter = new DurableJsonFile(path, options.faults);
       removeStaleTempFiles(path);
       const db = new Low<StoreDocument>(adapter, {
-        committed: new CommittedState(),
+        committed: new CommittedState<HistoryFile>(),
         journalThrough: 0,
         journal: undefined,
       });
@@ -246,8 +247,8 @@ export class JsonFileStore implements Store {
   }
 
   /**
-   * A fold beside the commit queue, so commits go on while it encodes (≈ 1.4 s for a 195 MB state, for which
-   * commits used to wait). The groups are durable in the journal already, so a failed fold only leaves it
+   * A fold beside the commit queue, so commits go on while it encodes (on a large state that takes long enough
+   * that commits must not wait for it). The groups are durable in the journal already, so a failed fold only leaves it
    * longer for the next try.
    */
   private async foldWhileCommitting(): Promise<void> {

@@ -13,10 +13,11 @@ import {
 } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { crc32 } from 'node:zlib';
-import Database from 'better-sqlite3';
-import { PRIVATE_FILE_MODE } from './private-files.js';
+import type Database from 'better-sqlite3';
+import type { SqliteDriver } from './driver.js';
+import { PRIVATE_FILE_MODE } from '../private-files.js';
 import { entryChecksum, recordChecksum } from './sqlite-rows.js';
-import { StoreCorruptError } from './store.js';
+import { StoreCorruptError } from '../store.js';
 
 /**
  * 2 adds a CRC-32 column (`crc`) to `records` and `log`, checked on every read of a row. A store of
@@ -127,7 +128,7 @@ export function absentSidecars(path: string): string[] {
  * renamed into place, so a crash while creating leaves no half-made file at `path` (a 0-byte file there is
  * refused, never taken for a new store).
  */
-export function createDatabase(path: string, schema: string, pageSize: number): void {
+export function createDatabase(Driver: SqliteDriver, path: string, schema: string, pageSize: number): void {
   const prefix = `.${basename(path)}.`;
   for (const name of readdirSync(dirname(path))) {
     if (name.startsWith(prefix) && name.endsWith('.creating')) rmSync(join(dirname(path), name), { force: true });
@@ -136,7 +137,7 @@ export function createDatabase(path: string, schema: string, pageSize: number): 
   const fd = openSync(temp, 'wx', PRIVATE_FILE_MODE);
   try {
     fchmodSync(fd, PRIVATE_FILE_MODE);
-    const db = new Database(temp);
+    const db = new Driver(temp);
     try {
       db.pragma(`page_size = ${pageSize}`);
       db.pragma('journal_mode = WAL');
@@ -168,8 +169,8 @@ export function createDatabase(path: string, schema: string, pageSize: number): 
  * anything SQLite's integrity check finds are refused with the file untouched (a read-only connection never
  * folds a write-ahead log into the file). Returns the schema version found.
  */
-export function inspectDatabase(path: string, integrityCheckBytes: number): string {
-  const db = new Database(path, { readonly: true, fileMustExist: true });
+export function inspectDatabase(Driver: SqliteDriver, path: string, integrityCheckBytes: number): string {
+  const db = new Driver(path, { readonly: true, fileMustExist: true });
   try {
     const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all() as string[];
     if (!tables.includes('meta')) throw new StoreCorruptError(path, 'not a coven-automata SQLite store');

@@ -1,17 +1,20 @@
 import { open, readFile, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type { Adapter } from 'lowdb';
-import { HistoryFile, type Placement } from './cold-history.js';
+import type { Placement } from '../cold-lines.js';
+import { HistoryFile } from './cold-history.js';
 import { fileLines } from './file-lines.js';
 import type { JournalIdentity } from './journal-header.js';
-import { PRIVATE_FILE_MODE } from './private-files.js';
-import { loadLines, NotLineLaidOut, parseState, serializeState, type ParsedState } from './json-document.js';
-import type { CommittedState, SnapshotSource } from './layered-state.js';
-import { StoreCorruptError, type LogEntry, type StoredRecord } from './store.js';
+import { PRIVATE_FILE_MODE } from '../private-files.js';
+import { loadLines, parseState, type ParsedState } from './json-document.js';
+import { serializeState } from './snapshot-writer.js';
+import { NotLineLaidOut } from './state-builder.js';
+import type { CommittedState, SnapshotSource } from '../layered-state.js';
+import { StoreCorruptError, type LogEntry, type StoredRecord } from '../store.js';
 
 /** What the lowdb document holds: the state, the last journal group it includes and the journal it names. */
 export interface StoreDocument {
-  committed: CommittedState;
+  committed: CommittedState<HistoryFile>;
   journalThrough: number;
   /** Undefined only for a snapshot from before journal generations, until its first fold. */
   journal: JournalIdentity | undefined;
@@ -77,7 +80,7 @@ export class DurableJsonFile implements Adapter<StoreDocument> {
   }
 
   /**
-   * Format 4 loads line by line, leaving settled history in the file (held open for it); undefined when
+   * A file laid out a line per item (format version 4 on) loads line by line, leaving settled history in the file (held open for it); undefined when
    * the file is not laid out so (then it is parsed whole, and held whole until its first fold).
    */
   private async loadByLines(): Promise<ParsedState | undefined> {
@@ -100,7 +103,11 @@ export class DurableJsonFile implements Adapter<StoreDocument> {
   }
 
   /** Writes a snapshot of `source` holding the journal's groups through `journalThrough`, naming `journal` as the one beside it. */
-  async writeSnapshot(source: SnapshotSource, journalThrough: number, journal: JournalIdentity): Promise<void> {
+  async writeSnapshot(
+    source: SnapshotSource<HistoryFile>,
+    journalThrough: number,
+    journal: JournalIdentity,
+  ): Promise<void> {
     await this.replace(serializeState(source, journalThrough, journal));
   }
 
@@ -109,7 +116,7 @@ export class DurableJsonFile implements Adapter<StoreDocument> {
    * filled with where each sealed record and log entry landed in it, so the state can leave them there.
    */
   async writeSnapshotHoldingHistory(
-    source: SnapshotSource,
+    source: SnapshotSource<HistoryFile>,
     journalThrough: number,
     journal: JournalIdentity,
     placed: Map<StoredRecord | LogEntry, Placement>,

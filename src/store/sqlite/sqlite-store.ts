@@ -1,11 +1,12 @@
 import { chmodSync, existsSync, rmSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import Database from 'better-sqlite3';
-import { ContractError } from '../contract/errors.js';
-import { CommitQueue, type QueuedTransaction } from './commit-queue.js';
+import type Database from 'better-sqlite3';
+import { ContractError } from '../../contract/errors.js';
+import { CommitQueue, type QueuedTransaction } from '../commit-queue.js';
 import { WriterCache } from './sqlite-writer-cache.js';
-import { acquireStoreLock, type HeldLock } from './file-lock.js';
-import { makePrivateFolder, PRIVATE_FILE_MODE, refuseReadOnly } from './private-files.js';
+import { loadSqliteDriver } from './driver.js';
+import { acquireStoreLock, type HeldLock } from '../file-lock.js';
+import { makePrivateFolder, PRIVATE_FILE_MODE, refuseReadOnly } from '../private-files.js';
 import {
   absentSidecars,
   addChecksums,
@@ -25,7 +26,7 @@ import {
   type Store,
   type StoreReader,
   type StoreTransaction,
-} from './store.js';
+} from '../store.js';
 
 export interface SqliteStoreOptions {
   /** `FULL` (default) fsyncs every commit; `NORMAL` trades the last commits on power loss for speed under WAL. */
@@ -45,15 +46,14 @@ const MAX_GROUP = 256;
 /**
  * Write-ahead log SQLite folds into the database file by itself, inside whichever commit crosses it. The engine
  * folds it after each pass instead ({@link SqliteStore.checkpoint}): a burst's index pages are then copied once
- * each rather than once per 1000-page checkpoint, and not on a commit's latency path (1000 due at once: plan
- * batch −28 % on 100k history, start p95 −5..−10 % on 1k). This bound only holds the log (and its file, via
+ * each rather than once per 1000-page checkpoint, and not on a commit's latency path. This bound only holds the log (and its file, via
  * journal_size_limit) when no pass ends.
  */
 const WAL_CHECKPOINT_BYTES = 32 * 1_048_576;
 /**
  * Rows written before a pass's end folds the log: about what SQLite's default 1000-page bound held. A daemon
- * under a steady trickle passes every 100 ms; folding a few pages each time cost more (a database-file fsync
- * each) than it saved — arrivals cell claim p95 8-10 -> 11-17 ms with a checkpoint after every pass.
+ * under a steady trickle passes often; folding a few pages each time cost more (a database-file fsync each)
+ * than it saved, raising claim latency.
  */
 export const CHECKPOINT_AFTER_WRITES = 1_024;
 /** Long enough to outlast a WAL checkpoint or a brief outside reader; short enough that a stuck lock surfaces. */
@@ -61,17 +61,15 @@ const BUSY_TIMEOUT_MS = 5_000;
 /**
  * Page size of a new store (an existing file keeps its own). A due burst dirties about one index leaf per
  * occurrence in each index and the WAL writes whole pages, so smaller pages cost less per commit; records
- * (≤ 2 KB) still fit a page. Bench, 1000 due at once on 100k history, 4 KiB -> 2 KiB: plan and dispatch
- * -25 %. The price is space: 1–1.5 KB rows pack worse, so what retention leaves per occurrence grew
- * 3043 -> 4463 B (and 22 -> 25 KB per occurrence without retention). 1 KiB was slower.
+ * (≤ 2 KB) still fit a page. The price is space: rows pack worse, so what retention leaves per occurrence
+ * grows. Smaller pages still were slower (bench/README.md, Store design notes).
  */
 const NEW_STORE_PAGE_SIZE = 2_048;
 
 // Records are 1-2 KB of JSON: a rowid table with a separate (kind, id) index stores and updates them in
-// less space and time than a WITHOUT ROWID table (bench, 1000 definitions: 33 -> 22 KB per occurrence,
-// 10.3k -> 15.2k occurrences/min). Stores created before 2026-11-30 keep WITHOUT ROWID; every statement
-// here works on both layouts (the layout is not part of the schema version). `crc`: see sqlite-rows.ts (NULL never
-// matches, so a row written without one is refused).
+// less space and time than a WITHOUT ROWID table. Stores made with the earlier WITHOUT ROWID layout keep it;
+// every statement here works on both layouts (the layout is not part of the schema version). `crc`: see
+// sqlite-rows.ts (NULL never matches, so a row written without one is refused).
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS records (
@@ -145,9 +143,11 @@ export class SqliteStore implements Store {
    * Opens the store at `file`, creating it only when no file is there. An existing file is checked before
    * anything writes to it — its header, then read-only its schema and (up to `integrityCheckBytes`) SQLite's
    * integrity check — and refused untouched with {@link StoreCorruptError}, leaving no `-wal`/`-shm` behind;
-   * a read-only file is refused with {@link StoreReadOnlyError}.
+   * a read-only file is refused with {@link StoreReadOnlyError}, and a missing better-sqlite3 package with
+   * {@link StoreDriverMissingError} (before anything is created).
    */
   static async open(file: string, options: SqliteStoreOptions = {}): Promise<SqliteStore> {
+    const Driver = await loadSqliteDriver();
     const path = resolve(file);
     makePrivateFolder(dirname(path));
     const lock = await acquireStoreLock(path);
@@ -157,12 +157,12 @@ export class SqliteStore implements Store {
     try {
       if (checkDatabaseHeader(path)) {
         refuseReadOnly(path);
-        inspectDatabase(path, options.integrityCheckBytes ?? INTEGRITY_CHECK_BYTES);
-      } else createDatabase(path, SCHEMA, NEW_STORE_PAGE_SIZE);
+        inspectDatabase(Driver, path, options.integrityCheckBytes ?? INTEGRITY_CHECK_BYTES);
+      } else createDatabase(Driver, path, SCHEMA, NEW_STORE_PAGE_SIZE);
       // SQLite gives its -wal and -shm the database file's mode: the inspection may have made them already.
       for (const own of [path, `${path}-wal`, `${path}-shm`])
         if (own === path || existsSync(own)) chmodSync(own, PRIVATE_FILE_MODE);
-      writer = new Database(path, { fileMustExist: true });
+      writer = new Driver(path, { fileMustExist: true });
       configure(writer, options);
       writer.transaction(() => {
         writer!.exec(SCHEMA);
@@ -176,7 +176,7 @@ export class SqliteStore implements Store {
         }
         recordSchemaChecksum(writer!);
       })();
-      reader = new Database(path, { readonly: true });
+      reader = new Driver(path, { readonly: true });
       return new SqliteStore(path, writer, reader, lock, options.maxGroupSize ?? MAX_GROUP);
     } catch (error) {
       reader?.close();

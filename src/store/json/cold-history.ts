@@ -1,5 +1,6 @@
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
-import { deepFreeze } from './deep-freeze.js';
+import type { AppendPlacements, ColdEntry, ColdFile, ColdRecord, FileCut } from '../cold-lines.js';
+import { deepFreeze } from '../deep-freeze.js';
 import {
   checksumHolds,
   dataChecksum,
@@ -9,7 +10,7 @@ import {
   type EntryHead,
   type RecordHead,
 } from './snapshot-lines.js';
-import { StoreCorruptError, type LogEntry, type StoredRecord } from './store.js';
+import { StoreCorruptError, type LogEntry, type StoredRecord } from '../store.js';
 
 /**
  * How a file lays out what it holds: a snapshot has one line per record (`"<id>":{"version":…,"data":…}`)
@@ -24,7 +25,7 @@ export type HistoryLayout = 'snapshot' | 'journal';
  * The descriptor outlives a rename over the file's name, so a fold can replace the file while readers still
  * use the old one (the state moves to the new file before this one is closed).
  */
-export class HistoryFile {
+export class HistoryFile implements ColdFile {
   private fd: number | undefined;
   /**
    * A snapshot's lines carry checksums of their data (format 5 on): true for every file this build writes;
@@ -74,91 +75,19 @@ export class HistoryFile {
     return fstatSync(this.fd).size;
   }
 
+  readRecord(cold: ColdRecord<HistoryFile>): StoredRecord {
+    return warmRecord(cold);
+  }
+
+  readEntries(run: ReadonlyArray<ColdEntry<HistoryFile>>): LogEntry[] {
+    return warmEntries(run);
+  }
+
   close(): void {
     if (this.fd !== undefined) closeSync(this.fd);
     this.fd = undefined;
   }
 }
-
-/**
- * A snapshot line or journal item left in its file. A fold copies it into the next snapshot and notes where ({@link placeNext});
- * once that file replaced this one, {@link moveTo} points the line there (in place: an object per line
- * would be allocated again on every fold, and moving 200k lines that way stopped the event loop 300–400 ms).
- */
-abstract class ColdLine {
-  private nextOffset = -1;
-  private nextLength = 0;
-
-  constructor(
-    public file: HistoryFile,
-    public offset: number,
-    public length: number,
-  ) {}
-
-  /** The file was replaced by one holding what it held from byte `shift` on (a journal cut its folded head). */
-  shiftTo(file: HistoryFile, shift: number): void {
-    this.file = file;
-    this.offset -= shift;
-  }
-
-  /** A fold wrote this line at `offset` of the file it is writing. */
-  placeNext(offset: number, length: number): void {
-    this.nextOffset = offset;
-    this.nextLength = length;
-  }
-
-  /**
-   * The fold's file replaced the old one: read the line from where the fold put it. False if the fold did
-   * not write it (it was committed while the fold wrote, and is in the journal).
-   */
-  moveTo(file: HistoryFile): boolean {
-    if (this.nextOffset < 0) return false;
-    this.file = file;
-    this.offset = this.nextOffset;
-    this.length = this.nextLength;
-    this.nextOffset = -1;
-    return true;
-  }
-}
-
-/**
- * A sealed record left on disk: `offset`/`length` span its snapshot line `"<id>":{"version":…,"data":…}` or
- * its journal item `[kind,id,version,true,data]` (the file's layout says which).
- */
-export class ColdRecord extends ColdLine {
-  /** Only sealed records are left on disk (a getter: no field per record). */
-  get terminal(): true {
-    return true;
-  }
-
-  constructor(
-    readonly kind: string,
-    readonly id: string,
-    readonly version: number,
-    file: HistoryFile,
-    offset: number,
-    length: number,
-  ) {
-    super(file, offset, length);
-  }
-}
-
-/** A log entry left on disk: its snapshot line `{"stream":…,"data":…}` or its journal item `[stream,sequence,data]`. */
-export class ColdEntry extends ColdLine {
-  constructor(
-    readonly stream: string,
-    readonly sequence: number,
-    readonly position: number,
-    file: HistoryFile,
-    offset: number,
-    length: number,
-  ) {
-    super(file, offset, length);
-  }
-}
-
-export type HeldRecord = StoredRecord | ColdRecord;
-export type HeldEntry = LogEntry | ColdEntry;
 
 function parseLine(file: HistoryFile, offset: number, text: string): unknown {
   try {
@@ -172,8 +101,7 @@ function parseLine(file: HistoryFile, offset: number, text: string): unknown {
 }
 
 /** The record a cold one stands for, read from its file (a new frozen copy each time). */
-export function warmRecord(held: HeldRecord): StoredRecord {
-  if (!(held instanceof ColdRecord)) return held;
+function warmRecord(held: ColdRecord<HistoryFile>): StoredRecord {
   const text = held.file.read(held.offset, held.length).toString('utf8');
   let data: unknown;
   if (held.file.layout === 'journal') {
@@ -210,35 +138,25 @@ export function warmRecord(held: HeldRecord): StoredRecord {
 const ADJACENT_GAP = 2;
 
 /**
- * The entries the held ones stand for, in order. Runs of cold entries that sit next to each other in one
- * file (a stream's page of the feed usually does) are read with one read instead of one each.
+ * The entries a run of cold ones in one file stand for, in order. Entries that sit next to each other in
+ * the file (a stream's page of the feed usually does) are read with one read instead of one each.
  */
-export function warmEntries(held: readonly HeldEntry[]): LogEntry[] {
-  const out: LogEntry[] = new Array(held.length);
+function warmEntries(run: ReadonlyArray<ColdEntry<HistoryFile>>): LogEntry[] {
+  const out: LogEntry[] = new Array(run.length);
   let i = 0;
-  while (i < held.length) {
-    const first = held[i]!;
-    if (!(first instanceof ColdEntry)) {
-      out[i++] = first;
-      continue;
-    }
+  while (i < run.length) {
+    const first = run[i]!;
     let end = i + 1;
     let last = first;
-    while (end < held.length) {
-      const next = held[end]!;
-      if (
-        !(next instanceof ColdEntry) ||
-        next.file !== first.file ||
-        next.offset < last.offset + last.length ||
-        next.offset > last.offset + last.length + ADJACENT_GAP
-      )
-        break;
+    while (end < run.length) {
+      const next = run[end]!;
+      if (next.offset < last.offset + last.length || next.offset > last.offset + last.length + ADJACENT_GAP) break;
       last = next;
       end++;
     }
     const span = first.file.read(first.offset, last.offset + last.length - first.offset);
     for (; i < end; i++) {
-      const cold = held[i] as ColdEntry;
+      const cold = run[i]!;
       const start = cold.offset - first.offset;
       const text = span.toString('utf8', start, start + cold.length);
       out[i] = deepFreeze({
@@ -252,7 +170,7 @@ export function warmEntries(held: readonly HeldEntry[]): LogEntry[] {
   return out;
 }
 
-function entryData(cold: ColdEntry, text: string): unknown {
+function entryData(cold: ColdEntry<HistoryFile>, text: string): unknown {
   if (cold.file.layout === 'journal') return (parseLine(cold.file, cold.offset, text) as unknown[])[2];
   if (!cold.file.checksummed) return (parseLine(cold.file, cold.offset, text) as { data: unknown }).data;
   const head = entryHead(text);
@@ -265,7 +183,11 @@ function entryData(cold: ColdEntry, text: string): unknown {
 }
 
 /** A snapshot line's data, parsed once its checksum held. */
-function checkedData(cold: ColdRecord | ColdEntry, line: string, head: RecordHead | EntryHead): unknown {
+function checkedData(
+  cold: ColdRecord<HistoryFile> | ColdEntry<HistoryFile>,
+  line: string,
+  head: RecordHead | EntryHead,
+): unknown {
   const text = dataText(line, head);
   if (text === undefined || !checksumHolds(text, head))
     throw new StoreCorruptError(
@@ -275,18 +197,11 @@ function checkedData(cold: ColdRecord | ColdEntry, line: string, head: RecordHea
   return parseLine(cold.file, cold.offset, text);
 }
 
-/** Where a write put a line (or a journal item) the state can leave on disk afterwards. */
-export interface Placement {
-  offset: number;
-  length: number;
-}
-
 /** Where a journal append put each sealed record and log entry of its group. */
-export interface JournalPlacements {
-  file: HistoryFile;
-  records: Array<[StoredRecord, Placement]>;
-  entries: Array<[LogEntry, Placement]>;
-}
+export type JournalPlacements = AppendPlacements<HistoryFile>;
+
+/** The journal's file replaced by a shorter one: what `from` held from byte `shift` on is now in `to`. */
+export type JournalCut = FileCut<HistoryFile>;
 
 /** Bytes read ahead when a fold copies cold lines: they lie mostly in file order. */
 const COPY_WINDOW_BYTES = 1_048_576;
@@ -303,7 +218,7 @@ export class ColdLineCopier {
   /** `journals` holds each journal read whole: share it between the copiers of one fold. */
   constructor(private readonly journals: Map<HistoryFile, Buffer>) {}
 
-  bytesOf(cold: ColdRecord | ColdEntry): Buffer {
+  bytesOf(cold: ColdRecord<HistoryFile> | ColdEntry<HistoryFile>): Buffer {
     if (cold.file.layout === 'journal') {
       let whole = this.journals.get(cold.file);
       if (whole === undefined) this.journals.set(cold.file, (whole = cold.file.readAtMost(0, cold.file.size())));

@@ -3,19 +3,12 @@ import { open, rename, rm, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { syncDirectory } from './durable-json-file.js';
 import { fileLines, type LineBatch } from './file-lines.js';
-import { HistoryFile, type JournalPlacements, type Placement } from './cold-history.js';
+import type { Placement } from '../cold-lines.js';
+import { HistoryFile, type JournalCut, type JournalPlacements } from './cold-history.js';
 import { journalBehind, journalHeaderLine, readJournalHeader, type JournalIdentity } from './journal-header.js';
-import { PRIVATE_FILE_MODE } from './private-files.js';
-import type { CommittedState } from './layered-state.js';
-import type { LogEntry, StoredRecord } from './store.js';
-
-/** What one group commit changed: records written (null = removed), log entries appended, and streams trimmed. */
-export interface CommittedChanges {
-  records: Array<[kind: string, id: string, record: StoredRecord | null]>;
-  entries: LogEntry[];
-  /** Retention: entries of the stream below this sequence are gone. */
-  trims: Array<[stream: string, before: number]>;
-}
+import { PRIVATE_FILE_MODE } from '../private-files.js';
+import type { CommittedChanges, CommittedState } from '../layered-state.js';
+import type { LogEntry, StoredRecord } from '../store.js';
 
 type RecordLine =
   | [kind: string, id: string, version: number, terminal: boolean, data: unknown]
@@ -67,17 +60,10 @@ export function encodeGroup(seq: number, changes: CommittedChanges, lineOffset =
   return { text: parts.join(''), records, entries };
 }
 
-/** The journal's file replaced by a shorter one: what `from` held from byte `shift` on is now in `to`. */
-export interface JournalCut {
-  from: HistoryFile;
-  to: HistoryFile;
-  shift: number;
-}
-
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Applies one parsed journal line to the state, checking it continues exactly where the state stands; returns what it applied. */
-function applyGroup(state: CommittedState, raw: unknown, expectedSeq: number): CommittedChanges {
+function applyGroup(state: CommittedState<HistoryFile>, raw: unknown, expectedSeq: number): CommittedChanges {
   const applied: CommittedChanges = { records: [], entries: [], trims: [] };
   if (!isObject(raw) || raw.seq !== expectedSeq || !Array.isArray(raw.records) || !Array.isArray(raw.log)) {
     throw new Error(`group ${expectedSeq} is missing or malformed`);
@@ -139,7 +125,7 @@ function applyGroup(state: CommittedState, raw: unknown, expectedSeq: number): C
  */
 export async function replayJournal(
   batches: AsyncIterable<LineBatch> | Iterable<LineBatch>,
-  state: CommittedState,
+  state: CommittedState<HistoryFile>,
   through: number,
   history?: HistoryFile,
   startOffset = 0,
@@ -230,7 +216,7 @@ export class Journal {
    */
   static async open(
     path: string,
-    state: CommittedState,
+    state: CommittedState<HistoryFile>,
     through: number,
     expected: JournalIdentity | undefined,
   ): Promise<Journal> {

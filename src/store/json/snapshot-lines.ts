@@ -5,8 +5,8 @@ import { crc32 } from 'node:zlib';
  * and a log entry `{"stream":…,"sequence":…,"position":…,"data":…}`; from format 5 each also carries
  * `"crc32":"<8 hex digits>"` just before `"data"`: the CRC-32 of the data's text as written (UTF-8).
  *
- * Why a checksum: an open checks every line, and parsing each one whole to do so was 70 % of opening a
- * 195 MB store (JSON.parse and its garbage). The fields before the data are read with a pattern, the data
+ * Why a checksum: an open checks every line, and parsing each one whole to do so was most of the cost of
+ * opening a large store (JSON.parse and its garbage). The fields before the data are read with a pattern, the data
  * checked by its checksum (which, unlike a parse, also catches a changed digit or letter), and a sealed
  * record's or entry's data is parsed only when it is read back. Fixed width, so a line can be patched in place.
  */
@@ -82,7 +82,7 @@ export function entryHead(line: string): EntryHead | undefined {
 
 /**
  * A JSON string token's value, parsed into a string of its own: a slice of the line would keep the whole
- * line alive for as long as a cold record holds its id (opening a 195 MB store: RSS 122 -> 201 MB).
+ * line alive for as long as a cold record holds its id, which on a large store more than doubles the heap.
  */
 const stringToken = (token: string) => JSON.parse(token) as string;
 
@@ -115,3 +115,6 @@ const recordPrefix = (id: string, version: number, terminal: boolean, checksum: 
   `${JSON.stringify(id)}:{"version":${version},"terminal":${terminal},"crc32":"${checksum}","data":`;
 const entryPrefix = (stream: string, sequence: number, position: number, checksum: string) =>
   `{"stream":${JSON.stringify(stream)},"sequence":${sequence},"position":${position},"crc32":"${checksum}","data":`;
+
+/** Data as a line holds it; `undefined` (which JSON cannot hold) is kept as null rather than leaving the field out. */
+export const encodeData = (data: unknown) => JSON.stringify(data) ?? 'null';

@@ -2,8 +2,8 @@ import type { FileHandle } from 'node:fs/promises';
 
 /**
  * Bytes read at a time: bounds what reading a file holds besides what its reader keeps. A chunk's lines
- * live until the reader is done with them, so a scavenge in between promotes them: opening a 195 MB store
- * with 4 MiB chunks left the daemon at 163–173 MB RSS, with 512 KiB at 131–132 (and no slower).
+ * live until the reader is done with them, so a scavenge in between promotes them; smaller chunks kept a
+ * large store's open leaner and no slower (bench/README.md, Store design notes).
  */
 const READ_CHUNK_BYTES = 512 * 1024;
 const NEWLINE_BYTE = 0x0a;
@@ -39,7 +39,7 @@ export async function* fileLines(
     const batch: LineBatch = { lines: [], bytes: [] };
     let start = 0;
     if (carry !== undefined) {
-      // Only the line begun in the last chunk is joined (copying whole chunks cost 6 % of a 195 MB load).
+      // Only the line begun in the last chunk is joined: copying whole chunks cost a noticeable share of a load.
       const end = data.indexOf(NEWLINE_BYTE);
       if (end === -1) {
         carry = Buffer.concat([carry, data]);
