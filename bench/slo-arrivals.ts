@@ -199,7 +199,8 @@ async function main(): Promise<void> {
 
     const total = Math.round((ratePerMinute / 60) * seconds);
     const interval = 60_000 / ratePerMinute;
-    let begin: number | undefined;
+    // Unset until the first request is sent; the sampler below runs before that and must see it unset.
+    let begin: number | undefined = undefined;
     // Samplers: queue and runs every SAMPLE_MS, CPU and RSS every second.
     const depth: number[] = [];
     const age: number[] = [];
@@ -258,14 +259,12 @@ async function main(): Promise<void> {
       if (performance.now() > drainLimit) throw new Error('sessions did not settle within the drain limit');
       await sleep(50);
     }
-    const done = arrivals
-      .filter(settled)
-      .map(
-        (a) =>
-          ({ requestedAt: a.requestedAt, ...stamps.get(a.occurrenceId!)! }) as Required<Stamps> & {
-            requestedAt: number;
-          },
-      );
+    const done = arrivals.filter(settled).map(
+      (a) =>
+        ({ requestedAt: a.requestedAt, ...stamps.get(a.occurrenceId!)! }) as Required<Stamps> & {
+          requestedAt: number;
+        },
+    );
     const end = Math.max(...done.map((a) => a.settledAt));
     clearInterval(sampler);
     clearInterval(cpuSampler);
