@@ -62,9 +62,9 @@ const SAMPLE_MS = 100;
 const IDLE_MS = 5_000;
 /**
  * How long an idle daemon is watched for V8's memory reducer, whose collections give back the heap a load grew;
- * they start once allocation has stayed low for a while: 35-60 s after the load here (SQLite cell: RSS 137 -> 86
- * MB; one forced GC before it gives nothing back). Past the limit the RSS is taken as it is. `--idle-settle-s`
- * sets it (the quick bench: 0).
+ * they start once allocation has stayed low for a while, well after the load ends (bench/README.md has the figures;
+ * one forced GC before it gives nothing back). Past the limit the RSS is taken as it is. `--idle-settle-s` sets it
+ * (the quick bench: 0).
  */
 const IDLE_SETTLE_LIMIT_S = 120;
 /** The memory reducer runs its collections (up to three) within a second or two; this long without one, it is done. */
@@ -199,7 +199,8 @@ async function main(): Promise<void> {
 
     const total = Math.round((ratePerMinute / 60) * seconds);
     const interval = 60_000 / ratePerMinute;
-    let begin: number | undefined;
+    // Unset until the first request is sent; the sampler below runs before that and must see it unset.
+    let begin: number | undefined = undefined;
     // Samplers: queue and runs every SAMPLE_MS, CPU and RSS every second.
     const depth: number[] = [];
     const age: number[] = [];
@@ -258,14 +259,12 @@ async function main(): Promise<void> {
       if (performance.now() > drainLimit) throw new Error('sessions did not settle within the drain limit');
       await sleep(50);
     }
-    const done = arrivals
-      .filter(settled)
-      .map(
-        (a) =>
-          ({ requestedAt: a.requestedAt, ...stamps.get(a.occurrenceId!)! }) as Required<Stamps> & {
-            requestedAt: number;
-          },
-      );
+    const done = arrivals.filter(settled).map(
+      (a) =>
+        ({ requestedAt: a.requestedAt, ...stamps.get(a.occurrenceId!)! }) as Required<Stamps> & {
+          requestedAt: number;
+        },
+    );
     const end = Math.max(...done.map((a) => a.settledAt));
     clearInterval(sampler);
     clearInterval(cpuSampler);

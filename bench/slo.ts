@@ -43,8 +43,8 @@ const out = outIndex === -1 ? join('bench', 'results', 'slo.measured.json') : pr
 
 /**
  * The SQLite cells carry 1,000 definitions (the upstream restart gate's size). The JSON store rewrites its
- * whole snapshot on every fold and its cell process holds the seeded history in memory while seeding (≈ 600 MB
- * of RSS at 10k history), so its cells carry 100 definitions and stop at 10k history.
+ * whole snapshot on every fold and its cell process holds the seeded history in memory while seeding (its RSS
+ * grows with the history: see bench/README.md), so its cells carry 100 definitions and stop at 10k history.
  */
 const CELLS: Cell[] = quick
   ? [
@@ -69,7 +69,7 @@ const ARRIVAL_STORES: Array<'json' | 'sqlite'> = ['json', 'sqlite'];
 
 /**
  * Cells run as compiled JavaScript (tsconfig.bench.json → .bench-build/), as a daemon from `dist/` would:
- * under the tsx loader every process carries ≈40 MB more RSS and compiles on the fly.
+ * under the tsx loader every process carries the loader's extra RSS (see bench/README.md) and compiles on the fly.
  */
 const BUILD_DIR = '.bench-build';
 function compileCells(): void {

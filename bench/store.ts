@@ -111,8 +111,8 @@ async function main(): Promise<void> {
       const file = join(dir, `store-${size}.json`);
       const json = await JsonFileStore.open(file);
       await preload(json, size);
-      // The fold a large preload triggers runs beside the commits after it: measure once it is done (commits
-      // during a fold of the 55 MB preload measured 9 ms instead of 0.4).
+      // The fold a large preload triggers runs beside the commits after it and slows them many times over
+      // (bench/README.md): measure once it is done.
       await json.foldSettled();
       const journalBefore = sizeOf(`${file}.journal`);
       const sequential = summarize(await timeEach(samples, (i) => oneCommit(json, i)));

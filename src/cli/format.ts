@@ -23,6 +23,8 @@ export function paint(style: string, text: string): string {
   return code === undefined || !useColour() ? text : `\u001b[${code}m${text}\u001b[0m`;
 }
 
+// ANSI colour sequences start with ESC, a control character by definition.
+// eslint-disable-next-line no-control-regex
 const visible = (s: string) => s.replace(/\u001b\[[0-9;]*m/g, '').length;
 
 /** A plain aligned table. */

@@ -18,7 +18,7 @@ export async function runInspect(port: number, wait: boolean): Promise<number> {
     await new Promise<void>((resolve) => rl.question('Press Enter when the inspector page is open… ', () => resolve()));
     rl.close();
   }
-  let code = 0;
+  let code: number;
   try {
     const { receipts, verified } = await runDemo(
       join('.coven', 'inspect-demo.json'),

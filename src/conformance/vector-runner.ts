@@ -1,17 +1,14 @@
 import { readFileSync } from 'node:fs';
-import { CommandHandler } from '../command-handler/command-handler.js';
+import type { CommandHandler } from '../command-handler/command-handler.js';
 import type { CommandResponse } from '../command-handler/envelope.js';
-import { integrityOf, verifyIntegrity } from '../contract/digest.js';
-import type { EventEnvelope } from '../changefeed/event-envelope.js';
+import { integrityOf } from '../contract/digest.js';
 import { SimulatedClock } from '../clock/clock.js';
 import { createEngine, type CrashPoint, type Engine } from '../engine/engine.js';
-import { KINDS, renderOccurrence, renderRun, type OccurrenceRecord, type RunRecord } from '../domain/records.js';
 import { SimulatedRuntime, type SimulatedBehavior } from '../runtime/simulated-runtime.js';
 import { MemoryStore } from '../store/memory-store.js';
-import { KNOWN_DIFFERENCES, UNPRODUCED } from './known-differences.js';
-import { overall, type ConformanceVector, type ExpectationResult, type VectorReport } from './vector-format.js';
+import { judgeVector, type JudgedRun } from './vector-expectations.js';
+import { overall, type ConformanceVector, type VectorReport } from './vector-format.js';
 
-const TERMINAL = new Set(['succeeded', 'failed', 'cancelled', 'timed_out', 'skipped', 'superseded', 'ambiguous']);
 const CRASH_PHASE: Record<string, CrashPoint | 'launch-answer' | 'command'> = {
   plan: 'plan',
   claim: 'dispatch',
@@ -51,16 +48,9 @@ const UNSUPPORTED_OPS = new Set([
 let keyCounter = 0;
 const nextKey = (tag: string) => `conformance-${tag}-${String(++keyCounter).padStart(6, '0')}`;
 
-interface Run {
+interface Run extends JudgedRun {
   clock: SimulatedClock;
-  store: MemoryStore;
-  runtime: SimulatedRuntime;
   engine: Engine;
-  /** Feed length after setup: projections count the definitions' creation and what the scenario itself caused. */
-  setupEnd: number;
-  refusals: Map<string, CommandResponse>;
-  notes: string[];
-  unsupportedOps: string[];
   pendingCrash: string | undefined;
 }
 
@@ -107,7 +97,8 @@ async function reviseWith(
   );
 }
 
-async function setup(vector: ConformanceVector): Promise<Run> {
+/** A fresh engine on a memory store and a simulated clock starting where the vector's virtual time does. */
+function freshEngine(vector: ConformanceVector) {
   const start =
     vector.virtualTime?.start ??
     (vector.input.operations?.find((o) => typeof o.at === 'string')?.at as string | undefined) ??
@@ -131,10 +122,13 @@ async function setup(vector: ConformanceVector): Promise<Run> {
     leaseMinutes: 60,
     newId: () => `conformance-store-${++ids}`,
   });
-  const notes: string[] = [];
-  const definitions = (vector.input.definitions ?? []).map((d) =>
-    d.timezone === 'local' ? resolveLocal(d, notes) : d,
-  );
+  return { clock, store, runtime, engine };
+}
+
+type Definitions = NonNullable<ConformanceVector['input']['definitions']>;
+
+/** Imports the vector's flat definitions; refusals become notes. */
+async function importDefinitions(engine: Engine, definitions: Definitions, notes: string[]): Promise<void> {
   if (definitions.length > 0) {
     const imported = await engine.commands.handle(
       envelope('legacy.import.v1', { source: 'flat-definitions', definitions }),
@@ -144,6 +138,10 @@ async function setup(vector: ConformanceVector): Promise<Run> {
       Array<{ automationId: string; message: string }> | undefined;
     for (const failure of failures ?? []) notes.push(`import refused ${failure.automationId}: ${failure.message}`);
   }
+}
+
+/** Brings each imported definition to the vector's status through the contract's own transitions. */
+async function reachStatuses(engine: Engine, definitions: Definitions, notes: string[]): Promise<void> {
   for (const d of definitions) {
     if (d.status === 'DISABLED') continue;
     // Imports land in draft; the vector's status is reached through the contract's own transitions. A paused
@@ -166,6 +164,16 @@ async function setup(vector: ConformanceVector): Promise<Run> {
         envelope('definition.activate.v1', { automationId: d.id }, { expectedRevision: revised.revision! }),
       );
   }
+}
+
+async function setup(vector: ConformanceVector): Promise<Run> {
+  const { clock, store, runtime, engine } = freshEngine(vector);
+  const notes: string[] = [];
+  const definitions = (vector.input.definitions ?? []).map((d) =>
+    d.timezone === 'local' ? resolveLocal(d, notes) : d,
+  );
+  await importDefinitions(engine, definitions, notes);
+  await reachStatuses(engine, definitions, notes);
   const setupEnd = (await store.read((r) => r.readFeed())).length;
   return {
     clock,
@@ -206,6 +214,77 @@ async function tick(run: Run, at?: unknown): Promise<void> {
   await run.engine.tick();
 }
 
+function setBehavior(run: Run, op: Record<string, unknown>): void {
+  const behavior = BEHAVIOR[String(op.behavior)];
+  if (behavior === undefined) {
+    run.unsupportedOps.push(`runtimeBehavior ${String(op.behavior)}`);
+    return;
+  }
+  run.runtime.defaultBehavior = behavior;
+}
+
+async function setRetryPolicy(run: Run, op: Record<string, unknown>): Promise<void> {
+  for (const id of await definitionIds(run)) {
+    await reviseWith(run.engine.commands, id, (body) => {
+      const policies = body.policies as Record<string, unknown>;
+      const seconds = Number(op.backoffSeconds ?? 0);
+      policies.retry = {
+        maxAttempts: Number(op.maxAttempts ?? 1),
+        backoffPolicy: seconds > 0 ? 'fixed' : 'none',
+        ...(seconds > 0 ? { backoffSeconds: seconds } : {}),
+        retryableClasses: ['runtime_unavailable', 'transient_dispatch'],
+      };
+    });
+  }
+}
+
+async function changeLifecycle(run: Run, op: Record<string, unknown> & { op: string }, at?: string): Promise<void> {
+  if (at !== undefined) run.clock.set(at);
+  const current = await currentDefinition(run.engine.commands, String(op.automationId));
+  const r = await run.engine.commands.handle(
+    envelope(
+      `definition.${op.op}.v1`,
+      { automationId: op.automationId },
+      { expectedRevision: current.revision as number },
+    ),
+  );
+  if (r.outcome === 'rejected') run.refusals.set(String(op.label ?? op.op), r);
+}
+
+async function runNow(run: Run, op: Record<string, unknown>, at?: string): Promise<void> {
+  if (at !== undefined) run.clock.set(at);
+  if (run.pendingCrash !== undefined && CRASH_PHASE[run.pendingCrash] === 'command') {
+    run.pendingCrash = undefined;
+    run.notes.push('runNow crashed before its commit: nothing of it is durable');
+    return;
+  }
+  const r = await run.engine.commands.handle(
+    envelope(
+      'occurrence.runNow.v1',
+      { automationId: op.automationId },
+      { adoptionKey: contractKey(String(op.adoptionKey), run.notes) },
+    ),
+  );
+  if (r.outcome !== 'committed') run.refusals.set(String(op.label ?? op.adoptionKey), r);
+  await run.engine.tick();
+}
+
+async function setDefinitionRevision(run: Run, op: Record<string, unknown>): Promise<void> {
+  const id = String(op.automationId);
+  const current = await currentDefinition(run.engine.commands, id);
+  const target = Number(op.revision);
+  const { integrity: _i, ...body } = structuredClone(current);
+  body.revision = target;
+  const r = await run.engine.commands.handle(
+    envelope(
+      'definition.revise.v1',
+      { definition: { ...body, integrity: integrityOf(body) } },
+      { expectedRevision: Math.max(1, target - 1) },
+    ),
+  );
+  if (r.outcome === 'rejected') run.refusals.set(String(op.label), r);
+}
+
 async function apply(run: Run, op: Record<string, unknown> & { op: string }): Promise<void> {
   const at = typeof op.at === 'string' ? op.at : undefined;
   switch (op.op) {
@@ -219,7 +298,7 @@ async function apply(run: Run, op: Record<string, unknown> & { op: string }): Pr
     case 'setHostTimezone':
       run.notes.push(`host timezone set to ${String(op.hostTimezone)}: durable zones are never reinterpreted`);
       return;
-    case 'restart': {
+    case 'restart':
       run.engine = createEngine({
         store: run.store,
         clock: run.clock,
@@ -227,81 +306,20 @@ async function apply(run: Run, op: Record<string, unknown> & { op: string }): Pr
         instanceId: 'conformance-engine-restarted',
       });
       return tick(run, at);
-    }
     case 'crash':
       run.pendingCrash = String(op.during);
       return;
-    case 'runtimeBehavior': {
-      const behavior = BEHAVIOR[String(op.behavior)];
-      if (behavior === undefined) {
-        run.unsupportedOps.push(`runtimeBehavior ${String(op.behavior)}`);
-        return;
-      }
-      run.runtime.defaultBehavior = behavior;
-      return;
-    }
+    case 'runtimeBehavior':
+      return setBehavior(run, op);
     case 'setRetryPolicy':
-      for (const id of await definitionIds(run)) {
-        await reviseWith(run.engine.commands, id, (body) => {
-          const policies = body.policies as Record<string, unknown>;
-          const seconds = Number(op.backoffSeconds ?? 0);
-          policies.retry = {
-            maxAttempts: Number(op.maxAttempts ?? 1),
-            backoffPolicy: seconds > 0 ? 'fixed' : 'none',
-            ...(seconds > 0 ? { backoffSeconds: seconds } : {}),
-            retryableClasses: ['runtime_unavailable', 'transient_dispatch'],
-          };
-        });
-      }
-      return;
+      return setRetryPolicy(run, op);
     case 'activate':
-    case 'pause': {
-      if (at !== undefined) run.clock.set(at);
-      const current = await currentDefinition(run.engine.commands, String(op.automationId));
-      const r = await run.engine.commands.handle(
-        envelope(
-          `definition.${op.op}.v1`,
-          { automationId: op.automationId },
-          { expectedRevision: current.revision as number },
-        ),
-      );
-      if (r.outcome === 'rejected') run.refusals.set(String(op.label ?? op.op), r);
-      return;
-    }
-    case 'runNow': {
-      if (at !== undefined) run.clock.set(at);
-      if (run.pendingCrash !== undefined && CRASH_PHASE[run.pendingCrash] === 'command') {
-        run.pendingCrash = undefined;
-        run.notes.push('runNow crashed before its commit: nothing of it is durable');
-        return;
-      }
-      const r = await run.engine.commands.handle(
-        envelope(
-          'occurrence.runNow.v1',
-          { automationId: op.automationId },
-          { adoptionKey: contractKey(String(op.adoptionKey), run.notes) },
-        ),
-      );
-      if (r.outcome !== 'committed') run.refusals.set(String(op.label ?? op.adoptionKey), r);
-      await run.engine.tick();
-      return;
-    }
-    case 'setDefinitionRevision': {
-      const id = String(op.automationId);
-      const current = await currentDefinition(run.engine.commands, id);
-      const target = Number(op.revision);
-      const { integrity: _i, ...body } = structuredClone(current);
-      body.revision = target;
-      const r = await run.engine.commands.handle(
-        envelope(
-          'definition.revise.v1',
-          { definition: { ...body, integrity: integrityOf(body) } },
-          { expectedRevision: Math.max(1, target - 1) },
-        ),
-      );
-      if (r.outcome === 'rejected') run.refusals.set(String(op.label), r);
-      return;
-    }
+    case 'pause':
+      return changeLifecycle(run, op, at);
+    case 'runNow':
+      return runNow(run, op, at);
+    case 'setDefinitionRevision':
+      return setDefinitionRevision(run, op);
     case 'subscribe':
     case 'deliver':
       return;
@@ -323,187 +341,11 @@ async function definitionIds(run: Run): Promise<string[]> {
   return (await run.store.read((r) => r.list('definition'))).map((r) => r.id);
 }
 
-/** The reference model's event names, projected from the contract's changefeed. */
-function projectEvent(event: EventEnvelope): string | undefined {
-  const p = event.payload as { from?: string; to?: string };
-  switch (event.kind) {
-    case 'definition.created':
-    case 'definition.imported':
-      return 'definition.created';
-    case 'definition.revised':
-    case 'definition.activated':
-    case 'definition.paused':
-    case 'definition.disabled':
-      return 'definition.updated';
-    case 'occurrence.transitioned':
-      if (p.from === 'none') return 'occurrence.planned';
-      if (p.to === 'claimed') return 'occurrence.claimed';
-      return TERMINAL.has(p.to ?? '') ? 'occurrence.settled' : undefined;
-    case 'run.transitioned':
-      if (p.from === 'accepted' && p.to === 'running') return 'run.started';
-      return TERMINAL.has(p.to ?? '') ? 'run.finished' : undefined;
-    case 'receipt.recorded':
-      return 'receipt.sealed';
-    default:
-      return undefined;
-  }
-}
-
-async function observe(run: Run) {
-  const occurrences = (
-    (await run.store.read((r) => r.list<OccurrenceRecord['data']>(KINDS.occurrence))) as OccurrenceRecord[]
-  ).map(
-    (o) =>
-      ({
-        ...renderOccurrence(o),
-        attempt: (o.data.snapshot.context as { attemptCount: number }).attemptCount,
-      }) as Record<string, unknown>,
-  );
-  const runs = ((await run.store.read((r) => r.list<RunRecord['data']>(KINDS.run))) as RunRecord[]).map(renderRun);
-  const receipts = (await run.store.read((r) => r.list<Record<string, unknown>>(KINDS.receipt))).map((r) => r.data);
-  const feed = (await run.store.read((r) => r.readFeed<EventEnvelope>())).map((e) => e.data);
-  const creations = feed.filter((e) => e.kind === 'definition.imported' || e.kind === 'definition.created');
-  const scenario = feed.slice(run.setupEnd);
-  const projected = [...creations, ...scenario].map(projectEvent).filter((k): k is string => k !== undefined);
-  const quarantined = (await run.store.read((r) => r.list(KINDS.quarantine))).map((q) => q.id);
-  return { occurrences, runs, receipts, projected, quarantined };
-}
-
-function matches(actual: Record<string, unknown>, expected: Record<string, unknown>, ignore: string[]): boolean {
-  return Object.entries(expected).every(([k, v]) => ignore.includes(k) || actual[k] === v);
-}
-
 /** Runs one conformance vector against a fresh engine and compares every expectation it states. */
 export async function runVector(file: string): Promise<VectorReport> {
   const vector = JSON.parse(readFileSync(file, 'utf8')) as ConformanceVector;
   const run = await setup(vector);
   for (const op of vector.input.operations ?? []) await apply(run, op);
-  const seen = await observe(run);
-  const results: ExpectationResult[] = [];
-  const unsupported = run.unsupportedOps;
-  const push = (expectation: string, ok: boolean, expected: unknown, observed: unknown) => {
-    const known = KNOWN_DIFFERENCES[`${vector.vectorId}#${expectation}`];
-    if (ok) results.push({ expectation, status: 'pass' });
-    else if (known !== undefined)
-      results.push({ expectation, status: known.status, expected, observed, reason: known.reason });
-    // An expectation that follows from an op this engine cannot perform is unsupported, not failed.
-    else if (unsupported.length > 0)
-      results.push({
-        expectation,
-        status: 'unsupported',
-        expected,
-        observed,
-        reason: `depends on ${unsupported.join(', ')}, which this engine does not support`,
-      });
-    else results.push({ expectation, status: 'fail', expected, observed });
-  };
-  const e = vector.expected;
-  if (Array.isArray(e.occurrences)) {
-    for (const [i, want] of (e.occurrences as Array<Record<string, unknown>>).entries()) {
-      const ignore = ['failureReasonMatches'];
-      const found = seen.occurrences.find((o) => matches(o as Record<string, unknown>, want, ignore));
-      const reason = want.failureReasonMatches as string | undefined;
-      const ok =
-        found !== undefined &&
-        (reason === undefined || String(found.stateReason).toLowerCase().includes(reason.toLowerCase()));
-      push(
-        `occurrences[${i}]`,
-        ok,
-        want,
-        seen.occurrences.map((o) => ({
-          scheduledFor: o.scheduledFor,
-          state: o.state,
-          attempt: o.attempt,
-          stateReason: o.stateReason,
-        })),
-      );
-    }
-  }
-  if (Array.isArray(e.runs)) {
-    const runs = e.runs as Array<Record<string, unknown>>;
-    if (runs.length === 0) push('runs', seen.runs.length === 0, [], seen.runs.length);
-    for (const [i, want] of runs.entries()) {
-      const mine = seen.runs.filter(
-        (r) => r.automationId === want.automationId && (want.status === undefined || r.state === want.status),
-      );
-      const count = want.count as number | undefined;
-      push(
-        `runs[${i}]`,
-        count === undefined ? mine.length > 0 : mine.length === count,
-        want,
-        seen.runs.map((r) => ({ state: r.state, attemptCount: r.attemptCount })),
-      );
-    }
-  }
-  if (typeof e.dispatchCount === 'number')
-    push('dispatchCount', run.runtime.launchCalls === e.dispatchCount, e.dispatchCount, run.runtime.launchCalls);
-  if (Array.isArray(e.refusals)) {
-    for (const want of e.refusals as Array<{ refusalId: string; reasonMatches: string }>) {
-      const refusal = run.refusals.get(want.refusalId);
-      push(`refusals.${want.refusalId}`, refusal !== undefined, want, 'committed');
-      // The refusal's code is contract; its wording belongs to the reference model and is only reported.
-      if (refusal !== undefined && !(refusal.error?.message ?? '').includes(want.reasonMatches)) {
-        const answer =
-          refusal.outcome === 'replayed'
-            ? 'replayed (the first outcome, nothing re-executed)'
-            : `${String(refusal.error?.code)}: ${String(refusal.error?.message)}`;
-        run.notes.push(`${want.refusalId} refused as ${answer}; reference wording "${want.reasonMatches}"`);
-      }
-    }
-  }
-  if (e.receipts !== undefined) {
-    const want = e.receipts as { count?: number; allVerify?: boolean; outcomes?: string[] };
-    const outcomes = seen.receipts.map((r) => (r.outcome as { disposition: string }).disposition).sort();
-    const ok =
-      (want.count === undefined || seen.receipts.length === want.count) &&
-      (want.allVerify !== true || seen.receipts.every((r) => verifyIntegrity(r).valid)) &&
-      (want.outcomes === undefined || JSON.stringify(outcomes) === JSON.stringify([...want.outcomes].sort()));
-    push('receipts', ok, want, { count: seen.receipts.length, outcomes });
-  }
-  if (e.projection !== undefined) {
-    const want = e.projection as Record<string, number>;
-    const counts: Record<string, number> = { eventCount: seen.projected.length };
-    for (const k of seen.projected) counts[k] = (counts[k] ?? 0) + 1;
-    push(
-      'projection',
-      Object.entries(want).every(([k, v]) => (counts[k] ?? 0) === v),
-      want,
-      counts,
-    );
-  }
-  if (e.replay !== undefined) {
-    const want = e.replay as { afterCursor: number; expectedEventTypes: string[] };
-    const got = seen.projected.slice(want.afterCursor);
-    push('replay', JSON.stringify(got) === JSON.stringify(want.expectedEventTypes), want.expectedEventTypes, got);
-  }
-  for (const [key, reason] of Object.entries(UNPRODUCED)) {
-    if (e[key] !== undefined) results.push({ expectation: key, status: 'unsupported', expected: e[key], reason });
-  }
-  if (Array.isArray(e.invariants)) {
-    const launchesPerKey = new Map<string, number>();
-    for (const l of run.runtime.launches) launchesPerKey.set(l.sessionKey, (launchesPerKey.get(l.sessionKey) ?? 0) + 1);
-    const checks: Record<string, () => boolean> = {
-      'no-duplicate-dispatch-per-fence': () => [...launchesPerKey.values()].every((n) => n === 1),
-      'fence-uniqueness': () => new Set(seen.occurrences.map((o) => o.occurrenceKey)).size === seen.occurrences.length,
-      'terminal-state-monotonicity': () => true,
-      'no-false-success-under-injected-failure': () =>
-        seen.runs.every((r) => r.state !== 'succeeded' || r.receiptRef !== undefined),
-      'no-silent-eligible-occurrence-loss': () =>
-        seen.occurrences.every((o) => o.state !== 'eligible' && o.state !== 'planned'),
-      'bounded-ledger-growth': () => true,
-    };
-    for (const name of e.invariants as string[]) {
-      const check = checks[name];
-      push(
-        `invariants.${name}`,
-        check !== undefined && check(),
-        name,
-        check === undefined ? 'unknown invariant' : 'violated',
-      );
-    }
-  }
-  for (const op of run.unsupportedOps)
-    results.push({ expectation: `op ${op}`, status: 'unsupported', reason: `${op} has no counterpart in this engine` });
-  for (const note of run.notes) results.push({ expectation: 'note', status: 'pass', reason: note });
+  const results = await judgeVector(vector, run);
   return { file, vectorId: vector.vectorId, title: vector.title, status: overall(results), expectations: results };
 }

@@ -71,8 +71,8 @@ const BEHAVIORS: SimulatedBehavior[] = [
 ];
 const CRASH_POINTS: CrashPoint[] = ['plan', 'claim', 'dispatch', 'observe'];
 
-/** Every action the engine-level model may take, as fast-check command arbitraries. */
-export function engineCommands(): Array<fc.Arbitrary<fc.AsyncCommand<Model, World>>> {
+/** Defining, revising and moving definitions through their lifecycle (sometimes with a stale revision). */
+function definitionCommands(): Array<fc.Arbitrary<fc.AsyncCommand<Model, World>>> {
   return [
     fc
       .tuple(
@@ -111,11 +111,23 @@ export function engineCommands(): Array<fc.Arbitrary<fc.AsyncCommand<Model, Worl
     fc
       .tuple(automation, fc.integer({ min: 8, max: 20 }))
       .map(([id, hour]) => command(`revise ${id} to ${hour}:00`, (w) => w.revise(id, hour))),
+  ];
+}
+
+/** Time passing, engine passes, and what the runtime will do next. */
+function clockAndRuntimeCommands(): Array<fc.Arbitrary<fc.AsyncCommand<Model, World>>> {
+  return [
     fc
       .constantFrom(1, 7, 30, 61, 180, 1440)
       .map((minutes) => command(`advance ${minutes} min`, async (w) => w.clock.advance({ minutes }))),
     fc.constantFrom(0, 1).map((engine) => command(`tick engine ${engine === 0 ? 'a' : 'b'}`, (w) => w.tick(engine))),
     fc.constantFrom(...BEHAVIORS).map((b) => command(`runtime will ${b}`, async (w) => w.behave(b))),
+  ];
+}
+
+/** Operator commands aimed at whatever live occurrence or held run the index picks. */
+function operatorCommands(): Array<fc.Arbitrary<fc.AsyncCommand<Model, World>>> {
+  return [
     fc.nat(9).map((i) =>
       command(`cancel live occurrence #${i}`, async (w) => {
         const o = await pickLive(w, i, ['planned', 'eligible', 'claimed', 'dispatching', 'running']);
@@ -153,6 +165,16 @@ export function engineCommands(): Array<fc.Arbitrary<fc.AsyncCommand<Model, Worl
         await w.command('occurrence.runNow.v1', { automationId: id }, { adoptionKey: key });
       }),
     ),
+  ];
+}
+
+/** Every action the engine-level model may take, as fast-check command arbitraries. */
+export function engineCommands(): Array<fc.Arbitrary<fc.AsyncCommand<Model, World>>> {
+  // The order is part of every recorded seed's meaning: new commands go at the end.
+  return [
+    ...definitionCommands(),
+    ...clockAndRuntimeCommands(),
+    ...operatorCommands(),
     fc
       .constantFrom(...CRASH_POINTS)
       .map((point) => command(`crash before ${point}, restart`, (w) => w.crashAndRestart(point))),

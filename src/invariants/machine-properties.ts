@@ -89,6 +89,102 @@ const EVIDENCE: Record<MachineId, string[]> = {
   'definition.v1': [],
 };
 
+function emptyResult(property: string, invariant: string, machine: MachineId): MachinePropertyResult {
+  return { property, invariant, machine, runs: 0, steps: 0, problems: [] };
+}
+
+type Path = ReturnType<typeof paths>[number];
+
+/** terminal-no-regress over enumerated paths: no sample event, legal or not, moves a terminal snapshot. */
+function terminalNoRegress(subject: MachineUnderTest, all: Path[]): MachinePropertyResult {
+  const terminal = new Set(subject.spec.terminal);
+  const events = eventsOf(subject.spec);
+  const machine = permissive(subject.machine, subject.spec);
+  const regress = emptyResult('no event leaves a terminal state', 'terminal-no-regress', subject.id);
+  for (const path of all.filter((p) => terminal.has(stateOf(p.final)))) {
+    regress.runs += 1;
+    for (const event of events) {
+      regress.steps += 1;
+      const [next] = transition(machine, path.final, event as never);
+      if (next !== path.final || path.final.can(event))
+        regress.problems.push(`${subject.id}: ${stateOf(path.final)} accepts ${event.type} from ${event.actor}`);
+    }
+  }
+  return regress;
+}
+
+/** no-evidence-no-success over enumerated paths: every path to succeeded passed the machine's evidence events. */
+function pathsNeedEvidence(subject: MachineUnderTest, all: Path[], evidence: MachinePropertyResult): void {
+  for (const path of all) {
+    evidence.runs += 1;
+    evidence.steps += path.events.length;
+    if (stateOf(path.final) === 'succeeded') {
+      for (const needed of EVIDENCE[subject.id])
+        if (!path.events.some((e) => e.type === needed))
+          evidence.problems.push(
+            `${subject.id}: succeeded via ${path.events.map((e) => e.type).join(' > ')} without ${needed}`,
+          );
+    }
+  }
+}
+
+interface WalkResults {
+  refused: MachinePropertyResult;
+  evidence: MachinePropertyResult;
+  ambiguous: MachinePropertyResult;
+}
+
+/** One random walk; a broken property throws so fast-check shrinks the walk to a minimal event sequence. */
+function checkWalk(subject: MachineUnderTest, picks: number[], { refused, evidence, ambiguous }: WalkResults): void {
+  refused.runs += 1;
+  ambiguous.runs += 1;
+  const seen: string[] = [];
+  for (const step of walk(subject, picks)) {
+    refused.steps += 1;
+    ambiguous.steps += 1;
+    if (!step.from.can(step.event) && step.to !== step.from)
+      throw new WalkProblem(refused, `${subject.id}: refused ${step.event.type} changed the snapshot`);
+    if (step.to !== step.from) seen.push(step.event.type);
+    if (
+      step.to !== step.from &&
+      stateOf(step.from) === 'recovery_required' &&
+      !(step.event.actor === 'command_handler' && step.event.type.startsWith('operator_recovery'))
+    ) {
+      throw new WalkProblem(
+        ambiguous,
+        `${subject.id}: ${step.event.type} by ${step.event.actor} left recovery_required`,
+      );
+    }
+    if (stateOf(step.to) === 'succeeded' && step.to !== step.from) {
+      evidence.steps += 1;
+      for (const needed of EVIDENCE[subject.id])
+        if (!seen.includes(needed))
+          throw new WalkProblem(evidence, `${subject.id}: a walk succeeded without ${needed}`);
+    }
+  }
+}
+
+/** Seeded random walks; a failure is recorded on the property it broke, with the shrunk walk spelled out. */
+function checkWalks(subject: MachineUnderTest, options: { runs: number; seed: number }, results: WalkResults): void {
+  const walks = fc.array(fc.nat(10_000), { minLength: 1, maxLength: 40 });
+  const report = fc.check(
+    fc.property(walks, (picks) => checkWalk(subject, picks, results)),
+    { seed: options.seed, numRuns: options.runs },
+  );
+  if (!report.failed) return;
+  const problem = report.errorInstance instanceof WalkProblem ? report.errorInstance : undefined;
+  const events = eventsOf(subject.spec);
+  const shrunk = (report.counterexample?.[0] as number[] | undefined)
+    ?.map((pick) => {
+      const e = events[pick % events.length]!;
+      return `${e.type}(${e.actor})`;
+    })
+    .join(' > ');
+  (problem?.result ?? results.refused).problems.push(
+    `${problem?.message ?? String(report.errorInstance)} [seed ${report.seed}, minimal walk: ${shrunk ?? '?'}]`,
+  );
+}
+
 /**
  * The machine-level properties over enumerated paths and seeded random walks: terminal-no-regress,
  * refused events leave the snapshot identical, no-evidence-no-success, ambiguous-never-auto-retried,
@@ -99,111 +195,21 @@ export function checkMachineProperties(
   options: { runs: number; seed: number },
 ): MachinePropertyResult[] {
   const results: MachinePropertyResult[] = [];
-  const walks = fc.array(fc.nat(10_000), { minLength: 1, maxLength: 40 });
   for (const subject of subjects) {
-    const terminal = new Set(subject.spec.terminal);
     const all = paths(subject);
-    const events = eventsOf(subject.spec);
-    const machine = permissive(subject.machine, subject.spec);
-
-    const regress: MachinePropertyResult = {
-      property: 'no event leaves a terminal state',
-      invariant: 'terminal-no-regress',
-      machine: subject.id,
-      runs: 0,
-      steps: 0,
-      problems: [],
+    const regress = terminalNoRegress(subject, all);
+    const walked: WalkResults = {
+      refused: emptyResult('a refused event leaves the snapshot identical', 'terminal-no-regress', subject.id),
+      evidence: emptyResult('success only after runtime evidence', 'no-evidence-no-success', subject.id),
+      ambiguous: emptyResult(
+        'only the operator opens work after ambiguity',
+        'ambiguous-never-auto-retried',
+        subject.id,
+      ),
     };
-    for (const path of all.filter((p) => terminal.has(stateOf(p.final)))) {
-      regress.runs += 1;
-      for (const event of events) {
-        regress.steps += 1;
-        const [next] = transition(machine, path.final, event as never);
-        if (next !== path.final || path.final.can(event))
-          regress.problems.push(`${subject.id}: ${stateOf(path.final)} accepts ${event.type} from ${event.actor}`);
-      }
-    }
-    const refused: MachinePropertyResult = {
-      property: 'a refused event leaves the snapshot identical',
-      invariant: 'terminal-no-regress',
-      machine: subject.id,
-      runs: 0,
-      steps: 0,
-      problems: [],
-    };
-    const evidence: MachinePropertyResult = {
-      property: 'success only after runtime evidence',
-      invariant: 'no-evidence-no-success',
-      machine: subject.id,
-      runs: 0,
-      steps: 0,
-      problems: [],
-    };
-    const ambiguous: MachinePropertyResult = {
-      property: 'only the operator opens work after ambiguity',
-      invariant: 'ambiguous-never-auto-retried',
-      machine: subject.id,
-      runs: 0,
-      steps: 0,
-      problems: [],
-    };
-    for (const path of all) {
-      evidence.runs += 1;
-      evidence.steps += path.events.length;
-      if (stateOf(path.final) === 'succeeded') {
-        for (const needed of EVIDENCE[subject.id])
-          if (!path.events.some((e) => e.type === needed))
-            evidence.problems.push(
-              `${subject.id}: succeeded via ${path.events.map((e) => e.type).join(' > ')} without ${needed}`,
-            );
-      }
-    }
-    // A walk that breaks a property throws, so fast-check shrinks it to a minimal event sequence.
-    const report = fc.check(
-      fc.property(walks, (picks) => {
-        refused.runs += 1;
-        ambiguous.runs += 1;
-        const seen: string[] = [];
-        for (const step of walk(subject, picks)) {
-          refused.steps += 1;
-          ambiguous.steps += 1;
-          if (!step.from.can(step.event) && step.to !== step.from)
-            throw new WalkProblem(refused, `${subject.id}: refused ${step.event.type} changed the snapshot`);
-          if (step.to !== step.from) seen.push(step.event.type);
-          if (
-            step.to !== step.from &&
-            stateOf(step.from) === 'recovery_required' &&
-            !(step.event.actor === 'command_handler' && step.event.type.startsWith('operator_recovery'))
-          ) {
-            throw new WalkProblem(
-              ambiguous,
-              `${subject.id}: ${step.event.type} by ${step.event.actor} left recovery_required`,
-            );
-          }
-          if (stateOf(step.to) === 'succeeded' && step.to !== step.from) {
-            evidence.steps += 1;
-            for (const needed of EVIDENCE[subject.id])
-              if (!seen.includes(needed))
-                throw new WalkProblem(evidence, `${subject.id}: a walk succeeded without ${needed}`);
-          }
-        }
-      }),
-      { seed: options.seed, numRuns: options.runs },
-    );
-    if (report.failed) {
-      const problem = report.errorInstance instanceof WalkProblem ? report.errorInstance : undefined;
-      const events = eventsOf(subject.spec);
-      const shrunk = (report.counterexample?.[0] as number[] | undefined)
-        ?.map((pick) => {
-          const e = events[pick % events.length]!;
-          return `${e.type}(${e.actor})`;
-        })
-        .join(' > ');
-      (problem?.result ?? refused).problems.push(
-        `${problem?.message ?? String(report.errorInstance)} [seed ${report.seed}, minimal walk: ${shrunk ?? '?'}]`,
-      );
-    }
-    results.push(regress, refused, evidence, ambiguous);
+    pathsNeedEvidence(subject, all, walked.evidence);
+    checkWalks(subject, options, walked);
+    results.push(regress, walked.refused, walked.evidence, walked.ambiguous);
     if (subject.id === 'attempt.v1') results.push(secondSessionProperty(subject, options));
   }
   return results;
@@ -218,19 +224,31 @@ class WalkProblem extends Error {
   }
 }
 
+/** An attempt with its first session bound, and (when `observing`) its evidence stream open. */
+function boundAttempt(subject: MachineUnderTest, now: string, observing: boolean): AnyMachineSnapshot {
+  let s = createActor(subject.machine, { input: sampleInputs[subject.id] }).getSnapshot() as AnyMachineSnapshot;
+  for (const e of [
+    { type: 'dispatch', actor: 'dispatcher', now, dispatchGeneration: 1, fenceGeneration: 1 },
+    { type: 'runtime_started', actor: 'dispatcher', now, sessionId: 'session-1', dispatchGeneration: 1 },
+    ...(observing
+      ? [{ type: 'evidence_stream_open', actor: 'worker', now, sessionId: 'session-1', cursors: { logCursor: '0' } }]
+      : []),
+  ]) {
+    s = transition(subject.machine, s, e as never)[0] as AnyMachineSnapshot;
+  }
+  return s;
+}
+
 /** With the real guards: once a session is bound, no second bind of any shape is accepted, and nothing changes. */
 function secondSessionProperty(
   subject: MachineUnderTest,
   options: { runs: number; seed: number },
 ): MachinePropertyResult {
-  const result: MachinePropertyResult = {
-    property: 'a second session bind is refused and changes nothing',
-    invariant: 'one-attempt-one-session',
-    machine: subject.id,
-    runs: 0,
-    steps: 0,
-    problems: [],
-  };
+  const result = emptyResult(
+    'a second session bind is refused and changes nothing',
+    'one-attempt-one-session',
+    subject.id,
+  );
   const now = '2026-03-01T09:00:00.000Z';
   fc.assert(
     fc.property(
@@ -240,24 +258,7 @@ function secondSessionProperty(
       fc.boolean(),
       (secondSession, generation, actor, observing) => {
         result.runs += 1;
-        let s = createActor(subject.machine, { input: sampleInputs[subject.id] }).getSnapshot() as AnyMachineSnapshot;
-        for (const e of [
-          { type: 'dispatch', actor: 'dispatcher', now, dispatchGeneration: 1, fenceGeneration: 1 },
-          { type: 'runtime_started', actor: 'dispatcher', now, sessionId: 'session-1', dispatchGeneration: 1 },
-          ...(observing
-            ? [
-                {
-                  type: 'evidence_stream_open',
-                  actor: 'worker',
-                  now,
-                  sessionId: 'session-1',
-                  cursors: { logCursor: '0' },
-                },
-              ]
-            : []),
-        ]) {
-          s = transition(subject.machine, s, e as never)[0] as AnyMachineSnapshot;
-        }
+        const s = boundAttempt(subject, now, observing);
         const bound = stateOf(s);
         if (bound !== (observing ? 'observing' : 'started'))
           result.problems.push(`${subject.id}: could not bind the first session (${bound})`);

@@ -62,6 +62,32 @@ function digestOfFiles(dir: string, files: string[]): string {
   return sha256Hex(files.map((f) => `${f}\u0000${sha256Hex(readFileSync(join(dir, f), 'utf8'))}`).join('\n'));
 }
 
+/** The spec bundle the run checked, identified by the digests of its files. */
+function protocolArtifact(root: string, commit: string): Record<string, unknown> {
+  const specFiles = readdirSync(join(root, SPEC_DIR))
+    .filter((f) => f.endsWith('.json'))
+    .sort();
+  return {
+    bundleSchemaVersion: 'coven-automata.spec.v1',
+    sourceCommit: commit,
+    bundleSha256: digestOfFiles(join(root, SPEC_DIR), specFiles),
+    contractContentSha256: sha256Hex(readFileSync(join(root, SPEC_DIR, 'state-machines.json'), 'utf8')),
+    fileCount: specFiles.length,
+  };
+}
+
+/** The suite that ran: this package's version, its invariant sources' digest, and what it was asked to check. */
+function runner(root: string, result: SuiteResult): Record<string, unknown> {
+  const invariantSources = readdirSync(join(root, 'src', 'invariants')).sort();
+  const version = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string }).version;
+  return {
+    name: 'coven-automata-invariants',
+    version,
+    artifactSha256: digestOfFiles(join(root, 'src', 'invariants'), invariantSources),
+    vectorSetSha256: jcsSha256({ seed: result.seed, invariants: result.rows.map((r) => r.invariant) }),
+  };
+}
+
 /**
  * The run as a `coven.automations.conformance-result.v1` envelope (audit only, unsigned): the
  * state-machine-property-tests suite of the structural profile, with a JCS SHA-256 statement digest.
@@ -73,11 +99,6 @@ export function conformanceResult(
 ): Record<string, unknown> {
   const root = packageRoot();
   const commit = gitCommit(root);
-  const specFiles = readdirSync(join(root, SPEC_DIR))
-    .filter((f) => f.endsWith('.json'))
-    .sort();
-  const invariantSources = readdirSync(join(root, 'src', 'invariants')).sort();
-  const version = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string }).version;
   const passed = result.passed && (selfCheck ?? []).every((r) => r.status === 'caught');
   const evidence = {
     seed: result.seed,
@@ -90,19 +111,8 @@ export function conformanceResult(
     resultId: `coven-automata-invariants-${result.seed}`,
     decisionScope: { kind: 'audit_only' },
     source: { repository: 'https://coven-automata.invalid/coven-automata', commit },
-    protocolArtifact: {
-      bundleSchemaVersion: 'coven-automata.spec.v1',
-      sourceCommit: commit,
-      bundleSha256: digestOfFiles(join(root, SPEC_DIR), specFiles),
-      contractContentSha256: sha256Hex(readFileSync(join(root, SPEC_DIR, 'state-machines.json'), 'utf8')),
-      fileCount: specFiles.length,
-    },
-    runner: {
-      name: 'coven-automata-invariants',
-      version,
-      artifactSha256: digestOfFiles(join(root, 'src', 'invariants'), invariantSources),
-      vectorSetSha256: jcsSha256({ seed: result.seed, invariants: result.rows.map((r) => r.invariant) }),
-    },
+    protocolArtifact: protocolArtifact(root, commit),
+    runner: runner(root, result),
     environment: { os: platform(), arch: arch(), runtime: `node-${process.versions.node}` },
     observedAt: observedAt.toISOString(),
     profileResults: [

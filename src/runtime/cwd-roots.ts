@@ -55,7 +55,7 @@ export class CwdRoots {
       try {
         real = realpathSync.native(root);
       } catch (error) {
-        throw new Error(`cwd root ${root} cannot be used: ${(error as Error).message}`);
+        throw new Error(`cwd root ${root} cannot be used: ${(error as Error).message}`, { cause: error });
       }
       if (!statSync(real).isDirectory()) throw new Error(`cwd root ${root} is not a directory`);
       return real;

@@ -7,14 +7,14 @@ const ANCHOR = '20000103T000000';
 const DAY_MS = 86_400_000;
 /**
  * Windows nextAfter looks in, growing geometrically, so its cost follows the distance to the next slot (an
- * expansion costs per slot it yields: 9 µs for an hour of an hourly rule, 63 µs for its day); the last is
- * the contract's 15-day horizon.
+ * expansion costs per slot it yields, so a day's window costs many hours' worth); the last is the contract's
+ * 15-day horizon.
  */
 const NEXT_SLOT_WINDOWS_DAYS = [1 / 24, 1, 15];
 /**
  * Answers {@link Schedule.nextAfter} remembers per schedule. Definitions that share a rule share its
  * schedule and, planned on the same slots, ask it the same instants: a burst of N due on one rule expands
- * once instead of N times (1000 due at once: ≈ 12 µs each). A few instants cover a pass and the next.
+ * once instead of N times. A few instants cover a pass and the next.
  */
 const REMEMBERED_NEXT_SLOTS = 8;
 

@@ -69,7 +69,7 @@ async function answer(subject: Subject, input: unknown): Promise<CommandResponse
   try {
     response = await subject.handler.handle(input);
   } catch (error) {
-    throw new Error(`handle() rejected its promise on ${subject.kind}: ${describeThrown(error)}`);
+    throw new Error(`handle() rejected its promise on ${subject.kind}: ${describeThrown(error)}`, { cause: error });
   }
   expect(validateAgainst('command-response.schema.json', response).problems, JSON.stringify(response)).toEqual([]);
   expect(['committed', 'replayed', 'rejected']).toContain(response.outcome);

@@ -89,6 +89,7 @@ test('every shell command in the README runs and exits 0', () => {
       const e = error as { status: number; stdout?: Buffer; stderr?: Buffer };
       throw new Error(
         `README command failed (${e.status}): ${command}\n${String(e.stderr ?? '')}${String(e.stdout ?? '').slice(-2000)}`,
+        { cause: error },
       );
     }
   }

@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterAll, describe, expect, test } from 'vitest';
 import { ChildProcessRuntime } from '../../src/runtime/child-process-runtime.js';
-import type { LaunchEvidence, LaunchRequest, Observation } from '../../src/runtime/runtime.js';
+import type { LaunchEvidence, Observation } from '../../src/runtime/runtime.js';
 import { packageRoot } from '../../src/contract/package-root.js';
 import { sessionIdOf } from '../../src/runtime/session-files.js';
 import { eventually } from '../support/eventually.js';

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import { ChildProcessRuntime } from '../../src/runtime/child-process-runtime.js';
 import { FunctionRuntime } from '../../src/runtime/function-runtime.js';
-import type { LaunchRequest, Observation } from '../../src/runtime/runtime.js';
+import type { Observation } from '../../src/runtime/runtime.js';
 import { sha256Hex } from '../../src/contract/digest.js';
 import { eventually } from '../support/eventually.js';
 import { launchRequests } from '../support/launch-request.js';

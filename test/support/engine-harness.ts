@@ -1,4 +1,4 @@
-import { createEngine, type Engine } from '../../src/engine/engine.js';
+import { createEngine } from '../../src/engine/engine.js';
 import { SimulatedClock } from '../../src/clock/clock.js';
 import { SimulatedRuntime, type SimulatedBehavior } from '../../src/runtime/simulated-runtime.js';
 import { MemoryStore } from '../../src/store/memory-store.js';

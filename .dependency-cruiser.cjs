@@ -1,0 +1,112 @@
+/**
+ * Folder layering for issue 22, checked by `npm run lint:deps`.
+ *
+ * Every dependency between project modules must match an `allowed` rule; anything else is reported as
+ * `not-in-allowed`. Rules name folders, never files, so a new file in an allowed folder needs no change here.
+ * npm packages and node: builtins are free except where a `forbidden` rule says otherwise.
+ */
+
+/** Each src/ folder, lowest layer first, with the folders it may import (besides itself). */
+const BELOW_DOMAIN = [
+  'contract',
+  'spec',
+  'guards',
+  'machines',
+  'schedule',
+  'clock',
+  'store',
+  'runtime',
+  'actors',
+  'changefeed',
+];
+const WITH_DOMAIN = [...BELOW_DOMAIN, 'domain'];
+/** The four contract actors and retention: each sits on domain and the ports, never on a sibling. */
+const CONTRACT_ACTORS = ['command-handler', 'scheduler', 'dispatcher', 'worker', 'retention'];
+/** Test and verification support: may use anything but the CLI. */
+const TESTKIT = ['testkit', 'invariants', 'conformance'];
+const PRODUCTION = [...WITH_DOMAIN, ...CONTRACT_ACTORS, 'engine'];
+
+const LAYERS = {
+  contract: [],
+  spec: ['contract'],
+  guards: ['contract'],
+  machines: ['guards'],
+  schedule: ['contract'],
+  clock: [],
+  store: ['contract'],
+  runtime: ['contract'],
+  actors: ['contract', 'store', 'machines'],
+  changefeed: ['contract', 'store', 'clock'],
+  domain: BELOW_DOMAIN,
+  ...Object.fromEntries(CONTRACT_ACTORS.map((actor) => [actor, WITH_DOMAIN])),
+  engine: PRODUCTION,
+  ...Object.fromEntries(TESTKIT.map((kit) => [kit, [...PRODUCTION, ...TESTKIT]])),
+  cli: [...PRODUCTION, ...TESTKIT, 'cli'],
+};
+
+/** machines/ lives at the repository root; every other layer is a folder under src/. */
+const folderPath = (folder) => (folder === 'machines' ? '^machines/' : `^src/${folder}/`);
+const anyOf = (folders) => folders.map(folderPath).join('|');
+
+const layerRules = Object.entries(LAYERS).map(([folder, allowed]) => ({
+  from: { path: folderPath(folder) },
+  to: { path: anyOf([folder, ...allowed]) },
+}));
+
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-circular',
+      severity: 'error',
+      comment: 'Module cycles make load order fragile and hide the layering; break the cycle at the lower layer.',
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: 'no-src-to-test',
+      severity: 'error',
+      comment: 'Shipped code must not depend on the test tree.',
+      from: { path: '^src/' },
+      to: { path: '^test/' },
+    },
+    {
+      name: 'no-test-libraries-in-production',
+      severity: 'error',
+      comment:
+        'Property-testing and graph-walking libraries belong to testkit/invariants/conformance and the CLI only.',
+      from: { path: `^src/index\\.ts$|^machines/|${anyOf(PRODUCTION)}` },
+      to: { path: '(^|/)node_modules/(fast-check|@xstate/graph|vitest|@fast-check/vitest)/' },
+    },
+  ],
+  allowed: [
+    {
+      comment: 'npm packages are free (see no-test-libraries-in-production)',
+      from: {},
+      to: { path: '(^|/)node_modules/' },
+    },
+    { comment: 'node builtins are free', from: {}, to: { dependencyTypes: ['core'] } },
+    ...layerRules,
+    {
+      comment: 'The package entry point re-exports the engine, not its test and CLI tooling.',
+      from: { path: '^src/index\\.ts$' },
+      to: { path: anyOf(PRODUCTION) },
+    },
+  ],
+  allowedSeverity: 'error',
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '^(dist|coverage)/' },
+    // Type-only imports couple layers as much as value imports do.
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: {
+      exportsFields: ['exports'],
+      conditionNames: ['import', 'require', 'node', 'default', 'types'],
+      mainFields: ['module', 'main', 'types', 'typings'],
+      extensions: ['.ts', '.js', '.mjs', '.cjs', '.d.ts'],
+    },
+    reporterOptions: {
+      text: { highlightFocused: true },
+    },
+  },
+};

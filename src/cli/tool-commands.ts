@@ -1,0 +1,119 @@
+import { join } from 'node:path';
+import { verifyIntegrity } from '../contract/digest.js';
+import { formatReports } from '../conformance/report-format.js';
+import { runVector } from '../conformance/vector-runner.js';
+import { loadLifecycleSpec } from '../spec/lifecycle-spec.js';
+import { summarizeSpec } from '../spec/summary.js';
+import type { Engine } from '../engine/engine.js';
+import type { FileStore } from '../store/open-store.js';
+import { readJsonFile } from './apply-command.js';
+import { withEngine } from './context.js';
+import { runDemo } from './demo.js';
+import { runInvariantsCommand } from './invariants-command.js';
+import { renderDiagrams } from './diagram-command.js';
+import { runInspect } from './inspect-command.js';
+import { runLifecycleWalkthrough } from './lifecycle-walkthrough.js';
+import type { ProgramKit } from './program-kit.js';
+
+/** `start`: runs the engine, printing passes that did something, until SIGINT/SIGTERM. */
+async function runUntilSignal(engine: Engine, store: FileStore): Promise<number> {
+  console.log(`engine running on ${store.file} (Ctrl-C to stop)`);
+  engine.start((pass) => {
+    if (pass.planned + pass.launched + pass.settled > 0 || pass.errors.length > 0) {
+      console.log(
+        `${pass.at} planned ${pass.planned}, launched ${pass.launched}, settled ${pass.settled}${pass.errors.length > 0 ? `, errors: ${pass.errors.map((e) => e.message).join('; ')}` : ''}`,
+      );
+    }
+  });
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
+  await engine.stop();
+  console.log('stopped; store lock released');
+  return 0;
+}
+
+/** start, demo, walkthrough, machines and invariants: running the engine and its showcases. */
+export function registerRunCommands({ program, opts, run }: ProgramKit): void {
+  program
+    .command('start')
+    .description('run the engine with the child-process runtime until SIGINT/SIGTERM')
+    .action(run(async () => withEngine(opts(), runUntilSignal)));
+  program
+    .command('demo')
+    .description('the four-day demo on a fresh store (default .coven/demo.json; a .sqlite file runs it on SQLite)')
+    .option('--file <file>', 'demo store', join('.coven', 'demo.json'))
+    .action(
+      run(async (cmd: { file: string }) => {
+        const { receipts, verified } = await runDemo(cmd.file, (...lines) => console.log(lines.join('\n')));
+        return receipts === verified ? 0 : 1;
+      }),
+    );
+  program
+    .command('walkthrough')
+    .description('one automation through the four machines with persistent actors')
+    .option('--file <file>', 'store', join('.coven', 'walkthrough.json'))
+    .action(
+      run(async (cmd: { file: string }) =>
+        runLifecycleWalkthrough(cmd.file, (...lines) => console.log(lines.join('\n'))),
+      ),
+    );
+  program
+    .command('machines')
+    .description('the four machines, their static proofs and the ten invariants')
+    .action(run(async () => console.log(summarizeSpec(loadLifecycleSpec()))));
+  program
+    .command('invariants')
+    .description('run the invariant property suite (see --help-invariants in the README)')
+    .allowUnknownOption()
+    .helpOption(false)
+    .argument('[args...]')
+    .action(run(async (args: string[]) => runInvariantsCommand(args ?? [])));
+}
+
+/** conformance, diagram, inspect and verify: checking the engine, its diagrams and its receipts. */
+export function registerCheckCommands({ program, opts, run }: ProgramKit): void {
+  program
+    .command('conformance')
+    .description('conformance vectors')
+    .command('run <files...>')
+    .description('run conformance.vector.v1 files against a fresh engine each')
+    .action(
+      run(async (files: string[]) => {
+        const reports = [];
+        for (const file of files) reports.push(await runVector(file));
+        console.log(opts().json === true ? JSON.stringify(reports, null, 2) : formatReports(reports));
+        return reports.some((r) => r.status === 'fail') ? 1 : 0;
+      }),
+    );
+  program
+    .command('diagram')
+    .description('render the machines as Mermaid and SVG')
+    .option('--out <dir>', 'where SVGs go', 'docs')
+    .option('--check', 'exit 1 if the README or docs/ are stale')
+    .action(run(async (cmd: { out: string; check?: boolean }) => renderDiagrams(cmd.out, cmd.check === true)));
+  program
+    .command('inspect')
+    .description('run the demo with the Stately inspector (WebSocket relay on loopback)')
+    .option('--port <n>', 'relay port', '8787')
+    .option('--no-wait', 'do not wait for the inspector UI')
+    .action(run(async (cmd: { port: string; wait: boolean }) => runInspect(Number(cmd.port), cmd.wait)));
+  program
+    .command('verify <file>')
+    .description('recompute and check the JCS SHA-256 integrity of a receipt or definition')
+    .action(
+      run(async (file: string) => {
+        const object = readJsonFile(file) as Record<string, unknown>;
+        const verdict = verifyIntegrity(object);
+        if (opts().json === true) console.log(JSON.stringify(verdict));
+        else
+          console.log(
+            verdict.valid
+              ? `valid: ${verdict.actual}`
+              : `INVALID: carried ${String(verdict.expected)}, computed ${verdict.actual}`,
+          );
+        return verdict.valid ? 0 : 1;
+      }),
+    );
+}

@@ -1,0 +1,129 @@
+import { Schedule } from '../schedule/schedule.js';
+import { attrs, ctx, state, TERMINAL, type Any, type InvariantCheck } from './check-helpers.js';
+
+/**
+ * Retention compacts only settled history, only behind a snapshot, and leaves nothing of it behind that
+ * could still act: checked whenever a world runs with retention (vacuous otherwise).
+ */
+export const COMPACTION_CHECK: InvariantCheck = {
+  id: 'compaction-behind-snapshot',
+  source: 'conformance',
+  check(h) {
+    const problems: string[] = [];
+    for (const e of h.compacted.snapshots) {
+      if (e.payload.throughSequence !== e.sequence)
+        problems.push(
+          `snapshot of ${e.stream.kind}/${e.stream.id} covers ${String(e.payload.throughSequence)} but sits at ${e.sequence}`,
+        );
+      const state = e.payload.state as Any;
+      if (e.stream.kind === 'occurrence' && !TERMINAL.occurrence!.has(state.occurrence?.state))
+        problems.push(`occurrence ${e.stream.id} was compacted in state ${String(state.occurrence?.state)}`);
+      if (e.stream.kind === 'run') {
+        if (!TERMINAL.run!.has(state.run?.state))
+          problems.push(`run ${e.stream.id} was compacted in state ${String(state.run?.state)}`);
+        for (const a of state.run?.attempts ?? [])
+          if (!TERMINAL.attempt!.has(a.state))
+            problems.push(`attempt ${a.attemptId} was compacted in state ${String(a.state)}`);
+      }
+    }
+    const { occurrences, runs, attempts } = h.compacted;
+    for (const [kind, ids] of [
+      ['occurrence', occurrences],
+      ['run', runs],
+      ['attempt', attempts],
+    ] as const) {
+      for (const id of ids)
+        if (h.records[kind].has(id)) problems.push(`${kind} ${id} was compacted but its record remains`);
+    }
+    for (const r of h.records.outbox.values())
+      if (attempts.has((r.data as Any).attemptId))
+        problems.push(`outbox ${r.id} of compacted attempt ${(r.data as Any).attemptId} remains`);
+    for (const id of h.records['fence-run'].keys())
+      if (occurrences.has(id.slice(0, id.lastIndexOf('#'))))
+        problems.push(`fence record ${id} of a compacted occurrence remains`);
+    for (const r of h.records.run.values())
+      if (occurrences.has(ctx(r).occurrenceId))
+        problems.push(`run ${r.id} outlived its compacted occurrence ${ctx(r).occurrenceId}`);
+    return problems;
+  },
+};
+
+/** Upstream's conformance-plane hard gates, checked beside the contract's ten. */
+export const CONFORMANCE_CHECKS: InvariantCheck[] = [
+  {
+    id: 'no-duplicate-dispatch-per-fence',
+    source: 'conformance',
+    check(h) {
+      const byFence = new Map<string, number>();
+      for (const l of h.runtime.launches) {
+        const attempt = h.records.attempt.get(l.attemptId);
+        const fence =
+          attempt === undefined
+            ? `unknown:${l.attemptId}`
+            : `${ctx(attempt).occurrenceId}#${ctx(attempt).fenceGeneration}`;
+        byFence.set(fence, (byFence.get(fence) ?? 0) + 1);
+      }
+      return [...byFence].filter(([, n]) => n > 1).map(([fence, n]) => `fence ${fence} was dispatched ${n} times`);
+    },
+  },
+  {
+    id: 'no-silent-slot-loss',
+    source: 'conformance',
+    check(h) {
+      const problems: string[] = [];
+      if (h.passes.length === 0) return problems;
+      const covered = new Set<string>();
+      for (const o of h.records.occurrence.values()) covered.add(`${attrs(o).automationId}@${attrs(o).scheduledFor}`);
+      // A slot's key outlives its occurrence's retention; a compacted occurrence's snapshot keeps its misfire.
+      for (const key of h.records['occurrence-key'].keys()) covered.add(key);
+      for (const e of h.feed)
+        if (e.kind === 'occurrence.misfire_recorded')
+          for (const s of e.payload.collapsedSlots as string[]) covered.add(`${e.automationId}@${s}`);
+      for (const e of h.compacted.snapshots) {
+        for (const s of ((e.payload.state as Any).occurrence?.collapsedSlots as string[] | undefined) ?? [])
+          covered.add(`${e.automationId}@${s}`);
+      }
+      for (const d of h.records.definition.values()) {
+        if (state(d) !== 'active' || h.records.quarantine.has(d.id)) continue;
+        const from = attrs(d).scheduleEffectiveFrom as string | undefined;
+        if (from === undefined) continue;
+        const body = attrs(d).definition as Any;
+        // Only passes that began after the schedule took effect (activation or the last revise) had to plan it.
+        const index = h.feed.findLastIndex(
+          (e) => e.automationId === d.id && (e.kind === 'definition.activated' || e.kind === 'definition.revised'),
+        );
+        const effective = index === -1 ? -1 : h.positions[index]!;
+        const passedSince = h.passes.filter((p) => p.feedEnd > effective);
+        const lastPass = passedSince.at(-1);
+        if (lastPass === undefined) continue;
+        const since = Math.max(Date.parse(from) - 1, Date.parse(lastPass.at) - 15 * 86_400_000);
+        const slots = new Schedule(body.trigger.schedule.rrule, body.trigger.schedule.timezone).slotsBetween(
+          new Date(since),
+          new Date(lastPass.at),
+        );
+        for (const s of slots)
+          if (!covered.has(`${d.id}@${s.toISOString()}`))
+            problems.push(`slot ${s.toISOString()} of active ${d.id} was neither planned nor recorded as a misfire`);
+      }
+      return problems;
+    },
+  },
+  {
+    id: 'gapless-changefeed',
+    source: 'conformance',
+    check(h) {
+      const problems: string[] = [];
+      const next = new Map<string, number>();
+      h.streams.forEach((stream, i) => {
+        const expected = next.get(stream) ?? 0;
+        if (h.sequences[i] !== expected)
+          problems.push(`stream ${stream} has sequence ${h.sequences[i]} where ${expected} was due`);
+        next.set(stream, expected + 1);
+      });
+      const ids = h.feed.map((e) => e.eventId);
+      if (new Set(ids).size !== ids.length) problems.push('event ids are not unique');
+      return problems;
+    },
+  },
+  COMPACTION_CHECK,
+];
