@@ -10,6 +10,7 @@ export { definitionMachine } from './definition.js';
 export { occurrenceMachine } from './occurrence.js';
 export { runMachine } from './run.js';
 export { attemptMachine } from './attempt.js';
+export * from './states.js';
 
 /** Every generated lifecycle machine, by contract machine id. */
 export const lifecycleMachines = {

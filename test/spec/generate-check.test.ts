@@ -49,6 +49,31 @@ describe('npm run generate -- --check', () => {
     expect(generate(dir, '--check').status).toBe(0);
   }, 30_000);
 
+  test('covers the typed constants: a hand edit of machines/states.ts or a new state is drift', () => {
+    const statesFile = join(dir, 'machines/states.ts');
+    writeFileSync(statesFile, readFileSync(statesFile, 'utf8').replace("claimed: 'claimed',", "claimed: 'taken',"));
+    const edited = generate(dir, '--check');
+    expect(edited.status).toBe(1);
+    expect(edited.stderr).toContain('machines/states.ts');
+    execFileSync(tsx, ['tools/generate-machines.ts'], { cwd: dir });
+    expect(generate(dir, '--check').status).toBe(0);
+
+    const specFile = join(dir, 'spec/coven-automations/v1/state-machines.json');
+    const spec = JSON.parse(readFileSync(specFile, 'utf8'));
+    spec.machines[2].states.push('archived');
+    spec.machines[2].terminal.push('archived');
+    spec.machines[2].transitions.push({ from: 'accepted', to: 'archived', on: 'archive', actor: 'command_handler' });
+    writeFileSync(specFile, JSON.stringify(spec, null, 2));
+    const stale = generate(dir, '--check');
+    expect(stale.status).toBe(1);
+    expect(stale.stderr).toContain('machines/states.ts');
+    execFileSync(tsx, ['tools/generate-machines.ts'], { cwd: dir });
+    const states = readFileSync(statesFile, 'utf8');
+    expect(states).toContain("archived: 'archived',");
+    expect(states).toContain("archive: 'archive',");
+    expect(generate(dir, '--check').status).toBe(0);
+  }, 30_000);
+
   test('refuses to generate from an unsound spec, naming the transition', () => {
     const specFile = join(dir, 'spec/coven-automations/v1/state-machines.json');
     const edited = JSON.parse(readFileSync(specFile, 'utf8'));
