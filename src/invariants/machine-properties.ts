@@ -1,13 +1,22 @@
 import { getShortestPaths } from '@xstate/graph';
 import fc from 'fast-check';
 import { createActor, transition, type AnyMachineSnapshot, type AnyStateMachine } from 'xstate';
-import type { MachineId, SpecMachine } from '../spec/lifecycle-spec.js';
-import { generatedMachine, lifecycleSpec, machineSpec, sampleEvent, sampleInputs } from './machine-samples.js';
+import type { ProvableMachine } from '../spec/soundness.js';
+import {
+  extensionSpec,
+  generatedMachine,
+  lifecycleSpec,
+  machineSpec,
+  sampleEvent,
+  sampleInputs,
+  specOf,
+  type AnyMachineId,
+} from './machine-samples.js';
 
 type Event = { type: string; actor: string; now: string; permit?: string };
 
 /** The machine with test guards: the actor check stays real; a contract guard passes unless the event permits another. */
-export function permissive(machine: AnyStateMachine, spec: SpecMachine): AnyStateMachine {
+export function permissive(machine: AnyStateMachine, spec: ProvableMachine): AnyStateMachine {
   const ids = new Set(spec.transitions.flatMap((t) => (t.guard ? [t.guard.id] : [])));
   return machine.provide({
     guards: Object.fromEntries(
@@ -19,7 +28,7 @@ export function permissive(machine: AnyStateMachine, spec: SpecMachine): AnyStat
   });
 }
 
-function eventsOf(spec: SpecMachine): Event[] {
+function eventsOf(spec: ProvableMachine): Event[] {
   const names = [...new Set(spec.transitions.map((t) => t.on))];
   return [
     ...names.flatMap((name) => lifecycleSpec.actors.map((actor) => sampleEvent(name, actor))),
@@ -32,7 +41,7 @@ const stateOf = (s: AnyMachineSnapshot) => String(s.value);
 export interface MachinePropertyResult {
   property: string;
   invariant: string;
-  machine: MachineId;
+  machine: AnyMachineId;
   runs: number;
   steps: number;
   problems: string[];
@@ -40,13 +49,18 @@ export interface MachinePropertyResult {
 
 /** A machine under test: the generated one by default, or a deliberately broken one for the self-check. */
 export interface MachineUnderTest {
-  id: MachineId;
-  spec: SpecMachine;
+  id: AnyMachineId;
+  spec: ProvableMachine;
   machine: AnyStateMachine;
 }
 
 export function generatedMachines(): MachineUnderTest[] {
   return lifecycleSpec.machines.map((m) => ({ id: m.id, spec: machineSpec(m.id), machine: generatedMachine(m.id) }));
+}
+
+/** This project's own extension machines, as generated; walked by the same properties as the contract's. */
+export function extensionMachinesUnderTest(): MachineUnderTest[] {
+  return extensionSpec.machines.map((m) => ({ id: m.id, spec: specOf(m.id), machine: generatedMachine(m.id) }));
 }
 
 /** Edge-keyed shortest paths: a path to every transition, not only to every state. */
@@ -82,14 +96,15 @@ function walk(
   return steps;
 }
 
-const EVIDENCE: Record<MachineId, string[]> = {
+/** Evidence a machine's `succeeded` needs; extension machines have no `succeeded` state. */
+const EVIDENCE: Partial<Record<AnyMachineId, string[]>> = {
   'attempt.v1': ['runtime_started', 'run_settled'],
   'occurrence.v1': ['runtime_started', 'run_settled'],
   'run.v1': ['attempt_started', 'attempt_settled'],
   'definition.v1': [],
 };
 
-function emptyResult(property: string, invariant: string, machine: MachineId): MachinePropertyResult {
+function emptyResult(property: string, invariant: string, machine: AnyMachineId): MachinePropertyResult {
   return { property, invariant, machine, runs: 0, steps: 0, problems: [] };
 }
 
@@ -119,7 +134,7 @@ function pathsNeedEvidence(subject: MachineUnderTest, all: Path[], evidence: Mac
     evidence.runs += 1;
     evidence.steps += path.events.length;
     if (stateOf(path.final) === 'succeeded') {
-      for (const needed of EVIDENCE[subject.id])
+      for (const needed of EVIDENCE[subject.id] ?? [])
         if (!path.events.some((e) => e.type === needed))
           evidence.problems.push(
             `${subject.id}: succeeded via ${path.events.map((e) => e.type).join(' > ')} without ${needed}`,
@@ -157,7 +172,7 @@ function checkWalk(subject: MachineUnderTest, picks: number[], { refused, eviden
     }
     if (stateOf(step.to) === 'succeeded' && step.to !== step.from) {
       evidence.steps += 1;
-      for (const needed of EVIDENCE[subject.id])
+      for (const needed of EVIDENCE[subject.id] ?? [])
         if (!seen.includes(needed))
           throw new WalkProblem(evidence, `${subject.id}: a walk succeeded without ${needed}`);
     }

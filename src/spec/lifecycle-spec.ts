@@ -68,7 +68,8 @@ function validator(): ReturnType<Ajv2020['compile']> {
   return compiledValidator;
 }
 
-function describe(error: ErrorObject): string {
+/** One schema error as `<path>: <message>`, naming the offending field or the allowed values. */
+export function describeSchemaError(error: ErrorObject): string {
   const where = error.instancePath === '' ? '(root)' : error.instancePath;
   const extra =
     error.keyword === 'additionalProperties'
@@ -91,7 +92,7 @@ export function parseLifecycleSpec(text: string, file = SPEC_FILE): LifecycleSpe
     throw new SpecFileError(file, [`(root): not valid JSON (${(error as Error).message})`]);
   }
   const validate = validator();
-  if (!validate(value)) throw new SpecFileError(file, (validate.errors ?? []).map(describe));
+  if (!validate(value)) throw new SpecFileError(file, (validate.errors ?? []).map(describeSchemaError));
   return value as LifecycleSpec;
 }
 

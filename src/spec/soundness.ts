@@ -1,3 +1,4 @@
+import type { ExtensionSpec } from './extension-spec.js';
 import type { LifecycleSpec, SpecMachine, SpecTransition } from './lifecycle-spec.js';
 
 /** One named static proof over the spec; `problems` is empty when it holds. */
@@ -6,7 +7,10 @@ export interface SoundnessCheck {
   problems: string[];
 }
 
-export function describeTransition(machine: SpecMachine, t: SpecTransition): string {
+/** What the static proofs need of a machine, whether the contract's or this project's extension. */
+export type ProvableMachine = Pick<SpecMachine, 'initial' | 'states' | 'terminal' | 'transitions'> & { id: string };
+
+export function describeTransition(machine: { id: string }, t: SpecTransition): string {
   return `${machine.id} ${t.from} -> ${t.to} on ${t.on} (${t.actor})`;
 }
 
@@ -24,7 +28,7 @@ function reachableFrom(start: string, edges: Map<string, string[]>): Set<string>
   return seen;
 }
 
-function edgesOf(machine: SpecMachine, reverse = false): Map<string, string[]> {
+function edgesOf(machine: ProvableMachine, reverse = false): Map<string, string[]> {
   const edges = new Map<string, string[]>();
   for (const t of machine.transitions) {
     const [a, b] = reverse ? [t.to, t.from] : [t.from, t.to];
@@ -33,7 +37,7 @@ function edgesOf(machine: SpecMachine, reverse = false): Map<string, string[]> {
   return edges;
 }
 
-function machineChecks(machine: SpecMachine): SoundnessCheck[] {
+function machineChecks(machine: ProvableMachine): SoundnessCheck[] {
   const states = new Set(machine.states);
   const terminal = new Set(machine.terminal);
   const checks: SoundnessCheck[] = [];
@@ -110,6 +114,23 @@ function machineChecks(machine: SpecMachine): SoundnessCheck[] {
   return checks;
 }
 
+function guardTextCheck(machines: readonly ProvableMachine[]): SoundnessCheck {
+  const guardText = new Map<string, string>();
+  const guardProblems: string[] = [];
+  for (const machine of machines) {
+    for (const t of machine.transitions) {
+      if (t.guard === undefined) continue;
+      const key = `${machine.id}#${t.guard.id}`;
+      const known = guardText.get(key);
+      if (known !== undefined && known !== t.guard.text) {
+        guardProblems.push(`${describeTransition(machine, t)}: guard '${t.guard.id}' is reused with different text`);
+      }
+      guardText.set(key, t.guard.text);
+    }
+  }
+  return { check: 'a guard id names one guard text', problems: guardProblems };
+}
+
 /**
  * Runs every static proof the contract's machines must satisfy and returns one entry per check.
  *
@@ -132,20 +153,7 @@ export function checkSpecSoundness(spec: LifecycleSpec): SoundnessCheck[] {
     ],
   });
 
-  const guardText = new Map<string, string>();
-  const guardProblems: string[] = [];
-  for (const machine of spec.machines) {
-    for (const t of machine.transitions) {
-      if (t.guard === undefined) continue;
-      const key = `${machine.id}#${t.guard.id}`;
-      const known = guardText.get(key);
-      if (known !== undefined && known !== t.guard.text) {
-        guardProblems.push(`${describeTransition(machine, t)}: guard '${t.guard.id}' is reused with different text`);
-      }
-      guardText.set(key, t.guard.text);
-    }
-  }
-  checks.push({ check: 'a guard id names one guard text', problems: guardProblems });
+  checks.push(guardTextCheck(spec.machines));
 
   const invariantIds = spec.invariants.map((i) => i.id);
   checks.push({
@@ -160,4 +168,43 @@ export function checkSpecSoundness(spec: LifecycleSpec): SoundnessCheck[] {
 /** Every problem from {@link checkSpecSoundness}, flattened; empty for a sound spec. */
 export function specProblems(spec: LifecycleSpec): string[] {
   return checkSpecSoundness(spec).flatMap((c) => c.problems.map((p) => `${c.check}: ${p}`));
+}
+
+/**
+ * The same static proofs over this project's extension machines, plus what keeps them apart from the contract:
+ * ids follow `x-coven-automata.<entity>.v1`, and (given the contract spec) no extension event reuses a contract
+ * event name, so an extension event can never be mistaken for a contract one.
+ */
+export function checkExtensionSoundness(spec: ExtensionSpec, contract?: LifecycleSpec): SoundnessCheck[] {
+  const checks = spec.machines.flatMap(machineChecks);
+  const ids = spec.machines.map((m) => m.id);
+  checks.push({
+    check: 'one extension machine per entity',
+    problems: [
+      ...ids.filter((id, i) => ids.indexOf(id) !== i).map((id) => `machine '${id}' is declared twice`),
+      ...spec.machines
+        .filter((m) => m.id !== `x-coven-automata.${m.entity}.v1`)
+        .map((m) => `machine '${m.id}' does not match entity '${m.entity}'`),
+    ],
+  });
+  checks.push(guardTextCheck(spec.machines));
+  if (contract !== undefined) {
+    const contractEvents = new Set(contract.machines.flatMap((m) => m.transitions.map((t) => t.on)));
+    const contractEntities = new Set<string>(contract.machines.map((m) => m.entity));
+    checks.push({
+      check: 'extension names do not reuse contract names',
+      problems: spec.machines.flatMap((m) => [
+        ...(contractEntities.has(m.entity) ? [`machine '${m.id}' reuses contract entity '${m.entity}'`] : []),
+        ...m.transitions
+          .filter((t) => contractEvents.has(t.on))
+          .map((t) => `${describeTransition(m, t)} reuses contract event '${t.on}'`),
+      ]),
+    });
+  }
+  return checks;
+}
+
+/** Every problem from {@link checkExtensionSoundness}, flattened; empty for a sound extension spec. */
+export function extensionSpecProblems(spec: ExtensionSpec, contract?: LifecycleSpec): string[] {
+  return checkExtensionSoundness(spec, contract).flatMap((c) => c.problems.map((p) => `${c.check}: ${p}`));
 }

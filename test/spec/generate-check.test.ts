@@ -49,6 +49,65 @@ describe('npm run generate -- --check', () => {
     expect(generate(dir, '--check').status).toBe(0);
   }, 30_000);
 
+  test('covers the typed constants: a hand edit of machines/states.ts or a new state is drift', () => {
+    const statesFile = join(dir, 'machines/states.ts');
+    writeFileSync(statesFile, readFileSync(statesFile, 'utf8').replace("claimed: 'claimed',", "claimed: 'taken',"));
+    const edited = generate(dir, '--check');
+    expect(edited.status).toBe(1);
+    expect(edited.stderr).toContain('machines/states.ts');
+    execFileSync(tsx, ['tools/generate-machines.ts'], { cwd: dir });
+    expect(generate(dir, '--check').status).toBe(0);
+
+    const specFile = join(dir, 'spec/coven-automations/v1/state-machines.json');
+    const spec = JSON.parse(readFileSync(specFile, 'utf8'));
+    spec.machines[2].states.push('archived');
+    spec.machines[2].terminal.push('archived');
+    spec.machines[2].transitions.push({ from: 'accepted', to: 'archived', on: 'archive', actor: 'command_handler' });
+    writeFileSync(specFile, JSON.stringify(spec, null, 2));
+    const stale = generate(dir, '--check');
+    expect(stale.status).toBe(1);
+    expect(stale.stderr).toContain('machines/states.ts');
+    execFileSync(tsx, ['tools/generate-machines.ts'], { cwd: dir });
+    const states = readFileSync(statesFile, 'utf8');
+    expect(states).toContain("archived: 'archived',");
+    expect(states).toContain("archive: 'archive',");
+    expect(generate(dir, '--check').status).toBe(0);
+  }, 30_000);
+
+  test('covers the extension machines: an extension spec edit is drift until regenerated', () => {
+    const extensionFile = join(dir, 'spec/coven-automata/v1/extension-machines.json');
+    const original = readFileSync(extensionFile, 'utf8');
+    const edited = JSON.parse(original);
+    edited.machines[1].transitions.push({ from: 'held', to: 'ended', on: 'hold_run_settled', actor: 'dispatcher' });
+    writeFileSync(extensionFile, JSON.stringify(edited, null, 2));
+
+    const stale = generate(dir, '--check');
+    expect(stale.status).toBe(1);
+    expect(stale.stderr).toContain('machines/run-hold.ts');
+    expect(stale.stderr).not.toContain('machines/outbox.ts');
+
+    execFileSync(tsx, ['tools/generate-machines.ts'], { cwd: dir });
+    expect(generate(dir, '--check').status).toBe(0);
+    writeFileSync(extensionFile, original);
+    execFileSync(tsx, ['tools/generate-machines.ts'], { cwd: dir });
+  }, 30_000);
+
+  test('refuses to generate from an unsound extension spec, naming the state', () => {
+    const extensionFile = join(dir, 'spec/coven-automata/v1/extension-machines.json');
+    const original = readFileSync(extensionFile, 'utf8');
+    const edited = JSON.parse(original);
+    edited.machines[2].transitions = edited.machines[2].transitions.filter(
+      (t: { from: string }) => t.from !== 'quarantined',
+    );
+    writeFileSync(extensionFile, JSON.stringify(edited, null, 2));
+    const result = generate(dir);
+    expect(result.status).toBe(1);
+    expect(result.stderr).toContain('the extension spec is unsound');
+    expect(result.stderr).toContain("state 'quarantined' cannot reach any terminal state");
+    writeFileSync(extensionFile, original);
+    expect(generate(dir, '--check').status).toBe(0);
+  }, 30_000);
+
   test('refuses to generate from an unsound spec, naming the transition', () => {
     const specFile = join(dir, 'spec/coven-automations/v1/state-machines.json');
     const edited = JSON.parse(readFileSync(specFile, 'utf8'));

@@ -5,13 +5,16 @@ import { createActor, type AnyStateMachine } from 'xstate';
 import { packageRoot } from '../../src/contract/package-root.js';
 import { renderMachineFiles } from '../../tools/machine-codegen.js';
 import {
+  extensionIds,
+  extensionSpec,
   generatedMachine,
   machineIds,
-  machineSpec,
   permissiveMachine,
   sampleEvent,
   sampleInputs,
   spec,
+  specOf,
+  type AnyMachineId,
 } from '../support/spec-fixtures.js';
 
 interface WalkedTransition {
@@ -38,8 +41,8 @@ function walk(machine: AnyStateMachine): { states: Record<string, string>; trans
   return { states, transitions };
 }
 
-describe.each(machineIds)('generated %s', (id) => {
-  const m = machineSpec(id);
+describe.each<AnyMachineId>([...machineIds, ...extensionIds])('generated %s', (id) => {
+  const m = specOf(id);
   const machine = generatedMachine(id);
   const walked = walk(machine);
 
@@ -79,7 +82,7 @@ describe.each(machineIds)('generated %s', (id) => {
 describe('generated files', () => {
   test('match what the spec produces byte for byte (no drift)', () => {
     const root = packageRoot();
-    for (const [file, content] of renderMachineFiles(spec)) {
+    for (const [file, content] of renderMachineFiles(spec, extensionSpec)) {
       const path = join(root, file);
       expect(existsSync(path), `${file} exists`).toBe(true);
       expect(readFileSync(path, 'utf8'), `${file} is stale: run npm run generate`).toBe(content);
@@ -87,9 +90,11 @@ describe('generated files', () => {
   });
 
   test('open with a do-not-edit header and contain a createMachine call for Stately', () => {
-    for (const [file, content] of renderMachineFiles(spec)) {
+    for (const [file, content] of renderMachineFiles(spec, extensionSpec)) {
       expect(content.startsWith('// DO NOT EDIT'), file).toBe(true);
-      if (file !== 'machines/index.ts') expect(content).toContain('.createMachine({');
+      if (file.endsWith('states.ts'))
+        expect(content, `${file} imports nothing, so guards may use it`).not.toMatch(/^import /m);
+      else if (file !== 'machines/index.ts') expect(content).toContain('.createMachine({');
     }
   });
 });

@@ -1,5 +1,6 @@
+import type { ExtensionSpec } from '../../src/spec/extension-spec.js';
 import type { LifecycleSpec } from '../../src/spec/lifecycle-spec.js';
-import { lifecycleSpec } from '../../src/invariants/machine-samples.js';
+import { extensionSpec as loadedExtensionSpec, lifecycleSpec } from '../../src/invariants/machine-samples.js';
 
 export {
   FIXED_NOW,
@@ -9,6 +10,8 @@ export {
   sampleEvent,
   sampleEvents,
   sampleInputs,
+  specOf,
+  type AnyMachineId,
   type SampleEvent,
 } from '../../src/invariants/machine-samples.js';
 
@@ -20,3 +23,12 @@ export function specCopy(): LifecycleSpec {
 }
 
 export const machineIds = spec.machines.map((m) => m.id);
+
+/** This project's own extension machines (spec/coven-automata/v1/extension-machines.json). */
+export const extensionSpec: ExtensionSpec = loadedExtensionSpec;
+
+export function extensionSpecCopy(): ExtensionSpec {
+  return structuredClone(extensionSpec);
+}
+
+export const extensionIds = extensionSpec.machines.map((m) => m.id);
