@@ -1,5 +1,5 @@
 import { createMachine, type AnyStateMachine } from 'xstate';
-import type { EngineFaults } from '../domain/faults.js';
+import type { EngineFaults } from './faults.js';
 import { checkMachineProperties, generatedMachines } from './machine-properties.js';
 import { InvariantViolation, World, type StoreKind } from './world.js';
 import type { RetentionOptions } from '../retention/policy.js';
@@ -135,6 +135,9 @@ export const BROKEN_VARIANTS: BrokenVariant[] = [
       const live = await w.store.read((r) => r.list('live-occurrence'));
       await w.command('occurrence.cancel.v1', { occurrenceId: live[0]!.id });
       await w.verify('cancel');
+      // The runtime adapter answers the cancel itself; the engine settles on that answer when it next observes.
+      await w.tick();
+      await w.verify('tick after cancel');
     },
   },
   {

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import type { EngineFaults } from '../domain/faults.js';
+import type { EngineFaults } from './faults.js';
 import { INVARIANTS } from './checks.js';
 import { engineCommands, type Model } from './engine-model.js';
 import { checkMachineProperties, generatedMachines, type MachinePropertyResult } from './machine-properties.js';
