@@ -1,4 +1,4 @@
-import type { EvidenceLoss } from '../domain/actor-steps.js';
+import type { ActorServices, EvidenceLoss } from '../domain/actor-steps.js';
 import type { AutomationDefinition } from '../domain/definition-body.js';
 import { DEFINITION_REVISION_KIND, revisionId } from '../domain/definition-records.js';
 import { loadAttempt, loadOccurrence, loadRun } from '../domain/entities.js';
@@ -61,7 +61,7 @@ function withStore(svc: EngineServices, store: Store): EngineServices {
  * is opened at once, as if an operator had determined a retry — but no occurrence.recover.v1 was ever issued.
  */
 async function retryAfterLoss(
-  svc: EngineServices,
+  svc: ActorServices,
   step: StepContext,
   loss: EvidenceLoss,
   recordLoss: () => Promise<void>,
@@ -75,7 +75,7 @@ async function retryAfterLoss(
 }
 
 async function retryWithoutOperator(
-  svc: EngineServices,
+  svc: ActorServices,
   step: StepContext,
   occurrence: OccurrenceRecord,
   runId: string,
@@ -84,7 +84,7 @@ async function retryWithoutOperator(
   const latest = await loadAttempt(step.tx, run.data.attributes.attemptIds.at(-1)!);
   const n = attemptContext(latest).attemptNumber;
   const leaseExpiresAt = svc.leaseExpiresAt(step.now);
-  const next = await svc.actors.dispatcher.openAttempt(step, run, occurrence, {
+  const next = await ENGINE_PARTS.actors.dispatcher.openAttempt(step, run, occurrence, {
     attemptNumber: n + 1,
     fenceGeneration: occurrenceContext(occurrence).fence.generation + 1,
     leaseExpiresAt,
