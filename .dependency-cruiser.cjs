@@ -77,6 +77,14 @@ module.exports = {
       from: { path: `^src/index\\.ts$|^machines/|${anyOf(PRODUCTION)}` },
       to: { path: '(^|/)node_modules/(fast-check|@xstate/graph|vitest|@fast-check/vitest)/' },
     },
+    {
+      name: 'optional-packages-in-cli-only',
+      severity: 'error',
+      comment:
+        'The diagram renderer and the inspector are optional peer dependencies the CLI loads in its command actions; nothing else may need them.',
+      from: { pathNot: '^src/cli/' },
+      to: { path: '(^|/)node_modules/(@viz-js/viz|@statelyai/inspect)/' },
+    },
   ],
   allowed: [
     {
