@@ -23,7 +23,7 @@ const WITH_DOMAIN = [...BELOW_DOMAIN, 'domain'];
 /** The four contract actors and retention: each sits on domain and the ports, never on a sibling. */
 const CONTRACT_ACTORS = ['command-handler', 'scheduler', 'dispatcher', 'worker', 'retention'];
 /** Test and verification support: may use anything but the CLI. */
-const TESTKIT = ['testkit', 'invariants', 'conformance'];
+const TESTKIT = ['testkit'];
 const PRODUCTION = [...WITH_DOMAIN, ...CONTRACT_ACTORS, 'engine'];
 
 const LAYERS = {
@@ -73,7 +73,7 @@ module.exports = {
       name: 'no-test-libraries-in-production',
       severity: 'error',
       comment:
-        'Property-testing and graph-walking libraries belong to testkit/invariants/conformance and the CLI only.',
+        'Property-testing and graph-walking libraries belong to the testkit and the CLI only.',
       from: { path: `^src/index\\.ts$|^machines/|${anyOf(PRODUCTION)}` },
       to: { path: '(^|/)node_modules/(fast-check|@xstate/graph|vitest|@fast-check/vitest)/' },
     },

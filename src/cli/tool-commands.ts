@@ -82,8 +82,8 @@ export function registerCheckCommands({ program, opts, run }: ProgramKit): void 
     .description('run conformance.vector.v1 files against a fresh engine each')
     .action(
       run(async (files: string[]) => {
-        const { runVector } = await import('../conformance/vector-runner.js');
-        const { formatReports } = await import('../conformance/report-format.js');
+        const { runVector } = await import('../testkit/conformance/vector-runner.js');
+        const { formatReports } = await import('../testkit/conformance/report-format.js');
         const reports = [];
         for (const file of files) reports.push(await runVector(file));
         console.log(opts().json === true ? JSON.stringify(reports, null, 2) : formatReports(reports));

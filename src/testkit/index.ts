@@ -34,7 +34,7 @@ export {
   type SuiteOptions,
   type InvariantRow,
   type EngineFailure,
-} from '../invariants/suite.js';
+} from './invariants/suite.js';
 
 /**
  * The suite's self-check: every deliberately broken variant (a spec edit and the engine faults) must be caught
@@ -47,7 +47,7 @@ export {
  * console.log(`${BROKEN_VARIANTS.length} variants, ${missed.length} missed`);
  * ```
  */
-export { runSelfCheck, BROKEN_VARIANTS, type BrokenVariant, type SelfCheckRow } from '../invariants/self-check.js';
+export { runSelfCheck, BROKEN_VARIANTS, type BrokenVariant, type SelfCheckRow } from './invariants/self-check.js';
 
 /**
  * The checks the engine-level property runs over the store's whole history after every step: the contract's
@@ -58,7 +58,7 @@ export { runSelfCheck, BROKEN_VARIANTS, type BrokenVariant, type SelfCheckRow } 
  * const contract = INVARIANTS.filter((check) => check.source === 'contract').map((check) => check.id);
  * ```
  */
-export { INVARIANTS, CONTRACT_INVARIANT_IDS, type InvariantCheck } from '../invariants/checks.js';
+export { INVARIANTS, CONTRACT_INVARIANT_IDS, type InvariantCheck } from './invariants/checks.js';
 
 /**
  * The machine-level properties, for a spec edit: walk a machine built from an edited spec (or the generated
@@ -82,7 +82,7 @@ export {
   extensionMachinesUnderTest,
   type MachineUnderTest,
   type MachinePropertyResult,
-} from '../invariants/machine-properties.js';
+} from './invariants/machine-properties.js';
 
 /**
  * Seeded random walks with every event from every actor: only the actor a transition names moves it, and only
@@ -93,7 +93,7 @@ export {
  * const results = checkActorProperty([...generatedMachines(), ...extensionMachinesUnderTest()], { runs: 100, seed: 3 });
  * ```
  */
-export { checkActorProperty } from '../invariants/machine-actors.js';
+export { checkActorProperty } from './invariants/machine-actors.js';
 
 /**
  * The suite's table (one row per invariant, failures with their counterexamples) and its result as an
@@ -107,8 +107,8 @@ export { checkActorProperty } from '../invariants/machine-actors.js';
  * console.log(formatSuite(result, selfCheck));
  * ```
  */
-export { formatSuite, conformanceResult } from '../invariants/report.js';
-export { validateConformanceResult } from '../invariants/result-schema.js';
+export { formatSuite, conformanceResult } from './invariants/report.js';
+export { validateConformanceResult } from './invariants/result-schema.js';
 
 /**
  * The store kinds the engine-level property runs on (`unsealed-memory` is the self-check's store that lets a
@@ -121,8 +121,8 @@ export { validateConformanceResult } from '../invariants/result-schema.js';
  * await runInvariantSuite({ runs: 20, seed: 5, stores, faults });
  * ```
  */
-export type { StoreKind } from '../invariants/world.js';
-export type { EngineFaults } from '../domain/faults.js';
+export type { StoreKind } from './invariants/world.js';
+export type { EngineFaults } from './invariants/faults.js';
 
 /**
  * The spec edits the machine-level properties take: parse a lifecycle spec from text and run its static
@@ -153,11 +153,11 @@ export { specProblems, checkSpecSoundness, type SoundnessCheck, type ProvableMac
  * console.log(formatReports([report])); // report.status is the worst of its expectations
  * ```
  */
-export { runVector } from '../conformance/vector-runner.js';
-export { formatReports } from '../conformance/report-format.js';
+export { runVector } from './conformance/vector-runner.js';
+export { formatReports } from './conformance/report-format.js';
 export type {
   ConformanceVector,
   ExpectationResult,
   ExpectationStatus,
   VectorReport,
-} from '../conformance/vector-format.js';
+} from './conformance/vector-format.js';

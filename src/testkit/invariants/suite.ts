@@ -4,7 +4,7 @@ import { INVARIANTS } from './checks.js';
 import { engineCommands, type Model } from './engine-model.js';
 import { checkMachineProperties, generatedMachines, type MachinePropertyResult } from './machine-properties.js';
 import { InvariantViolation, World, type StoreKind } from './world.js';
-import type { RetentionOptions } from '../retention/policy.js';
+import type { RetentionOptions } from '../../retention/policy.js';
 
 export interface SuiteOptions {
   /** Engine-level property runs per store kind. */

@@ -1,5 +1,5 @@
-import { attemptIdFor } from '../domain/ids.js';
-import type { PutOptions, Store, StoreReader, StoredRecord, StoreTransaction } from '../store/store.js';
+import { attemptIdFor } from '../../domain/ids.js';
+import type { PutOptions, Store, StoreReader, StoredRecord, StoreTransaction } from '../../store/store.js';
 
 /**
  * What a broken store does differently: how it presents a record to readers, and what it writes besides a

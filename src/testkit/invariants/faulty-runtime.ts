@@ -1,5 +1,5 @@
-import type { SideEffectClass } from '../contract/vocabulary.js';
-import type { LaunchEvidence, LaunchRequest, LaunchResult, Observation, Runtime } from '../runtime/runtime.js';
+import type { SideEffectClass } from '../../contract/vocabulary.js';
+import type { LaunchEvidence, LaunchRequest, LaunchResult, Observation, Runtime } from '../../runtime/runtime.js';
 import type { EngineFaults } from './faults.js';
 
 /** The faults a broken runtime adapter injects. */

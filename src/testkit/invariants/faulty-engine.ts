@@ -1,9 +1,9 @@
-import type { ActorServices, EvidenceLoss } from '../domain/actor-steps.js';
-import type { AutomationDefinition } from '../domain/definition-body.js';
-import { DEFINITION_REVISION_KIND, revisionId } from '../domain/definition-records.js';
-import { loadAttempt, loadOccurrence, loadRun } from '../domain/entities.js';
-import { attemptIdFor, runIdFor } from '../domain/ids.js';
-import { moveEntity, type StepContext } from '../domain/lifecycle.js';
+import type { ActorServices, EvidenceLoss } from '../../domain/actor-steps.js';
+import type { AutomationDefinition } from '../../domain/definition-body.js';
+import { DEFINITION_REVISION_KIND, revisionId } from '../../domain/definition-records.js';
+import { loadAttempt, loadOccurrence, loadRun } from '../../domain/entities.js';
+import { attemptIdFor, runIdFor } from '../../domain/ids.js';
+import { moveEntity, type StepContext } from '../../domain/lifecycle.js';
 import {
   attemptContext,
   KINDS,
@@ -11,10 +11,10 @@ import {
   stateOf,
   type OccurrenceAttributes,
   type OccurrenceRecord,
-} from '../domain/records.js';
-import type { EngineServices } from '../domain/services.js';
-import { ENGINE_PARTS, type EngineParts } from '../engine/parts.js';
-import type { Store } from '../store/store.js';
+} from '../../domain/records.js';
+import type { EngineServices } from '../../domain/services.js';
+import { ENGINE_PARTS, type EngineParts } from '../../engine/parts.js';
+import type { Store } from '../../store/store.js';
 import type { EngineFaults } from './faults.js';
 import { FaultyStore, LIVE_HISTORY_READS_SETTLED } from './faulty-store.js';
 

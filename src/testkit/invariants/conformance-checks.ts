@@ -1,4 +1,4 @@
-import { Schedule } from '../schedule/schedule.js';
+import { Schedule } from '../../schedule/schedule.js';
 import { attrs, ctx, state, TERMINAL, type Any, type InvariantCheck } from './check-helpers.js';
 
 /**

@@ -2,7 +2,7 @@ import { createMachine, type AnyStateMachine } from 'xstate';
 import type { EngineFaults } from './faults.js';
 import { checkMachineProperties, generatedMachines } from './machine-properties.js';
 import { InvariantViolation, World, type StoreKind } from './world.js';
-import type { RetentionOptions } from '../retention/policy.js';
+import type { RetentionOptions } from '../../retention/policy.js';
 
 /** One deliberately broken variant, the invariant that must catch it, and a scenario that exercises it. */
 export interface BrokenVariant {
