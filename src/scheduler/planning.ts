@@ -1,3 +1,4 @@
+import { DefinitionState } from '../../machines/index.js';
 import { forEachConcurrently } from '../domain/concurrency.js';
 import { appendEvent } from '../changefeed/event-envelope.js';
 import { createExecutionEntity, type StepContext } from '../domain/lifecycle.js';
@@ -118,7 +119,10 @@ function planningBase(definition: PlannableDefinition, lastSlot: string | undefi
 
 /** Active, or (only under the self-check's fault) tombstoned. */
 function isPlannable(svc: EngineServices, definition: PlannableDefinition): boolean {
-  return definition.state === 'active' || (svc.faults.planTombstoned && definition.state === 'tombstoned');
+  return (
+    definition.state === DefinitionState.active ||
+    (svc.faults.planTombstoned && definition.state === DefinitionState.tombstoned)
+  );
 }
 
 /** The first slot the definition has not planned yet (epoch ms); null when none falls within 15 days of the last. */
