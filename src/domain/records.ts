@@ -141,6 +141,14 @@ export interface Receipt {
 export type OccurrenceRecord = StoredRecord<EntityRecord<OccurrenceAttributes>>;
 export type RunRecord = StoredRecord<EntityRecord<RunAttributes>>;
 export type AttemptRecord = StoredRecord<EntityRecord<AttemptAttributes>>;
+/** The state union of the machine whose records carry `T`: what a transition of such a record moves between. */
+export type StateOf<T> = T extends OccurrenceAttributes
+  ? OccurrenceState
+  : T extends RunAttributes
+    ? RunState
+    : T extends AttemptAttributes
+      ? AttemptState
+      : string;
 
 /**
  * The lifecycle state of a stored entity, typed by its machine: a record's kind fixes the machine that wrote its

@@ -3,7 +3,18 @@ import { join, relative } from 'node:path';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 import * as machines from '../../machines/index.js';
+import { AttemptState, DefinitionState, OccurrenceState, RunState } from '../../machines/index.js';
+import type { EntityTransition } from '../../src/actors/entity-transition.js';
 import { packageRoot } from '../../src/contract/package-root.js';
+import type { DefinitionRecord } from '../../src/domain/definition-records.js';
+import {
+  stateOf,
+  type AttemptAttributes,
+  type AttemptRecord,
+  type OccurrenceRecord,
+  type RunRecord,
+  type StateOf,
+} from '../../src/domain/records.js';
 
 /**
  * Issue 22: lifecycle states are compared through the generated constants (`OccurrenceState.running`), so the
@@ -69,8 +80,7 @@ interface Hit {
 /** The rule a node breaks, if any. */
 function ruleBroken(node: ts.Node, sf: ts.SourceFile): string | undefined {
   if (ts.isBinaryExpression(node) && EQUALITY.has(node.operatorToken.kind)) {
-    const [literal, other] =
-      stateLiteral(node.right) !== undefined ? [node.right, node.left] : [node.left, node.right];
+    const [literal, other] = stateLiteral(node.right) !== undefined ? [node.right, node.left] : [node.left, node.right];
     if (stateLiteral(literal) !== undefined && STATE_LIKE.test(other.getText(sf))) return 'equality';
   }
   if (ts.isCaseClause(node) && stateLiteral(node.expression) !== undefined) {
@@ -88,6 +98,19 @@ function ruleBroken(node: ts.Node, sf: ts.SourceFile): string | undefined {
     }
   }
   return undefined;
+}
+
+/** The rules broken in a snippet, in source order (how the scanner is itself tested). */
+function rulesIn(snippet: string): string[] {
+  const sf = ts.createSourceFile('probe.ts', snippet, ts.ScriptTarget.Latest, true);
+  const rules: string[] = [];
+  const visit = (node: ts.Node): void => {
+    const rule = ruleBroken(node, sf);
+    if (rule !== undefined) rules.push(rule);
+    ts.forEachChild(node, visit);
+  };
+  visit(sf);
+  return rules;
 }
 
 function scan(path: string): Hit[] {
@@ -124,14 +147,7 @@ describe('lifecycle states are compared through the generated constants', () => 
       "if (states.includes('active')) f();",
       "if (['planned', 'eligible'].includes(state)) f();",
     ].join('\n');
-    const sf = ts.createSourceFile('probe.ts', probe, ts.ScriptTarget.Latest, true);
-    const rules: string[] = [];
-    const visit = (node: ts.Node): void => {
-      const rule = ruleBroken(node, sf);
-      if (rule !== undefined) rules.push(rule);
-      ts.forEachChild(node, visit);
-    };
-    visit(sf);
+    const rules = rulesIn(probe);
     expect(rules).toEqual(['equality', 'equality', 'case', 'new Set', '.includes(literal)', '[literals].includes']);
   });
 
@@ -141,15 +157,35 @@ describe('lifecycle states are compared through the generated constants', () => 
       "if (observation.status === 'running') f();",
       "const PRE = new Set(['spawn_failed', 'failed']);",
     ].join('\n');
-    const sf = ts.createSourceFile('probe.ts', probe, ts.ScriptTarget.Latest, true);
-    const found: string[] = [];
-    const visit = (node: ts.Node): void => {
-      const rule = ruleBroken(node, sf);
-      if (rule !== undefined) found.push(rule);
-      ts.forEachChild(node, visit);
-    };
-    visit(sf);
-    expect(found).toEqual([]);
+    expect(rulesIn(probe)).toEqual([]);
+  });
+
+  it('typed reads give each record its own machine’s states, so a wrong-machine comparison does not compile', () => {
+    // `npx tsc -p tsconfig.json` checks this file: each @ts-expect-error fails the build if the error goes away.
+    const record = (value: string) => ({ data: { snapshot: { value } } }) as never;
+    const occurrence: OccurrenceRecord = record('planned');
+    const run: RunRecord = record('accepted');
+    const attempt: AttemptRecord = record('adopted');
+    const definition: DefinitionRecord = record('draft');
+    const seen = [
+      stateOf(occurrence) === OccurrenceState.planned,
+      stateOf(run) === RunState.accepted,
+      stateOf(attempt) === AttemptState.adopted,
+      stateOf(definition) === DefinitionState.draft,
+      // @ts-expect-error accepted is a run state, never an occurrence's
+      stateOf(occurrence) === RunState.accepted,
+      // @ts-expect-error planned is an occurrence state, never an attempt's
+      stateOf(attempt) === OccurrenceState.planned,
+      // @ts-expect-error draft is a definition state, never a run's
+      stateOf(run) === DefinitionState.draft,
+    ];
+    const moved = { from: 'adopted', to: 'dispatching' } as EntityTransition<
+      AttemptAttributes,
+      StateOf<AttemptAttributes>
+    >;
+    // @ts-expect-error a committed attempt transition never reaches an occurrence-only state
+    seen.push(moved.to === OccurrenceState.claimed);
+    expect(seen).toEqual([true, true, true, true, false, false, false, false]);
   });
 
   it('src/ (outside generated code) compares no lifecycle state to a string literal', () => {
