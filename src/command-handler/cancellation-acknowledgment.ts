@@ -1,3 +1,4 @@
+import { OccurrenceState, RunState } from '../../machines/index.js';
 import { loadAttempt, loadOccurrence, loadRun } from '../domain/entities.js';
 import { moveEntity, type StepContext } from '../domain/lifecycle.js';
 import { recordReceipt } from '../domain/receipts.js';
@@ -42,7 +43,7 @@ export async function acknowledgeCancellation(
       recoveryDisposition: 'not_required',
     },
   );
-  if (stateOf(run) === 'running') {
+  if (stateOf(run) === RunState.running) {
     await moveEntity<RunAttributes>(
       step,
       'run',
@@ -56,7 +57,7 @@ export async function acknowledgeCancellation(
       }),
     );
   }
-  if (stateOf(occurrence) === 'running') {
+  if (stateOf(occurrence) === OccurrenceState.running) {
     await moveEntity<OccurrenceAttributes>(
       step,
       'occurrence',

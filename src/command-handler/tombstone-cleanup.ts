@@ -1,3 +1,4 @@
+import { AttemptState, OccurrenceState, RunState } from '../../machines/index.js';
 import { liveOccurrencesOf, moveEntity, type StepContext } from '../domain/lifecycle.js';
 import {
   KINDS,
@@ -24,7 +25,8 @@ export async function cancelUnlaunchedWork(step: StepContext, automationId: stri
       OccurrenceRecord | undefined;
     if (occurrence === undefined) continue;
     const state = stateOf(occurrence);
-    if (state !== 'planned' && state !== 'eligible' && state !== 'claimed') continue;
+    if (state !== OccurrenceState.planned && state !== OccurrenceState.eligible && state !== OccurrenceState.claimed)
+      continue;
     const runId = occurrence.data.attributes.activeRunRef;
     if (runId !== undefined) {
       const run = await loadRun(step.tx, runId);
@@ -34,7 +36,8 @@ export async function cancelUnlaunchedWork(step: StepContext, automationId: stri
         const attemptState = stateOf(attempt);
         const outboxId = `${attemptId}#${attemptContext(attempt).dispatchGeneration}`;
         const outbox = await step.tx.get<OutboxEntry>(KINDS.outbox, outboxId);
-        if (outbox !== undefined && outbox.data.status !== 'pending' && attemptState === 'dispatching') continue;
+        if (outbox !== undefined && outbox.data.status !== 'pending' && attemptState === AttemptState.dispatching)
+          continue;
         if (outbox !== undefined && outbox.data.status === 'pending') {
           await step.tx.put(
             KINDS.outbox,
@@ -45,9 +48,11 @@ export async function cancelUnlaunchedWork(step: StepContext, automationId: stri
           const pending = await step.tx.get('pending-launch', outboxId);
           if (pending !== undefined) await step.tx.delete('pending-launch', outboxId, pending.version);
         }
-        if (attemptState === 'adopted' || attemptState === 'dispatching') {
+        if (attemptState === AttemptState.adopted || attemptState === AttemptState.dispatching) {
           const cancellation =
-            attemptState === 'adopted' ? { requestedAt: step.now } : { requestedAt: step.now, reconciledAt: step.now };
+            attemptState === AttemptState.adopted
+              ? { requestedAt: step.now }
+              : { requestedAt: step.now, reconciledAt: step.now };
           await moveEntity<AttemptAttributes>(
             step,
             'attempt',
@@ -57,7 +62,7 @@ export async function cancelUnlaunchedWork(step: StepContext, automationId: stri
           );
         }
       }
-      if (stateOf(run) === 'accepted' || stateOf(run) === 'running') {
+      if (stateOf(run) === RunState.accepted || stateOf(run) === RunState.running) {
         await moveEntity<RunAttributes>(
           step,
           'run',

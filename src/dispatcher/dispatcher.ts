@@ -1,3 +1,4 @@
+import { AttemptState, OccurrenceState, RunState } from '../../machines/index.js';
 import { updateEntityAttributes } from '../actors/entity-transition.js';
 import { isContractError } from '../contract/errors.js';
 import type { AutomationDefinition } from '../domain/definition-body.js';
@@ -51,10 +52,10 @@ export async function acceptAndDispatch(
   const state = stateOf(occurrence);
   const o = occurrenceContext(occurrence);
   const attributes = occurrence.data.attributes;
-  if (state !== 'claimed' && state !== 'dispatching') return undefined;
+  if (state !== OccurrenceState.claimed && state !== OccurrenceState.dispatching) return undefined;
   if (attributes.held) return undefined;
   if (
-    state === 'claimed' &&
+    state === OccurrenceState.claimed &&
     attributes.notBefore !== undefined &&
     Date.parse(attributes.notBefore) > Date.parse(step.now)
   )
@@ -149,7 +150,7 @@ export async function acceptAndDispatch(
     const run = await loadRun(step.tx, runId);
     attemptId = run.data.attributes.attemptIds.at(-1)!;
     const attempt = await loadAttempt(step.tx, attemptId);
-    if (stateOf(attempt) !== 'adopted') return undefined;
+    if (stateOf(attempt) !== AttemptState.adopted) return undefined;
   }
   const attempt = await loadAttempt(step.tx, attemptId);
   const dispatchGeneration = attemptContext(attempt).dispatchGeneration + 1;
@@ -161,7 +162,7 @@ export async function acceptAndDispatch(
       type: 'dispatch',
       actor: 'dispatcher',
       dispatchGeneration,
-      fenceGeneration: state === 'claimed' ? o.fence.generation : attemptContext(attempt).fenceGeneration,
+      fenceGeneration: state === OccurrenceState.claimed ? o.fence.generation : attemptContext(attempt).fenceGeneration,
     },
     (a) => ({
       ...a,
@@ -203,7 +204,7 @@ async function sendAndApply(svc: EngineServices, outboxId: string): Promise<Laun
     const outbox = await step.tx.get<OutboxEntry>(KINDS.outbox, outboxId);
     if (outbox === undefined || outbox.data.status !== 'pending') return undefined;
     const attempt = await loadAttempt(step.tx, outbox.data.attemptId);
-    if (stateOf(attempt) !== 'dispatching') {
+    if (stateOf(attempt) !== AttemptState.dispatching) {
       await step.tx.put(
         KINDS.outbox,
         outboxId,
@@ -222,7 +223,7 @@ async function sendAndApply(svc: EngineServices, outboxId: string): Promise<Laun
       { expectedVersion: outbox.version },
     );
     await clearPending(step, outboxId);
-    if (stateOf(run) === 'accepted') {
+    if (stateOf(run) === RunState.accepted) {
       await moveEntity<RunAttributes>(
         step,
         'run',
@@ -314,7 +315,7 @@ export async function applyLaunchResult(
   await step.tx.put(KINDS.outbox, outboxId, { ...outbox.data, status: 'done' }, { expectedVersion: outbox.version });
   const { attemptId, occurrenceId, runId } = outbox.data;
   const attempt = await loadAttempt(step.tx, attemptId);
-  if (stateOf(attempt) !== 'dispatching') return undefined;
+  if (stateOf(attempt) !== AttemptState.dispatching) return undefined;
   const a = attemptContext(attempt);
   if (result.outcome === 'started') {
     await moveEntity<AttemptAttributes>(
@@ -337,7 +338,7 @@ export async function applyLaunchResult(
       await svc.actors.worker.openEvidenceStream(step, attemptId, result.sessionId, result.cursors);
     }
     const occurrence = await loadOccurrence(step.tx, occurrenceId);
-    if (stateOf(occurrence) === 'claimed') {
+    if (stateOf(occurrence) === OccurrenceState.claimed) {
       await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrenceId, {
         type: 'attempt_adopted',
         actor: 'dispatcher',
@@ -347,7 +348,7 @@ export async function applyLaunchResult(
         fenceGeneration: a.fenceGeneration,
       });
     }
-    if (stateOf(await loadOccurrence(step.tx, occurrenceId)) === 'dispatching') {
+    if (stateOf(await loadOccurrence(step.tx, occurrenceId)) === OccurrenceState.dispatching) {
       await moveEntity<OccurrenceAttributes>(
         step,
         'occurrence',
@@ -375,7 +376,7 @@ export async function applyLaunchResult(
     }),
   );
   const occurrence = await loadOccurrence(step.tx, occurrenceId);
-  if (stateOf(occurrence) === 'dispatching') {
+  if (stateOf(occurrence) === OccurrenceState.dispatching) {
     // Operator recovery attempts dispatch from `dispatching`: a refusal there settles the occurrence.
     await moveEntity<OccurrenceAttributes>(
       step,
@@ -393,7 +394,7 @@ export async function applyLaunchResult(
       }),
     );
     const run = await loadRun(step.tx, runId);
-    if (stateOf(run) === 'running') {
+    if (stateOf(run) === RunState.running) {
       await moveEntity<RunAttributes>(
         step,
         'run',

@@ -1,3 +1,4 @@
+import { AttemptState } from '../../machines/index.js';
 import { forEachConcurrently } from '../domain/concurrency.js';
 import { LIVE_INDEX } from '../domain/lifecycle.js';
 import { launchOrphaned } from '../domain/owner-lease.js';
@@ -18,7 +19,7 @@ interface OrphanedLaunch {
 async function findOrphan(svc: EngineServices, attemptId: string): Promise<OrphanedLaunch | undefined> {
   return svc.store.read(async (r) => {
     const attempt = (await r.get<AttemptRecord['data']>(KINDS.attempt, attemptId)) as AttemptRecord | undefined;
-    if (attempt === undefined || attempt.data.snapshot.value !== 'dispatching') return undefined;
+    if (attempt === undefined || attempt.data.snapshot.value !== AttemptState.dispatching) return undefined;
     const outboxId = `${attemptId}#${attemptContext(attempt).dispatchGeneration}`;
     const outbox = await r.get<OutboxEntry>(KINDS.outbox, outboxId);
     if (outbox === undefined || outbox.data.status !== 'sending') return undefined;

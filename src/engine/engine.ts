@@ -1,3 +1,4 @@
+import { OccurrenceState } from '../../machines/index.js';
 import { CommandHandler } from '../command-handler/command-handler.js';
 import {
   DEFAULT_PRODUCER,
@@ -253,7 +254,7 @@ export class Engine {
       );
       if (occurrence === undefined || occurrence.data.attributes.held) return;
       const state = occurrence.data.snapshot.value;
-      if (state !== 'claimed' && state !== 'dispatching') return;
+      if (state !== OccurrenceState.claimed && state !== OccurrenceState.dispatching) return;
       await attempt(`occurrence ${id}`, () => this.dispatch(id));
     });
     return outcomes;

@@ -1,3 +1,4 @@
+import { DefinitionState } from '../../../machines/index.js';
 import { Schedule } from '../../schedule/schedule.js';
 import { attrs, ctx, state, TERMINAL, type Any, type InvariantCheck } from './check-helpers.js';
 
@@ -84,7 +85,7 @@ export const CONFORMANCE_CHECKS: InvariantCheck[] = [
           covered.add(`${e.automationId}@${s}`);
       }
       for (const d of h.records.definition.values()) {
-        if (state(d) !== 'active' || h.records.quarantine.has(d.id)) continue;
+        if (state(d) !== DefinitionState.active || h.records.quarantine.has(d.id)) continue;
         const from = attrs(d).scheduleEffectiveFrom as string | undefined;
         if (from === undefined) continue;
         const body = attrs(d).definition as Any;
