@@ -33,7 +33,7 @@ export interface PersistentActorOptions {
  *
  * @example
  * ```ts
- * import { definitionMachine } from 'coven-automata/machines';
+ * import { definitionMachine } from 'coven-automata';
  * const store = await JsonFileStore.open('./automations.json');
  * const actor = await PersistentActor.create(definitionMachine, { store, kind: 'definition', id: 'nightly' }, { automationId: 'nightly', revision: 1 });
  * await actor.send({ type: 'definition_tombstoned', actor: 'command_handler', now: clock.now(), revision: 2 });
