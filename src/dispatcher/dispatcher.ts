@@ -20,8 +20,12 @@ import { integrityProblem } from './launch-integrity.js';
 import { afterPreOwnershipFailure } from './settlement.js';
 import { sha256Hex } from '../contract/digest.js';
 import { DEFINITION_REVISION_KIND, revisionId } from '../domain/definition-records.js';
-import { outboxIdFor, runIdFor } from '../domain/ids.js';
+import { runIdFor } from '../domain/ids.js';
 import type { LaunchOutcome } from '../domain/launch-outcome.js';
+import { createOutbox, moveOutbox, readOutbox } from '../domain/outbox.js';
+import { integrityQuarantine, quarantineAutomation } from './quarantine.js';
+import { isRunHeld } from '../domain/run-hold.js';
+import { OutboxState } from '../../machines/extension-states.js';
 import { loadAttempt, loadOccurrence, loadRun } from '../domain/entities.js';
 import { attemptIdFor, attemptKeyFor } from '../domain/ids.js';
 import { type QuarantineRequest } from '../domain/launch-outcome.js';
@@ -53,7 +57,7 @@ export async function acceptAndDispatch(
   const o = occurrenceContext(occurrence);
   const attributes = occurrence.data.attributes;
   if (state !== 'claimed' && state !== 'dispatching') return undefined;
-  if (attributes.held) return undefined;
+  if (await isRunHeld(step.tx, occurrence)) return undefined;
   if (
     state === 'claimed' &&
     attributes.notBefore !== undefined &&
@@ -174,18 +178,7 @@ export async function acceptAndDispatch(
       workerCorrelation: { workerId: svc.instanceId, adoptedAt: a.openedAt },
     }),
   );
-  const outboxId = outboxIdFor(attemptId, dispatchGeneration);
-  const entry: OutboxEntry = {
-    attemptId,
-    occurrenceId,
-    runId,
-    dispatchGeneration,
-    status: 'pending',
-    committedAt: step.now,
-  };
-  await step.tx.put(KINDS.outbox, outboxId, entry, { expectedVersion: null });
-  await step.tx.put('pending-launch', outboxId, { committedAt: step.now }, { expectedVersion: null });
-  return outboxId;
+  return createOutbox(step, { attemptId, occurrenceId, runId, dispatchGeneration, committedAt: step.now });
 }
 
 /**
@@ -205,28 +198,17 @@ export async function releaseLaunch(svc: EngineServices, outboxId: string): Prom
 
 async function sendAndApply(svc: EngineServices, outboxId: string): Promise<LaunchOutcome> {
   const prepared = await svc.step(async (step) => {
-    const outbox = await step.tx.get<OutboxEntry>(KINDS.outbox, outboxId);
-    if (outbox === undefined || outbox.data.status !== 'pending') return undefined;
-    const attempt = await loadAttempt(step.tx, outbox.data.attemptId);
-    if (stateOf(attempt) !== 'dispatching') {
-      await step.tx.put(
-        KINDS.outbox,
-        outboxId,
-        { ...outbox.data, status: 'cancelled' },
-        { expectedVersion: outbox.version },
-      );
-      await clearPending(step, outboxId);
+    const outbox = await readOutbox(step.tx, outboxId);
+    if (outbox === undefined || outbox.state !== OutboxState.pending) return undefined;
+    const attempt = await loadAttempt(step.tx, outbox.entry.attemptId);
+    const attemptState = stateOf(attempt);
+    if (attemptState !== 'dispatching') {
+      await moveOutbox(step, outboxId, { type: 'outbox_release_abandoned', actor: 'dispatcher', attemptState });
       return undefined;
     }
-    const run = await loadRun(step.tx, outbox.data.runId);
-    const occurrence = await loadOccurrence(step.tx, outbox.data.occurrenceId);
-    await step.tx.put(
-      KINDS.outbox,
-      outboxId,
-      { ...outbox.data, status: 'sending', sentAt: step.now },
-      { expectedVersion: outbox.version },
-    );
-    await clearPending(step, outboxId);
+    const run = await loadRun(step.tx, outbox.entry.runId);
+    const occurrence = await loadOccurrence(step.tx, outbox.entry.occurrenceId);
+    const sent = await moveOutbox(step, outboxId, { type: 'outbox_send_started', actor: 'dispatcher', attemptState });
     if (stateOf(run) === 'accepted') {
       await moveEntity<RunAttributes>(
         step,
@@ -249,7 +231,7 @@ async function sendAndApply(svc: EngineServices, outboxId: string): Promise<Laun
       occurrence.data.attributes.automationRevision,
     );
     return {
-      outbox: outbox.data,
+      outbox: sent.entry,
       attempt,
       definition,
       deadlineAt: runContext(run).deadlineAt,
@@ -266,15 +248,17 @@ async function sendAndApply(svc: EngineServices, outboxId: string): Promise<Laun
     if (sent.outcome === 'unconfirmed') return { outboxId, result: sent };
     result = sent;
   }
-  const quarantine = await svc.step((step) => applyLaunchResult(svc, step, outboxId, result));
-  const held =
-    integrity === undefined
-      ? quarantine
-      : { automationId: prepared.definition.automationId, reason: integrity.message };
+  const refused = integrity === undefined ? undefined : integrityQuarantine(prepared.definition, integrity);
+  const quarantine = await svc.step(async (step) => {
+    const exhausted = await applyLaunchResult(svc, step, outboxId, result, sessionKeyOf(outboxId, prepared.outbox));
+    const request = refused ?? exhausted;
+    if (request !== undefined) await quarantineAutomation(step, request);
+    return request;
+  });
   return {
     outboxId,
     result,
-    ...(held === undefined ? {} : { quarantine: held }),
+    ...(quarantine === undefined ? {} : { quarantine }),
     ...(integrity === undefined ? {} : { error: integrity }),
   };
 }
@@ -307,22 +291,21 @@ async function sendLaunch(
   return result;
 }
 
-async function clearPending(step: StepContext, outboxId: string): Promise<void> {
-  const pending = await step.tx.get('pending-launch', outboxId);
-  if (pending !== undefined) await step.tx.delete('pending-launch', outboxId, pending.version);
-}
-
-/** Commits the runtime's answer to a launch (or the evidence that stands for it). */
+/**
+ * Commits the runtime's answer to a launch (or the evidence that stands for it), given for `sessionKey`: the
+ * outbox machine applies only an answer for its current send.
+ */
 export async function applyLaunchResult(
   svc: EngineServices,
   step: StepContext,
   outboxId: string,
   result: LaunchResult,
+  sessionKey: string,
 ): Promise<QuarantineRequest | undefined> {
-  const outbox = await step.tx.get<OutboxEntry>(KINDS.outbox, outboxId);
-  if (outbox === undefined || outbox.data.status !== 'sending') return undefined;
-  await step.tx.put(KINDS.outbox, outboxId, { ...outbox.data, status: 'done' }, { expectedVersion: outbox.version });
-  const { attemptId, occurrenceId, runId } = outbox.data;
+  const outbox = await readOutbox(step.tx, outboxId);
+  if (outbox === undefined || outbox.state !== OutboxState.sending) return undefined;
+  await moveOutbox(step, outboxId, { type: 'outbox_answer_applied', actor: 'dispatcher', sessionKey });
+  const { attemptId, occurrenceId, runId } = outbox.entry;
   const attempt = await loadAttempt(step.tx, attemptId);
   if (stateOf(attempt) !== 'dispatching') return undefined;
   const a = attemptContext(attempt);
@@ -491,12 +474,12 @@ export async function launchAhead(svc: EngineServices, occurrenceId: string): Pr
 /** Fault `resendUnconfirmedLaunches`: sends a launch whose answer was lost a second time. */
 export async function resendLaunch(svc: EngineServices, outboxId: string): Promise<LaunchOutcome> {
   const prepared = await svc.store.read(async (r) => {
-    const outbox = await r.get<OutboxEntry>(KINDS.outbox, outboxId);
+    const outbox = await readOutbox(r, outboxId);
     if (outbox === undefined) return undefined;
-    const attempt = await r.get<Awaited<ReturnType<typeof loadAttempt>>['data']>(KINDS.attempt, outbox.data.attemptId);
+    const attempt = await r.get<Awaited<ReturnType<typeof loadAttempt>>['data']>(KINDS.attempt, outbox.entry.attemptId);
     const occurrence = await r.get<Awaited<ReturnType<typeof loadOccurrence>>['data']>(
       KINDS.occurrence,
-      outbox.data.occurrenceId,
+      outbox.entry.occurrenceId,
     );
     if (attempt === undefined || occurrence === undefined) return undefined;
     const definition = await r.get<AutomationDefinition>(
@@ -506,7 +489,7 @@ export async function resendLaunch(svc: EngineServices, outboxId: string): Promi
     return definition === undefined
       ? undefined
       : {
-          outbox: outbox.data,
+          outbox: outbox.entry,
           attempt: attempt as Awaited<ReturnType<typeof loadAttempt>>,
           definition: definition.data,
           deadlineAt: svc.clock.now().toISOString(),

@@ -58,7 +58,6 @@ export async function planLatestSlot(
     createdAt: step.now,
     updatedAt: step.now,
     observedAt: step.now,
-    held: false,
   };
   await createExecutionEntity(
     step,
