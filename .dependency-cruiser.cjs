@@ -23,7 +23,7 @@ const WITH_DOMAIN = [...BELOW_DOMAIN, 'domain'];
 /** The four contract actors and retention: each sits on domain and the ports, never on a sibling. */
 const CONTRACT_ACTORS = ['command-handler', 'scheduler', 'dispatcher', 'worker', 'retention'];
 /** Test and verification support: may use anything but the CLI. */
-const TESTKIT = ['testkit', 'invariants', 'conformance'];
+const TESTKIT = ['testkit'];
 const PRODUCTION = [...WITH_DOMAIN, ...CONTRACT_ACTORS, 'engine'];
 
 const LAYERS = {
@@ -73,9 +73,17 @@ module.exports = {
       name: 'no-test-libraries-in-production',
       severity: 'error',
       comment:
-        'Property-testing and graph-walking libraries belong to testkit/invariants/conformance and the CLI only.',
+        'Property-testing and graph-walking libraries belong to the testkit and the CLI only.',
       from: { path: `^src/index\\.ts$|^machines/|${anyOf(PRODUCTION)}` },
       to: { path: '(^|/)node_modules/(fast-check|@xstate/graph|vitest|@fast-check/vitest)/' },
+    },
+    {
+      name: 'optional-packages-in-cli-only',
+      severity: 'error',
+      comment:
+        'The diagram renderer and the inspector are optional peer dependencies the CLI loads in its command actions; nothing else may need them.',
+      from: { pathNot: '^src/cli/' },
+      to: { path: '(^|/)node_modules/(@viz-js/viz|@statelyai/inspect)/' },
     },
   ],
   allowed: [
@@ -86,6 +94,12 @@ module.exports = {
     },
     { comment: 'node builtins are free', from: {}, to: { dependencyTypes: ['core'] } },
     ...layerRules,
+    {
+      comment:
+        'The generated state constants import nothing: guards compare against them without depending on the machines that import the guards.',
+      from: { path: '^src/guards/' },
+      to: { path: '^machines/(states|extension-states)\\.ts$' },
+    },
     {
       comment: 'The package entry point re-exports the engine, not its test and CLI tooling.',
       from: { path: '^src/index\\.ts$' },

@@ -11,6 +11,9 @@
  * const response = await engine.commands.handle(commandEnvelope); // committed | replayed | rejected
  * engine.start();
  * ```
+ *
+ * The invariant suite, its self-check and the conformance runner are in `coven-automata/testkit`, so this entry
+ * loads none of their property-testing and graph-walking libraries.
  * @packageDocumentation
  */
 
@@ -82,6 +85,10 @@ export {
   attemptMachine,
   lifecycleMachines,
 } from '../machines/index.js';
+// The typed state and event constants of every generated machine (OccurrenceState.running, isRunTerminal, ...):
+// generated beside the machines and importing nothing, so they cost the light entry nothing.
+export * from '../machines/states.js';
+export * from '../machines/extension-states.js';
 export { PersistentActor, type PersistentActorOptions } from './actors/persistent-actor.js';
 export {
   transitionEntity,
@@ -102,9 +109,3 @@ export { CAPABILITY_PROFILE } from './contract/capabilities.js';
 export { Schedule } from './schedule/schedule.js';
 export { parseRrule, type ScheduleRule } from './schedule/rrule.js';
 export { loadLifecycleSpec, type LifecycleSpec } from './spec/lifecycle-spec.js';
-
-// The invariant suite and the conformance runner
-export { runInvariantSuite, type SuiteResult, type SuiteOptions } from './invariants/suite.js';
-export { runSelfCheck, BROKEN_VARIANTS } from './invariants/self-check.js';
-export { INVARIANTS, type InvariantCheck } from './invariants/checks.js';
-export { runVector } from './conformance/vector-runner.js';

@@ -1,16 +1,18 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { instance } from '@viz-js/viz';
 import { dotOf, withDiagrams } from '../spec/diagrams.js';
 import { loadLifecycleSpec } from '../spec/lifecycle-spec.js';
 import { packageRoot } from '../contract/package-root.js';
+import { optionalPackage } from './optional-package.js';
 
 /**
  * Renders each machine to `<out>/<machine>.svg` (Graphviz compiled to WebAssembly, no system install) and
  * refreshes the README's Mermaid section. With `check`, writes nothing and returns 1 if anything is stale.
+ * @viz-js/viz is an optional peer dependency, loaded here only.
  */
 export async function renderDiagrams(out: string, check: boolean): Promise<number> {
   const spec = loadLifecycleSpec();
+  const { instance } = await optionalPackage('@viz-js/viz', 'diagram', () => import('@viz-js/viz'));
   const viz = await instance();
   const root = packageRoot();
   const outDir = resolve(root, out);

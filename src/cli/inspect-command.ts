@@ -1,15 +1,20 @@
 import { createInterface } from 'node:readline';
 import { join } from 'node:path';
-import { createWebSocketInspector } from '@statelyai/inspect';
-import { createInspectorServer } from '@statelyai/inspect/server';
 import { runDemo } from './demo.js';
+import { optionalPackage } from './optional-package.js';
 
 /**
  * Runs the demo with the Stately inspector: a relay on loopback (its page embeds stately.ai/inspect, so the
  * browser needs internet) and a WebSocket inspector fed by the engine's inspection mirror. Opt-in only: the
  * websocket client reconnects forever when nobody listens, so this command always ends the process itself.
+ * @statelyai/inspect is an optional peer dependency, loaded here only.
  */
 export async function runInspect(port: number, wait: boolean): Promise<number> {
+  const [{ createWebSocketInspector }, { createInspectorServer }] = await optionalPackage(
+    '@statelyai/inspect',
+    'inspect',
+    () => Promise.all([import('@statelyai/inspect'), import('@statelyai/inspect/server')]),
+  );
   const server = createInspectorServer({ port, autoOpen: false });
   const inspector = createWebSocketInspector({ url: `ws://127.0.0.1:${port}` });
   console.log(`Stately inspector relay on http://127.0.0.1:${port} — open it in a browser to watch the demo's actors.`);

@@ -1,10 +1,10 @@
 import { writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { conformanceResult, formatSuite } from '../invariants/report.js';
-import { validateConformanceResult } from '../invariants/result-schema.js';
-import { runSelfCheck } from '../invariants/self-check.js';
-import { runInvariantSuite } from '../invariants/suite.js';
-import type { StoreKind } from '../invariants/world.js';
+import { conformanceResult, formatSuite } from '../testkit/invariants/report.js';
+import { validateConformanceResult } from '../testkit/invariants/result-schema.js';
+import { runSelfCheck } from '../testkit/invariants/self-check.js';
+import { runInvariantSuite } from '../testkit/invariants/suite.js';
+import type { StoreKind } from '../testkit/invariants/world.js';
 import { packageRoot } from '../contract/package-root.js';
 
 function option(argv: string[], name: string): string | undefined {

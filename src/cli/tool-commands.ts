@@ -1,7 +1,5 @@
 import { join } from 'node:path';
 import { verifyIntegrity } from '../contract/digest.js';
-import { formatReports } from '../conformance/report-format.js';
-import { runVector } from '../conformance/vector-runner.js';
 import { loadLifecycleSpec } from '../spec/lifecycle-spec.js';
 import { summarizeSpec } from '../spec/summary.js';
 import type { Engine } from '../engine/engine.js';
@@ -9,9 +7,6 @@ import type { FileStore } from '../store/open-store.js';
 import { readJsonFile } from './apply-command.js';
 import { withEngine } from './context.js';
 import { runDemo } from './demo.js';
-import { runInvariantsCommand } from './invariants-command.js';
-import { renderDiagrams } from './diagram-command.js';
-import { runInspect } from './inspect-command.js';
 import { runLifecycleWalkthrough } from './lifecycle-walkthrough.js';
 import type { ProgramKit } from './program-kit.js';
 
@@ -34,7 +29,10 @@ async function runUntilSignal(engine: Engine, store: FileStore): Promise<number>
   return 0;
 }
 
-/** start, demo, walkthrough, machines and invariants: running the engine and its showcases. */
+/**
+ * start, demo, walkthrough, machines and invariants: running the engine and its showcases. The invariant suite
+ * is imported when its command runs, so every other command starts without fast-check and @xstate/graph.
+ */
 export function registerRunCommands({ program, opts, run }: ProgramKit): void {
   program
     .command('start')
@@ -69,10 +67,13 @@ export function registerRunCommands({ program, opts, run }: ProgramKit): void {
     .allowUnknownOption()
     .helpOption(false)
     .argument('[args...]')
-    .action(run(async (args: string[]) => runInvariantsCommand(args ?? [])));
+    .action(run(async (args: string[]) => (await import('./invariants-command.js')).runInvariantsCommand(args ?? [])));
 }
 
-/** conformance, diagram, inspect and verify: checking the engine, its diagrams and its receipts. */
+/**
+ * conformance, diagram, inspect and verify: checking the engine, its diagrams and its receipts. The runner, the
+ * renderer and the inspector are imported when their command runs (the last two are optional packages).
+ */
 export function registerCheckCommands({ program, opts, run }: ProgramKit): void {
   program
     .command('conformance')
@@ -81,6 +82,8 @@ export function registerCheckCommands({ program, opts, run }: ProgramKit): void 
     .description('run conformance.vector.v1 files against a fresh engine each')
     .action(
       run(async (files: string[]) => {
+        const { runVector } = await import('../testkit/conformance/vector-runner.js');
+        const { formatReports } = await import('../testkit/conformance/report-format.js');
         const reports = [];
         for (const file of files) reports.push(await runVector(file));
         console.log(opts().json === true ? JSON.stringify(reports, null, 2) : formatReports(reports));
@@ -92,13 +95,21 @@ export function registerCheckCommands({ program, opts, run }: ProgramKit): void 
     .description('render the machines as Mermaid and SVG')
     .option('--out <dir>', 'where SVGs go', 'docs')
     .option('--check', 'exit 1 if the README or docs/ are stale')
-    .action(run(async (cmd: { out: string; check?: boolean }) => renderDiagrams(cmd.out, cmd.check === true)));
+    .action(
+      run(async (cmd: { out: string; check?: boolean }) =>
+        (await import('./diagram-command.js')).renderDiagrams(cmd.out, cmd.check === true),
+      ),
+    );
   program
     .command('inspect')
     .description('run the demo with the Stately inspector (WebSocket relay on loopback)')
     .option('--port <n>', 'relay port', '8787')
     .option('--no-wait', 'do not wait for the inspector UI')
-    .action(run(async (cmd: { port: string; wait: boolean }) => runInspect(Number(cmd.port), cmd.wait)));
+    .action(
+      run(async (cmd: { port: string; wait: boolean }) =>
+        (await import('./inspect-command.js')).runInspect(Number(cmd.port), cmd.wait),
+      ),
+    );
   program
     .command('verify <file>')
     .description('recompute and check the JCS SHA-256 integrity of a receipt or definition')

@@ -8,11 +8,11 @@ import {
   type OccurrenceAttributes,
   type RunAttributes,
 } from '../domain/records.js';
-import type { EngineServices } from '../domain/services.js';
+import type { ActorServices } from '../domain/actor-steps.js';
 
 /** The runtime acknowledged a requested cancellation: attempt, run and occurrence settle cancelled. */
 export async function acknowledgeCancellation(
-  svc: EngineServices,
+  svc: ActorServices,
   step: StepContext,
   attemptId: string,
   sessionId: string,

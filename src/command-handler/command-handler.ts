@@ -64,7 +64,6 @@ export class CommandHandler {
   private readonly producer;
   private readonly newId: () => string;
   private readonly operator: CommandHandlerOptions['operator'];
-  private readonly faults: CommandHandlerOptions['faults'];
   /** The store's id once a committed transaction has seen it stored. */
   private storeId: string | undefined;
   private candidateStoreId: string | undefined;
@@ -76,7 +75,6 @@ export class CommandHandler {
     this.producer = options.producer ?? DEFAULT_PRODUCER;
     this.newId = options.newId ?? defaultNewId;
     this.operator = options.operator;
-    this.faults = options.faults;
     this.changefeed = new Changefeed(options.store, options.clock, options.checkpointTtlMs);
   }
 
@@ -190,7 +188,6 @@ export class CommandHandler {
         now,
         feed: { producer: this.producer, storeId: id, now },
         requirements: this.requirements,
-        ...(this.faults === undefined ? {} : { faults: this.faults }),
       });
       afterCommit = outcome.afterCommit;
       // A dry run is a question, not a command: nothing of it, its key and a new store's id included, is stored.

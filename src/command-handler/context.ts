@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import type { ChangefeedContext, ProducerIdentity } from '../changefeed/event-envelope.js';
 import type { RequirementsVerdict } from '../guards/common.js';
 import type { Clock } from '../clock/clock.js';
-import type { EngineFaults } from '../domain/faults.js';
 import type { Store, StoreTransaction } from '../store/store.js';
 import type { CommandEnvelope } from './envelope.js';
 import type { AutomationDefinition } from '../domain/definition-body.js';
@@ -21,8 +20,6 @@ export interface CommandHandlerOptions {
   checkpointTtlMs?: number;
   /** The occurrence/run/attempt commands, supplied by an engine; without one they answer CAPABILITY_UNSUPPORTED. */
   operator?: OperatorCommands;
-  /** Deliberate bugs for the invariant suite's self-check. */
-  faults?: Pick<EngineFaults, 'rewriteHistoricRevision'>;
 }
 
 /** Commands whose effects need the scheduler, dispatcher and worker. */
@@ -38,7 +35,6 @@ export interface CommandContext {
   now: string;
   feed: ChangefeedContext;
   requirements: RequirementsCheck;
-  faults?: Pick<EngineFaults, 'rewriteHistoricRevision'>;
 }
 
 export interface CommandOutcome {

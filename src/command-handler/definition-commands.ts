@@ -265,7 +265,6 @@ export async function reviseDefinition(ctx: CommandContext): Promise<CommandOutc
       committed.to as LifecycleState,
     );
   }
-  if (ctx.faults?.rewriteHistoricRevision === true) await rewriteLiveOccurrenceRevisions(ctx, id, body.revision);
   // Schedule revisions are future-only: a revised active definition plans from now on.
   await updateEntityAttributes<DefinitionAttributes>(ctx.tx, DEFINITION_KIND, id, record.version, (a) => ({
     ...attributes(a),
@@ -279,26 +278,6 @@ export async function reviseDefinition(ctx: CommandContext): Promise<CommandOutc
     `definition ${id} revised to revision ${body.revision}`,
     state as LifecycleState,
   );
-}
-
-/** Fault `rewriteHistoricRevision`: moves the definition's live occurrences onto the new revision. */
-async function rewriteLiveOccurrenceRevisions(
-  ctx: CommandContext,
-  automationId: string,
-  revision: number,
-): Promise<void> {
-  for (const { id, data } of await ctx.tx.list<{ automationId: string | null }>('live-occurrence')) {
-    if (data.automationId !== automationId) continue;
-    const occurrence = await ctx.tx.get<{ attributes: Record<string, unknown> }>('occurrence', id);
-    if (occurrence !== undefined) {
-      await ctx.tx.put(
-        'occurrence',
-        id,
-        { ...occurrence.data, attributes: { ...occurrence.data.attributes, automationRevision: revision } },
-        { expectedVersion: occurrence.version },
-      );
-    }
-  }
 }
 
 interface LifecycleCommand {

@@ -186,20 +186,7 @@ async function cancelOccurrenceWork(
   const attempt = attemptId === undefined ? undefined : await loadAttempt(ctx.tx, attemptId);
   const attemptState = attempt === undefined ? undefined : stateOf(attempt);
 
-  if (attempt !== undefined && attemptState === 'observing' && svc.faults.ackCancelWithoutRuntime) {
-    // Fault: settles as if the runtime had acknowledged, without asking it.
-    await moveEntity<AttemptAttributes>(
-      s,
-      'attempt',
-      attempt.id,
-      {
-        type: 'cancel_acknowledged',
-        actor: 'command_handler',
-        cancellation: { requestedAt: ctx.now, acknowledgedAt: ctx.now },
-      },
-      (a) => ({ ...a, stateReason: reason, settledAt: ctx.now }),
-    );
-  } else if (attempt !== undefined && (attemptState === 'started' || attemptState === 'observing')) {
+  if (attempt !== undefined && (attemptState === 'started' || attemptState === 'observing')) {
     // A session exists (or may): request, stop after commit, answer CANCEL_PENDING.
     const sessionId = attempt.data.attributes.workerCorrelation?.sessionId;
     if (attempt.data.attributes.cancelRequestedAt === undefined) {
@@ -412,16 +399,6 @@ async function retryAttempt(svc: EngineServices, ctx: CommandContext): Promise<C
     (await loadRun(ctx.tx, runId)).version,
     (a) => ({ ...a, stateReason: 'operator_retry' }),
   );
-  if (svc.faults.rewritePriorAttempt) {
-    // Fault: the retry edits the prior attempt's record (only possible on a store that does not seal).
-    const prior = await loadAttempt(ctx.tx, latestId);
-    await ctx.tx.put(
-      KINDS.attempt,
-      latestId,
-      { ...prior.data, attributes: { ...prior.data.attributes, stateReason: 'superseded by retry' } },
-      { expectedVersion: prior.version },
-    );
-  }
   return {
     automationId: run.data.attributes.automationId,
     result: {

@@ -10,7 +10,7 @@ import {
   type RunAttributes,
   type RunRecord,
 } from '../domain/records.js';
-import type { EngineServices } from '../domain/services.js';
+import type { ActorServices } from '../domain/actor-steps.js';
 
 /**
  * A launch was sent and its sender is gone before the runtime answered: the attempt is ambiguous (with its
@@ -18,7 +18,7 @@ import type { EngineServices } from '../domain/services.js';
  * stays running for the operator's recovery.
  */
 export async function recordUnconfirmedDispatch(
-  svc: EngineServices,
+  svc: ActorServices,
   step: StepContext,
   occurrence: OccurrenceRecord,
   run: RunRecord,

@@ -50,7 +50,6 @@ export async function acceptAndDispatch(
   svc: EngineServices,
   step: StepContext,
   occurrenceId: string,
-  fault: { forceNewRun?: boolean } = {},
 ): Promise<string | undefined> {
   const occurrence = await loadOccurrence(step.tx, occurrenceId);
   const state = stateOf(occurrence);
@@ -64,20 +63,18 @@ export async function acceptAndDispatch(
     Date.parse(attributes.notBefore) > Date.parse(step.now)
   )
     return undefined;
-  let runId = fault.forceNewRun === true ? undefined : attributes.activeRunRef;
+  let runId = attributes.activeRunRef;
   let attemptId: string;
   if (runId === undefined) {
     const definition = await pinnedDefinition(step, attributes.automationId, attributes.automationRevision);
-    runId = fault.forceNewRun === true ? `${runIdFor(occurrenceId)}-again` : runIdFor(occurrenceId);
+    runId = runIdFor(occurrenceId);
     // one-fence-one-run: the acceptance is keyed by the fence generation; a second one conflicts.
-    if (fault.forceNewRun !== true) {
-      await step.tx.put(
-        KINDS.fenceRun,
-        `${occurrenceId}#${o.fence.generation}`,
-        { runId, acceptedAt: step.now },
-        { expectedVersion: null, terminal: true },
-      );
-    }
+    await step.tx.put(
+      KINDS.fenceRun,
+      `${occurrenceId}#${o.fence.generation}`,
+      { runId, acceptedAt: step.now },
+      { expectedVersion: null, terminal: true },
+    );
     const runtimeId = definition.runtimeRequirements?.runtimeId ?? 'coven-code';
     await createExecutionEntity<RunAttributes>(
       step,
@@ -145,15 +142,13 @@ export async function acceptAndDispatch(
       ...a,
       attemptIds: [attemptId],
     }));
-    if (fault.forceNewRun !== true) {
-      await updateEntityAttributes<OccurrenceAttributes>(
-        step.tx,
-        KINDS.occurrence,
-        occurrenceId,
-        occurrence.version,
-        (a) => ({ ...a, activeRunRef: runId, updatedAt: step.now }),
-      );
-    }
+    await updateEntityAttributes<OccurrenceAttributes>(
+      step.tx,
+      KINDS.occurrence,
+      occurrenceId,
+      occurrence.version,
+      (a) => ({ ...a, activeRunRef: runId, updatedAt: step.now }),
+    );
   } else {
     const run = await loadRun(step.tx, runId);
     attemptId = run.data.attributes.attemptIds.at(-1)!;
@@ -282,11 +277,6 @@ async function sendLaunch(
     result = await runtime.launch(launchRequestOf(prepared, sessionKey), svc.clock.now());
   } catch (error) {
     return { outcome: 'unconfirmed', detail: (error as Error).message };
-  }
-  if (svc.faults.bindSecondSession && result.outcome === 'started') {
-    await runtime
-      .launch({ ...launchRequestOf(prepared, sessionKey), sessionKey: `${sessionKey}:again` }, svc.clock.now())
-      .catch(() => undefined);
   }
   return result;
 }
@@ -436,70 +426,6 @@ function launchRequestOf(prepared: Prepared, sessionKey: string): LaunchRequest 
     ...(definition.runtimeRequirements?.model === undefined ? {} : { model: definition.runtimeRequirements.model }),
     deadlineAt: prepared.deadlineAt,
   };
-}
-
-/** Fault `launchBeforeAdoptionCommit`: calls the runtime for a claimed occurrence before anything is committed. */
-export async function launchAhead(svc: EngineServices, occurrenceId: string): Promise<void> {
-  const ahead = await svc.store.read(async (r) => {
-    const occurrence = await r.get<Awaited<ReturnType<typeof loadOccurrence>>['data']>(KINDS.occurrence, occurrenceId);
-    if (
-      occurrence === undefined ||
-      occurrence.data.snapshot.value !== 'claimed' ||
-      occurrence.data.attributes.activeRunRef !== undefined
-    )
-      return undefined;
-    const definition = await r.get<AutomationDefinition>(
-      DEFINITION_REVISION_KIND,
-      revisionId(occurrence.data.attributes.automationId, occurrence.data.attributes.automationRevision),
-    );
-    return definition?.data;
-  });
-  if (ahead === undefined) return;
-  const runId = runIdFor(occurrenceId);
-  await svc.runtime(ahead.runtimeRequirements?.runtimeId ?? 'coven-code')?.launch(
-    {
-      sessionKey: `${attemptIdFor(runId, 1)}#1`,
-      automationId: ahead.automationId,
-      occurrenceId,
-      runId,
-      attemptId: attemptIdFor(runId, 1),
-      attemptNumber: 1,
-      prompt: ahead.action.prompt,
-      deadlineAt: svc.clock.now().toISOString(),
-    },
-    svc.clock.now(),
-  );
-}
-
-/** Fault `resendUnconfirmedLaunches`: sends a launch whose answer was lost a second time. */
-export async function resendLaunch(svc: EngineServices, outboxId: string): Promise<LaunchOutcome> {
-  const prepared = await svc.store.read(async (r) => {
-    const outbox = await readOutbox(r, outboxId);
-    if (outbox === undefined) return undefined;
-    const attempt = await r.get<Awaited<ReturnType<typeof loadAttempt>>['data']>(KINDS.attempt, outbox.entry.attemptId);
-    const occurrence = await r.get<Awaited<ReturnType<typeof loadOccurrence>>['data']>(
-      KINDS.occurrence,
-      outbox.entry.occurrenceId,
-    );
-    if (attempt === undefined || occurrence === undefined) return undefined;
-    const definition = await r.get<AutomationDefinition>(
-      DEFINITION_REVISION_KIND,
-      revisionId(occurrence.data.attributes.automationId, occurrence.data.attributes.automationRevision),
-    );
-    return definition === undefined
-      ? undefined
-      : {
-          outbox: outbox.entry,
-          attempt: attempt as Awaited<ReturnType<typeof loadAttempt>>,
-          definition: definition.data,
-          deadlineAt: svc.clock.now().toISOString(),
-        };
-  });
-  if (prepared === undefined) return { outboxId, result: { outcome: 'skipped', detail: 'nothing to resend' } };
-  const result = await svc
-    .runtime(prepared.attempt.data.attributes.runtimeId)!
-    .launch(launchRequestOf(prepared, outboxId), svc.clock.now());
-  return { outboxId, result };
 }
 
 export function isConflict(error: unknown): boolean {

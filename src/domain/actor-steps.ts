@@ -2,7 +2,7 @@ import type { TerminalEvidence } from '../guards/common.js';
 import type { AttemptDisposition } from '../guards/occurrence.js';
 import type { StepContext } from './lifecycle.js';
 import type { AttemptAttributes, AttemptRecord, OccurrenceRecord, RunRecord } from './records.js';
-import type { EngineServices } from './services.js';
+import type { Runtime } from '../runtime/runtime.js';
 
 /** What a new attempt of a run is opened with. */
 export interface AttemptTerms {
@@ -13,6 +13,16 @@ export interface AttemptTerms {
   classification: AttemptAttributes['retryClassification']['classification'];
   notBefore?: string;
   runtimeId: string;
+}
+
+/** What the actors' steps use of the engine's services (EngineServices provides it). */
+export interface ActorServices {
+  readonly instanceId: string;
+  /** The lease term in the contract's unit (claimMetadata.leaseMinutes). */
+  readonly leaseMinutes: number;
+  runtime(runtimeId: string): Runtime | undefined;
+  /** When a claim or attempt made at `now` loses its lease. */
+  leaseExpiresAt(now: string | number): string;
 }
 
 /**
@@ -42,7 +52,7 @@ export interface DispatcherSteps {
   settleExpiredHold(step: StepContext, occurrence: OccurrenceRecord): Promise<void>;
   /** A sent launch nobody heard back from: the attempt is ambiguous, with its receipt. */
   recordUnconfirmedDispatch(
-    svc: EngineServices,
+    svc: ActorServices,
     step: StepContext,
     occurrence: OccurrenceRecord,
     run: RunRecord,
@@ -61,9 +71,9 @@ export interface DispatcherSteps {
 
 export interface SchedulerSteps {
   /** A manual run's occurrence passes eligibility and is claimed by this engine; returns the lease expiry. */
-  claimForManualRun(svc: EngineServices, step: StepContext, occurrenceId: string): Promise<string>;
+  claimForManualRun(svc: ActorServices, step: StepContext, occurrenceId: string): Promise<string>;
   /** The runtime reports a session gone without terminal evidence: the attempt is ambiguous, the occurrence waits for recovery. */
-  recordEvidenceLost(svc: EngineServices, step: StepContext, loss: EvidenceLoss): Promise<void>;
+  recordEvidenceLost(svc: ActorServices, step: StepContext, loss: EvidenceLoss): Promise<void>;
 }
 
 /** A started session the runtime no longer knows, and the last instant it was seen alive. */
@@ -76,7 +86,7 @@ export interface EvidenceLoss {
 
 export interface CommandHandlerSteps {
   /** The runtime acknowledged a requested cancellation: attempt, run and occurrence settle cancelled. */
-  acknowledgeCancellation(svc: EngineServices, step: StepContext, attemptId: string, sessionId: string): Promise<void>;
+  acknowledgeCancellation(svc: ActorServices, step: StepContext, attemptId: string, sessionId: string): Promise<void>;
 }
 
 export interface WorkerSteps {

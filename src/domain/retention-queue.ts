@@ -1,6 +1,6 @@
 import type { AutomationDefinition } from './definition-body.js';
 import { DEFINITION_REVISION_KIND, revisionId } from './definition-records.js';
-import type { StepContext } from './lifecycle.js';
+import type { StoreTransaction } from '../store/store.js';
 import type { OccurrenceRecord } from './records.js';
 
 /** Settled occurrences wait for retention here: one kind per class, ids ordered by when they settled. */
@@ -23,7 +23,7 @@ export interface RetentionDue {
  * revision the occurrence pinned; `legal_hold` history is never queued. `backfilledFrom`: a backfill, settled then.
  */
 export async function queueForRetention(
-  step: StepContext,
+  step: { tx: StoreTransaction; now: string },
   occurrence: OccurrenceRecord,
   backfilledFrom?: string,
 ): Promise<void> {

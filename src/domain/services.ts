@@ -10,7 +10,6 @@ import { VersionedRecords } from './versioned-records.js';
 import { isoNow, type Clock } from '../clock/clock.js';
 import type { StepContext } from './lifecycle.js';
 import { KINDS } from './records.js';
-import { NO_FAULTS, type EngineFaults } from './faults.js';
 import type { CommittedTransition } from './inspection.js';
 import { DEFINITION_KIND, type DefinitionAttributes, type DefinitionRecord } from './definition-records.js';
 
@@ -52,7 +51,6 @@ export class EngineServices {
     private readonly newId: () => string,
     /** The contract actors' steps, for work that reaches another actor inside one transaction. */
     readonly actors: ActorSteps,
-    readonly faults: EngineFaults = NO_FAULTS,
   ) {}
 
   /** When a claim or attempt made at `now` (ISO instant or epoch ms) loses its lease. */

@@ -6,7 +6,7 @@ import {
   type RequirementsCheck,
 } from '../command-handler/context.js';
 import type { ProducerIdentity } from '../changefeed/event-envelope.js';
-import { acceptAndDispatch, launchAhead, releaseLaunch, resendLaunch } from '../dispatcher/dispatcher.js';
+import { releaseLaunch } from '../dispatcher/dispatcher.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { advanceAll } from '../scheduler/occurrences.js';
 import { planDueSlots } from '../scheduler/planning.js';
@@ -15,27 +15,20 @@ import { Worker } from '../worker/worker.js';
 import { systemClock, type Clock } from '../clock/clock.js';
 import { LIVE_INDEX } from '../domain/lifecycle.js';
 import { KINDS, stateOf, type OccurrenceRecord } from '../domain/records.js';
-import { outboxView, PENDING_LAUNCH } from '../domain/outbox.js';
+import { PENDING_LAUNCH } from '../domain/outbox.js';
 import { isRunHeld } from '../domain/run-hold.js';
-import { OutboxState } from '../../machines/extension-states.js';
 import { forEachConcurrently } from '../domain/concurrency.js';
 import { DEFAULT_LEASE_SECONDS, EngineServices } from '../domain/services.js';
 import { nextWakeAt, OBSERVE_INTERVAL_MS } from './next-wake.js';
-import { NO_FAULTS, type EngineFaults } from '../domain/faults.js';
 import { renewOwnerLease, RENEWALS_PER_LEASE } from '../domain/owner-lease.js';
 import { resolveOrphanedLaunches } from '../dispatcher/orphaned-launches.js';
 import { confineCwd } from '../command-handler/cwd-requirements.js';
 import { InspectionMirror } from '../domain/inspection.js';
 import type { InspectionEvent } from 'xstate';
 import { operatorCommands } from '../command-handler/operator-commands.js';
-import { compactExpiredHistory } from '../retention/compaction.js';
 import { RetentionPolicy, type RetentionOptions } from '../retention/policy.js';
 import { type LaunchOutcome } from '../domain/launch-outcome.js';
-
-import { COMMAND_HANDLER_STEPS } from '../command-handler/steps.js';
-import { DISPATCHER_STEPS } from '../dispatcher/steps.js';
-import { SCHEDULER_STEPS } from '../scheduler/handoffs.js';
-import { WORKER_STEPS } from '../worker/steps.js';
+import { ENGINE_PARTS, type EngineParts } from './parts.js';
 /**
  * Outside commits come in bursts (a client's commands, a storm of run-now requests): one pass this long after
  * the first serves the whole burst, instead of a pass per commit. Well inside the planning latency gate.
@@ -70,8 +63,6 @@ export interface EngineOptions {
   producer?: ProducerIdentity;
   newId?: () => string;
   requirements?: RequirementsCheck;
-  /** Deliberate bugs for the invariant suite's self-check; see EngineFaults. */
-  faults?: Partial<EngineFaults>;
   /**
    * Receives XState inspection events for every committed occurrence, run and attempt transition (live
    * actors mirror the store), e.g. a Stately inspector's `inspect`.
@@ -134,7 +125,11 @@ export class Engine {
   private onPass: ((report: TickReport) => void) | undefined;
   private renewal: NodeJS.Timeout | undefined;
 
-  constructor(options: EngineOptions) {
+  private readonly parts: EngineParts;
+
+  /** `parts` is internal: the invariant self-check builds engines with broken parts (see {@link EngineParts}). */
+  constructor(options: EngineOptions, parts: EngineParts = ENGINE_PARTS) {
+    this.parts = parts;
     const clock = options.clock ?? systemClock;
     const instanceId = options.instanceId ?? `engine-${process.pid}`;
     const producer = options.producer ?? { ...DEFAULT_PRODUCER, instanceId };
@@ -151,13 +146,7 @@ export class Engine {
           ? options.leaseMinutes * 60_000
           : DEFAULT_LEASE_SECONDS * 1000,
       newId,
-      {
-        dispatcher: DISPATCHER_STEPS,
-        scheduler: SCHEDULER_STEPS,
-        commandHandler: COMMAND_HANDLER_STEPS,
-        worker: WORKER_STEPS,
-      },
-      { ...NO_FAULTS, ...options.faults },
+      parts.actors,
     );
     if (options.passConcurrency !== undefined) this.services.passConcurrency = options.passConcurrency;
     const planConcurrency = options.planConcurrency ?? options.passConcurrency;
@@ -178,7 +167,6 @@ export class Engine {
         options.requirements ??
         confineCwd(options.runtimes, defaultRequirements(options.runtimes.map((r) => r.runtimeId))),
       operator: operatorCommands(this.services, (occurrenceId) => this.dispatch(occurrenceId)),
-      faults: this.services.faults,
     });
   }
 
@@ -207,8 +195,6 @@ export class Engine {
     report.planned = (await planDueSlots(svc, report.errors)).length;
     timed('plan');
     if (options.crashBefore === 'claim') return report;
-    // Fault: what the engine must never do with a launch whose answer was lost — send it again without proof.
-    if (svc.faults.resendUnconfirmedLaunches) report.launches.push(...(await this.resendUnconfirmed(report.errors)));
     // Before leases are judged: an orphaned launch that evidence can decide must never be treated as unknown.
     report.launches.push(...(await resolveOrphanedLaunches(svc, report.errors)));
     const stops = await advanceAll(svc, report.errors);
@@ -229,7 +215,7 @@ export class Engine {
     timed('observe');
     if (this.retention !== undefined && svc.clock.now().getTime() >= this.nextSweepAt) {
       this.nextSweepAt = svc.clock.now().getTime() + this.retention.sweepEveryMs;
-      report.compacted = (await compactExpiredHistory(svc, this.retention, report.errors)).occurrences;
+      report.compacted = (await this.parts.sweepRetention(svc, this.retention, report.errors)).occurrences;
     }
     timed('retention');
     // After the pass, not inside its commits: the burst's pages are folded once each, off the latency path.
@@ -240,16 +226,7 @@ export class Engine {
 
   /** Accepts and launches one claimed occurrence now (runNow and operator recovery use this). */
   async dispatch(occurrenceId: string): Promise<LaunchOutcome | undefined> {
-    const faults = this.services.faults;
-    if (faults.launchBeforeAdoptionCommit) await launchAhead(this.services, occurrenceId);
-    const outboxId = await this.services.step((step) => acceptAndDispatch(this.services, step, occurrenceId));
-    if (outboxId !== undefined && faults.acceptFenceTwice) {
-      const second = await this.services.step((step) =>
-        acceptAndDispatch(this.services, step, occurrenceId, { forceNewRun: true }),
-      );
-      if (second !== undefined) await this.release(second);
-    }
-    return outboxId === undefined ? undefined : this.release(outboxId);
+    return this.parts.dispatchOccurrence(this.services, occurrenceId, (outboxId) => this.release(outboxId));
   }
 
   /**
@@ -281,21 +258,6 @@ export class Engine {
       });
       if (dispatchable) await attempt(`occurrence ${id}`, () => this.dispatch(id));
     });
-    return outcomes;
-  }
-
-  private async resendUnconfirmed(errors: Error[]): Promise<LaunchOutcome[]> {
-    const sending = (await this.services.store.read((r) => r.list(KINDS.outbox)))
-      .map(outboxView)
-      .filter((o) => o.state === OutboxState.sending);
-    const outcomes: LaunchOutcome[] = [];
-    for (const { id } of sending) {
-      try {
-        outcomes.push(await resendLaunch(this.services, id));
-      } catch (error) {
-        errors.push(new Error(`dispatcher: resend ${id}: ${(error as Error).message}`, { cause: error }));
-      }
-    }
     return outcomes;
   }
 

@@ -2,7 +2,7 @@ import { appendEvent, storeStream, type EventEnvelope, type StreamRef } from '..
 import { advanceFeedHorizon } from '../changefeed/changefeed.js';
 import { receiptIdFor } from '../domain/receipts.js';
 import { forEachConcurrently } from '../domain/concurrency.js';
-import { LIVE_INDEX, type StepContext } from '../domain/lifecycle.js';
+import type { StepContext } from '../domain/lifecycle.js';
 import {
   ATTEMPT_TERMINAL,
   KINDS,
@@ -105,16 +105,6 @@ export async function compactExpiredHistory(
         errors.push(new Error(`retention: ${entry.data.occurrenceId}: ${(error as Error).message}`, { cause: error }));
       }
     });
-  }
-  if (svc.faults.compactLiveHistory) {
-    for (const live of await svc.store.read((r) => r.list(LIVE_INDEX.occurrence))) {
-      await svc.step(async (step) => {
-        const occurrence = (await step.tx.get(KINDS.occurrence, live.id)) as OccurrenceRecord | undefined;
-        if (occurrence !== undefined)
-          await compactOccurrence(step, occurrence, (await settledHistory(step, occurrence, true))!, false);
-      });
-      report.occurrences++;
-    }
   }
   return report;
 }
@@ -267,12 +257,8 @@ function finalRun(run: RunRecord, attempts: AttemptRecord[], receiptsKept: boole
 /** The occurrence's runs and attempts, or undefined when any of them is not settled for good. */
 type History = { runs: Array<{ run: RunRecord; attempts: AttemptRecord[] }> };
 
-async function settledHistory(
-  step: StepContext,
-  occurrence: OccurrenceRecord,
-  evenUnsettled = false,
-): Promise<History | undefined> {
-  if (!occurrence.terminal && !evenUnsettled) return undefined;
+async function settledHistory(step: StepContext, occurrence: OccurrenceRecord): Promise<History | undefined> {
+  if (!occurrence.terminal) return undefined;
   const runIds = new Set([
     runIdFor(occurrence.id),
     ...(occurrence.data.attributes.activeRunRef === undefined ? [] : [occurrence.data.attributes.activeRunRef]),
@@ -281,12 +267,12 @@ async function settledHistory(
   for (const runId of runIds) {
     const run = (await step.tx.get(KINDS.run, runId)) as RunRecord | undefined;
     if (run === undefined) continue;
-    if (!run.terminal && !evenUnsettled) return undefined;
+    if (!run.terminal) return undefined;
     const attempts: AttemptRecord[] = [];
     for (const attemptId of run.data.attributes.attemptIds) {
       const attempt = (await step.tx.get(KINDS.attempt, attemptId)) as AttemptRecord | undefined;
       if (attempt === undefined) continue;
-      if (!attempt.terminal && !ATTEMPT_TERMINAL.has(stateOf(attempt)) && !evenUnsettled) return undefined;
+      if (!attempt.terminal && !ATTEMPT_TERMINAL.has(stateOf(attempt))) return undefined;
       attempts.push(attempt);
     }
     runs.push({ run, attempts });

@@ -3,10 +3,10 @@ import { loadAttempt, loadOccurrence, loadRun } from '../domain/entities.js';
 import { moveEntity, type StepContext } from '../domain/lifecycle.js';
 import { recordReceipt } from '../domain/receipts.js';
 import { attemptContext, stateOf, type AttemptAttributes, type OccurrenceAttributes } from '../domain/records.js';
-import type { EngineServices } from '../domain/services.js';
+import type { ActorServices } from '../domain/actor-steps.js';
 
 /** A manual run's occurrence: eligible at once, and claimed by this engine under a fresh lease. */
-async function claimForManualRun(svc: EngineServices, step: StepContext, occurrenceId: string): Promise<string> {
+async function claimForManualRun(svc: ActorServices, step: StepContext, occurrenceId: string): Promise<string> {
   await moveEntity<OccurrenceAttributes>(
     step,
     'occurrence',
@@ -33,7 +33,7 @@ async function claimForManualRun(svc: EngineServices, step: StepContext, occurre
  * The runtime no longer knows a started session and holds no terminal evidence: the attempt is ambiguous
  * (with its receipt) and its occurrence waits in recovery_required for the operator.
  */
-async function recordEvidenceLost(svc: EngineServices, step: StepContext, loss: EvidenceLoss): Promise<void> {
+async function recordEvidenceLost(svc: ActorServices, step: StepContext, loss: EvidenceLoss): Promise<void> {
   const { attemptId, sessionId } = loss;
   await moveEntity<AttemptAttributes>(
     step,

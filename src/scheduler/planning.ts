@@ -21,7 +21,7 @@ export async function planLatestSlot(
   step: StepContext,
   plannable: PlannableDefinition,
 ): Promise<string | undefined> {
-  if (!isPlannable(svc, plannable)) return undefined;
+  if (plannable.state !== 'active') return undefined;
   const automationId = plannable.id;
   if (await isQuarantined(step.tx, automationId)) return undefined;
   const definition = plannable.terms;
@@ -115,11 +115,6 @@ function planningBase(definition: PlannableDefinition, lastSlot: string | undefi
   return Math.max(definition.plannableAfter, lastSlot === undefined ? -Infinity : Date.parse(lastSlot));
 }
 
-/** Active, or (only under the self-check's fault) tombstoned. */
-function isPlannable(svc: EngineServices, definition: PlannableDefinition): boolean {
-  return definition.state === 'active' || (svc.faults.planTombstoned && definition.state === 'tombstoned');
-}
-
 /** The first slot the definition has not planned yet (epoch ms); null when none falls within 15 days of the last. */
 export function nextUnplannedSlot(
   svc: EngineServices,
@@ -157,7 +152,7 @@ export async function planDueSlots(svc: EngineServices, errors: Error[] = []): P
   await svc.store.read(async (r) => {
     const cursors = new Map((await svc.planCursors.current(r)).map((c) => [c.id, c.lastSlot]));
     const due = (await svc.definitions.current(r)).filter(
-      (d) => isPlannable(svc, d) && mayBeDue(svc, d, cursors.get(d.id), now),
+      (d) => d.state === 'active' && mayBeDue(svc, d, cursors.get(d.id), now),
     );
     await forEachConcurrently(due, svc.planConcurrency, async (seen) => {
       try {

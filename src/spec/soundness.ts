@@ -84,6 +84,12 @@ function machineChecks(machine: ProvableMachine): SoundnessCheck[] {
     ...machine.terminal.filter((s) => withExits.has(s)).map((s) => `terminal state '${s}' has outgoing transitions`),
   ]);
 
+  transitionTableChecks(machine, add);
+  return checks;
+}
+
+/** The transition table itself: no entry twice, and alternatives on one event all guarded. */
+function transitionTableChecks(machine: ProvableMachine, add: (check: string, problems: string[]) => void): void {
   const seen = new Set<string>();
   add(
     'no duplicate transitions',
@@ -111,7 +117,6 @@ function machineChecks(machine: ProvableMachine): SoundnessCheck[] {
           .map((t) => `${describeTransition(machine, t)} is unguarded but shares its event with another transition`),
       ),
   );
-  return checks;
 }
 
 function guardTextCheck(machines: readonly ProvableMachine[]): SoundnessCheck {

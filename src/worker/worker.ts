@@ -1,12 +1,6 @@
 import { forEachConcurrently } from '../domain/concurrency.js';
 import { moveEntity, LIVE_INDEX, type StepContext } from '../domain/lifecycle.js';
-import {
-  attemptContext,
-  occurrenceContext,
-  stateOf,
-  type AttemptAttributes,
-  type OccurrenceAttributes,
-} from '../domain/records.js';
+import { attemptContext, stateOf, type AttemptAttributes } from '../domain/records.js';
 import type { EngineServices } from '../domain/services.js';
 import type { TerminalEvidence } from '../guards/common.js';
 import type { Observation } from '../runtime/runtime.js';
@@ -83,28 +77,12 @@ export class Worker {
     const occurrence = await loadOccurrence(step.tx, a.occurrenceId);
     const runtime = this.svc.runtime(attempt.data.attributes.runtimeId);
 
-    if (observation.status === 'lost' && this.svc.faults.successWithoutEvidence) {
-      // Fault: a vanished session is booked as a success with made-up evidence.
-      return this.settle(step, attemptId, sessionId, {
-        status: 'exited',
-        outcome: 'succeeded',
-        exitCode: 0,
-        cancelled: false,
-      });
-    }
     if (observation.status === 'lost') {
       // The runtime's report that the session is gone ends its evidence: valid at the latest just before now.
       const seen = Date.parse(this.lastSeen.get(attemptId) ?? attempt.data.attributes.openedAt);
       const lastSeen = new Date(Math.min(seen, Date.parse(step.now) - 1)).toISOString();
       const loss = { attemptId, sessionId, lastSeen, detail: observation.detail };
       await this.svc.actors.scheduler.recordEvidenceLost(this.svc, step, loss);
-      const after = await loadOccurrence(step.tx, occurrence.id);
-      if (
-        this.svc.faults.autoRetryAmbiguous &&
-        stateOf(after) === 'recovery_required' &&
-        stateOf(occurrence) === 'running'
-      )
-        await this.retryWithoutOperator(step, occurrence.id, run.id);
       return true;
     }
 
@@ -156,33 +134,5 @@ export class Worker {
       observation.outputDigest,
     );
     return true;
-  }
-
-  /** Fault `autoRetryAmbiguous`: opens new work after an ambiguous attempt with no operator determination. */
-  private async retryWithoutOperator(step: StepContext, occurrenceId: string, runId: string): Promise<void> {
-    const occurrence = await loadOccurrence(step.tx, occurrenceId);
-    const run = await loadRun(step.tx, runId);
-    const latest = await loadAttempt(step.tx, run.data.attributes.attemptIds.at(-1)!);
-    const n = attemptContext(latest).attemptNumber;
-    const leaseExpiresAt = this.svc.leaseExpiresAt(step.now);
-    const next = await this.svc.actors.dispatcher.openAttempt(step, run, occurrence, {
-      attemptNumber: n + 1,
-      fenceGeneration: occurrenceContext(occurrence).fence.generation + 1,
-      leaseExpiresAt,
-      prior: { attemptNumber: n, outcome: 'ambiguous' },
-      classification: 'automatic_retry',
-      runtimeId: latest.data.attributes.runtimeId,
-    });
-    await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrenceId, {
-      type: 'operator_recovery_attempt',
-      actor: 'command_handler',
-      evidenceDetermination: 'retry_with_new_attempt',
-      statement: 'retried automatically',
-      attemptId: next.id,
-      attemptNumber: n + 1,
-      adoptionKey: attemptContext(next).adoptionKey,
-      priorDisposition: 'ambiguous',
-      leaseExpiresAt,
-    });
   }
 }

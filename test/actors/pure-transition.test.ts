@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { initialTransition, transition, type AnyMachineSnapshot } from 'xstate';
 import { pureInitialTransition, pureTransition } from '../../src/actors/pure-transition.js';
-import { permissiveMachine, sampleEvents, sampleInputs } from '../../src/invariants/machine-samples.js';
+import { permissiveMachine, sampleEvents, sampleInputs } from '../../src/testkit/invariants/machine-samples.js';
 import type { MachineId } from '../../src/spec/lifecycle-spec.js';
 import { propertyParameters } from '../support/property.js';
 

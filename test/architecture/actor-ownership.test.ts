@@ -14,12 +14,6 @@ const OWNER: Record<string, string> = {
 /** Folders below or beside the actors commit no contract transition of their own. */
 const NO_TRANSITIONS = ['domain', 'retention', 'engine', 'store', 'runtime', 'changefeed'];
 
-/**
- * Labels a folder sends on another actor's behalf, each with the reason. The deliberate faults of the
- * invariant self-check are the only ones, and they leave production code with issue 22's testkit work.
- */
-const KNOWN_EXCEPTIONS = [{ file: 'worker/worker.ts', actor: 'command_handler' }];
-
 function actorLabels(folder: string): Array<{ file: string; actor: string }> {
   const found: Array<{ file: string; actor: string }> = [];
   for (const file of readdirSync(join(SRC, folder)).filter((f) => f.endsWith('.ts'))) {
@@ -35,9 +29,7 @@ describe('each folder commits only its own contract actor’s transitions', () =
       const labels = actorLabels(folder);
       expect(labels.length).toBeGreaterThan(0);
       const foreign = labels.filter((l) => l.actor !== actor);
-      expect(foreign.filter((l) => !KNOWN_EXCEPTIONS.some((e) => e.file === l.file && e.actor === l.actor))).toEqual(
-        [],
-      );
+      expect(foreign).toEqual([]);
     });
   }
   it(`${NO_TRANSITIONS.join(', ')} send no actor-labelled transition`, () => {

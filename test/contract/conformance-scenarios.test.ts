@@ -1,8 +1,8 @@
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { formatReports } from '../../src/conformance/report-format.js';
-import { runVector } from '../../src/conformance/vector-runner.js';
+import { formatReports } from '../../src/testkit/conformance/report-format.js';
+import { runVector } from '../../src/testkit/conformance/vector-runner.js';
 import { upstreamAvailable, upstreamDir } from '../support/upstream.js';
 
 const FOLDERS = [

@@ -1,8 +1,8 @@
 import { describe, expect, test } from 'vitest';
 import { verifyIntegrity } from '../../src/contract/digest.js';
-import { conformanceResult, formatSuite } from '../../src/invariants/report.js';
-import { validateConformanceResult } from '../../src/invariants/result-schema.js';
-import { runInvariantSuite } from '../../src/invariants/suite.js';
+import { conformanceResult, formatSuite } from '../../src/testkit/invariants/report.js';
+import { validateConformanceResult } from '../../src/testkit/invariants/result-schema.js';
+import { runInvariantSuite } from '../../src/testkit/invariants/suite.js';
 import { upstreamAvailable, upstreamDir } from '../support/upstream.js';
 
 describe('the suite result', () => {

@@ -1,6 +1,6 @@
 import { expect, test } from 'vitest';
-import { runSelfCheck, BROKEN_VARIANTS } from '../../src/invariants/self-check.js';
-import { CONTRACT_INVARIANT_IDS } from '../../src/invariants/checks.js';
+import { runSelfCheck, BROKEN_VARIANTS } from '../../src/testkit/invariants/self-check.js';
+import { CONTRACT_INVARIANT_IDS } from '../../src/testkit/invariants/checks.js';
 
 test('the suite bites: every deliberately broken variant is caught by the invariant it violates, by name', async () => {
   const rows = await runSelfCheck();

@@ -5,11 +5,13 @@ import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
 import { packageRoot } from '../../src/contract/package-root.js';
 import { integrityOf } from '../../src/contract/digest.js';
+import { packagesAmong, watchModules } from '../support/loaded-modules.js';
 
 // Both tests build dist/, so they live in one file: vitest runs a file's tests in order, never side by side.
 const dir = mkdtempSync(join(tmpdir(), 'coven-pack-'));
 const root = packageRoot();
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const HEAVY = ['fast-check', '@xstate/graph', '@viz-js/viz', '@statelyai/inspect', 'vitest', 'better-sqlite3'];
 const run = (cmd: string, args: string[], cwd: string) =>
   execFileSync(cmd, args, {
     cwd,
@@ -29,6 +31,14 @@ test('npm pack installs in a clean folder; the examples and the CLI run against 
     /run run-daily-notes-\d+: succeeded; receipt receipt-attempt-run-daily-notes-\d+-1 verifies: true/,
   );
   expect(run('node', ['read-model.mjs'], app)).toMatch(/'daily|twice-daily-\d+': 'succeeded'/);
+  // The installed engine entry is light, and the testkit resolves through the package's exports.
+  writeFileSync(join(app, 'light.mjs'), "import 'coven-automata';\n");
+  const light = watchModules(['light.mjs'], { cwd: app });
+  expect(light.urls.some((url) => url.includes('/node_modules/coven-automata/dist/src/engine/'))).toBe(true);
+  expect(packagesAmong(light.urls, HEAVY)).toEqual([]);
+  expect(
+    run('node', ['-e', "import('coven-automata/testkit').then((t) => console.log(typeof t.runInvariantSuite))"], app),
+  ).toBe('function\n');
   expect(run('npx', ['--no-install', 'coven-automata', 'machines'], app)).toContain(
     'coven.automations.v1: 4 lifecycle machines, 10 invariants',
   );

@@ -179,8 +179,10 @@ describe('evidence outlives the engine that launched', () => {
   test('a zombie claimant is not running: lost without an exit file, exited with one', async () => {
     const root = freshRoot('zombie');
     const runtime = runtimeIn(root, 'true');
-    // The background child exits at once and its parent, exec'd into sleep, never reaps it: a zombie until the sleep ends.
-    const holder = spawn('/bin/sh', ['-c', ':& echo $!; exec sleep 30'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    // The background child exits once its parent has exec'd into sleep, which never reaps it: a zombie until the
+    // sleep ends. (Exiting before the exec would let the shell reap it first.)
+    const script = 'p=$$; (until [ "$(cat /proc/$p/comm)" = sleep ]; do :; done) & echo $!; exec sleep 30';
+    const holder = spawn('/bin/sh', ['-c', script], { stdio: ['ignore', 'pipe', 'ignore'] });
     try {
       const zombie = Number(
         await new Promise<string>((resolve) => holder.stdout.once('data', (d: Buffer) => resolve(d.toString().trim()))),

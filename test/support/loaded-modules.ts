@@ -22,6 +22,12 @@ export interface WatchOptions {
   env?: Record<string, string>;
   /** Most milliseconds the child may take. */
   timeoutMs?: number;
+  /**
+   * Where the child runs and the entries are resolved from (default the repository). Entries outside the
+   * repository are plain JavaScript (an installed package, say): tsx is then not loaded, since it would
+   * itself be among the modules recorded and resolve from the repository, not from there.
+   */
+  cwd?: string;
 }
 
 /**
@@ -33,19 +39,19 @@ export interface WatchOptions {
 export function watchModules(entries: string[], options: WatchOptions = {}): ModuleWatch {
   const dir = mkdtempSync(join(tmpdir(), 'module-watch-'));
   const log = join(dir, 'urls.txt');
+  const cwd = options.cwd ?? root;
   try {
     const result = spawnSync(
       process.execPath,
       [
-        '--import',
-        'tsx',
+        ...(cwd === root ? ['--import', 'tsx'] : []),
         '--import',
         join(here, 'module-watch/register.mjs'),
         join(here, 'module-watch/child.mjs'),
-        ...entries.map((entry) => resolve(root, entry)),
+        ...entries.map((entry) => resolve(cwd, entry)),
       ],
       {
-        cwd: root,
+        cwd,
         encoding: 'utf8',
         timeout: options.timeoutMs ?? 60_000,
         env: {

@@ -1,6 +1,6 @@
 import type { ExtensionSpec } from '../../src/spec/extension-spec.js';
 import type { LifecycleSpec } from '../../src/spec/lifecycle-spec.js';
-import { extensionSpec as loadedExtensionSpec, lifecycleSpec } from '../../src/invariants/machine-samples.js';
+import { extensionSpec as loadedExtensionSpec, lifecycleSpec } from '../../src/testkit/invariants/machine-samples.js';
 
 export {
   FIXED_NOW,
@@ -13,7 +13,7 @@ export {
   specOf,
   type AnyMachineId,
   type SampleEvent,
-} from '../../src/invariants/machine-samples.js';
+} from '../../src/testkit/invariants/machine-samples.js';
 
 export const spec: LifecycleSpec = lifecycleSpec;
 

@@ -1,15 +1,7 @@
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import type { AppendPlacements, ColdEntry, ColdFile, ColdRecord, FileCut } from '../cold-lines.js';
 import { deepFreeze } from '../deep-freeze.js';
-import {
-  checksumHolds,
-  dataChecksum,
-  dataText,
-  entryHead,
-  recordHead,
-  type EntryHead,
-  type RecordHead,
-} from './snapshot-lines.js';
+import { checksumHolds, dataText, entryHead, recordHead, type EntryHead, type RecordHead } from './snapshot-lines.js';
 import { StoreCorruptError, type LogEntry, type StoredRecord } from '../store.js';
 
 /**

@@ -58,7 +58,9 @@ export function parseState(text: string): ParsedState {
   try {
     doc = JSON.parse(text);
   } catch (error) {
-    throw new Error(`not valid JSON (${(error as Error).message}); the file may be truncated`);
+    throw new Error(`not valid JSON (${(error as Error).message}); the file may be truncated`, {
+      cause: error,
+    });
   }
   const { formatVersion, journalThrough, journal } = checkHeader(doc);
   const { records, log, nextPosition } = doc as Record<string, unknown>;

@@ -13,7 +13,7 @@ import type { LogEntry, StoredRecord } from '../store.js';
 type RecordLine =
   | [kind: string, id: string, version: number, terminal: boolean, data: unknown]
   | [kind: string, id: string, deleted: null];
-interface GroupLine {
+export interface GroupLine {
   seq: number;
   records: RecordLine[];
   log: Array<[stream: string, sequence: number, data: unknown]>;

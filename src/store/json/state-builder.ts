@@ -129,6 +129,6 @@ function parseData(text: string, what: string): unknown {
   try {
     return JSON.parse(text);
   } catch (error) {
-    throw new Error(`${what} holds data that is not JSON (${(error as Error).message})`);
+    throw new Error(`${what} holds data that is not JSON (${(error as Error).message})`, { cause: error });
   }
 }

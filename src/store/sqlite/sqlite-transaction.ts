@@ -179,7 +179,7 @@ export class SqliteTransaction extends SqliteReader implements StoreTransaction 
     const expected = options.expectedVersion;
     const version = (expected ?? 0) + 1;
     const crc = recordChecksum(kind, id, version, terminal, text);
-    let changed = 0;
+    let changed: number;
     try {
       changed =
         expected === null

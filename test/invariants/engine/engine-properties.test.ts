@@ -1,8 +1,8 @@
 import { describe, expect, test } from 'vitest';
-import { RETENTION_PROPERTY, runEngineProperty, runInterleavingProperty } from '../../../src/invariants/suite.js';
-import { CONTRACT_INVARIANT_IDS, INVARIANTS } from '../../../src/invariants/checks.js';
+import { RETENTION_PROPERTY, runEngineProperty, runInterleavingProperty } from '../../../src/testkit/invariants/suite.js';
+import { CONTRACT_INVARIANT_IDS, INVARIANTS } from '../../../src/testkit/invariants/checks.js';
 import { propertySeed } from '../../support/property.js';
-import { COMPACTIONS } from '../../../src/invariants/world.js';
+import { COMPACTIONS } from '../../../src/testkit/invariants/world.js';
 
 /** CI sizes: enough runs to meet every command kind; `npm run invariants -- --runs N` scales up. */
 const RUNS = Number(process.env.FC_RUNS ?? 40);

@@ -1,10 +1,10 @@
 import { describe, expect, test } from 'vitest';
-import { checkActorProperty } from '../../../src/invariants/machine-actors.js';
+import { checkActorProperty } from '../../../src/testkit/invariants/machine-actors.js';
 import {
   checkMachineProperties,
   extensionMachinesUnderTest,
   generatedMachines,
-} from '../../../src/invariants/machine-properties.js';
+} from '../../../src/testkit/invariants/machine-properties.js';
 import { propertySeed } from '../../support/property.js';
 
 const options = { runs: Number(process.env.FC_RUNS ?? 200), seed: propertySeed('extension machine properties') };

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { checkMachineProperties, generatedMachines } from '../../../src/invariants/machine-properties.js';
+import { checkMachineProperties, generatedMachines } from '../../../src/testkit/invariants/machine-properties.js';
 import { propertySeed } from '../../support/property.js';
 
 describe('machine-level invariants over every generated machine', () => {

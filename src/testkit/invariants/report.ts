@@ -2,9 +2,9 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { arch, platform } from 'node:os';
 import { join } from 'node:path';
-import { integrityOf, jcsSha256, sha256Hex } from '../contract/digest.js';
-import { packageRoot } from '../contract/package-root.js';
-import { SPEC_DIR } from '../spec/lifecycle-spec.js';
+import { integrityOf, jcsSha256, sha256Hex } from '../../contract/digest.js';
+import { packageRoot } from '../../contract/package-root.js';
+import { SPEC_DIR } from '../../spec/lifecycle-spec.js';
 import type { SelfCheckRow } from './self-check.js';
 import type { SuiteResult } from './suite.js';
 

@@ -1,5 +1,5 @@
-import type { EventEnvelope } from '../changefeed/event-envelope.js';
-import type { Store, StoredRecord } from '../store/store.js';
+import type { EventEnvelope } from '../../changefeed/event-envelope.js';
+import type { Store, StoredRecord } from '../../store/store.js';
 import type { RuntimeLog } from './probe-runtime.js';
 
 const KINDS = [

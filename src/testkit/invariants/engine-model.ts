@@ -1,6 +1,6 @@
 import fc from 'fast-check';
-import type { CrashPoint } from '../engine/engine.js';
-import type { SimulatedBehavior } from '../runtime/simulated-runtime.js';
+import type { CrashPoint } from '../../engine/engine.js';
+import type { SimulatedBehavior } from '../../runtime/simulated-runtime.js';
 import { AUTOMATIONS, type World } from './world.js';
 
 /** fast-check's model is unused: the system's own store is the state, and the invariants are the oracle. */

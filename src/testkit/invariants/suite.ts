@@ -1,10 +1,10 @@
 import fc from 'fast-check';
-import type { EngineFaults } from '../domain/faults.js';
+import type { EngineFaults } from './faults.js';
 import { INVARIANTS } from './checks.js';
 import { engineCommands, type Model } from './engine-model.js';
 import { checkMachineProperties, generatedMachines, type MachinePropertyResult } from './machine-properties.js';
 import { InvariantViolation, World, type StoreKind } from './world.js';
-import type { RetentionOptions } from '../retention/policy.js';
+import type { RetentionOptions } from '../../retention/policy.js';
 
 export interface SuiteOptions {
   /** Engine-level property runs per store kind. */

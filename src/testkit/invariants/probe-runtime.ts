@@ -1,5 +1,5 @@
-import type { SideEffectClass } from '../contract/vocabulary.js';
-import type { LaunchEvidence, LaunchRequest, LaunchResult, Observation, Runtime } from '../runtime/runtime.js';
+import type { SideEffectClass } from '../../contract/vocabulary.js';
+import type { LaunchEvidence, LaunchRequest, LaunchResult, Observation, Runtime } from '../../runtime/runtime.js';
 
 /** What the runtime saw, independent of what the engine recorded: the ground truth the checks compare with. */
 export interface RuntimeLog {

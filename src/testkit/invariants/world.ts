@@ -1,22 +1,33 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { integrityOf } from '../contract/digest.js';
-import { SimulatedClock } from '../clock/clock.js';
-import { createEngine, type CrashPoint, type Engine } from '../engine/engine.js';
-import type { EngineFaults } from '../domain/faults.js';
-import { SimulatedRuntime, type SimulatedBehavior } from '../runtime/simulated-runtime.js';
-import { JsonFileStore } from '../store/json/index.js';
-import { SqliteStore } from '../store/sqlite/index.js';
-import { MemoryStore } from '../store/memory-store.js';
-import type { Store, StoreReader } from '../store/store.js';
-import type { RetentionOptions } from '../retention/policy.js';
-import type { CommandResponse } from '../command-handler/envelope.js';
+import { integrityOf } from '../../contract/digest.js';
+import { SimulatedClock } from '../../clock/clock.js';
+import { Engine, type CrashPoint } from '../../engine/engine.js';
+import type { EngineFaults } from './faults.js';
+import { SimulatedRuntime, type SimulatedBehavior } from '../../runtime/simulated-runtime.js';
+import { JsonFileStore } from '../../store/json/index.js';
+import { SqliteStore } from '../../store/sqlite/index.js';
+import { MemoryStore } from '../../store/memory-store.js';
+import type { Store, StoreReader } from '../../store/store.js';
+import type { Runtime } from '../../runtime/runtime.js';
+import type { RetentionOptions } from '../../retention/policy.js';
+import type { CommandResponse } from '../../command-handler/envelope.js';
 import { captureHistory, type History } from './history.js';
 import { INVARIANTS } from './checks.js';
 import { ProbeRuntime } from './probe-runtime.js';
 import { UnsealedStore } from './unsealed-store.js';
 import { ScheduledStore } from './scheduled-store.js';
+import { faultyParts } from './faulty-engine.js';
+import { FaultyRuntime, type RuntimeFaults } from './faulty-runtime.js';
+import {
+  FaultyStore,
+  RETRY_REWRITES_PRIOR,
+  REVISE_MOVES_LIVE_OCCURRENCES,
+  RUN_ACCEPTED_TWICE,
+  TOMBSTONES_READ_ACTIVE,
+  type StoreFault,
+} from './faulty-store.js';
 import type fc from 'fast-check';
 
 export type StoreKind = 'memory' | 'json' | 'sqlite' | 'unsealed-memory';
@@ -38,6 +49,30 @@ export class InvariantViolation extends Error {
   get invariant(): string {
     return [...this.violations.keys()][0]!;
   }
+}
+
+/** The store faults, each a wrapper of the engines' store port. */
+const STORE_FAULTS: Partial<Record<keyof EngineFaults, StoreFault>> = {
+  acceptFenceTwice: RUN_ACCEPTED_TWICE,
+  rewritePriorAttempt: RETRY_REWRITES_PRIOR,
+  planTombstoned: TOMBSTONES_READ_ACTIVE,
+  rewriteHistoricRevision: REVISE_MOVES_LIVE_OCCURRENCES,
+};
+
+const RUNTIME_FAULTS = [
+  'successWithoutEvidence',
+  'bindSecondSession',
+  'ackCancelWithoutRuntime',
+  'resendUnconfirmedLaunches',
+] as const satisfies ReadonlyArray<keyof RuntimeFaults>;
+
+/** The engines' view of the world's store: wrapped by every store fault switched on. */
+function engineStore(store: Store, faults: Partial<EngineFaults>): Store {
+  return Object.entries(STORE_FAULTS).reduce<Store>(
+    (inner, [fault, wrapper]) =>
+      faults[fault as keyof EngineFaults] === true ? new FaultyStore(inner, wrapper) : inner,
+    store,
+  );
 }
 
 export const AUTOMATIONS = ['alpha', 'beta'] as const;
@@ -65,6 +100,8 @@ export class World {
     sideEffectBoundProven: false,
   });
   readonly probe: ProbeRuntime;
+  /** What the engines are given: the store and the probed runtime, each wrapped by the faults switched on. */
+  private readonly ports: { store: Store; runtime: Runtime };
   readonly engines: Engine[] = [];
   readonly passes: Array<{ at: string; feedEnd: number }> = [];
   readonly usedKeys: string[] = [];
@@ -81,6 +118,10 @@ export class World {
     private readonly retention: RetentionOptions | false = false,
   ) {
     this.probe = new ProbeRuntime(this.runtime, () => store.read(feedEnd));
+    this.ports = {
+      store: engineStore(store, faults),
+      runtime: RUNTIME_FAULTS.some((f) => faults[f] === true) ? new FaultyRuntime(this.probe, faults) : this.probe,
+    };
     this.engines.push(this.newEngine('engine-a'), this.newEngine('engine-b'));
   }
 
@@ -120,15 +161,17 @@ export class World {
 
   private newEngine(instanceId: string): Engine {
     let ids = 0;
-    return createEngine({
-      store: this.store,
-      clock: this.clock,
-      runtimes: [this.probe],
-      instanceId,
-      newId: () => `${instanceId}-store-${++ids}`,
-      faults: this.faults,
-      retention: this.retention,
-    });
+    return new Engine(
+      {
+        store: this.ports.store,
+        clock: this.clock,
+        runtimes: [this.ports.runtime],
+        instanceId,
+        newId: () => `${instanceId}-store-${++ids}`,
+        retention: this.retention,
+      },
+      faultyParts(this.faults),
+    );
   }
 
   nextKey(tag: string): string {

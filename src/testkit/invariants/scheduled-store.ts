@@ -1,5 +1,5 @@
 import type fc from 'fast-check';
-import type { Store, StoreReader, StoreTransaction } from '../store/store.js';
+import type { Store, StoreReader, StoreTransaction } from '../../store/store.js';
 
 /**
  * Hands the order of transactions to a fast-check scheduler, so concurrent engines and commands interleave

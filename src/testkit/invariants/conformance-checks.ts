@@ -1,7 +1,7 @@
-import { QuarantineState } from '../../machines/extension-states.js';
-import { outboxView } from '../domain/outbox.js';
-import { quarantineView } from '../domain/quarantine.js';
-import { Schedule } from '../schedule/schedule.js';
+import { QuarantineState } from '../../../machines/extension-states.js';
+import { outboxView } from '../../domain/outbox.js';
+import { quarantineView } from '../../domain/quarantine.js';
+import { Schedule } from '../../schedule/schedule.js';
 import { attrs, ctx, state, TERMINAL, type Any, type InvariantCheck } from './check-helpers.js';
 
 /**

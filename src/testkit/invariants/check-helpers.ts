@@ -1,5 +1,5 @@
-import type { EventEnvelope } from '../changefeed/event-envelope.js';
-import type { StoredRecord } from '../store/store.js';
+import type { EventEnvelope } from '../../changefeed/event-envelope.js';
+import type { StoredRecord } from '../../store/store.js';
 import type { History } from './history.js';
 
 export type Rec = StoredRecord<Record<string, unknown>>;

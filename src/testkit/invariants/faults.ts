@@ -1,7 +1,8 @@
 /**
- * Deliberate bugs, for the invariant suite's self-check only: each flag makes the engine break one
- * contract rule the way a real bug would, so the suite can prove it notices, by the invariant's name.
- * All are off unless a self-check turns one on; never enable them in a real deployment.
+ * Deliberate bugs, for the invariant suite's self-check only: each flag makes an engine break one contract
+ * rule the way a real bug would, so the suite can prove it notices, by the invariant's name. None of them is
+ * a branch in production code: world.ts injects each by wrapping a port the engine is given (faulty-store.ts,
+ * faulty-runtime.ts) or by building the engine with one part wrapped (faulty-engine.ts).
  */
 export interface EngineFaults {
   /** The runtime is called before the run acceptance and attempt adoption are committed. */
@@ -22,7 +23,7 @@ export interface EngineFaults {
   ackCancelWithoutRuntime: boolean;
   /** A revise moves live occurrences onto the new revision. */
   rewriteHistoricRevision: boolean;
-  /** Launches left `sending` by a crash are sent again. */
+  /** A launch whose answer was lost (it may have started) is sent again without proof it never happened. */
   resendUnconfirmedLaunches: boolean;
   /** Retention compacts occurrences that are still live, as if they had settled. */
   compactLiveHistory: boolean;

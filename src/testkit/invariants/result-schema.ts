@@ -1,8 +1,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import { packageRoot } from '../contract/package-root.js';
-import { SPEC_DIR } from '../spec/lifecycle-spec.js';
+import { packageRoot } from '../../contract/package-root.js';
+import { SPEC_DIR } from '../../spec/lifecycle-spec.js';
 
 const UPSTREAM_BASE = 'https://opencoven.ai/spec/coven-automations/v1/';
 

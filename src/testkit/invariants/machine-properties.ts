@@ -1,7 +1,7 @@
 import { getShortestPaths } from '@xstate/graph';
 import fc from 'fast-check';
 import { createActor, transition, type AnyMachineSnapshot, type AnyStateMachine } from 'xstate';
-import type { ProvableMachine } from '../spec/soundness.js';
+import type { ProvableMachine } from '../../spec/soundness.js';
 import {
   extensionSpec,
   generatedMachine,

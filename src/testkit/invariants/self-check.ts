@@ -1,8 +1,8 @@
 import { createMachine, type AnyStateMachine } from 'xstate';
-import type { EngineFaults } from '../domain/faults.js';
+import type { EngineFaults } from './faults.js';
 import { checkMachineProperties, generatedMachines } from './machine-properties.js';
 import { InvariantViolation, World, type StoreKind } from './world.js';
-import type { RetentionOptions } from '../retention/policy.js';
+import type { RetentionOptions } from '../../retention/policy.js';
 
 /** One deliberately broken variant, the invariant that must catch it, and a scenario that exercises it. */
 export interface BrokenVariant {
@@ -135,6 +135,9 @@ export const BROKEN_VARIANTS: BrokenVariant[] = [
       const live = await w.store.read((r) => r.list('live-occurrence'));
       await w.command('occurrence.cancel.v1', { occurrenceId: live[0]!.id });
       await w.verify('cancel');
+      // The runtime adapter answers the cancel itself; the engine settles on that answer when it next observes.
+      await w.tick();
+      await w.verify('tick after cancel');
     },
   },
   {

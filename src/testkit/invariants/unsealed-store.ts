@@ -1,4 +1,4 @@
-import type { PutOptions, Store, StoreReader, StoreTransaction } from '../store/store.js';
+import type { PutOptions, Store, StoreReader, StoreTransaction } from '../../store/store.js';
 
 /**
  * A store that ignores the terminal seal: only for the self-check of `retry-new-attempt`, whose broken

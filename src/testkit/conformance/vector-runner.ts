@@ -1,11 +1,11 @@
 import { readFileSync } from 'node:fs';
-import type { CommandHandler } from '../command-handler/command-handler.js';
-import type { CommandResponse } from '../command-handler/envelope.js';
-import { integrityOf } from '../contract/digest.js';
-import { SimulatedClock } from '../clock/clock.js';
-import { createEngine, type CrashPoint, type Engine } from '../engine/engine.js';
-import { SimulatedRuntime, type SimulatedBehavior } from '../runtime/simulated-runtime.js';
-import { MemoryStore } from '../store/memory-store.js';
+import type { CommandHandler } from '../../command-handler/command-handler.js';
+import type { CommandResponse } from '../../command-handler/envelope.js';
+import { integrityOf } from '../../contract/digest.js';
+import { SimulatedClock } from '../../clock/clock.js';
+import { createEngine, type CrashPoint, type Engine } from '../../engine/engine.js';
+import { SimulatedRuntime, type SimulatedBehavior } from '../../runtime/simulated-runtime.js';
+import { MemoryStore } from '../../store/memory-store.js';
 import { judgeVector, type JudgedRun } from './vector-expectations.js';
 import { overall, type ConformanceVector, type VectorReport } from './vector-format.js';
 

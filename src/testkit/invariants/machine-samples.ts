@@ -1,8 +1,8 @@
 import type { AnyStateMachine } from 'xstate';
-import { extensionMachines, lifecycleMachines } from '../../machines/index.js';
-import { loadExtensionSpec, type ExtensionMachineId, type ExtensionSpec } from '../spec/extension-spec.js';
-import { loadLifecycleSpec, type LifecycleSpec, type MachineId, type SpecMachine } from '../spec/lifecycle-spec.js';
-import type { ProvableMachine } from '../spec/soundness.js';
+import { extensionMachines, lifecycleMachines } from '../../../machines/index.js';
+import { loadExtensionSpec, type ExtensionMachineId, type ExtensionSpec } from '../../spec/extension-spec.js';
+import { loadLifecycleSpec, type LifecycleSpec, type MachineId, type SpecMachine } from '../../spec/lifecycle-spec.js';
+import type { ProvableMachine } from '../../spec/soundness.js';
 
 /**
  * Sample inputs and events for every machine: the material machine-level properties walk with, both in

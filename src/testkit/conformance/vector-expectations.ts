@@ -1,11 +1,11 @@
-import type { CommandResponse } from '../command-handler/envelope.js';
-import { verifyIntegrity } from '../contract/digest.js';
-import type { EventEnvelope } from '../changefeed/event-envelope.js';
-import { QuarantineState } from '../../machines/extension-states.js';
-import { quarantineView } from '../domain/quarantine.js';
-import { KINDS, renderOccurrence, renderRun, type OccurrenceRecord, type RunRecord } from '../domain/records.js';
-import type { SimulatedRuntime } from '../runtime/simulated-runtime.js';
-import type { MemoryStore } from '../store/memory-store.js';
+import type { CommandResponse } from '../../command-handler/envelope.js';
+import { verifyIntegrity } from '../../contract/digest.js';
+import type { EventEnvelope } from '../../changefeed/event-envelope.js';
+import { QuarantineState } from '../../../machines/extension-states.js';
+import { quarantineView } from '../../domain/quarantine.js';
+import { KINDS, renderOccurrence, renderRun, type OccurrenceRecord, type RunRecord } from '../../domain/records.js';
+import type { SimulatedRuntime } from '../../runtime/simulated-runtime.js';
+import type { MemoryStore } from '../../store/memory-store.js';
 import { KNOWN_DIFFERENCES, UNPRODUCED } from './known-differences.js';
 import type { ConformanceVector, ExpectationResult } from './vector-format.js';
 

@@ -1,0 +1,47 @@
+import { COMMAND_HANDLER_STEPS } from '../command-handler/steps.js';
+import { acceptAndDispatch } from '../dispatcher/dispatcher.js';
+import { DISPATCHER_STEPS } from '../dispatcher/steps.js';
+import type { ActorSteps } from '../domain/actor-steps.js';
+import type { LaunchOutcome } from '../domain/launch-outcome.js';
+import type { EngineServices } from '../domain/services.js';
+import { compactExpiredHistory, type CompactionReport } from '../retention/compaction.js';
+import type { RetentionPolicy } from '../retention/policy.js';
+import { SCHEDULER_STEPS } from '../scheduler/handoffs.js';
+import { WORKER_STEPS } from '../worker/steps.js';
+
+/**
+ * The parts an engine is assembled from. The engine itself only wires them; the seam exists so the invariant
+ * suite can build an engine with one part wrapped (a dispatcher that calls the runtime too early, a scheduler
+ * step that retries on its own) and prove its checks catch it, while production modules carry no such branch.
+ * Internal: not part of the package's API.
+ */
+export interface EngineParts {
+  /** The four contract actors' cross-actor steps. */
+  actors: ActorSteps;
+  /**
+   * The dispatcher's handling of one claimed occurrence: the run's acceptance, the attempt's adoption and the
+   * queued launch in one commit, then `release` sends the launch.
+   */
+  dispatchOccurrence(
+    svc: EngineServices,
+    occurrenceId: string,
+    release: (outboxId: string) => Promise<LaunchOutcome>,
+  ): Promise<LaunchOutcome | undefined>;
+  /** One retention sweep over settled history. */
+  sweepRetention(svc: EngineServices, policy: RetentionPolicy, errors: Error[]): Promise<CompactionReport>;
+}
+
+/** The parts every production engine is built from. */
+export const ENGINE_PARTS: EngineParts = {
+  actors: {
+    dispatcher: DISPATCHER_STEPS,
+    scheduler: SCHEDULER_STEPS,
+    commandHandler: COMMAND_HANDLER_STEPS,
+    worker: WORKER_STEPS,
+  },
+  async dispatchOccurrence(svc, occurrenceId, release) {
+    const outboxId = await svc.step((step) => acceptAndDispatch(svc, step, occurrenceId));
+    return outboxId === undefined ? undefined : release(outboxId);
+  },
+  sweepRetention: compactExpiredHistory,
+};
