@@ -1,3 +1,4 @@
+import { endRunHoldOf } from '../domain/run-hold.js';
 import { loadAttempt } from '../domain/entities.js';
 import { moveEntity, type StepContext } from '../domain/lifecycle.js';
 import { recordReceipt } from '../domain/receipts.js';
@@ -55,6 +56,7 @@ export async function settleRunAmbiguous(
   reason: string,
   detail?: string,
 ): Promise<void> {
+  await endRunHoldOf(step, run.id, { type: 'hold_run_settled', actor: 'dispatcher' });
   await moveEntity<RunAttributes>(
     step,
     'run',

@@ -110,3 +110,17 @@ export async function endRunHold(
   if ((await step.tx.get(KINDS.runHold, runId)) === undefined && !legacyHeld(occurrence)) return undefined;
   return moveRunHold(step, occurrence, event);
 }
+
+/**
+ * Ends the hold of a settling run known by id, when it has a hold record that is still live. For settlements
+ * that cannot follow a pre-machine hold (an ambiguous attempt never opens one), so no occurrence is needed.
+ */
+export async function endRunHoldOf(
+  step: StepContext,
+  runId: string,
+  event: RunHoldSend,
+): Promise<RunHoldState | undefined> {
+  const record = await step.tx.get<EntityRecord<unknown>>(KINDS.runHold, runId);
+  if (record === undefined || !isRunHoldLive(record.data.snapshot.value)) return undefined;
+  return send(step, runId, event);
+}
