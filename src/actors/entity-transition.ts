@@ -11,12 +11,15 @@ export interface EntityRecord<TAttributes = Record<string, unknown>> {
   attributes: TAttributes;
 }
 
-/** The outcome of one committed lifecycle transition. */
-export interface EntityTransition<TAttributes = Record<string, unknown>> {
+/**
+ * The outcome of one committed lifecycle transition. `TState` is the machine's state union where the caller
+ * knows the machine (the domain does, from the record kind); actors only know it is a string.
+ */
+export interface EntityTransition<TAttributes = Record<string, unknown>, TState extends string = string> {
   kind: string;
   id: string;
-  from: string;
-  to: string;
+  from: TState;
+  to: TState;
   event: EventObject & { actor?: string; now?: string };
   terminal: boolean;
   record: StoredRecord<EntityRecord<TAttributes>>;

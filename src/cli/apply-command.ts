@@ -1,3 +1,4 @@
+import { DefinitionState } from '../../machines/index.js';
 import { readFileSync } from 'node:fs';
 import { checkDefinitionBody } from '../domain/definition-body.js';
 import { toPlainJson } from '../command-handler/plain-json.js';
@@ -95,7 +96,7 @@ async function applyRich(engine: Engine, body: Record<string, unknown>, options:
     return report(await engine.commands.handle(envelope('definition.revise.v1', { definition: paused }, 1)), options);
   }
   const revision = current.result!.currentRevision as number;
-  const lifecycleState = current.result!.lifecycleState === 'active' ? 'active' : 'paused';
+  const lifecycleState = current.result!.lifecycleState === DefinitionState.active ? 'active' : 'paused';
   return report(
     await engine.commands.handle(
       envelope(

@@ -1,8 +1,20 @@
+import { AttemptState, OccurrenceState, RunState } from '../../machines/index.js';
 import { paint, table } from './format.js';
 
 type Rendered = Record<string, unknown>;
 
-const UNSETTLED = new Set(['planned', 'claimed', 'dispatching', 'running', 'started', 'observing']);
+/**
+ * The states of a rendered attempt row that mean "not ended yet". Kept as it was: the attempt states, plus
+ * occurrence and run names that an attempt row never carries.
+ */
+const UNSETTLED: ReadonlySet<string> = new Set<string>([
+  OccurrenceState.planned,
+  OccurrenceState.claimed,
+  AttemptState.dispatching,
+  RunState.running,
+  AttemptState.started,
+  AttemptState.observing,
+]);
 
 /**
  * Why a run stands where it does, for the human `history` table: the latest attempt's reason when that attempt
@@ -10,14 +22,14 @@ const UNSETTLED = new Set(['planned', 'claimed', 'dispatching', 'running', 'star
  * a succeeded run.
  */
 export function runReason(run: Rendered): string {
-  if (run.state === 'succeeded') return '';
+  if (run.state === RunState.succeeded) return '';
   const attempts = (run.attempts as Rendered[] | undefined) ?? [];
   const last = attempts.at(-1);
   const parts: string[] = [];
   if (
     last !== undefined &&
     !UNSETTLED.has(String(last.state)) &&
-    last.state !== 'succeeded' &&
+    last.state !== AttemptState.succeeded &&
     typeof last.stateReason === 'string'
   ) {
     parts.push(`attempt ${String(last.attemptNumber)} ${String(last.state)}: ${last.stateReason}`);

@@ -1,3 +1,4 @@
+import { OccurrenceState, RunState } from '../../machines/index.js';
 import { loadAttempt, loadOccurrence, loadRun } from '../domain/entities.js';
 import { moveEntity, type StepContext } from '../domain/lifecycle.js';
 import { recordReceipt } from '../domain/receipts.js';
@@ -16,7 +17,7 @@ import type { ActorServices } from '../domain/actor-steps.js';
 /** The run of an acknowledged cancellation settles cancelled, its hold (if it ever had one) with it. */
 async function settleRunCancelled(step: StepContext, run: RunRecord, occurrence: OccurrenceRecord): Promise<void> {
   await endRunHold(step, occurrence, { type: 'hold_run_cancelled', actor: 'command_handler' });
-  if (stateOf(run) !== 'running') return;
+  if (stateOf(run) !== RunState.running) return;
   await moveEntity<RunAttributes>(
     step,
     'run',
@@ -64,7 +65,7 @@ export async function acknowledgeCancellation(
     },
   );
   await settleRunCancelled(step, run, occurrence);
-  if (stateOf(occurrence) === 'running') {
+  if (stateOf(occurrence) === OccurrenceState.running) {
     await moveEntity<OccurrenceAttributes>(
       step,
       'occurrence',

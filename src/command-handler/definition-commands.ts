@@ -1,7 +1,6 @@
-import { definitionMachine } from '../../machines/index.js';
+import { definitionMachine, DefinitionState } from '../../machines/index.js';
 import {
   createEntity,
-  entityState,
   readEntity,
   transitionEntity,
   updateEntityAttributes,
@@ -28,6 +27,7 @@ import {
   type DefinitionRecord,
   bodyLifecycleState,
 } from '../domain/definition-records.js';
+import { stateOf } from '../domain/records.js';
 
 /** NOT_FOUND, then GONE_TOMBSTONED, then REVISION_CONFLICT: the contract's check order. */
 export async function loadForMutation(
@@ -39,7 +39,7 @@ export async function loadForMutation(
   if (record === undefined)
     throw new ContractError('NOT_FOUND', `no definition with id ${automationId}`, { automationId });
   const current = record.data.attributes.definition.revision;
-  if (entityState(record) === 'tombstoned') {
+  if (stateOf(record) === DefinitionState.tombstoned) {
     throw new ContractError(
       'GONE_TOMBSTONED',
       `definition ${automationId} is tombstoned; its history stays readable but it cannot change`,
@@ -103,7 +103,7 @@ export async function createDefinition(ctx: CommandContext): Promise<CommandOutc
   const existing = await ctx.tx.get<EntityRecord<DefinitionAttributes>>(DEFINITION_KIND, id);
   if (existing !== undefined) {
     const currentRevision = existing.data.attributes.definition.revision;
-    if (entityState(existing) === 'tombstoned') {
+    if (stateOf(existing) === DefinitionState.tombstoned) {
       throw new ContractError(
         'GONE_TOMBSTONED',
         `definition ${id} is tombstoned; its id cannot be reused`,
@@ -154,7 +154,7 @@ export async function createDefinition(ctx: CommandContext): Promise<CommandOutc
 }
 
 /** A revise keeps a paused or active definition in place: its new schedule applies from now on. */
-const REVISED_IN_PLACE: ReadonlySet<string> = new Set<LifecycleState>(['paused', 'active']);
+const REVISED_IN_PLACE: ReadonlySet<string> = new Set<LifecycleState>([DefinitionState.paused, DefinitionState.active]);
 
 /** definition_revise_committed as the command handler sends it for a validated body. */
 const reviseEvent = (now: string, revision: number) => ({
@@ -170,7 +170,7 @@ const reviseEvent = (now: string, revision: number) => ({
  * takes definition_revise_committed from here; undefined when the machine refuses it.
  */
 function reviseTarget(record: DefinitionRecord, now: string, revision: number): string | undefined {
-  const state = entityState(record);
+  const state = stateOf(record);
   if (REVISED_IN_PLACE.has(state)) return state;
   const snapshot = definitionMachine.resolveState(record.data.snapshot as never);
   const event = reviseEvent(now, revision);
@@ -193,7 +193,7 @@ export async function reviseDefinition(ctx: CommandContext): Promise<CommandOutc
       },
     );
   }
-  const state = entityState(record);
+  const state = stateOf(record);
   const target = reviseTarget(record, ctx.now, body.revision);
   if (target === undefined || body.lifecycleState !== target) {
     throw new ContractError(
@@ -230,7 +230,7 @@ export async function reviseDefinition(ctx: CommandContext): Promise<CommandOutc
     );
   }
   const requirements = ctx.requirements(body);
-  if (state === 'active' && !(requirements.familiar && requirements.authority && requirements.runtime)) {
+  if (state === DefinitionState.active && !(requirements.familiar && requirements.authority && requirements.runtime)) {
     // An active definition whose new body cannot run any more is committed and invalidated, not silently kept active.
     const committed = await transitionEntity<DefinitionAttributes>(
       ctx.tx,
@@ -268,7 +268,7 @@ export async function reviseDefinition(ctx: CommandContext): Promise<CommandOutc
   // Schedule revisions are future-only: a revised active definition plans from now on.
   await updateEntityAttributes<DefinitionAttributes>(ctx.tx, DEFINITION_KIND, id, record.version, (a) => ({
     ...attributes(a),
-    ...(state === 'active' ? { scheduleEffectiveFrom: ctx.now } : {}),
+    ...(state === DefinitionState.active ? { scheduleEffectiveFrom: ctx.now } : {}),
   }));
   return commitRevision(
     ctx,

@@ -1,4 +1,5 @@
-import { entityState, type EntityRecord } from '../actors/entity-transition.js';
+import { DefinitionState } from '../../machines/index.js';
+import { type EntityRecord } from '../actors/entity-transition.js';
 import { ContractError } from '../contract/errors.js';
 import type { StoreReader } from '../store/store.js';
 import type { AutomationDefinition } from '../domain/definition-body.js';
@@ -8,6 +9,7 @@ import {
   revisionId,
   type DefinitionAttributes,
 } from '../domain/definition-records.js';
+import { stateOf } from '../domain/records.js';
 
 const MAX_LIST = 100;
 
@@ -34,9 +36,9 @@ export async function listDefinitions(
   const limit = payload.limit ?? MAX_LIST;
   const afterId = payload.cursor === undefined ? undefined : decodeCursor(payload.cursor);
   const records = (await reader.list<EntityRecord<DefinitionAttributes>>(DEFINITION_KIND)).filter((r) => {
-    const state = entityState(r);
+    const state = stateOf(r);
     if (filter === 'all') return true;
-    if (filter === undefined) return state !== 'tombstoned';
+    if (filter === undefined) return state !== DefinitionState.tombstoned;
     return state === filter;
   });
   const page = records.filter((r) => afterId === undefined || r.id > afterId).slice(0, limit + 1);
@@ -46,7 +48,7 @@ export async function listDefinitions(
     definitions: shown.map((r) => ({
       automationId: r.id,
       name: r.data.attributes.definition.display.name,
-      lifecycleState: entityState(r),
+      lifecycleState: stateOf(r),
       revision: r.data.attributes.definition.revision,
       tombstonedAt: r.data.attributes.tombstonedAt,
     })),
@@ -86,7 +88,7 @@ export async function getDefinition(
     automationId: payload.automationId,
     revision: definition.revision,
     currentRevision: record.data.attributes.definition.revision,
-    lifecycleState: entityState(record),
+    lifecycleState: stateOf(record),
     tombstonedAt: record.data.attributes.tombstonedAt,
     definition,
   };

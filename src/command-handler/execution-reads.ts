@@ -1,6 +1,7 @@
 import { QuarantineState } from '../../machines/extension-states.js';
 import { readQuarantine } from '../domain/quarantine.js';
 import { isRunHeld } from '../domain/run-hold.js';
+import { DefinitionState, OccurrenceState, RunState } from '../../machines/index.js';
 import { ContractError } from '../contract/errors.js';
 import { LIVE_INDEX } from '../domain/lifecycle.js';
 import {
@@ -111,7 +112,7 @@ export async function definitionHealth(
       automationId: payload.automationId,
     });
   const state = stateOf(record);
-  if (state === 'tombstoned')
+  if (state === DefinitionState.tombstoned)
     throw new ContractError('GONE_TOMBSTONED', `definition ${payload.automationId} is tombstoned`, {
       automationId: payload.automationId,
     });
@@ -134,23 +135,25 @@ export async function definitionHealth(
     .sort((a, b) => (a.data.attributes.finishedAt! < b.data.attributes.finishedAt! ? 1 : -1));
   let consecutiveFailures = 0;
   for (const run of settled) {
-    if (stateOf(run) === 'succeeded') break;
-    if (stateOf(run) !== 'cancelled') consecutiveFailures += 1;
+    if (stateOf(run) === RunState.succeeded) break;
+    if (stateOf(run) !== RunState.cancelled) consecutiveFailures += 1;
   }
   const live = occurrences.filter((o) => OCCURRENCE_LIVE.has(stateOf(o)));
   const leased = live.map((o) => occurrenceContext(o)).find((c) => c.fence.claimedBy !== null);
   const schedule = svc.schedule(definition.trigger.schedule.rrule, definition.trigger.schedule.timezone);
   const nextDueAt =
-    state === 'active' && !quarantined ? (schedule.nextAfter(svc.clock.now())?.toISOString() ?? null) : null;
+    state === DefinitionState.active && !quarantined
+      ? (schedule.nextAfter(svc.clock.now())?.toISOString() ?? null)
+      : null;
   let anyHeld = false;
   for (const o of live) if (!anyHeld) anyHeld = await isRunHeld(reader, o);
   const staleReason = quarantined
     ? `quarantined: ${quarantine.reason}`
-    : live.some((o) => stateOf(o) === 'recovery_required')
+    : live.some((o) => stateOf(o) === OccurrenceState.recovery_required)
       ? 'an occurrence waits for operator recovery'
       : anyHeld
         ? 'a run is held for an operator retry'
-        : state !== 'active'
+        : state !== DefinitionState.active
           ? `definition is ${state}`
           : null;
   const indexed = await reader.list(LIVE_INDEX.occurrence);
@@ -162,7 +165,9 @@ export async function definitionHealth(
       nextDueAt,
       lastPlannedAt: latest(occurrences.map((o) => o.data.attributes.createdAt)),
       lastStartedAt: latest(runs.map((r) => r.data.attributes.startedAt)),
-      lastSuccessAt: latest(runs.filter((r) => stateOf(r) === 'succeeded').map((r) => r.data.attributes.finishedAt)),
+      lastSuccessAt: latest(
+        runs.filter((r) => stateOf(r) === RunState.succeeded).map((r) => r.data.attributes.finishedAt),
+      ),
       consecutiveFailures,
       leaseOwner: leased?.fence.claimedBy ?? null,
       leaseExpiresAt: leased?.fence.leaseExpiresAt ?? null,

@@ -1,4 +1,4 @@
-import { definitionMachine } from '../../machines/index.js';
+import { DefinitionState, definitionMachine } from '../../machines/index.js';
 import { createEntity, type EntityRecord } from '../actors/entity-transition.js';
 import { appendEvent } from '../changefeed/event-envelope.js';
 import { integrityOf } from '../contract/digest.js';
@@ -69,6 +69,17 @@ function invalid(id: string, why: string): ContractError {
  * safely: unknown fields, another schema version, an unsupported output target.
  */
 export function richFromFlat(flat: unknown, principalId: string, now: string): AutomationDefinition {
+  const f = checkFlat(flat);
+  const withIntegrity = bodyFromFlat(f, principalId, now);
+  try {
+    return checkDefinitionBody(withIntegrity, `payload.definitions[${f.id}]`);
+  } catch (error) {
+    throw inFlatTerms(error);
+  }
+}
+
+/** The refusals the flat form can be checked for before it is mapped: shape, version, fields, variants. */
+function checkFlat(flat: unknown): FlatDefinition {
   const f = flat as Partial<FlatDefinition> & Record<string, unknown>;
   const id = typeof f.id === 'string' ? f.id : '(no id)';
   if (typeof flat !== 'object' || flat === null || Array.isArray(flat)) throw invalid(id, 'must be an object');
@@ -91,11 +102,16 @@ export function richFromFlat(flat: unknown, principalId: string, now: string): A
     throw new ContractError('CAPABILITY_UNSUPPORTED', `legacy definition ${id}: overlap ${JSON.stringify(f.overlap)}`, {
       variant: `overlap.${String(f.overlap)}`,
     });
+  return f as FlatDefinition;
+}
+
+/** The rich v1 body a checked flat definition maps onto, in the machine's initial state, with its digest. */
+function bodyFromFlat(f: FlatDefinition, principalId: string, now: string): AutomationDefinition {
   const body: Omit<AutomationDefinition, 'integrity'> = {
     schemaVersion: 'coven.automations.v1',
     automationId: f.id as string,
     revision: 1,
-    lifecycleState: 'draft',
+    lifecycleState: DefinitionState.draft,
     display: { name: f.name as string, ...(f.tags === undefined ? {} : { tags: f.tags }) },
     trigger: {
       variant: 'schedule',
@@ -130,12 +146,7 @@ export function richFromFlat(flat: unknown, principalId: string, now: string): A
     provenance: { createdBy: { principalId }, createdAt: now, importedFrom: `legacy:${f.id as string}` },
     extensions: { 'x-legacy-status': f.status },
   };
-  const withIntegrity = { ...body, integrity: integrityOf(body as Record<string, unknown>) } as AutomationDefinition;
-  try {
-    return checkDefinitionBody(withIntegrity, `payload.definitions[${id}]`);
-  } catch (error) {
-    throw inFlatTerms(error);
-  }
+  return { ...body, integrity: integrityOf(body as Record<string, unknown>) } as AutomationDefinition;
 }
 
 /** Where each flat field lands in the rich body, so a refusal names the field the flat file has. */
@@ -218,14 +229,7 @@ export async function importLegacy(ctx: CommandContext): Promise<CommandOutcome>
     try {
       body = richFromFlat(flat, ctx.envelope.origin.principal.principalId, ctx.now);
     } catch (error) {
-      if (!isContractError(error)) throw error;
-      const problems = error.details?.problems;
-      failures.push({
-        automationId: id,
-        code: error.code,
-        message: error.message,
-        ...(Array.isArray(problems) ? { problems: problems as string[] } : {}),
-      });
+      failures.push(importFailure(id, error));
       continue;
     }
     const existing = await ctx.tx.get<EntityRecord<DefinitionAttributes>>(DEFINITION_KIND, id);
@@ -242,33 +246,50 @@ export async function importLegacy(ctx: CommandContext): Promise<CommandOutcome>
     seen.add(id);
     imported.push(id);
     if (dryRun) continue;
-    await createEntity<DefinitionAttributes>(
-      ctx.tx,
-      definitionMachine,
-      DEFINITION_KIND,
-      id,
-      { automationId: id, revision: 1 },
-      {
-        definition: body,
-        createdAt: ctx.now,
-        updatedAt: ctx.now,
-        tombstonedAt: null,
-      },
-    );
-    await ctx.tx.put(DEFINITION_REVISION_KIND, revisionId(id, 1), body, { expectedVersion: null, terminal: true });
-    const event = await appendEvent(ctx.tx, ctx.feed, {
-      stream: { kind: 'automation', id },
-      kind: 'definition.imported',
-      summary: `definition ${id} imported from the flat legacy form (draft)`,
-      payload: { revision: 1, definitionDigest: body.integrity, lifecycleState: 'draft', importedFrom: `legacy:${id}` },
-      automationId: id,
-      adoptionKey: ctx.envelope.adoptionKey,
-    });
-    lastEvent = { stream: `automation/${id}`, sequence: event.sequence };
+    lastEvent = await commitImported(ctx, id, body);
   }
   if (imported.length === 0 && failures.length > 0) throw nothingImported(failures, skipped);
   return {
     result: { source: payload.source, dryRun, imported, skipped, failures },
     ...(lastEvent === undefined ? {} : { eventRef: lastEvent }),
   };
+}
+
+/** A definition that failed to import, as the report lists it; anything but a contract error is a bug. */
+function importFailure(automationId: string, error: unknown): ImportFailure {
+  if (!isContractError(error)) throw error;
+  const problems = error.details?.problems;
+  return {
+    automationId,
+    code: error.code,
+    message: error.message,
+    ...(Array.isArray(problems) ? { problems: problems as string[] } : {}),
+  };
+}
+
+/** Commits one imported definition: its definition.v1 entity, its sealed revision 1 and its event. */
+async function commitImported(
+  ctx: CommandContext,
+  id: string,
+  body: AutomationDefinition,
+): Promise<{ stream: string; sequence: number }> {
+  const record = await createEntity<DefinitionAttributes>(
+    ctx.tx,
+    definitionMachine,
+    DEFINITION_KIND,
+    id,
+    { automationId: id, revision: 1 },
+    { definition: body, createdAt: ctx.now, updatedAt: ctx.now, tombstonedAt: null },
+  );
+  const lifecycleState = record.data.snapshot.value;
+  await ctx.tx.put(DEFINITION_REVISION_KIND, revisionId(id, 1), body, { expectedVersion: null, terminal: true });
+  const event = await appendEvent(ctx.tx, ctx.feed, {
+    stream: { kind: 'automation', id },
+    kind: 'definition.imported',
+    summary: `definition ${id} imported from the flat legacy form (${lifecycleState})`,
+    payload: { revision: 1, definitionDigest: body.integrity, lifecycleState, importedFrom: `legacy:${id}` },
+    automationId: id,
+    adoptionKey: ctx.envelope.adoptionKey,
+  });
+  return { stream: `automation/${id}`, sequence: event.sequence };
 }

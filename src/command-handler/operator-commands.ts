@@ -1,12 +1,18 @@
-import { entityState, updateEntityAttributes } from '../actors/entity-transition.js';
+import {
+  ATTEMPT_TERMINAL_STATES,
+  AttemptState,
+  DefinitionState,
+  OCCURRENCE_LIVE_STATES,
+  OccurrenceState,
+  RunState,
+} from '../../machines/index.js';
+import { updateEntityAttributes } from '../actors/entity-transition.js';
 import { sha256Hex } from '../contract/digest.js';
 import { ContractError } from '../contract/errors.js';
 import { MAX_ATTEMPTS_PER_RUN } from '../contract/vocabulary.js';
 import { createExecutionEntity, liveWorkOf, moveEntity, type StepContext } from '../domain/lifecycle.js';
 import {
-  ATTEMPT_TERMINAL,
   KINDS,
-  OCCURRENCE_LIVE,
   attemptContext,
   occurrenceContext,
   runContext,
@@ -81,9 +87,9 @@ async function runNow(
   );
   if (definitionRecord === undefined) throw notFound('definition', automationId);
   const state = definitionRecord.data.snapshot.value;
-  if (state === 'tombstoned')
+  if (state === DefinitionState.tombstoned)
     throw new ContractError('GONE_TOMBSTONED', `definition ${automationId} is tombstoned`, { automationId });
-  if (state !== 'active')
+  if (state !== DefinitionState.active)
     throw new ContractError(
       'ILLEGAL_TRANSITION',
       `definition ${automationId} is ${state}; only an active definition runs`,
@@ -166,15 +172,15 @@ async function cancelOccurrenceWork(
     result: { occurrenceId, ...(runId === undefined ? {} : { runId }), status, requestedAt: ctx.now },
     automationId: occurrence.data.attributes.automationId,
   });
-  if (state === 'cancelled') return result('cancelled');
-  if (state === 'recovery_required' || state === 'recovering') {
+  if (state === OccurrenceState.cancelled) return result('cancelled');
+  if (state === OccurrenceState.recovery_required || state === OccurrenceState.recovering) {
     throw new ContractError(
       'ILLEGAL_TRANSITION',
       `occurrence ${occurrenceId} is ${state}: resolve it with occurrence.recover.v1`,
       { occurrenceId, state },
     );
   }
-  if (!OCCURRENCE_LIVE.has(state) && state !== 'planned' && state !== 'eligible') {
+  if (!OCCURRENCE_LIVE_STATES.has(state)) {
     throw new ContractError(
       'ILLEGAL_TRANSITION',
       `occurrence ${occurrenceId} already settled ${state}; completion won`,
@@ -186,7 +192,7 @@ async function cancelOccurrenceWork(
   const attempt = attemptId === undefined ? undefined : await loadAttempt(ctx.tx, attemptId);
   const attemptState = attempt === undefined ? undefined : stateOf(attempt);
 
-  if (attempt !== undefined && (attemptState === 'started' || attemptState === 'observing')) {
+  if (attempt !== undefined && (attemptState === AttemptState.started || attemptState === AttemptState.observing)) {
     // A session exists (or may): request, stop after commit, answer CANCEL_PENDING.
     const sessionId = attempt.data.attributes.workerCorrelation?.sessionId;
     if (attempt.data.attributes.cancelRequestedAt === undefined) {
@@ -215,7 +221,7 @@ async function cancelOccurrenceWork(
       },
     };
   }
-  if (attempt !== undefined && attemptState === 'dispatching') {
+  if (attempt !== undefined && attemptState === AttemptState.dispatching) {
     const outbox = await readAttemptLaunch(ctx.tx, attempt.id, attemptContext(attempt).dispatchGeneration);
     if (outbox?.state === OutboxState.sending) {
       if (attempt.data.attributes.cancelRequestedAt === undefined) {
@@ -251,7 +257,7 @@ async function cancelOccurrenceWork(
       },
       (a) => ({ ...a, stateReason: reason, settledAt: ctx.now }),
     );
-  } else if (attempt !== undefined && attemptState === 'adopted') {
+  } else if (attempt !== undefined && attemptState === AttemptState.adopted) {
     await moveEntity<AttemptAttributes>(
       s,
       'attempt',
@@ -260,7 +266,7 @@ async function cancelOccurrenceWork(
       (a) => ({ ...a, stateReason: reason, settledAt: ctx.now }),
     );
   }
-  if (run !== undefined && (stateOf(run) === 'accepted' || stateOf(run) === 'running')) {
+  if (run !== undefined && (stateOf(run) === RunState.accepted || stateOf(run) === RunState.running)) {
     await moveEntity<RunAttributes>(
       s,
       'run',
@@ -277,7 +283,7 @@ async function cancelOccurrenceWork(
   const cancellation = {
     requestedAt: ctx.now,
     reconciledAt: ctx.now,
-    ...(state === 'running' ? { acknowledgedAt: ctx.now } : {}),
+    ...(state === OccurrenceState.running ? { acknowledgedAt: ctx.now } : {}),
   };
   await endRunHold(s, occurrence, { type: 'hold_run_cancelled', actor: 'command_handler' });
   await moveEntity<OccurrenceAttributes>(
@@ -303,7 +309,7 @@ async function retryAttempt(svc: EngineServices, ctx: CommandContext): Promise<C
     priorDisposition: AttemptDisposition;
   };
   const run = await getRun(ctx, runId);
-  if (stateOf(run) !== 'running')
+  if (stateOf(run) !== RunState.running)
     throw new ContractError(
       'ILLEGAL_TRANSITION',
       `run ${runId} is ${stateOf(run)}; only a held running run is retried`,
@@ -313,14 +319,14 @@ async function retryAttempt(svc: EngineServices, ctx: CommandContext): Promise<C
   const latest = await loadAttempt(ctx.tx, latestId);
   const latestState = stateOf(latest);
   const latestNumber = attemptContext(latest).attemptNumber;
-  if (latestState === 'ambiguous' || priorDisposition === 'ambiguous') {
+  if (latestState === AttemptState.ambiguous || priorDisposition === 'ambiguous') {
     throw new ContractError(
       'AMBIGUOUS_RETRY_FORBIDDEN',
       `attempt ${latestId} is ambiguous: only occurrence.recover.v1 may open work after it`,
       { runId, attemptId: latestId },
     );
   }
-  if (!ATTEMPT_TERMINAL.has(latestState))
+  if (!ATTEMPT_TERMINAL_STATES.has(latestState))
     throw new ContractError('ILLEGAL_TRANSITION', `attempt ${latestId} is still ${latestState}`, {
       runId,
       attemptId: latestId,
@@ -358,7 +364,7 @@ async function retryAttempt(svc: EngineServices, ctx: CommandContext): Promise<C
     });
   }
   const definition = await readDefinitionRecord(ctx.tx, run.data.attributes.automationId);
-  if (entityState(definition) !== 'active' || (await isQuarantined(ctx.tx, definition.id))) {
+  if (stateOf(definition) !== DefinitionState.active || (await isQuarantined(ctx.tx, definition.id))) {
     throw new ContractError('ILLEGAL_TRANSITION', `definition ${definition.id} is not active and unquarantined`, {
       automationId: definition.id,
     });
@@ -425,7 +431,7 @@ async function recover(
     statement: string;
   };
   const occurrence = await getOccurrence(ctx, occurrenceId);
-  if (stateOf(occurrence) !== 'recovery_required') {
+  if (stateOf(occurrence) !== OccurrenceState.recovery_required) {
     throw new ContractError(
       'ILLEGAL_TRANSITION',
       `occurrence ${occurrenceId} is ${stateOf(occurrence)}, not recovery_required`,
@@ -451,13 +457,23 @@ async function recover(
         updatedAt: ctx.now,
       }),
     );
-    if (run !== undefined && latest !== undefined && stateOf(run) === 'running' && stateOf(latest) === 'ambiguous') {
+    if (
+      run !== undefined &&
+      latest !== undefined &&
+      stateOf(run) === RunState.running &&
+      stateOf(latest) === AttemptState.ambiguous
+    ) {
       const reason = 'operator determined failure after ambiguous evidence';
       await svc.actors.dispatcher.settleRunAmbiguous(s, run, latest, reason, statement.slice(0, 500));
     }
     return { automationId: occurrence.data.attributes.automationId, result: { ...result, status: 'failed' } };
   }
-  if (run === undefined || latest === undefined || stateOf(run) !== 'running' || stateOf(latest) !== 'ambiguous') {
+  if (
+    run === undefined ||
+    latest === undefined ||
+    stateOf(run) !== RunState.running ||
+    stateOf(latest) !== AttemptState.ambiguous
+  ) {
     throw new ContractError(
       'ILLEGAL_TRANSITION',
       `occurrence ${occurrenceId} has no running run with an ambiguous latest attempt`,
@@ -477,7 +493,7 @@ async function recover(
       runId: run.id,
     });
   const definition = await readDefinitionRecord(ctx.tx, occurrence.data.attributes.automationId);
-  if (entityState(definition) !== 'active')
+  if (stateOf(definition) !== DefinitionState.active)
     throw new ContractError('ILLEGAL_TRANSITION', `definition ${definition.id} is not active`, {
       automationId: definition.id,
     });

@@ -1,3 +1,4 @@
+import { AttemptState, OccurrenceState, RunState } from '../../machines/index.js';
 import { liveOccurrencesOf, moveEntity, type StepContext } from '../domain/lifecycle.js';
 import {
   KINDS,
@@ -26,7 +27,8 @@ export async function cancelUnlaunchedWork(step: StepContext, automationId: stri
       OccurrenceRecord | undefined;
     if (occurrence === undefined) continue;
     const state = stateOf(occurrence);
-    if (state !== 'planned' && state !== 'eligible' && state !== 'claimed') continue;
+    if (state !== OccurrenceState.planned && state !== OccurrenceState.eligible && state !== OccurrenceState.claimed)
+      continue;
     const runId = occurrence.data.attributes.activeRunRef;
     if (runId !== undefined) {
       const run = await loadRun(step.tx, runId);
@@ -35,7 +37,8 @@ export async function cancelUnlaunchedWork(step: StepContext, automationId: stri
         const attempt = await loadAttempt(step.tx, attemptId);
         const attemptState = stateOf(attempt);
         const outbox = await readAttemptLaunch(step.tx, attemptId, attemptContext(attempt).dispatchGeneration);
-        if (outbox !== undefined && outbox.state !== OutboxState.pending && attemptState === 'dispatching') continue;
+        if (outbox !== undefined && outbox.state !== OutboxState.pending && attemptState === AttemptState.dispatching)
+          continue;
         if (outbox !== undefined && outbox.state === OutboxState.pending) {
           await moveOutbox(step, outbox.id, {
             type: 'outbox_work_cancelled',
@@ -44,9 +47,11 @@ export async function cancelUnlaunchedWork(step: StepContext, automationId: stri
             reason: 'definition_tombstoned',
           });
         }
-        if (attemptState === 'adopted' || attemptState === 'dispatching') {
+        if (attemptState === AttemptState.adopted || attemptState === AttemptState.dispatching) {
           const cancellation =
-            attemptState === 'adopted' ? { requestedAt: step.now } : { requestedAt: step.now, reconciledAt: step.now };
+            attemptState === AttemptState.adopted
+              ? { requestedAt: step.now }
+              : { requestedAt: step.now, reconciledAt: step.now };
           await moveEntity<AttemptAttributes>(
             step,
             'attempt',
@@ -56,7 +61,7 @@ export async function cancelUnlaunchedWork(step: StepContext, automationId: stri
           );
         }
       }
-      if (stateOf(run) === 'accepted' || stateOf(run) === 'running') {
+      if (stateOf(run) === RunState.accepted || stateOf(run) === RunState.running) {
         await moveEntity<RunAttributes>(
           step,
           'run',

@@ -1,4 +1,5 @@
 import { endRunHoldOf } from '../domain/run-hold.js';
+import { AttemptState, RunState } from '../../machines/index.js';
 import { loadAttempt } from '../domain/entities.js';
 import { moveEntity, type StepContext } from '../domain/lifecycle.js';
 import { recordReceipt } from '../domain/receipts.js';
@@ -26,7 +27,7 @@ export async function recordUnconfirmedDispatch(
   attemptId: string,
   sideEffectsRuledOut: boolean,
 ): Promise<void> {
-  if (stateOf(await loadAttempt(step.tx, attemptId)) === 'dispatching') {
+  if (stateOf(await loadAttempt(step.tx, attemptId)) === AttemptState.dispatching) {
     await moveEntity<AttemptAttributes>(
       step,
       'attempt',
@@ -43,7 +44,7 @@ export async function recordUnconfirmedDispatch(
   }
   if (!sideEffectsRuledOut) return;
   const attempt = await loadAttempt(step.tx, attemptId);
-  if (stateOf(run) === 'running' && stateOf(attempt) === 'ambiguous') {
+  if (stateOf(run) === RunState.running && stateOf(attempt) === AttemptState.ambiguous) {
     await settleRunAmbiguous(step, run, attempt, 'launch unconfirmed');
   }
 }

@@ -1,3 +1,4 @@
+import { AttemptState, OccurrenceState, RunState } from '../../machines/index.js';
 import { updateEntityAttributes } from '../actors/entity-transition.js';
 import { isContractError } from '../contract/errors.js';
 import type { AutomationDefinition } from '../domain/definition-body.js';
@@ -55,10 +56,10 @@ export async function acceptAndDispatch(
   const state = stateOf(occurrence);
   const o = occurrenceContext(occurrence);
   const attributes = occurrence.data.attributes;
-  if (state !== 'claimed' && state !== 'dispatching') return undefined;
+  if (state !== OccurrenceState.claimed && state !== OccurrenceState.dispatching) return undefined;
   if (await isRunHeld(step.tx, occurrence)) return undefined;
   if (
-    state === 'claimed' &&
+    state === OccurrenceState.claimed &&
     attributes.notBefore !== undefined &&
     Date.parse(attributes.notBefore) > Date.parse(step.now)
   )
@@ -153,7 +154,7 @@ export async function acceptAndDispatch(
     const run = await loadRun(step.tx, runId);
     attemptId = run.data.attributes.attemptIds.at(-1)!;
     const attempt = await loadAttempt(step.tx, attemptId);
-    if (stateOf(attempt) !== 'adopted') return undefined;
+    if (stateOf(attempt) !== AttemptState.adopted) return undefined;
   }
   const attempt = await loadAttempt(step.tx, attemptId);
   const dispatchGeneration = attemptContext(attempt).dispatchGeneration + 1;
@@ -165,7 +166,7 @@ export async function acceptAndDispatch(
       type: 'dispatch',
       actor: 'dispatcher',
       dispatchGeneration,
-      fenceGeneration: state === 'claimed' ? o.fence.generation : attemptContext(attempt).fenceGeneration,
+      fenceGeneration: state === OccurrenceState.claimed ? o.fence.generation : attemptContext(attempt).fenceGeneration,
     },
     (a) => ({
       ...a,
@@ -197,14 +198,14 @@ async function sendAndApply(svc: EngineServices, outboxId: string): Promise<Laun
     if (outbox === undefined || outbox.state !== OutboxState.pending) return undefined;
     const attempt = await loadAttempt(step.tx, outbox.entry.attemptId);
     const attemptState = stateOf(attempt);
-    if (attemptState !== 'dispatching') {
+    if (attemptState !== AttemptState.dispatching) {
       await moveOutbox(step, outboxId, { type: 'outbox_release_abandoned', actor: 'dispatcher', attemptState });
       return undefined;
     }
     const run = await loadRun(step.tx, outbox.entry.runId);
     const occurrence = await loadOccurrence(step.tx, outbox.entry.occurrenceId);
     const sent = await moveOutbox(step, outboxId, { type: 'outbox_send_started', actor: 'dispatcher', attemptState });
-    if (stateOf(run) === 'accepted') {
+    if (stateOf(run) === RunState.accepted) {
       await moveEntity<RunAttributes>(
         step,
         'run',
@@ -297,7 +298,7 @@ export async function applyLaunchResult(
   await moveOutbox(step, outboxId, { type: 'outbox_answer_applied', actor: 'dispatcher', sessionKey });
   const { attemptId, occurrenceId, runId } = outbox.entry;
   const attempt = await loadAttempt(step.tx, attemptId);
-  if (stateOf(attempt) !== 'dispatching') return undefined;
+  if (stateOf(attempt) !== AttemptState.dispatching) return undefined;
   const a = attemptContext(attempt);
   if (result.outcome === 'started') {
     await moveEntity<AttemptAttributes>(
@@ -320,7 +321,7 @@ export async function applyLaunchResult(
       await svc.actors.worker.openEvidenceStream(step, attemptId, result.sessionId, result.cursors);
     }
     const occurrence = await loadOccurrence(step.tx, occurrenceId);
-    if (stateOf(occurrence) === 'claimed') {
+    if (stateOf(occurrence) === OccurrenceState.claimed) {
       await moveEntity<OccurrenceAttributes>(step, 'occurrence', occurrenceId, {
         type: 'attempt_adopted',
         actor: 'dispatcher',
@@ -330,7 +331,7 @@ export async function applyLaunchResult(
         fenceGeneration: a.fenceGeneration,
       });
     }
-    if (stateOf(await loadOccurrence(step.tx, occurrenceId)) === 'dispatching') {
+    if (stateOf(await loadOccurrence(step.tx, occurrenceId)) === OccurrenceState.dispatching) {
       await moveEntity<OccurrenceAttributes>(
         step,
         'occurrence',
@@ -358,7 +359,7 @@ export async function applyLaunchResult(
     }),
   );
   const occurrence = await loadOccurrence(step.tx, occurrenceId);
-  if (stateOf(occurrence) === 'dispatching') {
+  if (stateOf(occurrence) === OccurrenceState.dispatching) {
     // Operator recovery attempts dispatch from `dispatching`: a refusal there settles the occurrence.
     await moveEntity<OccurrenceAttributes>(
       step,
@@ -376,7 +377,7 @@ export async function applyLaunchResult(
       }),
     );
     const run = await loadRun(step.tx, runId);
-    if (stateOf(run) === 'running') {
+    if (stateOf(run) === RunState.running) {
       await moveEntity<RunAttributes>(
         step,
         'run',

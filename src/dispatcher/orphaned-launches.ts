@@ -1,3 +1,4 @@
+import { AttemptState } from '../../machines/index.js';
 import { forEachConcurrently } from '../domain/concurrency.js';
 import { LIVE_INDEX } from '../domain/lifecycle.js';
 import { launchOrphaned } from '../domain/owner-lease.js';
@@ -21,7 +22,7 @@ interface OrphanedLaunch {
 async function findOrphan(svc: EngineServices, attemptId: string): Promise<OrphanedLaunch | undefined> {
   return svc.store.read(async (r) => {
     const attempt = (await r.get<AttemptRecord['data']>(KINDS.attempt, attemptId)) as AttemptRecord | undefined;
-    if (attempt === undefined || attempt.data.snapshot.value !== 'dispatching') return undefined;
+    if (attempt === undefined || attempt.data.snapshot.value !== AttemptState.dispatching) return undefined;
     const outbox = await readAttemptLaunch(r, attemptId, attemptContext(attempt).dispatchGeneration);
     if (outbox === undefined || outbox.state !== OutboxState.sending) return undefined;
     const outboxId = outbox.id;

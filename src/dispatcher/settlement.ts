@@ -1,3 +1,4 @@
+import { OccurrenceState, RunState } from '../../machines/index.js';
 import { updateEntityAttributes } from '../actors/entity-transition.js';
 import { sha256Hex } from '../contract/digest.js';
 import { MAX_ATTEMPTS_PER_RUN, type PreOwnershipFailureClass } from '../contract/vocabulary.js';
@@ -239,8 +240,8 @@ export async function afterTerminalEvidence(
   const occurrence = await loadOccurrence(step.tx, occurrenceId);
   const run = await loadRun(step.tx, runId);
   const n = attemptContext(await loadAttempt(step.tx, attemptId)).attemptNumber;
-  const runIsCurrent = stateOf(run) === 'running' && run.data.attributes.attemptIds.at(-1) === attemptId;
-  const occurrenceRunning = stateOf(occurrence) === 'running';
+  const runIsCurrent = stateOf(run) === RunState.running && run.data.attributes.attemptIds.at(-1) === attemptId;
+  const occurrenceRunning = stateOf(occurrence) === OccurrenceState.running;
   if (!runIsCurrent || !occurrenceRunning) return;
   const succeeded = evidence.outcome === 'succeeded' && (evidence.exitCode === null || evidence.exitCode === 0);
   if (succeeded) {
@@ -312,7 +313,7 @@ export async function settleExpiredHold(step: StepContext, occurrence: Occurrenc
   const attemptId = run.data.attributes.attemptIds.at(-1)!;
   const attempt = await loadAttempt(step.tx, attemptId);
   const n = attemptContext(attempt).attemptNumber;
-  if (stateOf(run) === 'running')
+  if (stateOf(run) === RunState.running)
     await settleRunFailed(
       step,
       runId,
@@ -322,7 +323,7 @@ export async function settleExpiredHold(step: StepContext, occurrence: Occurrenc
       attempt.data.attributes.failureClass ?? 'runtime_error',
     );
   const state = stateOf(occurrence);
-  if (state === 'claimed') {
+  if (state === OccurrenceState.claimed) {
     await moveEntity<OccurrenceAttributes>(
       step,
       'occurrence',
@@ -342,7 +343,7 @@ export async function settleExpiredHold(step: StepContext, occurrence: Occurrenc
         updatedAt: step.now,
       }),
     );
-  } else if (state === 'running' && attempt.data.attributes.evidence !== undefined) {
+  } else if (state === OccurrenceState.running && attempt.data.attributes.evidence !== undefined) {
     await moveEntity<OccurrenceAttributes>(
       step,
       'occurrence',

@@ -1,5 +1,6 @@
+import type { DefinitionState } from '../../machines/index.js';
 import type { AutomationDefinition } from './definition-body.js';
-import { entityState } from '../actors/entity-transition.js';
+import { stateOf } from './records.js';
 import type { StoreTransaction } from '../store/store.js';
 import { VersionedRecords } from './versioned-records.js';
 import { DEFINITION_KIND, type DefinitionRecord } from './definition-records.js';
@@ -15,7 +16,7 @@ export interface PlannableDefinition {
   /** The record version this was read from. */
   readonly version: number;
   /** The definition machine's state. */
-  readonly state: string;
+  readonly state: DefinitionState;
   readonly terms: PlanningTerms;
   /** Slots after this instant (epoch ms) are the revision's to plan: the last activation, or the last revise while active. */
   readonly plannableAfter: number;
@@ -27,7 +28,7 @@ export function plannableDefinition(record: DefinitionRecord): PlannableDefiniti
   return {
     id: record.id,
     version: record.version,
-    state: entityState(record),
+    state: stateOf(record),
     terms: {
       automationId: d.automationId,
       revision: d.revision,

@@ -1,3 +1,4 @@
+import { DefinitionState } from '../../machines/index.js';
 import type { EntityRecord } from '../actors/entity-transition.js';
 import type { StoredRecord } from '../store/store.js';
 import type { AutomationDefinition, LifecycleState } from './definition-body.js';
@@ -26,5 +27,5 @@ export const revisionId = (automationId: string, revision: number) => `${automat
  * it was in (the contract's body has no tombstoned lifecycle state).
  */
 export function bodyLifecycleState(machineState: string, previous: LifecycleState): LifecycleState {
-  return machineState === 'tombstoned' ? previous : (machineState as LifecycleState);
+  return machineState === DefinitionState.tombstoned ? previous : (machineState as LifecycleState);
 }

@@ -14,7 +14,7 @@ import {
 } from '../changefeed/event-envelope.js';
 import type { ContractActor } from '../contract/vocabulary.js';
 import type { StoredRecord, StoreReader, StoreTransaction } from '../store/store.js';
-import { KINDS, OCCURRENCE_LIVE, type OccurrenceRecord } from './records.js';
+import { KINDS, OCCURRENCE_LIVE, stateOf, type OccurrenceRecord, type StateOf } from './records.js';
 import type { CommittedTransition } from './inspection.js';
 import { queueForRetention } from './retention-queue.js';
 
@@ -60,8 +60,8 @@ export async function liveWorkOf(
 ): Promise<string | undefined> {
   for (const id of await liveOccurrencesOf(reader, automationId)) {
     if (id === except) continue;
-    const occurrence = await reader.get<{ snapshot: { value: string } }>(KINDS.occurrence, id);
-    if (occurrence !== undefined && OCCURRENCE_LIVE.has(occurrence.data.snapshot.value)) return id;
+    const occurrence = await reader.get<OccurrenceRecord['data']>(KINDS.occurrence, id);
+    if (occurrence !== undefined && OCCURRENCE_LIVE.has(stateOf(occurrence))) return id;
   }
   return undefined;
 }
@@ -206,7 +206,7 @@ export async function moveEntity<T>(
   event: { type: string; actor: ContractActor } & Record<string, unknown>,
   update?: (attributes: T) => T,
   reason?: string,
-): Promise<EntityTransition<T>> {
+): Promise<EntityTransition<T, StateOf<T>>> {
   const committed = await transitionEntity<T>(
     step.tx,
     MACHINES[entity],
@@ -240,5 +240,6 @@ export async function moveEntity<T>(
     event: { ...event, now: step.now },
     context: committed.record.data.snapshot.context,
   });
-  return committed;
+  // `T` names the entity's attributes, as `update` already assumes, so the machine's states are StateOf<T>.
+  return committed as EntityTransition<T, StateOf<T>>;
 }

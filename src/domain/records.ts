@@ -1,3 +1,4 @@
+import { OccurrenceState, type AttemptState, type DefinitionState, type RunState } from '../../machines/states.js';
 import type { EntityRecord } from '../actors/entity-transition.js';
 import type { Digest } from '../contract/digest.js';
 import type { SideEffectClass } from '../contract/vocabulary.js';
@@ -7,6 +8,7 @@ import type { AttemptDisposition, OccurrenceContext } from '../guards/occurrence
 import type { OutboxContext } from '../guards/outbox.js';
 import type { RunContext } from '../guards/run.js';
 import type { StoredRecord } from '../store/store.js';
+import type { DefinitionRecord } from './definition-records.js';
 
 /** Record kinds of the execution side (definitions live in command-handler/definition-commands.ts). */
 export const KINDS = {
@@ -137,14 +139,42 @@ export interface Receipt {
 export type OccurrenceRecord = StoredRecord<EntityRecord<OccurrenceAttributes>>;
 export type RunRecord = StoredRecord<EntityRecord<RunAttributes>>;
 export type AttemptRecord = StoredRecord<EntityRecord<AttemptAttributes>>;
+/** The state union of the machine whose records carry `T`: what a transition of such a record moves between. */
+export type StateOf<T> = T extends OccurrenceAttributes
+  ? OccurrenceState
+  : T extends RunAttributes
+    ? RunState
+    : T extends AttemptAttributes
+      ? AttemptState
+      : string;
 
-export const stateOf = (record: StoredRecord<EntityRecord<unknown>>): string => record.data.snapshot.value;
+/**
+ * The lifecycle state of a stored entity, typed by its machine: a record's kind fixes the machine that wrote its
+ * snapshot (`transitionEntity` refuses any other), so the persisted value is one of that machine's states.
+ */
+export function stateOf(record: OccurrenceRecord): OccurrenceState;
+export function stateOf(record: RunRecord): RunState;
+export function stateOf(record: AttemptRecord): AttemptState;
+export function stateOf(record: DefinitionRecord): DefinitionState;
+export function stateOf(record: StoredRecord<EntityRecord<unknown>>): string;
+export function stateOf(record: StoredRecord<EntityRecord<unknown>>): string {
+  return record.data.snapshot.value;
+}
 export const occurrenceContext = (r: OccurrenceRecord) => r.data.snapshot.context as unknown as OccurrenceContext;
 export const runContext = (r: RunRecord) => r.data.snapshot.context as unknown as RunContext;
 export const attemptContext = (r: AttemptRecord) => r.data.snapshot.context as unknown as AttemptContext;
 
-export const OCCURRENCE_LIVE = new Set(['claimed', 'dispatching', 'running', 'recovering', 'recovery_required']);
-export const ATTEMPT_TERMINAL = new Set(['succeeded', 'failed', 'cancelled', 'timed_out', 'ambiguous']);
+/**
+ * Occurrences with work under way: claimed through recovery_required. A deliberate subset of the generated
+ * `OCCURRENCE_LIVE_STATES`, which also holds planned and eligible: those are live but nothing works on them yet.
+ */
+export const OCCURRENCE_LIVE: ReadonlySet<OccurrenceState> = new Set([
+  OccurrenceState.claimed,
+  OccurrenceState.dispatching,
+  OccurrenceState.running,
+  OccurrenceState.recovering,
+  OccurrenceState.recovery_required,
+]);
 
 const compact = <T extends object>(o: T): T =>
   Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;

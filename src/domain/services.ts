@@ -1,4 +1,5 @@
 import { isQuarantined as quarantineState } from './quarantine.js';
+import { DefinitionState } from '../../machines/index.js';
 import { ensureStoreId, type ProducerIdentity } from '../changefeed/event-envelope.js';
 import { readEntity, type EntityRecord } from '../actors/entity-transition.js';
 import { ContractError } from '../contract/errors.js';
@@ -172,7 +173,7 @@ export async function isQuarantined(reader: StoreReader | StoreTransaction, auto
 
 export function definitionBlocked(record: EntityRecord<DefinitionAttributes>): string | undefined {
   const state = record.snapshot.value;
-  return state === 'active' ? undefined : state;
+  return state === DefinitionState.active ? undefined : state;
 }
 
 export function notFound(kind: string, id: string): ContractError {

@@ -1,3 +1,4 @@
+import { OccurrenceState } from '../../machines/index.js';
 import { CommandHandler } from '../command-handler/command-handler.js';
 import {
   DEFAULT_PRODUCER,
@@ -253,7 +254,7 @@ export class Engine {
         const occurrence = await r.get<OccurrenceRecord['data']>(KINDS.occurrence, id);
         if (occurrence === undefined) return false;
         const state = stateOf(occurrence as OccurrenceRecord);
-        if (state !== 'claimed' && state !== 'dispatching') return false;
+        if (state !== OccurrenceState.claimed && state !== OccurrenceState.dispatching) return false;
         return !(await isRunHeld(r, occurrence as OccurrenceRecord));
       });
       if (dispatchable) await attempt(`occurrence ${id}`, () => this.dispatch(id));

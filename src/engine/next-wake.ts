@@ -1,3 +1,4 @@
+import { DefinitionState, OccurrenceState } from '../../machines/index.js';
 import type { StoreReader } from '../store/store.js';
 import { nextUnplannedSlot } from '../scheduler/planning.js';
 import { LIVE_INDEX } from '../domain/lifecycle.js';
@@ -27,16 +28,18 @@ export async function nextWakeAt(svc: EngineServices, reader: StoreReader): Prom
     if (occurrence === undefined) continue;
     const o = occurrenceContext(occurrence);
     const state = stateOf(occurrence);
-    if (state === 'planned') consider(occurrence.data.attributes.notBefore ?? occurrence.data.attributes.scheduledFor);
-    if (state === 'eligible') consider(now);
+    if (state === OccurrenceState.planned)
+      consider(occurrence.data.attributes.notBefore ?? occurrence.data.attributes.scheduledFor);
+    if (state === OccurrenceState.eligible) consider(now);
     // A lease that already lapsed is not a wake-up: its launch was decided, or a live sender still owns it.
     const leaseEnd = o.fence.leaseExpiresAt === null ? Number.NaN : Date.parse(o.fence.leaseExpiresAt) + 1;
-    if ((state === 'claimed' || state === 'dispatching') && leaseEnd > now) consider(leaseEnd);
+    if ((state === OccurrenceState.claimed || state === OccurrenceState.dispatching) && leaseEnd > now)
+      consider(leaseEnd);
     if (o.deadlineAt !== null) consider(o.deadlineAt);
   }
   const cursors = new Map((await svc.planCursors.current(reader)).map((c) => [c.id, c.lastSlot]));
   for (const definition of await svc.definitions.current(reader)) {
-    if (definition.state !== 'active') continue;
+    if (definition.state !== DefinitionState.active) continue;
     // Remembered between passes; only a slot already due but not planned (e.g. quarantined) needs a fresh look.
     const next = nextUnplannedSlot(svc, definition, cursors.get(definition.id));
     if (next !== null && next > now) consider(next);

@@ -1,3 +1,4 @@
+import { AttemptState } from '../../machines/states.js';
 import { isBefore, nonEmpty, type LifecycleEventBase } from './common.js';
 import { holdWindowOpen, type RetryPolicy } from './occurrence.js';
 
@@ -86,22 +87,25 @@ export const runGuards = {
     event.attempts.length > 0 &&
     event.attempts.every(
       (a) =>
-        a.state === 'failed' && a.failureClass !== null && PRE_OWNERSHIP.has(a.failureClass) && !a.evidenceRecorded,
+        a.state === AttemptState.failed &&
+        a.failureClass !== null &&
+        PRE_OWNERSHIP.has(a.failureClass) &&
+        !a.evidenceRecorded,
     ),
   attemptSucceededWithReceipt: ({ context, event }: Args) =>
     event.type === 'attempt_settled' &&
-    event.attempt.state === 'succeeded' &&
+    event.attempt.state === AttemptState.succeeded &&
     isLatest(context, event.attempt) &&
     nonEmpty(event.receiptRef),
   attemptFailedWithoutFurtherAttempt: ({ context, event }: Args) =>
     event.type === 'attempt_settled' &&
-    event.attempt.state === 'failed' &&
+    event.attempt.state === AttemptState.failed &&
     isLatest(context, event.attempt) &&
     !event.furtherAttemptOpens &&
     !holdWindowOpen(context, event.now, event.attempt.attemptNumber, event.failureClass),
   currentAttemptAmbiguous: ({ context, event }: Args) =>
     event.type === 'attempt_ambiguous' &&
-    event.attempt.state === 'ambiguous' &&
+    event.attempt.state === AttemptState.ambiguous &&
     isLatest(context, event.attempt) &&
     !event.operatorRecoveryResolved,
 };

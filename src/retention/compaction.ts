@@ -1,10 +1,10 @@
+import { ATTEMPT_TERMINAL_STATES } from '../../machines/index.js';
 import { appendEvent, storeStream, type EventEnvelope, type StreamRef } from '../changefeed/event-envelope.js';
 import { advanceFeedHorizon } from '../changefeed/changefeed.js';
 import { receiptIdFor } from '../domain/receipts.js';
 import { forEachConcurrently } from '../domain/concurrency.js';
 import type { StepContext } from '../domain/lifecycle.js';
 import {
-  ATTEMPT_TERMINAL,
   KINDS,
   attemptContext,
   occurrenceContext,
@@ -272,7 +272,7 @@ async function settledHistory(step: StepContext, occurrence: OccurrenceRecord): 
     for (const attemptId of run.data.attributes.attemptIds) {
       const attempt = (await step.tx.get(KINDS.attempt, attemptId)) as AttemptRecord | undefined;
       if (attempt === undefined) continue;
-      if (!attempt.terminal && !ATTEMPT_TERMINAL.has(stateOf(attempt))) return undefined;
+      if (!attempt.terminal && !ATTEMPT_TERMINAL_STATES.has(stateOf(attempt))) return undefined;
       attempts.push(attempt);
     }
     runs.push({ run, attempts });

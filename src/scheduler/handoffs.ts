@@ -1,3 +1,4 @@
+import { OccurrenceState } from '../../machines/index.js';
 import type { EvidenceLoss, SchedulerSteps } from '../domain/actor-steps.js';
 import { loadAttempt, loadOccurrence, loadRun } from '../domain/entities.js';
 import { moveEntity, type StepContext } from '../domain/lifecycle.js';
@@ -56,7 +57,7 @@ async function recordEvidenceLost(svc: ActorServices, step: StepContext, loss: E
     detail: loss.detail.slice(0, 500),
     recoveryDisposition: 'deferred_to_operator',
   });
-  if (stateOf(occurrence) !== 'running' || occurrence.data.attributes.activeRunRef !== run.id) return;
+  if (stateOf(occurrence) !== OccurrenceState.running || occurrence.data.attributes.activeRunRef !== run.id) return;
   await moveEntity<OccurrenceAttributes>(
     step,
     'occurrence',

@@ -1,3 +1,4 @@
+import { AttemptState, DefinitionState, OccurrenceState, RunState } from '../../machines/index.js';
 import { forEachConcurrently } from '../domain/concurrency.js';
 import { updateEntityAttributes } from '../actors/entity-transition.js';
 import type { PlannableDefinition } from '../domain/definition-directory.js';
@@ -52,7 +53,7 @@ async function disposeIfStale(
   if (occurrence.data.attributes.activeRunRef !== undefined) return false;
   const state = definition.state;
   const quarantined = await isQuarantined(step.tx, definition.id);
-  if (state !== 'active' || quarantined) {
+  if (state !== DefinitionState.active || quarantined) {
     const disposition = quarantined ? 'skipped_paused' : (SKIP_FOR_STATE[state] ?? 'skipped_paused');
     await moveEntity<OccurrenceAttributes>(
       step,
@@ -108,7 +109,7 @@ async function claimWhenEligible(svc: EngineServices, step: StepContext, planned
   // Once, before either transition: nothing the eligibility transition writes changes what it checks.
   if (await disposeIfStale(step, occurrence, await definitionOf(svc, step, attributes.automationId))) return;
 
-  if (stateOf(occurrence) === 'planned') {
+  if (stateOf(occurrence) === OccurrenceState.planned) {
     if (Date.parse(attributes.scheduledFor) > now) return;
     if (attributes.notBefore !== undefined && Date.parse(attributes.notBefore) > now) return;
     await moveEntity<OccurrenceAttributes>(
@@ -168,7 +169,8 @@ export async function advanceOccurrence(
   const occurrence = await loadOccurrence(step.tx, occurrenceId);
   const now = Date.parse(step.now);
   let state = stateOf(occurrence);
-  if (state === 'planned' || state === 'eligible') return claimWhenEligible(svc, step, occurrence);
+  if (state === OccurrenceState.planned || state === OccurrenceState.eligible)
+    return claimWhenEligible(svc, step, occurrence);
 
   const o = occurrenceContext(occurrence);
   const deadlinePassed = o.deadlineAt !== null && Date.parse(o.deadlineAt) <= now;
@@ -182,7 +184,7 @@ export async function advanceOccurrence(
   }
 
   if (
-    (state === 'claimed' || state === 'dispatching') &&
+    (state === OccurrenceState.claimed || state === OccurrenceState.dispatching) &&
     !o.runtimeEvidenceRecorded &&
     o.fence.leaseExpiresAt !== null &&
     Date.parse(o.fence.leaseExpiresAt) < now &&
@@ -201,12 +203,12 @@ export async function advanceOccurrence(
     state = 'recovering';
   }
 
-  if (state === 'recovering') {
+  if (state === OccurrenceState.recovering) {
     await determineRecovery(svc, step, occurrenceId);
     return;
   }
 
-  if (state === 'running' && deadlinePassed) {
+  if (state === OccurrenceState.running && deadlinePassed) {
     await timeOut(svc, step, occurrenceId, stops);
   }
 }
@@ -226,7 +228,7 @@ async function launchLeftUndecided(
   const attemptId = (await loadRun(step.tx, runId)).data.attributes.attemptIds.at(-1);
   if (attemptId === undefined) return false;
   const attempt = await loadAttempt(step.tx, attemptId);
-  if (stateOf(attempt) !== 'dispatching') return false;
+  if (stateOf(attempt) !== AttemptState.dispatching) return false;
   const outbox = await readAttemptLaunch(step.tx, attemptId, attemptContext(attempt).dispatchGeneration);
   if (outbox === undefined || outbox.state !== OutboxState.sending) return false;
   return launchOrphaned(svc, step.tx, outbox.id, attempt.data.attributes.workerCorrelation?.workerId);
@@ -311,7 +313,7 @@ async function timeOut(
   );
   if (runId === undefined) return;
   const run = await loadRun(step.tx, runId);
-  if (stateOf(run) === 'running') {
+  if (stateOf(run) === RunState.running) {
     await moveEntity<RunAttributes>(step, 'run', runId, { type: 'timeout', actor: 'scheduler' }, (x) => ({
       ...x,
       stateReason: 'timed out',
@@ -323,7 +325,7 @@ async function timeOut(
   if (attemptId === undefined) return;
   const attempt = await loadAttempt(step.tx, attemptId);
   const sessionId = attempt.data.attributes.workerCorrelation?.sessionId;
-  if (stateOf(attempt) === 'observing') {
+  if (stateOf(attempt) === AttemptState.observing) {
     await moveEntity<AttemptAttributes>(step, 'attempt', attemptId, { type: 'timeout', actor: 'scheduler' }, (x) => ({
       ...x,
       stateReason: 'perRunMinutes elapsed',
@@ -342,7 +344,7 @@ async function timeOut(
         recoveryDisposition: 'not_required',
       },
     );
-  } else if (stateOf(attempt) === 'started') {
+  } else if (stateOf(attempt) === AttemptState.started) {
     await updateEntityAttributes<AttemptAttributes>(step.tx, KINDS.attempt, attemptId, attempt.version, (x) => ({
       ...x,
       cancelRequestedAt: step.now,

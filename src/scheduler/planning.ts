@@ -1,3 +1,4 @@
+import { DefinitionState } from '../../machines/index.js';
 import { forEachConcurrently } from '../domain/concurrency.js';
 import { appendEvent } from '../changefeed/event-envelope.js';
 import { createExecutionEntity, type StepContext } from '../domain/lifecycle.js';
@@ -21,7 +22,7 @@ export async function planLatestSlot(
   step: StepContext,
   plannable: PlannableDefinition,
 ): Promise<string | undefined> {
-  if (plannable.state !== 'active') return undefined;
+  if (plannable.state !== DefinitionState.active) return undefined;
   const automationId = plannable.id;
   if (await isQuarantined(step.tx, automationId)) return undefined;
   const definition = plannable.terms;
@@ -152,7 +153,7 @@ export async function planDueSlots(svc: EngineServices, errors: Error[] = []): P
   await svc.store.read(async (r) => {
     const cursors = new Map((await svc.planCursors.current(r)).map((c) => [c.id, c.lastSlot]));
     const due = (await svc.definitions.current(r)).filter(
-      (d) => d.state === 'active' && mayBeDue(svc, d, cursors.get(d.id), now),
+      (d) => d.state === DefinitionState.active && mayBeDue(svc, d, cursors.get(d.id), now),
     );
     await forEachConcurrently(due, svc.planConcurrency, async (seen) => {
       try {

@@ -1,3 +1,4 @@
+import { AttemptState } from '../../machines/index.js';
 import { loadAttempt } from '../domain/entities.js';
 import { moveEntity, type StepContext } from '../domain/lifecycle.js';
 import { stateOf, type AttemptAttributes } from '../domain/records.js';
@@ -9,7 +10,7 @@ export async function openEvidenceStream(
   sessionId: string,
   cursors: { eventCursor?: string; logCursor?: string },
 ): Promise<void> {
-  if (stateOf(await loadAttempt(step.tx, attemptId)) !== 'started') return;
+  if (stateOf(await loadAttempt(step.tx, attemptId)) !== AttemptState.started) return;
   await moveEntity<AttemptAttributes>(
     step,
     'attempt',

@@ -1,3 +1,4 @@
+import { AttemptState, OccurrenceState } from '../../machines/index.js';
 import { forEachConcurrently } from '../domain/concurrency.js';
 import { moveEntity, LIVE_INDEX, type StepContext } from '../domain/lifecycle.js';
 import { attemptContext, stateOf, type AttemptAttributes } from '../domain/records.js';
@@ -42,7 +43,7 @@ export class Worker {
     if (attempt === undefined) return false;
     const state = attempt.data.snapshot.value;
     const sessionId = attempt.data.attributes.workerCorrelation?.sessionId;
-    if ((state !== 'started' && state !== 'observing') || sessionId === undefined) return false;
+    if ((state !== AttemptState.started && state !== AttemptState.observing) || sessionId === undefined) return false;
     const runtime = this.svc.runtime(attempt.data.attributes.runtimeId);
     if (runtime === undefined) return false;
     let observation: Observation;
@@ -53,7 +54,7 @@ export class Worker {
     }
     if (observation.status === 'running') {
       this.lastSeen.set(attemptId, this.svc.clock.now().toISOString());
-      if (state === 'started' && observation.cursors !== undefined) {
+      if (state === AttemptState.started && observation.cursors !== undefined) {
         await this.svc.step((step) => openEvidenceStream(step, attemptId, sessionId, observation.cursors!));
       }
       return false;
@@ -71,7 +72,7 @@ export class Worker {
   ): Promise<boolean> {
     const attempt = await loadAttempt(step.tx, attemptId);
     const state = stateOf(attempt);
-    if (state !== 'started' && state !== 'observing') return false;
+    if (state !== AttemptState.started && state !== AttemptState.observing) return false;
     const a = attemptContext(attempt);
     const run = await loadRun(step.tx, a.runId);
     const occurrence = await loadOccurrence(step.tx, a.occurrenceId);
@@ -88,7 +89,7 @@ export class Worker {
 
     // Only the runtime's word makes a cancellation acknowledged: a session that ran to its own end after a
     // cancel was requested settles by its evidence (completion won the race).
-    if (observation.cancelled && state === 'observing') {
+    if (observation.cancelled && state === AttemptState.observing) {
       await this.svc.actors.commandHandler.acknowledgeCancellation(this.svc, step, attemptId, sessionId);
       return true;
     }
@@ -126,9 +127,11 @@ export class Worker {
       settledAttempt.record as Awaited<ReturnType<typeof loadAttempt>>,
       {
         disposition: settledAttempt.to,
-        ...(settledAttempt.to === 'failed' ? { failureClass: 'runtime_error' } : {}),
+        ...(settledAttempt.to === AttemptState.failed ? { failureClass: 'runtime_error' } : {}),
         detail:
-          settledAttempt.to === 'succeeded' ? 'verified completion evidence' : `exit ${String(observation.exitCode)}`,
+          settledAttempt.to === AttemptState.succeeded
+            ? 'verified completion evidence'
+            : `exit ${String(observation.exitCode)}`,
         recoveryDisposition: 'not_required',
       },
       observation.outputDigest,

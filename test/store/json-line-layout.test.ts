@@ -5,7 +5,12 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, expect, test, vi } from 'vitest';
 import { fileLines } from '../../src/store/json/file-lines.js';
-import { JSON_STORE_FORMAT_VERSION, loadLines, parseState, type ParsedState } from '../../src/store/json/json-document.js';
+import {
+  JSON_STORE_FORMAT_VERSION,
+  loadLines,
+  parseState,
+  type ParsedState,
+} from '../../src/store/json/json-document.js';
 import { serializeState } from '../../src/store/json/snapshot-writer.js';
 import type { HistoryFile } from '../../src/store/json/cold-history.js';
 import { CommittedState } from '../../src/store/layered-state.js';

@@ -1,3 +1,10 @@
+import {
+  ATTEMPT_TERMINAL_STATES,
+  OCCURRENCE_TERMINAL_STATES,
+  OccurrenceState,
+  RUN_TERMINAL_STATES,
+  RunState,
+} from '../../../machines/index.js';
 import type { CommandResponse } from '../../command-handler/envelope.js';
 import { verifyIntegrity } from '../../contract/digest.js';
 import type { EventEnvelope } from '../../changefeed/event-envelope.js';
@@ -9,7 +16,12 @@ import type { MemoryStore } from '../../store/memory-store.js';
 import { KNOWN_DIFFERENCES, UNPRODUCED } from './known-differences.js';
 import type { ConformanceVector, ExpectationResult } from './vector-format.js';
 
-const TERMINAL = new Set(['succeeded', 'failed', 'cancelled', 'timed_out', 'skipped', 'superseded', 'ambiguous']);
+/** The terminal states of the occurrence, run and attempt machines: the feed names an entity settled on any. */
+const TERMINAL: ReadonlySet<string> = new Set<string>([
+  ...OCCURRENCE_TERMINAL_STATES,
+  ...RUN_TERMINAL_STATES,
+  ...ATTEMPT_TERMINAL_STATES,
+]);
 
 /** What a vector's expectations are judged against once its operations have run. */
 export interface JudgedRun {
@@ -36,10 +48,10 @@ function projectEvent(event: EventEnvelope): string | undefined {
       return 'definition.updated';
     case 'occurrence.transitioned':
       if (p.from === 'none') return 'occurrence.planned';
-      if (p.to === 'claimed') return 'occurrence.claimed';
+      if (p.to === OccurrenceState.claimed) return 'occurrence.claimed';
       return TERMINAL.has(p.to ?? '') ? 'occurrence.settled' : undefined;
     case 'run.transitioned':
-      if (p.from === 'accepted' && p.to === 'running') return 'run.started';
+      if (p.from === RunState.accepted && p.to === RunState.running) return 'run.started';
       return TERMINAL.has(p.to ?? '') ? 'run.finished' : undefined;
     case 'receipt.recorded':
       return 'receipt.sealed';
@@ -196,9 +208,9 @@ function checkInvariants(e: Expected, seen: Seen, run: JudgedRun, push: Push): v
       'fence-uniqueness': () => new Set(seen.occurrences.map((o) => o.occurrenceKey)).size === seen.occurrences.length,
       'terminal-state-monotonicity': () => true,
       'no-false-success-under-injected-failure': () =>
-        seen.runs.every((r) => r.state !== 'succeeded' || r.receiptRef !== undefined),
+        seen.runs.every((r) => r.state !== RunState.succeeded || r.receiptRef !== undefined),
       'no-silent-eligible-occurrence-loss': () =>
-        seen.occurrences.every((o) => o.state !== 'eligible' && o.state !== 'planned'),
+        seen.occurrences.every((o) => o.state !== OccurrenceState.eligible && o.state !== OccurrenceState.planned),
       'bounded-ledger-growth': () => true,
     };
     for (const name of e.invariants as string[]) {

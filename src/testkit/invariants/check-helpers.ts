@@ -1,3 +1,4 @@
+import { ATTEMPT_TERMINAL_STATES, OCCURRENCE_TERMINAL_STATES, RUN_TERMINAL_STATES } from '../../../machines/index.js';
 import type { EventEnvelope } from '../../changefeed/event-envelope.js';
 import type { StoredRecord } from '../../store/store.js';
 import type { History } from './history.js';
@@ -14,10 +15,10 @@ export interface InvariantCheck {
 }
 
 /** Terminal states per execution entity; the accessors below read the stored records the checks compare. */
-export const TERMINAL: Record<string, Set<string>> = {
-  occurrence: new Set(['succeeded', 'failed', 'cancelled', 'timed_out', 'skipped', 'superseded']),
-  run: new Set(['succeeded', 'failed', 'cancelled', 'timed_out', 'ambiguous']),
-  attempt: new Set(['succeeded', 'failed', 'cancelled', 'timed_out', 'ambiguous']),
+export const TERMINAL: Record<string, ReadonlySet<string>> = {
+  occurrence: OCCURRENCE_TERMINAL_STATES,
+  run: RUN_TERMINAL_STATES,
+  attempt: ATTEMPT_TERMINAL_STATES,
 };
 
 export const state = (r: Rec | undefined) => (r?.data as Any | undefined)?.snapshot?.value as string | undefined;

@@ -1,3 +1,4 @@
+import { AttemptState, OccurrenceState, RunState } from '../../../machines/index.js';
 import { CONFORMANCE_CHECKS } from './conformance-checks.js';
 import {
   attemptsOfRun,
@@ -74,7 +75,7 @@ export const INVARIANTS: InvariantCheck[] = [
         .map(([attempt, s]) => `attempt ${attempt} is bound to ${s.size} sessions`);
       const starts = new Map<string, number>();
       for (const t of transitions(h))
-        if (t.event.payload.entity === 'attempt' && t.event.payload.to === 'started')
+        if (t.event.payload.entity === 'attempt' && t.event.payload.to === AttemptState.started)
           starts.set(t.entityId, (starts.get(t.entityId) ?? 0) + 1);
       problems.push(
         ...[...starts].filter(([, n]) => n > 1).map(([attempt, n]) => `attempt ${attempt} started ${n} times`),
@@ -116,7 +117,7 @@ export const INVARIANTS: InvariantCheck[] = [
       const problems: string[] = [];
       const receipts = [...h.records.receipt.values()].map((r) => r.data as Any);
       for (const a of h.records.attempt.values()) {
-        if (state(a) !== 'succeeded') continue;
+        if (state(a) !== AttemptState.succeeded) continue;
         const session = attrs(a).workerCorrelation?.sessionId as string | undefined;
         const exit = session === undefined ? undefined : h.runtime.exits.get(session);
         if (exit === undefined || exit.outcome !== 'succeeded' || exit.cancelled)
@@ -125,13 +126,16 @@ export const INVARIANTS: InvariantCheck[] = [
           problems.push(`attempt ${a.id} succeeded without a receipt`);
       }
       for (const r of h.records.run.values()) {
-        if (state(r) !== 'succeeded') continue;
+        if (state(r) !== RunState.succeeded) continue;
         const lastAttempt = h.records.attempt.get(attrs(r).attemptIds.at(-1));
-        if (state(lastAttempt) !== 'succeeded' || !h.records.receipt.has(attrs(r).receiptRef))
+        if (state(lastAttempt) !== AttemptState.succeeded || !h.records.receipt.has(attrs(r).receiptRef))
           problems.push(`run ${r.id} succeeded without a succeeded attempt and its receipt`);
       }
       for (const o of h.records.occurrence.values()) {
-        if (state(o) === 'succeeded' && state(h.records.run.get(attrs(o).activeRunRef)) !== 'succeeded')
+        if (
+          state(o) === OccurrenceState.succeeded &&
+          state(h.records.run.get(attrs(o).activeRunRef)) !== RunState.succeeded
+        )
           problems.push(`occurrence ${o.id} succeeded without a succeeded run`);
       }
       return problems;
@@ -143,7 +147,7 @@ export const INVARIANTS: InvariantCheck[] = [
     check(h) {
       const problems: string[] = [];
       for (const a of h.records.attempt.values()) {
-        if (state(a) !== 'cancelled') continue;
+        if (state(a) !== AttemptState.cancelled) continue;
         const session = attrs(a).workerCorrelation?.sessionId as string | undefined;
         if (session === undefined) continue;
         const asked = h.runtime.cancels.some((c) => c.sessionId === session);
@@ -201,7 +205,7 @@ export const INVARIANTS: InvariantCheck[] = [
       );
       for (const run of h.records.run.values()) {
         const attempts = attemptsOfRun(h, run.id);
-        const firstAmbiguous = attempts.findIndex((a) => state(a) === 'ambiguous');
+        const firstAmbiguous = attempts.findIndex((a) => state(a) === AttemptState.ambiguous);
         if (firstAmbiguous === -1) continue;
         for (const later of attempts.slice(firstAmbiguous + 1)) {
           const key = opened.get(later.id)?.payload.commandAdoptionKey as string | undefined;
@@ -261,7 +265,11 @@ export const INVARIANTS: InvariantCheck[] = [
           if (attrs(o).createdAt > tombstonedAt)
             problems.push(`occurrence ${o.id} was planned after ${d.id} was tombstoned`);
         for (const t of transitions(h)) {
-          if (t.event.automationId === d.id && t.event.payload.to === 'claimed' && t.event.recordedAt > tombstonedAt)
+          if (
+            t.event.automationId === d.id &&
+            t.event.payload.to === OccurrenceState.claimed &&
+            t.event.recordedAt > tombstonedAt
+          )
             problems.push(`occurrence ${t.entityId} was claimed after ${d.id} was tombstoned`);
         }
         const attempts = new Set(

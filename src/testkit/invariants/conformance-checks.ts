@@ -1,6 +1,7 @@
 import { QuarantineState } from '../../../machines/extension-states.js';
 import { outboxView } from '../../domain/outbox.js';
 import { quarantineView } from '../../domain/quarantine.js';
+import { DefinitionState } from '../../../machines/index.js';
 import { Schedule } from '../../schedule/schedule.js';
 import { attrs, ctx, state, TERMINAL, type Any, type InvariantCheck } from './check-helpers.js';
 
@@ -91,7 +92,7 @@ export const CONFORMANCE_CHECKS: InvariantCheck[] = [
       }
       for (const d of h.records.definition.values()) {
         if (
-          state(d) !== 'active' ||
+          state(d) !== DefinitionState.active ||
           quarantineView(h.records.quarantine.get(d.id)).state === QuarantineState.quarantined
         )
           continue;

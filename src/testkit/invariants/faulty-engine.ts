@@ -1,3 +1,4 @@
+import { OccurrenceState } from '../../../machines/index.js';
 import type { ActorServices, EvidenceLoss } from '../../domain/actor-steps.js';
 import type { AutomationDefinition } from '../../domain/definition-body.js';
 import { DEFINITION_REVISION_KIND, revisionId } from '../../domain/definition-records.js';
@@ -70,7 +71,7 @@ async function retryAfterLoss(
   const before = await loadOccurrence(step.tx, lost.occurrenceId);
   await recordLoss();
   const occurrence = await loadOccurrence(step.tx, lost.occurrenceId);
-  if (stateOf(occurrence) !== 'recovery_required' || stateOf(before) !== 'running') return;
+  if (stateOf(occurrence) !== OccurrenceState.recovery_required || stateOf(before) !== OccurrenceState.running) return;
   await retryWithoutOperator(svc, step, occurrence, lost.runId);
 }
 
@@ -111,7 +112,7 @@ async function launchAhead(svc: EngineServices, occurrenceId: string): Promise<v
     const occurrence = await r.get<OccurrenceRecord['data']>(KINDS.occurrence, occurrenceId);
     if (
       occurrence === undefined ||
-      occurrence.data.snapshot.value !== 'claimed' ||
+      occurrence.data.snapshot.value !== OccurrenceState.claimed ||
       occurrence.data.attributes.activeRunRef !== undefined
     )
       return undefined;

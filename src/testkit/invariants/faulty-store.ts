@@ -1,3 +1,4 @@
+import { DefinitionState } from '../../../machines/index.js';
 import { attemptIdFor } from '../../domain/ids.js';
 import type { PutOptions, Store, StoreReader, StoredRecord, StoreTransaction } from '../../store/store.js';
 
@@ -78,7 +79,7 @@ const dataOf = (record: StoredRecord) => record.data as Snapshot;
 /** `planTombstoned`: tombstoned definitions read as active, so the scheduler keeps planning them. */
 export const TOMBSTONES_READ_ACTIVE: StoreFault = {
   present(record) {
-    if (record.kind !== 'definition' || dataOf(record).snapshot.value !== 'tombstoned') return record;
+    if (record.kind !== 'definition' || dataOf(record).snapshot.value !== DefinitionState.tombstoned) return record;
     const data = dataOf(record);
     return { ...record, data: { ...data, snapshot: { ...data.snapshot, value: 'active' } } };
   },

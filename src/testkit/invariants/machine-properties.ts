@@ -1,3 +1,4 @@
+import { AttemptState, OccurrenceState, type RunState } from '../../../machines/index.js';
 import { getShortestPaths } from '@xstate/graph';
 import fc from 'fast-check';
 import { createActor, transition, type AnyMachineSnapshot, type AnyStateMachine } from 'xstate';
@@ -37,6 +38,8 @@ function eventsOf(spec: ProvableMachine): Event[] {
 }
 
 const stateOf = (s: AnyMachineSnapshot) => String(s.value);
+/** The success state the occurrence, run and attempt machines share: a subject is any one of them. */
+const SUCCEEDED = OccurrenceState.succeeded satisfies RunState & AttemptState;
 
 export interface MachinePropertyResult {
   property: string;
@@ -133,7 +136,7 @@ function pathsNeedEvidence(subject: MachineUnderTest, all: Path[], evidence: Mac
   for (const path of all) {
     evidence.runs += 1;
     evidence.steps += path.events.length;
-    if (stateOf(path.final) === 'succeeded') {
+    if (stateOf(path.final) === SUCCEEDED) {
       for (const needed of EVIDENCE[subject.id] ?? [])
         if (!path.events.some((e) => e.type === needed))
           evidence.problems.push(
@@ -162,7 +165,7 @@ function checkWalk(subject: MachineUnderTest, picks: number[], { refused, eviden
     if (step.to !== step.from) seen.push(step.event.type);
     if (
       step.to !== step.from &&
-      stateOf(step.from) === 'recovery_required' &&
+      stateOf(step.from) === OccurrenceState.recovery_required &&
       !(step.event.actor === 'command_handler' && step.event.type.startsWith('operator_recovery'))
     ) {
       throw new WalkProblem(
@@ -170,7 +173,7 @@ function checkWalk(subject: MachineUnderTest, picks: number[], { refused, eviden
         `${subject.id}: ${step.event.type} by ${step.event.actor} left recovery_required`,
       );
     }
-    if (stateOf(step.to) === 'succeeded' && step.to !== step.from) {
+    if (stateOf(step.to) === SUCCEEDED && step.to !== step.from) {
       evidence.steps += 1;
       for (const needed of EVIDENCE[subject.id] ?? [])
         if (!seen.includes(needed))
@@ -275,7 +278,7 @@ function secondSessionProperty(
         result.runs += 1;
         const s = boundAttempt(subject, now, observing);
         const bound = stateOf(s);
-        if (bound !== (observing ? 'observing' : 'started'))
+        if (bound !== (observing ? AttemptState.observing : AttemptState.started))
           result.problems.push(`${subject.id}: could not bind the first session (${bound})`);
         const second = {
           type: 'runtime_started',

@@ -1,3 +1,4 @@
+import { DefinitionState } from '../../../machines/index.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -254,7 +255,8 @@ export class World {
     const { integrity: _old, ...rest } = structuredClone(current);
     const body: Record<string, unknown> = { ...rest, revision: current.revision + 1 };
     (body.trigger as { schedule: { rrule: string } }).schedule.rrule = `FREQ=DAILY;BYHOUR=${hour}`;
-    if (body.lifecycleState === 'draft' || body.lifecycleState === 'invalid') body.lifecycleState = 'paused';
+    if (body.lifecycleState === DefinitionState.draft || body.lifecycleState === DefinitionState.invalid)
+      body.lifecycleState = 'paused';
     return this.command(
       'definition.revise.v1',
       { definition: { ...body, integrity: integrityOf(body) } },

@@ -1,5 +1,9 @@
 import { describe, expect, test } from 'vitest';
-import { RETENTION_PROPERTY, runEngineProperty, runInterleavingProperty } from '../../../src/testkit/invariants/suite.js';
+import {
+  RETENTION_PROPERTY,
+  runEngineProperty,
+  runInterleavingProperty,
+} from '../../../src/testkit/invariants/suite.js';
 import { CONTRACT_INVARIANT_IDS, INVARIANTS } from '../../../src/testkit/invariants/checks.js';
 import { propertySeed } from '../../support/property.js';
 import { COMPACTIONS } from '../../../src/testkit/invariants/world.js';
