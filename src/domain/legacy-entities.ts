@@ -8,6 +8,11 @@ import type { StoredRecord, StoreTransaction } from '../store/store.js';
  * state was decided when the old record was written, so no event is sent and no guard runs. Callers upgrade
  * a legacy record only in the transaction that is about to send it its next event, so the machine decides
  * every change from then on.
+ *
+ * Upgrading on first touch rather than in a pass when the engine opens: the engine has no asynchronous open,
+ * and commands (an unquarantine, an operator retry) may reach a store before its first pass, so the readers
+ * must know the old shapes either way; a store opened many times never pays a scan of its outbox for it; and
+ * each record changes shape in the same transaction as its next transition, so no state is half upgraded.
  */
 export async function rewriteLegacyEntity<TAttributes>(
   tx: StoreTransaction,
