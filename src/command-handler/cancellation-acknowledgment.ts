@@ -2,14 +2,35 @@ import { OccurrenceState, RunState } from '../../machines/index.js';
 import { loadAttempt, loadOccurrence, loadRun } from '../domain/entities.js';
 import { moveEntity, type StepContext } from '../domain/lifecycle.js';
 import { recordReceipt } from '../domain/receipts.js';
+import { endRunHold } from '../domain/run-hold.js';
 import {
   attemptContext,
   stateOf,
   type AttemptAttributes,
   type OccurrenceAttributes,
+  type OccurrenceRecord,
   type RunAttributes,
+  type RunRecord,
 } from '../domain/records.js';
 import type { ActorServices } from '../domain/actor-steps.js';
+
+/** The run of an acknowledged cancellation settles cancelled, its hold (if it ever had one) with it. */
+async function settleRunCancelled(step: StepContext, run: RunRecord, occurrence: OccurrenceRecord): Promise<void> {
+  await endRunHold(step, occurrence, { type: 'hold_run_cancelled', actor: 'command_handler' });
+  if (stateOf(run) !== RunState.running) return;
+  await moveEntity<RunAttributes>(
+    step,
+    'run',
+    run.id,
+    { type: 'cancel_acknowledged', actor: 'command_handler' },
+    (x) => ({
+      ...x,
+      stateReason: 'cancelled on request',
+      finishedAt: step.now,
+      terminalDisposition: { outcome: 'cancelled', failureClass: 'cancelled_by_request' },
+    }),
+  );
+}
 
 /** The runtime acknowledged a requested cancellation: attempt, run and occurrence settle cancelled. */
 export async function acknowledgeCancellation(
@@ -43,20 +64,7 @@ export async function acknowledgeCancellation(
       recoveryDisposition: 'not_required',
     },
   );
-  if (stateOf(run) === RunState.running) {
-    await moveEntity<RunAttributes>(
-      step,
-      'run',
-      run.id,
-      { type: 'cancel_acknowledged', actor: 'command_handler' },
-      (x) => ({
-        ...x,
-        stateReason: 'cancelled on request',
-        finishedAt: step.now,
-        terminalDisposition: { outcome: 'cancelled', failureClass: 'cancelled_by_request' },
-      }),
-    );
-  }
+  await settleRunCancelled(step, run, occurrence);
   if (stateOf(occurrence) === OccurrenceState.running) {
     await moveEntity<OccurrenceAttributes>(
       step,

@@ -1,3 +1,6 @@
+import { QuarantineState } from '../../machines/extension-states.js';
+import { readQuarantine } from '../domain/quarantine.js';
+import { isRunHeld } from '../domain/run-hold.js';
 import { DefinitionState, OccurrenceState, RunState } from '../../machines/index.js';
 import { ContractError } from '../contract/errors.js';
 import { LIVE_INDEX } from '../domain/lifecycle.js';
@@ -120,7 +123,8 @@ export async function definitionHealth(
   const runs = ((await reader.list<RunRecord['data']>(KINDS.run)) as RunRecord[]).filter(
     (r) => r.data.attributes.automationId === payload.automationId,
   );
-  const quarantine = await reader.get<{ since: string; reason: string }>(KINDS.quarantine, payload.automationId);
+  const quarantine = await readQuarantine(reader, payload.automationId);
+  const quarantined = quarantine.state === QuarantineState.quarantined;
   const latest = (values: Array<string | undefined>) =>
     values
       .filter((v): v is string => v !== undefined)
@@ -138,19 +142,20 @@ export async function definitionHealth(
   const leased = live.map((o) => occurrenceContext(o)).find((c) => c.fence.claimedBy !== null);
   const schedule = svc.schedule(definition.trigger.schedule.rrule, definition.trigger.schedule.timezone);
   const nextDueAt =
-    state === DefinitionState.active && quarantine === undefined
+    state === DefinitionState.active && !quarantined
       ? (schedule.nextAfter(svc.clock.now())?.toISOString() ?? null)
       : null;
-  const staleReason =
-    quarantine !== undefined
-      ? `quarantined: ${quarantine.data.reason}`
-      : live.some((o) => stateOf(o) === OccurrenceState.recovery_required)
-        ? 'an occurrence waits for operator recovery'
-        : live.some((o) => o.data.attributes.held)
-          ? 'a run is held for an operator retry'
-          : state !== DefinitionState.active
-            ? `definition is ${state}`
-            : null;
+  let anyHeld = false;
+  for (const o of live) if (!anyHeld) anyHeld = await isRunHeld(reader, o);
+  const staleReason = quarantined
+    ? `quarantined: ${quarantine.reason}`
+    : live.some((o) => stateOf(o) === OccurrenceState.recovery_required)
+      ? 'an occurrence waits for operator recovery'
+      : anyHeld
+        ? 'a run is held for an operator retry'
+        : state !== DefinitionState.active
+          ? `definition is ${state}`
+          : null;
   const indexed = await reader.list(LIVE_INDEX.occurrence);
   return {
     health: {
@@ -166,7 +171,7 @@ export async function definitionHealth(
       consecutiveFailures,
       leaseOwner: leased?.fence.claimedBy ?? null,
       leaseExpiresAt: leased?.fence.leaseExpiresAt ?? null,
-      quarantined: quarantine !== undefined,
+      quarantined,
       staleReason,
       liveOccurrences: live.map((o) => renderOccurrence(o)),
       engineLiveOccurrences: indexed.length,

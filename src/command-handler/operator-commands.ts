@@ -20,7 +20,6 @@ import {
   type AttemptAttributes,
   type OccurrenceAttributes,
   type OccurrenceRecord,
-  type OutboxEntry,
   type RunAttributes,
   type RunRecord,
 } from '../domain/records.js';
@@ -33,6 +32,10 @@ import { type LaunchOutcome } from '../domain/launch-outcome.js';
 import { occurrenceInput } from '../domain/occurrence-input.js';
 import { compactedEntity } from '../changefeed/compacted-stream.js';
 import { loadAttempt, loadRun } from '../domain/entities.js';
+import { moveOutbox, readAttemptLaunch } from '../domain/outbox.js';
+import { moveQuarantine } from '../domain/quarantine.js';
+import { endRunHold, isRunHeld, moveRunHold } from '../domain/run-hold.js';
+import { OutboxState } from '../../machines/extension-states.js';
 
 const step = (ctx: CommandContext): StepContext => ({
   tx: ctx.tx,
@@ -127,7 +130,6 @@ async function runNow(
       createdAt: ctx.now,
       updatedAt: ctx.now,
       observedAt: ctx.now,
-      held: false,
     },
     'manual_request',
   );
@@ -220,9 +222,8 @@ async function cancelOccurrenceWork(
     };
   }
   if (attempt !== undefined && attemptState === AttemptState.dispatching) {
-    const outboxId = `${attempt.id}#${attemptContext(attempt).dispatchGeneration}`;
-    const outbox = await ctx.tx.get<OutboxEntry>(KINDS.outbox, outboxId);
-    if (outbox?.data.status === 'sending') {
+    const outbox = await readAttemptLaunch(ctx.tx, attempt.id, attemptContext(attempt).dispatchGeneration);
+    if (outbox?.state === OutboxState.sending) {
       if (attempt.data.attributes.cancelRequestedAt === undefined) {
         await updateEntityAttributes<AttemptAttributes>(ctx.tx, KINDS.attempt, attempt.id, attempt.version, (a) => ({
           ...a,
@@ -237,15 +238,13 @@ async function cancelOccurrenceWork(
         }),
       };
     }
-    if (outbox !== undefined) {
-      await ctx.tx.put(
-        KINDS.outbox,
-        outboxId,
-        { ...outbox.data, status: 'cancelled' },
-        { expectedVersion: outbox.version },
-      );
-      const pending = await ctx.tx.get('pending-launch', outboxId);
-      if (pending !== undefined) await ctx.tx.delete('pending-launch', outboxId, pending.version);
+    if (outbox?.state === OutboxState.pending) {
+      await moveOutbox(s, outbox.id, {
+        type: 'outbox_work_cancelled',
+        actor: 'command_handler',
+        occurrenceId,
+        reason: 'occurrence_cancelled',
+      });
     }
     await moveEntity<AttemptAttributes>(
       s,
@@ -286,6 +285,7 @@ async function cancelOccurrenceWork(
     reconciledAt: ctx.now,
     ...(state === OccurrenceState.running ? { acknowledgedAt: ctx.now } : {}),
   };
+  await endRunHold(s, occurrence, { type: 'hold_run_cancelled', actor: 'command_handler' });
   await moveEntity<OccurrenceAttributes>(
     s,
     'occurrence',
@@ -293,7 +293,6 @@ async function cancelOccurrenceWork(
     { type: 'cancel_acknowledged', actor: 'command_handler', cancellation },
     (a) => ({
       ...a,
-      held: false,
       stateReason: reason,
       cancellation: { ...cancellation, requestedBy },
       updatedAt: ctx.now,
@@ -371,6 +370,8 @@ async function retryAttempt(svc: EngineServices, ctx: CommandContext): Promise<C
     });
   }
   const s = step(ctx);
+  // The guard's fact is the hold machine's committed state, read before this retry moves anything.
+  const runHeld = await isRunHeld(ctx.tx, occurrence);
   const next = await svc.actors.dispatcher.openAttempt(s, run, occurrence, {
     attemptNumber: latestNumber + 1,
     fenceGeneration: o.fence.generation + 1,
@@ -390,12 +391,13 @@ async function retryAttempt(svc: EngineServices, ctx: CommandContext): Promise<C
       priorAttemptNumber: latestNumber,
       priorDisposition: latestState,
       latestAttemptTerminal: true,
-      runHeld: occurrence.data.attributes.held,
+      runHeld,
       quarantined: false,
       stopUnresolved: false,
     },
-    (a) => ({ ...a, held: false, stateReason: `operator retry: attempt ${latestNumber + 1}`, updatedAt: ctx.now }),
+    (a) => ({ ...a, stateReason: `operator retry: attempt ${latestNumber + 1}`, updatedAt: ctx.now }),
   );
+  await moveRunHold(s, occurrence, { type: 'hold_retry_accepted', actor: 'command_handler', attemptId: next.id });
   await updateEntityAttributes<RunAttributes>(
     ctx.tx,
     KINDS.run,
@@ -534,13 +536,12 @@ async function recover(
 async function unquarantine(ctx: CommandContext): Promise<CommandOutcome> {
   const automationId = ctx.envelope.payload.automationId as string;
   await readDefinitionRecord(ctx.tx, automationId);
-  const record = await ctx.tx.get<{ since: string; reason: string }>(KINDS.quarantine, automationId);
-  if (record === undefined)
+  if (!(await isQuarantined(ctx.tx, automationId)))
     throw new ContractError('ILLEGAL_TRANSITION', `definition ${automationId} is not quarantined`, { automationId });
-  await ctx.tx.delete(KINDS.quarantine, automationId, record.version);
+  const before = await moveQuarantine(step(ctx), automationId, { type: 'quarantine_lifted', actor: 'command_handler' });
   return {
     automationId,
-    result: { automationId, quarantined: false, quarantinedSince: record.data.since, reason: record.data.reason },
+    result: { automationId, quarantined: false, quarantinedSince: before.since, reason: before.reason },
   };
 }
 

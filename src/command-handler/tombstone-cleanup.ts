@@ -6,11 +6,13 @@ import {
   type AttemptAttributes,
   type OccurrenceAttributes,
   type OccurrenceRecord,
-  type OutboxEntry,
   type RunAttributes,
 } from '../domain/records.js';
 import { attemptContext } from '../domain/records.js';
 import { loadAttempt, loadRun } from '../domain/entities.js';
+import { moveOutbox, readAttemptLaunch } from '../domain/outbox.js';
+import { endRunHold } from '../domain/run-hold.js';
+import { OutboxState } from '../../machines/extension-states.js';
 
 /**
  * tombstone-preserves-history: a tombstoned definition never plans, claims or runs. Its occurrences that
@@ -34,19 +36,16 @@ export async function cancelUnlaunchedWork(step: StepContext, automationId: stri
       if (attemptId !== undefined) {
         const attempt = await loadAttempt(step.tx, attemptId);
         const attemptState = stateOf(attempt);
-        const outboxId = `${attemptId}#${attemptContext(attempt).dispatchGeneration}`;
-        const outbox = await step.tx.get<OutboxEntry>(KINDS.outbox, outboxId);
-        if (outbox !== undefined && outbox.data.status !== 'pending' && attemptState === AttemptState.dispatching)
+        const outbox = await readAttemptLaunch(step.tx, attemptId, attemptContext(attempt).dispatchGeneration);
+        if (outbox !== undefined && outbox.state !== OutboxState.pending && attemptState === AttemptState.dispatching)
           continue;
-        if (outbox !== undefined && outbox.data.status === 'pending') {
-          await step.tx.put(
-            KINDS.outbox,
-            outboxId,
-            { ...outbox.data, status: 'cancelled' },
-            { expectedVersion: outbox.version },
-          );
-          const pending = await step.tx.get('pending-launch', outboxId);
-          if (pending !== undefined) await step.tx.delete('pending-launch', outboxId, pending.version);
+        if (outbox !== undefined && outbox.state === OutboxState.pending) {
+          await moveOutbox(step, outbox.id, {
+            type: 'outbox_work_cancelled',
+            actor: 'command_handler',
+            occurrenceId: id,
+            reason: 'definition_tombstoned',
+          });
         }
         if (attemptState === AttemptState.adopted || attemptState === AttemptState.dispatching) {
           const cancellation =
@@ -82,6 +81,7 @@ export async function cancelUnlaunchedWork(step: StepContext, automationId: stri
       }
     }
     const cancellation = { requestedAt: step.now, reconciledAt: step.now };
+    await endRunHold(step, occurrence, { type: 'hold_run_cancelled', actor: 'command_handler' });
     await moveEntity<OccurrenceAttributes>(
       step,
       'occurrence',
@@ -89,7 +89,6 @@ export async function cancelUnlaunchedWork(step: StepContext, automationId: stri
       { type: 'cancel_acknowledged', actor: 'command_handler', cancellation },
       (a) => ({
         ...a,
-        held: false,
         stateReason: 'definition tombstoned',
         cancellation,
         updatedAt: step.now,

@@ -1,3 +1,4 @@
+import { endRunHoldOf } from '../domain/run-hold.js';
 import { AttemptState, RunState } from '../../machines/index.js';
 import { loadAttempt } from '../domain/entities.js';
 import { moveEntity, type StepContext } from '../domain/lifecycle.js';
@@ -56,6 +57,7 @@ export async function settleRunAmbiguous(
   reason: string,
   detail?: string,
 ): Promise<void> {
+  await endRunHoldOf(step, run.id, { type: 'hold_run_settled', actor: 'dispatcher' });
   await moveEntity<RunAttributes>(
     step,
     'run',

@@ -21,8 +21,12 @@ import { integrityProblem } from './launch-integrity.js';
 import { afterPreOwnershipFailure } from './settlement.js';
 import { sha256Hex } from '../contract/digest.js';
 import { DEFINITION_REVISION_KIND, revisionId } from '../domain/definition-records.js';
-import { outboxIdFor, runIdFor } from '../domain/ids.js';
+import { runIdFor } from '../domain/ids.js';
 import type { LaunchOutcome } from '../domain/launch-outcome.js';
+import { createOutbox, moveOutbox, readOutbox } from '../domain/outbox.js';
+import { integrityQuarantine, quarantineAutomation } from './quarantine.js';
+import { isRunHeld } from '../domain/run-hold.js';
+import { OutboxState } from '../../machines/extension-states.js';
 import { loadAttempt, loadOccurrence, loadRun } from '../domain/entities.js';
 import { attemptIdFor, attemptKeyFor } from '../domain/ids.js';
 import { type QuarantineRequest } from '../domain/launch-outcome.js';
@@ -53,7 +57,7 @@ export async function acceptAndDispatch(
   const o = occurrenceContext(occurrence);
   const attributes = occurrence.data.attributes;
   if (state !== OccurrenceState.claimed && state !== OccurrenceState.dispatching) return undefined;
-  if (attributes.held) return undefined;
+  if (await isRunHeld(step.tx, occurrence)) return undefined;
   if (
     state === OccurrenceState.claimed &&
     attributes.notBefore !== undefined &&
@@ -170,18 +174,7 @@ export async function acceptAndDispatch(
       workerCorrelation: { workerId: svc.instanceId, adoptedAt: a.openedAt },
     }),
   );
-  const outboxId = outboxIdFor(attemptId, dispatchGeneration);
-  const entry: OutboxEntry = {
-    attemptId,
-    occurrenceId,
-    runId,
-    dispatchGeneration,
-    status: 'pending',
-    committedAt: step.now,
-  };
-  await step.tx.put(KINDS.outbox, outboxId, entry, { expectedVersion: null });
-  await step.tx.put('pending-launch', outboxId, { committedAt: step.now }, { expectedVersion: null });
-  return outboxId;
+  return createOutbox(step, { attemptId, occurrenceId, runId, dispatchGeneration, committedAt: step.now });
 }
 
 /**
@@ -201,28 +194,17 @@ export async function releaseLaunch(svc: EngineServices, outboxId: string): Prom
 
 async function sendAndApply(svc: EngineServices, outboxId: string): Promise<LaunchOutcome> {
   const prepared = await svc.step(async (step) => {
-    const outbox = await step.tx.get<OutboxEntry>(KINDS.outbox, outboxId);
-    if (outbox === undefined || outbox.data.status !== 'pending') return undefined;
-    const attempt = await loadAttempt(step.tx, outbox.data.attemptId);
-    if (stateOf(attempt) !== AttemptState.dispatching) {
-      await step.tx.put(
-        KINDS.outbox,
-        outboxId,
-        { ...outbox.data, status: 'cancelled' },
-        { expectedVersion: outbox.version },
-      );
-      await clearPending(step, outboxId);
+    const outbox = await readOutbox(step.tx, outboxId);
+    if (outbox === undefined || outbox.state !== OutboxState.pending) return undefined;
+    const attempt = await loadAttempt(step.tx, outbox.entry.attemptId);
+    const attemptState = stateOf(attempt);
+    if (attemptState !== AttemptState.dispatching) {
+      await moveOutbox(step, outboxId, { type: 'outbox_release_abandoned', actor: 'dispatcher', attemptState });
       return undefined;
     }
-    const run = await loadRun(step.tx, outbox.data.runId);
-    const occurrence = await loadOccurrence(step.tx, outbox.data.occurrenceId);
-    await step.tx.put(
-      KINDS.outbox,
-      outboxId,
-      { ...outbox.data, status: 'sending', sentAt: step.now },
-      { expectedVersion: outbox.version },
-    );
-    await clearPending(step, outboxId);
+    const run = await loadRun(step.tx, outbox.entry.runId);
+    const occurrence = await loadOccurrence(step.tx, outbox.entry.occurrenceId);
+    const sent = await moveOutbox(step, outboxId, { type: 'outbox_send_started', actor: 'dispatcher', attemptState });
     if (stateOf(run) === RunState.accepted) {
       await moveEntity<RunAttributes>(
         step,
@@ -245,7 +227,7 @@ async function sendAndApply(svc: EngineServices, outboxId: string): Promise<Laun
       occurrence.data.attributes.automationRevision,
     );
     return {
-      outbox: outbox.data,
+      outbox: sent.entry,
       attempt,
       definition,
       deadlineAt: runContext(run).deadlineAt,
@@ -262,15 +244,17 @@ async function sendAndApply(svc: EngineServices, outboxId: string): Promise<Laun
     if (sent.outcome === 'unconfirmed') return { outboxId, result: sent };
     result = sent;
   }
-  const quarantine = await svc.step((step) => applyLaunchResult(svc, step, outboxId, result));
-  const held =
-    integrity === undefined
-      ? quarantine
-      : { automationId: prepared.definition.automationId, reason: integrity.message };
+  const refused = integrity === undefined ? undefined : integrityQuarantine(prepared.definition, integrity);
+  const quarantine = await svc.step(async (step) => {
+    const exhausted = await applyLaunchResult(svc, step, outboxId, result, sessionKeyOf(outboxId, prepared.outbox));
+    const request = refused ?? exhausted;
+    if (request !== undefined) await quarantineAutomation(step, request);
+    return request;
+  });
   return {
     outboxId,
     result,
-    ...(held === undefined ? {} : { quarantine: held }),
+    ...(quarantine === undefined ? {} : { quarantine }),
     ...(integrity === undefined ? {} : { error: integrity }),
   };
 }
@@ -298,22 +282,21 @@ async function sendLaunch(
   return result;
 }
 
-async function clearPending(step: StepContext, outboxId: string): Promise<void> {
-  const pending = await step.tx.get('pending-launch', outboxId);
-  if (pending !== undefined) await step.tx.delete('pending-launch', outboxId, pending.version);
-}
-
-/** Commits the runtime's answer to a launch (or the evidence that stands for it). */
+/**
+ * Commits the runtime's answer to a launch (or the evidence that stands for it), given for `sessionKey`: the
+ * outbox machine applies only an answer for its current send.
+ */
 export async function applyLaunchResult(
   svc: EngineServices,
   step: StepContext,
   outboxId: string,
   result: LaunchResult,
+  sessionKey: string,
 ): Promise<QuarantineRequest | undefined> {
-  const outbox = await step.tx.get<OutboxEntry>(KINDS.outbox, outboxId);
-  if (outbox === undefined || outbox.data.status !== 'sending') return undefined;
-  await step.tx.put(KINDS.outbox, outboxId, { ...outbox.data, status: 'done' }, { expectedVersion: outbox.version });
-  const { attemptId, occurrenceId, runId } = outbox.data;
+  const outbox = await readOutbox(step.tx, outboxId);
+  if (outbox === undefined || outbox.state !== OutboxState.sending) return undefined;
+  await moveOutbox(step, outboxId, { type: 'outbox_answer_applied', actor: 'dispatcher', sessionKey });
+  const { attemptId, occurrenceId, runId } = outbox.entry;
   const attempt = await loadAttempt(step.tx, attemptId);
   if (stateOf(attempt) !== AttemptState.dispatching) return undefined;
   const a = attemptContext(attempt);

@@ -2,11 +2,14 @@ import { AttemptState } from '../../machines/index.js';
 import { forEachConcurrently } from '../domain/concurrency.js';
 import { LIVE_INDEX } from '../domain/lifecycle.js';
 import { launchOrphaned } from '../domain/owner-lease.js';
-import { KINDS, attemptContext, sessionKeyOf, type AttemptRecord, type OutboxEntry } from '../domain/records.js';
+import { KINDS, attemptContext, sessionKeyOf, type AttemptRecord } from '../domain/records.js';
+import { moveOutbox, readAttemptLaunch, readOutbox } from '../domain/outbox.js';
+import { OutboxState } from '../../machines/extension-states.js';
 import type { StepContext } from '../domain/lifecycle.js';
 import type { EngineServices } from '../domain/services.js';
 import type { LaunchEvidence, LaunchResult } from '../runtime/runtime.js';
 import { applyLaunchResult, releaseLaunch } from './dispatcher.js';
+import { quarantineAutomation } from './quarantine.js';
 import { type LaunchOutcome } from '../domain/launch-outcome.js';
 
 /** A launch whose sender can no longer answer for it: sent (`sending`), never answered. */
@@ -20,12 +23,12 @@ async function findOrphan(svc: EngineServices, attemptId: string): Promise<Orpha
   return svc.store.read(async (r) => {
     const attempt = (await r.get<AttemptRecord['data']>(KINDS.attempt, attemptId)) as AttemptRecord | undefined;
     if (attempt === undefined || attempt.data.snapshot.value !== AttemptState.dispatching) return undefined;
-    const outboxId = `${attemptId}#${attemptContext(attempt).dispatchGeneration}`;
-    const outbox = await r.get<OutboxEntry>(KINDS.outbox, outboxId);
-    if (outbox === undefined || outbox.data.status !== 'sending') return undefined;
+    const outbox = await readAttemptLaunch(r, attemptId, attemptContext(attempt).dispatchGeneration);
+    if (outbox === undefined || outbox.state !== OutboxState.sending) return undefined;
+    const outboxId = outbox.id;
     const orphaned = await launchOrphaned(svc, r, outboxId, attempt.data.attributes.workerCorrelation?.workerId);
     return orphaned
-      ? { outboxId, sessionKey: sessionKeyOf(outboxId, outbox.data), runtimeId: attempt.data.attributes.runtimeId }
+      ? { outboxId, sessionKey: sessionKeyOf(outboxId, outbox.entry), runtimeId: attempt.data.attributes.runtimeId }
       : undefined;
   });
 }
@@ -33,17 +36,19 @@ async function findOrphan(svc: EngineServices, attemptId: string): Promise<Orpha
 /**
  * Puts a launch the runtime proved never started back to `pending`, under a fresh session key (the runtime fenced
  * the old one for good), so it is sent again under the same attempt and fence: nothing ran, so nothing failed.
+ * `never_started` evidence is the runtime's proof that the key it was asked about is fenced; the outbox machine
+ * accepts it only for the key of its current send.
  */
-async function requeue(step: StepContext, outboxId: string): Promise<boolean> {
-  const outbox = await step.tx.get<OutboxEntry>(KINDS.outbox, outboxId);
-  if (outbox === undefined || outbox.data.status !== 'sending') return false;
-  await step.tx.put(
-    KINDS.outbox,
-    outboxId,
-    { ...outbox.data, status: 'pending', resends: (outbox.data.resends ?? 0) + 1 },
-    { expectedVersion: outbox.version },
-  );
-  await step.tx.put('pending-launch', outboxId, { committedAt: step.now }, { expectedVersion: null });
+async function requeue(step: StepContext, orphan: OrphanedLaunch): Promise<boolean> {
+  const outbox = await readOutbox(step.tx, orphan.outboxId);
+  if (outbox === undefined || outbox.state !== OutboxState.sending) return false;
+  await moveOutbox(step, orphan.outboxId, {
+    type: 'outbox_send_unstarted',
+    actor: 'dispatcher',
+    sessionKey: orphan.sessionKey,
+    neverStarted: true,
+    fenced: true,
+  });
   return true;
 }
 
@@ -72,10 +77,14 @@ export async function resolveOrphanedLaunch(
   }
   if (evidence.evidence === 'started') {
     const answer: LaunchResult = { outcome: 'started', sessionId: evidence.sessionId, cursors: evidence.cursors };
-    const quarantine = await svc.step((step) => applyLaunchResult(svc, step, orphan.outboxId, answer));
+    const quarantine = await svc.step(async (step) => {
+      const request = await applyLaunchResult(svc, step, orphan.outboxId, answer, orphan.sessionKey);
+      if (request !== undefined) await quarantineAutomation(step, request);
+      return request;
+    });
     return { outboxId: orphan.outboxId, result: answer, ...(quarantine === undefined ? {} : { quarantine }) };
   }
-  if (evidence.evidence === 'never_started' && (await svc.step((step) => requeue(step, orphan.outboxId))))
+  if (evidence.evidence === 'never_started' && (await svc.step((step) => requeue(step, orphan))))
     return releaseLaunch(svc, orphan.outboxId);
   return undefined;
 }

@@ -22,6 +22,7 @@ import { loadAttempt, loadOccurrence, loadRun } from '../domain/entities.js';
 import { attemptIdFor, attemptKeyFor } from '../domain/ids.js';
 import type { QuarantineRequest } from '../domain/launch-outcome.js';
 import type { AttemptTerms } from '../domain/actor-steps.js';
+import { endRunHold, moveRunHold } from '../domain/run-hold.js';
 
 /**
  * Backoff before retry attempt `n` (n ≥ 2), bounded by the policy: none 0, fixed backoffSeconds,
@@ -177,7 +178,6 @@ export async function afterPreOwnershipFailure(
       (a) => ({
         ...a,
         notBefore,
-        held: false,
         stateReason: `automatic retry after ${failureClass}`,
         updatedAt: step.now,
       }),
@@ -187,12 +187,13 @@ export async function afterPreOwnershipFailure(
   const attempts = Math.max(o.attemptCount, n);
   const exhausted = retryExhausted(o.retryPolicy, attempts, failureClass);
   if (holdWindowOpen(o, step.now, attempts, failureClass)) {
+    await moveRunHold(step, occurrence, { type: 'hold_opened', actor: 'dispatcher', attempts, failureClass });
     await updateEntityAttributes<OccurrenceAttributes>(
       step.tx,
       KINDS.occurrence,
       occurrenceId,
       occurrence.version,
-      (a) => ({ ...a, held: true, stateReason: `held for operator retry after ${failureClass}`, updatedAt: step.now }),
+      (a) => ({ ...a, stateReason: `held for operator retry after ${failureClass}`, updatedAt: step.now }),
     );
     await updateEntityAttributes<RunAttributes>(step.tx, KINDS.run, runId, run.version, (a) => ({
       ...a,
@@ -201,6 +202,7 @@ export async function afterPreOwnershipFailure(
     return undefined;
   }
   await settleRunFailed(step, runId, attemptId, n, detail, failureClass);
+  await endRunHold(step, occurrence, { type: 'hold_run_settled', actor: 'dispatcher' });
   await moveEntity<OccurrenceAttributes>(
     step,
     'occurrence',
@@ -211,12 +213,13 @@ export async function afterPreOwnershipFailure(
       failure: { failureClass, preOwnership: true },
       attemptNumber: n,
     },
-    (a) => ({ ...a, held: false, stateReason: `${failureClass}: ${detail}`.slice(0, 500), updatedAt: step.now }),
+    (a) => ({ ...a, stateReason: `${failureClass}: ${detail}`.slice(0, 500), updatedAt: step.now }),
   );
   return exhausted
     ? {
         automationId: run.data.attributes.automationId,
         reason: `retryable ${failureClass} failures exhausted the retry policy of run ${runId}`,
+        cause: { kind: 'retries_exhausted', retryPolicy: o.retryPolicy, attempts, failureClass },
       }
     : undefined;
 }
@@ -242,12 +245,13 @@ export async function afterTerminalEvidence(
   if (!runIsCurrent || !occurrenceRunning) return;
   const succeeded = evidence.outcome === 'succeeded' && (evidence.exitCode === null || evidence.exitCode === 0);
   if (succeeded) {
+    await endRunHold(step, occurrence, { type: 'hold_run_settled', actor: 'dispatcher' });
     await moveEntity<OccurrenceAttributes>(
       step,
       'occurrence',
       occurrenceId,
       { type: 'run_settled', actor: 'dispatcher', evidence, receiptRef },
-      (a) => ({ ...a, held: false, stateReason: 'run_succeeded', updatedAt: step.now }),
+      (a) => ({ ...a, stateReason: 'run_succeeded', updatedAt: step.now }),
     );
     await moveEntity<RunAttributes>(
       step,
@@ -271,13 +275,15 @@ export async function afterTerminalEvidence(
     return;
   }
   const o = occurrenceContext(occurrence);
-  if (holdWindowOpen(o, step.now, Math.max(o.attemptCount, n))) {
+  const attempts = Math.max(o.attemptCount, n);
+  if (holdWindowOpen(o, step.now, attempts)) {
+    await moveRunHold(step, occurrence, { type: 'hold_opened', actor: 'dispatcher', attempts });
     await updateEntityAttributes<OccurrenceAttributes>(
       step.tx,
       KINDS.occurrence,
       occurrenceId,
       occurrence.version,
-      (a) => ({ ...a, held: true, stateReason: 'held for operator retry after a failed attempt', updatedAt: step.now }),
+      (a) => ({ ...a, stateReason: 'held for operator retry after a failed attempt', updatedAt: step.now }),
     );
     await updateEntityAttributes<RunAttributes>(step.tx, KINDS.run, runId, run.version, (a) => ({
       ...a,
@@ -285,17 +291,21 @@ export async function afterTerminalEvidence(
     }));
     return;
   }
+  await endRunHold(step, occurrence, { type: 'hold_run_settled', actor: 'dispatcher' });
   await moveEntity<OccurrenceAttributes>(
     step,
     'occurrence',
     occurrenceId,
     { type: 'run_settled', actor: 'dispatcher', evidence, attemptNumber: n },
-    (a) => ({ ...a, held: false, stateReason: 'run_failed', updatedAt: step.now }),
+    (a) => ({ ...a, stateReason: 'run_failed', updatedAt: step.now }),
   );
   await settleRunFailed(step, runId, attemptId, n, 'runtime evidence proves failure', 'runtime_error');
 }
 
-/** A held run whose original deadline passed settles failed, its prior attempt untouched. */
+/**
+ * A held run whose original deadline passed settles failed, its prior attempt untouched. The scheduler, which
+ * finds the deadline passed, has already ended the hold (hold_deadline_expired) in the same transaction.
+ */
 export async function settleExpiredHold(step: StepContext, occurrence: OccurrenceRecord): Promise<void> {
   const runId = occurrence.data.attributes.activeRunRef;
   if (runId === undefined) return;
@@ -329,7 +339,6 @@ export async function settleExpiredHold(step: StepContext, occurrence: Occurrenc
       },
       (a) => ({
         ...a,
-        held: false,
         stateReason: 'held run deadline expired',
         updatedAt: step.now,
       }),
@@ -342,7 +351,6 @@ export async function settleExpiredHold(step: StepContext, occurrence: Occurrenc
       { type: 'run_settled', actor: 'dispatcher', evidence: attempt.data.attributes.evidence, attemptNumber: n },
       (a) => ({
         ...a,
-        held: false,
         stateReason: 'held run deadline expired',
         updatedAt: step.now,
       }),

@@ -1,8 +1,12 @@
 import { ContractError } from '../contract/errors.js';
+import type { QuarantineCause } from '../guards/quarantine.js';
 import type { LaunchResult } from '../runtime/runtime.js';
 
-/** Retryable failures exhausted the policy: the automation is to be quarantined, for this reason. */
-export type QuarantineRequest = { automationId: string; reason: string };
+/**
+ * Retryable failures exhausted the policy, or a revision failed its integrity check: the automation is
+ * quarantined, for this reason, with the facts that prove the cause to the quarantine machine's guard.
+ */
+export type QuarantineRequest = { automationId: string; reason: string; cause: QuarantineCause };
 
 /** What became of one release of a committed launch. */
 export interface LaunchOutcome {

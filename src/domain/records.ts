@@ -5,6 +5,7 @@ import type { SideEffectClass } from '../contract/vocabulary.js';
 import type { AttemptContext } from '../guards/attempt.js';
 import type { TerminalEvidence } from '../guards/common.js';
 import type { AttemptDisposition, OccurrenceContext } from '../guards/occurrence.js';
+import type { OutboxContext } from '../guards/outbox.js';
 import type { RunContext } from '../guards/run.js';
 import type { StoredRecord } from '../store/store.js';
 import type { DefinitionRecord } from './definition-records.js';
@@ -23,8 +24,13 @@ export const KINDS = {
   outbox: 'outbox',
   /** `<automationId>`: the last slot planned, so planning walks forward and never backfills. */
   planCursor: 'plan-cursor',
-  /** `<automationId>`: set when retryable failures exhaust the policy; blocks planning, claims and runNow. */
+  /**
+   * `<automationId>`: x-coven-automata.quarantine.v1 (an extension machine); while `quarantined`, planning,
+   * claims and runNow are refused.
+   */
   quarantine: 'quarantine',
+  /** `<runId>`: x-coven-automata.run-hold.v1 (an extension machine), written once a run's hold first opens. */
+  runHold: 'run-hold',
 } as const;
 
 export interface OccurrenceAttributes {
@@ -54,8 +60,6 @@ export interface OccurrenceAttributes {
     evidence?: 'lease_expired' | 'dispatch_unconfirmed' | 'runtime_lost';
     resolvedDisposition?: 'failed_deterministic' | 'failed_ambiguous';
   };
-  /** The run failed and waits for an operator retry until its deadline. */
-  held: boolean;
   /** A retry attempt may not be dispatched before this instant (backoff). */
   notBefore?: string;
 }
@@ -96,17 +100,11 @@ export interface AttemptAttributes {
   cancelRequestedAt?: string;
 }
 
-export interface OutboxEntry {
-  attemptId: string;
-  occurrenceId: string;
-  runId: string;
-  dispatchGeneration: number;
-  status: 'pending' | 'sending' | 'done' | 'cancelled';
-  committedAt: string;
-  sentAt?: string;
-  /** Times this launch went back to `pending` because its runtime proved (and fenced) that no send started. */
-  resends?: number;
-}
+/**
+ * A launch committed before it is released to the runtime: the context of its x-coven-automata.outbox.v1
+ * machine, which alone holds whether it is pending, sending, done or cancelled.
+ */
+export type OutboxEntry = OutboxContext;
 
 /**
  * The session key a launch is sent under: its outbox id, with a suffix after each proven-unstarted send, since

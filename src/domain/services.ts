@@ -1,3 +1,4 @@
+import { isQuarantined as quarantineState } from './quarantine.js';
 import { DefinitionState } from '../../machines/index.js';
 import { ensureStoreId, type ProducerIdentity } from '../changefeed/event-envelope.js';
 import { readEntity, type EntityRecord } from '../actors/entity-transition.js';
@@ -165,8 +166,9 @@ export async function readDefinitionRecord(
   return readEntity<DefinitionAttributes>(reader as StoreTransaction, DEFINITION_KIND, automationId);
 }
 
+/** The automation is quarantined (its x-coven-automata.quarantine.v1 machine is in `quarantined`). */
 export async function isQuarantined(reader: StoreReader | StoreTransaction, automationId: string): Promise<boolean> {
-  return (await reader.get(KINDS.quarantine, automationId)) !== undefined;
+  return quarantineState(reader, automationId);
 }
 
 export function definitionBlocked(record: EntityRecord<DefinitionAttributes>): string | undefined {

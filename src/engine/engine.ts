@@ -15,7 +15,9 @@ import type { Store } from '../store/store.js';
 import { Worker } from '../worker/worker.js';
 import { systemClock, type Clock } from '../clock/clock.js';
 import { LIVE_INDEX } from '../domain/lifecycle.js';
-import { KINDS, stateOf } from '../domain/records.js';
+import { KINDS, stateOf, type OccurrenceRecord } from '../domain/records.js';
+import { PENDING_LAUNCH } from '../domain/outbox.js';
+import { isRunHeld } from '../domain/run-hold.js';
 import { forEachConcurrently } from '../domain/concurrency.js';
 import { DEFAULT_LEASE_SECONDS, EngineServices } from '../domain/services.js';
 import { nextWakeAt, OBSERVE_INTERVAL_MS } from './next-wake.js';
@@ -195,8 +197,7 @@ export class Engine {
     timed('plan');
     if (options.crashBefore === 'claim') return report;
     // Before leases are judged: an orphaned launch that evidence can decide must never be treated as unknown.
-    for (const outcome of await resolveOrphanedLaunches(svc, report.errors))
-      report.launches.push(await this.quarantineAfter(outcome));
+    report.launches.push(...(await resolveOrphanedLaunches(svc, report.errors)));
     const stops = await advanceAll(svc, report.errors);
     for (const stop of stops)
       await svc
@@ -245,35 +246,24 @@ export class Engine {
         errors.push(new Error(`dispatcher: ${what}: ${(error as Error).message}`, { cause: error }));
       }
     };
-    for (const { id } of await this.services.store.read((r) => r.list('pending-launch')))
+    for (const { id } of await this.services.store.read((r) => r.list(PENDING_LAUNCH)))
       await attempt(`launch ${id}`, () => this.release(id));
     const live = await this.services.store.read((r) => r.list(LIVE_INDEX.occurrence));
     await forEachConcurrently(live, this.services.passConcurrency, async ({ id }) => {
-      const occurrence = await this.services.store.read((r) =>
-        r.get<{ snapshot: { value: string }; attributes: { held: boolean } }>(KINDS.occurrence, id),
-      );
-      if (occurrence === undefined || occurrence.data.attributes.held) return;
-      const state = occurrence.data.snapshot.value;
-      if (state !== OccurrenceState.claimed && state !== OccurrenceState.dispatching) return;
-      await attempt(`occurrence ${id}`, () => this.dispatch(id));
+      const dispatchable = await this.services.store.read(async (r) => {
+        const occurrence = await r.get<OccurrenceRecord['data']>(KINDS.occurrence, id);
+        if (occurrence === undefined) return false;
+        const state = stateOf(occurrence as OccurrenceRecord);
+        if (state !== OccurrenceState.claimed && state !== OccurrenceState.dispatching) return false;
+        return !(await isRunHeld(r, occurrence as OccurrenceRecord));
+      });
+      if (dispatchable) await attempt(`occurrence ${id}`, () => this.dispatch(id));
     });
     return outcomes;
   }
 
   private async release(outboxId: string): Promise<LaunchOutcome> {
-    return this.quarantineAfter(await releaseLaunch(this.services, outboxId));
-  }
-
-  private async quarantineAfter(outcome: LaunchOutcome): Promise<LaunchOutcome> {
-    if (outcome.quarantine !== undefined) {
-      const { automationId, reason } = outcome.quarantine;
-      await this.services.step(async (step) => {
-        if ((await step.tx.get(KINDS.quarantine, automationId)) === undefined) {
-          await step.tx.put(KINDS.quarantine, automationId, { since: step.now, reason }, { expectedVersion: null });
-        }
-      });
-    }
-    return outcome;
+    return releaseLaunch(this.services, outboxId);
   }
 
   /**

@@ -200,6 +200,7 @@ async function compactOccurrence(
       }
       await step.tx.expire(KINDS.attempt, attempt.id, attempt.version);
     }
+    await expireIfPresent(step, KINDS.runHold, run.id);
     await step.tx.expire(KINDS.run, run.id, run.version);
   }
   for (let g = 1; g <= occurrenceContext(occurrence as OccurrenceRecord).fence.generation; g++)

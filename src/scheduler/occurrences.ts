@@ -11,7 +11,6 @@ import {
   type AttemptAttributes,
   type OccurrenceAttributes,
   type OccurrenceRecord,
-  type OutboxEntry,
   type RunAttributes,
 } from '../domain/records.js';
 import { isQuarantined, notFound, type EngineServices } from '../domain/services.js';
@@ -19,6 +18,9 @@ import { launchOrphaned } from '../domain/owner-lease.js';
 import { sideEffectsRuledOut, type SideEffectFacts } from '../guards/occurrence.js';
 import { recordReceipt } from '../domain/receipts.js';
 import { loadAttempt, loadOccurrence, loadRun } from '../domain/entities.js';
+import { readAttemptLaunch } from '../domain/outbox.js';
+import { endRunHold, isRunHeld, moveRunHold } from '../domain/run-hold.js';
+import { OutboxState } from '../../machines/extension-states.js';
 
 /** A session the scheduler decided to stop; stopped after the decision is durable. */
 export interface SessionStop {
@@ -165,7 +167,6 @@ export async function advanceOccurrence(
   stops: SessionStop[],
 ): Promise<void> {
   const occurrence = await loadOccurrence(step.tx, occurrenceId);
-  const attributes = occurrence.data.attributes;
   const now = Date.parse(step.now);
   let state = stateOf(occurrence);
   if (state === OccurrenceState.planned || state === OccurrenceState.eligible)
@@ -174,8 +175,11 @@ export async function advanceOccurrence(
   const o = occurrenceContext(occurrence);
   const deadlinePassed = o.deadlineAt !== null && Date.parse(o.deadlineAt) <= now;
 
-  if (attributes.held) {
-    if (deadlinePassed) await svc.actors.dispatcher.settleExpiredHold(step, occurrence);
+  if (await isRunHeld(step.tx, occurrence)) {
+    if (deadlinePassed) {
+      await moveRunHold(step, occurrence, { type: 'hold_deadline_expired', actor: 'scheduler' });
+      await svc.actors.dispatcher.settleExpiredHold(step, occurrence);
+    }
     return;
   }
 
@@ -225,10 +229,9 @@ async function launchLeftUndecided(
   if (attemptId === undefined) return false;
   const attempt = await loadAttempt(step.tx, attemptId);
   if (stateOf(attempt) !== AttemptState.dispatching) return false;
-  const outboxId = `${attemptId}#${attemptContext(attempt).dispatchGeneration}`;
-  const outbox = await step.tx.get<OutboxEntry>(KINDS.outbox, outboxId);
-  if (outbox === undefined || outbox.data.status !== 'sending') return false;
-  return launchOrphaned(svc, step.tx, outboxId, attempt.data.attributes.workerCorrelation?.workerId);
+  const outbox = await readAttemptLaunch(step.tx, attemptId, attemptContext(attempt).dispatchGeneration);
+  if (outbox === undefined || outbox.state !== OutboxState.sending) return false;
+  return launchOrphaned(svc, step.tx, outbox.id, attempt.data.attributes.workerCorrelation?.workerId);
 }
 
 /** What the store proves about the current attempt's launch, and what its runtime can do at most. */
@@ -243,11 +246,8 @@ async function sideEffectFacts(
   const attemptId = run.data.attributes.attemptIds.at(-1);
   if (attemptId === undefined) return { facts: { launched: false, boundClass: 'none', proven: true }, runId };
   const attempt = await loadAttempt(step.tx, attemptId);
-  const outbox = await step.tx.get<OutboxEntry>(
-    KINDS.outbox,
-    `${attemptId}#${attemptContext(attempt).dispatchGeneration}`,
-  );
-  const launched = outbox !== undefined && (outbox.data.status === 'sending' || outbox.data.status === 'done');
+  const outbox = await readAttemptLaunch(step.tx, attemptId, attemptContext(attempt).dispatchGeneration);
+  const launched = outbox !== undefined && (outbox.state === OutboxState.sending || outbox.state === OutboxState.done);
   const runtime = svc.runtime(attempt.data.attributes.runtimeId);
   return {
     facts: {
@@ -303,6 +303,7 @@ async function timeOut(
 ): Promise<void> {
   const occurrence = await loadOccurrence(step.tx, occurrenceId);
   const runId = occurrence.data.attributes.activeRunRef;
+  await endRunHold(step, occurrence, { type: 'hold_run_timed_out', actor: 'scheduler' });
   await moveEntity<OccurrenceAttributes>(
     step,
     'occurrence',

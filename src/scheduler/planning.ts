@@ -59,7 +59,6 @@ export async function planLatestSlot(
     createdAt: step.now,
     updatedAt: step.now,
     observedAt: step.now,
-    held: false,
   };
   await createExecutionEntity(
     step,

@@ -8,6 +8,8 @@ import {
 import type { CommandResponse } from '../../command-handler/envelope.js';
 import { verifyIntegrity } from '../../contract/digest.js';
 import type { EventEnvelope } from '../../changefeed/event-envelope.js';
+import { QuarantineState } from '../../../machines/extension-states.js';
+import { quarantineView } from '../../domain/quarantine.js';
 import { KINDS, renderOccurrence, renderRun, type OccurrenceRecord, type RunRecord } from '../../domain/records.js';
 import type { SimulatedRuntime } from '../../runtime/simulated-runtime.js';
 import type { MemoryStore } from '../../store/memory-store.js';
@@ -74,7 +76,9 @@ async function observe(run: JudgedRun) {
   const creations = feed.filter((e) => e.kind === 'definition.imported' || e.kind === 'definition.created');
   const scenario = feed.slice(run.setupEnd);
   const projected = [...creations, ...scenario].map(projectEvent).filter((k): k is string => k !== undefined);
-  const quarantined = (await run.store.read((r) => r.list(KINDS.quarantine))).map((q) => q.id);
+  const quarantined = (await run.store.read((r) => r.list(KINDS.quarantine)))
+    .filter((q) => quarantineView(q).state === QuarantineState.quarantined)
+    .map((q) => q.id);
   return { occurrences, runs, receipts, projected, quarantined };
 }
 

@@ -1,3 +1,6 @@
+import { QuarantineState } from '../../../machines/extension-states.js';
+import { outboxView } from '../../domain/outbox.js';
+import { quarantineView } from '../../domain/quarantine.js';
 import { DefinitionState } from '../../../machines/index.js';
 import { Schedule } from '../../schedule/schedule.js';
 import { attrs, ctx, state, TERMINAL, type Any, type InvariantCheck } from './check-helpers.js';
@@ -36,9 +39,12 @@ export const COMPACTION_CHECK: InvariantCheck = {
       for (const id of ids)
         if (h.records[kind].has(id)) problems.push(`${kind} ${id} was compacted but its record remains`);
     }
-    for (const r of h.records.outbox.values())
-      if (attempts.has((r.data as Any).attemptId))
-        problems.push(`outbox ${r.id} of compacted attempt ${(r.data as Any).attemptId} remains`);
+    for (const r of h.records.outbox.values()) {
+      const { attemptId } = outboxView(r).entry;
+      if (attempts.has(attemptId)) problems.push(`outbox ${r.id} of compacted attempt ${attemptId} remains`);
+    }
+    for (const id of h.records['run-hold'].keys())
+      if (runs.has(id)) problems.push(`run hold ${id} of a compacted run remains`);
     for (const id of h.records['fence-run'].keys())
       if (occurrences.has(id.slice(0, id.lastIndexOf('#'))))
         problems.push(`fence record ${id} of a compacted occurrence remains`);
@@ -85,7 +91,11 @@ export const CONFORMANCE_CHECKS: InvariantCheck[] = [
           covered.add(`${e.automationId}@${s}`);
       }
       for (const d of h.records.definition.values()) {
-        if (state(d) !== DefinitionState.active || h.records.quarantine.has(d.id)) continue;
+        if (
+          state(d) !== DefinitionState.active ||
+          quarantineView(h.records.quarantine.get(d.id)).state === QuarantineState.quarantined
+        )
+          continue;
         const from = attrs(d).scheduleEffectiveFrom as string | undefined;
         if (from === undefined) continue;
         const body = attrs(d).definition as Any;

@@ -12,6 +12,7 @@ const KINDS = [
   'adoption',
   'quarantine',
   'outbox',
+  'run-hold',
   'fence-run',
   'occurrence-key',
 ] as const;

@@ -78,12 +78,12 @@ function protocolArtifact(root: string, commit: string): Record<string, unknown>
 
 /** The suite that ran: this package's version, its invariant sources' digest, and what it was asked to check. */
 function runner(root: string, result: SuiteResult): Record<string, unknown> {
-  const invariantSources = readdirSync(join(root, 'src', 'invariants')).sort();
+  const invariantSources = readdirSync(join(root, 'src', 'testkit', 'invariants')).sort();
   const version = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string }).version;
   return {
     name: 'coven-automata-invariants',
     version,
-    artifactSha256: digestOfFiles(join(root, 'src', 'invariants'), invariantSources),
+    artifactSha256: digestOfFiles(join(root, 'src', 'testkit', 'invariants'), invariantSources),
     vectorSetSha256: jcsSha256({ seed: result.seed, invariants: result.rows.map((r) => r.invariant) }),
   };
 }
