@@ -63,6 +63,21 @@ module.exports = {
       to: { circular: true },
     },
     {
+      name: 'json-store-internals',
+      severity: 'error',
+      comment: 'The JSON store is used through src/store/json/index.ts; its files are described in its FORMAT.md.',
+      from: { path: '^src/', pathNot: '^src/store/json/' },
+      to: { path: '^src/store/json/', pathNot: '^src/store/json/index\\.ts$' },
+    },
+    {
+      name: 'sqlite-store-internals',
+      severity: 'error',
+      comment:
+        'The SQLite store is used through src/store/sqlite/index.ts, which loads better-sqlite3 only when opened.',
+      from: { path: '^src/', pathNot: '^src/store/sqlite/' },
+      to: { path: '^src/store/sqlite/', pathNot: '^src/store/sqlite/index\\.ts$' },
+    },
+    {
       name: 'no-src-to-test',
       severity: 'error',
       comment: 'Shipped code must not depend on the test tree.',
@@ -72,8 +87,7 @@ module.exports = {
     {
       name: 'no-test-libraries-in-production',
       severity: 'error',
-      comment:
-        'Property-testing and graph-walking libraries belong to the testkit and the CLI only.',
+      comment: 'Property-testing and graph-walking libraries belong to the testkit and the CLI only.',
       from: { path: `^src/index\\.ts$|^machines/|${anyOf(PRODUCTION)}` },
       to: { path: '(^|/)node_modules/(fast-check|@xstate/graph|vitest|@fast-check/vitest)/' },
     },
