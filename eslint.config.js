@@ -1,6 +1,41 @@
 // @ts-check
 import js from '@eslint/js';
+import stylistic from '@stylistic/eslint-plugin';
 import tseslint from 'typescript-eslint';
+
+/**
+ * No line in src/ or tools/ over 120 characters. Prettier wraps code at that width but leaves comments and string
+ * literals whole, so this rule catches those. A line holding a URL may run long, since a broken URL cannot be
+ * followed. Core `max-len` is deprecated (formatting rules left ESLint core); ESLint Stylistic maintains it.
+ */
+export const MAX_LEN = ['error', { code: 120, tabWidth: 2, ignoreUrls: true }];
+
+/**
+ * Files that still hold lines over 120 characters, exempt from {@link MAX_LEN} until their folder's owner wraps
+ * them. The list only shrinks: test/architecture/line-length.test.ts fails on an entry that has become clean, so it
+ * is removed then, and no file joins it.
+ */
+export const LONG_LINES_NOT_YET_WRAPPED = [
+  'src/command-handler/command-handler.ts',
+  'src/command-handler/cwd-requirements.ts',
+  'src/command-handler/definition-commands.ts',
+  'src/command-handler/operator-commands.ts',
+  'src/domain/actor-steps.ts',
+  'src/domain/definition-directory.ts',
+  'src/domain/launch-outcome.ts',
+  'src/domain/versioned-records.ts',
+  'src/engine/engine.ts',
+  'src/scheduler/planning.ts',
+  'src/testkit/conformance/known-differences.ts',
+  'src/testkit/conformance/report-format.ts',
+  'src/testkit/index.ts',
+  'src/testkit/invariants/checks.ts',
+  'src/testkit/invariants/conformance-checks.ts',
+  'src/testkit/invariants/machine-properties.ts',
+  'src/testkit/invariants/report.ts',
+  'src/testkit/invariants/suite.ts',
+  'src/testkit/invariants/world.ts',
+];
 
 /**
  * Flat ESLint config. Uses typescript-eslint's `recommended` set without type information: the type-checked set
@@ -28,5 +63,11 @@ export default tseslint.config(
       'max-lines-per-function': ['error', { max: 60, skipBlankLines: true, skipComments: true, IIFEs: true }],
       'max-lines': ['error', { max: 400, skipBlankLines: false, skipComments: false }],
     },
+  },
+  {
+    files: ['src/**/*.ts', 'tools/**/*.ts'],
+    ignores: LONG_LINES_NOT_YET_WRAPPED,
+    plugins: { '@stylistic': stylistic },
+    rules: { '@stylistic/max-len': MAX_LEN },
   },
 );

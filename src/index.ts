@@ -6,7 +6,10 @@
  * import { createEngine, JsonFileStore, FunctionRuntime } from 'coven-automata';
  *
  * const store = await JsonFileStore.open('automations.json');
- * const runtime = new FunctionRuntime('coven-code', async (request) => ({ outcome: 'succeeded', output: `ran ${request.prompt}` }));
+ * const runtime = new FunctionRuntime('coven-code', async (request) => ({
+ *   outcome: 'succeeded',
+ *   output: `ran ${request.prompt}`,
+ * }));
  * const engine = createEngine({ store, runtimes: [runtime] });
  * const response = await engine.commands.handle(commandEnvelope); // committed | replayed | rejected
  * engine.start();

@@ -113,7 +113,8 @@ export function renderIndex(spec: LifecycleSpec, extension: ExtensionSpec): stri
   const extensions = extension.machines.map((m) => m.entity);
   return [
     ...headerOf({
-      sourcePath: `${SPEC_SOURCE_PATH} (the contract) and\n// ${EXTENSION_SOURCE_PATH} (this project's extension machines)`,
+      sourcePath:
+        `${SPEC_SOURCE_PATH} (the contract) and\n` + `// ${EXTENSION_SOURCE_PATH} (this project's extension machines)`,
       note: [],
     }),
     ...entities.map((e) => `import { ${e}Machine } from './${e}.js';`),

@@ -80,7 +80,9 @@ export function entityState(record: StoredRecord<EntityRecord<unknown>>): string
  *
  * @example
  * ```ts
- * await store.transact((tx) => transitionEntity(tx, occurrenceMachine, 'occurrence', id, { type: 'eligibility_passed', actor: 'scheduler', now }));
+ * await store.transact((tx) =>
+ *   transitionEntity(tx, occurrenceMachine, 'occurrence', id, { type: 'eligibility_passed', actor: 'scheduler', now }),
+ * );
  * ```
  */
 export async function transitionEntity<TAttributes>(

@@ -35,7 +35,11 @@ export interface PersistentActorOptions {
  * ```ts
  * import { definitionMachine } from 'coven-automata';
  * const store = await JsonFileStore.open('./automations.json');
- * const actor = await PersistentActor.create(definitionMachine, { store, kind: 'definition', id: 'nightly' }, { automationId: 'nightly', revision: 1 });
+ * const actor = await PersistentActor.create(
+ *   definitionMachine,
+ *   { store, kind: 'definition', id: 'nightly' },
+ *   { automationId: 'nightly', revision: 1 },
+ * );
  * await actor.send({ type: 'definition_tombstoned', actor: 'command_handler', now: clock.now(), revision: 2 });
  * // later, in another process:
  * const again = await PersistentActor.load(definitionMachine, { store, kind: 'definition', id: 'nightly' });

@@ -64,7 +64,14 @@ export function pureTransition<M extends AnyStateMachine>(
  *
  * @example
  * ```ts
- * const [initial] = pureInitialTransition(runMachine, { runId, occurrenceId, automationId, automationRevision: 1, fenceGeneration: 1, deadlineAt });
+ * const [initial] = pureInitialTransition(runMachine, {
+ *   runId,
+ *   occurrenceId,
+ *   automationId,
+ *   automationRevision: 1,
+ *   fenceGeneration: 1,
+ *   deadlineAt,
+ * });
  * ```
  */
 export function pureInitialTransition<M extends AnyStateMachine>(

@@ -43,7 +43,8 @@ export async function advanceFeedHorizon(tx: StoreTransaction, position: number)
 function compacted(stream: StreamRef, after: number, retainedFrom: number): ContractError {
   return new ContractError(
     'CURSOR_EXPIRED',
-    `events after ${after} of ${storeStream(stream)} were compacted by retention; read again from the beginning, which starts at a snapshot`,
+    `events after ${after} of ${storeStream(stream)} were compacted by retention; ` +
+      'read again from the beginning, which starts at a snapshot',
     {
       stream: storeStream(stream),
       after,

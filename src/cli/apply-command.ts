@@ -39,10 +39,10 @@ interface ImportFailure {
 
 /** One line per failed definition, naming it, its code, its message and the first few fields that failed. */
 function failureLines(failures: readonly ImportFailure[], total: number): string[] {
-  const lines = failures.map(
-    (f) =>
-      `failed: ${f.automationId}: ${f.code} ${f.message}${f.problems === undefined || f.problems.length === 0 ? '' : `: ${listProblems(f.problems)}`}`,
-  );
+  const lines = failures.map((f) => {
+    const problems = f.problems === undefined || f.problems.length === 0 ? '' : `: ${listProblems(f.problems)}`;
+    return `failed: ${f.automationId}: ${f.code} ${f.message}${problems}`;
+  });
   if (total > failures.length) lines.push(`failed: and ${total - failures.length} more`);
   return lines;
 }

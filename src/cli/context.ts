@@ -41,7 +41,8 @@ export function parseRetention(text: string | undefined): RetentionOptions | fal
     const [name, value] = part.split('=') as [string, string | undefined];
     if (!RETENTION_CLASSES.includes(name as RetentionClass) || value === undefined || value === '') {
       throw new CliError(
-        `--retention: expected off or <class>=<days|never>[,...] with classes ${RETENTION_CLASSES.join(', ')}; got ${JSON.stringify(part)}`,
+        `--retention: expected off or <class>=<days|never>[,...] with classes ${RETENTION_CLASSES.join(', ')}; ` +
+          `got ${JSON.stringify(part)}`,
       );
     }
     windowDays[name as RetentionClass] = value === 'never' ? null : Number(value);
@@ -143,10 +144,9 @@ export function report(
     console.error(errorLine(response.error!));
     return 1;
   }
+  const revision = response.revision === undefined ? '' : ` (revision ${response.revision})`;
   console.log(
-    human === undefined
-      ? `${response.command}: ${response.outcome}${response.revision === undefined ? '' : ` (revision ${response.revision})`}`
-      : human(response.result ?? {}),
+    human === undefined ? `${response.command}: ${response.outcome}${revision}` : human(response.result ?? {}),
   );
   return 0;
 }

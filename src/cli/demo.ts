@@ -73,7 +73,8 @@ function describeEvent(e: EventEnvelope): string {
       : e.kind === 'occurrence.misfire_recorded'
         ? `misfire    ${(p.collapsedSlots as string[]).length} slot(s) collapsed`
         : `${e.kind.padEnd(10)} revision ${String(p.revision)} ${String(p.lifecycleState ?? '')}`;
-  return `  ${paint('dim', `#${String(e.sequence).padStart(2)} ${e.recordedAt.slice(5, 16).replace('T', ' ')}`)} ${what}`;
+  const when = e.recordedAt.slice(5, 16).replace('T', ' ');
+  return `  ${paint('dim', `#${String(e.sequence).padStart(2)} ${when}`)} ${what}`;
 }
 
 /** Prints every changefeed event committed since the last call, in commit order. */
@@ -105,9 +106,8 @@ async function send(
     response.outcome === 'rejected'
       ? `${response.error!.code} (${response.error!.httpStatus}) ${response.error!.message}`
       : response.outcome;
-  ctx.print(
-    `${paint('bold', '$')} ${command} → ${response.outcome === 'rejected' ? paint('failed', verdict) : paint('succeeded', verdict)}`,
-  );
+  const painted = response.outcome === 'rejected' ? paint('failed', verdict) : paint('succeeded', verdict);
+  ctx.print(`${paint('bold', '$')} ${command} → ${painted}`);
   await flush(ctx);
   return response;
 }
@@ -194,6 +194,13 @@ export async function runDemo(
   }
 }
 
+/** An attempt's prior disposition as `#<attempt number> <outcome>`, or `-` for a first attempt. */
+function priorDisposition(disposition: unknown): string {
+  if (disposition === undefined) return '-';
+  const { attemptNumber, outcome } = disposition as { attemptNumber: number; outcome: string };
+  return `#${String(attemptNumber)} ${String(outcome)}`;
+}
+
 async function summary(ctx: DemoContext): Promise<{ receipts: number; verified: number }> {
   const occurrences = (
     (await ctx.store.read((r) => r.list<OccurrenceRecord['data']>(KINDS.occurrence))) as OccurrenceRecord[]
@@ -230,9 +237,7 @@ async function summary(ctx: DemoContext): Promise<{ receipts: number; verified: 
       attempts.map((a) => [
         String(a.attemptId),
         String((a.retryClassification as { classification: string }).classification),
-        a.priorDisposition === undefined
-          ? '-'
-          : `#${String((a.priorDisposition as { attemptNumber: number }).attemptNumber)} ${String((a.priorDisposition as { outcome: string }).outcome)}`,
+        priorDisposition(a.priorDisposition),
         paint(String(a.state), String(a.state)),
       ]),
     ),

@@ -24,7 +24,8 @@ export async function runInvariantsCommand(argv: string[]): Promise<number> {
     stores.some((s) => s !== 'memory' && s !== 'json' && s !== 'sqlite')
   ) {
     console.error(
-      'usage: coven-automata invariants [--runs N] [--seed S] [--stores memory,json,sqlite] [--no-self-check] [--result FILE] [--json]',
+      'usage: coven-automata invariants [--runs N] [--seed S] [--stores memory,json,sqlite] ' +
+        '[--no-self-check] [--result FILE] [--json]',
     );
     return 2;
   }

@@ -202,8 +202,9 @@ async function printReopened(file: string, print: Print): Promise<void> {
     for (const entry of await reopened.read((r) =>
       r.readFeed<{ from: string; to: string; on: string; actor: string; at: string }>(),
     )) {
+      const { from, to, on, actor } = entry.data;
       print(
-        `  #${String(entry.position).padStart(2)} ${entry.stream.padEnd(48)} ${entry.data.from} -> ${entry.data.to}  (${entry.data.on} by ${entry.data.actor})`,
+        `  #${String(entry.position).padStart(2)} ${entry.stream.padEnd(48)} ${from} -> ${to}  (${on} by ${actor})`,
       );
     }
     print('', 'restored entities:');
@@ -215,9 +216,8 @@ async function printReopened(file: string, print: Print): Promise<void> {
     ] as const) {
       for (const record of await reopened.read((r) => r.list(kind))) {
         const actor = await PersistentActor.load(machine, { store: reopened, kind, id: record.id });
-        print(
-          `  ${kind.padEnd(10)} ${record.id.padEnd(44)} ${actor.state.padEnd(10)} v${actor.version}${record.terminal ? '  (terminal, sealed)' : ''}`,
-        );
+        const sealed = record.terminal ? '  (terminal, sealed)' : '';
+        print(`  ${kind.padEnd(10)} ${record.id.padEnd(44)} ${actor.state.padEnd(10)} v${actor.version}${sealed}`);
         actor.stop();
       }
     }

@@ -23,7 +23,8 @@ export function buildProgram(): Command {
     .option('--command <shell>', 'what the child-process runtime runs per attempt (reads $COVEN_PROMPT)')
     .option(
       '--cwd-root <dir>',
-      "a folder sessions may run in, repeatable (default: the store's folder); activation refuses a cwd outside every root",
+      "a folder sessions may run in, repeatable (default: the store's folder); " +
+        'activation refuses a cwd outside every root',
       collect,
     )
     .option(
@@ -33,7 +34,8 @@ export function buildProgram(): Command {
     )
     .option(
       '--retention <spec>',
-      'how long settled history is kept: off, or <class>=<days|never>[,...] (default ephemeral=1,standard=30,extended=365)',
+      'how long settled history is kept: off, or <class>=<days|never>[,...] ' +
+        '(default ephemeral=1,standard=30,extended=365)',
     )
     .showHelpAfterError();
   const kit = programKit(program);

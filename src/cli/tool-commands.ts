@@ -15,9 +15,8 @@ async function runUntilSignal(engine: Engine, store: FileStore): Promise<number>
   console.log(`engine running on ${store.file} (Ctrl-C to stop)`);
   engine.start((pass) => {
     if (pass.planned + pass.launched + pass.settled > 0 || pass.errors.length > 0) {
-      console.log(
-        `${pass.at} planned ${pass.planned}, launched ${pass.launched}, settled ${pass.settled}${pass.errors.length > 0 ? `, errors: ${pass.errors.map((e) => e.message).join('; ')}` : ''}`,
-      );
+      const errors = pass.errors.length > 0 ? `, errors: ${pass.errors.map((e) => e.message).join('; ')}` : '';
+      console.log(`${pass.at} planned ${pass.planned}, launched ${pass.launched}, settled ${pass.settled}${errors}`);
     }
   });
   await new Promise<void>((resolve) => {

@@ -30,7 +30,10 @@ export interface ChildProcessRuntimeOptions {
   command: string;
   /** Where session files, logs and exit codes live (0700, files 0600); they outlive the engine process. */
   sessionsDir: string;
-  /** Folders a session may run in, compared by real path. Default: `[defaultCwd]`, else the sessions folder's parent. */
+  /**
+   * Folders a session may run in, compared by real path. Default: `[defaultCwd]`, else the sessions folder's
+   * parent.
+   */
   cwdRoots?: readonly string[];
   /** Where a definition without a cwd runs and what a relative cwd resolves against. Default: the first root. */
   defaultCwd?: string;
@@ -50,7 +53,8 @@ export interface ChildProcessRuntimeOptions {
 // in a subshell (an `exit` in it ends only the subshell), and its exit code is recorded atomically (temp +
 // rename), so a reader never sees half a code.
 const WRAPPER = [
-  'coven_st=; if read -r coven_stat < "/proc/$$/stat" 2>/dev/null; then set -- ${coven_stat##*") "}; coven_st=${20-}; fi',
+  'coven_st=; if read -r coven_stat < "/proc/$$/stat" 2>/dev/null; ' +
+    'then set -- ${coven_stat##*") "}; coven_st=${20-}; fi',
   'coven_umask=${COVEN_UMASK:-$(umask)}; umask 077; set -C; coven_claimed=',
   '{ printf "started pid=%s starttime=%s\\n" "$$" "$coven_st" > "$COVEN_START_FILE"; } 2>/dev/null && coven_claimed=1',
   'set +C; umask "$coven_umask"; exec 3>&-',
@@ -115,7 +119,12 @@ const refused = (detail: string): LaunchResult => ({ outcome: 'failed', failureC
  *
  * @example
  * ```ts
- * const runtime = new ChildProcessRuntime({ runtimeId: 'coven-code', command: 'my-agent --prompt "$COVEN_PROMPT"', sessionsDir: '.coven/sessions', passEnv: ['OPENAI_API_KEY'] });
+ * const runtime = new ChildProcessRuntime({
+ *   runtimeId: 'coven-code',
+ *   command: 'my-agent --prompt "$COVEN_PROMPT"',
+ *   sessionsDir: '.coven/sessions',
+ *   passEnv: ['OPENAI_API_KEY'],
+ * });
  * ```
  */
 export class ChildProcessRuntime implements Runtime {
@@ -319,7 +328,8 @@ export class ChildProcessRuntime implements Runtime {
       return { status: 'lost', detail: `session ${sessionId} was fenced at ${start.at} before it started` };
     if (start.kind === 'unreadable') return { status: 'lost', detail: start.detail };
     if (start.kind === 'claiming') {
-      // The wrapper writes its claim right after creating the file; one that stays empty died in between, before the command.
+      // The wrapper writes its claim right after creating the file; one that stays empty died in between, before
+      // the command.
       const stale = Date.now() - start.since > (this.options.startTimeoutMs ?? 10_000);
       return stale
         ? {

@@ -76,6 +76,9 @@ export class CwdRoots {
 
   /** The operator-facing reason a location is refused. */
   refusal(location: CwdLocation): string {
-    return `action.cwd ${JSON.stringify(location.requested)} resolves to ${location.path}, outside every cwd root (${this.roots.join(', ')})`;
+    return (
+      `action.cwd ${JSON.stringify(location.requested)} resolves to ${location.path}, ` +
+      `outside every cwd root (${this.roots.join(', ')})`
+    );
   }
 }

@@ -95,7 +95,9 @@ export class FunctionRuntime implements Runtime {
     if (sessionId !== undefined) return { evidence: 'started', sessionId, cursors: { eventCursor: `${sessionId}:0` } };
     return {
       evidence: 'unknown',
-      detail: `launch ${sessionKey} was sent by another process; an in-process session leaves no evidence of whether it ran`,
+      detail:
+        `launch ${sessionKey} was sent by another process; ` +
+        'an in-process session leaves no evidence of whether it ran',
     };
   }
 

@@ -26,7 +26,8 @@ export function summarizeSpec(spec: LifecycleSpec): string {
   lines.push(
     failing.length === 0
       ? `static proofs: all ${checks.length} hold ([terminal] states have no way out)`
-      : `static proofs: ${failing.length} of ${checks.length} FAIL\n  ${failing.flatMap((c) => c.problems).join('\n  ')}`,
+      : `static proofs: ${failing.length} of ${checks.length} FAIL\n  ` +
+          failing.flatMap((c) => c.problems).join('\n  '),
   );
   lines.push('', 'invariants:', ...spec.invariants.map((i) => `  ${i.id}`));
   return lines.join('\n');

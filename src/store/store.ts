@@ -212,7 +212,8 @@ export class StoreReadOnlyError extends ContractError {
   constructor(file: string, cause: string) {
     super(
       'AUTHORITY_REQUIRED',
-      `store file ${file} is not writable (${cause}); a store is only opened on files it may write, so it was left untouched`,
+      `store file ${file} is not writable (${cause}); ` +
+        'a store is only opened on files it may write, so it was left untouched',
       { file, cause },
     );
     this.name = 'StoreReadOnlyError';

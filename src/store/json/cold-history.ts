@@ -126,7 +126,10 @@ function warmRecord(held: ColdRecord<HistoryFile>): StoredRecord {
   return deepFreeze({ kind: held.kind, id: held.id, version: held.version, terminal: true, data });
 }
 
-/** Separator bytes between two lines of a snapshot (`,\n`; a journal's items: `,`): entries this close are read in one go. */
+/**
+ * Separator bytes between two lines of a snapshot (`,\n`; a journal's items: `,`): entries this close are read in
+ * one go.
+ */
 const ADJACENT_GAP = 2;
 
 /**

@@ -80,8 +80,9 @@ export class DurableJsonFile implements Adapter<StoreDocument> {
   }
 
   /**
-   * A file laid out a line per item (format version 4 on) loads line by line, leaving settled history in the file (held open for it); undefined when
-   * the file is not laid out so (then it is parsed whole, and held whole until its first fold).
+   * A file laid out a line per item (format version 4 on) loads line by line, leaving settled history in the file
+   * (held open for it); undefined when the file is not laid out so (then it is parsed whole, and held whole until its
+   * first fold).
    */
   private async loadByLines(): Promise<ParsedState | undefined> {
     const handle = await open(this.path, 'r');
@@ -102,7 +103,10 @@ export class DurableJsonFile implements Adapter<StoreDocument> {
     await this.writeSnapshot(document.committed, document.journalThrough, document.journal);
   }
 
-  /** Writes a snapshot of `source` holding the journal's groups through `journalThrough`, naming `journal` as the one beside it. */
+  /**
+   * Writes a snapshot of `source` holding the journal's groups through `journalThrough`, naming `journal` as the one
+   * beside it.
+   */
   async writeSnapshot(
     source: SnapshotSource<HistoryFile>,
     journalThrough: number,

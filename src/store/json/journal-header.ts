@@ -66,7 +66,8 @@ export function journalBehind(found: JournalIdentity | undefined, expected: Jour
   if (expected === undefined) {
     if (found === undefined) return false;
     throw new Error(
-      `the journal is ${describe(found)}, but the snapshot is of a format before journal generations: the snapshot is not the one this journal follows`,
+      `the journal is ${describe(found)}, but the snapshot is of a format before journal generations: ` +
+        'the snapshot is not the one this journal follows',
     );
   }
   const generation = found?.generation ?? 0;
@@ -75,6 +76,7 @@ export function journalBehind(found: JournalIdentity | undefined, expected: Jour
   if (generation === expected.generation) return false;
   if (generation === expected.generation - 1) return true;
   throw new Error(
-    `the journal is ${describe(found)}, but the snapshot expects ${describe(expected)}: one of the two files was replaced by another copy`,
+    `the journal is ${describe(found)}, but the snapshot expects ${describe(expected)}: ` +
+      'one of the two files was replaced by another copy',
   );
 }

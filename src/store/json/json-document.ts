@@ -26,7 +26,8 @@ function checkHeader(doc: unknown): {
   if (!isObject(doc) || doc.format !== JSON_STORE_FORMAT) throw new Error(`not a ${JSON_STORE_FORMAT} file`);
   if (!READABLE_VERSIONS.has(doc.formatVersion as number)) {
     throw new Error(
-      `format version ${JSON.stringify(doc.formatVersion)} is not supported (this build reads ${[...READABLE_VERSIONS].join(', ')})`,
+      `format version ${JSON.stringify(doc.formatVersion)} is not supported ` +
+        `(this build reads ${[...READABLE_VERSIONS].join(', ')})`,
     );
   }
   const journalThrough = doc.formatVersion === 1 ? 0 : doc.journalThrough;

@@ -29,7 +29,10 @@ export interface JsonFileStoreOptions {
   maxGroupSize?: number;
   /** Failure injection for tests. */
   faults?: WriteFaults;
-  /** Journal size (bytes) from which the next commit folds it into the snapshot; default: the snapshot's size, at least 8 MiB and at most 64 MiB. */
+  /**
+   * Journal size (bytes) from which the next commit folds it into the snapshot; default: the snapshot's size, at
+   * least 8 MiB and at most 64 MiB.
+   */
   compactAtBytes?: number;
 }
 
@@ -44,9 +47,9 @@ const MIN_COMPACT_BYTES = 8 * 1_048_576;
 const MAX_COMPACT_BYTES = 64 * 1_048_576;
 
 /**
- * The embedded default store: a JSON snapshot file (a lowdb document written through the durable adapter in durable-json-file.ts; files: FORMAT.md), and a
- * journal beside it (`<file>.journal`, one line per group commit) folded into the snapshot as it grows and on
- * close, so the file at rest is one readable JSON document.
+ * The embedded default store: a JSON snapshot file (a lowdb document written through the durable adapter in
+ * durable-json-file.ts; files: FORMAT.md), and a journal beside it (`<file>.journal`, one line per group commit)
+ * folded into the snapshot as it grows and on close, so the file at rest is one readable JSON document.
  *
  * - Every transaction is all-or-nothing. Transactions queued while a write is in flight are run one after
  *   another and committed together in the next journal append (group commit); each still succeeds or fails alone.
@@ -89,8 +92,9 @@ export class JsonFileStore implements Store {
   /**
    * Opens the store at `file`, creating it only when neither its snapshot nor a journal with commits is
    * there. A snapshot and journal that do not belong together (a journal missing, another store's or of
-   * another generation; a journal with commits but without its snapshot) are refused with {@link StoreCorruptError}, and a
-   * read-only snapshot or journal with {@link StoreReadOnlyError}; either way nothing is written.
+   * another generation; a journal with commits but without its snapshot) are refused with
+   * {@link StoreCorruptError}, and a read-only snapshot or journal with {@link StoreReadOnlyError}; either way
+   * nothing is written.
    */
   static async open(file: string, options: JsonFileStoreOptions = {}): Promise<JsonFileStore> {
     const path = resolve(file);
@@ -276,7 +280,8 @@ async function createStore(path: string, db: Low<StoreDocument>): Promise<void> 
       if (!noCommits)
         throw new StoreCorruptError(
           path,
-          `the snapshot is missing but its journal ${journal} is there (${size} bytes): the snapshot was moved or deleted; a new store would leave the journal's commits behind`,
+          `the snapshot is missing but its journal ${journal} is there (${size} bytes): ` +
+            "the snapshot was moved or deleted; a new store would leave the journal's commits behind",
         );
     } finally {
       await handle.close();

@@ -62,7 +62,10 @@ export function encodeGroup(seq: number, changes: CommittedChanges, lineOffset =
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** Applies one parsed journal line to the state, checking it continues exactly where the state stands; returns what it applied. */
+/**
+ * Applies one parsed journal line to the state, checking it continues exactly where the state stands; returns what
+ * it applied.
+ */
 function applyGroup(state: CommittedState<HistoryFile>, raw: unknown, expectedSeq: number): CommittedChanges {
   const applied: CommittedChanges = { records: [], entries: [], trims: [] };
   if (!isObject(raw) || raw.seq !== expectedSeq || !Array.isArray(raw.records) || !Array.isArray(raw.log)) {
@@ -222,7 +225,9 @@ export class Journal {
   ): Promise<Journal> {
     if (expected !== undefined && !existsSync(path)) {
       throw new Error(
-        `the journal is missing, but the snapshot names generation ${expected.generation} of store ${expected.storeId} beside it: opening without it would lose every commit acknowledged since the last fold`,
+        `the journal is missing, but the snapshot names generation ${expected.generation} of store ` +
+          `${expected.storeId} beside it: ` +
+          'opening without it would lose every commit acknowledged since the last fold',
       );
     }
     const handle = await open(path, 'a+', PRIVATE_FILE_MODE);
@@ -242,7 +247,9 @@ export class Journal {
       );
       if (behind && !(through > 0 && holdsThrough)) {
         throw new Error(
-          `the journal is generation ${header.identity?.generation ?? 0}, the one before the snapshot's, but does not hold group ${through} the snapshot folded from it: it is an older copy, and what the snapshot's generation held is missing`,
+          `the journal is generation ${header.identity?.generation ?? 0}, the one before the snapshot's, ` +
+            `but does not hold group ${through} the snapshot folded from it: ` +
+            "it is an older copy, and what the snapshot's generation held is missing",
         );
       }
       if (validBytes < (await handle.stat()).size) {

@@ -86,7 +86,10 @@ export function entryHead(line: string): EntryHead | undefined {
  */
 const stringToken = (token: string) => JSON.parse(token) as string;
 
-/** The data text of a whole line (without its trailing comma) whose head is known, or undefined if the line does not end as an item. */
+/**
+ * The data text of a whole line (without its trailing comma) whose head is known, or undefined if the line does not
+ * end as an item.
+ */
 export const dataText = (line: string, head: LineHead) =>
   line.endsWith('}') ? line.slice(head.dataStart, -1) : undefined;
 

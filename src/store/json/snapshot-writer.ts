@@ -73,7 +73,8 @@ function* documentText(
   const journals = new Map<HistoryFile, Buffer>();
   const identity = `"storeId":${JSON.stringify(journal.storeId)},"journalGeneration":${journal.generation}`;
   yield [
-    `{"format":${JSON.stringify(JSON_STORE_FORMAT)},"formatVersion":${JSON_STORE_FORMAT_VERSION},${identity},"journalThrough":${journalThrough},"nextPosition":${state.nextPosition()},"records":{`,
+    `{"format":${JSON.stringify(JSON_STORE_FORMAT)},"formatVersion":${JSON_STORE_FORMAT_VERSION},${identity},` +
+      `"journalThrough":${journalThrough},"nextPosition":${state.nextPosition()},"records":{`,
   ];
   let firstKind = true;
   for (const kind of state.kinds()) {
@@ -124,7 +125,10 @@ function itemData(cold: ColdRecord<HistoryFile> | ColdEntry<HistoryFile>, item: 
   return item.subarray(head.length, item.length - 1);
 }
 
-/** A cold record's snapshot line: copied from a snapshot (checked against its checksum), or built around the data bytes of a journal item. */
+/**
+ * A cold record's snapshot line: copied from a snapshot (checked against its checksum), or built around the data
+ * bytes of a journal item.
+ */
 function coldRecordLine(r: ColdRecord<HistoryFile>, copier: ColdLineCopier): Buffer {
   const bytes = copier.bytesOf(r);
   if (r.file.layout === 'snapshot') {

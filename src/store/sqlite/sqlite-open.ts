@@ -179,7 +179,8 @@ export function inspectDatabase(Driver: SqliteDriver, path: string, integrityChe
     if (version !== String(SCHEMA_VERSION) && !MIGRATES_FROM.has(version ?? '')) {
       throw new StoreCorruptError(
         path,
-        `schema version ${String(version)} is not supported (this build reads ${[...MIGRATES_FROM, SCHEMA_VERSION].join(', ')})`,
+        `schema version ${String(version)} is not supported ` +
+          `(this build reads ${[...MIGRATES_FROM, SCHEMA_VERSION].join(', ')})`,
       );
     }
     const sum = db.prepare("SELECT value FROM meta WHERE key = 'schemaChecksum'").pluck().get();
@@ -220,6 +221,7 @@ export function addChecksums(db: Database.Database): void {
     entryChecksum(stream as string, sequence as number, position as number, data as string),
   );
   db.exec(
-    'UPDATE records SET crc = coven_record_crc(kind, id, version, terminal, data); UPDATE log SET crc = coven_entry_crc(stream, sequence, position, data);',
+    'UPDATE records SET crc = coven_record_crc(kind, id, version, terminal, data); ' +
+      'UPDATE log SET crc = coven_entry_crc(stream, sequence, position, data);',
   );
 }

@@ -39,7 +39,8 @@ function checkRow(file: string, row: Row, kind: string, id: string | undefined):
   if (row.kind !== kind || (id !== undefined && row.id !== id)) {
     throw new StoreCorruptError(
       file,
-      `the row read for record ${kind}/${id ?? row.id} is record ${String(row.kind)}/${String(row.id)} (an index and its table disagree)`,
+      `the row read for record ${kind}/${id ?? row.id} is record ${String(row.kind)}/${String(row.id)} ` +
+        '(an index and its table disagree)',
     );
   }
   if (

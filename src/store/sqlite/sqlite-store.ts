@@ -46,8 +46,8 @@ const MAX_GROUP = 256;
 /**
  * Write-ahead log SQLite folds into the database file by itself, inside whichever commit crosses it. The engine
  * folds it after each pass instead ({@link SqliteStore.checkpoint}): a burst's index pages are then copied once
- * each rather than once per 1000-page checkpoint, and not on a commit's latency path. This bound only holds the log (and its file, via
- * journal_size_limit) when no pass ends.
+ * each rather than once per 1000-page checkpoint, and not on a commit's latency path. This bound only holds the
+ * log (and its file, via journal_size_limit) when no pass ends.
  */
 const WAL_CHECKPOINT_BYTES = 32 * 1_048_576;
 /**
@@ -66,6 +66,10 @@ const BUSY_TIMEOUT_MS = 5_000;
  */
 const NEW_STORE_PAGE_SIZE = 2_048;
 
+/** The partial index over the ids and versions of one kind's records. */
+const versionsIndex = (kind: string, index: string) =>
+  `CREATE INDEX IF NOT EXISTS ${index} ON records (kind, id, version) WHERE kind = '${kind}';`;
+
 // Records are 1-2 KB of JSON: a rowid table with a separate (kind, id) index stores and updates them in
 // less space and time than a WITHOUT ROWID table. Stores made with the earlier WITHOUT ROWID layout keep it;
 // every statement here works on both layouts (the layout is not part of the schema version). `crc`: see
@@ -73,7 +77,8 @@ const NEW_STORE_PAGE_SIZE = 2_048;
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS records (
-  kind TEXT NOT NULL, id TEXT NOT NULL, version INTEGER NOT NULL, terminal INTEGER NOT NULL, data TEXT NOT NULL, crc INTEGER,
+  kind TEXT NOT NULL, id TEXT NOT NULL, version INTEGER NOT NULL, terminal INTEGER NOT NULL, data TEXT NOT NULL,
+  crc INTEGER,
   UNIQUE (kind, id)
 );
 CREATE TABLE IF NOT EXISTS log (
@@ -85,11 +90,12 @@ CREATE TABLE IF NOT EXISTS log (
 CREATE UNIQUE INDEX IF NOT EXISTS one_run_per_fence ON records (
   json_extract(data, '$.snapshot.context.occurrenceId'), json_extract(data, '$.snapshot.context.fenceGeneration')
 ) WHERE kind = 'run';
-CREATE UNIQUE INDEX IF NOT EXISTS one_session_per_attempt ON records (json_extract(data, '$.snapshot.context.sessionId'))
+CREATE UNIQUE INDEX IF NOT EXISTS one_session_per_attempt
+  ON records (json_extract(data, '$.snapshot.context.sessionId'))
   WHERE kind = 'attempt' AND json_extract(data, '$.snapshot.context.sessionId') IS NOT NULL;
 -- Every pass lists the ids and versions of these kinds (versions()); from this index alone, instead of one
 -- table row per record. Few rows, so the index stays a few pages that their writes keep in cache.
-${[...VERSIONS_INDEXED].map(([kind, index]) => `CREATE INDEX IF NOT EXISTS ${index} ON records (kind, id, version) WHERE kind = '${kind}';`).join('\n')}
+${[...VERSIONS_INDEXED].map(([kind, index]) => versionsIndex(kind, index)).join('\n')}
 `;
 
 /** The writer's settings; WAL mode is the file's own (set when it was created) and kept by this. */

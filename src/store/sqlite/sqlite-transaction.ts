@@ -188,7 +188,8 @@ export class SqliteTransaction extends SqliteReader implements StoreTransaction 
               .run(kind, id, version, terminal, text, crc).changes
           : this.sql
               .get(
-                'UPDATE records SET version = ?, terminal = ?, data = ?, crc = ? WHERE kind = ? AND id = ? AND version = ? AND terminal = 0',
+                'UPDATE records SET version = ?, terminal = ?, data = ?, crc = ? ' +
+                  'WHERE kind = ? AND id = ? AND version = ? AND terminal = 0',
               )
               .run(version, terminal, text, crc, kind, id, expected).changes;
     } catch (error) {
