@@ -26,15 +26,6 @@ export const LONG_LINES_NOT_YET_WRAPPED = [
   'src/domain/versioned-records.ts',
   'src/engine/engine.ts',
   'src/scheduler/planning.ts',
-  'src/testkit/conformance/known-differences.ts',
-  'src/testkit/conformance/report-format.ts',
-  'src/testkit/index.ts',
-  'src/testkit/invariants/checks.ts',
-  'src/testkit/invariants/conformance-checks.ts',
-  'src/testkit/invariants/machine-properties.ts',
-  'src/testkit/invariants/report.ts',
-  'src/testkit/invariants/suite.ts',
-  'src/testkit/invariants/world.ts',
 ];
 
 /**

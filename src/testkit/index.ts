@@ -72,7 +72,11 @@ export { INVARIANTS, CONTRACT_INVARIANT_IDS, type InvariantCheck } from './invar
  * const edited = parseLifecycleSpec(readFileSync('my-state-machines.json', 'utf8'), 'my-state-machines.json');
  * const unsound = specProblems(edited); // the static proofs; empty when every one holds
  * // A machine built for the edit (XState's createMachine, or a regenerated one), walked against its spec entry:
- * const subject = { id: 'occurrence.v1', spec: specMachine(edited, 'occurrence.v1'), machine: myOccurrenceMachine } as const;
+ * const subject = {
+ *   id: 'occurrence.v1',
+ *   spec: specMachine(edited, 'occurrence.v1'),
+ *   machine: myOccurrenceMachine,
+ * } as const;
  * const broken = checkMachineProperties([subject], { runs: 200, seed: 1 }).filter((r) => r.problems.length > 0);
  * ```
  */
@@ -90,7 +94,8 @@ export {
  *
  * @example
  * ```ts
- * const results = checkActorProperty([...generatedMachines(), ...extensionMachinesUnderTest()], { runs: 100, seed: 3 });
+ * const subjects = [...generatedMachines(), ...extensionMachinesUnderTest()];
+ * const results = checkActorProperty(subjects, { runs: 100, seed: 3 });
  * ```
  */
 export { checkActorProperty } from './invariants/machine-actors.js';

@@ -17,7 +17,8 @@ export function formatReports(reports: VectorReport[]): string {
   const count = (s: string) => reports.filter((r) => r.status === s).length;
   lines.push(
     '',
-    `${reports.length} vectors: ${count('pass')} pass, ${count('differs')} differ by contract rule, ${count('unsupported')} unsupported, ${count('fail')} fail`,
+    `${reports.length} vectors: ${count('pass')} pass, ${count('differs')} differ by contract rule, ` +
+      `${count('unsupported')} unsupported, ${count('fail')} fail`,
   );
   return lines.join('\n');
 }

@@ -154,7 +154,8 @@ export const INVARIANTS: InvariantCheck[] = [
         const acknowledged = h.runtime.exits.get(session)?.cancelled === true;
         if (!asked || !acknowledged)
           problems.push(
-            `attempt ${a.id} settled cancelled but its session ${session} was ${asked ? 'never acknowledged' : 'never asked to stop'}`,
+            `attempt ${a.id} settled cancelled but its session ${session} was ` +
+              `${asked ? 'never acknowledged' : 'never asked to stop'}`,
           );
       }
       return problems;
@@ -213,7 +214,8 @@ export const INVARIANTS: InvariantCheck[] = [
             key === undefined ? undefined : (h.records.adoption.get(key)?.data as Any | undefined)?.command;
           if (command !== 'occurrence.recover.v1')
             problems.push(
-              `attempt ${later.id} opened after ambiguous work without occurrence.recover.v1 (by ${String(command ?? 'the engine itself')})`,
+              `attempt ${later.id} opened after ambiguous work without occurrence.recover.v1 (by ` +
+                `${String(command ?? 'the engine itself')})`,
             );
         }
       }

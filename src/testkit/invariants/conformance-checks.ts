@@ -17,7 +17,8 @@ export const COMPACTION_CHECK: InvariantCheck = {
     for (const e of h.compacted.snapshots) {
       if (e.payload.throughSequence !== e.sequence)
         problems.push(
-          `snapshot of ${e.stream.kind}/${e.stream.id} covers ${String(e.payload.throughSequence)} but sits at ${e.sequence}`,
+          `snapshot of ${e.stream.kind}/${e.stream.id} covers ${String(e.payload.throughSequence)} but sits at ` +
+            `${e.sequence}`,
         );
       const state = e.payload.state as Any;
       if (e.stream.kind === 'occurrence' && !TERMINAL.occurrence!.has(state.occurrence?.state))

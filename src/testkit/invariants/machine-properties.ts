@@ -16,7 +16,10 @@ import {
 
 type Event = { type: string; actor: string; now: string; permit?: string };
 
-/** The machine with test guards: the actor check stays real; a contract guard passes unless the event permits another. */
+/**
+ * The machine with test guards: the actor check stays real; a contract guard passes unless the event permits
+ * another.
+ */
 export function permissive(machine: AnyStateMachine, spec: ProvableMachine): AnyStateMachine {
   const ids = new Set(spec.transitions.flatMap((t) => (t.guard ? [t.guard.id] : [])));
   return machine.provide({
@@ -72,8 +75,10 @@ function paths(subject: MachineUnderTest) {
   return getShortestPaths(machine, {
     input: sampleInputs[subject.id] as never,
     events: eventsOf(subject.spec) as never,
-    serializeState: (s, e, p) =>
-      `${p === undefined ? '' : stateOf(p as AnyMachineSnapshot)}--${e?.type ?? 'init'}->${stateOf(s as AnyMachineSnapshot)}`,
+    serializeState: (s, e, p) => {
+      const from = p === undefined ? '' : stateOf(p as AnyMachineSnapshot);
+      return `${from}--${e?.type ?? 'init'}->${stateOf(s as AnyMachineSnapshot)}`;
+    },
   }).map((p) => ({
     final: p.state as AnyMachineSnapshot,
     events: p.steps.slice(1).map((s) => s.event as unknown as Event),
@@ -291,7 +296,8 @@ function secondSessionProperty(
         const [next] = transition(subject.machine, s, second as never);
         if (s.can(second as never) || next !== s)
           result.problems.push(
-            `${subject.id}: a second bind (${secondSession}, generation ${generation}, ${actor}) was accepted in ${bound}`,
+            `${subject.id}: a second bind (${secondSession}, generation ${generation}, ${actor}) was accepted in ` +
+              `${bound}`,
           );
       },
     ),

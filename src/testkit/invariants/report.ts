@@ -38,7 +38,8 @@ export function formatSuite(result: SuiteResult, selfCheck?: SelfCheckRow[]): st
     out.push('', 'self-check (broken variants must be caught by name):');
     for (const r of selfCheck)
       out.push(
-        `  ${r.status === 'caught' ? 'caught' : 'MISSED'}  ${r.expected.padEnd(31)} ${r.variant}${r.status === 'caught' ? '' : ` (caught by: ${r.caughtBy.join(', ') || 'nothing'})`}`,
+        `  ${r.status === 'caught' ? 'caught' : 'MISSED'}  ${r.expected.padEnd(31)} ` +
+          `${r.variant}${r.status === 'caught' ? '' : ` (caught by: ${r.caughtBy.join(', ') || 'nothing'})`}`,
       );
   }
   out.push('', `seed ${result.seed}: ${result.passed ? 'all invariants hold' : 'INVARIANTS VIOLATED'}`);

@@ -173,7 +173,8 @@ export async function runInvariantSuite(options: SuiteOptions): Promise<SuiteRes
     if (failure !== undefined) failures.push(failure);
   }
   options.onProgress?.(
-    `engine-level property with retention compacting history a minute after it settles (memory store, ${options.runs * 2} runs)`,
+    `engine-level property with retention compacting history a minute after it settles (memory store, ` +
+      `${options.runs * 2} runs)`,
   );
   const retained = await runEngineProperty('memory', { ...options, ...RETENTION_PROPERTY(options.runs) }, checked);
   if (retained !== undefined) failures.push(retained);

@@ -41,9 +41,8 @@ export class InvariantViolation extends Error {
     readonly step: string,
   ) {
     const [first] = violations;
-    super(
-      `${first![0]} violated after ${step}: ${first![1].slice(0, 3).join('; ')}${violations.size > 1 ? ` (also: ${[...violations.keys()].slice(1).join(', ')})` : ''}`,
-    );
+    const also = violations.size > 1 ? ` (also: ${[...violations.keys()].slice(1).join(', ')})` : '';
+    super(`${first![0]} violated after ${step}: ${first![1].slice(0, 3).join('; ')}${also}`);
     this.name = 'InvariantViolation';
   }
 
@@ -115,7 +114,9 @@ export class World {
     private readonly faults: Partial<EngineFaults>,
     readonly checked: Map<string, number>,
     private readonly dir: string | undefined,
-    /** Retention for the world's engines; off unless a property exercises it (the checks then read retained history). */
+    /**
+     * Retention for the world's engines; off unless a property exercises it (the checks then read retained history).
+     */
     private readonly retention: RetentionOptions | false = false,
   ) {
     this.probe = new ProbeRuntime(this.runtime, () => store.read(feedEnd));
