@@ -7,7 +7,7 @@ import {
   type RequirementsCheck,
 } from '../command-handler/context.js';
 import type { ProducerIdentity } from '../changefeed/event-envelope.js';
-import { releaseLaunch } from '../dispatcher/dispatcher.js';
+import { releaseLaunch } from '../dispatcher/launch-release.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { advanceAll } from '../scheduler/occurrences.js';
 import { planDueSlots } from '../scheduler/planning.js';
