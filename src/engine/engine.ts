@@ -104,7 +104,10 @@ export interface TickReport {
  *
  * @example
  * ```ts
- * const engine = createEngine({ store: await JsonFileStore.open('automations.json'), runtimes: [new SimulatedRuntime()] });
+ * const engine = createEngine({
+ *   store: await JsonFileStore.open('automations.json'),
+ *   runtimes: [new SimulatedRuntime()],
+ * });
  * await engine.commands.handle(createCommand);
  * await engine.tick();
  * ```
