@@ -8,7 +8,8 @@ import { OutboxState } from '../../machines/extension-states.js';
 import type { StepContext } from '../domain/lifecycle.js';
 import type { EngineServices } from '../domain/services.js';
 import type { LaunchEvidence, LaunchResult } from '../runtime/runtime.js';
-import { applyLaunchResult, releaseLaunch } from './dispatcher.js';
+import { applyLaunchResult } from './launch-answer.js';
+import { releaseLaunch } from './launch-release.js';
 import { quarantineAutomation } from './quarantine.js';
 import { type LaunchOutcome } from '../domain/launch-outcome.js';
 

@@ -22,7 +22,7 @@ import { loadAttempt, loadOccurrence, loadRun } from '../domain/entities.js';
 import { attemptIdFor, attemptKeyFor } from '../domain/ids.js';
 import type { QuarantineRequest } from '../domain/launch-outcome.js';
 import type { AttemptTerms } from '../domain/actor-steps.js';
-import { endRunHold, moveRunHold } from '../domain/run-hold.js';
+import { endRunHold, moveRunHold, type RunHoldSend } from '../domain/run-hold.js';
 
 /**
  * Backoff before retry attempt `n` (n ≥ 2), bounded by the policy: none 0, fixed backoffSeconds,
@@ -154,51 +154,19 @@ export async function afterPreOwnershipFailure(
   const n = attemptContext(attempt).attemptNumber;
   const notBefore = new Date(Date.parse(step.now) + backoffMs(o.retryPolicy, runId, n + 1)).toISOString();
   if (retryPermitted(o, failureClass, notBefore, Math.max(o.attemptCount, n))) {
-    await openAttempt(step, run, occurrence, {
-      attemptNumber: n + 1,
-      fenceGeneration: o.fence.generation + 1,
-      leaseExpiresAt: o.deadlineAt!,
-      prior: { attemptNumber: n, outcome: 'failed' },
-      classification: 'automatic_retry',
-      notBefore,
-      runtimeId: attempt.data.attributes.runtimeId,
-    });
-    await moveEntity<OccurrenceAttributes>(
-      step,
-      'occurrence',
-      occurrenceId,
-      {
-        type: 'automatic_retry',
-        actor: 'dispatcher',
-        failure: { failureClass, preOwnership: true },
-        priorAttemptNumber: n,
-        priorDisposition: 'failed',
-        notBefore,
-      },
-      (a) => ({
-        ...a,
-        notBefore,
-        stateReason: `automatic retry after ${failureClass}`,
-        updatedAt: step.now,
-      }),
-    );
+    await retryAutomatically(step, run, occurrence, attempt, failureClass, notBefore);
     return undefined;
   }
   const attempts = Math.max(o.attemptCount, n);
   const exhausted = retryExhausted(o.retryPolicy, attempts, failureClass);
   if (holdWindowOpen(o, step.now, attempts, failureClass)) {
-    await moveRunHold(step, occurrence, { type: 'hold_opened', actor: 'dispatcher', attempts, failureClass });
-    await updateEntityAttributes<OccurrenceAttributes>(
-      step.tx,
-      KINDS.occurrence,
-      occurrenceId,
-      occurrence.version,
-      (a) => ({ ...a, stateReason: `held for operator retry after ${failureClass}`, updatedAt: step.now }),
+    await holdForOperatorRetry(
+      step,
+      occurrence,
+      run,
+      { type: 'hold_opened', actor: 'dispatcher', attempts, failureClass },
+      `held for operator retry after ${failureClass}`,
     );
-    await updateEntityAttributes<RunAttributes>(step.tx, KINDS.run, runId, run.version, (a) => ({
-      ...a,
-      stateReason: 'held_for_operator_retry',
-    }));
     return undefined;
   }
   await settleRunFailed(step, runId, attemptId, n, detail, failureClass);
@@ -224,6 +192,69 @@ export async function afterPreOwnershipFailure(
     : undefined;
 }
 
+/** Opens the next attempt under a new fence generation and moves the occurrence to wait out its backoff. */
+async function retryAutomatically(
+  step: StepContext,
+  run: RunRecord,
+  occurrence: OccurrenceRecord,
+  attempt: AttemptRecord,
+  failureClass: PreOwnershipFailureClass,
+  notBefore: string,
+): Promise<void> {
+  const o = occurrenceContext(occurrence);
+  const n = attemptContext(attempt).attemptNumber;
+  await openAttempt(step, run, occurrence, {
+    attemptNumber: n + 1,
+    fenceGeneration: o.fence.generation + 1,
+    leaseExpiresAt: o.deadlineAt!,
+    prior: { attemptNumber: n, outcome: 'failed' },
+    classification: 'automatic_retry',
+    notBefore,
+    runtimeId: attempt.data.attributes.runtimeId,
+  });
+  await moveEntity<OccurrenceAttributes>(
+    step,
+    'occurrence',
+    occurrence.id,
+    {
+      type: 'automatic_retry',
+      actor: 'dispatcher',
+      failure: { failureClass, preOwnership: true },
+      priorAttemptNumber: n,
+      priorDisposition: 'failed',
+      notBefore,
+    },
+    (a) => ({
+      ...a,
+      notBefore,
+      stateReason: `automatic retry after ${failureClass}`,
+      updatedAt: step.now,
+    }),
+  );
+}
+
+/** Opens the run's operator hold; run and occurrence stay as they are, marked held, until a retry or the deadline. */
+async function holdForOperatorRetry(
+  step: StepContext,
+  occurrence: OccurrenceRecord,
+  run: RunRecord,
+  hold: RunHoldSend,
+  occurrenceReason: string,
+): Promise<void> {
+  await moveRunHold(step, occurrence, hold);
+  await updateEntityAttributes<OccurrenceAttributes>(
+    step.tx,
+    KINDS.occurrence,
+    occurrence.id,
+    occurrence.version,
+    (a) => ({ ...a, stateReason: occurrenceReason, updatedAt: step.now }),
+  );
+  await updateEntityAttributes<RunAttributes>(step.tx, KINDS.run, run.id, run.version, (a) => ({
+    ...a,
+    stateReason: 'held_for_operator_retry',
+  }));
+}
+
 /**
  * After an attempt settled with terminal runtime evidence: success settles run and occurrence (with the
  * receipt); failure settles them unless the ordinary run's operator hold window is open, in which case
@@ -245,50 +276,14 @@ export async function afterTerminalEvidence(
   if (!runIsCurrent || !occurrenceRunning) return;
   const succeeded = evidence.outcome === 'succeeded' && (evidence.exitCode === null || evidence.exitCode === 0);
   if (succeeded) {
-    await endRunHold(step, occurrence, { type: 'hold_run_settled', actor: 'dispatcher' });
-    await moveEntity<OccurrenceAttributes>(
-      step,
-      'occurrence',
-      occurrenceId,
-      { type: 'run_settled', actor: 'dispatcher', evidence, receiptRef },
-      (a) => ({ ...a, stateReason: 'run_succeeded', updatedAt: step.now }),
-    );
-    await moveEntity<RunAttributes>(
-      step,
-      'run',
-      runId,
-      {
-        type: 'attempt_settled',
-        actor: 'dispatcher',
-        attempt: { attemptId, attemptNumber: n, state: 'succeeded' },
-        receiptRef,
-        furtherAttemptOpens: false,
-      },
-      (a) => ({
-        ...a,
-        stateReason: 'attempt_settled_succeeded',
-        finishedAt: step.now,
-        receiptRef,
-        terminalDisposition: { outcome: 'succeeded', detail: 'verified completion evidence' },
-      }),
-    );
+    await settleSucceeded(step, occurrence, runId, { attemptId, attemptNumber: n }, evidence, receiptRef);
     return;
   }
   const o = occurrenceContext(occurrence);
   const attempts = Math.max(o.attemptCount, n);
   if (holdWindowOpen(o, step.now, attempts)) {
-    await moveRunHold(step, occurrence, { type: 'hold_opened', actor: 'dispatcher', attempts });
-    await updateEntityAttributes<OccurrenceAttributes>(
-      step.tx,
-      KINDS.occurrence,
-      occurrenceId,
-      occurrence.version,
-      (a) => ({ ...a, stateReason: 'held for operator retry after a failed attempt', updatedAt: step.now }),
-    );
-    await updateEntityAttributes<RunAttributes>(step.tx, KINDS.run, runId, run.version, (a) => ({
-      ...a,
-      stateReason: 'held_for_operator_retry',
-    }));
+    const reason = 'held for operator retry after a failed attempt';
+    await holdForOperatorRetry(step, occurrence, run, { type: 'hold_opened', actor: 'dispatcher', attempts }, reason);
     return;
   }
   await endRunHold(step, occurrence, { type: 'hold_run_settled', actor: 'dispatcher' });
@@ -300,6 +295,44 @@ export async function afterTerminalEvidence(
     (a) => ({ ...a, stateReason: 'run_failed', updatedAt: step.now }),
   );
   await settleRunFailed(step, runId, attemptId, n, 'runtime evidence proves failure', 'runtime_error');
+}
+
+/** Verified success settles the occurrence, then the run, both pointing at the attempt's receipt. */
+async function settleSucceeded(
+  step: StepContext,
+  occurrence: OccurrenceRecord,
+  runId: string,
+  { attemptId, attemptNumber }: { attemptId: string; attemptNumber: number },
+  evidence: TerminalEvidence,
+  receiptRef: string,
+): Promise<void> {
+  await endRunHold(step, occurrence, { type: 'hold_run_settled', actor: 'dispatcher' });
+  await moveEntity<OccurrenceAttributes>(
+    step,
+    'occurrence',
+    occurrence.id,
+    { type: 'run_settled', actor: 'dispatcher', evidence, receiptRef },
+    (a) => ({ ...a, stateReason: 'run_succeeded', updatedAt: step.now }),
+  );
+  await moveEntity<RunAttributes>(
+    step,
+    'run',
+    runId,
+    {
+      type: 'attempt_settled',
+      actor: 'dispatcher',
+      attempt: { attemptId, attemptNumber, state: 'succeeded' },
+      receiptRef,
+      furtherAttemptOpens: false,
+    },
+    (a) => ({
+      ...a,
+      stateReason: 'attempt_settled_succeeded',
+      finishedAt: step.now,
+      receiptRef,
+      terminalDisposition: { outcome: 'succeeded', detail: 'verified completion evidence' },
+    }),
+  );
 }
 
 /**

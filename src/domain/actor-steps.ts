@@ -72,7 +72,10 @@ export interface DispatcherSteps {
 export interface SchedulerSteps {
   /** A manual run's occurrence passes eligibility and is claimed by this engine; returns the lease expiry. */
   claimForManualRun(svc: ActorServices, step: StepContext, occurrenceId: string): Promise<string>;
-  /** The runtime reports a session gone without terminal evidence: the attempt is ambiguous, the occurrence waits for recovery. */
+  /**
+   * The runtime reports a session gone without terminal evidence: the attempt is ambiguous, the occurrence waits
+   * for recovery.
+   */
   recordEvidenceLost(svc: ActorServices, step: StepContext, loss: EvidenceLoss): Promise<void>;
 }
 

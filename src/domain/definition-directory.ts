@@ -18,7 +18,10 @@ export interface PlannableDefinition {
   /** The definition machine's state. */
   readonly state: DefinitionState;
   readonly terms: PlanningTerms;
-  /** Slots after this instant (epoch ms) are the revision's to plan: the last activation, or the last revise while active. */
+  /**
+   * Slots after this instant (epoch ms) are the revision's to plan: the last activation, or the last revise while
+   * active.
+   */
   readonly plannableAfter: number;
 }
 

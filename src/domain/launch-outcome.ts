@@ -29,8 +29,10 @@ export class DefinitionIntegrityError extends ContractError {
   ) {
     super(
       'INTERNAL',
-      `definition ${automationId} revision ${revision} failed its integrity check before launch: its stored body digests to ` +
-        `${details.computed}, but it carries ${details.carried ?? 'no digest'} and the occurrence pins ${details.pinned ?? 'no digest'}; ` +
+      `definition ${automationId} revision ${revision} failed its integrity check before launch: ` +
+        `its stored body digests to ${details.computed}, ` +
+        `but it carries ${details.carried ?? 'no digest'} ` +
+        `and the occurrence pins ${details.pinned ?? 'no digest'}; ` +
         'nothing was launched and the automation is quarantined (check the store, then lift the quarantine)',
       { automationId, revision, ...details },
     );

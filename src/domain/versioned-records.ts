@@ -12,7 +12,11 @@ export const REREAD_PAGE = 500;
  *
  * @example
  * ```ts
- * const cursors = new VersionedRecords<PlanCursor, { lastSlot: string }>('plan-cursor', (r) => ({ id: r.id, version: r.version, lastSlot: r.data.lastSlot }));
+ * const cursors = new VersionedRecords<PlanCursor, { lastSlot: string }>('plan-cursor', (r) => ({
+ *   id: r.id,
+ *   version: r.version,
+ *   lastSlot: r.data.lastSlot,
+ * }));
  * await cursors.current(reader); // id order, current as of `reader`
  * ```
  */
@@ -33,12 +37,18 @@ export class VersionedRecords<T extends { readonly id: string; readonly version:
     if ((this.known.get(record.id)?.version ?? -1) < record.version) this.known.set(record.id, this.project(record));
   }
 
-  /** The projection last read or learned of a record, current or not: callers check its version against a transaction's. */
+  /**
+   * The projection last read or learned of a record, current or not: callers check its version against a
+   * transaction's.
+   */
   remembered(id: string): T | undefined {
     return this.known.get(id);
   }
 
-  /** Every record of the kind, in id order, current as of `reader`: unchanged ones from memory, the others read again. */
+  /**
+   * Every record of the kind, in id order, current as of `reader`: unchanged ones from memory, the others read
+   * again.
+   */
   async current(reader: StoreReader): Promise<T[]> {
     const versions = await reader.versions(this.kind);
     const stale = versions.filter((v) => this.known.get(v.id)?.version !== v.version);

@@ -7,7 +7,7 @@ import {
   type RequirementsCheck,
 } from '../command-handler/context.js';
 import type { ProducerIdentity } from '../changefeed/event-envelope.js';
-import { releaseLaunch } from '../dispatcher/dispatcher.js';
+import { releaseLaunch } from '../dispatcher/launch-release.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { advanceAll } from '../scheduler/occurrences.js';
 import { planDueSlots } from '../scheduler/planning.js';
@@ -104,7 +104,10 @@ export interface TickReport {
  *
  * @example
  * ```ts
- * const engine = createEngine({ store: await JsonFileStore.open('automations.json'), runtimes: [new SimulatedRuntime()] });
+ * const engine = createEngine({
+ *   store: await JsonFileStore.open('automations.json'),
+ *   runtimes: [new SimulatedRuntime()],
+ * });
  * await engine.commands.handle(createCommand);
  * await engine.tick();
  * ```

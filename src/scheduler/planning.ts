@@ -68,17 +68,26 @@ export async function planLatestSlot(
     attributes,
     'slot_fenced',
   );
-  if (collapsed.length > 0) {
-    await appendEvent(step.tx, step.feed, {
-      stream: { kind: 'occurrence', id: occurrenceId },
-      kind: 'occurrence.misfire_recorded',
-      summary: `${collapsed.length} missed slot(s) of ${automationId} collapsed into ${latest.toISOString()}`,
-      payload: { disposition: 'collapsed_to_latest', collapsedSlots: collapsed.slice(-4096) },
-      automationId,
-      occurrenceId,
-    });
-  }
+  if (collapsed.length > 0) await recordMisfire(step, automationId, occurrenceId, latest, collapsed);
   return occurrenceId;
+}
+
+/** Records the missed slots that collapsed into the planned one, so none is silently dropped. */
+async function recordMisfire(
+  step: StepContext,
+  automationId: string,
+  occurrenceId: string,
+  latest: Date,
+  collapsed: string[],
+): Promise<void> {
+  await appendEvent(step.tx, step.feed, {
+    stream: { kind: 'occurrence', id: occurrenceId },
+    kind: 'occurrence.misfire_recorded',
+    summary: `${collapsed.length} missed slot(s) of ${automationId} collapsed into ${latest.toISOString()}`,
+    payload: { disposition: 'collapsed_to_latest', collapsedSlots: collapsed.slice(-4096) },
+    automationId,
+    occurrenceId,
+  });
 }
 
 /**
@@ -111,7 +120,10 @@ async function slotTaken(step: StepContext, occurrenceId: string, key: string): 
   );
 }
 
-/** Slots after this instant (epoch ms) are the definition's to plan: after activation and after the last planned one. */
+/**
+ * Slots after this instant (epoch ms) are the definition's to plan: after activation and after the last planned
+ * one.
+ */
 function planningBase(definition: PlannableDefinition, lastSlot: string | undefined): number {
   return Math.max(definition.plannableAfter, lastSlot === undefined ? -Infinity : Date.parse(lastSlot));
 }

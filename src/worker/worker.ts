@@ -1,4 +1,4 @@
-import { AttemptState, OccurrenceState } from '../../machines/index.js';
+import { AttemptState } from '../../machines/index.js';
 import { forEachConcurrently } from '../domain/concurrency.js';
 import { moveEntity, LIVE_INDEX, type StepContext } from '../domain/lifecycle.js';
 import { attemptContext, stateOf, type AttemptAttributes } from '../domain/records.js';
@@ -9,6 +9,14 @@ import { receiptIdFor, recordReceipt } from '../domain/receipts.js';
 import { KINDS } from '../domain/records.js';
 import { openEvidenceStream } from './evidence-stream.js';
 import { loadAttempt, loadOccurrence, loadRun } from '../domain/entities.js';
+
+/** An attempt being settled, with the run, occurrence and runtime it was read with. */
+interface SettlingAttempt {
+  attempt: Awaited<ReturnType<typeof loadAttempt>>;
+  run: Awaited<ReturnType<typeof loadRun>>;
+  occurrence: Awaited<ReturnType<typeof loadOccurrence>>;
+  runtime: ReturnType<EngineServices['runtime']>;
+}
 
 /**
  * The contract's worker: observes every started session and turns runtime evidence into transitions.
@@ -93,6 +101,20 @@ export class Worker {
       await this.svc.actors.commandHandler.acknowledgeCancellation(this.svc, step, attemptId, sessionId);
       return true;
     }
+    await this.settleByEvidence(step, { attempt, run, occurrence, runtime }, sessionId, observation);
+    return true;
+  }
+
+  /**
+   * Verified terminal evidence settles the attempt, then (through the dispatcher) its run and occurrence, and
+   * records the receipt in the same commit.
+   */
+  private async settleByEvidence(
+    step: StepContext,
+    { attempt, run, occurrence, runtime }: SettlingAttempt,
+    sessionId: string,
+    observation: Extract<Observation, { status: 'exited' }>,
+  ): Promise<void> {
     const evidence: TerminalEvidence & { outputDigest?: string } = {
       sessionId,
       outcome: observation.outcome,
@@ -103,7 +125,7 @@ export class Worker {
     const settledAttempt = await moveEntity<AttemptAttributes>(
       step,
       'attempt',
-      attemptId,
+      attempt.id,
       { type: 'run_settled', actor: 'worker', evidence },
       (x) => ({
         ...x,
@@ -117,8 +139,15 @@ export class Worker {
     );
     // The occurrence and run settle first; the receipt is written in the same commit, so nothing can observe
     // either settled without it, and the changefeed reads settled -> finished -> sealed.
-    const receiptId = receiptIdFor(attemptId);
-    await this.svc.actors.dispatcher.afterTerminalEvidence(step, occurrence.id, run.id, attemptId, evidence, receiptId);
+    const receiptId = receiptIdFor(attempt.id);
+    await this.svc.actors.dispatcher.afterTerminalEvidence(
+      step,
+      occurrence.id,
+      run.id,
+      attempt.id,
+      evidence,
+      receiptId,
+    );
     await recordReceipt(
       step,
       runtime,
@@ -136,6 +165,5 @@ export class Worker {
       },
       observation.outputDigest,
     );
-    return true;
   }
 }

@@ -1,0 +1,153 @@
+import { AttemptState, RunState } from '../../machines/index.js';
+import { OutboxState } from '../../machines/extension-states.js';
+import type { AutomationDefinition } from '../domain/definition-body.js';
+import { loadAttempt, loadOccurrence, loadRun } from '../domain/entities.js';
+import type { LaunchOutcome } from '../domain/launch-outcome.js';
+import { moveEntity, type StepContext } from '../domain/lifecycle.js';
+import { moveOutbox, readOutbox } from '../domain/outbox.js';
+import {
+  attemptContext,
+  runContext,
+  sessionKeyOf,
+  stateOf,
+  type OutboxEntry,
+  type RunAttributes,
+} from '../domain/records.js';
+import type { EngineServices } from '../domain/services.js';
+import type { LaunchRequest, LaunchResult } from '../runtime/runtime.js';
+import { pinnedDefinition } from './pinned-definition.js';
+import { applyLaunchResult } from './launch-answer.js';
+import { integrityProblem } from './launch-integrity.js';
+import { integrityQuarantine, quarantineAutomation } from './quarantine.js';
+
+/**
+ * Releases one committed launch: marks it `sending` and the run `running` (adoption committed before the
+ * side effect), calls the runtime, and commits what it answered. A throw from the runtime leaves the launch
+ * `sending`: it may have happened, so only lease expiry and recovery may decide, never a blind retry.
+ */
+export async function releaseLaunch(svc: EngineServices, outboxId: string): Promise<LaunchOutcome> {
+  // Marked before `sending` is committed, so no reader ever sees this launch sent and unowned.
+  svc.launchesInFlight.add(outboxId);
+  try {
+    return await sendAndApply(svc, outboxId);
+  } finally {
+    svc.launchesInFlight.delete(outboxId);
+  }
+}
+
+async function sendAndApply(svc: EngineServices, outboxId: string): Promise<LaunchOutcome> {
+  const prepared = await svc.step((step) => startSending(step, outboxId));
+  if (prepared === undefined) return { outboxId, result: { outcome: 'skipped', detail: 'nothing to launch' } };
+  const integrity = integrityProblem(prepared.definition, prepared.pinnedDigest);
+  let result: LaunchResult;
+  if (integrity !== undefined) {
+    result = { outcome: 'failed', failureClass: 'launch_refused', detail: integrity.message };
+  } else {
+    const sent = await sendLaunch(svc, prepared, sessionKeyOf(outboxId, prepared.outbox));
+    if (sent.outcome === 'unconfirmed') return { outboxId, result: sent };
+    result = sent;
+  }
+  const refused = integrity === undefined ? undefined : integrityQuarantine(prepared.definition, integrity);
+  const quarantine = await svc.step(async (step) => {
+    const exhausted = await applyLaunchResult(svc, step, outboxId, result, sessionKeyOf(outboxId, prepared.outbox));
+    const request = refused ?? exhausted;
+    if (request !== undefined) await quarantineAutomation(step, request);
+    return request;
+  });
+  return {
+    outboxId,
+    result,
+    ...(quarantine === undefined ? {} : { quarantine }),
+    ...(integrity === undefined ? {} : { error: integrity }),
+  };
+}
+
+/**
+ * Commits the launch `sending` (and its run `running` on the first attempt) before the runtime is called, and
+ * gathers what the call needs. A launch no longer pending, or whose attempt left `dispatching`, is abandoned.
+ */
+async function startSending(step: StepContext, outboxId: string): Promise<Prepared | undefined> {
+  const outbox = await readOutbox(step.tx, outboxId);
+  if (outbox === undefined || outbox.state !== OutboxState.pending) return undefined;
+  const attempt = await loadAttempt(step.tx, outbox.entry.attemptId);
+  const attemptState = stateOf(attempt);
+  if (attemptState !== AttemptState.dispatching) {
+    await moveOutbox(step, outboxId, { type: 'outbox_release_abandoned', actor: 'dispatcher', attemptState });
+    return undefined;
+  }
+  const run = await loadRun(step.tx, outbox.entry.runId);
+  const occurrence = await loadOccurrence(step.tx, outbox.entry.occurrenceId);
+  const sent = await moveOutbox(step, outboxId, { type: 'outbox_send_started', actor: 'dispatcher', attemptState });
+  if (stateOf(run) === RunState.accepted) {
+    await moveEntity<RunAttributes>(
+      step,
+      'run',
+      run.id,
+      {
+        type: 'attempt_started',
+        actor: 'dispatcher',
+        attemptId: attempt.id,
+        attemptNumber: attemptContext(attempt).attemptNumber,
+        adoptionCommittedAt: attempt.data.attributes.openedAt,
+        launchIssuedAt: step.now,
+      },
+      (a) => ({ ...a, stateReason: 'launch_issued' }),
+    );
+  }
+  const { automationId, automationRevision, definitionDigest } = occurrence.data.attributes;
+  const definition = await pinnedDefinition(step, automationId, automationRevision);
+  return {
+    outbox: sent.entry,
+    attempt,
+    definition,
+    deadlineAt: runContext(run).deadlineAt,
+    pinnedDigest: definitionDigest.value,
+  };
+}
+
+/** Calls the runtime; a throw means the launch may or may not have happened. */
+async function sendLaunch(
+  svc: EngineServices,
+  prepared: Prepared,
+  sessionKey: string,
+): Promise<LaunchResult | { outcome: 'unconfirmed'; detail: string }> {
+  const runtime = svc.runtime(prepared.attempt.data.attributes.runtimeId);
+  if (runtime === undefined) {
+    return {
+      outcome: 'failed',
+      failureClass: 'launch_refused',
+      detail: `no runtime ${prepared.attempt.data.attributes.runtimeId} is registered`,
+    };
+  }
+  let result: LaunchResult;
+  try {
+    result = await runtime.launch(launchRequestOf(prepared, sessionKey), svc.clock.now());
+  } catch (error) {
+    return { outcome: 'unconfirmed', detail: (error as Error).message };
+  }
+  return result;
+}
+
+type Prepared = {
+  outbox: OutboxEntry;
+  attempt: Awaited<ReturnType<typeof loadAttempt>>;
+  definition: AutomationDefinition;
+  deadlineAt: string;
+  pinnedDigest?: string;
+};
+
+function launchRequestOf(prepared: Prepared, sessionKey: string): LaunchRequest {
+  const { definition } = prepared;
+  return {
+    sessionKey,
+    automationId: definition.automationId,
+    occurrenceId: prepared.outbox.occurrenceId,
+    runId: prepared.outbox.runId,
+    attemptId: prepared.attempt.id,
+    attemptNumber: attemptContext(prepared.attempt).attemptNumber,
+    prompt: definition.action.prompt,
+    ...(definition.action.cwd === undefined ? {} : { cwd: definition.action.cwd }),
+    ...(definition.runtimeRequirements?.model === undefined ? {} : { model: definition.runtimeRequirements.model }),
+    deadlineAt: prepared.deadlineAt,
+  };
+}
