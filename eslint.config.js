@@ -20,12 +20,6 @@ export const LONG_LINES_NOT_YET_WRAPPED = [
   'src/command-handler/cwd-requirements.ts',
   'src/command-handler/definition-commands.ts',
   'src/command-handler/operator-commands.ts',
-  'src/domain/actor-steps.ts',
-  'src/domain/definition-directory.ts',
-  'src/domain/launch-outcome.ts',
-  'src/domain/versioned-records.ts',
-  'src/engine/engine.ts',
-  'src/scheduler/planning.ts',
 ];
 
 /**
