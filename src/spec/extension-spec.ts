@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { ContractActor } from '../contract/vocabulary.js';
-import { describeSchemaError, SpecFileError, type SpecTransition } from './lifecycle-spec.js';
+import { parseSpecDocument, type SpecTransition } from './lifecycle-spec.js';
 import { packageRoot } from '../contract/package-root.js';
 
 /**
@@ -48,15 +48,7 @@ function validator(): ReturnType<Ajv2020['compile']> {
 
 /** Parses and schema-validates an extension spec document; refuses anything else, naming each offending path. */
 export function parseExtensionSpec(text: string, file = EXTENSION_SPEC_FILE): ExtensionSpec {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (error) {
-    throw new SpecFileError(file, [`(root): not valid JSON (${(error as Error).message})`]);
-  }
-  const validate = validator();
-  if (!validate(value)) throw new SpecFileError(file, (validate.errors ?? []).map(describeSchemaError));
-  return value as ExtensionSpec;
+  return parseSpecDocument<ExtensionSpec>(text, file, validator());
 }
 
 /** Loads the package's `extension-machines.json` (or another file, for tooling and tests). */

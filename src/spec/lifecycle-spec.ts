@@ -85,15 +85,19 @@ export function describeSchemaError(error: ErrorObject): string {
  * does not match the spec schema, naming each offending path.
  */
 export function parseLifecycleSpec(text: string, file = SPEC_FILE): LifecycleSpec {
+  return parseSpecDocument<LifecycleSpec>(text, file, validator());
+}
+
+/** A spec document parsed and checked against its schema's validator, or a SpecFileError naming each path. */
+export function parseSpecDocument<T>(text: string, file: string, validate: ReturnType<Ajv2020['compile']>): T {
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch (error) {
     throw new SpecFileError(file, [`(root): not valid JSON (${(error as Error).message})`]);
   }
-  const validate = validator();
   if (!validate(value)) throw new SpecFileError(file, (validate.errors ?? []).map(describeSchemaError));
-  return value as LifecycleSpec;
+  return value as T;
 }
 
 /** Loads the package's authoritative `state-machines.json` (or another file, for tooling and tests). */
