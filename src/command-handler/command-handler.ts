@@ -14,7 +14,9 @@ import {
   type CommandOutcome,
   type RequirementsCheck,
 } from './context.js';
-import { changeLifecycle, createDefinition, LIFECYCLE_COMMANDS, reviseDefinition } from './definition-commands.js';
+import { createDefinition } from './definition-commands.js';
+import { changeLifecycle, LIFECYCLE_COMMANDS } from './lifecycle-commands.js';
+import { reviseDefinition } from './revise-definition.js';
 import { getDefinition, listDefinitions } from './definition-reads.js';
 import {
   checkEnvelope,
