@@ -54,7 +54,11 @@ type Mutation = (ctx: CommandContext) => Promise<CommandOutcome>;
  * @example
  * ```ts
  * const handler = new CommandHandler({ store, clock: systemClock });
- * const response = await handler.handle({ schemaVersion: 'coven.automations.v1', command: 'definition.pause.v1', ... });
+ * const response = await handler.handle({
+ *   schemaVersion: 'coven.automations.v1',
+ *   command: 'definition.pause.v1',
+ *   ...
+ * });
  * if (response.outcome === 'rejected') console.error(response.error.code, response.error.message);
  * ```
  */

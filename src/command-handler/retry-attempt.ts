@@ -49,9 +49,10 @@ function requireRetryableLatest(run: RunRecord, latest: AttemptRecord, claim: Re
       state: latestState,
     });
   if (claim.priorAttemptNumber !== latestNumber || claim.priorDisposition !== latestState) {
+    const claimed = `#${claim.priorAttemptNumber} ${claim.priorDisposition}`;
     throw new ContractError(
       'RETRY_DISPOSITION_INVALID',
-      `the latest attempt is #${latestNumber} ${latestState}, not #${claim.priorAttemptNumber} ${claim.priorDisposition}`,
+      `the latest attempt is #${latestNumber} ${latestState}, not ${claimed}`,
       {
         runId,
         latestAttemptNumber: latestNumber,
