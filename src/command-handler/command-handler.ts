@@ -14,7 +14,9 @@ import {
   type CommandOutcome,
   type RequirementsCheck,
 } from './context.js';
-import { changeLifecycle, createDefinition, LIFECYCLE_COMMANDS, reviseDefinition } from './definition-commands.js';
+import { createDefinition } from './definition-commands.js';
+import { changeLifecycle, LIFECYCLE_COMMANDS } from './lifecycle-commands.js';
+import { reviseDefinition } from './revise-definition.js';
 import { getDefinition, listDefinitions } from './definition-reads.js';
 import {
   checkEnvelope,
@@ -52,7 +54,11 @@ type Mutation = (ctx: CommandContext) => Promise<CommandOutcome>;
  * @example
  * ```ts
  * const handler = new CommandHandler({ store, clock: systemClock });
- * const response = await handler.handle({ schemaVersion: 'coven.automations.v1', command: 'definition.pause.v1', ... });
+ * const response = await handler.handle({
+ *   schemaVersion: 'coven.automations.v1',
+ *   command: 'definition.pause.v1',
+ *   ...
+ * });
  * if (response.outcome === 'rejected') console.error(response.error.code, response.error.message);
  * ```
  */

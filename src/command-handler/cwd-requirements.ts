@@ -17,7 +17,11 @@ export interface ConfinedRuntime {
  *
  * @example
  * ```ts
- * createEngine({ store, runtimes: [runtime], requirements: confineCwd([runtime], defaultRequirements(['coven-code'])) });
+ * createEngine({
+ *   store,
+ *   runtimes: [runtime],
+ *   requirements: confineCwd([runtime], defaultRequirements(['coven-code'])),
+ * });
  * ```
  */
 export function confineCwd(runtimes: readonly ConfinedRuntime[], next: RequirementsCheck): RequirementsCheck {

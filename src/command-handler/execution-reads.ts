@@ -35,6 +35,52 @@ function decodeCursor(cursor: string | undefined): { startedAt: string; runId: s
   throw new ContractError('VALIDATION_FAILED', 'cursor is not one this engine issued', { field: 'payload.cursor' });
 }
 
+/** Newest first: by start time, then by id, both descending. */
+const newestFirst = (a: RunRecord, b: RunRecord): number =>
+  a.data.attributes.startedAt === b.data.attributes.startedAt
+    ? a.id < b.id
+      ? 1
+      : -1
+    : a.data.attributes.startedAt < b.data.attributes.startedAt
+      ? 1
+      : -1;
+
+/** The automation's runs (of one occurrence when named), newest first, strictly after the cursor position. */
+async function runsAfterCursor(
+  reader: StoreReader,
+  payload: { automationId: string; occurrenceId?: string },
+  after: { startedAt: string; runId: string } | undefined,
+): Promise<RunRecord[]> {
+  return ((await reader.list<RunRecord['data']>(KINDS.run)) as RunRecord[])
+    .filter((r) => r.data.attributes.automationId === payload.automationId)
+    .filter(
+      (r) =>
+        payload.occurrenceId === undefined ||
+        (r.data.snapshot.context as { occurrenceId: string }).occurrenceId === payload.occurrenceId,
+    )
+    .sort(newestFirst)
+    .filter(
+      (r) =>
+        after === undefined ||
+        r.data.attributes.startedAt < after.startedAt ||
+        (r.data.attributes.startedAt === after.startedAt && r.id < after.runId),
+    );
+}
+
+/** Each run rendered with the attempts the store still holds for it. */
+async function renderRunsWithAttempts(reader: StoreReader, page: RunRecord[]): Promise<Array<Record<string, unknown>>> {
+  const rendered = [];
+  for (const run of page) {
+    const attempts = [];
+    for (const attemptId of run.data.attributes.attemptIds) {
+      const attempt = await reader.get<AttemptRecord['data']>(KINDS.attempt, attemptId);
+      if (attempt !== undefined) attempts.push(renderAttempt(attempt as AttemptRecord));
+    }
+    rendered.push({ ...renderRun(run), attempts });
+  }
+  return rendered;
+}
+
 /** run.history.v1: runs of an automation newest first (by start, then id), each with its attempts. */
 export async function runHistory(
   reader: StoreReader,
@@ -46,39 +92,9 @@ export async function runHistory(
       automationId: payload.automationId,
     });
   const limit = payload.limit ?? 20;
-  const after = decodeCursor(payload.cursor);
-  const runs = ((await reader.list<RunRecord['data']>(KINDS.run)) as RunRecord[])
-    .filter((r) => r.data.attributes.automationId === payload.automationId)
-    .filter(
-      (r) =>
-        payload.occurrenceId === undefined ||
-        (r.data.snapshot.context as { occurrenceId: string }).occurrenceId === payload.occurrenceId,
-    )
-    .sort((a, b) =>
-      a.data.attributes.startedAt === b.data.attributes.startedAt
-        ? a.id < b.id
-          ? 1
-          : -1
-        : a.data.attributes.startedAt < b.data.attributes.startedAt
-          ? 1
-          : -1,
-    )
-    .filter(
-      (r) =>
-        after === undefined ||
-        r.data.attributes.startedAt < after.startedAt ||
-        (r.data.attributes.startedAt === after.startedAt && r.id < after.runId),
-    );
+  const runs = await runsAfterCursor(reader, payload, decodeCursor(payload.cursor));
   const page = runs.slice(0, limit);
-  const rendered = [];
-  for (const run of page) {
-    const attempts = [];
-    for (const attemptId of run.data.attributes.attemptIds) {
-      const attempt = await reader.get<AttemptRecord['data']>(KINDS.attempt, attemptId);
-      if (attempt !== undefined) attempts.push(renderAttempt(attempt as AttemptRecord));
-    }
-    rendered.push({ ...renderRun(run), attempts });
-  }
+  const rendered = await renderRunsWithAttempts(reader, page);
   const last = page.at(-1);
   const hasMore = runs.length > limit;
   return {
@@ -99,23 +115,69 @@ export async function runHistory(
   };
 }
 
+/** The definition whose health is asked for: NOT_FOUND when absent, GONE_TOMBSTONED when tombstoned. */
+async function readHealthDefinition(reader: StoreReader, automationId: string): Promise<DefinitionRecord> {
+  const record = (await reader.get<DefinitionRecord['data']>(DEFINITION_KIND, automationId)) as
+    DefinitionRecord | undefined;
+  if (record === undefined)
+    throw new ContractError('NOT_FOUND', `no definition with id ${automationId}`, {
+      automationId,
+    });
+  if (stateOf(record) === DefinitionState.tombstoned)
+    throw new ContractError('GONE_TOMBSTONED', `definition ${automationId} is tombstoned`, {
+      automationId,
+    });
+  return record;
+}
+
+/** The latest of some timestamps, or null when there is none. */
+const latestOf = (values: Array<string | undefined>): string | null =>
+  values
+    .filter((v): v is string => v !== undefined)
+    .sort()
+    .at(-1) ?? null;
+
+/** Settled runs since the last success, newest first; a cancelled run is not a failure. */
+function consecutiveFailuresOf(runs: RunRecord[]): number {
+  const settled = runs
+    .filter((r) => r.data.attributes.finishedAt !== undefined)
+    .sort((a, b) => (a.data.attributes.finishedAt! < b.data.attributes.finishedAt! ? 1 : -1));
+  let consecutiveFailures = 0;
+  for (const run of settled) {
+    if (stateOf(run) === RunState.succeeded) break;
+    if (stateOf(run) !== RunState.cancelled) consecutiveFailures += 1;
+  }
+  return consecutiveFailures;
+}
+
+/** Why the automation is not making progress on its own, the most pressing reason first; null when it is. */
+async function staleReasonOf(
+  reader: StoreReader,
+  state: string,
+  quarantine: { quarantined: boolean; reason: string | null },
+  live: OccurrenceRecord[],
+): Promise<string | null> {
+  let anyHeld = false;
+  for (const o of live) if (!anyHeld) anyHeld = await isRunHeld(reader, o);
+  return quarantine.quarantined
+    ? `quarantined: ${quarantine.reason}`
+    : live.some((o) => stateOf(o) === OccurrenceState.recovery_required)
+      ? 'an occurrence waits for operator recovery'
+      : anyHeld
+        ? 'a run is held for an operator retry'
+        : state !== DefinitionState.active
+          ? `definition is ${state}`
+          : null;
+}
+
 /** definition.health.v1: where an automation stands and what it will do next. */
 export async function definitionHealth(
   svc: EngineServices,
   reader: StoreReader,
   payload: { automationId: string },
 ): Promise<Record<string, unknown>> {
-  const record = (await reader.get<DefinitionRecord['data']>(DEFINITION_KIND, payload.automationId)) as
-    DefinitionRecord | undefined;
-  if (record === undefined)
-    throw new ContractError('NOT_FOUND', `no definition with id ${payload.automationId}`, {
-      automationId: payload.automationId,
-    });
+  const record = await readHealthDefinition(reader, payload.automationId);
   const state = stateOf(record);
-  if (state === DefinitionState.tombstoned)
-    throw new ContractError('GONE_TOMBSTONED', `definition ${payload.automationId} is tombstoned`, {
-      automationId: payload.automationId,
-    });
   const definition = record.data.attributes.definition;
   const occurrences = ((await reader.list<OccurrenceRecord['data']>(KINDS.occurrence)) as OccurrenceRecord[]).filter(
     (o) => o.data.attributes.automationId === payload.automationId,
@@ -125,19 +187,6 @@ export async function definitionHealth(
   );
   const quarantine = await readQuarantine(reader, payload.automationId);
   const quarantined = quarantine.state === QuarantineState.quarantined;
-  const latest = (values: Array<string | undefined>) =>
-    values
-      .filter((v): v is string => v !== undefined)
-      .sort()
-      .at(-1) ?? null;
-  const settled = runs
-    .filter((r) => r.data.attributes.finishedAt !== undefined)
-    .sort((a, b) => (a.data.attributes.finishedAt! < b.data.attributes.finishedAt! ? 1 : -1));
-  let consecutiveFailures = 0;
-  for (const run of settled) {
-    if (stateOf(run) === RunState.succeeded) break;
-    if (stateOf(run) !== RunState.cancelled) consecutiveFailures += 1;
-  }
   const live = occurrences.filter((o) => OCCURRENCE_LIVE.has(stateOf(o)));
   const leased = live.map((o) => occurrenceContext(o)).find((c) => c.fence.claimedBy !== null);
   const schedule = svc.schedule(definition.trigger.schedule.rrule, definition.trigger.schedule.timezone);
@@ -145,17 +194,7 @@ export async function definitionHealth(
     state === DefinitionState.active && !quarantined
       ? (schedule.nextAfter(svc.clock.now())?.toISOString() ?? null)
       : null;
-  let anyHeld = false;
-  for (const o of live) if (!anyHeld) anyHeld = await isRunHeld(reader, o);
-  const staleReason = quarantined
-    ? `quarantined: ${quarantine.reason}`
-    : live.some((o) => stateOf(o) === OccurrenceState.recovery_required)
-      ? 'an occurrence waits for operator recovery'
-      : anyHeld
-        ? 'a run is held for an operator retry'
-        : state !== DefinitionState.active
-          ? `definition is ${state}`
-          : null;
+  const staleReason = await staleReasonOf(reader, state, { quarantined, reason: quarantine.reason }, live);
   const indexed = await reader.list(LIVE_INDEX.occurrence);
   return {
     health: {
@@ -163,12 +202,12 @@ export async function definitionHealth(
       lifecycleState: state,
       revision: definition.revision,
       nextDueAt,
-      lastPlannedAt: latest(occurrences.map((o) => o.data.attributes.createdAt)),
-      lastStartedAt: latest(runs.map((r) => r.data.attributes.startedAt)),
-      lastSuccessAt: latest(
+      lastPlannedAt: latestOf(occurrences.map((o) => o.data.attributes.createdAt)),
+      lastStartedAt: latestOf(runs.map((r) => r.data.attributes.startedAt)),
+      lastSuccessAt: latestOf(
         runs.filter((r) => stateOf(r) === RunState.succeeded).map((r) => r.data.attributes.finishedAt),
       ),
-      consecutiveFailures,
+      consecutiveFailures: consecutiveFailuresOf(runs),
       leaseOwner: leased?.fence.claimedBy ?? null,
       leaseExpiresAt: leased?.fence.leaseExpiresAt ?? null,
       quarantined,

@@ -7,12 +7,104 @@ import {
   type OccurrenceAttributes,
   type OccurrenceRecord,
   type RunAttributes,
+  type RunRecord,
 } from '../domain/records.js';
 import { attemptContext } from '../domain/records.js';
 import { loadAttempt, loadRun } from '../domain/entities.js';
 import { moveOutbox, readAttemptLaunch } from '../domain/outbox.js';
 import { endRunHold } from '../domain/run-hold.js';
 import { OutboxState } from '../../machines/extension-states.js';
+
+const TOMBSTONED = 'definition tombstoned';
+
+/**
+ * Withdraws the latest attempt's launch when it has not been handed to a runtime yet, and settles an adopted
+ * or dispatching attempt cancelled. Returns false, changing nothing, when the launch is already under way.
+ */
+async function withdrawUnlaunchedAttempt(step: StepContext, occurrenceId: string, attemptId: string): Promise<boolean> {
+  const attempt = await loadAttempt(step.tx, attemptId);
+  const attemptState = stateOf(attempt);
+  const outbox = await readAttemptLaunch(step.tx, attemptId, attemptContext(attempt).dispatchGeneration);
+  if (outbox !== undefined && outbox.state !== OutboxState.pending && attemptState === AttemptState.dispatching)
+    return false;
+  if (outbox !== undefined && outbox.state === OutboxState.pending) {
+    await moveOutbox(step, outbox.id, {
+      type: 'outbox_work_cancelled',
+      actor: 'command_handler',
+      occurrenceId,
+      reason: 'definition_tombstoned',
+    });
+  }
+  if (attemptState === AttemptState.adopted || attemptState === AttemptState.dispatching) {
+    const cancellation =
+      attemptState === AttemptState.adopted
+        ? { requestedAt: step.now }
+        : { requestedAt: step.now, reconciledAt: step.now };
+    await moveEntity<AttemptAttributes>(
+      step,
+      'attempt',
+      attemptId,
+      { type: 'cancel_acknowledged', actor: 'command_handler', cancellation },
+      (a) => ({ ...a, stateReason: TOMBSTONED, settledAt: step.now }),
+    );
+  }
+  return true;
+}
+
+/** An accepted or running run of a tombstoned definition settles cancelled. */
+async function settleRunTombstoned(step: StepContext, run: RunRecord): Promise<void> {
+  if (stateOf(run) !== RunState.accepted && stateOf(run) !== RunState.running) return;
+  await moveEntity<RunAttributes>(
+    step,
+    'run',
+    run.id,
+    { type: 'cancel_acknowledged', actor: 'command_handler' },
+    (a) => ({
+      ...a,
+      stateReason: TOMBSTONED,
+      finishedAt: step.now,
+      terminalDisposition: {
+        outcome: 'cancelled',
+        failureClass: 'cancelled_by_request',
+        detail: TOMBSTONED,
+      },
+    }),
+  );
+}
+
+/** Ends the occurrence's run hold and settles it cancelled, reconciled in the tombstone's commit. */
+async function settleOccurrenceTombstoned(step: StepContext, occurrence: OccurrenceRecord): Promise<void> {
+  const cancellation = { requestedAt: step.now, reconciledAt: step.now };
+  await endRunHold(step, occurrence, { type: 'hold_run_cancelled', actor: 'command_handler' });
+  await moveEntity<OccurrenceAttributes>(
+    step,
+    'occurrence',
+    occurrence.id,
+    { type: 'cancel_acknowledged', actor: 'command_handler', cancellation },
+    (a) => ({
+      ...a,
+      stateReason: TOMBSTONED,
+      cancellation,
+      updatedAt: step.now,
+    }),
+  );
+}
+
+/**
+ * Cancels one planned, eligible or claimed occurrence with its run and unlaunched attempt. Returns false,
+ * changing nothing, when its launch is already under way.
+ */
+async function cancelUnlaunchedOccurrence(step: StepContext, occurrence: OccurrenceRecord): Promise<boolean> {
+  const runId = occurrence.data.attributes.activeRunRef;
+  if (runId !== undefined) {
+    const run = await loadRun(step.tx, runId);
+    const attemptId = run.data.attributes.attemptIds.at(-1);
+    if (attemptId !== undefined && !(await withdrawUnlaunchedAttempt(step, occurrence.id, attemptId))) return false;
+    await settleRunTombstoned(step, run);
+  }
+  await settleOccurrenceTombstoned(step, occurrence);
+  return true;
+}
 
 /**
  * tombstone-preserves-history: a tombstoned definition never plans, claims or runs. Its occurrences that
@@ -29,72 +121,7 @@ export async function cancelUnlaunchedWork(step: StepContext, automationId: stri
     const state = stateOf(occurrence);
     if (state !== OccurrenceState.planned && state !== OccurrenceState.eligible && state !== OccurrenceState.claimed)
       continue;
-    const runId = occurrence.data.attributes.activeRunRef;
-    if (runId !== undefined) {
-      const run = await loadRun(step.tx, runId);
-      const attemptId = run.data.attributes.attemptIds.at(-1);
-      if (attemptId !== undefined) {
-        const attempt = await loadAttempt(step.tx, attemptId);
-        const attemptState = stateOf(attempt);
-        const outbox = await readAttemptLaunch(step.tx, attemptId, attemptContext(attempt).dispatchGeneration);
-        if (outbox !== undefined && outbox.state !== OutboxState.pending && attemptState === AttemptState.dispatching)
-          continue;
-        if (outbox !== undefined && outbox.state === OutboxState.pending) {
-          await moveOutbox(step, outbox.id, {
-            type: 'outbox_work_cancelled',
-            actor: 'command_handler',
-            occurrenceId: id,
-            reason: 'definition_tombstoned',
-          });
-        }
-        if (attemptState === AttemptState.adopted || attemptState === AttemptState.dispatching) {
-          const cancellation =
-            attemptState === AttemptState.adopted
-              ? { requestedAt: step.now }
-              : { requestedAt: step.now, reconciledAt: step.now };
-          await moveEntity<AttemptAttributes>(
-            step,
-            'attempt',
-            attemptId,
-            { type: 'cancel_acknowledged', actor: 'command_handler', cancellation },
-            (a) => ({ ...a, stateReason: 'definition tombstoned', settledAt: step.now }),
-          );
-        }
-      }
-      if (stateOf(run) === RunState.accepted || stateOf(run) === RunState.running) {
-        await moveEntity<RunAttributes>(
-          step,
-          'run',
-          runId,
-          { type: 'cancel_acknowledged', actor: 'command_handler' },
-          (a) => ({
-            ...a,
-            stateReason: 'definition tombstoned',
-            finishedAt: step.now,
-            terminalDisposition: {
-              outcome: 'cancelled',
-              failureClass: 'cancelled_by_request',
-              detail: 'definition tombstoned',
-            },
-          }),
-        );
-      }
-    }
-    const cancellation = { requestedAt: step.now, reconciledAt: step.now };
-    await endRunHold(step, occurrence, { type: 'hold_run_cancelled', actor: 'command_handler' });
-    await moveEntity<OccurrenceAttributes>(
-      step,
-      'occurrence',
-      id,
-      { type: 'cancel_acknowledged', actor: 'command_handler', cancellation },
-      (a) => ({
-        ...a,
-        stateReason: 'definition tombstoned',
-        cancellation,
-        updatedAt: step.now,
-      }),
-    );
-    cancelled.push(id);
+    if (await cancelUnlaunchedOccurrence(step, occurrence)) cancelled.push(id);
   }
   return cancelled;
 }

@@ -1,0 +1,104 @@
+import { DefinitionState } from '../../machines/index.js';
+import { sha256Hex } from '../contract/digest.js';
+import { ContractError } from '../contract/errors.js';
+import type { AutomationDefinition } from '../domain/definition-body.js';
+import { DEFINITION_KIND, type DefinitionRecord } from '../domain/definition-records.js';
+import { createExecutionEntity, liveWorkOf, type StepContext } from '../domain/lifecycle.js';
+import { occurrenceInput } from '../domain/occurrence-input.js';
+import { KINDS, type OccurrenceAttributes } from '../domain/records.js';
+import { isQuarantined, type EngineServices } from '../domain/services.js';
+import type { CommandContext, CommandOutcome } from './context.js';
+import { commandStep, notFound } from './operator-lookups.js';
+
+/**
+ * The definition a manual run starts from: it exists, is active and unquarantined, and has no live work
+ * (overlap is forbidden), checked in that order.
+ */
+async function requireRunnableDefinition(ctx: CommandContext, automationId: string): Promise<DefinitionRecord> {
+  const definitionRecord = await ctx.tx.get<DefinitionRecord['data']>(DEFINITION_KIND, automationId);
+  if (definitionRecord === undefined) throw notFound('definition', automationId);
+  const state = definitionRecord.data.snapshot.value;
+  if (state === DefinitionState.tombstoned)
+    throw new ContractError('GONE_TOMBSTONED', `definition ${automationId} is tombstoned`, { automationId });
+  if (state !== DefinitionState.active)
+    throw new ContractError(
+      'ILLEGAL_TRANSITION',
+      `definition ${automationId} is ${state}; only an active definition runs`,
+      { automationId, state },
+    );
+  if (await isQuarantined(ctx.tx, automationId)) {
+    throw new ContractError('ILLEGAL_TRANSITION', `definition ${automationId} is quarantined after exhausted retries`, {
+      automationId,
+      quarantined: true,
+    });
+  }
+  const live = await liveWorkOf(ctx.tx, automationId);
+  if (live !== undefined)
+    throw new ContractError(
+      'OVERLAP_FORBIDDEN',
+      `automation ${automationId} has live work (${live}); overlap is forbidden`,
+      { automationId, occurrenceId: live },
+    );
+  return definitionRecord as DefinitionRecord;
+}
+
+/**
+ * Creates the manual occurrence, keyed by the command's adoption key so a replayed request names the same
+ * occurrence, with its occurrence-key reservation.
+ */
+async function createManualOccurrence(
+  ctx: CommandContext,
+  step: StepContext,
+  automationId: string,
+  definition: AutomationDefinition,
+): Promise<{ occurrenceId: string; occurrenceKey: string }> {
+  const occurrenceId = `occ-manual-${sha256Hex(ctx.envelope.adoptionKey).slice(0, 32)}`;
+  const occurrenceKey = `${automationId}@manual-${ctx.envelope.adoptionKey}`.slice(0, 320);
+  await ctx.tx.put(KINDS.occurrenceKey, occurrenceKey, { occurrenceId }, { expectedVersion: null });
+  await createExecutionEntity<OccurrenceAttributes>(
+    step,
+    'occurrence',
+    occurrenceId,
+    occurrenceInput(occurrenceId, definition, ctx.now),
+    {
+      automationId,
+      automationRevision: definition.revision,
+      definitionDigest: definition.integrity,
+      occurrenceKey,
+      scheduledFor: ctx.now,
+      triggerIdentity: { kind: 'manual.request', requestedBy: ctx.envelope.origin.principal },
+      stateReason: 'manual request',
+      misfireDisposition: 'none',
+      createdAt: ctx.now,
+      updatedAt: ctx.now,
+      observedAt: ctx.now,
+    },
+    'manual_request',
+  );
+  return { occurrenceId, occurrenceKey };
+}
+
+/** occurrence.runNow.v1: a manual occurrence, claimed in the command's own commit, launched right after it. */
+export async function runNow(
+  svc: EngineServices,
+  dispatch: (id: string) => Promise<unknown>,
+  ctx: CommandContext,
+): Promise<CommandOutcome> {
+  const automationId = ctx.envelope.payload.automationId as string;
+  const definitionRecord = await requireRunnableDefinition(ctx, automationId);
+  const s = commandStep(ctx);
+  const { occurrenceId, occurrenceKey } = await createManualOccurrence(
+    ctx,
+    s,
+    automationId,
+    definitionRecord.data.attributes.definition,
+  );
+  const leaseExpiresAt = await svc.actors.scheduler.claimForManualRun(svc, s, occurrenceId);
+  return {
+    automationId,
+    result: { automationId, occurrenceId, occurrenceKey, status: 'claimed', leaseExpiresAt },
+    afterCommit: async () => {
+      await dispatch(occurrenceId);
+    },
+  };
+}
