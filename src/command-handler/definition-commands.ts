@@ -1,5 +1,5 @@
 import { definitionMachine, DefinitionState } from '../../machines/index.js';
-import { createEntity, readEntity, type EntityRecord } from '../actors/entity-transition.js';
+import { createEntity, type EntityRecord } from '../actors/entity-transition.js';
 import { appendEvent, type EventKind } from '../changefeed/event-envelope.js';
 import { ContractError } from '../contract/errors.js';
 import { pureInitialTransition } from '../actors/pure-transition.js';
@@ -144,11 +144,4 @@ export async function createDefinition(ctx: CommandContext): Promise<CommandOutc
   );
   const summary = `definition ${id} created (revision 1, ${initialState})`;
   return commitRevision(ctx, id, body, 'definition.created', summary, initialState);
-}
-
-export async function readDefinition(
-  tx: Pick<StoreTransaction, 'get'>,
-  automationId: string,
-): Promise<DefinitionRecord> {
-  return readEntity<DefinitionAttributes>(tx as StoreTransaction, DEFINITION_KIND, automationId);
 }

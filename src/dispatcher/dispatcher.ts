@@ -1,6 +1,5 @@
 import { AttemptState, OccurrenceState } from '../../machines/index.js';
 import { updateEntityAttributes } from '../actors/entity-transition.js';
-import { isContractError } from '../contract/errors.js';
 import { sha256Hex } from '../contract/digest.js';
 import type { AutomationDefinition } from '../domain/definition-body.js';
 import { loadAttempt, loadOccurrence, loadRun } from '../domain/entities.js';
@@ -206,9 +205,4 @@ async function dispatchAttempt(
   );
   const occurrenceId = occurrence.id;
   return createOutbox(step, { attemptId, occurrenceId, runId, dispatchGeneration, committedAt: step.now });
-}
-
-/** A write lost a race: another transaction moved the record first, or the move is no longer legal. */
-export function isConflict(error: unknown): boolean {
-  return isContractError(error) && (error.code === 'REVISION_CONFLICT' || error.code === 'ILLEGAL_TRANSITION');
 }
