@@ -1,4 +1,4 @@
-import { AttemptState, OCCURRENCE_LIVE_STATES, OccurrenceState, RunState } from '../../machines/index.js';
+import { AttemptState, OCCURRENCE_LIVE_STATES, OccurrenceState } from '../../machines/index.js';
 import { OutboxState } from '../../machines/extension-states.js';
 import { updateEntityAttributes } from '../actors/entity-transition.js';
 import { ContractError } from '../contract/errors.js';
@@ -14,13 +14,12 @@ import {
   type AttemptRecord,
   type OccurrenceAttributes,
   type OccurrenceRecord,
-  type RunAttributes,
-  type RunRecord,
 } from '../domain/records.js';
 import { endRunHold } from '../domain/run-hold.js';
 import type { EngineServices } from '../domain/services.js';
 import type { CommandContext, CommandOutcome } from './context.js';
 import { commandStep, getOccurrence, getRun, notFound } from './operator-lookups.js';
+import { settleRunCancelled } from './run-cancellation.js';
 
 function cancelPending(what: string, details: Record<string, unknown>): ContractError {
   return new ContractError(
@@ -146,23 +145,6 @@ async function cancelAdoptedAttempt(step: StepContext, attempt: AttemptRecord, r
     attempt.id,
     { type: 'cancel_acknowledged', actor: 'command_handler', cancellation: { requestedAt: step.now } },
     (a) => ({ ...a, stateReason: reason, settledAt: step.now }),
-  );
-}
-
-/** An accepted or running run settles cancelled by request. */
-async function settleRunCancelled(step: StepContext, run: RunRecord, reason: string): Promise<void> {
-  if (stateOf(run) !== RunState.accepted && stateOf(run) !== RunState.running) return;
-  await moveEntity<RunAttributes>(
-    step,
-    'run',
-    run.id,
-    { type: 'cancel_acknowledged', actor: 'command_handler' },
-    (a) => ({
-      ...a,
-      stateReason: reason,
-      finishedAt: step.now,
-      terminalDisposition: { outcome: 'cancelled', failureClass: 'cancelled_by_request', detail: reason },
-    }),
   );
 }
 

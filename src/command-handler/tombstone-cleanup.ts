@@ -1,4 +1,4 @@
-import { AttemptState, OccurrenceState, RunState } from '../../machines/index.js';
+import { AttemptState, OccurrenceState } from '../../machines/index.js';
 import { liveOccurrencesOf, moveEntity, type StepContext } from '../domain/lifecycle.js';
 import {
   KINDS,
@@ -6,14 +6,13 @@ import {
   type AttemptAttributes,
   type OccurrenceAttributes,
   type OccurrenceRecord,
-  type RunAttributes,
-  type RunRecord,
 } from '../domain/records.js';
 import { attemptContext } from '../domain/records.js';
 import { loadAttempt, loadRun } from '../domain/entities.js';
 import { moveOutbox, readAttemptLaunch } from '../domain/outbox.js';
 import { endRunHold } from '../domain/run-hold.js';
 import { OutboxState } from '../../machines/extension-states.js';
+import { settleRunCancelled } from './run-cancellation.js';
 
 const TOMBSTONED = 'definition tombstoned';
 
@@ -51,27 +50,6 @@ async function withdrawUnlaunchedAttempt(step: StepContext, occurrenceId: string
   return true;
 }
 
-/** An accepted or running run of a tombstoned definition settles cancelled. */
-async function settleRunTombstoned(step: StepContext, run: RunRecord): Promise<void> {
-  if (stateOf(run) !== RunState.accepted && stateOf(run) !== RunState.running) return;
-  await moveEntity<RunAttributes>(
-    step,
-    'run',
-    run.id,
-    { type: 'cancel_acknowledged', actor: 'command_handler' },
-    (a) => ({
-      ...a,
-      stateReason: TOMBSTONED,
-      finishedAt: step.now,
-      terminalDisposition: {
-        outcome: 'cancelled',
-        failureClass: 'cancelled_by_request',
-        detail: TOMBSTONED,
-      },
-    }),
-  );
-}
-
 /** Ends the occurrence's run hold and settles it cancelled, reconciled in the tombstone's commit. */
 async function settleOccurrenceTombstoned(step: StepContext, occurrence: OccurrenceRecord): Promise<void> {
   const cancellation = { requestedAt: step.now, reconciledAt: step.now };
@@ -100,7 +78,7 @@ async function cancelUnlaunchedOccurrence(step: StepContext, occurrence: Occurre
     const run = await loadRun(step.tx, runId);
     const attemptId = run.data.attributes.attemptIds.at(-1);
     if (attemptId !== undefined && !(await withdrawUnlaunchedAttempt(step, occurrence.id, attemptId))) return false;
-    await settleRunTombstoned(step, run);
+    await settleRunCancelled(step, run, TOMBSTONED);
   }
   await settleOccurrenceTombstoned(step, occurrence);
   return true;
