@@ -21,7 +21,7 @@
  */
 
 // The engine and its commands
-export { createEngine, Engine, type EngineOptions, type TickReport, type CrashPoint } from './engine/engine.js';
+export { createEngine, Engine, type EngineOptions, type TickReport } from './engine/engine.js';
 export {
   DEFAULT_RETENTION_DAYS,
   RETENTION_CLASSES,

@@ -9,8 +9,6 @@ import {
 import type { ProducerIdentity } from '../changefeed/event-envelope.js';
 import { releaseLaunch } from '../dispatcher/launch-release.js';
 import type { Runtime } from '../runtime/runtime.js';
-import { advanceAll } from '../scheduler/occurrences.js';
-import { planDueSlots } from '../scheduler/planning.js';
 import type { Store } from '../store/store.js';
 import { Worker } from '../worker/worker.js';
 import { systemClock, type Clock } from '../clock/clock.js';
@@ -22,7 +20,7 @@ import { forEachConcurrently } from '../domain/concurrency.js';
 import { DEFAULT_LEASE_SECONDS, EngineServices } from '../domain/services.js';
 import { nextWakeAt, OBSERVE_INTERVAL_MS } from './next-wake.js';
 import { renewOwnerLease, RENEWALS_PER_LEASE } from '../domain/owner-lease.js';
-import { resolveOrphanedLaunches } from '../dispatcher/orphaned-launches.js';
+import type { PassRun, TickReport } from './pass-phases.js';
 import { confineCwd } from '../command-handler/cwd-requirements.js';
 import { InspectionMirror } from '../domain/inspection.js';
 import type { InspectionEvent } from 'xstate';
@@ -81,21 +79,7 @@ export interface EngineOptions {
  * Fault injection for conformance scenarios: the pass stops right after the named phase's commits, as if
  * the process died there; whatever later phases would have committed is lost.
  */
-export type CrashPoint = 'plan' | 'claim' | 'dispatch' | 'observe';
-
-export interface TickReport {
-  at: string;
-  planned: number;
-  launched: number;
-  settled: number;
-  launches: LaunchOutcome[];
-  /** Steps that failed in this pass; each rolled back alone, the rest of the pass went on. */
-  errors: Error[];
-  /** Settled occurrences whose history retention compacted in this pass. */
-  compacted: number;
-  /** Wall time each phase took (ms), for operators and the bench; never read by engine logic. */
-  phaseMs: { plan: number; advance: number; dispatch: number; observe: number; retention: number; checkpoint: number };
-}
+export type { TickReport } from './pass-phases.js';
 
 /**
  * The orchestration engine: the contract's command handler, scheduler, dispatcher and worker over one
@@ -174,12 +158,11 @@ export class Engine {
     });
   }
 
-  /** One pass: plan due slots, advance occurrences (claims, leases, timeouts), dispatch, observe. */
-  async tick(options: { crashBefore?: CrashPoint } = {}): Promise<TickReport> {
+  /** One pass at the clock's instant: the engine's pass phases (pass-phases.ts), each timed. */
+  async tick(): Promise<TickReport> {
     const svc = this.services;
-    const at = svc.clock.now().toISOString();
     const report: TickReport = {
-      at,
+      at: svc.clock.now().toISOString(),
       planned: 0,
       launched: 0,
       settled: 0,
@@ -188,44 +171,27 @@ export class Engine {
       errors: [],
       phaseMs: { plan: 0, advance: 0, dispatch: 0, observe: 0, retention: 0, checkpoint: 0 },
     };
-    // A stopwatch, not the engine clock: durations are reported only, so they cannot affect determinism.
-    let lap = performance.now();
-    const timed = (phase: keyof TickReport['phaseMs']) => {
-      const now = performance.now();
-      report.phaseMs[phase] = now - lap;
-      lap = now;
+    const pass: PassRun = {
+      svc,
+      report,
+      dispatchAll: (errors) => this.dispatchAll(errors),
+      observeAll: (errors) => this.worker.observeAll(errors),
+      sweepRetentionIfDue: (errors) => this.sweepRetentionIfDue(errors),
     };
-    if (options.crashBefore === 'plan') return report;
-    report.planned = (await planDueSlots(svc, report.errors)).length;
-    timed('plan');
-    if (options.crashBefore === 'claim') return report;
-    // Before leases are judged: an orphaned launch that evidence can decide must never be treated as unknown.
-    report.launches.push(...(await resolveOrphanedLaunches(svc, report.errors)));
-    const stops = await advanceAll(svc, report.errors);
-    for (const stop of stops)
-      await svc
-        .runtime(stop.runtimeId)
-        ?.cancel(stop.sessionId, svc.clock.now())
-        .catch(() => undefined);
-    timed('advance');
-    if (options.crashBefore === 'dispatch') return report;
-    // After this pass's claims, before its launches: another engine must see this one alive while they run.
-    await renewOwnerLease(svc);
-    report.launches.push(...(await this.dispatchAll(report.errors)));
-    report.launched = report.launches.filter((l) => l.result.outcome === 'started').length;
-    timed('dispatch');
-    if (options.crashBefore === 'observe') return report;
-    report.settled = await this.worker.observeAll(report.errors);
-    timed('observe');
-    if (this.retention !== undefined && svc.clock.now().getTime() >= this.nextSweepAt) {
-      this.nextSweepAt = svc.clock.now().getTime() + this.retention.sweepEveryMs;
-      report.compacted = (await this.parts.sweepRetention(svc, this.retention, report.errors)).occurrences;
+    for (const phase of this.parts.passPhases) {
+      // A stopwatch, not the engine clock: durations are reported only, so they cannot affect determinism.
+      const started = performance.now();
+      await phase.run(pass);
+      report.phaseMs[phase.name] = performance.now() - started;
     }
-    timed('retention');
-    // After the pass, not inside its commits: the burst's pages are folded once each, off the latency path.
-    await svc.store.checkpoint?.();
-    timed('checkpoint');
     return report;
+  }
+
+  private async sweepRetentionIfDue(errors: Error[]): Promise<number> {
+    const now = this.services.clock.now().getTime();
+    if (this.retention === undefined || now < this.nextSweepAt) return 0;
+    this.nextSweepAt = now + this.retention.sweepEveryMs;
+    return (await this.parts.sweepRetention(this.services, this.retention, errors)).occurrences;
   }
 
   /** Accepts and launches one claimed occurrence now (runNow and operator recovery use this). */

@@ -8,6 +8,7 @@ import { compactExpiredHistory, type CompactionReport } from '../retention/compa
 import type { RetentionPolicy } from '../retention/policy.js';
 import { SCHEDULER_STEPS } from '../scheduler/handoffs.js';
 import { WORKER_STEPS } from '../worker/steps.js';
+import { PASS_PHASES, type PassPhase } from './pass-phases.js';
 
 /**
  * The parts an engine is assembled from. The engine itself only wires them; the seam exists so the invariant
@@ -29,6 +30,8 @@ export interface EngineParts {
   ): Promise<LaunchOutcome | undefined>;
   /** One retention sweep over settled history. */
   sweepRetention(svc: EngineServices, policy: RetentionPolicy, errors: Error[]): Promise<CompactionReport>;
+  /** The phases of a pass, in order (the suite stops a pass between two of them to simulate a crash). */
+  passPhases: readonly PassPhase[];
 }
 
 /** The parts every production engine is built from. */
@@ -44,4 +47,5 @@ export const ENGINE_PARTS: EngineParts = {
     return outboxId === undefined ? undefined : release(outboxId);
   },
   sweepRetention: compactExpiredHistory,
+  passPhases: PASS_PHASES,
 };

@@ -3,7 +3,9 @@ import type { CommandHandler } from '../../command-handler/command-handler.js';
 import type { CommandResponse } from '../../command-handler/envelope.js';
 import { integrityOf } from '../../contract/digest.js';
 import { SimulatedClock } from '../../clock/clock.js';
-import { createEngine, type CrashPoint, type Engine } from '../../engine/engine.js';
+import { Engine, type EngineOptions } from '../../engine/engine.js';
+import { ENGINE_PARTS } from '../../engine/parts.js';
+import { CrashSwitch, type CrashPoint } from '../crash-switch.js';
 import { SimulatedRuntime, type SimulatedBehavior } from '../../runtime/simulated-runtime.js';
 import { MemoryStore } from '../../store/memory-store.js';
 import { judgeVector, type JudgedRun } from './vector-expectations.js';
@@ -114,7 +116,7 @@ function freshEngine(vector: ConformanceVector) {
     keepsLaunchEvidence: false,
   });
   let ids = 0;
-  const engine = createEngine({
+  const engine = crashableEngine({
     store,
     clock,
     runtimes: [runtime],
@@ -123,6 +125,16 @@ function freshEngine(vector: ConformanceVector) {
     newId: () => `conformance-store-${++ids}`,
   });
   return { clock, store, runtime, engine };
+}
+
+/** Each engine's crash switch: a vector's `crash` op stops that engine's next pass at the named phase. */
+const CRASHES = new WeakMap<Engine, CrashSwitch>();
+
+function crashableEngine(options: EngineOptions): Engine {
+  const crashes = new CrashSwitch();
+  const engine = new Engine(options, crashes.wrap(ENGINE_PARTS));
+  CRASHES.set(engine, crashes);
+  return engine;
 }
 
 type Definitions = NonNullable<ConformanceVector['input']['definitions']>;
@@ -206,7 +218,7 @@ async function tick(run: Run, at?: unknown): Promise<void> {
     return;
   }
   if (crash !== undefined && crash !== 'command') {
-    await run.engine.tick({ crashBefore: crash });
+    await CRASHES.get(run.engine)!.tickCrashing(run.engine, crash);
     return;
   }
   await run.engine.tick();
@@ -299,7 +311,7 @@ async function apply(run: Run, op: Record<string, unknown> & { op: string }): Pr
       run.notes.push(`host timezone set to ${String(op.hostTimezone)}: durable zones are never reinterpreted`);
       return;
     case 'restart':
-      run.engine = createEngine({
+      run.engine = crashableEngine({
         store: run.store,
         clock: run.clock,
         runtimes: [run.runtime],

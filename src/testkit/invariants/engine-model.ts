@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import type { CrashPoint } from '../../engine/engine.js';
+import type { CrashPoint } from '../crash-switch.js';
 import type { SimulatedBehavior } from '../../runtime/simulated-runtime.js';
 import { AUTOMATIONS, type World } from './world.js';
 

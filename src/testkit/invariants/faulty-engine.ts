@@ -49,6 +49,7 @@ export function faultyParts(faults: Partial<EngineFaults>): EngineParts {
       ? (svc, policy, errors) =>
           real.sweepRetention(withStore(svc, new FaultyStore(svc.store, LIVE_HISTORY_READS_SETTLED)), policy, errors)
       : real.sweepRetention,
+    passPhases: real.passPhases,
   };
 }
 

@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { integrityOf } from '../../contract/digest.js';
 import { SimulatedClock } from '../../clock/clock.js';
-import { Engine, type CrashPoint } from '../../engine/engine.js';
+import { Engine } from '../../engine/engine.js';
+import { CrashSwitch, type CrashPoint } from '../crash-switch.js';
 import type { EngineFaults } from './faults.js';
 import { SimulatedRuntime, type SimulatedBehavior } from '../../runtime/simulated-runtime.js';
 import { JsonFileStore } from '../../store/json/index.js';
@@ -103,6 +104,8 @@ export class World {
   /** What the engines are given: the store and the probed runtime, each wrapped by the faults switched on. */
   private readonly ports: { store: Store; runtime: Runtime };
   readonly engines: Engine[] = [];
+  /** Each engine's crash switch: a crash stops only the pass of the engine it is aimed at. */
+  private readonly crashes = new WeakMap<Engine, CrashSwitch>();
   readonly passes: Array<{ at: string; feedEnd: number }> = [];
   readonly usedKeys: string[] = [];
   private previous: History | undefined;
@@ -163,7 +166,8 @@ export class World {
 
   private newEngine(instanceId: string): Engine {
     let ids = 0;
-    return new Engine(
+    const crashes = new CrashSwitch();
+    const engine = new Engine(
       {
         store: this.ports.store,
         clock: this.clock,
@@ -172,8 +176,10 @@ export class World {
         newId: () => `${instanceId}-store-${++ids}`,
         retention: this.retention,
       },
-      faultyParts(this.faults),
+      crashes.wrap(faultyParts(this.faults)),
     );
+    this.crashes.set(engine, crashes);
+    return engine;
   }
 
   nextKey(tag: string): string {
@@ -267,7 +273,11 @@ export class World {
 
   async tick(engine = 0, crashBefore?: CrashPoint): Promise<void> {
     const end = await this.store.read(feedEnd);
-    const report = await this.engines[engine]!.tick(crashBefore === undefined ? {} : { crashBefore });
+    const running = this.engines[engine]!;
+    const report =
+      crashBefore === undefined
+        ? await running.tick()
+        : await this.crashes.get(running)!.tickCrashing(running, crashBefore);
     // Counted beside the checks, so a retention property can show it compacted anything at all.
     if (report.compacted > 0) this.checked.set(COMPACTIONS, (this.checked.get(COMPACTIONS) ?? 0) + report.compacted);
     if (crashBefore === undefined) this.passes.push({ at: this.clock.now().toISOString(), feedEnd: end });

@@ -1,0 +1,90 @@
+import { resolveOrphanedLaunches } from '../dispatcher/orphaned-launches.js';
+import type { LaunchOutcome } from '../domain/launch-outcome.js';
+import type { EngineServices } from '../domain/services.js';
+import { renewOwnerLease } from '../domain/owner-lease.js';
+import { advanceAll } from '../scheduler/occurrences.js';
+import { planDueSlots } from '../scheduler/planning.js';
+
+/** What one pass did. */
+export interface TickReport {
+  at: string;
+  planned: number;
+  launched: number;
+  settled: number;
+  launches: LaunchOutcome[];
+  /** Steps that failed in this pass; each rolled back alone, the rest of the pass went on. */
+  errors: Error[];
+  /** Settled occurrences whose history retention compacted in this pass. */
+  compacted: number;
+  /** Wall time each phase took (ms), for operators and the bench; never read by engine logic. */
+  phaseMs: { plan: number; advance: number; dispatch: number; observe: number; retention: number; checkpoint: number };
+}
+
+export type PassPhaseName = keyof TickReport['phaseMs'];
+
+/** What a phase works with: the services, the pass's report, and the engine's own steps it needs. */
+export interface PassRun {
+  svc: EngineServices;
+  report: TickReport;
+  /** Releases committed launches and dispatches every claimed occurrence. */
+  dispatchAll(errors: Error[]): Promise<LaunchOutcome[]>;
+  /** The worker observes every started session. */
+  observeAll(errors: Error[]): Promise<number>;
+  /** A retention sweep when one is due; the occurrences it compacted. */
+  sweepRetentionIfDue(errors: Error[]): Promise<number>;
+}
+
+/** One phase of a pass; a pass runs them in order. */
+export interface PassPhase {
+  name: PassPhaseName;
+  run(pass: PassRun): Promise<void>;
+}
+
+async function advance({ svc, report }: PassRun): Promise<void> {
+  // Before leases are judged: an orphaned launch that evidence can decide must never be treated as unknown.
+  report.launches.push(...(await resolveOrphanedLaunches(svc, report.errors)));
+  const stops = await advanceAll(svc, report.errors);
+  for (const stop of stops)
+    await svc
+      .runtime(stop.runtimeId)
+      ?.cancel(stop.sessionId, svc.clock.now())
+      .catch(() => undefined);
+}
+
+async function dispatch(pass: PassRun): Promise<void> {
+  // After this pass's claims, before its launches: another engine must see this one alive while they run.
+  await renewOwnerLease(pass.svc);
+  pass.report.launches.push(...(await pass.dispatchAll(pass.report.errors)));
+  pass.report.launched = pass.report.launches.filter((l) => l.result.outcome === 'started').length;
+}
+
+/** A pass: plan due slots, advance occurrences (orphaned launches, claims, leases, timeouts), dispatch, observe. */
+export const PASS_PHASES: readonly PassPhase[] = [
+  {
+    name: 'plan',
+    run: async ({ svc, report }) => {
+      report.planned = (await planDueSlots(svc, report.errors)).length;
+    },
+  },
+  { name: 'advance', run: advance },
+  { name: 'dispatch', run: dispatch },
+  {
+    name: 'observe',
+    run: async (pass) => {
+      pass.report.settled = await pass.observeAll(pass.report.errors);
+    },
+  },
+  {
+    name: 'retention',
+    run: async (pass) => {
+      pass.report.compacted = await pass.sweepRetentionIfDue(pass.report.errors);
+    },
+  },
+  {
+    // After the pass, not inside its commits: the burst's pages are folded once each, off the latency path.
+    name: 'checkpoint',
+    run: async ({ svc }) => {
+      await svc.store.checkpoint?.();
+    },
+  },
+];
