@@ -1,5 +1,6 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { rename } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
@@ -124,9 +125,10 @@ describe('JSON file store safety', () => {
     let crash = true;
     const store = await JsonFileStore.open(file, {
       compactAtBytes: 0,
-      faults: {
-        afterTempWrite: () => {
+      files: {
+        rename: async (from, to) => {
           if (crash) throw new Error('simulated crash before rename');
+          await rename(from, to);
         },
       },
     });

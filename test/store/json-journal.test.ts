@@ -1,4 +1,5 @@
 import { appendFileSync, copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { rename } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
@@ -77,12 +78,14 @@ test('a fold does not hold up commits: groups committed while it writes stay in 
   let hold = false;
   const store = await JsonFileStore.open(file, {
     compactAtBytes: 0,
-    faults: {
-      afterTempWrite: async () => {
-        if (!hold) return;
-        hold = false;
-        reached();
-        await gate;
+    files: {
+      rename: async (from, to) => {
+        if (hold) {
+          hold = false;
+          reached();
+          await gate;
+        }
+        await rename(from, to);
       },
     },
   });

@@ -1,4 +1,5 @@
 import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { rename } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeEach, expect, test } from 'vitest';
@@ -35,9 +36,9 @@ test('a JSON store under umask 022 creates its folders 0700 and its snapshot, jo
   const tempModes: number[] = [];
   const store = await JsonFileStore.open(file, {
     compactAtBytes: 1,
-    faults: {
-      afterTempWrite: () =>
-        void tempModes.push(
+    files: {
+      rename: async (from, to) => {
+        tempModes.push(
           modeOf(
             join(
               base,
@@ -46,7 +47,9 @@ test('a JSON store under umask 022 creates its folders 0700 and its snapshot, jo
               readdirSync(join(base, '.coven', 'nested')).find((n) => n.endsWith('.tmp'))!,
             ),
           ),
-        ),
+        );
+        await rename(from, to);
+      },
     },
   });
   expect([modeOf(base), modeOf(join(base, '.coven')), modeOf(join(base, '.coven', 'nested'))]).toEqual([

@@ -20,11 +20,15 @@ export interface StoreDocument {
   journal: JournalIdentity | undefined;
 }
 
-/** Points where tests inject a failure into a durable write, to prove the old file survives. */
-export interface WriteFaults {
-  /** Runs once the temp file is written and synced, before the rename; may throw or hold the write up. */
-  afterTempWrite?: () => void | Promise<void>;
+/**
+ * The file-system step that publishes a written snapshot: renaming the synced temp file over the store file.
+ * A port, so a test can wrap it to crash or hold a fold at the one point where the old file must survive.
+ */
+export interface SnapshotFileSystem {
+  rename(from: string, to: string): Promise<void>;
 }
+
+const NODE_FILE_SYSTEM: SnapshotFileSystem = { rename };
 
 /** Writes the pieces in order (each made once the write before it finished), then fsyncs. */
 async function writeDurably(path: string, pieces: Iterable<Buffer>): Promise<void> {
@@ -58,7 +62,7 @@ export class DurableJsonFile implements Adapter<StoreDocument> {
 
   constructor(
     readonly path: string,
-    private readonly faults: WriteFaults = {},
+    private readonly files: SnapshotFileSystem = NODE_FILE_SYSTEM,
   ) {
     this.tempPath = join(dirname(path), `.${basename(path)}.${process.pid}.tmp`);
   }
@@ -143,9 +147,8 @@ export class DurableJsonFile implements Adapter<StoreDocument> {
   private async replace(pieces: Iterable<Buffer>, beforeRename?: () => void): Promise<void> {
     try {
       await writeDurably(this.tempPath, pieces);
-      await this.faults.afterTempWrite?.();
       beforeRename?.();
-      await rename(this.tempPath, this.path);
+      await this.files.rename(this.tempPath, this.path);
     } catch (error) {
       await rm(this.tempPath, { force: true });
       throw error;

@@ -4,7 +4,7 @@ import { open } from 'node:fs/promises';
 import { CommitQueue, type QueuedTransaction } from '../commit-queue.js';
 import { basename, dirname, join, resolve } from 'node:path';
 import { Low } from 'lowdb';
-import { DurableJsonFile, type StoreDocument, type WriteFaults } from './durable-json-file.js';
+import { DurableJsonFile, type SnapshotFileSystem, type StoreDocument } from './durable-json-file.js';
 import { acquireStoreLock, type HeldLock } from '../file-lock.js';
 import type { Placement } from '../cold-lines.js';
 import type { HistoryFile, JournalPlacements } from './cold-history.js';
@@ -27,8 +27,8 @@ import {
 export interface JsonFileStoreOptions {
   /** Most transactions folded into one durable write. */
   maxGroupSize?: number;
-  /** Failure injection for tests. */
-  faults?: WriteFaults;
+  /** How a written snapshot replaces the store file (default: node:fs rename); tests wrap it to crash there. */
+  files?: SnapshotFileSystem;
   /**
    * Journal size (bytes) from which the next commit folds it into the snapshot; default: the snapshot's size, at
    * least 8 MiB and at most 64 MiB.
@@ -103,7 +103,7 @@ export class JsonFileStore implements Store {
     try {
       refuseReadOnly(path);
       refuseReadOnly(journalPath(path));
-      const adapter = new DurableJsonFile(path, options.faults);
+      const adapter = new DurableJsonFile(path, options.files);
       removeStaleTempFiles(path);
       const db = new Low<StoreDocument>(adapter, {
         committed: new CommittedState<HistoryFile>(),
