@@ -34,3 +34,9 @@ export const extensionMachines = {
   'x-coven-automata.run-hold.v1': runHoldMachine,
   'x-coven-automata.quarantine.v1': quarantineMachine,
 } as const;
+
+/** The specs these machines were generated from (JCS SHA-256 of each): the invariant suite checks them. */
+export const GENERATED_FROM = {
+  contractSpecSha256: '7cbf7d72a2cccdf9c08efc0dc58c2990eee19e2b374ee5b7de07efc59379924f',
+  extensionSpecSha256: '1ff91c327f292a5d7ad90600f262e45e5e239c47e784d655eb36496e1b654985',
+} as const;

@@ -1,5 +1,6 @@
 import type { ExtensionSpec } from '../src/spec/extension-spec.js';
 import type { LifecycleSpec, SpecTransition } from '../src/spec/lifecycle-spec.js';
+import { generatedFromOf } from '../src/spec/spec-digest.js';
 import { camel, key, pascal, quote, renderStates, type StateSource } from './state-codegen.js';
 
 export const SPEC_SOURCE_PATH = 'spec/coven-automations/v1/state-machines.json';
@@ -133,6 +134,11 @@ export function renderIndex(spec: LifecycleSpec, extension: ExtensionSpec): stri
     "/** This project's own extension machines (not the contract's), by extension machine id. */",
     'export const extensionMachines = {',
     ...extension.machines.map((m) => `  ${quote(m.id)}: ${camel(m.entity)}Machine,`),
+    '} as const;',
+    '',
+    '/** The specs these machines were generated from (JCS SHA-256 of each): the invariant suite checks them. */',
+    'export const GENERATED_FROM = {',
+    ...Object.entries(generatedFromOf(spec, extension)).map(([k, v]) => `  ${k}: ${quote(v)},`),
     '} as const;',
     '',
   ].join('\n');

@@ -22,6 +22,8 @@ export function formatSuite(result: SuiteResult, selfCheck?: SelfCheckRow[]): st
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ');
   const out = [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)];
+  for (const c of result.specChecks.filter((s) => s.problems.length > 0))
+    out.push('', `FAILED before any property ran: ${c.check}`, ...c.problems.map((p) => `  ${p}`));
   for (const f of result.failures) {
     out.push(
       '',
@@ -42,7 +44,12 @@ export function formatSuite(result: SuiteResult, selfCheck?: SelfCheckRow[]): st
           `${r.variant}${r.status === 'caught' ? '' : ` (caught by: ${r.caughtBy.join(', ') || 'nothing'})`}`,
       );
   }
-  out.push('', `seed ${result.seed}: ${result.passed ? 'all invariants hold' : 'INVARIANTS VIOLATED'}`);
+  const verdict = result.passed
+    ? 'all invariants hold'
+    : result.specChecks.some((c) => c.problems.length > 0)
+      ? 'NOTHING PROVEN: the spec on disk failed its checks'
+      : 'INVARIANTS VIOLATED';
+  out.push('', `seed ${result.seed}: ${verdict}`);
   return out.join('\n');
 }
 

@@ -5,6 +5,7 @@ import { engineCommands, type Model } from './engine-model.js';
 import { checkMachineProperties, generatedMachines, type MachinePropertyResult } from './machine-properties.js';
 import { InvariantViolation, World, type StoreKind } from './world.js';
 import type { RetentionOptions } from '../../retention/policy.js';
+import { checkSpecOnDisk, type SpecCheck, type SpecOnDiskOptions } from './spec-on-disk.js';
 
 export interface SuiteOptions {
   /** Engine-level property runs per store kind. */
@@ -18,6 +19,8 @@ export interface SuiteOptions {
   /** Retention for the engines under test (default off): the checks then read the retained history. */
   retention?: RetentionOptions;
   onProgress?: (message: string) => void;
+  /** The spec files checked first (default: this package's); see {@link checkSpecOnDisk}. */
+  spec?: SpecOnDiskOptions;
 }
 
 export interface EngineFailure {
@@ -45,6 +48,8 @@ export interface SuiteResult {
   rows: InvariantRow[];
   machine: MachinePropertyResult[];
   failures: EngineFailure[];
+  /** The spec on disk, checked before anything else; with a problem here nothing else runs and the suite fails. */
+  specChecks: SpecCheck[];
   passed: boolean;
 }
 
@@ -163,6 +168,10 @@ const MACHINE_LEVEL = new Set([
 /** Runs the machine-level properties and the engine-level property on each store kind; never throws on a violation. */
 export async function runInvariantSuite(options: SuiteOptions): Promise<SuiteResult> {
   const stores = options.stores ?? ['memory', 'json', 'sqlite'];
+  options.onProgress?.('the spec on disk: schema, static proofs, and the machines generated from it');
+  const specChecks = checkSpecOnDisk(options.spec);
+  if (specChecks.some((c) => c.problems.length > 0))
+    return { seed: options.seed, rows: [], machine: [], failures: [], specChecks, passed: false };
   options.onProgress?.('machine-level properties over the generated machines');
   const machine = checkMachineProperties(generatedMachines(), { runs: options.machineRuns ?? 200, seed: options.seed });
   const checked = new Map<string, number>();
@@ -199,6 +208,7 @@ export async function runInvariantSuite(options: SuiteOptions): Promise<SuiteRes
     rows,
     machine,
     failures,
+    specChecks,
     passed: rows.every((r) => r.status === 'passed') && failures.length === 0,
   };
 }
