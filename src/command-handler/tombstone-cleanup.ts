@@ -1,13 +1,13 @@
 import { AttemptState, OccurrenceState } from '../../machines/index.js';
 import { liveOccurrencesOf, moveEntity, type StepContext } from '../domain/lifecycle.js';
 import {
+  attemptContext,
   KINDS,
   stateOf,
   type AttemptAttributes,
   type OccurrenceAttributes,
   type OccurrenceRecord,
 } from '../domain/records.js';
-import { attemptContext } from '../domain/records.js';
 import { loadAttempt, loadRun } from '../domain/entities.js';
 import { moveOutbox, readAttemptLaunch } from '../domain/outbox.js';
 import { endRunHold } from '../domain/run-hold.js';

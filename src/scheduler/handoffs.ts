@@ -1,10 +1,9 @@
 import { OccurrenceState } from '../../machines/index.js';
-import type { EvidenceLoss, SchedulerSteps } from '../domain/actor-steps.js';
+import type { ActorServices, EvidenceLoss, SchedulerSteps } from '../domain/actor-steps.js';
 import { loadAttempt, loadOccurrence, loadRun } from '../domain/entities.js';
 import { moveEntity, type StepContext } from '../domain/lifecycle.js';
 import { recordReceipt } from '../domain/receipts.js';
 import { attemptContext, stateOf, type AttemptAttributes, type OccurrenceAttributes } from '../domain/records.js';
-import type { ActorServices } from '../domain/actor-steps.js';
 
 /** A manual run's occurrence: eligible at once, and claimed by this engine under a fresh lease. */
 async function claimForManualRun(svc: ActorServices, step: StepContext, occurrenceId: string): Promise<string> {

@@ -1,12 +1,11 @@
 import { AttemptState } from '../../machines/index.js';
 import { forEachConcurrently } from '../domain/concurrency.js';
 import { moveEntity, LIVE_INDEX, type StepContext } from '../domain/lifecycle.js';
-import { attemptContext, stateOf, type AttemptAttributes } from '../domain/records.js';
+import { attemptContext, KINDS, stateOf, type AttemptAttributes } from '../domain/records.js';
 import type { EngineServices } from '../domain/services.js';
 import type { TerminalEvidence } from '../guards/common.js';
 import type { Observation } from '../runtime/runtime.js';
 import { receiptIdFor, recordReceipt } from '../domain/receipts.js';
-import { KINDS } from '../domain/records.js';
 import { openEvidenceStream } from './evidence-stream.js';
 import { loadAttempt, loadOccurrence, loadRun } from '../domain/entities.js';
 
