@@ -8,7 +8,27 @@ import { readJsonFile } from './apply-command.js';
 import { withEngine } from './context.js';
 import { runDemo } from './demo.js';
 import { runLifecycleWalkthrough } from './lifecycle-walkthrough.js';
+import type { InvariantsOptions } from './invariants-command.js';
 import type { ProgramKit } from './program-kit.js';
+
+const INVARIANTS_HELP = `
+What runs, in order:
+  1. the spec on disk: its schema, its static proofs, the structural properties of every invariant
+     (spec/coven-automata/v1/invariant-rules.json) and whether machines/ was generated from it;
+     if any fails, nothing else runs and nothing is proven
+  2. machine-level properties: @xstate/graph walks of the generated machines that evaluate guards
+  3. the engine-level property on each store kind, with retention, and two engines interleaved
+  4. the self-check: broken engines and planted spec edits, each caught by its invariant by name
+
+Exit status: 0 when every invariant holds and the self-check catches every variant; 1 otherwise
+(a violated invariant, a missed variant, a spec that failed its checks, or a bad option).
+With the global --json the result is printed as JSON (put --json before or after the subcommand).
+
+Examples:
+  coven-automata invariants --runs 300 --seed 42
+  coven-automata invariants --spec my-edit.json --no-self-check
+  coven-automata --json invariants --runs 20 > result.json
+`;
 
 /** `start`: runs the engine, printing passes that did something, until SIGINT/SIGTERM. */
 async function runUntilSignal(engine: Engine, store: FileStore): Promise<number> {
@@ -62,11 +82,21 @@ export function registerRunCommands({ program, opts, run }: ProgramKit): void {
     .action(run(async () => console.log(summarizeSpec(loadLifecycleSpec()))));
   program
     .command('invariants')
-    .description('run the invariant property suite (see --help-invariants in the README)')
-    .allowUnknownOption()
-    .helpOption(false)
-    .argument('[args...]')
-    .action(run(async (args: string[]) => (await import('./invariants-command.js')).runInvariantsCommand(args ?? [])));
+    .description(
+      'prove the ten invariants: the spec on disk, then machine- and engine-level properties, then a self-check',
+    )
+    .option('--runs <n>', 'engine-level property runs per store kind', '100')
+    .option('--seed <n>', 'the fast-check seed (default: from the clock; always printed, so a run can be replayed)')
+    .option('--stores <kinds>', 'store kinds for the engine-level property, comma-separated', 'memory,json,sqlite')
+    .option('--no-self-check', 'skip the self-check (broken engines and planted spec edits that must be caught)')
+    .option('--result <file>', 'also write a coven.automations.conformance-result.v1 envelope to this file')
+    .option('--spec <file>', "check this lifecycle spec file instead of the package's state-machines.json")
+    .addHelpText('after', INVARIANTS_HELP)
+    .action(
+      run(async (cmd: Omit<InvariantsOptions, 'json'>) =>
+        (await import('./invariants-command.js')).runInvariantsCommand({ ...cmd, json: opts().json === true }),
+      ),
+    );
 }
 
 /**

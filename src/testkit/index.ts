@@ -47,7 +47,29 @@ export {
  * console.log(`${BROKEN_VARIANTS.length} variants, ${missed.length} missed`);
  * ```
  */
-export { runSelfCheck, BROKEN_VARIANTS, type BrokenVariant, type SelfCheckRow } from './invariants/self-check.js';
+export {
+  runSelfCheck,
+  checkPlantedSpecEdit,
+  BROKEN_VARIANTS,
+  type BrokenVariant,
+  type SelfCheckRow,
+} from './invariants/self-check.js';
+export { PLANTED_SPEC_EDITS, type PlantedSpecEdit } from './invariants/planted-spec-edits.js';
+
+/**
+ * The structural part of the ten invariants: rules over the spec's transition graph as written
+ * (`spec/coven-automata/v1/invariant-rules.json`, each quoting its contract sentence), checked with no guard evaluated.
+ *
+ * @example
+ * ```ts
+ * const spec = loadLifecycleSpec('my-edit.json');
+ * for (const r of checkStructuralProperties(spec, loadInvariantRules()))
+ *   if (r.problems.length > 0) console.error(`${r.invariant} (${r.property}):\n  ${r.problems.join('\n  ')}`);
+ * ```
+ */
+export { checkStructuralProperties, type StructuralResult } from '../spec/structural-properties.js';
+export { loadInvariantRules, type InvariantRules, type StructuralRule } from '../spec/invariant-rules.js';
+export { checkSpecOnDisk, type SpecCheck, type SpecOnDiskOptions } from './invariants/spec-on-disk.js';
 
 /**
  * The checks the engine-level property runs over the store's whole history after every step: the contract's

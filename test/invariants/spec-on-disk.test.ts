@@ -3,8 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { packageRoot } from '../../src/contract/package-root.js';
-import { EXTENSION_SPEC_FILE } from '../../src/spec/extension-spec.js';
-import { SPEC_FILE } from '../../src/spec/lifecycle-spec.js';
+import { EXTENSION_SPEC_FILE, loadExtensionSpec } from '../../src/spec/extension-spec.js';
+import { loadLifecycleSpec, SPEC_FILE } from '../../src/spec/lifecycle-spec.js';
+import { generatedFromOf } from '../../src/spec/spec-digest.js';
 import { checkSpecOnDisk } from '../../src/testkit/invariants/spec-on-disk.js';
 import { formatSuite } from '../../src/testkit/invariants/report.js';
 import { runInvariantSuite } from '../../src/testkit/invariants/suite.js';
@@ -67,6 +68,13 @@ describe('the suite checks the spec on disk before proving anything', () => {
     expect(only!.problems.join('\n')).toContain('broken.json');
   });
 
+  it('a spec file that does not exist is a failed check naming it, not a crash', () => {
+    const specFile = join(dir, 'missing.json');
+    const [only, ...rest] = checkSpecOnDisk({ specFile });
+    expect(rest).toEqual([]);
+    expect(only!.problems.join('\n')).toContain(`no such file or directory, open '${specFile}'`);
+  });
+
   it('runInvariantSuite fails without running a property, and the report says nothing was proven', async () => {
     const specFile = planted('suite-stale', (spec) => {
       spec.machines[0]!.transitions.reverse();
@@ -76,5 +84,21 @@ describe('the suite checks the spec on disk before proving anything', () => {
     expect(result.rows).toEqual([]);
     expect(result.machine).toEqual([]);
     expect(formatSuite(result)).toContain('NOTHING PROVEN: the spec on disk failed its checks');
+  });
+
+  it('a sound edit the generator accepted fails on the structural property it violates, by invariant', async () => {
+    // The issue's example: an unguarded path into an execution state that skips the claim, regenerated.
+    const specFile = planted('regenerated', (spec) =>
+      spec.machines
+        .find((m) => m.id === 'occurrence.v1')!
+        .transitions.push({ from: 'eligible', to: 'dispatching', on: 'attempt_adopted', actor: 'dispatcher' }),
+    );
+    const generatedFrom = generatedFromOf(loadLifecycleSpec(specFile), loadExtensionSpec());
+    const result = await runInvariantSuite({ runs: 1, seed: 1, stores: ['memory'], spec: { specFile, generatedFrom } });
+    const failing = result.specChecks.filter((c) => c.problems.length > 0);
+    expect(failing.every((c) => c.property !== undefined)).toBe(true);
+    expect(failing.map((c) => c.property)).toContain('execution-passes-claim-and-adoption');
+    expect(result.passed).toBe(false);
+    expect(formatSuite(result)).toMatch(/it violates adoption-before-side-effects/);
   });
 });

@@ -6,6 +6,7 @@ import { integrityOf, jcsSha256, sha256Hex } from '../../contract/digest.js';
 import { packageRoot } from '../../contract/package-root.js';
 import { SPEC_DIR } from '../../spec/lifecycle-spec.js';
 import type { SelfCheckRow } from './self-check.js';
+import { violatedBySpec } from './spec-on-disk.js';
 import type { SuiteResult } from './suite.js';
 
 /** The terminal table: one row per invariant, then failures with their seed and shrunk counterexample. */
@@ -21,9 +22,10 @@ export function formatSuite(result: SuiteResult, selfCheck?: SelfCheckRow[]): st
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ');
-  const out = [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)];
+  const out = rows.length === 0 ? [] : [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)];
   for (const c of result.specChecks.filter((s) => s.problems.length > 0))
     out.push('', `FAILED before any property ran: ${c.check}`, ...c.problems.map((p) => `  ${p}`));
+  const violated = violatedBySpec(result.specChecks);
   for (const f of result.failures) {
     out.push(
       '',
@@ -41,13 +43,16 @@ export function formatSuite(result: SuiteResult, selfCheck?: SelfCheckRow[]): st
     for (const r of selfCheck)
       out.push(
         `  ${r.status === 'caught' ? 'caught' : 'MISSED'}  ${r.expected.padEnd(31)} ` +
+          `${r.property === undefined ? '' : `[${r.property}] `}` +
           `${r.variant}${r.status === 'caught' ? '' : ` (caught by: ${r.caughtBy.join(', ') || 'nothing'})`}`,
       );
   }
   const verdict = result.passed
     ? 'all invariants hold'
     : result.specChecks.some((c) => c.problems.length > 0)
-      ? 'NOTHING PROVEN: the spec on disk failed its checks'
+      ? `NOTHING PROVEN: the spec on disk failed its checks${
+          violated.length > 0 ? `; it violates ${violated.join(', ')}` : ''
+        }`
       : 'INVARIANTS VIOLATED';
   out.push('', `seed ${result.seed}: ${verdict}`);
   return out.join('\n');

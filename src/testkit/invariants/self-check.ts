@@ -3,6 +3,10 @@ import type { EngineFaults } from './faults.js';
 import { checkMachineProperties, generatedMachines } from './machine-properties.js';
 import { InvariantViolation, World, type StoreKind } from './world.js';
 import type { RetentionOptions } from '../../retention/policy.js';
+import { loadInvariantRules } from '../../spec/invariant-rules.js';
+import { loadLifecycleSpec } from '../../spec/lifecycle-spec.js';
+import { checkStructuralProperties } from '../../spec/structural-properties.js';
+import { PLANTED_SPEC_EDITS, type PlantedSpecEdit } from './planted-spec-edits.js';
 
 /** One deliberately broken variant, the invariant that must catch it, and a scenario that exercises it. */
 export interface BrokenVariant {
@@ -19,6 +23,8 @@ export interface BrokenVariant {
 export interface SelfCheckRow {
   variant: string;
   expected: string;
+  /** For a planted spec edit: the structural property that must catch it. */
+  property?: string;
   caughtBy: string[];
   status: 'caught' | 'missed';
 }
@@ -58,7 +64,7 @@ function machineWithTerminalExit(): AnyStateMachine {
 
 export const BROKEN_VARIANTS: BrokenVariant[] = [
   {
-    name: 'spec: a transition out of a terminal state (occurrence succeeded → running)',
+    name: 'machine walk: a transition out of a terminal state (occurrence succeeded → running)',
     invariant: 'terminal-no-regress',
     machine: () => {
       const subject = generatedMachines().find((m) => m.id === 'occurrence.v1')!;
@@ -165,7 +171,29 @@ export const BROKEN_VARIANTS: BrokenVariant[] = [
   },
 ];
 
-/** Runs every broken variant and reports which invariants caught it; a variant is caught only by name. */
+/**
+ * A planted spec edit against the structural properties: caught when the property it names fails, and with it the
+ * invariant; `caughtBy` lists every invariant (property) that failed.
+ */
+export function checkPlantedSpecEdit(planted: PlantedSpecEdit): SelfCheckRow {
+  const spec = loadLifecycleSpec();
+  planted.edit(spec);
+  const failed = checkStructuralProperties(spec, loadInvariantRules()).filter((r) => r.problems.length > 0);
+  return {
+    variant: planted.name,
+    expected: planted.invariant,
+    property: planted.property,
+    caughtBy: failed.map((r) => `${r.invariant} (${r.property})`),
+    status: failed.some((r) => r.property === planted.property && r.invariant === planted.invariant)
+      ? 'caught'
+      : 'missed',
+  };
+}
+
+/**
+ * Runs every broken variant, then every planted spec edit, and reports which invariants caught each; a variant is
+ * caught only by name.
+ */
 export async function runSelfCheck(onProgress?: (message: string) => void): Promise<SelfCheckRow[]> {
   const rows: SelfCheckRow[] = [];
   for (const variant of BROKEN_VARIANTS) {
@@ -196,5 +224,6 @@ export async function runSelfCheck(onProgress?: (message: string) => void): Prom
       status: caughtBy.includes(variant.invariant) ? 'caught' : 'missed',
     });
   }
-  return rows;
+  onProgress?.(`self-check: ${PLANTED_SPEC_EDITS.length} planted spec edits against the structural properties`);
+  return [...rows, ...PLANTED_SPEC_EDITS.map(checkPlantedSpecEdit)];
 }

@@ -2,39 +2,61 @@ import { join } from 'node:path';
 import { GENERATED_FROM } from '../../../machines/index.js';
 import { packageRoot } from '../../contract/package-root.js';
 import { EXTENSION_SPEC_FILE, loadExtensionSpec } from '../../spec/extension-spec.js';
+import { INVARIANT_RULES_FILE, loadInvariantRules } from '../../spec/invariant-rules.js';
 import { loadLifecycleSpec, SPEC_FILE, SpecFileError } from '../../spec/lifecycle-spec.js';
 import { extensionSpecProblems, specProblems } from '../../spec/soundness.js';
 import { generatedFromOf, type GeneratedFrom } from '../../spec/spec-digest.js';
+import { checkStructuralProperties } from '../../spec/structural-properties.js';
 
 /** One check the suite makes of the spec before it proves anything about the machines. */
 export interface SpecCheck {
   check: string;
   problems: string[];
+  /** For a structural property: the invariant it belongs to and the property's name. */
+  invariant?: string;
+  property?: string;
+  /** Transitions or product states the structural property checked. */
+  checked?: number;
 }
 
 /** Which spec files to check, and the digests of what the machines were generated from (defaults: this package). */
 export interface SpecOnDiskOptions {
   specFile?: string;
   extensionFile?: string;
+  /** The structural rules of the invariants (default `spec/coven-automata/v1/invariant-rules.json`). */
+  rulesFile?: string;
   generatedFrom?: GeneratedFrom;
+}
+
+function load(options: SpecOnDiskOptions) {
+  const root = packageRoot();
+  const specFile = options.specFile ?? join(root, SPEC_FILE);
+  const extensionFile = options.extensionFile ?? join(root, EXTENSION_SPEC_FILE);
+  return {
+    specFile,
+    extensionFile,
+    spec: loadLifecycleSpec(specFile),
+    extension: loadExtensionSpec(extensionFile),
+    rules: loadInvariantRules(options.rulesFile ?? join(root, INVARIANT_RULES_FILE)),
+  };
 }
 
 /**
  * The spec on disk, checked before any property runs: it parses and matches its schema, its static proofs hold,
- * and the generated machines were generated from it. A suite that skipped this would prove machines generated
- * from another spec — the one on disk before an edit the generator refused, say.
+ * every invariant's structural properties hold over its graph as written, and the generated machines were generated
+ * from it. A suite that skipped this would prove machines generated from another spec — the one on disk before an
+ * edit the generator refused, say — or miss an edit whose guard is never true in the sampled contexts.
  */
 export function checkSpecOnDisk(options: SpecOnDiskOptions = {}): SpecCheck[] {
-  const specFile = options.specFile ?? join(packageRoot(), SPEC_FILE);
-  const extensionFile = options.extensionFile ?? join(packageRoot(), EXTENSION_SPEC_FILE);
   let loaded;
   try {
-    loaded = { spec: loadLifecycleSpec(specFile), extension: loadExtensionSpec(extensionFile) };
+    loaded = load(options);
   } catch (error) {
-    if (!(error instanceof SpecFileError)) throw error;
-    return [{ check: 'the spec files parse and match their schemas', problems: [error.message] }];
+    const unreadable = (error as NodeJS.ErrnoException).code !== undefined;
+    if (!(error instanceof SpecFileError) && !unreadable) throw error;
+    return [{ check: 'the spec files parse and match their schemas', problems: [(error as Error).message] }];
   }
-  const { spec, extension } = loaded;
+  const { spec, extension, rules, specFile, extensionFile } = loaded;
   const soundness = [...specProblems(spec), ...extensionSpecProblems(extension, spec)];
   const expected = options.generatedFrom ?? GENERATED_FROM;
   const actual = generatedFromOf(spec, extension);
@@ -42,8 +64,21 @@ export function checkSpecOnDisk(options: SpecOnDiskOptions = {}): SpecCheck[] {
     ...(actual.contractSpecSha256 === expected.contractSpecSha256 ? [] : [specFile]),
     ...(actual.extensionSpecSha256 === expected.extensionSpecSha256 ? [] : [extensionFile]),
   ].map((file) => `machines/ were not generated from ${file} as it is now: run \`npm run generate\``);
+  const structural = checkStructuralProperties(spec, rules).map((r): SpecCheck => ({
+    check: `structural property ${r.property} of ${r.invariant}`,
+    invariant: r.invariant,
+    property: r.property,
+    checked: r.checked,
+    problems: r.problems,
+  }));
   return [
     { check: 'the spec on disk is sound (its static proofs hold)', problems: soundness },
+    ...structural,
     { check: 'the generated machines are those of the spec on disk', problems: stale },
   ];
+}
+
+/** The invariants a failed spec check names: those whose structural properties the spec violates. */
+export function violatedBySpec(checks: readonly SpecCheck[]): string[] {
+  return [...new Set(checks.flatMap((c) => (c.problems.length > 0 && c.invariant !== undefined ? [c.invariant] : [])))];
 }

@@ -36,8 +36,11 @@ export interface EngineFailure {
 export interface InvariantRow {
   invariant: string;
   source: 'contract' | 'conformance';
-  /** Where it is enforced: engine history checks, and machine-level properties for five of the ten. */
-  levels: string[];
+  /**
+   * Where it is enforced: `structural` (rules over the spec graph as written), `semantic` (walks of the generated
+   * machines that evaluate guards), `engine` (checks of the engine's history after every step).
+   */
+  levels: Array<'structural' | 'semantic' | 'engine'>;
   runs: number;
   stepsChecked: number;
   status: 'passed' | 'failed';
@@ -168,7 +171,9 @@ const MACHINE_LEVEL = new Set([
 /** Runs the machine-level properties and the engine-level property on each store kind; never throws on a violation. */
 export async function runInvariantSuite(options: SuiteOptions): Promise<SuiteResult> {
   const stores = options.stores ?? ['memory', 'json', 'sqlite'];
-  options.onProgress?.('the spec on disk: schema, static proofs, and the machines generated from it');
+  options.onProgress?.(
+    'the spec on disk: schema, static proofs, structural properties, and the machines generated from it',
+  );
   const specChecks = checkSpecOnDisk(options.spec);
   if (specChecks.some((c) => c.problems.length > 0))
     return { seed: options.seed, rows: [], machine: [], failures: [], specChecks, passed: false };
@@ -192,14 +197,22 @@ export async function runInvariantSuite(options: SuiteOptions): Promise<SuiteRes
   if (interleaving !== undefined) failures.push(interleaving);
   const rows: InvariantRow[] = INVARIANTS.map((invariant) => {
     const machineResults = machine.filter((m) => m.invariant === invariant.id);
+    const structural = specChecks.filter((c) => c.invariant === invariant.id);
     const failed =
       failures.some((f) => f.invariants.includes(invariant.id)) || machineResults.some((m) => m.problems.length > 0);
     return {
       invariant: invariant.id,
       source: invariant.source,
-      levels: ['engine', ...(MACHINE_LEVEL.has(invariant.id) ? ['machine'] : [])],
+      levels: [
+        ...(structural.length > 0 ? (['structural'] as const) : []),
+        ...(MACHINE_LEVEL.has(invariant.id) ? (['semantic'] as const) : []),
+        'engine',
+      ],
       runs: options.runs * (stores.length + 2) + machineResults.reduce((n, m) => n + m.runs, 0),
-      stepsChecked: (checked.get(invariant.id) ?? 0) + machineResults.reduce((n, m) => n + m.steps, 0),
+      stepsChecked:
+        (checked.get(invariant.id) ?? 0) +
+        machineResults.reduce((n, m) => n + m.steps, 0) +
+        structural.reduce((n, c) => n + (c.checked ?? 0), 0),
       status: failed ? 'failed' : 'passed',
     };
   });
