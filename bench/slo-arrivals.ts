@@ -1,7 +1,8 @@
 // The arrivals cell: the engine as a daemon (Engine.start on the real clock) under a steady stream of
 // run-now requests, so every latency is one occurrence's own, measured from its request, not a batch's.
 // Run by bench/slo.ts (compiled to .bench-build/); alone: tsx bench/slo-arrivals.ts --store sqlite --rate 2000 --seconds 30
-// Prints one JSON line (ArrivalsResult) last on stdout.
+// Prints one JSON line (ArrivalsResult) last on stdout. With --daemon the requests go through a daemon's Unix
+// socket (DaemonClient) while an SSE follower drains the changefeed, to measure what the daemon adds.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,6 +13,7 @@ import type { LaunchRequest, LaunchResult, Observation, Runtime } from '../src/r
 import { SimulatedRuntime } from '../src/runtime/simulated-runtime.js';
 import { openStore, type FileStoreKind } from '../src/store/open-store.js';
 import { SqliteStore } from '../src/store/sqlite/index.js';
+import { DaemonClient, startDaemon, type Daemon } from '../src/daemon/index.js';
 import { command, definition, send } from './fixtures.js';
 import { percentile } from './stats.js';
 
@@ -147,6 +149,8 @@ async function main(): Promise<void> {
     stamp(id, 'startedAt'),
   );
   const engine = createEngine({ store, runtimes: [runtime], instanceId: 'bench-arrivals' });
+  let daemon: Daemon | undefined;
+  const following = new AbortController();
   engine.services.observer = (transitions) => {
     for (const t of transitions) {
       // The run's creation is the dispatcher's acceptance, the first commit after the request's claim.
@@ -171,6 +175,16 @@ async function main(): Promise<void> {
       await command(engine, 'definition.activate.v1', { automationId: id }, 2);
     }
 
+    let target = engine;
+    if (process.argv.includes('--daemon')) {
+      daemon = await startDaemon({ engine, store, storeFile: store.file });
+      const client = new DaemonClient({ socketPath: daemon.socketPath });
+      // send() needs only `commands.handle`, which the client answers the same way over the socket.
+      target = { commands: client } as unknown as typeof engine;
+      void (async () => {
+        for await (const _ of client.events({ after: -1, signal: following.signal }));
+      })();
+    }
     const passes: number[] = [];
     const phases: Record<keyof TickReport['phaseMs'], number[]> = {
       plan: [],
@@ -246,7 +260,7 @@ async function main(): Promise<void> {
       const arrival: Arrival = { requestedAt: due };
       arrivals.push(arrival);
       answers.push(
-        send(engine, 'occurrence.runNow.v1', { automationId: ids[i % ids.length]! }).then((response) => {
+        send(target, 'occurrence.runNow.v1', { automationId: ids[i % ids.length]! }).then((response) => {
           arrival.answeredAt = performance.now();
           if (response.outcome === 'rejected') refused[response.error!.code] = (refused[response.error!.code] ?? 0) + 1;
           else arrival.occurrenceId = (response.result as { occurrenceId: string }).occurrenceId;
@@ -333,6 +347,8 @@ async function main(): Promise<void> {
     };
     process.stdout.write(`${JSON.stringify(result)}\n`);
   } finally {
+    following.abort();
+    await daemon?.close();
     await engine.stop();
     await store.close();
     rmSync(dir, { recursive: true, force: true });
