@@ -40,8 +40,9 @@ const LAYERS = {
   domain: BELOW_DOMAIN,
   ...Object.fromEntries(CONTRACT_ACTORS.map((actor) => [actor, WITH_DOMAIN])),
   engine: PRODUCTION,
+  observability: PRODUCTION,
   ...Object.fromEntries(TESTKIT.map((kit) => [kit, [...PRODUCTION, ...TESTKIT]])),
-  cli: [...PRODUCTION, ...TESTKIT, 'cli'],
+  cli: [...PRODUCTION, 'observability', ...TESTKIT, 'cli'],
 };
 
 /** machines/ lives at the repository root; every other layer is a folder under src/. */
