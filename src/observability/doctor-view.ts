@@ -34,6 +34,8 @@ export interface OccurrenceView {
   state: string;
   scheduledFor: string;
   eligibleAt?: string;
+  /** A retry waits for its backoff until this instant: not backlog before it. */
+  notBefore?: string;
   updatedAt: string;
   claimedBy: string | null;
   leaseExpiresAt: string | null;
@@ -105,6 +107,7 @@ function occurrenceView(record: OccurrenceRecord): OccurrenceView {
     state: stateOf(record),
     scheduledFor: a.scheduledFor,
     ...(a.eligibleAt === undefined ? {} : { eligibleAt: a.eligibleAt }),
+    ...(a.notBefore === undefined ? {} : { notBefore: a.notBefore }),
     updatedAt: a.updatedAt,
     claimedBy: fence.claimedBy,
     leaseExpiresAt: fence.leaseExpiresAt,

@@ -114,7 +114,10 @@ function judgeScheduler({ view, facts, now, leader }: Judged, push: Push): void 
 
 function judgeOccurrences({ view, now, leader }: Judged, push: Push): void {
   const backlog = view.occurrences.filter(
-    (o) => WAITING.has(o.state) && now - Date.parse(o.scheduledFor) > DUE_BACKLOG_MS,
+    (o) =>
+      WAITING.has(o.state) &&
+      now - Date.parse(o.scheduledFor) > DUE_BACKLOG_MS &&
+      (o.notBefore === undefined || Date.parse(o.notBefore) <= now),
   );
   if (backlog.length > 0) {
     const oldest = backlog.map((o) => o.scheduledFor).sort()[0]!;
