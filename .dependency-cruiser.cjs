@@ -41,8 +41,9 @@ const LAYERS = {
   ...Object.fromEntries(CONTRACT_ACTORS.map((actor) => [actor, WITH_DOMAIN])),
   engine: PRODUCTION,
   observability: PRODUCTION,
-  ...Object.fromEntries(TESTKIT.map((kit) => [kit, [...PRODUCTION, ...TESTKIT]])),
-  cli: [...PRODUCTION, 'observability', ...TESTKIT, 'cli'],
+  daemon: [...PRODUCTION, 'observability'],
+  ...Object.fromEntries(TESTKIT.map((kit) => [kit, [...PRODUCTION, 'daemon', ...TESTKIT]])),
+  cli: [...PRODUCTION, 'observability', 'daemon', ...TESTKIT, 'cli'],
 };
 
 /** machines/ lives at the repository root; every other layer is a folder under src/. */
