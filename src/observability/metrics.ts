@@ -76,7 +76,7 @@ function passInstruments(registers: Registry[]) {
     planned: new Counter({ name: 'coven_occurrences_planned_total', help: 'Occurrences planned', registers }),
     launches: new Counter({
       name: 'coven_launches_total',
-      help: 'Launches handed to a runtime, by their answer',
+      help: 'Launches passes handed to a runtime, by its answer (run-now and recover launch inside their command)',
       labelNames: ['outcome'],
       registers,
     }),
