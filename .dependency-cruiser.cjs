@@ -40,9 +40,10 @@ const LAYERS = {
   domain: BELOW_DOMAIN,
   ...Object.fromEntries(CONTRACT_ACTORS.map((actor) => [actor, WITH_DOMAIN])),
   engine: PRODUCTION,
-  daemon: PRODUCTION,
+  observability: PRODUCTION,
+  daemon: [...PRODUCTION, 'observability'],
   ...Object.fromEntries(TESTKIT.map((kit) => [kit, [...PRODUCTION, 'daemon', ...TESTKIT]])),
-  cli: [...PRODUCTION, 'daemon', ...TESTKIT, 'cli'],
+  cli: [...PRODUCTION, 'observability', 'daemon', ...TESTKIT, 'cli'],
 };
 
 /** machines/ lives at the repository root; every other layer is a folder under src/. */

@@ -3,6 +3,7 @@ import { isContractError } from '../contract/errors.js';
 import { CliError, collect, DEFAULT_STORE, type CliOptions } from './context.js';
 import { registerDefinitionCommands, registerDefinitionReads } from './definition-commands.js';
 import { errorLine } from './error-line.js';
+import { registerDoctorCommand } from './doctor-command.js';
 import { registerOperatorCommands } from './operator-commands.js';
 import { programKit } from './program-kit.js';
 import { registerRunReads } from './read-commands.js';
@@ -46,6 +47,7 @@ export function buildProgram(): Command {
   registerRunReads(kit);
   registerRunCommands(kit);
   registerCheckCommands(kit);
+  registerDoctorCommand(kit);
   return program;
 }
 

@@ -1,0 +1,49 @@
+import type { RetentionOptions } from '../retention/policy.js';
+import type { EngineMetrics } from '../observability/metrics.js';
+import { runDoctor, type SubscriberCursor } from '../observability/run-doctor.js';
+import type { DoctorReport } from '../observability/doctor.js';
+import type { DaemonContext, DaemonPlugin } from './context.js';
+
+export interface ObservabilityRoutesOptions {
+  /** The engine's metrics; the daemon's onPass must reach `metrics.observePass` (the doctor's pass facts). */
+  metrics: EngineMetrics;
+  /** The engine's retention (false: off), so the doctor judges retention pressure against the right windows. */
+  retention?: RetentionOptions | false;
+  /** The changefeed subscribers the daemon serves and their positions, for events.cursor-lag. */
+  subscribers?: () => SubscriberCursor[];
+}
+
+/** The doctor as the daemon sees it: its own engine leads, with the passes the metrics saw. */
+export function daemonDoctor(ctx: DaemonContext, options: ObservabilityRoutesOptions): Promise<DoctorReport> {
+  const { lastPassAt, lastSuccessfulPassAt, lastPassDurationMs } = options.metrics.passes();
+  return runDoctor(ctx.engine, {
+    leader: { isLeader: true, leaderId: ctx.engine.services.instanceId },
+    lastPassAt,
+    lastSuccessfulPassAt,
+    lastPassDurationMs,
+    startedAt: ctx.startedAt.toISOString(),
+    ...(options.retention === undefined ? {} : { retention: options.retention }),
+    ...(options.subscribers === undefined ? {} : { subscribers: options.subscribers() }),
+  });
+}
+
+/**
+ * `GET /metrics` (Prometheus text format) and `GET /api/v1/doctor` (a diagnostics.doctor.v1 report, 200 whatever
+ * it finds: an unhealthy store is an answer, not a failed request). Both are on upstream's read list, so loopback
+ * TCP serves them without the token.
+ *
+ * @example
+ * ```ts
+ * const metrics = createEngineMetrics({ engine });
+ * engine.start((report) => metrics.observePass(report));
+ * await startDaemon({ engine, store, storeFile: store.file, plugins: [observabilityRoutes({ metrics })] });
+ * ```
+ */
+export function observabilityRoutes(options: ObservabilityRoutesOptions): DaemonPlugin {
+  return async (app, ctx) => {
+    app.get('/metrics', { config: { trust: 'read' } }, async (_request, reply) =>
+      reply.type(options.metrics.contentType).send(await options.metrics.text()),
+    );
+    app.get('/api/v1/doctor', { config: { trust: 'read' } }, async () => daemonDoctor(ctx, options));
+  };
+}

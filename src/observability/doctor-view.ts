@@ -1,0 +1,199 @@
+import { QuarantineState } from '../../machines/extension-states.js';
+import { DefinitionState } from '../../machines/index.js';
+import { verifyIntegrity } from '../contract/digest.js';
+import type { Engine } from '../engine/engine.js';
+import { OWNER_LEASE_KIND, type OwnerLease } from '../domain/owner-lease.js';
+import { readQuarantine } from '../domain/quarantine.js';
+import {
+  KINDS,
+  occurrenceContext,
+  runContext,
+  stateOf,
+  type AttemptRecord,
+  type OccurrenceRecord,
+  type RunRecord,
+} from '../domain/records.js';
+import { retentionQueueKind, type RetentionDue } from '../domain/retention-queue.js';
+import { RetentionPolicy, type RetentionOptions } from '../retention/policy.js';
+import { nextUnplannedSlot } from '../scheduler/planning.js';
+import { forEachPage, type StoreReader } from '../store/store.js';
+
+/** One definition as the doctor judges it. */
+export interface DefinitionView {
+  automationId: string;
+  state: string;
+  quarantined: boolean;
+  quarantineReason: string | null;
+  /** The first slot not planned yet (ISO), null when none is ahead within the schedule's horizon. */
+  nextUnplannedSlot: string | null;
+}
+
+export interface OccurrenceView {
+  occurrenceId: string;
+  automationId: string;
+  state: string;
+  scheduledFor: string;
+  eligibleAt?: string;
+  /** A retry waits for its backoff until this instant: not backlog before it. */
+  notBefore?: string;
+  updatedAt: string;
+  claimedBy: string | null;
+  leaseExpiresAt: string | null;
+  misfireDisposition: string;
+  recoveryEvidence?: string;
+}
+
+export interface RunView {
+  runId: string;
+  automationId: string;
+  occurrenceId: string;
+  state: string;
+  startedAt: string;
+  finishedAt?: string;
+  /** The state of the run's current attempt, when the store still holds it. */
+  currentAttemptState?: string;
+}
+
+/** Settled history retention should have compacted by now and has not (retention behind, or off). */
+export interface RetentionBacklogEntry {
+  occurrenceId: string;
+  retentionClass: string;
+  settledAt: string;
+}
+
+/**
+ * What the doctor reads of a store, as plain data: the doctor's judgement ({@link diagnose}) is a pure function
+ * of this, the instant and what a daemon knows, so a test can state any store it likes.
+ */
+export interface DoctorView {
+  definitions: DefinitionView[];
+  occurrences: OccurrenceView[];
+  runs: RunView[];
+  receipts: Array<{ receiptId: string; runId: string; verified: boolean }>;
+  ownerLeases: Array<{ instanceId: string; expiresAt: string }>;
+  retentionBacklog: RetentionBacklogEntry[];
+}
+
+/** History past its window by more than this is overdue: a retention sweep runs every few minutes. */
+export const RETENTION_GRACE_MS = 15 * 60_000;
+const PAGE = 500;
+const BACKLOG_LIMIT = 1000;
+
+async function definitionViews(engine: Engine, reader: StoreReader): Promise<DefinitionView[]> {
+  const svc = engine.services;
+  const cursors = new Map((await svc.planCursors.current(reader)).map((c) => [c.id, c.lastSlot]));
+  const views: DefinitionView[] = [];
+  for (const d of await svc.definitions.current(reader)) {
+    if (d.state === DefinitionState.tombstoned) continue;
+    const quarantine = await readQuarantine(reader, d.id);
+    const next = d.state === DefinitionState.active ? nextUnplannedSlot(svc, d, cursors.get(d.id)) : null;
+    views.push({
+      automationId: d.id,
+      state: d.state,
+      quarantined: quarantine.state === QuarantineState.quarantined,
+      quarantineReason: quarantine.reason,
+      nextUnplannedSlot: next === null ? null : new Date(next).toISOString(),
+    });
+  }
+  return views;
+}
+
+function occurrenceView(record: OccurrenceRecord): OccurrenceView {
+  const a = record.data.attributes;
+  const fence = occurrenceContext(record).fence;
+  return {
+    occurrenceId: record.id,
+    automationId: a.automationId,
+    state: stateOf(record),
+    scheduledFor: a.scheduledFor,
+    ...(a.eligibleAt === undefined ? {} : { eligibleAt: a.eligibleAt }),
+    ...(a.notBefore === undefined ? {} : { notBefore: a.notBefore }),
+    updatedAt: a.updatedAt,
+    claimedBy: fence.claimedBy,
+    leaseExpiresAt: fence.leaseExpiresAt,
+    misfireDisposition: a.misfireDisposition,
+    ...(a.recovery?.evidence === undefined ? {} : { recoveryEvidence: a.recovery.evidence }),
+  };
+}
+
+async function runViews(reader: StoreReader): Promise<RunView[]> {
+  const attemptStates = new Map<string, string>();
+  await forEachPage<AttemptRecord['data']>(reader, KINDS.attempt, PAGE, (page) => {
+    for (const attempt of page as AttemptRecord[]) attemptStates.set(attempt.id, stateOf(attempt));
+  });
+  const runs: RunView[] = [];
+  await forEachPage<RunRecord['data']>(reader, KINDS.run, PAGE, (page) => {
+    for (const run of page as RunRecord[]) {
+      const a = run.data.attributes;
+      const c = runContext(run);
+      const current = c.currentAttemptId === null ? undefined : attemptStates.get(c.currentAttemptId);
+      runs.push({
+        runId: run.id,
+        automationId: a.automationId,
+        occurrenceId: c.occurrenceId,
+        state: stateOf(run),
+        startedAt: a.startedAt,
+        ...(a.finishedAt === undefined ? {} : { finishedAt: a.finishedAt }),
+        ...(current === undefined ? {} : { currentAttemptState: current }),
+      });
+    }
+  });
+  return runs;
+}
+
+async function retentionBacklog(
+  reader: StoreReader,
+  policy: RetentionPolicy | undefined,
+  now: number,
+): Promise<RetentionBacklogEntry[]> {
+  // Retention off: nothing is ever compacted, so any settled history past the default windows is backlog.
+  const windows = policy ?? RetentionPolicy.from();
+  const backlog: RetentionBacklogEntry[] = [];
+  for (const retentionClass of windows.expiringClasses()) {
+    const cutoff = new Date(now - windows.windowMs(retentionClass)! - RETENTION_GRACE_MS).toISOString();
+    const due = await reader.list<RetentionDue>(retentionQueueKind(retentionClass), {
+      before: cutoff,
+      limit: BACKLOG_LIMIT,
+    });
+    for (const entry of due)
+      backlog.push({ occurrenceId: entry.data.occurrenceId, retentionClass, settledAt: entry.data.settledAt });
+  }
+  return backlog;
+}
+
+/** How the doctor reads retention: the engine's policy, or `false` when the engine runs without retention. */
+export interface ViewOptions {
+  now: Date;
+  retention?: RetentionOptions | false;
+}
+
+/**
+ * Reads what the doctor judges from one consistent store read. The engine is only asked for its schedule
+ * expander and definition directory (planning's own view of what is due); nothing is written.
+ *
+ * @example
+ * ```ts
+ * const view = await engine.services.store.read((r) => readDoctorView(engine, r, { now: new Date() }));
+ * ```
+ */
+export async function readDoctorView(engine: Engine, reader: StoreReader, options: ViewOptions): Promise<DoctorView> {
+  const occurrences: OccurrenceView[] = [];
+  await forEachPage<OccurrenceRecord['data']>(reader, KINDS.occurrence, PAGE, (page) => {
+    for (const record of page as OccurrenceRecord[]) occurrences.push(occurrenceView(record));
+  });
+  const receipts: DoctorView['receipts'] = [];
+  await forEachPage<Record<string, unknown>>(reader, KINDS.receipt, PAGE, (page) => {
+    for (const r of page)
+      receipts.push({ receiptId: r.id, runId: String(r.data.runId), verified: verifyIntegrity(r.data).valid });
+  });
+  const leases = await reader.list<OwnerLease>(OWNER_LEASE_KIND);
+  const policy = options.retention === false ? undefined : RetentionPolicy.from(options.retention);
+  return {
+    definitions: await definitionViews(engine, reader),
+    occurrences,
+    runs: await runViews(reader),
+    receipts,
+    ownerLeases: leases.map((l) => ({ instanceId: l.id, expiresAt: l.data.expiresAt })),
+    retentionBacklog: await retentionBacklog(reader, policy, options.now.getTime()),
+  };
+}

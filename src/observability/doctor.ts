@@ -1,0 +1,297 @@
+import { FINDINGS, SURFACE, type FindingCode, type Severity } from './doctor-steps.js';
+import type { DoctorView, OccurrenceView, RunView } from './doctor-view.js';
+
+/** What only a running scheduler (the daemon) knows; everything else the doctor reads from the store. */
+export interface SchedulerFacts {
+  /**
+   * Whether a scheduler leads this store. Absent (the CLI opened the store itself): inferred from the owner
+   * leases, so a store no live engine holds has no leader.
+   */
+  leader?: { isLeader: boolean; leaderId: string | null };
+  lastPassAt?: string | null;
+  /** The last pass that completed with no failed step. */
+  lastSuccessfulPassAt?: string | null;
+  lastPassDurationMs?: number | null;
+  /** When the scheduler started: one that has not passed cleanly within the stale window since is stale too. */
+  startedAt?: string;
+  /** Live changefeed subscribers and how many feed events each has yet to receive. */
+  subscribers?: Array<{ subscriberId: string; position: number; behind: number }>;
+}
+
+export interface DoctorFinding {
+  code: FindingCode;
+  severity: Severity;
+  subjectIds: string[];
+  observed: string;
+  safeNextSteps: string[];
+}
+
+/** A diagnostics.doctor.v1 report. */
+export interface DoctorReport {
+  doctorVersion: 1;
+  generatedAt: string;
+  ok: boolean;
+  leadership: {
+    isLeader: boolean;
+    leaderId: string | null;
+    lastSuccessfulPassAt: string | null;
+    lastPassDurationMs: number | null;
+  };
+  store: {
+    schemaVersion: number | null;
+    integrity: 'ok' | 'degraded' | 'unreadable' | 'unknown';
+    migrationState: null;
+  };
+  counts: Record<'due' | 'eligible' | 'claimed' | 'running' | 'recoveryRequired' | 'quarantined', number>;
+  findings: DoctorFinding[];
+  safeNextSteps: string[];
+  surface: Record<string, string>;
+}
+
+/** Upstream's thresholds: two 60 s cadences for staleness and backlog, "a few" events for cursor lag. */
+export const STALE_PASS_MS = 120_000;
+export const DUE_BACKLOG_MS = 120_000;
+export const CURSOR_LAG_EVENTS = 3;
+export const REPEATED_FAILURES = 3;
+/** Subject ids listed per finding; the observation always gives the full count. */
+const SUBJECTS_SHOWN = 50;
+
+const WAITING = new Set(['planned', 'eligible']);
+const LEASED = new Set(['claimed', 'dispatching', 'running']);
+const SETTLED_FAILED = new Set(['failed', 'timed_out', 'cancelled', 'skipped']);
+
+type Push = (code: FindingCode, subjectIds: string[], observed: string) => void;
+interface Judged {
+  view: DoctorView;
+  facts: SchedulerFacts;
+  now: number;
+  leader: { isLeader: boolean; leaderId: string | null };
+}
+
+const age = (now: number, iso: string) => Math.round((now - Date.parse(iso)) / 1000);
+const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+
+function leaderOf(view: DoctorView, facts: SchedulerFacts, now: number): Judged['leader'] {
+  if (facts.leader !== undefined) return facts.leader;
+  const live = view.ownerLeases
+    .filter((l) => Date.parse(l.expiresAt) > now)
+    .sort((a, b) => (a.expiresAt < b.expiresAt ? 1 : -1));
+  return live.length === 0 ? { isLeader: false, leaderId: null } : { isLeader: true, leaderId: live[0]!.instanceId };
+}
+
+function judgeScheduler({ view, facts, now, leader }: Judged, push: Push): void {
+  const active = view.definitions.filter((d) => d.state === 'active');
+  if (!leader.isLeader) {
+    if (active.length > 0)
+      push(
+        'scheduler.no-leader',
+        [],
+        `no scheduler holds the store; ${plural(active.length, 'active automation')} wait`,
+      );
+    return;
+  }
+  const since = facts.lastSuccessfulPassAt ?? facts.startedAt;
+  if (since !== undefined && since !== null && now - Date.parse(since) > STALE_PASS_MS) {
+    const what = facts.lastSuccessfulPassAt == null ? 'no clean pass since the scheduler started' : 'last clean pass';
+    push('scheduler.stale-pass', [], `${what} ${age(now, since)} s ago`);
+  }
+  // Lag needs a pass that had its chance: one that ran after the slot came due and did not plan it.
+  const lastPass = facts.lastPassAt == null ? undefined : Date.parse(facts.lastPassAt);
+  if (lastPass === undefined) return;
+  const lagging = active.filter(
+    (d) => !d.quarantined && d.nextUnplannedSlot !== null && Date.parse(d.nextUnplannedSlot) < lastPass,
+  );
+  if (lagging.length > 0) {
+    const oldest = lagging.map((d) => d.nextUnplannedSlot!).sort()[0]!;
+    push(
+      'scheduler.planning-lag',
+      lagging.map((d) => d.automationId),
+      `${plural(lagging.length, 'automation')} with a due slot a pass did not plan; ` +
+        `oldest due ${age(now, oldest)} s ago`,
+    );
+  }
+}
+
+function judgeOccurrences({ view, now, leader }: Judged, push: Push): void {
+  const backlog = view.occurrences.filter(
+    (o) =>
+      WAITING.has(o.state) &&
+      now - Date.parse(o.scheduledFor) > DUE_BACKLOG_MS &&
+      (o.notBefore === undefined || Date.parse(o.notBefore) <= now),
+  );
+  if (backlog.length > 0) {
+    const oldest = backlog.map((o) => o.scheduledFor).sort()[0]!;
+    push(
+      'occurrences.due-backlog',
+      ids(backlog),
+      `${plural(backlog.length, 'occurrence')} due and not claimed; oldest due ${age(now, oldest)} s ago`,
+    );
+  }
+  // A lapsed claim matters only when its owner is gone too: a live engine's owner lease keeps its claims.
+  const liveOwners = new Set(view.ownerLeases.filter((l) => Date.parse(l.expiresAt) > now).map((l) => l.instanceId));
+  if (leader.leaderId !== null) liveOwners.add(leader.leaderId);
+  const stale = view.occurrences.filter(
+    (o) =>
+      LEASED.has(o.state) &&
+      o.leaseExpiresAt !== null &&
+      Date.parse(o.leaseExpiresAt) < now &&
+      (o.claimedBy === null || !liveOwners.has(o.claimedBy)),
+  );
+  if (stale.length > 0)
+    push(
+      'occurrences.stale-lease',
+      ids(stale),
+      `${plural(stale.length, 'occurrence')} hold a lease whose owner is gone`,
+    );
+  const recovery = view.occurrences.filter((o) => o.state === 'recovery_required');
+  if (recovery.length > 0)
+    push(
+      'occurrences.recovery-required',
+      ids(recovery),
+      `${plural(recovery.length, 'occurrence')} wait for an operator determination`,
+    );
+  const missed = view.occurrences.filter(
+    (o) =>
+      (o.recoveryEvidence === 'lease_expired' && SETTLED_FAILED.has(o.state)) ||
+      o.misfireDisposition === 'collapsed_to_latest',
+  );
+  if (missed.length > 0)
+    push(
+      'occurrences.missed-occurrence',
+      ids(missed),
+      `${plural(missed.length, 'occurrence')} missed work: slots collapsed by misfire, or a lease lapsed and ` +
+        'recovery settled it',
+    );
+}
+
+const ids = (items: OccurrenceView[]) => items.map((o) => o.occurrenceId);
+
+/** Failed settled runs since the last success, newest first; a cancelled run neither counts nor resets. */
+function consecutiveFailures(runs: RunView[]): number {
+  const settled = runs
+    .filter((r) => r.finishedAt !== undefined)
+    .sort((a, b) => (a.finishedAt! < b.finishedAt! ? 1 : -1));
+  let count = 0;
+  for (const run of settled) {
+    if (run.state === 'succeeded') break;
+    if (run.state !== 'cancelled') count += 1;
+  }
+  return count;
+}
+
+function judgeRuns({ view }: Judged, push: Push): void {
+  const byAutomation = new Map<string, RunView[]>();
+  for (const run of view.runs) byAutomation.set(run.automationId, [...(byAutomation.get(run.automationId) ?? []), run]);
+  const failing = [...byAutomation].map(([id, runs]) => [id, consecutiveFailures(runs)] as const);
+  const repeated = failing.filter(([, n]) => n >= REPEATED_FAILURES);
+  if (repeated.length > 0)
+    push(
+      'runs.repeated-failures',
+      repeated.map(([id]) => id),
+      repeated.map(([id, n]) => `${id}: ${n} consecutive failed runs`).join('; '),
+    );
+  const quarantined = view.definitions.filter((d) => d.quarantined);
+  if (quarantined.length > 0)
+    push(
+      'runs.quarantined',
+      quarantined.map((d) => d.automationId),
+      `${plural(quarantined.length, 'automation')} quarantined after exhausting retries`,
+    );
+  const ambiguous = view.runs.filter(
+    (r) => r.state === 'ambiguous' || (r.state === 'running' && r.currentAttemptState === 'ambiguous'),
+  );
+  if (ambiguous.length > 0)
+    push(
+      'runs.ambiguous-outcome',
+      ambiguous.map((r) => r.runId),
+      `${plural(ambiguous.length, 'run')} lost after a possible side effect; the outcome is unknown`,
+    );
+  const cancelled = view.runs.filter((r) => r.state === 'cancelled');
+  if (cancelled.length > 0)
+    push(
+      'runs.cancelled',
+      cancelled.map((r) => r.runId),
+      `${plural(cancelled.length, 'cancelled run')}`,
+    );
+}
+
+function judgeRecords({ view, facts }: Judged, push: Push): void {
+  const unverified = view.receipts.filter((r) => !r.verified);
+  if (unverified.length > 0)
+    push(
+      'receipts.unverified',
+      unverified.map((r) => r.receiptId),
+      `${plural(unverified.length, 'receipt')} whose integrity digest does not verify`,
+    );
+  const lagging = (facts.subscribers ?? []).filter((s) => s.behind > CURSOR_LAG_EVENTS);
+  if (lagging.length > 0)
+    push(
+      'events.cursor-lag',
+      [],
+      lagging
+        .map((s) => `subscriber ${s.subscriberId} at position ${s.position} is ${s.behind} events behind`)
+        .join('; '),
+    );
+  if (view.retentionBacklog.length > 0) {
+    const oldest = view.retentionBacklog.map((e) => e.settledAt).sort()[0]!;
+    push(
+      'disk.retention-pressure',
+      view.retentionBacklog.map((e) => e.occurrenceId),
+      `${plural(view.retentionBacklog.length, 'settled occurrence')} outlived their retention window and are still ` +
+        `stored; oldest settled ${oldest}`,
+    );
+  }
+}
+
+function countsOf(view: DoctorView, now: number): DoctorReport['counts'] {
+  const o = view.occurrences;
+  const n = (test: (x: OccurrenceView) => boolean) => o.filter(test).length;
+  return {
+    due: n((x) => WAITING.has(x.state) && Date.parse(x.scheduledFor) <= now),
+    eligible: n((x) => x.state === 'eligible'),
+    claimed: n((x) => x.state === 'claimed' || x.state === 'dispatching'),
+    running: n((x) => x.state === 'running'),
+    recoveryRequired: n((x) => x.state === 'recovery_required'),
+    quarantined: view.definitions.filter((d) => d.quarantined).length,
+  };
+}
+
+/**
+ * The doctor: a diagnostics.doctor.v1 report from a store view, the instant, and what the scheduler knows. Pure:
+ * the same inputs give the same report, so every finding can be produced from a scripted store.
+ *
+ * @example
+ * ```ts
+ * const report = diagnose(view, new Date(), { leader: { isLeader: true, leaderId: 'engine-1' } });
+ * if (!report.ok) process.exitCode = 1;
+ * ```
+ */
+export function diagnose(view: DoctorView, now: Date, facts: SchedulerFacts = {}): DoctorReport {
+  const at = now.getTime();
+  const findings: DoctorFinding[] = [];
+  const push: Push = (code, subjectIds, observed) =>
+    findings.push({
+      code,
+      severity: FINDINGS[code].severity,
+      subjectIds: subjectIds.slice(0, SUBJECTS_SHOWN),
+      observed,
+      safeNextSteps: [...FINDINGS[code].steps],
+    });
+  const judged: Judged = { view, facts, now: at, leader: leaderOf(view, facts, at) };
+  for (const judge of [judgeScheduler, judgeOccurrences, judgeRuns, judgeRecords]) judge(judged, push);
+  return {
+    doctorVersion: 1,
+    generatedAt: now.toISOString(),
+    ok: findings.every((f) => f.severity !== 'error'),
+    leadership: {
+      ...judged.leader,
+      lastSuccessfulPassAt: facts.lastSuccessfulPassAt ?? null,
+      lastPassDurationMs: facts.lastPassDurationMs == null ? null : Math.round(facts.lastPassDurationMs),
+    },
+    store: { schemaVersion: null, integrity: 'ok', migrationState: null },
+    counts: countsOf(view, at),
+    findings,
+    safeNextSteps: [...new Set(findings.flatMap((f) => f.safeNextSteps))],
+    surface: { ...SURFACE },
+  };
+}

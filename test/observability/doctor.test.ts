@@ -1,0 +1,225 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import { describe, expect, test } from 'vitest';
+import { KINDS } from '../../src/domain/records.js';
+import { MemoryStore } from '../../src/store/memory-store.js';
+import type { StoreReader, StoreTransaction } from '../../src/store/store.js';
+import type { DoctorReport } from '../../src/observability/doctor.js';
+import { FINDINGS } from '../../src/observability/doctor-steps.js';
+import { command } from '../support/commands.js';
+import { readUpstreamJson, upstreamAvailable, upstreamDir } from '../support/upstream.js';
+import { doctorWorld, faultyStore } from './doctor-world.js';
+
+const at = (time: string, day = '02') => `2026-03-${day}T${time}.000Z`;
+const SCHEMA = 'conformance/schemas/diagnostics.doctor.v1.schema.json';
+const schemaPresent = upstreamAvailable && existsSync(join(upstreamDir, SCHEMA));
+if (!schemaPresent) console.warn(`doctor reports are not checked against upstream's schema: ${SCHEMA} not found`);
+const validate = schemaPresent
+  ? new Ajv2020({ strict: true, allErrors: true }).compile(readUpstreamJson<object>(SCHEMA))
+  : undefined;
+/** Every report the suite produces is checked against upstream's schema when it is there. */
+const reports: DoctorReport[] = [];
+const keep = (report: DoctorReport) => (reports.push(report), report);
+const codesOf = (report: DoctorReport) =>
+  keep(report)
+    .findings.map((f) => f.code)
+    .sort();
+
+/** A run that succeeds: planned and launched at 09:00:05, settled by 09:02:05. */
+async function healthyWorld() {
+  const w = await doctorWorld({ start: at('08:59:00') });
+  await w.tick(at('09:00:05'));
+  await w.tick(at('09:02:05'));
+  return w;
+}
+
+describe('the doctor (diagnostics.doctor.v1)', () => {
+  test('a healthy store after normal passes has no findings, and the report says what it read', async () => {
+    const w = await healthyWorld();
+    const report = keep(await w.doctor(w.daemonFacts()));
+    expect(report.findings).toEqual([]);
+    expect(report).toMatchObject({
+      doctorVersion: 1,
+      ok: true,
+      generatedAt: at('09:02:05'),
+      leadership: { isLeader: true, leaderId: 'engine-a', lastSuccessfulPassAt: at('09:02:05') },
+      counts: { due: 0, eligible: 0, claimed: 0, running: 0, recoveryRequired: 0, quarantined: 0 },
+      safeNextSteps: [],
+    });
+  });
+
+  test('scheduler.no-leader: active automations and no live owner lease (the CLI opened the store itself)', async () => {
+    const w = await doctorWorld({ start: at('08:00:00') });
+    const report = keep(await w.doctor());
+    expect(report.findings.map((f) => [f.code, f.severity])).toEqual([['scheduler.no-leader', 'error']]);
+    expect(report.ok).toBe(false);
+    expect(report.leadership).toMatchObject({ isLeader: false, leaderId: null });
+  });
+
+  test('scheduler.stale-pass: no clean pass for over two minutes', async () => {
+    const w = await healthyWorld();
+    w.clock.set(at('09:04:06'));
+    expect(codesOf(await w.doctor(w.daemonFacts()))).toEqual(['scheduler.stale-pass']);
+    w.clock.set(at('09:04:04'));
+    expect(codesOf(await w.doctor(w.daemonFacts()))).toEqual([]);
+  });
+
+  test('scheduler.planning-lag: a pass ran after the slot came due and could not plan it', async () => {
+    const refusePlanCursor = (tx: StoreTransaction): StoreTransaction =>
+      new Proxy(tx, {
+        get: (target, key) =>
+          key === 'put'
+            ? (kind: string, ...rest: unknown[]) =>
+                kind === KINDS.planCursor
+                  ? Promise.reject(new Error('disk full'))
+                  : (target.put as (...a: unknown[]) => unknown)(kind, ...rest)
+            : (Reflect.get(target, key) as unknown),
+      });
+    const w = await doctorWorld({
+      start: at('08:59:00'),
+      store: faultyStore(new MemoryStore(), { tx: refusePlanCursor }),
+    });
+    await w.tick(at('09:00:30'));
+    expect(w.passes.snapshot().lastPassErrors[0]).toMatch(/planning daily: disk full/);
+    expect(codesOf(await w.doctor(w.daemonFacts()))).toEqual(['scheduler.planning-lag']);
+  });
+
+  test('occurrences.due-backlog: planned, due for over two minutes, never claimed', async () => {
+    const w = await doctorWorld({ start: at('08:59:00') });
+    await w.crashAt(at('09:00:05'), 'claim');
+    w.clock.set(at('09:03:00'));
+    const report = keep(await w.doctor(w.freshFacts()));
+    expect(report.findings.map((f) => f.code)).toEqual(['occurrences.due-backlog']);
+    expect(report.counts.due).toBe(1);
+  });
+
+  test('occurrences.stale-lease: a claim whose lease and owner are both gone', async () => {
+    const w = await doctorWorld({ start: at('08:59:00') });
+    w.runtime.enqueue('hang');
+    await w.tick(at('09:00:05'));
+    w.clock.set(at('09:10:00'));
+    const report = keep(await w.doctor({ ...w.freshFacts(), leader: { isLeader: true, leaderId: 'engine-b' } }));
+    expect(report.findings.map((f) => f.code)).toEqual(['occurrences.stale-lease']);
+    // Its own engine still holds it: no finding.
+    expect(codesOf(await w.doctor(w.freshFacts()))).toEqual([]);
+  });
+
+  test('occurrences.recovery-required and runs.ambiguous-outcome: a session lost after its side effect', async () => {
+    const w = await doctorWorld({ start: at('08:59:00') });
+    w.runtime.enqueue('lost-after-side-effect');
+    await w.tick(at('09:00:05'));
+    await w.tick(at('09:02:05'));
+    const report = keep(await w.doctor(w.freshFacts()));
+    expect(report.findings.map((f) => [f.code, f.severity])).toEqual([
+      ['occurrences.recovery-required', 'warning'],
+      ['runs.ambiguous-outcome', 'error'],
+    ]);
+    expect(report.ok).toBe(false);
+    expect(report.counts.recoveryRequired).toBe(1);
+    expect(report.safeNextSteps.join(' ')).not.toMatch(/delete/i);
+  });
+
+  test('occurrences.missed-occurrence: missed slots collapsed into the latest one by misfire', async () => {
+    const w = await doctorWorld({ start: at('08:59:00') });
+    await w.tick(at('09:30:00', '05'));
+    const report = keep(await w.doctor(w.freshFacts()));
+    expect(report.findings.map((f) => f.code)).toEqual(['occurrences.missed-occurrence']);
+    expect(report.findings[0]!.subjectIds).toEqual(['daily-1772701200000']);
+  });
+
+  test('runs.repeated-failures: three consecutive failed runs', async () => {
+    const w = await doctorWorld({ start: at('10:00:00'), perRunMinutes: 1 });
+    w.runtime.defaultBehavior = 'fail';
+    for (const minute of ['10', '20', '30']) {
+      await w.ok(command('occurrence.runNow.v1', { automationId: 'daily' }));
+      await w.tick(at(`10:${minute}:30`));
+      await w.tick(at(`10:${minute}:50`));
+      await w.tick(at(`10:${minute.replace(/0$/, '5')}:00`));
+    }
+    // Each held failure runs out its deadline: timed out, a failure that is not a success.
+    expect((await w.read.runs()).map((r) => r.state)).toEqual(['timed_out', 'timed_out', 'timed_out']);
+    const report = keep(await w.doctor(w.freshFacts()));
+    expect(report.findings.map((f) => [f.code, f.subjectIds])).toEqual([['runs.repeated-failures', ['daily']]]);
+  });
+
+  test('runs.quarantined: retries exhausted', async () => {
+    const w = await doctorWorld({
+      start: at('08:59:00'),
+      retry: { maxAttempts: 1, backoffPolicy: 'none', retryableClasses: ['runtime_unavailable'] },
+    });
+    w.runtime.enqueue('unavailable');
+    await w.tick(at('09:00:05'));
+    const report = keep(await w.doctor(w.freshFacts()));
+    expect(report.findings.map((f) => [f.code, f.subjectIds])).toEqual([['runs.quarantined', ['daily']]]);
+    expect(report.counts.quarantined).toBe(1);
+  });
+
+  test('runs.cancelled: an operator cancel, reported as info (the report stays ok)', async () => {
+    const w = await doctorWorld({ start: at('08:59:00') });
+    w.runtime.enqueue('hang');
+    await w.tick(at('09:00:05'));
+    const [occurrence] = await w.read.occurrences();
+    const asked = await w.engine.commands.handle(
+      command('occurrence.cancel.v1', { occurrenceId: occurrence!.occurrenceId }),
+    );
+    // A running session's cancel is a request: it completes when the runtime acknowledges it.
+    expect(asked.error?.code).toBe('CANCEL_PENDING');
+    await w.tick(at('09:00:10'));
+    await w.tick(at('09:00:15'));
+    const report = keep(await w.doctor(w.freshFacts()));
+    expect(report.findings.map((f) => [f.code, f.severity])).toEqual([['runs.cancelled', 'info']]);
+    expect(report.ok).toBe(true);
+  });
+
+  test('receipts.unverified: a receipt whose bytes changed on disk', async () => {
+    const tamper = (reader: StoreReader): StoreReader =>
+      new Proxy(reader, {
+        get: (target, key) =>
+          key === 'list'
+            ? async (kind: string, options?: object) => {
+                const records = await target.list<Record<string, unknown>>(kind, options);
+                if (kind !== KINDS.receipt) return records;
+                return records.map((r) => ({ ...r, data: { ...r.data, outcome: { disposition: 'succeeded!' } } }));
+              }
+            : (Reflect.get(target, key) as unknown),
+      });
+    const inner = new MemoryStore();
+    const w = await doctorWorld({ start: at('08:59:00'), store: inner });
+    await w.tick(at('09:00:05'));
+    await w.tick(at('09:02:05'));
+    expect(codesOf(await w.doctor(w.freshFacts()))).toEqual([]);
+    const seen = await doctorWorld({ start: at('09:02:05'), store: faultyStore(inner, { reader: tamper }) });
+    const report = keep(await seen.doctor(seen.freshFacts()));
+    expect(report.findings.map((f) => [f.code, f.severity])).toEqual([['receipts.unverified', 'error']]);
+  });
+
+  test('events.cursor-lag: a live subscriber more than three events behind', async () => {
+    const w = await healthyWorld();
+    const head = (await w.read.feed()).length - 1;
+    const lagging = { subscriberId: 'sse-1', position: head - 4 };
+    expect(codesOf(await w.doctor({ ...w.freshFacts(), subscribers: [lagging] }))).toEqual(['events.cursor-lag']);
+    const close = { subscriberId: 'sse-2', position: head - 3 };
+    expect(codesOf(await w.doctor({ ...w.freshFacts(), subscribers: [close] }))).toEqual([]);
+  });
+
+  test('disk.retention-pressure: settled history past its window, still stored', async () => {
+    const w = await healthyWorld();
+    w.clock.set(at('09:20:00'));
+    const retention = { windowDays: { standard: 1 / 1440 } };
+    expect(codesOf(await w.doctor({ ...w.freshFacts(), retention }))).toEqual(['disk.retention-pressure']);
+    w.clock.set(at('09:15:00'));
+    expect(codesOf(await w.doctor({ ...w.freshFacts(), retention }))).toEqual([]);
+  });
+
+  test('every finding code of the brief was produced above, with the severity its table gives', () => {
+    const produced = new Set(reports.flatMap((r) => r.findings.map((f) => f.code)));
+    expect([...produced].sort()).toEqual(Object.keys(FINDINGS).sort());
+    for (const f of reports.flatMap((r) => r.findings)) expect(f.severity).toBe(FINDINGS[f.code].severity);
+  });
+
+  test.skipIf(!schemaPresent)("every report validates against upstream's diagnostics.doctor.v1 schema", () => {
+    expect(reports.length).toBeGreaterThan(10);
+    for (const report of reports) expect(validate!(report), JSON.stringify(validate!.errors)).toBe(true);
+  });
+});
