@@ -42,6 +42,8 @@ const LAYERS = {
   engine: PRODUCTION,
   ...Object.fromEntries(TESTKIT.map((kit) => [kit, [...PRODUCTION, ...TESTKIT]])),
   cli: [...PRODUCTION, ...TESTKIT, 'cli'],
+  // The browser app: bundled by Vite for the page, imports no project module, and nothing imports it.
+  dashboard: [],
 };
 
 /** machines/ lives at the repository root; every other layer is a folder under src/. */
