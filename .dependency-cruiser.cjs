@@ -40,8 +40,9 @@ const LAYERS = {
   domain: BELOW_DOMAIN,
   ...Object.fromEntries(CONTRACT_ACTORS.map((actor) => [actor, WITH_DOMAIN])),
   engine: PRODUCTION,
-  ...Object.fromEntries(TESTKIT.map((kit) => [kit, [...PRODUCTION, ...TESTKIT]])),
-  cli: [...PRODUCTION, ...TESTKIT, 'cli'],
+  daemon: PRODUCTION,
+  ...Object.fromEntries(TESTKIT.map((kit) => [kit, [...PRODUCTION, 'daemon', ...TESTKIT]])),
+  cli: [...PRODUCTION, 'daemon', ...TESTKIT, 'cli'],
   // The browser app: bundled by Vite for the page, imports no project module, and nothing imports it.
   dashboard: [],
 };

@@ -4,8 +4,7 @@ import { checkDefinitionBody } from '../domain/definition-body.js';
 import { toPlainJson } from '../command-handler/plain-json.js';
 import { integrityOf } from '../contract/digest.js';
 import { ContractError } from '../contract/errors.js';
-import type { Engine } from '../engine/engine.js';
-import { CliError, envelope, report, type CliOptions } from './context.js';
+import { CliError, envelope, report, type CliEngine, type CliOptions } from './context.js';
 import { listProblems } from './error-line.js';
 
 /**
@@ -62,7 +61,7 @@ function importSummary(result: Record<string, unknown>): string {
  * whose every definition fails is refused and commits nothing; a partial one commits what passed and names
  * each definition that failed, exiting 1.
  */
-async function importFlat(engine: Engine, definitions: unknown[], options: CliOptions): Promise<number> {
+async function importFlat(engine: CliEngine, definitions: unknown[], options: CliOptions): Promise<number> {
   const response = await engine.commands.handle(
     envelope('legacy.import.v1', { source: 'flat-definitions', definitions }),
   );
@@ -80,7 +79,7 @@ async function importFlat(engine: Engine, definitions: unknown[], options: CliOp
  * definition takes two commands, so the second body is checked before the first is sent: a body only the
  * paused revision would refuse leaves no draft behind.
  */
-async function applyRich(engine: Engine, body: Record<string, unknown>, options: CliOptions): Promise<number> {
+async function applyRich(engine: CliEngine, body: Record<string, unknown>, options: CliOptions): Promise<number> {
   const current = await engine.commands.handle(envelope('definition.get.v1', { automationId: body.automationId }));
   const { integrity: _ignored, ...rest } = body;
   const withIntegrity = (b: Record<string, unknown>) => ({ ...b, integrity: integrityOf(b) });
@@ -110,7 +109,7 @@ async function applyRich(engine: Engine, body: Record<string, unknown>, options:
 }
 
 /** `apply -f <file>`: a rich contract definition, or a flat legacy definition (or an array of them). */
-export async function applyFile(engine: Engine, file: string, options: CliOptions): Promise<number> {
+export async function applyFile(engine: CliEngine, file: string, options: CliOptions): Promise<number> {
   const body = readJsonFile(file);
   if (Array.isArray(body)) return importFlat(engine, body, options);
   if (body.schemaVersion === 1) return importFlat(engine, [body], options);

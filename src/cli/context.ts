@@ -8,6 +8,11 @@ import { errorLine } from './error-line.js';
 import { ChildProcessRuntime } from '../runtime/child-process-runtime.js';
 import { confineCwd } from '../command-handler/cwd-requirements.js';
 import { openStore, type FileStore, type FileStoreKind } from '../store/open-store.js';
+import { StoreLockedError } from '../store/store.js';
+import type { StreamRef } from '../changefeed/event-envelope.js';
+import { DaemonClient } from '../daemon/client.js';
+import { follow, type FollowedEvent } from '../daemon/follow.js';
+import { latestAttempt, type LatestAttempt } from '../daemon/run-reads.js';
 import { RETENTION_CLASSES, RetentionPolicy, type RetentionClass, type RetentionOptions } from '../retention/policy.js';
 
 export const DEFAULT_STORE = join('.coven', 'automations.json');
@@ -85,14 +90,25 @@ function cliRuntime(options: CliOptions, file: string): ChildProcessRuntime {
   }
 }
 
-/** Opens the store (taking its lock) and an engine with the child-process runtime for the duration of `body`. */
-export async function withEngine<T>(
+/**
+ * Opens the store (taking its lock) and an engine with the child-process runtime for the duration of `body`:
+ * what `start` runs on. Every other command goes through {@link withEngine}, which asks a daemon first.
+ */
+export async function withLocalEngine<T>(
   options: CliOptions,
   body: (engine: Engine, store: FileStore) => Promise<T>,
 ): Promise<T> {
   const file = resolve(options.store ?? DEFAULT_STORE);
   mkdirSync(dirname(file), { recursive: true });
-  const store = await openStore(file, options.storeKind);
+  return onStore(options, file, await openStore(file, options.storeKind), body);
+}
+
+async function onStore<T>(
+  options: CliOptions,
+  file: string,
+  store: FileStore,
+  body: (engine: Engine, store: FileStore) => Promise<T>,
+): Promise<T> {
   try {
     const runtime = cliRuntime(options, file);
     const retention = parseRetention(options.retention);
@@ -106,6 +122,63 @@ export async function withEngine<T>(
     return await body(engine, store);
   } finally {
     await store.close();
+  }
+}
+
+/**
+ * What a CLI command needs of the engine, served alike by a daemon that owns the store and by an engine the
+ * CLI opened itself, so a command prints the same either way.
+ */
+export interface CliEngine {
+  readonly commands: { handle(raw: unknown): Promise<CommandResponse> };
+  /** The latest attempt of a run, which `retry` names. */
+  latestAttempt(runId: string): Promise<LatestAttempt>;
+  /** The changefeed live, with the cursor `--after` takes, until `signal` aborts. */
+  follow(stream: StreamRef, options: { after: number; signal: AbortSignal }): AsyncIterable<FollowedEvent>;
+}
+
+function remoteEngine(client: DaemonClient): CliEngine {
+  return {
+    commands: { handle: (raw) => client.handle(raw) },
+    latestAttempt: (runId) => client.get<LatestAttempt>(`/api/v1/runs/${encodeURIComponent(runId)}/latest-attempt`),
+    follow: (stream, { after, signal }) => client.events({ stream, after, signal }),
+  };
+}
+
+function localEngine(engine: Engine, store: FileStore): CliEngine {
+  return {
+    commands: engine.commands,
+    latestAttempt: (runId) => store.read((reader) => latestAttempt(reader, runId)),
+    follow: (stream, { after, signal }) => follow(engine.commands.changefeed, store, stream, { after, signal }),
+  };
+}
+
+/**
+ * How long a command waits for a store another process holds to be served by a daemon (one that just took
+ * the lock writes its record a moment later) or released (a daemon stopping), before it reports the holder.
+ */
+const LOCKED_WAIT_MS = 3_000;
+
+/**
+ * Runs `body` against the daemon that owns the store, over its socket; without one, opens the store (taking
+ * its lock) and an engine with the child-process runtime for the duration of `body`, as before daemons.
+ */
+export async function withEngine<T>(options: CliOptions, body: (engine: CliEngine) => Promise<T>): Promise<T> {
+  const file = resolve(options.store ?? DEFAULT_STORE);
+  const deadline = Date.now() + LOCKED_WAIT_MS;
+  for (;;) {
+    const client = await DaemonClient.connect(file);
+    if (client !== undefined) return body(remoteEngine(client));
+    mkdirSync(dirname(file), { recursive: true });
+    let store: FileStore;
+    try {
+      store = await openStore(file, options.storeKind);
+    } catch (error) {
+      if (!(error instanceof StoreLockedError) || Date.now() >= deadline) throw error;
+      await new Promise((wake) => setTimeout(wake, 25));
+      continue;
+    }
+    return onStore(options, file, store, async (engine) => body(localEngine(engine, store)));
   }
 }
 

@@ -1,12 +1,13 @@
+import { resolve } from 'node:path';
+import { DaemonClient } from '../daemon/client.js';
 import { openStore } from '../store/open-store.js';
-import type { Engine } from '../engine/engine.js';
 import { applyFile } from './apply-command.js';
-import { CliError, DEFAULT_STORE, envelope, report, withEngine } from './context.js';
+import { CliError, DEFAULT_STORE, envelope, report, withEngine, type CliEngine } from './context.js';
 import { errorLine } from './error-line.js';
 import { paint, table } from './format.js';
 import type { ProgramKit } from './program-kit.js';
 
-async function revisionOf(engine: Engine, automationId: string): Promise<number> {
+async function revisionOf(engine: CliEngine, automationId: string): Promise<number> {
   const got = await engine.commands.handle(envelope('definition.get.v1', { automationId }));
   if (got.outcome === 'rejected') throw new CliError(errorLine(got.error!));
   return got.result!.currentRevision as number;
@@ -19,6 +20,9 @@ export function registerDefinitionCommands({ program, opts, run }: ProgramKit): 
     .description('create the store file')
     .action(
       run(async () => {
+        // A store a daemon serves exists and is ready; opening it here would only meet the daemon's lock.
+        const served = await DaemonClient.connect(opts().store ?? DEFAULT_STORE);
+        if (served !== undefined) return console.log(`store ready: ${resolve(opts().store ?? DEFAULT_STORE)}`);
         const store = await openStore(opts().store ?? DEFAULT_STORE, opts().storeKind);
         await store.transact((tx) => tx.head('init'));
         await store.close();

@@ -1,25 +1,13 @@
-import type { Engine } from '../engine/engine.js';
-import { envelope, report, withEngine } from './context.js';
+import { envelope, report, withEngine, type CliEngine } from './context.js';
 import type { ProgramKit } from './program-kit.js';
 
 /** attempt.retry.v1 for a run's latest attempt, as the store records it. */
-async function retryEnvelope(engine: Engine, runId: string): Promise<Record<string, unknown>> {
-  const history = await engine.services.store.read((r) =>
-    r.get<{ attributes: { attemptIds: string[] } }>('run', runId),
-  );
-  const latest =
-    history === undefined
-      ? undefined
-      : await engine.services.store.read((r) =>
-          r.get<{ snapshot: { value: string; context: { attemptNumber: number } } }>(
-            'attempt',
-            history.data.attributes.attemptIds.at(-1)!,
-          ),
-        );
+async function retryEnvelope(engine: CliEngine, runId: string): Promise<Record<string, unknown>> {
+  const latest = await engine.latestAttempt(runId);
   return envelope('attempt.retry.v1', {
     runId,
-    priorAttemptNumber: latest?.data.snapshot.context.attemptNumber ?? 1,
-    priorDisposition: latest?.data.snapshot.value ?? 'failed',
+    priorAttemptNumber: latest.attemptNumber,
+    priorDisposition: latest.disposition,
   });
 }
 

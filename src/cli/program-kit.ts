@@ -1,6 +1,5 @@
 import type { Command } from 'commander';
-import type { Engine } from '../engine/engine.js';
-import { envelope, report, withEngine, type CliOptions } from './context.js';
+import { envelope, report, withEngine, type CliEngine, type CliOptions } from './context.js';
 
 /** What every group of subcommands needs to register itself on the program. */
 export interface ProgramKit {
@@ -15,7 +14,7 @@ export interface ProgramKit {
     command: string,
     describe: string,
     field: string,
-    extra?: (engine: Engine, id: string) => Promise<Record<string, unknown>>,
+    extra?: (engine: CliEngine, id: string) => Promise<Record<string, unknown>>,
   ) => Command;
 }
 

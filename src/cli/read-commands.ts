@@ -1,5 +1,5 @@
-import type { Engine } from '../engine/engine.js';
-import { envelope, report, withEngine, type CliOptions } from './context.js';
+import { parseStream } from '../daemon/follow.js';
+import { envelope, report, withEngine, type CliEngine, type CliOptions } from './context.js';
 import { historyTable } from './history-format.js';
 import type { ProgramKit } from './program-kit.js';
 
@@ -13,14 +13,17 @@ interface PrintedEvent {
 const eventLine = (e: PrintedEvent) =>
   `${String(e.sequence).padStart(4)} ${e.stream.kind}/${e.stream.id} ${e.kind}: ${e.summary}`;
 
-/** `events`: one page of a stream, or with --follow every new event until SIGINT/SIGTERM. */
+/**
+ * `events`: one page of a stream, or with --follow every event after the cursor and then each new one as it
+ * commits (from the daemon's stream, or the store this process opened) until SIGINT/SIGTERM. Followed lines
+ * start with the cursor `--after` takes: the global position on the feed, the sequence on another stream.
+ */
 async function readEvents(
-  engine: Engine,
+  engine: CliEngine,
   cmd: { stream: string; after: string; follow?: boolean },
   opts: CliOptions,
 ): Promise<number> {
-  const [kind, ...rest] = cmd.stream.split('/');
-  const stream = { kind: kind as 'feed', id: rest.join('/') };
+  const stream = parseStream(cmd.stream);
   if (cmd.follow !== true) {
     return report(
       await engine.commands.handle(envelope('events.read.v1', { stream, after: Number(cmd.after), limit: 1000 })),
@@ -31,8 +34,11 @@ async function readEvents(
   const controller = new AbortController();
   process.once('SIGINT', () => controller.abort());
   process.once('SIGTERM', () => controller.abort());
-  for await (const e of engine.commands.subscribe(stream, { after: Number(cmd.after), signal: controller.signal }))
-    console.log(opts.json === true ? JSON.stringify(e) : eventLine(e));
+  for await (const { position, event } of engine.follow(stream, {
+    after: Number(cmd.after),
+    signal: controller.signal,
+  }))
+    console.log(opts.json === true ? JSON.stringify({ position, event }) : eventLine({ ...event, sequence: position }));
   return 0;
 }
 

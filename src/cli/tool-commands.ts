@@ -2,14 +2,12 @@ import { join } from 'node:path';
 import { verifyIntegrity } from '../contract/digest.js';
 import { loadLifecycleSpec } from '../spec/lifecycle-spec.js';
 import { summarizeSpec } from '../spec/summary.js';
-import type { Engine } from '../engine/engine.js';
-import type { FileStore } from '../store/open-store.js';
 import { readJsonFile } from './apply-command.js';
-import { withEngine } from './context.js';
 import { runDemo } from './demo.js';
 import { runLifecycleWalkthrough } from './lifecycle-walkthrough.js';
 import type { InvariantsOptions } from './invariants-command.js';
 import type { ProgramKit } from './program-kit.js';
+import { declareStartOptions, runStart, type StartOptions } from './start-command.js';
 
 const INVARIANTS_HELP = `
 What runs, in order:
@@ -30,33 +28,16 @@ Examples:
   coven-automata --json invariants --runs 20 > result.json
 `;
 
-/** `start`: runs the engine, printing passes that did something, until SIGINT/SIGTERM. */
-async function runUntilSignal(engine: Engine, store: FileStore): Promise<number> {
-  console.log(`engine running on ${store.file} (Ctrl-C to stop)`);
-  engine.start((pass) => {
-    if (pass.planned + pass.launched + pass.settled > 0 || pass.errors.length > 0) {
-      const errors = pass.errors.length > 0 ? `, errors: ${pass.errors.map((e) => e.message).join('; ')}` : '';
-      console.log(`${pass.at} planned ${pass.planned}, launched ${pass.launched}, settled ${pass.settled}${errors}`);
-    }
-  });
-  await new Promise<void>((resolve) => {
-    process.once('SIGINT', resolve);
-    process.once('SIGTERM', resolve);
-  });
-  await engine.stop();
-  console.log('stopped; store lock released');
-  return 0;
-}
-
 /**
  * start, demo, walkthrough, machines and invariants: running the engine and its showcases. The invariant suite
  * is imported when its command runs, so every other command starts without fast-check and @xstate/graph.
  */
 export function registerRunCommands({ program, opts, run }: ProgramKit): void {
-  program
-    .command('start')
-    .description('run the engine with the child-process runtime until SIGINT/SIGTERM')
-    .action(run(async () => withEngine(opts(), runUntilSignal)));
+  declareStartOptions(
+    program
+      .command('start')
+      .description('run the engine and serve every command on a socket beside the store, until SIGINT/SIGTERM'),
+  ).action(run(async (cmd: StartOptions) => runStart(opts(), cmd)));
   program
     .command('demo')
     .description('the four-day demo on a fresh store (default .coven/demo.json; a .sqlite file runs it on SQLite)')
