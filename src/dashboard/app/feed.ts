@@ -63,9 +63,16 @@ export class LiveFeed {
     const source = new EventSource(this.options.api.eventsUrl(this.lastPosition));
     this.source = source;
     source.onopen = () => status(this.options.status, 'live', 'ok');
-    source.onerror = () => {
+    source.onerror = (event) => {
       source.close();
-      status(this.options.status, 'disconnected — reconnecting', 'bad');
+      const refusal = this.refusalOf(event);
+      // An expired cursor lies behind retention's compaction: the feed starts again from its beginning.
+      if (refusal?.code === 'CURSOR_EXPIRED') this.lastPosition = undefined;
+      status(
+        this.options.status,
+        `${refusal ? `${refusal.code}: ${refusal.message} — ` : 'disconnected — '}reconnecting`,
+        'bad',
+      );
       // The daemon may be restarting; a browser retry loop a second apart is gentle enough.
       this.retryTimer = window.setTimeout(() => this.connect(), 1000);
     };
@@ -75,6 +82,17 @@ export class LiveFeed {
   close(): void {
     if (this.retryTimer !== undefined) window.clearTimeout(this.retryTimer);
     this.source?.close();
+  }
+
+  /** The typed error the daemon sends as an `event: error` frame before it ends the stream, if this is one. */
+  private refusalOf(event: Event): { code: string; message: string } | undefined {
+    if (!(event instanceof MessageEvent) || typeof event.data !== 'string') return undefined;
+    try {
+      const body = JSON.parse(event.data) as { error?: { code: string; message: string }; code?: string };
+      return body.error ?? (body.code === undefined ? undefined : (body as { code: string; message: string }));
+    } catch {
+      return undefined;
+    }
   }
 
   private show(message: MessageEvent<string>): void {
