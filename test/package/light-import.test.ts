@@ -15,6 +15,9 @@ const HEAVY = [
   'vitest',
   '@fast-check/vitest',
   'better-sqlite3',
+  'fastify',
+  'pino',
+  'prom-client',
 ];
 /** The project modules the CLI imports only when their command runs. */
 const LAZY = /\/src\/testkit\/|\/src\/cli\/(diagram|inspect|invariants)-command\.ts$/;

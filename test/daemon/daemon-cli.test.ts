@@ -1,0 +1,103 @@
+import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, describe, expect, test } from 'vitest';
+import { DaemonClient } from '../../src/daemon/index.js';
+import { killChildren, runCliProcess, spawnCli, startDaemonProcess, writeDefinition } from './daemon-process.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'coven-daemon-cli-'));
+afterEach(killChildren);
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const fresh = () => mkdtempSync(join(dir, 'store-'));
+
+describe('a second CLI process against a running daemon', () => {
+  test('reads and commands go over the socket, never CONCURRENCY_LIMIT, and print what they print locally', async () => {
+    const folder = fresh();
+    const store = join(folder, 'automations.json');
+    const daemon = await startDaemonProcess(store);
+    const cli = (...args: string[]) => runCliProcess(['--store', store, ...args]);
+    const applied = await cli('apply', '-f', writeDefinition(folder, 'nightly'));
+    expect(applied, applied.stderr).toMatchObject({
+      code: 0,
+      stdout: 'definition.revise.v1: committed (revision 2)\n',
+    });
+    expect((await cli('activate', 'nightly')).stdout).toBe('nightly: active (revision 3)\n');
+    const listed = await cli('list');
+    expect(listed.stdout).toMatch(/nightly\s+Job nightly\s+active\s+3/);
+    const runNow = await cli('run-now', 'nightly');
+    expect(runNow, runNow.stderr).toMatchObject({ code: 0 });
+    const history = await cli('--json', 'history', 'nightly');
+    expect(JSON.parse(history.stdout)).toMatchObject({ outcome: 'committed', result: { automationId: 'nightly' } });
+    const events = await cli('events', '--stream', 'automation/nightly');
+    expect(events.stdout).toContain('definition.activated');
+    const refused = await cli('pause', 'no-such-automation');
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/^NOT_FOUND \(404\)/);
+    // retry reads the run's latest attempt through the daemon's read route before it sends attempt.retry.v1.
+    const retry = await cli('retry', 'no-such-run');
+    expect(retry.code).toBe(1);
+    for (const run of [applied, listed, runNow, history, events, refused, retry])
+      expect(run.stdout + run.stderr).not.toContain('CONCURRENCY_LIMIT');
+    const get = await cli('get', 'nightly');
+    // The same commands once the daemon is gone: the CLI opens the store itself and prints the same.
+    daemon.child.kill('SIGINT');
+    expect(await daemon.exited).toBe(0);
+    expect(daemon.stdout()).toMatch(/stopped; store lock released\n$/);
+    expect(existsSync(`${store}.sock`) || existsSync(`${store}.daemon.json`)).toBe(false);
+    expect((await cli('list')).stdout).toBe(listed.stdout);
+    expect((await cli('get', 'nightly')).stdout).toBe(get.stdout);
+    const localRefusal = await cli('pause', 'no-such-automation');
+    expect(localRefusal.stderr).toBe(refused.stderr);
+    expect((await cli('retry', 'no-such-run')).stderr).toBe(retry.stderr);
+  }, 120_000);
+
+  test("events --follow streams another process's commits live, with the feed position --after takes", async () => {
+    const folder = fresh();
+    const store = join(folder, 'automations.json');
+    await startDaemonProcess(store);
+    await runCliProcess(['--store', store, 'apply', '-f', writeDefinition(folder, 'first')]);
+    const follower = spawnCli(['--store', store, 'events', '--follow']);
+    await follower.waitFor(/^\s*1 automation\/first definition\.revised:/m);
+    const applied = await runCliProcess(['--store', store, 'apply', '-f', writeDefinition(folder, 'second')]);
+    expect(applied.code, applied.stderr).toBe(0);
+    const [line] = await follower.waitFor(/^\s*(\d+) automation\/second definition\.revised:.*$/m);
+    const position = Number(line.trim().split(' ')[0]);
+    follower.child.kill('SIGINT');
+    expect(await follower.exited).toBe(0);
+    // --after takes that position: the next follower starts right after it.
+    const after = spawnCli(['--store', store, '--json', 'events', '--follow', '--after', String(position - 1)]);
+    const [json] = await after.waitFor(/^\{.*\}$/m);
+    expect(JSON.parse(json)).toMatchObject({ position, event: { kind: 'definition.revised', automationId: 'second' } });
+  }, 120_000);
+
+  test('a killed daemon leaves a socket and daemon.json that block neither the CLI nor the next start', async () => {
+    const folder = fresh();
+    const store = join(folder, 'automations.json');
+    const killed = await startDaemonProcess(store);
+    killed.child.kill('SIGKILL');
+    await killed.exited;
+    expect(statSync(`${store}.sock`).isSocket()).toBe(true);
+    expect(await DaemonClient.connect(store)).toBeUndefined();
+    const listed = await runCliProcess(['--store', store, 'list']);
+    expect(listed, listed.stderr).toMatchObject({ code: 0 });
+    const next = await startDaemonProcess(store);
+    expect(await DaemonClient.connect(store)).toBeInstanceOf(DaemonClient);
+    const second = await runCliProcess(['--store', store, 'start']);
+    expect(second.code).toBe(1);
+    expect(second.stderr).toMatch(/^a daemon \(process \d+\) already serves /);
+    next.child.kill('SIGTERM');
+    expect(await next.exited).toBe(0);
+  }, 120_000);
+
+  test('--listen refuses any non-loopback host with one line, before touching the store', async () => {
+    const store = join(fresh(), 'automations.json');
+    for (const listen of ['0.0.0.0:8790', '192.168.1.2:8790', 'localhost:8790', '8790']) {
+      const run = await runCliProcess(['--store', store, 'start', '--listen', listen]);
+      expect(run.code).toBe(1);
+      expect(run.stderr.trim().split('\n')).toHaveLength(1);
+      expect(run.stderr).toMatch(/^--listen: .* is not a loopback address/);
+    }
+    expect(existsSync(store)).toBe(false);
+  }, 60_000);
+});

@@ -1,0 +1,101 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { eventually } from '../support/eventually.js';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const children = new Set<ChildProcess>();
+
+/** A CLI child process whose output is collected as it arrives. */
+export interface CliChild {
+  child: ChildProcess;
+  stdout: () => string;
+  stderr: () => string;
+  /** Resolves with the exit code once the process has exited. */
+  exited: Promise<number>;
+  /** Waits (with a deadline) until stdout matches. */
+  waitFor: (pattern: RegExp, timeoutMs?: number) => Promise<RegExpMatchArray>;
+}
+
+/** Spawns `coven-automata <args>` as its own Node process (tsx), the way an operator's terminal would. */
+export function spawnCli(args: string[]): CliChild {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
+    cwd: root,
+    env: { ...process.env, NO_COLOR: '1' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.add(child);
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
+  child.stderr!.on('data', (chunk: Buffer) => (err += chunk.toString('utf8')));
+  const exited = new Promise<number>((done) =>
+    child.once('exit', (code, signal) => {
+      children.delete(child);
+      done(code ?? (signal === null ? -1 : 128));
+    }),
+  );
+  const waitFor = (pattern: RegExp, timeoutMs = 20_000) =>
+    eventually(async () => {
+      const match = out.match(pattern);
+      if (match === null && child.exitCode !== null)
+        throw new Error(`exited ${child.exitCode} before printing ${pattern}: ${out}${err}`);
+      return match ?? undefined;
+    }, timeoutMs);
+  return { child, stdout: () => out, stderr: () => err, exited, waitFor };
+}
+
+/** Runs one CLI command to completion. */
+export async function runCliProcess(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const run = spawnCli(args);
+  const code = await run.exited;
+  return { code, stdout: run.stdout(), stderr: run.stderr() };
+}
+
+/** `start` on a store, resolved once it prints its socket (and, with --listen, its dashboard URL). */
+export async function startDaemonProcess(store: string, extra: string[] = []): Promise<CliChild> {
+  const daemon = spawnCli(['--store', store, '--command', 'true', 'start', ...extra]);
+  await daemon.waitFor(/^serving on .*$/m);
+  if (extra.includes('--listen')) await daemon.waitFor(/^dashboard: .*$/m);
+  return daemon;
+}
+
+/** Kills every child still running (for afterEach/afterAll), waiting until each has exited. */
+export async function killChildren(): Promise<void> {
+  await Promise.all(
+    [...children].map(
+      (child) =>
+        new Promise<void>((done) => {
+          if (child.exitCode !== null || child.signalCode !== null) return done();
+          child.once('exit', () => done());
+          child.kill('SIGKILL');
+        }),
+    ),
+  );
+}
+
+/** A rich definition file the CLI applies, running in the store's folder. */
+export function writeDefinition(dir: string, automationId: string): string {
+  const file = join(dir, `${automationId}.json`);
+  writeFileSync(
+    file,
+    JSON.stringify({
+      schemaVersion: 'coven.automations.v1',
+      automationId,
+      display: { name: `Job ${automationId}` },
+      trigger: { variant: 'schedule', version: 1, schedule: { rrule: 'FREQ=DAILY;BYHOUR=2', timezone: 'utc' } },
+      action: { variant: 'familiarInvocation', version: 1, prompt: 'a job', cwd: dir },
+      binding: { familiarBindingPolicy: 'exact', familiarId: 'charm', authority: { approvalPolicyRef: 'policy://c' } },
+      runtimeRequirements: { runtimeId: 'coven-code', capabilities: [] },
+      policies: {
+        timeout: { perRunMinutes: 10 },
+        retry: { maxAttempts: 1, backoffPolicy: 'none' },
+        concurrency: { overlap: 'forbid' },
+        misfire: { disposition: 'latest' },
+        retention: { occurrenceHistory: { classification: 'standard' } },
+      },
+    }),
+  );
+  return file;
+}
