@@ -1,10 +1,39 @@
 import { copyFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { packageRoot } from '../../src/contract/package-root.js';
+import { dashboardRoutes } from '../../src/daemon/dashboard-routes.js';
+import type { DaemonPlugin } from '../../src/daemon/index.js';
+import { readUpstreamJson, upstreamAvailable } from '../support/upstream.js';
 import { browserMissing, inCi, launchBrowser, type TestBrowser } from './browser.js';
 import { dashboardWorld, ensureDashboardBuilt, type DashboardWorld } from './world.js';
+
+/**
+ * A doctor report as upstream's diagnostics.doctor.v1 schema shapes it, served the way the observability
+ * plugin serves the real one: what the page must render, independently of which findings a store produces.
+ */
+const DOCTOR_REPORT = {
+  doctorVersion: 1,
+  generatedAt: '2026-03-02T08:00:00.000Z',
+  ok: false,
+  counts: { due: 0, eligible: 0, claimed: 0, running: 0, recoveryRequired: 1, quarantined: 0 },
+  findings: [
+    {
+      code: 'occurrences.recovery-required',
+      severity: 'error',
+      subjectIds: ['occ-1'],
+      observed: '1 occurrence waits for an operator recovery',
+      safeNextSteps: ['coven-automata occurrence occ-1'],
+    },
+    { code: 'runs.cancelled', severity: 'info', subjectIds: ['run-2'], observed: '1 run cancelled', safeNextSteps: [] },
+  ],
+  safeNextSteps: ['coven-automata occurrence occ-1'],
+};
+const doctorFixture: DaemonPlugin = async (app) => {
+  app.get('/api/v1/doctor', async () => DOCTOR_REPORT);
+};
 
 /** Each wait on the page is a condition with this deadline, never a sleep. */
 const WAIT = { timeout: 15_000 };
@@ -116,6 +145,28 @@ describe.skipIf(browserMissing !== undefined)('the dashboard in a real browser (
     expect(requests.filter((url) => !url.startsWith(`${world.url}/`))).toEqual([]);
     expect(pageErrors).toEqual([]);
   });
+
+  test.runIf(upstreamAvailable)('the doctor fixture is a valid diagnostics.doctor.v1 report (upstream schema)', () => {
+    const schema = readUpstreamJson<object>('conformance/schemas/diagnostics.doctor.v1.schema.json');
+    const validate = new Ajv2020({ strict: false }).compile(schema);
+    expect(validate(DOCTOR_REPORT), JSON.stringify(validate.errors)).toBe(true);
+  });
+
+  test('doctor findings: each finding with its severity, subjects, observation and safe next steps', async () => {
+    const doctorWorld = await dashboardWorld([dashboardRoutes(), doctorFixture]);
+    const doctorPage = await browser.context.newPage();
+    try {
+      await doctorPage.goto(`${doctorWorld.url}/?token=${doctorWorld.daemon.token}`);
+      await doctorPage.locator('[data-testid="doctor-ok"][data-ok="false"]').waitFor(WAIT);
+      const finding = doctorPage.getByTestId('finding-occurrences.recovery-required');
+      await finding.filter({ hasText: 'error occurrences.recovery-required' }).waitFor(WAIT);
+      expect(await finding.textContent()).toContain('→ coven-automata occurrence occ-1');
+      await doctorPage.getByTestId('finding-runs.cancelled').filter({ hasText: 'info' }).waitFor(WAIT);
+    } finally {
+      await doctorPage.close();
+      await doctorWorld.close();
+    }
+  }, 60_000);
 
   test('without the token the page is read-only: reads show, an action is refused AUTHORITY_REQUIRED', async () => {
     const anonymous = await browser.context.newPage();
