@@ -1,3 +1,4 @@
+import { DefinitionState } from '../../../machines/states.js';
 import { el, fill, instant, stateBadge, table } from './dom.js';
 import { act, failureText, type Dashboard } from './context.js';
 
@@ -25,7 +26,7 @@ interface RunSummary {
 
 /** The health and latest run of one definition; tombstoned definitions have neither. */
 async function facts(dashboard: Dashboard, row: DefinitionRow): Promise<{ health?: Health; last?: RunSummary }> {
-  if (row.lifecycleState === 'tombstoned') return {};
+  if (row.lifecycleState === DefinitionState.tombstoned) return {};
   const [health, history] = await Promise.all([
     dashboard.api.read<{ health: Health }>('definition.health.v1', { automationId: row.automationId }),
     dashboard.api.read<{ runs: RunSummary[] }>('run.history.v1', { automationId: row.automationId, limit: 1 }),
@@ -61,9 +62,9 @@ function actionsFor(dashboard: Dashboard, row: DefinitionRow): HTMLElement {
   return el(
     'span',
     {},
-    row.lifecycleState === 'active' && lifecycle('pause', 'definition.pause.v1'),
-    row.lifecycleState === 'paused' && lifecycle('activate', 'definition.activate.v1'),
-    row.lifecycleState === 'active' &&
+    row.lifecycleState === DefinitionState.active && lifecycle('pause', 'definition.pause.v1'),
+    row.lifecycleState === DefinitionState.paused && lifecycle('activate', 'definition.activate.v1'),
+    row.lifecycleState === DefinitionState.active &&
       el(
         'button',
         {

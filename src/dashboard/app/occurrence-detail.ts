@@ -1,3 +1,4 @@
+import { AttemptState, OccurrenceState, RunState } from '../../../machines/states.js';
 import { el, fill, instant, stateBadge, table } from './dom.js';
 import { act, failureText, type Dashboard } from './context.js';
 import type { OccurrenceRow } from './occurrences.js';
@@ -27,7 +28,7 @@ interface Detail {
   runs: RunRow[];
 }
 
-const RETRYABLE = new Set(['failed', 'timed_out', 'cancelled']);
+const RETRYABLE = new Set<string>([AttemptState.failed, AttemptState.timed_out, AttemptState.cancelled]);
 
 /** Receipt verification, by the daemon and again in this browser over the receipt's own bytes. */
 async function receiptCell(dashboard: Dashboard, run: RunRow, attempt: AttemptRow): Promise<HTMLElement | string> {
@@ -59,7 +60,7 @@ async function receiptCell(dashboard: Dashboard, run: RunRow, attempt: AttemptRo
 
 function retryButton(dashboard: Dashboard, run: RunRow): HTMLElement | null {
   const latest = run.attempts.at(-1);
-  if (run.state !== 'running' || latest === undefined || !RETRYABLE.has(latest.state)) return null;
+  if (run.state !== RunState.running || latest === undefined || !RETRYABLE.has(latest.state)) return null;
   return el(
     'button',
     {
@@ -153,7 +154,7 @@ export class OccurrenceDetail {
       return fill(this.target, el('p', { class: 'not-verified' }, `occurrence ${occurrenceId}: ${failureText(error)}`));
     }
     const o = detail.occurrence;
-    if (o.state !== 'recovery_required') this.form = undefined;
+    if (o.state !== OccurrenceState.recovery_required) this.form = undefined;
     else if (this.form?.dataset.occurrence !== occurrenceId) this.form = recoverForm(this.dashboard, occurrenceId);
     const rows = (await Promise.all(detail.runs.map((run) => attemptRows(this.dashboard, run)))).flat();
     fill(

@@ -1,3 +1,4 @@
+import { OccurrenceState } from '../../../machines/states.js';
 import { el, fill, instant, stateBadge, table } from './dom.js';
 import { act, failureText, type Dashboard } from './context.js';
 
@@ -16,7 +17,13 @@ export interface OccurrenceRow {
 }
 
 /** States an operator may ask to cancel (recovery_required is decided by recover instead). */
-const CANCELLABLE = new Set(['planned', 'eligible', 'claimed', 'dispatching', 'running']);
+const CANCELLABLE = new Set<string>([
+  OccurrenceState.planned,
+  OccurrenceState.eligible,
+  OccurrenceState.claimed,
+  OccurrenceState.dispatching,
+  OccurrenceState.running,
+]);
 
 /** The view buttons; the pressed one is the view shown. */
 export function renderViews(target: HTMLElement, current: View, choose: (view: View) => void): void {
@@ -50,7 +57,7 @@ function rowActions(dashboard: Dashboard, o: OccurrenceRow): HTMLElement {
         },
         'cancel',
       ),
-    o.state === 'recovery_required' &&
+    o.state === OccurrenceState.recovery_required &&
       el(
         'button',
         { 'data-testid': `recover-open-${o.occurrenceId}`, onclick: () => dashboard.select(o.occurrenceId) },
