@@ -18,6 +18,7 @@ import { createDefinition } from './definition-commands.js';
 import { changeLifecycle, LIFECYCLE_COMMANDS } from './lifecycle-commands.js';
 import { reviseDefinition } from './revise-definition.js';
 import { getDefinition, listDefinitions } from './definition-reads.js';
+import { DIAGNOSTIC_READS, type DiagnosticRead } from './diagnostic-reads.js';
 import {
   checkEnvelope,
   peekIdentity,
@@ -25,6 +26,7 @@ import {
   type CommandEnvelope,
   type CommandName,
   type CommandResponse,
+  type DiagnosticCommand,
 } from './envelope.js';
 import { importLegacy } from './legacy-import.js';
 import { describeThrown, toPlainJson } from './plain-json.js';
@@ -155,8 +157,11 @@ export class CommandHandler {
         };
         return { ...(await this.changefeed.read(stream, options)) };
       }
-      default:
+      default: {
+        const diagnostic = DIAGNOSTIC_READS[envelope.command as DiagnosticCommand] as DiagnosticRead | undefined;
+        if (diagnostic !== undefined) return diagnostic({ store: this.store, clock: this.clock }, p);
         throw new ContractError('INTERNAL', `no query handler for ${envelope.command}`);
+      }
     }
   }
 

@@ -37,8 +37,22 @@ export const EXTENSION_COMMANDS = [
   'x-coven-automata.definition.unquarantine.v1',
 ] as const;
 
+/**
+ * Upstream's versioned read-only diagnostics outside the contract's 19 (its command matrix names them): answered
+ * like the contract's reads, `committed` with the adoption key echoed and never stored.
+ */
+export const DIAGNOSTIC_COMMANDS = [
+  'occurrence.list.v1',
+  'occurrence.get.v1',
+  'occurrence.history.v1',
+  'run.get.v1',
+  'receipt.get.v1',
+  'scheduler.status.v1',
+] as const;
+
 export type ContractCommand = (typeof CONTRACT_COMMANDS)[number];
-export type CommandName = ContractCommand | (typeof EXTENSION_COMMANDS)[number];
+export type DiagnosticCommand = (typeof DIAGNOSTIC_COMMANDS)[number];
+export type CommandName = ContractCommand | (typeof EXTENSION_COMMANDS)[number] | DiagnosticCommand;
 
 /** Commands that only read: answered `committed`, their adoption key echoed and never stored. */
 export const QUERY_COMMANDS: ReadonlySet<CommandName> = new Set([
@@ -48,6 +62,7 @@ export const QUERY_COMMANDS: ReadonlySet<CommandName> = new Set([
   'run.history.v1',
   'events.read.v1',
   'events.subscribe.v1',
+  ...DIAGNOSTIC_COMMANDS,
 ]);
 
 export interface CommandEnvelope {

@@ -4,6 +4,7 @@ import { MAX_ATTEMPTS_PER_RUN } from '../contract/vocabulary.js';
 import type { StepContext } from '../domain/lifecycle.js';
 import { KINDS, type OccurrenceRecord, type RunRecord } from '../domain/records.js';
 import type { OccurrenceContext } from '../guards/occurrence.js';
+import type { StoreReader } from '../store/store.js';
 import type { CommandContext } from './context.js';
 
 /** The step context an operator command's transitions commit under: its transaction, feed, time and adoption key. */
@@ -19,8 +20,12 @@ export const notFound = (kind: string, id: string): ContractError =>
   new ContractError('NOT_FOUND', `no ${kind} with id ${id}`, { kind, id });
 
 /** NOT_FOUND for an occurrence or run, saying so when retention compacted it (it settled long ago). */
-async function missing(ctx: CommandContext, kind: 'occurrence' | 'run', id: string): Promise<ContractError> {
-  const compacted = await compactedEntity(ctx.tx, { kind, id });
+export async function missingEntity(
+  reader: StoreReader,
+  kind: 'occurrence' | 'run',
+  id: string,
+): Promise<ContractError> {
+  const compacted = await compactedEntity(reader, { kind, id });
   if (compacted === undefined) return notFound(kind, id);
   const state = (compacted.finalState[kind] as { state?: string } | undefined)?.state ?? 'settled';
   return new ContractError(
@@ -39,14 +44,14 @@ async function missing(ctx: CommandContext, kind: 'occurrence' | 'run', id: stri
 /** The occurrence a command names, or NOT_FOUND (noting a retention compaction). */
 export async function getOccurrence(ctx: CommandContext, id: string): Promise<OccurrenceRecord> {
   const r = await ctx.tx.get<OccurrenceRecord['data']>(KINDS.occurrence, id);
-  if (r === undefined) throw await missing(ctx, 'occurrence', id);
+  if (r === undefined) throw await missingEntity(ctx.tx, 'occurrence', id);
   return r as OccurrenceRecord;
 }
 
 /** The run a command names, or NOT_FOUND (noting a retention compaction). */
 export async function getRun(ctx: CommandContext, id: string): Promise<RunRecord> {
   const r = await ctx.tx.get<RunRecord['data']>(KINDS.run, id);
-  if (r === undefined) throw await missing(ctx, 'run', id);
+  if (r === undefined) throw await missingEntity(ctx.tx, 'run', id);
   return r as RunRecord;
 }
 

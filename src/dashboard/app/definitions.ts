@@ -1,0 +1,111 @@
+import { DefinitionState } from '../../../machines/states.js';
+import { el, fill, instant, stateBadge, table } from './dom.js';
+import { act, failureText, type Dashboard } from './context.js';
+
+interface DefinitionRow {
+  automationId: string;
+  name: string;
+  lifecycleState: string;
+  revision: number;
+}
+
+interface Health {
+  nextDueAt: string | null;
+  lastSuccessAt: string | null;
+  consecutiveFailures: number;
+  quarantined: boolean;
+  staleReason: string | null;
+}
+
+interface RunSummary {
+  state: string;
+  finishedAt?: string;
+  startedAt?: string;
+  terminalDisposition?: { failureClass?: string };
+}
+
+/** The health and latest run of one definition; tombstoned definitions have neither. */
+async function facts(dashboard: Dashboard, row: DefinitionRow): Promise<{ health?: Health; last?: RunSummary }> {
+  if (row.lifecycleState === DefinitionState.tombstoned) return {};
+  const [health, history] = await Promise.all([
+    dashboard.api.read<{ health: Health }>('definition.health.v1', { automationId: row.automationId }),
+    dashboard.api.read<{ runs: RunSummary[] }>('run.history.v1', { automationId: row.automationId, limit: 1 }),
+  ]);
+  return { health: health.health, last: history.runs[0] };
+}
+
+function lastResult(last: RunSummary | undefined): HTMLElement | string {
+  if (last === undefined) return '—';
+  const why = last.terminalDisposition?.failureClass;
+  return el(
+    'span',
+    {},
+    stateBadge(last.state),
+    why === undefined ? '' : ` (${why})`,
+    ' ',
+    instant(last.finishedAt ?? last.startedAt),
+  );
+}
+
+function actionsFor(dashboard: Dashboard, row: DefinitionRow): HTMLElement {
+  const id = row.automationId;
+  const lifecycle = (verb: string, command: string) =>
+    el(
+      'button',
+      {
+        'data-testid': `${verb}-${id}`,
+        onclick: () =>
+          void act(dashboard, `${verb} ${id}`, command, { automationId: id }, { expectedRevision: row.revision }),
+      },
+      verb,
+    );
+  return el(
+    'span',
+    {},
+    row.lifecycleState === DefinitionState.active && lifecycle('pause', 'definition.pause.v1'),
+    row.lifecycleState === DefinitionState.paused && lifecycle('activate', 'definition.activate.v1'),
+    row.lifecycleState === DefinitionState.active &&
+      el(
+        'button',
+        {
+          'data-testid': `run-now-${id}`,
+          onclick: () => void act(dashboard, `run now ${id}`, 'occurrence.runNow.v1', { automationId: id }),
+        },
+        'run now',
+      ),
+  );
+}
+
+async function rowFor(dashboard: Dashboard, row: DefinitionRow): Promise<HTMLTableRowElement> {
+  const { health, last } = await facts(dashboard, row);
+  const note =
+    health?.staleReason ?? (health && health.consecutiveFailures > 0 ? `${health.consecutiveFailures} failed` : '');
+  return el(
+    'tr',
+    { 'data-testid': `definition-${row.automationId}` },
+    el('td', {}, el('code', {}, row.automationId), el('div', { class: 'muted' }, row.name)),
+    el('td', {}, stateBadge(row.lifecycleState)),
+    el('td', { 'data-testid': 'revision' }, row.revision),
+    el('td', { 'data-testid': 'next-run' }, instant(health?.nextDueAt)),
+    el('td', { 'data-testid': 'last-result' }, lastResult(last)),
+    el('td', { class: 'muted' }, note),
+    el('td', {}, actionsFor(dashboard, row)),
+  );
+}
+
+/** The definitions panel: state, revision, next run, last result and the lifecycle actions. */
+export async function renderDefinitions(dashboard: Dashboard, target: HTMLElement): Promise<void> {
+  try {
+    const list = await dashboard.api.read<{ definitions: DefinitionRow[] }>('definition.list.v1', {
+      lifecycleState: 'all',
+    });
+    if (list.definitions.length === 0) return fill(target, el('p', { class: 'muted' }, 'No definitions yet.'));
+    const rows = await Promise.all(list.definitions.map((row) => rowFor(dashboard, row)));
+    fill(
+      target,
+      table('definitions-table', ['automation', 'state', 'rev', 'next run', 'last result', 'note', 'actions'], rows),
+    );
+  } catch (error) {
+    fill(target, el('p', { class: 'not-verified' }, `definitions unavailable: ${failureText(error)}`));
+  }
+}
