@@ -151,9 +151,10 @@ export async function runDemo(
     instanceId: 'demo-engine',
     newId: () => `demo-store-${++ids}`,
   });
-  const detach = await options.attach?.(engine);
   const ctx: DemoContext = { engine, store, clock, runtime, print, cursor: -1, keys: 0 };
+  let detach: (() => Promise<void>) | undefined;
   try {
+    detach = await options.attach?.(engine);
     print(paint('bold', `coven-automata demo — store ${file}, simulated clock, simulated runtime`), '');
     await send(ctx, 'definition.create.v1', { definition: definition(1, 'draft', 9) });
     await send(ctx, 'definition.revise.v1', { definition: definition(2, 'paused', 9) }, 1);

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { Engine } from '../engine/engine.js';
 import { CliError } from './context.js';
 import { runDemo } from './demo.js';
-import { startInspectorRelay, type InspectorRelay } from './inspector-relay.js';
+import { loadInspectorPackages, startInspectorRelay, type InspectorRelay } from './inspector-relay.js';
 
 export type { InspectorRelay } from './inspector-relay.js';
 
@@ -54,6 +54,8 @@ async function pressEnter(): Promise<void> {
  * whole history replayed and then each commit; the relay closes (after delivering) when the demo ends.
  */
 export async function runInspect(port: number, wait: boolean): Promise<number> {
+  // A missing optional package is reported before the demo touches its store.
+  await loadInspectorPackages();
   const { receipts, verified } = await runDemo(
     join('.coven', 'inspect-demo.json'),
     (...lines) => console.log(lines.join('\n')),

@@ -74,7 +74,18 @@ function bridgePage(port: number): string {
 </script></body></html>`;
 }
 
-/** Loads @statelyai/inspect and the `ws` it depends on (resolved from it, so any install layout works). */
+let loaded: Promise<{ createInspector: CreateInspector; ws: WsModule }> | undefined;
+
+/**
+ * Loads @statelyai/inspect and the `ws` it depends on (resolved from it, so any install layout works); a
+ * missing package is one CliError naming what to install. Loaded once per process.
+ */
+export function loadInspectorPackages(): Promise<{ createInspector: CreateInspector; ws: WsModule }> {
+  loaded ??= loadPackages();
+  loaded.catch(() => (loaded = undefined));
+  return loaded;
+}
+
 async function loadPackages(): Promise<{ createInspector: CreateInspector; ws: WsModule }> {
   const inspect = await optionalPackage('@statelyai/inspect', 'inspect', () => import('@statelyai/inspect'));
   const require = createRequire(createRequire(import.meta.url).resolve('@statelyai/inspect'));
@@ -127,7 +138,7 @@ export async function startInspectorRelay(
   store: Store,
   options: { port: number; pollMs?: number; onError?: (error: Error) => void },
 ): Promise<InspectorRelay> {
-  const { createInspector, ws } = await loadPackages();
+  const { createInspector, ws } = await loadInspectorPackages();
   const http = createServer((req, res) => {
     const host = req.headers.host ?? '';
     // A page reached through another host name (DNS rebinding) gets nothing.
