@@ -17,7 +17,6 @@ import { SimulatedRuntime } from '../runtime/simulated-runtime.js';
 import { openStore } from '../store/open-store.js';
 import type { Store } from '../store/store.js';
 import { paint, table } from './format.js';
-import type { InspectionEvent } from 'xstate';
 
 const AUTOMATION = 'daily-notes';
 
@@ -124,6 +123,11 @@ async function liveOccurrence(ctx: DemoContext): Promise<string> {
   return live[0]!.id;
 }
 
+export interface DemoOptions {
+  /** Attaches an observer to the demo's engine; the demo awaits its detach before it closes the store. */
+  attach?: (engine: Engine) => Promise<() => Promise<void>>;
+}
+
 /**
  * The README's main job: a daily automation on a fresh JSON store, driven by a simulated clock across four
  * days — a transient launch failure retried automatically, a lost runtime recovered by the operator, a
@@ -133,7 +137,7 @@ async function liveOccurrence(ctx: DemoContext): Promise<string> {
 export async function runDemo(
   file: string,
   print: (...lines: string[]) => void,
-  options: { inspect?: (event: InspectionEvent) => void } = {},
+  options: DemoOptions = {},
 ): Promise<{ receipts: number; verified: number }> {
   for (const leftover of [file, `${file}-wal`, `${file}-shm`]) rmSync(leftover, { force: true });
   const store = await openStore(file);
@@ -146,10 +150,11 @@ export async function runDemo(
     runtimes: [runtime],
     instanceId: 'demo-engine',
     newId: () => `demo-store-${++ids}`,
-    ...(options.inspect === undefined ? {} : { inspect: options.inspect }),
   });
   const ctx: DemoContext = { engine, store, clock, runtime, print, cursor: -1, keys: 0 };
+  let detach: (() => Promise<void>) | undefined;
   try {
+    detach = await options.attach?.(engine);
     print(paint('bold', `coven-automata demo — store ${file}, simulated clock, simulated runtime`), '');
     await send(ctx, 'definition.create.v1', { definition: definition(1, 'draft', 9) });
     await send(ctx, 'definition.revise.v1', { definition: definition(2, 'paused', 9) }, 1);
@@ -190,6 +195,7 @@ export async function runDemo(
 
     return await summary(ctx);
   } finally {
+    await detach?.();
     await store.close();
   }
 }

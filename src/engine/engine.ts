@@ -22,8 +22,8 @@ import { nextWakeAt, OBSERVE_INTERVAL_MS } from './next-wake.js';
 import { renewOwnerLease, RENEWALS_PER_LEASE } from '../domain/owner-lease.js';
 import type { PassRun, TickReport } from './pass-phases.js';
 import { confineCwd } from '../command-handler/cwd-requirements.js';
-import { InspectionMirror } from '../domain/inspection.js';
-import type { InspectionEvent } from 'xstate';
+import { InspectionFeed } from '../domain/inspection-feed.js';
+import type { InspectionSink } from '../domain/inspection.js';
 import { operatorCommands } from '../command-handler/operator-commands.js';
 import { RetentionPolicy, type RetentionOptions } from '../retention/policy.js';
 import { type LaunchOutcome } from '../domain/launch-outcome.js';
@@ -63,10 +63,11 @@ export interface EngineOptions {
   newId?: () => string;
   requirements?: RequirementsCheck;
   /**
-   * Receives XState inspection events for every committed occurrence, run and attempt transition (live
-   * actors mirror the store), e.g. a Stately inspector's `inspect`.
+   * A Stately inspector (`createInspector(adapter)` from @statelyai/inspect, or any {@link InspectionSink}):
+   * fed from the committed changefeed, in commit order, from the engine's construction until {@link Engine.stop}.
+   * Every definition, occurrence, run and attempt appears once, from its first state, then every transition.
    */
-  inspect?: (event: InspectionEvent) => void;
+  inspector?: InspectionSink;
   /**
    * Retention of settled history by the contract's classes (default: ephemeral 1 day, standard 30, extended
    * 365, legal_hold forever). Each compacted occurrence and run keeps one `feed.snapshot` event with its final
@@ -108,7 +109,7 @@ export class Engine {
   private timerDueAt = 0;
   private running: Promise<TickReport> | undefined;
   private stopped = true;
-  private mirror: InspectionMirror | undefined;
+  private inspection: InspectionFeed | undefined;
   private unsubscribe: (() => void) | undefined;
   private onPass: ((report: TickReport) => void) | undefined;
   private renewal: NodeJS.Timeout | undefined;
@@ -141,10 +142,7 @@ export class Engine {
     if (planConcurrency !== undefined) this.services.planConcurrency = planConcurrency;
     this.retention = options.retention === false ? undefined : RetentionPolicy.from(options.retention);
     this.worker = new Worker(this.services);
-    if (options.inspect !== undefined) {
-      this.mirror = new InspectionMirror(options.inspect);
-      this.services.observer = (transitions) => this.mirror?.apply(transitions);
-    }
+    if (options.inspector !== undefined) this.inspection = new InspectionFeed(options.store, options.inspector).start();
     this.commands = new CommandHandler({
       store: options.store,
       clock,
@@ -258,8 +256,13 @@ export class Engine {
     this.renewal.unref();
   }
 
+  /** Resolves once the inspector was sent everything committed so far (at once without an inspector). */
+  async inspected(): Promise<void> {
+    await this.inspection?.caughtUp();
+  }
+
   async stop(): Promise<void> {
-    this.mirror?.stop();
+    await this.inspection?.stop();
     this.stopped = true;
     this.unsubscribe?.();
     if (this.timer !== undefined) clearTimeout(this.timer);
