@@ -2,11 +2,25 @@ import type { Command } from 'commander';
 import type { Engine } from '../engine/engine.js';
 import type { FileStore } from '../store/open-store.js';
 import { DaemonClient, startDaemon, type DaemonPlugin } from '../daemon/index.js';
-import { CliError, DEFAULT_STORE, withLocalEngine, type CliOptions } from './context.js';
+import { dashboardRoutes } from '../daemon/dashboard-routes.js';
+import { observabilityRoutes } from '../daemon/observability-routes.js';
+import { createEngineLogger, type EngineLogger } from '../observability/logger.js';
+import { createEngineMetrics, type EngineMetrics } from '../observability/metrics.js';
+import { CliError, DEFAULT_STORE, parseRetention, withLocalEngine, type CliOptions } from './context.js';
 
 /** What `start` takes beyond the global options. */
 export interface StartOptions {
   listen?: string;
+  logFormat?: string;
+  /** `--inspect [port]`: true for the default port, or the port given. */
+  inspect?: boolean | string;
+}
+
+const INSPECT_PORT = 8787;
+
+function parseLogFormat(text: string | undefined): 'human' | 'json' {
+  if (text === undefined || text === 'human' || text === 'json') return text ?? 'human';
+  throw new CliError(`--log-format: expected human or json, not ${JSON.stringify(text)}`);
 }
 
 /** Hosts `--listen` accepts; anything else is refused before the store is opened. */
@@ -32,24 +46,35 @@ export function parseListen(text: string | undefined): { host: string; port: num
  * (`--log-format`, `--inspect`, ...) here, beside `--listen`.
  */
 export function declareStartOptions(command: Command): Command {
-  return command.option(
-    '--listen <host:port>',
-    'also serve HTTP on loopback TCP (127.0.0.1:PORT or [::1]:PORT); mutations there need the printed token',
-  );
+  return command
+    .option(
+      '--listen <host:port>',
+      'also serve HTTP on loopback TCP (127.0.0.1:PORT or [::1]:PORT); mutations there need the printed token',
+    )
+    .option('--log-format <format>', 'human lines (default) or json (one pino record per line)')
+    .option('--inspect [port]', `feed the Stately inspector live from a relay on 127.0.0.1 (default ${INSPECT_PORT})`);
 }
 
 /**
- * The plugins `start` serves beside the command API. The integrator registers the observability plugin
- * (/metrics, /api/v1/doctor) and the dashboard plugin (/, /assets/*) here, reading their options from `cmd`.
+ * The plugins `start` serves beside the command API: /metrics and /api/v1/doctor over the engine's metrics, and
+ * the dashboard (/, /assets/*).
  */
-export async function startPlugins(_cmd: StartOptions): Promise<DaemonPlugin[]> {
-  return [];
+export function startPlugins(metrics: EngineMetrics, options: CliOptions): DaemonPlugin[] {
+  const retention = parseRetention(options.retention);
+  return [observabilityRoutes({ metrics, ...(retention === undefined ? {} : { retention }) }), dashboardRoutes()];
 }
 
-function passLine(pass: Awaited<ReturnType<Engine['tick']>>): string | undefined {
-  if (pass.planned + pass.launched + pass.settled === 0 && pass.errors.length === 0) return undefined;
-  const errors = pass.errors.length > 0 ? `, errors: ${pass.errors.map((e) => e.message).join('; ')}` : '';
-  return `${pass.at} planned ${pass.planned}, launched ${pass.launched}, settled ${pass.settled}${errors}`;
+/** Startup and shutdown lines: plain text for people (and the tests that wait on them), a record under json. */
+function announcer(logger: EngineLogger, format: 'human' | 'json') {
+  return (message: string, fields: Record<string, unknown> = {}) =>
+    format === 'json' ? logger.info(message, fields) : console.log(message);
+}
+
+async function attachInspectorIfAsked(engine: Engine, cmd: StartOptions) {
+  if (cmd.inspect === undefined || cmd.inspect === false) return undefined;
+  const port = cmd.inspect === true ? INSPECT_PORT : Number(cmd.inspect);
+  const { attachInspector } = await import('./inspect-command.js');
+  return attachInspector(engine, { port });
 }
 
 /**
@@ -57,24 +82,30 @@ function passLine(pass: Awaited<ReturnType<Engine['tick']>>): string | undefined
  * store (and on loopback TCP with --listen), until SIGINT/SIGTERM. Then it stops accepting, lets the running
  * pass finish, closes the listeners, removes the socket, token and daemon.json, and the caller releases the lock.
  */
-async function serve(engine: Engine, store: FileStore, cmd: StartOptions): Promise<number> {
+async function serve(engine: Engine, store: FileStore, options: CliOptions, cmd: StartOptions): Promise<number> {
   const listen = parseListen(cmd.listen);
+  const format = parseLogFormat(cmd.logFormat);
+  const logger = createEngineLogger({ format });
+  const say = announcer(logger, format);
+  const metrics = createEngineMetrics({ engine, store });
   let lastPassAt: Date | undefined;
   const daemon = await startDaemon({
     engine,
     store,
     storeFile: store.file,
     ...(listen === undefined ? {} : { listen }),
-    plugins: await startPlugins(cmd),
+    plugins: startPlugins(metrics, options),
     lastPassAt: () => lastPassAt,
   });
-  console.log(`engine running on ${store.file} (Ctrl-C to stop)`);
-  console.log(`serving on ${daemon.socketPath}`);
-  if (daemon.url !== undefined) console.log(`dashboard: ${daemon.url}/?token=${daemon.token}`);
+  const inspector = await attachInspectorIfAsked(engine, cmd);
+  say(`engine running on ${store.file} (Ctrl-C to stop)`, { storeFile: store.file });
+  say(`serving on ${daemon.socketPath}`, { socketPath: daemon.socketPath });
+  if (daemon.url !== undefined) say(`dashboard: ${daemon.url}/?token=${daemon.token}`, { url: daemon.url });
+  if (inspector !== undefined) say(`Stately inspector: ${inspector.url}`, { inspector: inspector.url });
   engine.start((pass) => {
     lastPassAt = new Date();
-    const line = passLine(pass);
-    if (line !== undefined) console.log(line);
+    metrics.observePass(pass);
+    logger.onPass(pass);
   });
   await new Promise<void>((resolve) => {
     process.once('SIGINT', resolve);
@@ -82,17 +113,20 @@ async function serve(engine: Engine, store: FileStore, cmd: StartOptions): Promi
   });
   await daemon.close();
   await engine.stop();
-  console.log('stopped; store lock released');
+  await inspector?.close();
+  metrics.dispose();
+  say('stopped; store lock released');
   return 0;
 }
 
 /** `start`: refuses a bad --listen and a store a daemon already serves before opening anything. */
 export async function runStart(options: CliOptions, cmd: StartOptions): Promise<number> {
   parseListen(cmd.listen);
+  parseLogFormat(cmd.logFormat);
   const running = await DaemonClient.connect(options.store ?? DEFAULT_STORE);
   if (running !== undefined) {
     const health = await running.get<{ pid: number; storeFile: string }>('/healthz');
     throw new CliError(`a daemon (process ${health.pid}) already serves ${health.storeFile}`);
   }
-  return withLocalEngine(options, (engine, store) => serve(engine, store, cmd));
+  return withLocalEngine(options, (engine, store) => serve(engine, store, options, cmd));
 }
