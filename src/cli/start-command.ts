@@ -2,10 +2,8 @@ import type { Command } from 'commander';
 import type { Engine } from '../engine/engine.js';
 import type { FileStore } from '../store/open-store.js';
 import { DaemonClient, startDaemon, type DaemonPlugin } from '../daemon/index.js';
-import { dashboardRoutes } from '../daemon/dashboard-routes.js';
-import { observabilityRoutes } from '../daemon/observability-routes.js';
-import { createEngineLogger, type EngineLogger } from '../observability/logger.js';
-import { createEngineMetrics, type EngineMetrics } from '../observability/metrics.js';
+import type { EngineLogger } from '../observability/logger.js';
+import type { EngineMetrics } from '../observability/metrics.js';
 import { CliError, DEFAULT_STORE, parseRetention, withLocalEngine, type CliOptions } from './context.js';
 
 /** What `start` takes beyond the global options. */
@@ -59,7 +57,12 @@ export function declareStartOptions(command: Command): Command {
  * The plugins `start` serves beside the command API: /metrics and /api/v1/doctor over the engine's metrics, and
  * the dashboard (/, /assets/*).
  */
-export function startPlugins(metrics: EngineMetrics, options: CliOptions): DaemonPlugin[] {
+export async function startPlugins(metrics: EngineMetrics, options: CliOptions): Promise<DaemonPlugin[]> {
+  // Loaded when a daemon starts, so every other command starts without prom-client, pino and @fastify/static.
+  const [{ observabilityRoutes }, { dashboardRoutes }] = await Promise.all([
+    import('../daemon/observability-routes.js'),
+    import('../daemon/dashboard-routes.js'),
+  ]);
   const retention = parseRetention(options.retention);
   return [observabilityRoutes({ metrics, ...(retention === undefined ? {} : { retention }) }), dashboardRoutes()];
 }
@@ -85,6 +88,10 @@ async function attachInspectorIfAsked(engine: Engine, cmd: StartOptions) {
 async function serve(engine: Engine, store: FileStore, options: CliOptions, cmd: StartOptions): Promise<number> {
   const listen = parseListen(cmd.listen);
   const format = parseLogFormat(cmd.logFormat);
+  const [{ createEngineLogger }, { createEngineMetrics }] = await Promise.all([
+    import('../observability/logger.js'),
+    import('../observability/metrics.js'),
+  ]);
   const logger = createEngineLogger({ format });
   const say = announcer(logger, format);
   const metrics = createEngineMetrics({ engine, store });
@@ -94,7 +101,7 @@ async function serve(engine: Engine, store: FileStore, options: CliOptions, cmd:
     store,
     storeFile: store.file,
     ...(listen === undefined ? {} : { listen }),
-    plugins: startPlugins(metrics, options),
+    plugins: await startPlugins(metrics, options),
     lastPassAt: () => lastPassAt,
   });
   const inspector = await attachInspectorIfAsked(engine, cmd);

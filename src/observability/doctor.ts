@@ -1,4 +1,5 @@
 import { FINDINGS, SURFACE, type FindingCode, type Severity } from './doctor-steps.js';
+import { AttemptState, DefinitionState, OccurrenceState, RunState } from '../../machines/index.js';
 import type { DoctorView, OccurrenceView, RunView } from './doctor-view.js';
 
 /** What only a running scheduler (the daemon) knows; everything else the doctor reads from the store. */
@@ -56,9 +57,14 @@ export const REPEATED_FAILURES = 3;
 /** Subject ids listed per finding; the observation always gives the full count. */
 const SUBJECTS_SHOWN = 50;
 
-const WAITING = new Set(['planned', 'eligible']);
-const LEASED = new Set(['claimed', 'dispatching', 'running']);
-const SETTLED_FAILED = new Set(['failed', 'timed_out', 'cancelled', 'skipped']);
+const WAITING = new Set<string>([OccurrenceState.planned, OccurrenceState.eligible]);
+const LEASED = new Set<string>([OccurrenceState.claimed, OccurrenceState.dispatching, OccurrenceState.running]);
+const SETTLED_FAILED = new Set<string>([
+  OccurrenceState.failed,
+  OccurrenceState.timed_out,
+  OccurrenceState.cancelled,
+  OccurrenceState.skipped,
+]);
 
 type Push = (code: FindingCode, subjectIds: string[], observed: string) => void;
 interface Judged {
@@ -80,7 +86,7 @@ function leaderOf(view: DoctorView, facts: SchedulerFacts, now: number): Judged[
 }
 
 function judgeScheduler({ view, facts, now, leader }: Judged, push: Push): void {
-  const active = view.definitions.filter((d) => d.state === 'active');
+  const active = view.definitions.filter((d) => d.state === DefinitionState.active);
   if (!leader.isLeader) {
     if (active.length > 0)
       push(
@@ -143,7 +149,7 @@ function judgeOccurrences({ view, now, leader }: Judged, push: Push): void {
       ids(stale),
       `${plural(stale.length, 'occurrence')} hold a lease whose owner is gone`,
     );
-  const recovery = view.occurrences.filter((o) => o.state === 'recovery_required');
+  const recovery = view.occurrences.filter((o) => o.state === OccurrenceState.recovery_required);
   if (recovery.length > 0)
     push(
       'occurrences.recovery-required',
@@ -173,8 +179,8 @@ function consecutiveFailures(runs: RunView[]): number {
     .sort((a, b) => (a.finishedAt! < b.finishedAt! ? 1 : -1));
   let count = 0;
   for (const run of settled) {
-    if (run.state === 'succeeded') break;
-    if (run.state !== 'cancelled') count += 1;
+    if (run.state === RunState.succeeded) break;
+    if (run.state !== RunState.cancelled) count += 1;
   }
   return count;
 }
@@ -198,7 +204,9 @@ function judgeRuns({ view }: Judged, push: Push): void {
       `${plural(quarantined.length, 'automation')} quarantined after exhausting retries`,
     );
   const ambiguous = view.runs.filter(
-    (r) => r.state === 'ambiguous' || (r.state === 'running' && r.currentAttemptState === 'ambiguous'),
+    (r) =>
+      r.state === RunState.ambiguous ||
+      (r.state === RunState.running && r.currentAttemptState === AttemptState.ambiguous),
   );
   if (ambiguous.length > 0)
     push(
@@ -206,7 +214,7 @@ function judgeRuns({ view }: Judged, push: Push): void {
       ambiguous.map((r) => r.runId),
       `${plural(ambiguous.length, 'run')} lost after a possible side effect; the outcome is unknown`,
     );
-  const cancelled = view.runs.filter((r) => r.state === 'cancelled');
+  const cancelled = view.runs.filter((r) => r.state === RunState.cancelled);
   if (cancelled.length > 0)
     push(
       'runs.cancelled',
@@ -248,10 +256,10 @@ function countsOf(view: DoctorView, now: number): DoctorReport['counts'] {
   const n = (test: (x: OccurrenceView) => boolean) => o.filter(test).length;
   return {
     due: n((x) => WAITING.has(x.state) && Date.parse(x.scheduledFor) <= now),
-    eligible: n((x) => x.state === 'eligible'),
-    claimed: n((x) => x.state === 'claimed' || x.state === 'dispatching'),
-    running: n((x) => x.state === 'running'),
-    recoveryRequired: n((x) => x.state === 'recovery_required'),
+    eligible: n((x) => x.state === OccurrenceState.eligible),
+    claimed: n((x) => x.state === OccurrenceState.claimed || x.state === OccurrenceState.dispatching),
+    running: n((x) => x.state === OccurrenceState.running),
+    recoveryRequired: n((x) => x.state === OccurrenceState.recovery_required),
     quarantined: view.definitions.filter((d) => d.quarantined).length,
   };
 }

@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { OccurrenceState, RunState } from '../../machines/index.js';
 import { OCCURRENCE_STATES, RUN_STATES } from '../../machines/index.js';
 import type { Clock } from '../clock/clock.js';
 import type { Engine, TickReport } from '../engine/engine.js';
@@ -14,8 +15,8 @@ const LATENCY_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 6
 /** A durable commit is an fsync or two: sub-millisecond on tmpfs, tens of milliseconds on a slow disk. */
 const COMMIT_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
 const PAGE = 500;
-const WAITING = new Set(['planned', 'eligible']);
-const ACTIVE_RUN = new Set(['accepted', 'running']);
+const WAITING = new Set<string>([OccurrenceState.planned, OccurrenceState.eligible]);
+const ACTIVE_RUN = new Set<string>([RunState.accepted, RunState.running]);
 
 export interface EngineMetricsOptions {
   engine: Engine;
