@@ -4,4 +4,4 @@
  * @module
  */
 export { PostgresStore, type PostgresStoreOptions } from './postgres-store.js';
-export { PostgresSchemaError, StoreUnavailableError } from './postgres-errors.js';
+export { PostgresSchemaError, redactUrl, StoreUnavailableError } from './postgres-errors.js';
