@@ -82,6 +82,13 @@ module.exports = {
       to: { path: '^src/store/sqlite/', pathNot: '^src/store/sqlite/index\\.ts$' },
     },
     {
+      name: 'postgres-store-internals',
+      severity: 'error',
+      comment: 'The PostgreSQL store is used through src/store/postgres/index.ts, which loads pg only when opened.',
+      from: { path: '^src/', pathNot: '^src/store/postgres/' },
+      to: { path: '^src/store/postgres/', pathNot: '^src/store/postgres/index\\.ts$' },
+    },
+    {
       name: 'no-src-to-test',
       severity: 'error',
       comment: 'Shipped code must not depend on the test tree.',

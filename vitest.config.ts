@@ -7,5 +7,7 @@ export default defineConfig({
     // Tests keep no module-level state; sharing one module graph cuts the suite's start-up cost on 2 cores.
     isolate: false,
     reporters: ['default', './test/support/closing-line-reporter.ts'],
+    // A throwaway PostgreSQL cluster for the PostgreSQL tests, when the server binaries are installed.
+    globalSetup: ['./test/support/postgres-global-setup.ts'],
   },
 });

@@ -45,7 +45,20 @@ export { renderOccurrence, renderRun, renderAttempt, type Receipt } from './doma
 export { MemoryStore } from './store/memory-store.js';
 export { JsonFileStore, type JsonFileStoreOptions } from './store/json/index.js';
 export { SqliteStore, type SqliteStoreOptions } from './store/sqlite/index.js';
-export { openStore, storeKindFor, type FileStore, type FileStoreKind } from './store/open-store.js';
+export {
+  PostgresStore,
+  PostgresSchemaError,
+  StoreUnavailableError,
+  type PostgresStoreOptions,
+} from './store/postgres/index.js';
+export {
+  openStore,
+  storeKindFor,
+  isPostgresUrl,
+  type FileStore,
+  type FileStoreKind,
+  type PostgresUrl,
+} from './store/open-store.js';
 export {
   StoreConflictError,
   StoreCorruptError,

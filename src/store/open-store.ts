@@ -1,10 +1,18 @@
 import { extname } from 'node:path';
+import { ContractError } from '../contract/errors.js';
 import { JsonFileStore } from './json/index.js';
+import { PostgresStore, redactUrl } from './postgres/index.js';
 import { SqliteStore } from './sqlite/index.js';
 
-/** The two durable stores; both keep one file (plus SQLite's WAL) and a lock beside it. */
+/** The two file stores; both keep one file (plus SQLite's WAL) and a lock beside it. */
 export type FileStoreKind = 'json' | 'sqlite';
-export type FileStore = JsonFileStore | SqliteStore;
+/**
+ * Every durable store {@link openStore} opens: the two file stores, or PostgreSQL from a connection string
+ * (whose `file` is that string without its password, so callers that name "the store's file" still can).
+ */
+export type FileStore = JsonFileStore | SqliteStore | PostgresStore;
+/** A PostgreSQL connection string: what selects the PostgreSQL store. */
+export type PostgresUrl = `postgres://${string}` | `postgresql://${string}`;
 
 /** File endings that select SQLite when no kind is named; everything else is the JSON store. */
 const SQLITE_EXTENSIONS = new Set(['.sqlite', '.sqlite3', '.db']);
@@ -14,15 +22,34 @@ export function storeKindFor(file: string, kind?: FileStoreKind): FileStoreKind 
   return kind ?? (SQLITE_EXTENSIONS.has(extname(file).toLowerCase()) ? 'sqlite' : 'json');
 }
 
+/** Whether `location` is a PostgreSQL connection string (`postgres://…` or `postgresql://…`) rather than a path. */
+export function isPostgresUrl(location: string): location is PostgresUrl {
+  return /^postgres(ql)?:\/\//i.test(location);
+}
+
 /**
- * Opens a durable store, choosing the implementation from `kind` or the file's extension.
+ * Opens a durable store: PostgreSQL for a `postgres://…` or `postgresql://…` connection string, else a file
+ * store chosen from `kind` or the file's extension. A kind named with a connection string is refused: a
+ * database is not a file.
  *
  * @example
  * ```ts
  * const store = await openStore('automations.sqlite'); // SqliteStore
  * const json = await openStore('automations.json');    // JsonFileStore
+ * const shared = await openStore('postgres://coven@db.internal/automations'); // PostgresStore
  * ```
  */
-export async function openStore(file: string, kind?: FileStoreKind): Promise<FileStore> {
-  return storeKindFor(file, kind) === 'sqlite' ? SqliteStore.open(file) : JsonFileStore.open(file);
+export function openStore(url: PostgresUrl): Promise<PostgresStore>;
+export function openStore(file: string, kind?: FileStoreKind): Promise<FileStore>;
+export async function openStore(location: string, kind?: FileStoreKind): Promise<FileStore> {
+  if (isPostgresUrl(location)) {
+    if (kind !== undefined)
+      throw new ContractError(
+        'VALIDATION_FAILED',
+        `the store kind ${kind} names a file store, but ${redactUrl(location)} is a PostgreSQL connection string`,
+        { kind },
+      );
+    return PostgresStore.open(location);
+  }
+  return storeKindFor(location, kind) === 'sqlite' ? SqliteStore.open(location) : JsonFileStore.open(location);
 }

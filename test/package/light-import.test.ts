@@ -5,8 +5,9 @@ import { afterAll, expect, test } from 'vitest';
 import { packagesAmong, watchModules } from '../support/loaded-modules.js';
 
 // `import 'coven-automata'` is the engine only: the testkit's property-testing and graph-walking libraries,
-// the CLI's diagram renderer and inspector, the test runner and the SQLite driver load only where they are
-// used. Each case runs in a fresh Node process (see watchModules), since this runner's graph holds them all.
+// the CLI's diagram renderer and inspector, the test runner and the SQLite and PostgreSQL drivers load only
+// where they are used. Each case runs in a fresh Node process (see watchModules), since this runner's graph
+// holds them all.
 const HEAVY = [
   'fast-check',
   '@xstate/graph',
@@ -18,6 +19,7 @@ const HEAVY = [
   'fastify',
   'pino',
   'prom-client',
+  'pg',
 ];
 /** The project modules the CLI imports only when their command runs. */
 const LAZY = /\/src\/testkit\/|\/src\/cli\/(diagram|inspect|invariants)-command\.ts$/;

@@ -1,0 +1,214 @@
+import type pg from 'pg';
+import { CommitQueue, type QueuedTransaction } from '../commit-queue.js';
+import { loadPostgresDriver, type PostgresDriver } from './driver.js';
+import { asStoreError, isConnectionFailure, redactUrl, StoreUnavailableError } from './postgres-errors.js';
+import { prepareSchema, quoteSchema } from './postgres-schema.js';
+import { Connection, PostgresReader, PostgresTransaction } from './postgres-transaction.js';
+import { CommitListeners, StoreClosedError, type Store, type StoreReader, type StoreTransaction } from '../store.js';
+
+export interface PostgresStoreOptions {
+  /** The schema (namespace) the store's tables live in; several stores may share a database. Default `coven`. */
+  schema?: string;
+  /** Most queued transactions folded into one database transaction (default 256). */
+  maxGroupSize?: number;
+  /** Connections in the pool: one writes at a time, the others serve reads (default 8). */
+  poolSize?: number;
+}
+
+const MAX_GROUP = 256;
+const POOL_SIZE = 8;
+/** int8 (bigint) columns as numbers: sequences and positions stay far below 2^53. */
+const INT8_OID = 20;
+
+/**
+ * The Store port on PostgreSQL (node-postgres, pooled). Each group of queued transactions is one SERIALIZABLE
+ * database transaction with a savepoint per transaction, so each still commits or rolls back alone and many
+ * share one commit; one group is written at a time per store, so a store's own bodies run one at a time, in
+ * order. Compare-and-set is a conditional UPDATE (or an INSERT … ON CONFLICT DO NOTHING); terminal records
+ * are sealed by the same condition; per-stream sequences are gapless under UNIQUE (stream, sequence).
+ *
+ * Feed positions are in commit order as any reader sees them: a group's first append takes a transaction-level
+ * advisory lock (held to its commit) and reads the position sequence as it is then; the group moves the
+ * sequence past its last position just before it commits. The next group to append waits for the lock, so
+ * it can only take positions after the previous holder's commit is visible. Several stores (processes) may
+ * write one database at once; a group that loses a race with another store's commit fails with
+ * {@link StoreConflictError}, nothing written.
+ *
+ * @example
+ * ```ts
+ * const store = await PostgresStore.open('postgres://coven@db.internal/automations');
+ * const engine = createEngine({ store, runtimes: [runtime] });
+ * ```
+ */
+export class PostgresStore implements Store {
+  private readonly committed = new CommitListeners();
+  private readonly queue: CommitQueue;
+
+  private constructor(
+    /** The connection string without its password: how messages name this store. */
+    readonly file: string,
+    private readonly pool: pg.Pool,
+    private readonly schema: string,
+    maxGroup: number,
+  ) {
+    this.queue = new CommitQueue(maxGroup, (batch) => this.writeBatch(batch));
+  }
+
+  /**
+   * Connects to the database at `url` and creates the store's schema there, migrates an older one, or checks
+   * a current one. A foreign or newer schema is refused untouched with {@link PostgresSchemaError}; an
+   * unreachable database with {@link StoreUnavailableError}; a missing `pg` package with
+   * {@link StoreDriverMissingError}.
+   */
+  static async open(url: string, options: PostgresStoreOptions = {}): Promise<PostgresStore> {
+    const driver = await loadPostgresDriver();
+    const schema = options.schema ?? 'coven';
+    quoteSchema(schema);
+    const location = redactUrl(url);
+    const pool = makePool(driver, url, options.poolSize ?? POOL_SIZE);
+    try {
+      const client = await pool.connect();
+      try {
+        await prepareSchema(client, location, schema);
+      } finally {
+        client.release();
+      }
+      return new PostgresStore(location, pool, schema, options.maxGroupSize ?? MAX_GROUP);
+    } catch (error) {
+      await pool.end().catch(() => undefined);
+      throw asStoreError(location, error);
+    }
+  }
+
+  transact<R>(body: (tx: StoreTransaction) => Promise<R> | R): Promise<R> {
+    return this.queue.enqueue(body);
+  }
+
+  private async writeBatch(batch: QueuedTransaction[]): Promise<void> {
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (error) {
+      for (const job of batch) job.reject(new StoreUnavailableError(this.file, error));
+      return;
+    }
+    let broken: unknown;
+    try {
+      broken = await this.writeOn(client, batch);
+    } finally {
+      client.release(broken === undefined ? undefined : (broken as Error));
+    }
+  }
+
+  /** Writes one group on `client`; returns the connection failure that makes the client unfit for reuse. */
+  private async writeOn(client: pg.PoolClient, batch: QueuedTransaction[]): Promise<unknown> {
+    const db = new Connection(client, quoteSchema(this.schema), this.schema);
+    const tx = new PostgresTransaction(db);
+    const done: Array<[QueuedTransaction, unknown]> = [];
+    // One job alone needs no savepoint: its rollback is the transaction's.
+    const savepoints = batch.length > 1;
+    try {
+      await client.query('BEGIN ISOLATION LEVEL SERIALIZABLE');
+      for (const job of batch) {
+        const result = await this.runJob(client, tx, job, savepoints);
+        if (result !== undefined) done.push([job, result.value]);
+      }
+      if (done.length === 0) {
+        await client.query('ROLLBACK');
+        return undefined;
+      }
+      if (tx.lastPosition !== undefined)
+        await db.run('SELECT setval($1::regclass, $2, true)', [`${db.schema}.log_position`, tx.lastPosition]);
+      await client.query('COMMIT');
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      const failure = asStoreError(this.file, error);
+      for (const [job] of done) job.reject(failure);
+      const cause = error instanceof JobRolledBack ? error.cause : error;
+      return isConnectionFailure(cause) ? cause : undefined;
+    }
+    if (tx.writes > 0) this.committed.notify();
+    for (const [job, result] of done) job.resolve(result);
+    return undefined;
+  }
+
+  /** Runs one job of a group; its result, or undefined when it failed (the job was answered and rolled back). */
+  private async runJob(
+    client: pg.PoolClient,
+    tx: PostgresTransaction,
+    job: QueuedTransaction,
+    savepoint: boolean,
+  ): Promise<{ value: unknown } | undefined> {
+    if (savepoint) await client.query('SAVEPOINT job');
+    tx.beginJob();
+    try {
+      const value = await job.body(tx);
+      // The database aborted the transaction even though the body carried on: nothing of it may commit.
+      if (tx.failure !== undefined) throw tx.failure;
+      if (savepoint) await client.query('RELEASE job');
+      return { value };
+    } catch (error) {
+      job.reject(asStoreError(this.file, error));
+      if (!savepoint) throw new JobRolledBack(error);
+      await client.query('ROLLBACK TO job');
+      await client.query('RELEASE job');
+      tx.rollbackJob();
+      return undefined;
+    }
+  }
+
+  async read<R>(body: (reader: StoreReader) => Promise<R> | R): Promise<R> {
+    if (this.queue.isClosed) throw new StoreClosedError('the store is closed');
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (error) {
+      throw new StoreUnavailableError(this.file, error);
+    }
+    let broken: Error | undefined;
+    try {
+      // One snapshot for the whole body: what it reads is one moment's committed state.
+      await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+      const result = await body(new PostgresReader(new Connection(client, quoteSchema(this.schema), this.schema)));
+      await client.query('COMMIT');
+      return result;
+    } catch (error) {
+      if (isConnectionFailure(error)) broken = error as Error;
+      else await client.query('ROLLBACK').catch(() => undefined);
+      throw asStoreError(this.file, error);
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  onCommit(listener: () => void): () => void {
+    return this.committed.add(listener);
+  }
+
+  async close(): Promise<void> {
+    if (this.queue.isClosed) return;
+    await this.queue.close();
+    await this.pool.end();
+  }
+}
+
+/** A single job's failure, already answered: the group's transaction rolls back and nothing else happens. */
+class JobRolledBack extends Error {
+  constructor(cause: unknown) {
+    super('the transaction was rolled back', { cause });
+  }
+}
+
+function makePool(driver: PostgresDriver, url: string, max: number): pg.Pool {
+  const types = {
+    getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+      oid === INT8_OID && format !== 'binary'
+        ? Number
+        : driver.types.getTypeParser(oid, format)) as pg.CustomTypesConfig['getTypeParser'],
+  };
+  const pool = new driver.Pool({ connectionString: url, max, types, application_name: 'coven-automata' });
+  // An idle connection the server dropped (a restart, say) is removed by the pool; without a listener the
+  // error would end the process.
+  pool.on('error', () => undefined);
+  return pool;
+}

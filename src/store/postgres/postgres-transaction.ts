@@ -1,0 +1,322 @@
+import type pg from 'pg';
+import { deepFreeze } from '../deep-freeze.js';
+import { ADVISORY_CLASS } from './postgres-schema.js';
+import {
+  LogTrimError,
+  StoreConflictError,
+  StreamSequenceError,
+  TerminalRecordError,
+  type ListOptions,
+  type LogEntry,
+  type PutOptions,
+  type ReadLogOptions,
+  type RecordVersion,
+  type StoredRecord,
+  type StoreReader,
+  type StoreTransaction,
+} from '../store.js';
+
+/** Second key salt of the advisory lock that puts feed positions in commit order (see PostgresStore). */
+export const FEED_LOCK = 2;
+
+type RecordRow = { kind: string; id: string; version: number; terminal: boolean; data: unknown };
+type LogRow = { stream: string; sequence: number; position: number; data: unknown };
+
+const statementNames = new Map<string, string>();
+/** Named statements: node-postgres prepares each once per connection and then only binds and executes it. */
+function named(text: string): string {
+  let name = statementNames.get(text);
+  if (name === undefined) statementNames.set(text, (name = `coven_${statementNames.size}`));
+  return name;
+}
+
+/** One connection's statements against one store schema. */
+export class Connection {
+  constructor(
+    readonly client: pg.ClientBase,
+    /** The quoted schema name. */
+    readonly schema: string,
+    /** The unquoted name, for the advisory lock keys. */
+    readonly schemaName: string,
+  ) {}
+
+  async rows<R extends pg.QueryResultRow>(text: string, values: unknown[]): Promise<R[]> {
+    return (await this.run<R>(text, values)).rows;
+  }
+  async run<R extends pg.QueryResultRow>(text: string, values: unknown[]): Promise<pg.QueryResult<R>> {
+    const sql = text.replaceAll('{s}', this.schema);
+    return this.client.query<R>({ name: named(sql), text: sql, values });
+  }
+}
+
+function range(columns: string, kind: string, options: ListOptions): [string, unknown[]] {
+  const values: unknown[] = [kind];
+  let where = 'kind = $1';
+  if (options.after !== undefined) where += ` AND id > $${values.push(options.after)}`;
+  if (options.before !== undefined) where += ` AND id < $${values.push(options.before)}`;
+  // LIMIT NULL is no limit.
+  return [
+    `SELECT ${columns} FROM {s}.records WHERE ${where} ORDER BY id LIMIT $${values.push(options.limit ?? null)}`,
+    values,
+  ];
+}
+
+const toRecord = <T>(row: RecordRow): StoredRecord<T> =>
+  deepFreeze({ kind: row.kind, id: row.id, version: row.version, terminal: row.terminal, data: row.data as T });
+const toEntry = <T>(row: LogRow): LogEntry<T> =>
+  deepFreeze({ stream: row.stream, sequence: row.sequence, position: row.position, data: row.data as T });
+
+/** Reads through one connection: inside a transaction they see its writes, outside its snapshot of commits. */
+export class PostgresReader implements StoreReader {
+  constructor(protected readonly db: Connection) {}
+
+  async get<T>(kind: string, id: string): Promise<StoredRecord<T> | undefined> {
+    const [row] = await this.db.rows<RecordRow>('SELECT * FROM {s}.records WHERE kind = $1 AND id = $2', [kind, id]);
+    return row === undefined ? undefined : toRecord<T>(row);
+  }
+  async version(kind: string, id: string): Promise<number | undefined> {
+    const [row] = await this.db.rows<{ version: number }>(
+      'SELECT version FROM {s}.records WHERE kind = $1 AND id = $2',
+      [kind, id],
+    );
+    return row?.version;
+  }
+  async list<T>(kind: string, options: ListOptions = {}): Promise<Array<StoredRecord<T>>> {
+    const [sql, values] = range('*', kind, options);
+    return (await this.db.rows<RecordRow>(sql, values)).map((row) => toRecord<T>(row));
+  }
+  async versions(kind: string, options: ListOptions = {}): Promise<RecordVersion[]> {
+    const [sql, values] = range('id, version', kind, options);
+    return this.db.rows<{ id: string; version: number }>(sql, values);
+  }
+  async head(stream: string): Promise<number> {
+    const [row] = await this.db.rows<{ s: number | null }>('SELECT MAX(sequence) AS s FROM {s}.log WHERE stream = $1', [
+      stream,
+    ]);
+    return row?.s === null || row?.s === undefined ? 0 : row.s + 1;
+  }
+  async readLog<T>(stream: string, options: ReadLogOptions = {}): Promise<Array<LogEntry<T>>> {
+    const rows = await this.db.rows<LogRow>(
+      'SELECT * FROM {s}.log WHERE stream = $1 AND sequence > $2 ORDER BY sequence LIMIT $3',
+      [stream, options.after ?? -1, options.limit ?? null],
+    );
+    return rows.map((row) => toEntry<T>(row));
+  }
+  async readFeed<T>(options: ReadLogOptions = {}): Promise<Array<LogEntry<T>>> {
+    const rows = await this.db.rows<LogRow>('SELECT * FROM {s}.log WHERE position > $1 ORDER BY position LIMIT $2', [
+      options.after ?? -1,
+      options.limit ?? null,
+    ]);
+    return rows.map((row) => toEntry<T>(row));
+  }
+}
+
+/**
+ * The writes of one group of transactions on one connection, inside one database transaction. A PostgreSQL
+ * error (not a refused compare-and-set, which writes nothing and raises nothing) aborts the database
+ * transaction: the job that met it is rolled back whole even if its body caught the error.
+ */
+export class PostgresTransaction extends PostgresReader implements StoreTransaction {
+  /** Rows written, so a group that only read commits without waking commit listeners. */
+  writes = 0;
+  /** The first database error of the current job. */
+  failure: unknown;
+  private readonly heads = new Map<string, number>();
+  /** The next feed position, known once this group holds the feed lock. */
+  private nextPosition: number | undefined;
+  /** The next position when the feed lock was taken: nothing appended while they are equal. */
+  private lockedAt: number | undefined;
+  private jobStart = { writes: 0, position: undefined as number | undefined };
+
+  /** Starts a job of the group: what its rollback returns to. */
+  beginJob(): void {
+    this.failure = undefined;
+    this.jobStart = { writes: this.writes, position: this.nextPosition };
+  }
+  /** The job's savepoint was rolled back: forget what it wrote and the positions it took. */
+  rollbackJob(): void {
+    this.writes = this.jobStart.writes;
+    this.heads.clear();
+    // A lock taken inside the rolled-back savepoint was released with it: the next append takes it again.
+    this.nextPosition = this.jobStart.position;
+    if (this.nextPosition === undefined) this.lockedAt = undefined;
+    this.failure = undefined;
+  }
+  /** The last feed position this group used, when it appended anything that is still part of it. */
+  get lastPosition(): number | undefined {
+    return this.nextPosition === undefined || this.nextPosition === this.lockedAt ? undefined : this.nextPosition - 1;
+  }
+
+  private async guarded<R>(work: () => Promise<R>): Promise<R> {
+    if (this.failure !== undefined) throw this.failure;
+    try {
+      return await work();
+    } catch (error) {
+      this.failure = error;
+      throw error;
+    }
+  }
+
+  override get<T>(kind: string, id: string) {
+    return this.guarded(() => super.get<T>(kind, id));
+  }
+  override version(kind: string, id: string) {
+    return this.guarded(() => super.version(kind, id));
+  }
+  override list<T>(kind: string, options?: ListOptions) {
+    return this.guarded(() => super.list<T>(kind, options));
+  }
+  override versions(kind: string, options?: ListOptions) {
+    return this.guarded(() => super.versions(kind, options));
+  }
+  override readLog<T>(stream: string, options?: ReadLogOptions) {
+    return this.guarded(() => super.readLog<T>(stream, options));
+  }
+  override readFeed<T>(options?: ReadLogOptions) {
+    return this.guarded(() => super.readFeed<T>(options));
+  }
+  override async head(stream: string): Promise<number> {
+    const known = this.heads.get(stream);
+    if (known !== undefined) return known;
+    const next = await this.guarded(() => super.head(stream));
+    this.heads.set(stream, next);
+    return next;
+  }
+
+  async put<T>(kind: string, id: string, data: T, options: PutOptions): Promise<StoredRecord<T>> {
+    const text = JSON.stringify(data);
+    const terminal = options.terminal === true;
+    const expected = options.expectedVersion;
+    const version = (expected ?? 0) + 1;
+    // ON CONFLICT DO NOTHING: a taken id or a uniqueness rule refuses the insert without aborting the
+    // transaction, so the refusal is an ordinary compare-and-set failure.
+    const changed = await this.guarded(async () =>
+      expected === null
+        ? (
+            await this.db.run(
+              'INSERT INTO {s}.records (kind, id, version, terminal, data) VALUES ($1, $2, $3, $4, $5) ' +
+                'ON CONFLICT DO NOTHING',
+              [kind, id, version, terminal, text],
+            )
+          ).rowCount
+        : (
+            await this.db.run(
+              'UPDATE {s}.records SET version = $1, terminal = $2, data = $3 ' +
+                'WHERE kind = $4 AND id = $5 AND version = $6 AND NOT terminal',
+              [version, terminal, text, kind, id, expected],
+            )
+          ).rowCount,
+    );
+    if (changed !== 1) {
+      await this.refusal(kind, id, expected);
+      const why = expected === null ? 'would break a uniqueness rule' : 'changed underneath';
+      throw new StoreConflictError(`${kind} ${id} ${why}`, {
+        kind,
+        id,
+        expectedVersion: expected,
+      });
+    }
+    this.writes++;
+    return deepFreeze({ kind, id, version, terminal, data: JSON.parse(text) as T });
+  }
+
+  /** Throws why a write at `expected` was refused: the record is sealed, or at another version (or absent). */
+  private async refusal(kind: string, id: string, expected: number | null, evenSealed = false): Promise<void> {
+    const [current] = await this.guarded(() =>
+      this.db.rows<{ version: number; terminal: boolean }>(
+        'SELECT version, terminal FROM {s}.records WHERE kind = $1 AND id = $2',
+        [kind, id],
+      ),
+    );
+    if (current?.terminal === true && !evenSealed) throw new TerminalRecordError(kind, id);
+    const currentVersion = current?.version ?? null;
+    if (currentVersion !== expected || evenSealed) {
+      throw new StoreConflictError(
+        current === undefined
+          ? `${kind} ${id} does not exist (expected version ${String(expected)})`
+          : `${kind} ${id} is at version ${current.version}, not ${String(expected)}`,
+        { kind, id, expectedVersion: expected, currentVersion },
+      );
+    }
+  }
+
+  async delete(kind: string, id: string, expectedVersion: number): Promise<void> {
+    await this.remove(kind, id, expectedVersion, false);
+  }
+
+  async expire(kind: string, id: string, expectedVersion: number): Promise<void> {
+    await this.remove(kind, id, expectedVersion, true);
+  }
+
+  private async remove(kind: string, id: string, expectedVersion: number, evenSealed: boolean): Promise<void> {
+    const sql = `DELETE FROM {s}.records WHERE kind = $1 AND id = $2 AND version = $3${evenSealed ? '' : ' AND NOT terminal'}`;
+    const removed = await this.guarded(async () => (await this.db.run(sql, [kind, id, expectedVersion])).rowCount);
+    if (removed !== 1) {
+      await this.refusal(kind, id, expectedVersion, evenSealed);
+      // The row is at the expected version and not sealed, yet was not removed: only a concurrent change does that.
+      throw new StoreConflictError(`${kind} ${id} changed underneath`, { kind, id, expectedVersion });
+    }
+    this.writes++;
+  }
+
+  async append<T>(stream: string, data: T, expectedSequence?: number): Promise<LogEntry<T>> {
+    const sequence = await this.head(stream);
+    if (expectedSequence !== undefined && expectedSequence !== sequence)
+      throw new StreamSequenceError(stream, expectedSequence, sequence);
+    const position = await this.takePosition();
+    const text = JSON.stringify(data);
+    // UNIQUE(stream, sequence) backs the gapless head: an append racing another engine's is refused, not doubled.
+    const added = await this.guarded(
+      async () =>
+        (
+          await this.db.run(
+            'INSERT INTO {s}.log (position, stream, sequence, data) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING',
+            [position, stream, sequence, text],
+          )
+        ).rowCount,
+    );
+    if (added !== 1) {
+      this.heads.delete(stream);
+      throw new StreamSequenceError(stream, sequence, await this.head(stream));
+    }
+    this.writes++;
+    this.heads.set(stream, sequence + 1);
+    this.nextPosition = position + 1;
+    return deepFreeze({ stream, sequence, position, data: JSON.parse(text) as T });
+  }
+
+  /**
+   * The feed position for the next append. The first append of a group takes the feed lock (held until the
+   * group commits or rolls back) and reads the position sequence as it is now, outside the snapshot: the
+   * previous holder has committed and moved the sequence past its last position before releasing the lock.
+   */
+  private async takePosition(): Promise<number> {
+    if (this.nextPosition !== undefined) return this.nextPosition;
+    return this.guarded(async () => {
+      await this.db.run('SELECT pg_advisory_xact_lock($1, hashtext($2) # $3)', [
+        ADVISORY_CLASS,
+        this.db.schemaName,
+        FEED_LOCK,
+      ]);
+      const [row] = await this.db.rows<{ last_value: number; is_called: boolean }>(
+        'SELECT last_value, is_called FROM {s}.log_position',
+        [],
+      );
+      this.nextPosition = row!.is_called ? row!.last_value + 1 : row!.last_value;
+      this.lockedAt = this.nextPosition;
+      return this.nextPosition;
+    });
+  }
+
+  async trimLog(stream: string, before: number): Promise<number> {
+    const head = await this.head(stream);
+    if (before > head - 1) throw new LogTrimError(stream, before, head);
+    // The newest entry stays, so MAX(sequence), the next sequence, never moves back.
+    const dropped = await this.guarded(
+      async () =>
+        (await this.db.run('DELETE FROM {s}.log WHERE stream = $1 AND sequence < $2', [stream, before])).rowCount,
+    );
+    this.writes += dropped ?? 0;
+    return dropped ?? 0;
+  }
+}

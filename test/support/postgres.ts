@@ -1,0 +1,43 @@
+import pg from 'pg';
+import { describe, inject, test } from 'vitest';
+
+/** The connection string of database `name` in the run's throwaway cluster (Unix socket, no TCP). */
+export function databaseUrl(socketDir: string, name: string): string {
+  return `postgresql://postgres@/${name}?host=${encodeURIComponent(socketDir)}`;
+}
+
+let databases = 0;
+
+/** Creates a new, empty database in the cluster and returns its connection string. */
+export async function freshDatabase(socketDir: string, label: string): Promise<string> {
+  const name = `${label.replace(/[^a-z0-9_]/g, '_')}_${process.pid}_${databases++}`;
+  const admin = new pg.Client({ connectionString: databaseUrl(socketDir, 'postgres') });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE "${name}"`);
+  } finally {
+    await admin.end();
+  }
+  return databaseUrl(socketDir, name);
+}
+
+/**
+ * A describe block that needs PostgreSQL: `body` gets the cluster's socket folder. Without the server binaries
+ * the block is skipped with its reason printed; under CI (`CI=true`) a failing test stands in for it instead,
+ * so a CI machine without PostgreSQL cannot pass by skipping.
+ */
+export function describePostgres(name: string, body: (socketDir: string) => void): void {
+  const target = inject('postgres');
+  if ('socketDir' in target) {
+    describe(name, () => body(target.socketDir));
+    return;
+  }
+  if (process.env.CI === 'true') {
+    test(`${name}: PostgreSQL is required under CI`, () => {
+      throw new Error(`no PostgreSQL cluster: ${target.unavailable}`);
+    });
+    return;
+  }
+  console.warn(`skipping "${name}": ${target.unavailable}`);
+  describe.skip(name, () => body(''));
+}
