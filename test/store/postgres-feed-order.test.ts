@@ -110,10 +110,10 @@ describePostgres('PostgreSQL feed order under contention', (socketDir) => {
       await held;
       return entry;
     });
-    await eventually(() => waitingOnLock(url, 0).then((n) => (n === 0 ? true : undefined)));
+    await eventually(() => waitingOnLock(url).then((n) => (n === 0 ? true : undefined)));
     const secondCommit = second!.transact((tx) => tx.append('stream/b', { who: 'second' }));
     // The second store's group is queued behind the first's feed lock: it cannot take a position yet.
-    await eventually(() => waitingOnLock(url, 1).then((n) => (n === 1 ? true : undefined)));
+    await eventually(() => waitingOnLock(url).then((n) => (n === 1 ? true : undefined)));
     expect(await reader!.read((r) => r.readFeed())).toEqual([]);
     release();
     const [a, b] = await Promise.all([firstCommit, secondCommit]);
@@ -156,7 +156,7 @@ describePostgres('PostgreSQL feed order under contention', (socketDir) => {
 });
 
 /** How many sessions of the test's database wait on an advisory lock now. */
-async function waitingOnLock(url: string, _expect: number): Promise<number> {
+async function waitingOnLock(url: string): Promise<number> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {

@@ -89,19 +89,44 @@ export class PostgresStore implements Store {
   }
 
   private async writeBatch(batch: QueuedTransaction[]): Promise<void> {
-    let client: pg.PoolClient;
+    let lease: Lease;
     try {
-      client = await this.pool.connect();
+      lease = await this.checkout();
     } catch (error) {
-      for (const job of batch) job.reject(new StoreUnavailableError(this.file, error));
+      for (const job of batch) job.reject(error);
       return;
     }
     let broken: unknown;
     try {
-      broken = await this.writeOn(client, batch);
+      broken = await this.writeOn(lease.client, batch);
     } finally {
-      client.release(broken === undefined ? undefined : (broken as Error));
+      lease.release(broken);
     }
+  }
+
+  /**
+   * A pooled connection for one group or read. While it is out, a connection the server ends (a restart, an
+   * administrator's pg_terminate_backend) raises an error event on it: recorded here, or the process would end
+   * on an unhandled 'error'. A broken connection is destroyed on release, not pooled again.
+   */
+  private async checkout(): Promise<Lease> {
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (error) {
+      throw new StoreUnavailableError(this.file, error);
+    }
+    let lost: unknown;
+    const onError = (error: unknown) => (lost ??= error);
+    client.on('error', onError);
+    return {
+      client,
+      release: (broken) => {
+        client.removeListener('error', onError);
+        const failure = broken ?? lost;
+        client.release(failure === undefined ? undefined : (failure as Error));
+      },
+    };
   }
 
   /** Writes one group on `client`; returns the connection failure that makes the client unfit for reuse. */
@@ -166,13 +191,9 @@ export class PostgresStore implements Store {
 
   async read<R>(body: (reader: StoreReader) => Promise<R> | R): Promise<R> {
     if (this.queue.isClosed) throw new StoreClosedError('the store is closed');
-    let client: pg.PoolClient;
-    try {
-      client = await this.pool.connect();
-    } catch (error) {
-      throw new StoreUnavailableError(this.file, error);
-    }
-    let broken: Error | undefined;
+    const lease = await this.checkout();
+    const { client } = lease;
+    let broken: unknown;
     try {
       // One snapshot for the whole body: what it reads is one moment's committed state.
       await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
@@ -180,11 +201,11 @@ export class PostgresStore implements Store {
       await client.query('COMMIT');
       return result;
     } catch (error) {
-      if (isConnectionFailure(error)) broken = error as Error;
+      if (isConnectionFailure(error)) broken = error;
       else await client.query('ROLLBACK').catch(() => undefined);
       throw asStoreError(this.file, error);
     } finally {
-      client.release(broken);
+      lease.release(broken);
     }
   }
 
@@ -197,6 +218,12 @@ export class PostgresStore implements Store {
     await this.queue.close();
     await this.pool.end();
   }
+}
+
+/** A checked-out connection and how to give it back (destroyed when `broken` or when the server ended it). */
+interface Lease {
+  readonly client: pg.PoolClient;
+  release(broken?: unknown): void;
 }
 
 /** A single job's failure, already answered: the group's transaction rolls back and nothing else happens. */
