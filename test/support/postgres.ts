@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { describe, inject, test } from 'vitest';
+import { StoreConflictError, StreamSequenceError } from '../../src/store/store.js';
 
 /** The connection string of database `name` in the run's throwaway cluster (Unix socket, no TCP). */
 export function databaseUrl(socketDir: string, name: string): string {
@@ -40,4 +41,16 @@ export function describePostgres(name: string, body: (socketDir: string) => void
   }
   console.warn(`skipping "${name}": ${target.unavailable}`);
   describe.skip(name, () => body(''));
+}
+
+/** Runs `commit` again while it loses races with other stores (each loss wrote nothing); bounded. */
+export async function untilCommitted<T>(commit: () => Promise<T>, attempts = 200): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await commit();
+    } catch (error) {
+      const lostRace = error instanceof StoreConflictError || error instanceof StreamSequenceError;
+      if (!lostRace || attempt >= attempts) throw error;
+    }
+  }
 }

@@ -249,8 +249,8 @@ export class PostgresTransaction extends PostgresReader implements StoreTransact
   }
 
   private async remove(kind: string, id: string, expectedVersion: number, evenSealed: boolean): Promise<void> {
-    const sealed = evenSealed ? '' : ' AND NOT terminal';
-    const sql = `DELETE FROM {s}.records WHERE kind = $1 AND id = $2 AND version = $3${sealed}`;
+    const sealedToo = evenSealed ? '' : ' AND NOT terminal';
+    const sql = `DELETE FROM {s}.records WHERE kind = $1 AND id = $2 AND version = $3${sealedToo}`;
     const removed = await this.guarded(async () => (await this.db.run(sql, [kind, id, expectedVersion])).rowCount);
     if (removed !== 1) {
       await this.refusal(kind, id, expectedVersion, evenSealed);
