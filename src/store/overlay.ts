@@ -150,12 +150,7 @@ export class Overlay implements StateLayer, StoreTransaction {
     if (current?.terminal) throw new TerminalRecordError(kind, id);
     const currentVersion = current?.version ?? null;
     if (currentVersion !== options.expectedVersion) {
-      throw new StoreConflictError(
-        current === undefined
-          ? `${kind} ${id} does not exist (expected version ${String(options.expectedVersion)})`
-          : `${kind} ${id} is at version ${current.version}, not ${String(options.expectedVersion)}`,
-        { kind, id, expectedVersion: options.expectedVersion, currentVersion },
-      );
+      throw StoreConflictError.forVersion(kind, id, options.expectedVersion, currentVersion);
     }
     const record: StoredRecord<T> = deepFreeze({
       kind,

@@ -162,6 +162,21 @@ export class StoreConflictError extends ContractError {
     super('REVISION_CONFLICT', message, details);
     this.name = 'StoreConflictError';
   }
+
+  /** A compare-and-set that found `currentVersion` (null: no record) where it expected `expectedVersion`. */
+  static forVersion(
+    kind: string,
+    id: string,
+    expectedVersion: number | null,
+    currentVersion: number | null,
+  ): StoreConflictError {
+    return new StoreConflictError(
+      currentVersion === null
+        ? `${kind} ${id} does not exist (expected version ${String(expectedVersion)})`
+        : `${kind} ${id} is at version ${currentVersion}, not ${String(expectedVersion)}`,
+      { kind, id, expectedVersion, currentVersion },
+    );
+  }
 }
 
 /** An append named a sequence other than the stream head. Nothing was written. */

@@ -231,12 +231,7 @@ export class PostgresTransaction extends PostgresReader implements StoreTransact
     if (current?.terminal === true && !evenSealed) throw new TerminalRecordError(kind, id);
     const currentVersion = current?.version ?? null;
     if (currentVersion !== expected || evenSealed) {
-      throw new StoreConflictError(
-        current === undefined
-          ? `${kind} ${id} does not exist (expected version ${String(expected)})`
-          : `${kind} ${id} is at version ${current.version}, not ${String(expected)}`,
-        { kind, id, expectedVersion: expected, currentVersion },
-      );
+      throw StoreConflictError.forVersion(kind, id, expected, currentVersion);
     }
   }
 

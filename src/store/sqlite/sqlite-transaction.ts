@@ -218,12 +218,7 @@ export class SqliteTransaction extends SqliteReader implements StoreTransaction 
     if (current?.terminal === 1) throw new TerminalRecordError(kind, id);
     const currentVersion = current?.version ?? null;
     if (currentVersion !== expected) {
-      throw new StoreConflictError(
-        current === undefined
-          ? `${kind} ${id} does not exist (expected version ${String(expected)})`
-          : `${kind} ${id} is at version ${current.version}, not ${String(expected)}`,
-        { kind, id, expectedVersion: expected, currentVersion },
-      );
+      throw StoreConflictError.forVersion(kind, id, expected, currentVersion);
     }
   }
 
