@@ -31,6 +31,9 @@ export async function acceptAndDispatch(
   step: StepContext,
   occurrenceId: string,
 ): Promise<string | undefined> {
+  // Another engine is dispatching or advancing it now: one of them will, under the fence.
+  if (step.tx.lockUnlessBusy !== undefined && !(await step.tx.lockUnlessBusy(KINDS.occurrence, occurrenceId)))
+    return undefined;
   const occurrence = await loadOccurrence(step.tx, occurrenceId);
   if (!(await isDispatchDue(step, occurrence))) return undefined;
   let runId = occurrence.data.attributes.activeRunRef;

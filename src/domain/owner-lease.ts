@@ -15,6 +15,18 @@ export interface OwnerLease {
   expiresAt: string;
 }
 
+/**
+ * Engine instances alive in this process. An engine that ran here under another id and was stopped (or
+ * replaced after a crash) is known dead at once, as a dead process on this host is, without waiting out its lease.
+ */
+const liveHere = new Set<string>();
+
+/** Registers an engine instance as alive in this process; the returned function says it stopped. */
+export function registerLiveInstance(instanceId: string): () => void {
+  liveHere.add(instanceId);
+  return () => liveHere.delete(instanceId);
+}
+
 /** Renewing this often keeps the lease live through two missed renewals. */
 export const RENEWALS_PER_LEASE = 3;
 
@@ -65,8 +77,8 @@ export async function ownerAlive(
   const lease = await reader.get<OwnerLease>(OWNER_LEASE_KIND, ownerId);
   if (lease === undefined) return false;
   if (Date.parse(lease.data.expiresAt) <= svc.clock.now().getTime()) return false;
-  if (lease.data.host === hostname() && lease.data.pid !== process.pid && !processAlive(lease.data.pid)) return false;
-  return true;
+  if (lease.data.host !== hostname()) return true;
+  return lease.data.pid === process.pid ? liveHere.has(ownerId) : processAlive(lease.data.pid);
 }
 
 /**

@@ -9,7 +9,7 @@ import {
 import type { ProducerIdentity } from '../changefeed/event-envelope.js';
 import { releaseLaunch } from '../dispatcher/launch-release.js';
 import type { Runtime } from '../runtime/runtime.js';
-import type { Store } from '../store/store.js';
+import { StoreConflictError, StreamSequenceError, type Store } from '../store/store.js';
 import { Worker } from '../worker/worker.js';
 import { systemClock, type Clock } from '../clock/clock.js';
 import { LIVE_INDEX } from '../domain/lifecycle.js';
@@ -19,7 +19,7 @@ import { isRunHeld } from '../domain/run-hold.js';
 import { forEachConcurrently } from '../domain/concurrency.js';
 import { DEFAULT_LEASE_SECONDS, EngineServices } from '../domain/services.js';
 import { nextWakeAt, OBSERVE_INTERVAL_MS } from './next-wake.js';
-import { renewOwnerLease, RENEWALS_PER_LEASE } from '../domain/owner-lease.js';
+import { registerLiveInstance, renewOwnerLease, RENEWALS_PER_LEASE } from '../domain/owner-lease.js';
 import type { PassRun, TickReport } from './pass-phases.js';
 import { confineCwd } from '../command-handler/cwd-requirements.js';
 import { InspectionFeed } from '../domain/inspection-feed.js';
@@ -113,6 +113,7 @@ export class Engine {
   private unsubscribe: (() => void) | undefined;
   private onPass: ((report: TickReport) => void) | undefined;
   private renewal: NodeJS.Timeout | undefined;
+  private readonly unregister: () => void;
 
   private readonly parts: EngineParts;
 
@@ -142,6 +143,7 @@ export class Engine {
     if (planConcurrency !== undefined) this.services.planConcurrency = planConcurrency;
     this.retention = options.retention === false ? undefined : RetentionPolicy.from(options.retention);
     this.worker = new Worker(this.services);
+    this.unregister = registerLiveInstance(instanceId);
     if (options.inspector !== undefined) this.inspection = new InspectionFeed(options.store, options.inspector).start();
     this.commands = new CommandHandler({
       store: options.store,
@@ -167,6 +169,7 @@ export class Engine {
       compacted: 0,
       launches: [],
       errors: [],
+      contended: 0,
       phaseMs: { plan: 0, advance: 0, dispatch: 0, observe: 0, retention: 0, checkpoint: 0 },
     };
     const pass: PassRun = {
@@ -182,6 +185,9 @@ export class Engine {
       await phase.run(pass);
       report.phaseMs[phase.name] = performance.now() - started;
     }
+    const lost = report.errors.filter(lostRace);
+    report.contended = lost.length;
+    if (lost.length > 0) report.errors = report.errors.filter((e) => !lostRace(e));
     return report;
   }
 
@@ -261,9 +267,11 @@ export class Engine {
     await this.inspection?.caughtUp();
   }
 
+  /** Stops passes and the inspector; other engines of this process then know this instance is gone. */
   async stop(): Promise<void> {
     await this.inspection?.stop();
     this.stopped = true;
+    this.unregister();
     this.unsubscribe?.();
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.timer = undefined;
@@ -305,6 +313,12 @@ export class Engine {
       this.running.catch(() => undefined);
     }, delayMs);
   }
+}
+
+/** A step refused because another writer committed first: its own error or the one a phase wrapped. */
+function lostRace(error: Error): boolean {
+  const cause = error.cause ?? error;
+  return cause instanceof StoreConflictError || cause instanceof StreamSequenceError;
 }
 
 export function createEngine(options: EngineOptions): Engine {

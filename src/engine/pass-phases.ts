@@ -14,6 +14,11 @@ export interface TickReport {
   launches: LaunchOutcome[];
   /** Steps that failed in this pass; each rolled back alone, the rest of the pass went on. */
   errors: Error[];
+  /**
+   * Steps that lost a race with another writer of the same store (another engine committed the record or
+   * stream first): each rolled back whole, the winner's work stands, and the next pass looks again. Not errors.
+   */
+  contended: number;
   /** Settled occurrences whose history retention compacted in this pass. */
   compacted: number;
   /** Wall time each phase took (ms), for operators and the bench; never read by engine logic. */

@@ -166,6 +166,8 @@ export async function advanceOccurrence(
   occurrenceId: string,
   stops: SessionStop[],
 ): Promise<void> {
+  // Another engine on the same store is advancing it right now: its commit decides, this pass moves on.
+  if (step.tx.lockUnlessBusy !== undefined && !(await step.tx.lockUnlessBusy(KINDS.occurrence, occurrenceId))) return;
   const occurrence = await loadOccurrence(step.tx, occurrenceId);
   const now = Date.parse(step.now);
   let state = stateOf(occurrence);
@@ -301,6 +303,8 @@ async function timeOut(
   occurrenceId: string,
   stops: SessionStop[],
 ): Promise<void> {
+  // Another engine on the same store is advancing it right now: its commit decides, this pass moves on.
+  if (step.tx.lockUnlessBusy !== undefined && !(await step.tx.lockUnlessBusy(KINDS.occurrence, occurrenceId))) return;
   const occurrence = await loadOccurrence(step.tx, occurrenceId);
   const runId = occurrence.data.attributes.activeRunRef;
   await endRunHold(step, occurrence, { type: 'hold_run_timed_out', actor: 'scheduler' });

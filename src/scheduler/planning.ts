@@ -170,6 +170,9 @@ export async function planDueSlots(svc: EngineServices, errors: Error[] = []): P
     await forEachConcurrently(due, svc.planConcurrency, async (seen) => {
       try {
         const id = await svc.step(async (step) => {
+          // Another engine is planning this automation now: its slot is planned once, by it.
+          if (step.tx.lockUnlessBusy !== undefined && !(await step.tx.lockUnlessBusy(KINDS.planCursor, seen.id)))
+            return undefined;
           const fresh = await svc.definitions.inTransaction(step.tx, seen.id, seen);
           return fresh === undefined ? undefined : planLatestSlot(svc, step, fresh);
         });

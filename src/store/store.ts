@@ -94,6 +94,14 @@ export interface StoreTransaction extends StoreReader {
    * Returns how many entries were dropped.
    */
   trimLog(stream: string, before: number): Promise<number>;
+  /**
+   * Stores several processes write at once (PostgreSQL) have it: locks the record for the rest of this
+   * transaction unless another writer's transaction holds it, and says whether it did (true for a record that
+   * does not exist). False means another engine is working on the record right now: skip it instead of queueing
+   * behind that engine. Correctness never rests on it — compare-and-set still decides every write — it only keeps
+   * engines from doing the same work at once. Stores with one writer leave it out.
+   */
+  lockUnlessBusy?(kind: string, id: string): Promise<boolean>;
 }
 
 /**

@@ -7,6 +7,7 @@ import type { TerminalEvidence } from '../guards/common.js';
 import type { Observation } from '../runtime/runtime.js';
 import { receiptIdFor, recordReceipt } from '../domain/receipts.js';
 import { openEvidenceStream } from './evidence-stream.js';
+import { ownerAlive } from '../domain/owner-lease.js';
 import { loadAttempt, loadOccurrence, loadRun } from '../domain/entities.js';
 
 /** An attempt being settled, with the run, occurrence and runtime it was read with. */
@@ -51,6 +52,12 @@ export class Worker {
     const state = attempt.data.snapshot.value;
     const sessionId = attempt.data.attributes.workerCorrelation?.sessionId;
     if ((state !== AttemptState.started && state !== AttemptState.observing) || sessionId === undefined) return false;
+    // A session is its launcher's to observe while that engine lives (another engine's runtime may not even
+    // see it); once the launcher's owner lease lapses, any engine takes it over.
+    const launcher = attempt.data.attributes.workerCorrelation?.workerId;
+    if (launcher !== undefined && launcher !== this.svc.instanceId) {
+      if (await this.svc.store.read((r) => ownerAlive(this.svc, r, launcher))) return false;
+    }
     const runtime = this.svc.runtime(attempt.data.attributes.runtimeId);
     if (runtime === undefined) return false;
     let observation: Observation;

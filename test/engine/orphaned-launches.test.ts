@@ -87,6 +87,7 @@ describe('launches whose answer never arrived are decided from runtime evidence'
     h.clock.set(at('09:00:00'));
     await h.engine.tick();
     expect((await h.read.occurrences())[0]).toMatchObject({ state: 'running' });
+    await h.engine.stop();
     const next = createEngine({
       store,
       clock: h.clock,
@@ -101,6 +102,33 @@ describe('launches whose answer never arrived are decided from runtime evidence'
       recovery: { evidence: 'runtime_lost' },
     });
     expect((await h.read.attempts())[0]).toMatchObject({ state: 'ambiguous' });
+  });
+
+  test("a live engine's session is observed by it alone; another engine takes it over once that engine stops", async () => {
+    const store = new MemoryStore();
+    const never = () => new Promise<never>(() => undefined);
+    const h = await harness({
+      store,
+      runtime: new FunctionRuntime('coven-code', never) as unknown as SimulatedRuntime,
+      instanceId: 'engine-one',
+    });
+    h.clock.set(at('09:00:00'));
+    await h.engine.tick();
+    // The other engine's runtime has never heard of the session: its "lost" would be no evidence of anything.
+    const other = createEngine({
+      store,
+      clock: h.clock,
+      runtimes: [new FunctionRuntime('coven-code', never)],
+      instanceId: 'engine-two',
+      newId: () => 'unused',
+    });
+    h.clock.set(at('09:00:01'));
+    await other.tick();
+    expect((await h.read.occurrences())[0]).toMatchObject({ state: 'running' });
+    await h.engine.stop();
+    h.clock.set(at('09:00:02'));
+    await other.tick();
+    expect((await h.read.occurrences())[0]).toMatchObject({ state: 'recovery_required' });
   });
 
   test('an idle engine commits nothing to keep its lease', async () => {

@@ -4,6 +4,7 @@ import { loadPostgresDriver, type PostgresDriver } from './driver.js';
 import { asStoreError, isConnectionFailure, redactUrl, StoreUnavailableError } from './postgres-errors.js';
 import { prepareSchema, quoteSchema } from './postgres-schema.js';
 import { Connection, PostgresReader, PostgresTransaction } from './postgres-transaction.js';
+import { CommitNotifier, DEFAULT_POLL_MS } from './commit-notifier.js';
 import { CommitListeners, StoreClosedError, type Store, type StoreReader, type StoreTransaction } from '../store.js';
 
 export interface PostgresStoreOptions {
@@ -13,6 +14,11 @@ export interface PostgresStoreOptions {
   maxGroupSize?: number;
   /** Connections in the pool: one writes at a time, the others serve reads (default 8). */
   poolSize?: number;
+  /**
+   * How often to look for other stores' commits while the `LISTEN` connection is down (default 1000 ms); with
+   * it up, other processes' commits wake this store's commit listeners as they are notified.
+   */
+  pollMs?: number;
 }
 
 const MAX_GROUP = 256;
@@ -47,6 +53,7 @@ const INT8_OID = 20;
 export class PostgresStore implements Store {
   private readonly committed = new CommitListeners();
   private readonly queue: CommitQueue;
+  private readonly notifier: CommitNotifier;
 
   private constructor(
     /** The connection string without its password: how messages name this store. */
@@ -54,8 +61,15 @@ export class PostgresStore implements Store {
     private readonly pool: pg.Pool,
     private readonly schema: string,
     maxGroup: number,
+    listen: { driver: PostgresDriver; url: string; pollMs: number },
   ) {
     this.queue = new CommitQueue(maxGroup, (batch) => this.writeBatch(batch));
+    this.notifier = new CommitNotifier({
+      ...listen,
+      schema,
+      feedPosition: () => this.feedPosition(),
+      outsideCommit: () => this.committed.notify(),
+    });
   }
 
   /**
@@ -77,7 +91,11 @@ export class PostgresStore implements Store {
       } finally {
         client.release();
       }
-      return new PostgresStore(location, pool, schema, options.maxGroupSize ?? MAX_GROUP);
+      return new PostgresStore(location, pool, schema, options.maxGroupSize ?? MAX_GROUP, {
+        driver,
+        url,
+        pollMs: options.pollMs ?? DEFAULT_POLL_MS,
+      });
     } catch (error) {
       await pool.end().catch(() => undefined);
       throw asStoreError(location, error);
@@ -151,6 +169,7 @@ export class PostgresStore implements Store {
       }
       if (tx.lastPosition !== undefined)
         await db.run('SELECT setval($1::regclass, $2, true)', [`${db.schema}.log_position`, tx.lastPosition]);
+      if (tx.writes > 0) await this.notifier.announce(db);
       await client.query('COMMIT');
     } catch (error) {
       await client.query('ROLLBACK').catch(() => undefined);
@@ -209,13 +228,29 @@ export class PostgresStore implements Store {
     }
   }
 
+  /** Calls `listener` after every commit of this store, and of every other store on the same schema. */
   onCommit(listener: () => void): () => void {
+    this.notifier.start();
     return this.committed.add(listener);
+  }
+
+  /** Whether other stores' commits arrive as notifications now (false: polled every `pollMs`). */
+  get listening(): boolean {
+    return this.notifier.listening;
+  }
+
+  /** The newest feed position the database has given out (-1 before the first append). */
+  private async feedPosition(): Promise<number> {
+    const { rows } = await this.pool.query<{ last_value: number; is_called: boolean }>(
+      `SELECT last_value, is_called FROM ${quoteSchema(this.schema)}.log_position`,
+    );
+    return rows[0]!.is_called ? rows[0]!.last_value : rows[0]!.last_value - 1;
   }
 
   async close(): Promise<void> {
     if (this.queue.isClosed) return;
     await this.queue.close();
+    await this.notifier.close();
     await this.pool.end();
   }
 }

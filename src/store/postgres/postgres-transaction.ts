@@ -235,6 +235,20 @@ export class PostgresTransaction extends PostgresReader implements StoreTransact
     }
   }
 
+  /**
+   * FOR UPDATE SKIP LOCKED on the record's row: an engine passes over work another engine holds instead of
+   * waiting for its group to commit. A row changed since this group's snapshot raises a serialization failure
+   * (a {@link StoreConflictError}), as any write to it would.
+   */
+  async lockUnlessBusy(kind: string, id: string): Promise<boolean> {
+    const locked = await this.guarded(
+      async () =>
+        (await this.db.run('SELECT 1 FROM {s}.records WHERE kind = $1 AND id = $2 FOR UPDATE SKIP LOCKED', [kind, id]))
+          .rowCount,
+    );
+    return locked === 1 || (await this.version(kind, id)) === undefined;
+  }
+
   async delete(kind: string, id: string, expectedVersion: number): Promise<void> {
     await this.remove(kind, id, expectedVersion, false);
   }

@@ -286,6 +286,7 @@ export class World {
   /** A process dies mid-pass and a new engine takes its place on the same store and runtime. */
   async crashAndRestart(point: CrashPoint): Promise<void> {
     await this.tick(0, point);
+    await this.engines[0]!.stop();
     this.engines[0] = this.newEngine(`engine-a-${this.steps}`);
   }
 

@@ -1,0 +1,145 @@
+import { randomBytes } from 'node:crypto';
+import type pg from 'pg';
+import type { PostgresDriver } from './driver.js';
+import type { Connection } from './postgres-transaction.js';
+
+/** How often the fallback poll reads the feed's position while the notification connection is down. */
+export const DEFAULT_POLL_MS = 1000;
+/** The first reconnect waits this long; each failure doubles it up to {@link MAX_RECONNECT_MS}. */
+const FIRST_RECONNECT_MS = 250;
+const MAX_RECONNECT_MS = 10_000;
+
+/** The notification channel of one store schema: every store on it hears every other store's commits. */
+export const commitChannel = (schema: string): string => `coven_commit_${schema}`;
+
+/** What a store tells the notifier about itself. */
+export interface CommitNotifierPorts {
+  readonly driver: PostgresDriver;
+  readonly url: string;
+  readonly schema: string;
+  readonly pollMs: number;
+  /** The feed's newest position as the database has it now (the poll compares it with the last one seen). */
+  readonly feedPosition: () => Promise<number>;
+  /** Another store committed: wake this store's commit listeners. */
+  readonly outsideCommit: () => void;
+}
+
+/**
+ * Carries commits between processes sharing one PostgreSQL store: each write group that changed something
+ * sends `NOTIFY` inside its transaction (delivered only if it commits), and one dedicated connection per store
+ * `LISTEN`s and wakes the store's commit listeners for commits made by any other store. Notifications are a
+ * latency path, not a correctness one: while the listening connection is down the notifier polls the feed's
+ * position every `pollMs` and reconnects with backoff, and it wakes listeners once on every reconnect, since a
+ * commit may have gone unheard in between.
+ *
+ * Started lazily by the first commit listener, so a one-shot command opens no extra connection.
+ */
+export class CommitNotifier {
+  /** Tells this store's own notifications from other stores' (its own commits wake its listeners directly). */
+  readonly origin = randomBytes(8).toString('hex');
+  private client: pg.Client | undefined;
+  private started = false;
+  private closed = false;
+  private reconnectMs = FIRST_RECONNECT_MS;
+  private reconnectTimer: NodeJS.Timeout | undefined;
+  private pollTimer: NodeJS.Timeout | undefined;
+  private lastPosition: number | undefined;
+
+  constructor(private readonly ports: CommitNotifierPorts) {}
+
+  /** Queues this group's notification; sent by the database at its commit, dropped with its rollback. */
+  async announce(db: Connection): Promise<void> {
+    await db.run('SELECT pg_notify($1, $2)', [commitChannel(this.ports.schema), this.origin]);
+  }
+
+  /** Starts listening (once); later calls do nothing. */
+  start(): void {
+    if (this.started || this.closed) return;
+    this.started = true;
+    void this.connect();
+  }
+
+  /** Whether notifications currently arrive (false: the poll stands in). */
+  get listening(): boolean {
+    return this.client !== undefined;
+  }
+
+  private async connect(): Promise<void> {
+    if (this.closed) return;
+    const client = new this.ports.driver.Client({
+      connectionString: this.ports.url,
+      application_name: 'coven-automata listener',
+    });
+    client.on('error', () => this.lost(client));
+    client.on('end', () => this.lost(client));
+    client.on('notification', (message) => {
+      if (message.payload !== this.origin) this.ports.outsideCommit();
+    });
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${commitChannel(this.ports.schema)}`);
+    } catch {
+      this.lost(client);
+      return;
+    }
+    if (this.closed) {
+      await client.end().catch(() => undefined);
+      return;
+    }
+    this.client = client;
+    this.reconnectMs = FIRST_RECONNECT_MS;
+    this.stopPolling();
+    // Commits made while no connection listened were not heard: let listeners look once.
+    this.ports.outsideCommit();
+  }
+
+  /** The listening connection failed or ended: poll until a new one listens. */
+  private lost(client: pg.Client): void {
+    if (this.client === client) this.client = undefined;
+    client.removeAllListeners('notification');
+    void client.end().catch(() => undefined);
+    if (this.closed || this.reconnectTimer !== undefined) return;
+    this.startPolling();
+    this.reconnectTimer = setTimeout(() => {
+      this.reconnectTimer = undefined;
+      void this.connect();
+    }, this.reconnectMs);
+    this.reconnectTimer.unref();
+    this.reconnectMs = Math.min(this.reconnectMs * 2, MAX_RECONNECT_MS);
+  }
+
+  private startPolling(): void {
+    if (this.pollTimer !== undefined) return;
+    this.pollTimer = setInterval(() => void this.poll(), this.ports.pollMs);
+    this.pollTimer.unref();
+  }
+
+  private stopPolling(): void {
+    if (this.pollTimer !== undefined) clearInterval(this.pollTimer);
+    this.pollTimer = undefined;
+  }
+
+  private async poll(): Promise<void> {
+    let position: number;
+    try {
+      position = await this.ports.feedPosition();
+    } catch {
+      return;
+    }
+    const moved = this.lastPosition !== undefined && position !== this.lastPosition;
+    this.lastPosition = position;
+    if (moved) this.ports.outsideCommit();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.stopPolling();
+    if (this.reconnectTimer !== undefined) clearTimeout(this.reconnectTimer);
+    const client = this.client;
+    this.client = undefined;
+    if (client !== undefined) {
+      client.removeAllListeners('end');
+      await client.end().catch(() => undefined);
+    }
+  }
+}

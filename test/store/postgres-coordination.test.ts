@@ -1,0 +1,98 @@
+import pg from 'pg';
+import { afterEach, beforeAll, expect, test } from 'vitest';
+import { PostgresStore } from '../../src/store/postgres/index.js';
+import { eventually } from '../support/eventually.js';
+import { describePostgres, freshDatabase } from '../support/postgres.js';
+
+/** Ends every listening session of the database from outside, as a failover or an administrator would. */
+async function cutListeners(url: string): Promise<number> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query(
+      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'coven-automata listener' " +
+        'AND datname = current_database()',
+    );
+    return rows.length;
+  } finally {
+    await client.end();
+  }
+}
+
+/** Waits until `condition` holds (bounded: a hang fails the test). */
+const until = (condition: () => boolean) => eventually(async () => (condition() ? true : undefined));
+
+describePostgres('engines sharing one PostgreSQL store', (socketDir) => {
+  let url: string;
+  const opened: PostgresStore[] = [];
+  const open = async (schema: string, pollMs?: number) => {
+    const store = await PostgresStore.open(url, { schema, ...(pollMs === undefined ? {} : { pollMs }) });
+    opened.push(store);
+    return store;
+  };
+  beforeAll(async () => {
+    url = await freshDatabase(socketDir, 'coordination');
+  });
+  afterEach(async () => {
+    for (const store of opened.splice(0)) await store.close();
+  });
+
+  test("another store's commit wakes this store's commit listeners (LISTEN/NOTIFY); its own commits wake it once", async () => {
+    const [a, b] = [await open('notify'), await open('notify')];
+    let heardByA = 0;
+    let heardByB = 0;
+    a.onCommit(() => (heardByA += 1));
+    b.onCommit(() => (heardByB += 1));
+    await until(() => a.listening && b.listening);
+    const [beforeA, beforeB] = [heardByA, heardByB];
+    await b.transact((tx) => tx.put('definition', 'd1', { n: 1 }, { expectedVersion: null }));
+    await until(() => heardByA > beforeA);
+    // b heard its own commit directly, and not a second time through the database.
+    expect(heardByB).toBe(beforeB + 1);
+    // A group that only read notifies nobody.
+    const quiet = heardByA;
+    await b.transact((tx) => tx.get('definition', 'd1'));
+    await a.transact((tx) => tx.put('definition', 'd2', { n: 2 }, { expectedVersion: null }));
+    await until(() => heardByB === beforeB + 2);
+    expect(heardByA).toBe(quiet + 1);
+  });
+
+  test('with the listening connection cut, commits are still heard (polled) and listening resumes', async () => {
+    const [a, b] = [await open('poll', 50), await open('poll', 50)];
+    let heard = 0;
+    a.onCommit(() => (heard += 1));
+    await until(() => a.listening);
+    expect(await cutListeners(url)).toBeGreaterThan(0);
+    await until(() => !a.listening);
+    const before = heard;
+    await b.transact((tx) => tx.append('automation/x', { kind: 'x' }));
+    await until(() => heard > before);
+    await until(() => a.listening);
+  });
+
+  test('a record another writer holds is skipped, not waited for; a free or absent one is locked', async () => {
+    const [a, b] = [await open('skip'), await open('skip')];
+    await a.transact((tx) => tx.put('occurrence', 'o1', { n: 1 }, { expectedVersion: null }));
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let holding!: () => void;
+    const locked = new Promise<void>((resolve) => (holding = resolve));
+    const holder = a.transact(async (tx) => {
+      expect(await tx.lockUnlessBusy!('occurrence', 'o1')).toBe(true);
+      holding();
+      await held;
+    });
+    await locked;
+    const started = performance.now();
+    const seen = await b.transact(async (tx) => ({
+      busy: await tx.lockUnlessBusy!('occurrence', 'o1'),
+      absent: await tx.lockUnlessBusy!('occurrence', 'nope'),
+    }));
+    expect(seen).toEqual({ busy: false, absent: true });
+    // It did not queue behind the holder, which is still open.
+    expect(performance.now() - started).toBeLessThan(5_000);
+    release();
+    await holder;
+    expect(await b.transact((tx) => tx.lockUnlessBusy!('occurrence', 'o1'))).toBe(true);
+  });
+});
