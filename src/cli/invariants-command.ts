@@ -13,13 +13,14 @@ export interface InvariantsOptions {
   runs: string;
   seed?: string;
   stores: string;
+  postgresUrl?: string;
   selfCheck: boolean;
   result?: string;
   spec?: string;
   json: boolean;
 }
 
-const STORE_KINDS: readonly StoreKind[] = ['memory', 'json', 'sqlite'];
+const STORE_KINDS: readonly StoreKind[] = ['memory', 'json', 'sqlite', 'postgres'];
 
 function parsed(options: InvariantsOptions): { runs: number; seed: number; stores: StoreKind[] } {
   const runs = Number(options.runs);
@@ -31,6 +32,8 @@ function parsed(options: InvariantsOptions): { runs: number; seed: number; store
   const unknown = stores.filter((s) => !STORE_KINDS.includes(s));
   if (unknown.length > 0)
     throw new CliError(`--stores takes ${STORE_KINDS.join(', ')}; unknown: ${unknown.join(', ')}`);
+  if (stores.includes('postgres') && options.postgresUrl === undefined)
+    throw new CliError('--stores postgres needs --postgres-url postgres://… (each run gets a scratch schema there)');
   return { runs, seed, stores };
 }
 
@@ -56,6 +59,7 @@ export async function runInvariantsCommand(options: InvariantsOptions): Promise<
     runs,
     seed,
     stores,
+    ...(options.postgresUrl === undefined ? {} : { postgresUrl: options.postgresUrl }),
     machineRuns: Math.max(100, runs),
     onProgress: progress,
     ...(options.spec === undefined ? {} : { spec: { specFile: resolve(options.spec) } }),

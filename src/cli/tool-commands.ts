@@ -68,7 +68,12 @@ export function registerRunCommands({ program, opts, run }: ProgramKit): void {
     )
     .option('--runs <n>', 'engine-level property runs per store kind', '100')
     .option('--seed <n>', 'the fast-check seed (default: from the clock; always printed, so a run can be replayed)')
-    .option('--stores <kinds>', 'store kinds for the engine-level property, comma-separated', 'memory,json,sqlite')
+    .option(
+      '--stores <kinds>',
+      'store kinds for the engine-level property, comma-separated (memory, json, sqlite, postgres)',
+      'memory,json,sqlite',
+    )
+    .option('--postgres-url <url>', 'the database the postgres store kind runs on (a scratch schema per run)')
     .option('--no-self-check', 'skip the self-check (broken engines and planted spec edits that must be caught)')
     .option('--result <file>', 'also write a coven.automations.conformance-result.v1 envelope to this file')
     .option('--spec <file>', "check this lifecycle spec file instead of the package's state-machines.json")

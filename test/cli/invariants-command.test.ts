@@ -70,6 +70,6 @@ describe('coven-automata invariants behaves like a CLI', () => {
   test('a bad option is one line naming it, exit 1', async () => {
     const { code, err } = await runCli('invariants', '--stores', 'memory,redis');
     expect(code).toBe(1);
-    expect(err).toBe('--stores takes memory, json, sqlite; unknown: redis');
+    expect(err).toBe('--stores takes memory, json, sqlite, postgres; unknown: redis');
   });
 });

@@ -120,7 +120,12 @@ function clockAndRuntimeCommands(): Array<fc.Arbitrary<fc.AsyncCommand<Model, Wo
     fc
       .constantFrom(1, 7, 30, 61, 180, 1440)
       .map((minutes) => command(`advance ${minutes} min`, async (w) => w.clock.advance({ minutes }))),
-    fc.constantFrom(0, 1).map((engine) => command(`tick engine ${engine === 0 ? 'a' : 'b'}`, (w) => w.tick(engine))),
+    fc
+      .nat(2)
+      .map((engine) =>
+        command(`tick engine #${engine} (of however many the world runs)`, (w) => w.tick(engine % w.engines.length)),
+      ),
+    fc.constant(command('tick every engine at once', (w) => w.tickTogether())),
     fc.constantFrom(...BEHAVIORS).map((b) => command(`runtime will ${b}`, async (w) => w.behave(b))),
   ];
 }

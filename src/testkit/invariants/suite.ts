@@ -15,6 +15,8 @@ export interface SuiteOptions {
   seed: number;
   maxCommands?: number;
   stores?: StoreKind[];
+  /** The database the `postgres` store kind runs on (each world gets a scratch schema there, dropped after). */
+  postgresUrl?: string;
   faults?: Partial<EngineFaults>;
   /** Retention for the engines under test (default off): the checks then read the retained history. */
   retention?: RetentionOptions;
@@ -67,7 +69,9 @@ export async function runEngineProperty(
     fc.asyncProperty(
       fc.commands(engineCommands(), { maxCommands: options.maxCommands ?? 40, size: 'large' }),
       async (commands) => {
-        const world = await World.create(store, options.faults ?? {}, checked, options.retention ?? false);
+        const world = await World.create(store, options.faults ?? {}, checked, options.retention ?? false, {
+          ...(options.postgresUrl === undefined ? {} : { postgresUrl: options.postgresUrl }),
+        });
         try {
           await fc.asyncModelRun(() => ({ model: {} as Model, real: world }), commands);
         } finally {

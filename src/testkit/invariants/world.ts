@@ -20,6 +20,7 @@ import { INVARIANTS } from './checks.js';
 import { ProbeRuntime } from './probe-runtime.js';
 import { UnsealedStore } from './unsealed-store.js';
 import { ScheduledStore } from './scheduled-store.js';
+import { ScratchPostgres } from './scratch-postgres.js';
 import { faultyParts } from './faulty-engine.js';
 import { FaultyRuntime, type RuntimeFaults } from './faulty-runtime.js';
 import {
@@ -32,7 +33,10 @@ import {
 } from './faulty-store.js';
 import type fc from 'fast-check';
 
-export type StoreKind = 'memory' | 'json' | 'sqlite' | 'unsealed-memory';
+export type StoreKind = 'memory' | 'json' | 'sqlite' | 'postgres' | 'unsealed-memory';
+
+/** Engines a world on the postgres store runs, each on a store of its own over one schema. */
+export const POSTGRES_WORLD_ENGINES = 3;
 
 /** A violated invariant, with the problems found and the step that revealed them. */
 export class InvariantViolation extends Error {
@@ -82,6 +86,9 @@ const START = '2026-03-02T08:00:00.000Z';
 /** Key in a world's `checked` map: occurrences its engines compacted (retention properties assert it grew). */
 export const COMPACTIONS = 'retention:compacted-occurrences';
 
+/** Key in a world's `checked` map: steps that lost a race with another engine's commit (rolled back whole). */
+export const CONTENDED = 'engines:contended-steps';
+
 /** The feed position after the last commit (the newest entry is never trimmed, so this is exact). */
 async function feedEnd(reader: StoreReader): Promise<number> {
   const last = (await reader.readFeed()).at(-1);
@@ -101,8 +108,11 @@ export class World {
     sideEffectBoundProven: false,
   });
   readonly probe: ProbeRuntime;
-  /** What the engines are given: the store and the probed runtime, each wrapped by the faults switched on. */
-  private readonly ports: { store: Store; runtime: Runtime };
+  /**
+   * What the engines are given: their stores (one shared store, or one each over one database) and the probed
+   * runtime, each wrapped by the faults switched on.
+   */
+  private readonly ports: { stores: Store[]; runtime: Runtime };
   readonly engines: Engine[] = [];
   /** Each engine's crash switch: a crash stops only the pass of the engine it is aimed at. */
   private readonly crashes = new WeakMap<Engine, CrashSwitch>();
@@ -121,13 +131,16 @@ export class World {
      * Retention for the world's engines; off unless a property exercises it (the checks then read retained history).
      */
     private readonly retention: RetentionOptions | false = false,
+    /** A store per engine over the same data (PostgreSQL); by default both engines share `store`. */
+    engineStores: Store[] = [store, store],
+    private readonly scratch?: ScratchPostgres,
   ) {
     this.probe = new ProbeRuntime(this.runtime, () => store.read(feedEnd));
     this.ports = {
-      store: engineStore(store, faults),
+      stores: engineStores.map((s) => engineStore(s, faults)),
       runtime: RUNTIME_FAULTS.some((f) => faults[f] === true) ? new FaultyRuntime(this.probe, faults) : this.probe,
     };
-    this.engines.push(this.newEngine('engine-a'), this.newEngine('engine-b'));
+    this.ports.stores.forEach((_, i) => this.engines.push(this.newEngine(`engine-${'abcdefgh'[i]}`, i)));
   }
 
   /** A world whose store transactions are ordered by a fast-check scheduler. */
@@ -140,7 +153,14 @@ export class World {
     faults: Partial<EngineFaults>,
     checked: Map<string, number>,
     retention: RetentionOptions | false = false,
+    options: { postgresUrl?: string } = {},
   ): Promise<World> {
+    if (kind === 'postgres') {
+      const scratch = ScratchPostgres.create(options.postgresUrl);
+      const stores: Store[] = [];
+      for (let i = 0; i < POSTGRES_WORLD_ENGINES; i++) stores.push(await scratch.open());
+      return new World(stores[0]!, faults, checked, undefined, retention, stores, scratch);
+    }
     if (kind === 'json') {
       const dir = mkdtempSync(join(tmpdir(), 'coven-invariants-'));
       return new World(await JsonFileStore.open(join(dir, 'store.json')), faults, checked, dir, retention);
@@ -160,16 +180,17 @@ export class World {
 
   async dispose(): Promise<void> {
     for (const e of this.engines) await e.stop();
-    await this.store.close();
+    if (this.scratch !== undefined) await this.scratch.drop();
+    else await this.store.close();
     if (this.dir !== undefined) rmSync(this.dir, { recursive: true, force: true });
   }
 
-  private newEngine(instanceId: string): Engine {
+  private newEngine(instanceId: string, index: number): Engine {
     let ids = 0;
     const crashes = new CrashSwitch();
     const engine = new Engine(
       {
-        store: this.ports.store,
+        store: this.ports.stores[index]!,
         clock: this.clock,
         runtimes: [this.ports.runtime],
         instanceId,
@@ -283,11 +304,25 @@ export class World {
     if (crashBefore === undefined) this.passes.push({ at: this.clock.now().toISOString(), feedEnd: end });
   }
 
+  /**
+   * Every engine runs a pass at once: on PostgreSQL they race for the same occurrences through their own
+   * connections, as engine processes do; on one shared store their transactions interleave in its queue.
+   */
+  async tickTogether(): Promise<void> {
+    const end = await this.store.read(feedEnd);
+    const reports = await Promise.all(this.engines.map((e) => e.tick()));
+    for (const report of reports) {
+      this.checked.set(CONTENDED, (this.checked.get(CONTENDED) ?? 0) + report.contended);
+      if (report.compacted > 0) this.checked.set(COMPACTIONS, (this.checked.get(COMPACTIONS) ?? 0) + report.compacted);
+      this.passes.push({ at: this.clock.now().toISOString(), feedEnd: end });
+    }
+  }
+
   /** A process dies mid-pass and a new engine takes its place on the same store and runtime. */
   async crashAndRestart(point: CrashPoint): Promise<void> {
     await this.tick(0, point);
     await this.engines[0]!.stop();
-    this.engines[0] = this.newEngine(`engine-a-${this.steps}`);
+    this.engines[0] = this.newEngine(`engine-a-${this.steps}`, 0);
   }
 
   behave(behavior: SimulatedBehavior): void {

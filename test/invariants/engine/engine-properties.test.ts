@@ -6,7 +6,8 @@ import {
 } from '../../../src/testkit/invariants/suite.js';
 import { CONTRACT_INVARIANT_IDS, INVARIANTS } from '../../../src/testkit/invariants/checks.js';
 import { propertySeed } from '../../support/property.js';
-import { COMPACTIONS } from '../../../src/testkit/invariants/world.js';
+import { COMPACTIONS, CONTENDED, POSTGRES_WORLD_ENGINES } from '../../../src/testkit/invariants/world.js';
+import { databaseUrl, describePostgres } from '../../support/postgres.js';
 
 /** CI sizes: enough runs to meet every command kind; `npm run invariants -- --runs N` scales up. */
 const RUNS = Number(process.env.FC_RUNS ?? 40);
@@ -64,4 +65,26 @@ describe('engine-level invariants: random command sequences, all invariants afte
   test('all ten contract invariants are checked', () => {
     expect(CONTRACT_INVARIANT_IDS).toHaveLength(10);
   });
+});
+
+/** PostgreSQL runs are slower (every pass is real transactions over sockets): fewer of them in CI. */
+const POSTGRES_RUNS = Number(process.env.FC_POSTGRES_RUNS ?? 12);
+
+describePostgres('engine-level invariants on PostgreSQL', (socketDir) => {
+  test(`${POSTGRES_WORLD_ENGINES} engines, each on its own store over one database, passes alone and all at once`, async () => {
+    const seed = propertySeed('engine invariants (postgres store)');
+    const checked = new Map<string, number>();
+    const postgresUrl = databaseUrl(socketDir, 'postgres');
+    const failure = await runEngineProperty('postgres', { runs: POSTGRES_RUNS, seed, postgresUrl }, checked);
+    expect(
+      failure,
+      failure === undefined
+        ? ''
+        : `${failure.invariants.join(', ')}: ${failure.problems.join('; ')}\n${failure.counterexample}\nseed ${failure.seed} path ${failure.path}`,
+    ).toBeUndefined();
+    console.log(
+      `[property] postgres: ${checked.get(CONTENDED) ?? 0} steps lost a race to another engine over ${POSTGRES_RUNS} runs`,
+    );
+    for (const invariant of INVARIANTS) expect(checked.get(invariant.id), invariant.id).toBeGreaterThan(POSTGRES_RUNS);
+  }, 300_000);
 });
