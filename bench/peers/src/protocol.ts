@@ -1,7 +1,14 @@
 // What the driver (main.ts) and one system's child process (child.ts) say to each other.
 
 /** The systems compared: the peers, then coven on each of its durable stores. */
-export const SYSTEMS = ['graphile-worker', 'bullmq', 'pg-boss', 'coven-sqlite', 'coven-json', 'coven-postgres'] as const;
+export const SYSTEMS = [
+  'graphile-worker',
+  'bullmq',
+  'pg-boss',
+  'coven-sqlite',
+  'coven-json',
+  'coven-postgres',
+] as const;
 export type SystemName = (typeof SYSTEMS)[number];
 export const PEERS: readonly SystemName[] = ['graphile-worker', 'bullmq', 'pg-boss'];
 export const COVENS: readonly SystemName[] = ['coven-sqlite', 'coven-json', 'coven-postgres'];

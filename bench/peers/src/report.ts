@@ -17,31 +17,39 @@ interface Measure {
   workload: WorkloadName;
   label: string;
   pick: (r: RunResult) => number | undefined;
-  /** Counts (duplicates, …) get no ratio rows: a ratio of zeros says nothing. */
+  /** Counts (duplicates, …) get no ratio rows, a ratio of zeros saying nothing, and print as whole numbers. */
   ratio: boolean;
 }
 
-const measure = (
-  workload: WorkloadName,
-  label: string,
-  pick: Measure['pick'],
-  ratio = true,
-): Measure => ({ workload, label, pick, ratio });
+const measure = (workload: WorkloadName, label: string, pick: Measure['pick'], ratio = true): Measure => ({
+  workload,
+  label,
+  pick,
+  ratio,
+});
 
 export const MEASURES: Measure[] = [
   measure('burst', 'burst makespan (s)', (r) => (r.kind === 'burst' ? r.makespanMs / 1000 : undefined)),
   measure('burst', 'burst start p95 (ms)', (r) => (r.kind === 'burst' ? r.startMs.p95 : undefined)),
   measure('burst', 'burst CPU worker (s)', (r) => (r.kind === 'burst' ? r.cpuWorkerS : undefined)),
   measure('burst', 'burst CPU server (s)', (r) => (r.kind === 'burst' ? r.cpuServerS : undefined)),
-  measure('burst', 'burst CPU worker+server (s)', (r) => (r.kind === 'burst' ? r.cpuWorkerS + r.cpuServerS : undefined)),
+  measure('burst', 'burst CPU worker+server (s)', (r) =>
+    r.kind === 'burst' ? r.cpuWorkerS + r.cpuServerS : undefined,
+  ),
   measure('steady', 'steady start p50 (ms)', (r) => (r.kind === 'steady' ? r.startMs.p50 : undefined)),
   measure('steady', 'steady start p95 (ms)', (r) => (r.kind === 'steady' ? r.startMs.p95 : undefined)),
   measure('steady', 'steady complete p50 (ms)', (r) => (r.kind === 'steady' ? r.completeMs.p50 : undefined)),
   measure('steady', 'steady complete p95 (ms)', (r) => (r.kind === 'steady' ? r.completeMs.p95 : undefined)),
   measure('steady', 'steady CPU worker (%)', (r) => (r.kind === 'steady' ? r.cpuWorkerPercent : undefined)),
   measure('steady', 'steady CPU server (%)', (r) => (r.kind === 'steady' ? r.cpuServerPercent : undefined)),
-  measure('steady', 'steady completed of requested', (r) =>
-    r.kind === 'steady' ? r.completed / r.requested : undefined, false),
+  measure(
+    'steady',
+    'steady completed of requested',
+    (r) => (r.kind === 'steady' ? r.completed / r.requested : undefined),
+    false,
+  ),
+  measure('crash', 'crash accepted before the kill', (r) => (r.kind === 'crash' ? r.accepted : undefined), false),
+  measure('crash', 'crash executed at the kill', (r) => (r.kind === 'crash' ? r.executedAtKill : undefined), false),
   measure('crash', 'crash duplicates', (r) => (r.kind === 'crash' ? r.duplicates : undefined), false),
   measure('crash', 'crash never-run', (r) => (r.kind === 'crash' ? r.neverRun : undefined), false),
   measure('crash', 'crash unfinished', (r) => (r.kind === 'crash' ? r.unfinished : undefined), false),
@@ -67,6 +75,7 @@ export function summarize(records: RunRecord[], systems: SystemName[], workloads
 
 function format(n: number): string {
   if (Number.isNaN(n)) return '-';
+  if (Number.isInteger(n)) return String(n);
   if (Math.abs(n) >= 100) return n.toFixed(0);
   if (Math.abs(n) >= 10) return n.toFixed(1);
   return n.toFixed(2);
@@ -99,7 +108,8 @@ export function renderTable(summary: Summary, systems: SystemName[]): string {
   }
   const header = ['measure', ...systems];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const render = (r: string[]) => `| ${r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ')} |`;
+  const render = (r: string[]) =>
+    `| ${r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ')} |`;
   const rule = `|${widths.map((w, i) => (i === 0 ? `:${'-'.repeat(w + 1)}` : `${'-'.repeat(w + 1)}:`)).join('|')}|`;
   return [render(header), rule, ...rows.map(render)].join('\n');
 }

@@ -131,7 +131,7 @@ export class RedisServer {
       } catch (error) {
         if (performance.now() > limit || child.exitCode !== null) {
           server.stop();
-          throw new Error(`redis-server did not start: ${(error as Error).message}`);
+          throw new Error(`redis-server did not start: ${(error as Error).message}`, { cause: error });
         }
         await sleep(100);
       }

@@ -9,7 +9,8 @@ import type { JobHooks } from './system.js';
 
 type LaunchEvidence = Awaited<ReturnType<NonNullable<Runtime['launchEvidence']>>>;
 
-const sessionIdOf = (sessionKey: string) => `bench-${createHash('sha256').update(sessionKey).digest('hex').slice(0, 32)}`;
+const sessionIdOf = (sessionKey: string) =>
+  `bench-${createHash('sha256').update(sessionKey).digest('hex').slice(0, 32)}`;
 
 export class ImmediateRuntime implements Runtime {
   readonly runtimeId = 'coven-code';

@@ -59,7 +59,8 @@ export class CovenSystem implements SystemUnderTest {
 
   private async must(command: string, payload: Record<string, unknown>, key: string, expected?: number) {
     const response = await this.send(command, payload, key, expected);
-    if (response.outcome === 'rejected') throw new Error(`${command}: ${response.error!.code} ${response.error!.message}`);
+    if (response.outcome === 'rejected')
+      throw new Error(`${command}: ${response.error!.code} ${response.error!.message}`);
   }
 
   async prepare(slots: number, fresh: boolean): Promise<void> {
@@ -97,17 +98,21 @@ export class CovenSystem implements SystemUnderTest {
     this.engine!.start();
   }
 
+  /** The last refusal's code and message, for the error a refused burst raises. */
+  private refusal = '';
+
   private async runNow(id: number): Promise<string | undefined> {
     const automationId = `peers-${String(id % this.slots).padStart(5, '0')}`;
-    const response = await this.send('occurrence.runNow.v1', { automationId }, `run-${id}`);
-    if (response.outcome === 'rejected') return undefined;
-    return response.result!.occurrenceId as string;
+    const response = await this.send('occurrence.runNow.v1', { automationId }, `peers-run-${id}`);
+    if (response.outcome !== 'rejected') return response.result!.occurrenceId as string;
+    this.refusal = `${response.error!.code}: ${response.error!.message}`;
+    return undefined;
   }
 
   async submitBurst(ids: number[]): Promise<string[]> {
     const keys = await pooled(ids, this.concurrency, (id) => this.runNow(id));
     const refused = keys.filter((k) => k === undefined).length;
-    if (refused > 0) throw new Error(`${refused} run-now requests of the burst were refused`);
+    if (refused > 0) throw new Error(`${refused} run-now requests of the burst were refused (${this.refusal})`);
     return keys as string[];
   }
 
