@@ -70,14 +70,11 @@ const rotate = <T>(xs: T[], by: number) => xs.map((_, i) => xs[(i + by) % xs.len
 async function main(): Promise<void> {
   const o = options();
   const servers: Servers = {};
-  const stop = () => {
+  const stop = async () => {
     servers.pg?.stop();
-    servers.redis?.stop();
+    await servers.redis?.stop();
   };
-  process.once('SIGINT', () => {
-    stop();
-    process.exit(130);
-  });
+  process.once('SIGINT', () => void stop().finally(() => process.exit(130)));
   const records: RunRecord[] = [];
   const started = new Date();
   try {
@@ -98,7 +95,7 @@ async function main(): Promise<void> {
           records.push(record);
         }
   } finally {
-    stop();
+    await stop();
   }
   const summary = summarize(records, o.systems, o.workloads);
   const table = renderTable(summary, o.systems);

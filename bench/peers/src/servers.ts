@@ -12,6 +12,7 @@ import { Redis } from 'ioredis';
 
 export const PG_BIN = process.env.PEERS_PG_BIN ?? '/usr/lib/postgresql/15/bin';
 const START_LIMIT_MS = 30_000;
+const STOP_LIMIT_MS = 10_000;
 
 /** A port nothing listens on right now (the server takes it a moment later). */
 export async function freePort(): Promise<number> {
@@ -130,7 +131,7 @@ export class RedisServer {
         return server;
       } catch (error) {
         if (performance.now() > limit || child.exitCode !== null) {
-          server.stop();
+          await server.stop();
           throw new Error(`redis-server did not start: ${(error as Error).message}`, { cause: error });
         }
         await sleep(100);
@@ -154,9 +155,14 @@ export class RedisServer {
     await this.command((r) => r.flushall());
   }
 
-  stop(): void {
+  /** SIGTERM (Redis fsyncs its AOF and exits), up to STOP_LIMIT_MS for it to go, then the directory is removed. */
+  async stop(): Promise<void> {
     try {
-      this.child.kill('SIGTERM');
+      if (this.child.exitCode === null) {
+        const gone = new Promise((resolve) => this.child.once('exit', resolve));
+        this.child.kill('SIGTERM');
+        await Promise.race([gone, sleep(STOP_LIMIT_MS)]);
+      }
     } finally {
       rmSync(this.dir, { recursive: true, force: true });
     }
