@@ -88,16 +88,24 @@ export function registerCheckCommands({ program, opts, run }: ProgramKit): void 
   program
     .command('conformance')
     .description('conformance vectors')
-    .command('run <files...>')
-    .description('run conformance.vector.v1 files against a fresh engine each')
+    .command('run [files...]')
+    .description(
+      'run conformance files (vectors, scenarios, runner suites) against a fresh engine each; with no files, the ' +
+        'whole corpus under the upstream folder (COVEN_UPSTREAM_DIR, or ../shared/upstream)',
+    )
     .action(
       run(async (files: string[]) => {
-        const { runVector } = await import('../testkit/conformance/vector-runner.js');
-        const { formatReports } = await import('../testkit/conformance/report-format.js');
+        const corpus = await import('../testkit/conformance/corpus.js');
+        const { formatFileReports } = await import('../testkit/conformance/report-format.js');
+        const chosen = files.length > 0 ? files : corpus.findCorpus();
+        if (chosen.length === 0) {
+          console.error(`no conformance files found under ${corpus.upstreamDirectory()}/conformance`);
+          return 1;
+        }
         const reports = [];
-        for (const file of files) reports.push(await runVector(file));
-        console.log(opts().json === true ? JSON.stringify(reports, null, 2) : formatReports(reports));
-        return reports.some((r) => r.status === 'fail') ? 1 : 0;
+        for (const file of chosen) reports.push(await corpus.runFile(file));
+        console.log(opts().json === true ? JSON.stringify(reports, null, 2) : formatFileReports(reports));
+        return reports.some((r) => r.status === 'fail' || r.status === 'crash') ? 1 : 0;
       }),
     );
   program

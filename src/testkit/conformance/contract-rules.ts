@@ -14,7 +14,11 @@ export interface Situation {
     /** Attempt states by run id. */
     attemptStates: Map<string, string[]>;
     quarantined: string[];
+    /** Codes of the commands the engine refused during the vector. */
+    refusedCodes: string[];
   };
+  /** The case created its definition the contract's way: imported into draft, then revised to paused. */
+  createdThroughDraft?: boolean;
 }
 
 /**
@@ -53,6 +57,21 @@ function subsequence(small: unknown[], big: unknown[]): boolean {
 }
 
 export const CONTRACT_RULES: readonly ContractRule[] = [
+  {
+    id: 'created-in-draft',
+    sentence:
+      'A definition created with definition.create.v1, or imported from a legacy source, starts in draft, and ' +
+      'definition.revise.v1 moves it to paused.',
+    because:
+      'leaving draft takes a revision of its own and activation commits a new revision, so the same lifecycle path ' +
+      "ends at a higher revision than the reference model's flat body, which is created paused or active directly",
+    applies: (s) =>
+      s.createdThroughDraft === true &&
+      s.kind === 'revision' &&
+      typeof s.expected === 'number' &&
+      typeof s.observed === 'number' &&
+      s.observed > s.expected,
+  },
   {
     id: 'paused-slot-disposed',
     sentence:
@@ -114,6 +133,22 @@ export const CONTRACT_RULES: readonly ContractRule[] = [
       const mine = s.seen.runs.filter((r) => r.automationId === want(s).automationId);
       return mine.length === 1 && mine[0]!.attemptCount === count;
     },
+  },
+  {
+    id: 'quarantine-holds-new-work',
+    sentence:
+      '`claimed` → `planned`	`operator_retry`	`command_handler`	attempt.retry.v1 names the latest immutable failed ' +
+      'attempt of an ordinary held run; original deadline remains open, fewer than ten attempts exist, quarantine is ' +
+      'released, and no cancellation or stop ownership is unresolved; opens a new adopted attempt',
+    because:
+      'a retryable failure that exhausts the retry policy quarantines the automation, and no new work opens until ' +
+      'the quarantine is released: the later run requests were refused, so there are fewer runs (and the doctor ' +
+      'reports runs.quarantined rather than repeated failures)',
+    applies: (s) =>
+      ['runs', 'doctor'].includes(s.kind) &&
+      s.seen.quarantined.length > 0 &&
+      s.seen.refusedCodes.includes('ILLEGAL_TRANSITION') &&
+      ops(s).filter((o) => o.op === 'runNow').length > s.seen.runs.length,
   },
   {
     id: 'adoption-commits-with-the-claim',

@@ -35,7 +35,8 @@ function recorder(vector: ConformanceVector, run: VectorRun, seen: Seen, results
   return (expectation, ok, expected, observed) => {
     if (ok) return void results.push({ expectation, status: 'pass' });
     const kind = expectation.split(/[[.]/)[0]!;
-    const rule = decidingRule({ vector, kind, expected, observed, seen });
+    const refusedCodes = [...run.refusals.values()].map((r) => String(r.error?.code));
+    const rule = decidingRule({ vector, kind, expected, observed, seen: { ...seen, refusedCodes } });
     if (rule !== undefined)
       results.push({
         expectation,

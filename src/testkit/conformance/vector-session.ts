@@ -14,7 +14,7 @@ import { TamperingStore } from './tampering-store.js';
 import type { ConformanceVector } from './vector-format.js';
 
 const CRASH_PHASE: Record<string, CrashPoint | 'launch-answer' | 'command'> = {
-  plan: 'plan',
+  plan: 'claim',
   claim: 'dispatch',
   adoption: 'command',
   dispatch: 'observe',
