@@ -1,10 +1,12 @@
 import type { CommandResponse } from '../../command-handler/envelope.js';
+import { integrityOf } from '../../contract/digest.js';
 import { SimulatedClock } from '../../clock/clock.js';
 import { KINDS } from '../../domain/records.js';
 import { Engine } from '../../engine/engine.js';
+import { SimulatedRuntime } from '../../runtime/simulated-runtime.js';
 import { MemoryStore } from '../../store/memory-store.js';
 import type { ExpectationResult } from './vector-format.js';
-import { envelope } from './vector-session.js';
+import { currentDefinition, envelope } from './vector-session.js';
 
 export type SuiteCase = Record<string, unknown> & { caseId: string; expected?: Record<string, unknown> };
 /** An interpreter runs one case of its suite and judges it; `judge` decides each mismatch (rule or fail). */
@@ -16,13 +18,15 @@ export type { ExpectationResult };
 export function caseWorld(start = '2026-09-01T08:00:00.000Z') {
   const store = new MemoryStore();
   const clock = new SimulatedClock(start);
+  // The runtime the vectors' definitions name, so activation can validate the runtime requirement.
+  const runtimes = [new SimulatedRuntime({ runtimeId: 'coven-code', durationMs: 0 })];
   const world = {
     store,
     clock,
-    engine: new Engine({ store, clock, runtimes: [], instanceId: 'conformance-suite' }),
+    engine: new Engine({ store, clock, runtimes, instanceId: 'conformance-suite' }),
     send: (e: Record<string, unknown>): Promise<CommandResponse> => world.engine.commands.handle(e),
     restart: () => {
-      world.engine = new Engine({ store, clock, runtimes: [], instanceId: 'conformance-suite-restarted' });
+      world.engine = new Engine({ store, clock, runtimes, instanceId: 'conformance-suite-restarted' });
     },
     feedLength: async () => (await store.read((r) => r.readFeed())).length,
   };
@@ -101,25 +105,34 @@ export const commandAdoptionIdempotency: CaseRunner = async (c, judge) => {
   judge('exactReplayEventPreserved', events === eventsAfterFirst, eventsAfterFirst, events);
 };
 
-/** capability-negotiation: a flat definition is imported, or refused naming the unsupported variant. */
+/** The rich body legacy.import.v1 makes of a flat definition (read back from a scratch store). */
+async function richBodyOf(flat: Record<string, unknown>): Promise<Record<string, unknown>> {
+  const scratch = caseWorld();
+  await scratch.send(envelope('legacy.import.v1', { source: 'flat-definitions', definitions: [flat] }));
+  const { integrity: _i, ...body } = await currentDefinition(scratch.engine.commands, String(flat.id));
+  return body;
+}
+
+/**
+ * capability-negotiation: the flat definition, its variant fields (`trigger`) carried onto the rich body, through
+ * definition.create.v1; supported when created, unsupported when refused as CAPABILITY_UNSUPPORTED.
+ */
 export const capabilityNegotiation: CaseRunner = async (c, judge) => {
-  const world = caseWorld();
-  const definition = { ...(c.definition as Record<string, unknown>) };
+  const { trigger, ...flat } = c.definition as Record<string, unknown>;
   // `local` resolves to the host zone at import; this probe is about variants, so it runs in utc.
-  if (definition.timezone === 'local') definition.timezone = 'utc';
-  const r = await world.send(envelope('legacy.import.v1', { source: 'flat-definitions', definitions: [definition] }));
-  const failures = ((r.result ?? r.error?.details)?.failures ?? []) as Array<{ code: string; message: string }>;
-  const outcome =
-    failures.length === 0
-      ? 'supported'
-      : failures[0]!.code === 'CAPABILITY_UNSUPPORTED'
-        ? 'unsupported'
-        : failures[0]!.code;
+  if (flat.timezone === 'local') flat.timezone = 'utc';
+  const body: Record<string, unknown> = { ...(await richBodyOf(flat)), revision: 1, lifecycleState: 'draft' };
+  if (trigger !== undefined) body.trigger = trigger;
+  const r = await caseWorld().send(
+    envelope('definition.create.v1', { definition: { ...body, integrity: integrityOf(body) } }),
+  );
+  const code = r.error?.code;
+  const outcome = r.outcome === 'committed' ? 'supported' : code === 'CAPABILITY_UNSUPPORTED' ? 'unsupported' : code;
   const want = c.expected!;
   judge('outcome', outcome === want.outcome, want.outcome, outcome);
   if (want.variant !== undefined) {
-    const text = JSON.stringify(failures);
-    judge('variant', text.includes(String(want.variant)), want.variant, failures);
+    const variant = (r.error?.details as { variant?: string } | undefined)?.variant;
+    judge('variant', variant === want.variant, want.variant, variant);
   }
 };
 

@@ -1,4 +1,5 @@
 import type { CommandResponse } from '../../command-handler/envelope.js';
+import { integrityOf } from '../../contract/digest.js';
 import { caseWorld, type CaseRunner } from './suite-cases.js';
 import { currentDefinition, envelope, reviseWith } from './vector-session.js';
 
@@ -34,6 +35,17 @@ async function createPaused(world: World): Promise<CommandResponse> {
   return reviseWith(world.engine.commands, ID, () => undefined, 'paused');
 }
 
+/** definition.create.v1 of the probe's body with lifecycleState disabled (the body taken from a scratch import). */
+async function createDisabled(world: World): Promise<CommandResponse> {
+  const scratch = caseWorld();
+  await scratch.send(envelope('legacy.import.v1', { source: 'flat-definitions', definitions: [FLAT] }));
+  const { integrity: _i, ...body } = await currentDefinition(scratch.engine.commands, ID);
+  const disabled = { ...body, revision: 1, lifecycleState: 'disabled' };
+  return world.send(
+    envelope('definition.create.v1', { definition: { ...disabled, integrity: integrityOf(disabled) } }),
+  );
+}
+
 const INITIAL: Record<string, (w: World) => Promise<unknown>> = {
   absent: async () => undefined,
   paused: createPaused,
@@ -49,10 +61,7 @@ const OPERATION: Record<string, (w: World) => Promise<CommandResponse>> = {
     const paused = await createPaused(w);
     return paused.outcome === 'committed' ? lifecycleCommand(w, 'activate') : paused;
   },
-  create_disabled: (w) =>
-    w.send(
-      envelope('legacy.import.v1', { source: 'flat-definitions', definitions: [{ ...FLAT, status: 'DISABLED' }] }),
-    ),
+  create_disabled: createDisabled,
   revise_active: (w) => lifecycleCommand(w, 'activate'),
   revise_paused: (w) => lifecycleCommand(w, 'pause'),
   disable: (w) => lifecycleCommand(w, 'disable'),
@@ -61,13 +70,10 @@ const OPERATION: Record<string, (w: World) => Promise<CommandResponse>> = {
 
 async function stateOf(world: World): Promise<{ state: string; revision: number | null }> {
   const got = await world.send(envelope('definition.get.v1', { automationId: ID }));
-  if (got.error?.code === 'GONE_TOMBSTONED') return { state: 'tombstoned', revision: null };
-  const d = got.result?.definition as { lifecycleState?: string; revision?: number; tombstonedAt?: string } | undefined;
-  if (d === undefined) return { state: 'absent', revision: null };
-  return {
-    state: d.tombstonedAt === undefined ? String(d.lifecycleState) : 'tombstoned',
-    revision: d.revision ?? null,
-  };
+  const r = got.result as { lifecycleState?: string; revision?: number } | undefined;
+  return r === undefined
+    ? { state: 'absent', revision: null }
+    : { state: String(r.lifecycleState), revision: r.revision ?? null };
 }
 
 /** definition-lifecycle-transitions: from an initial state, one operation; outcome, code, final state, revision. */

@@ -16,7 +16,7 @@ function matches(actual: Record<string, unknown>, expected: Record<string, unkno
 
 /** What the vector needs that this engine lacks: unsupported ops, inputs, prerequisites, refused capabilities. */
 function missing(vector: ConformanceVector, run: VectorRun): string[] {
-  const needs = [...run.unsupportedOps];
+  const needs = [...run.unsupportedOps, ...run.limits];
   for (const [input, reason] of Object.entries(UNSUPPORTED_INPUTS))
     if ((vector.input as Record<string, unknown>)[input] !== undefined) needs.push(reason);
   for (const p of vector.prerequisites ?? []) needs.push(UNSUPPORTED_PREREQUISITES[p] ?? `prerequisite ${p}`);

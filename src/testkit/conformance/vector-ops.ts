@@ -1,5 +1,6 @@
 import { integrityOf, verifyIntegrity } from '../../contract/digest.js';
 import { KINDS } from '../../domain/records.js';
+import { RETENTION_GRACE_MS } from '../../observability/doctor-view.js';
 import type { SimulatedBehavior } from '../../runtime/simulated-runtime.js';
 import { contractKey, currentDefinition, envelope, reviseWith, type VectorRun } from './vector-session.js';
 
@@ -145,6 +146,11 @@ function setRetention(run: VectorRun, op: Op): void {
   const seconds = Number(match[1]) * { s: 1, m: 60, h: 3600, d: 86_400 }[match[2] as 's' | 'm' | 'h' | 'd'];
   const days = seconds / 86_400;
   run.useRetention({ windowDays: { ephemeral: days, standard: days, extended: days } });
+  if (seconds * 1000 < RETENTION_GRACE_MS)
+    run.limits.push(
+      `a retention window of ${String(op.window)}: the doctor judges settled history overdue only a sweep grace ` +
+        `(${RETENTION_GRACE_MS / 60_000} min) past its window, so it does not judge windows shorter than that`,
+    );
 }
 
 /** Every op of conformance.vector.v1, mapped to the engine's mechanism or to the profile it lacks. */

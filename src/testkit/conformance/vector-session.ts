@@ -98,6 +98,8 @@ export class VectorRun {
   >();
   readonly notes: string[] = [];
   readonly unsupportedOps: string[] = [];
+  /** Limits of this engine an op ran into (it performed the op, within them). */
+  readonly limits: string[] = [];
   setupEnd = 0;
   /** Integrity verdicts of the stored receipts when a verifyReceipts op ran (undefined: none ran). */
   receiptVerdicts: boolean[] | undefined;
