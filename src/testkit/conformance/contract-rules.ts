@@ -4,6 +4,8 @@ import type { ConformanceVector } from './vector-format.js';
 /** What one mismatching expectation is judged on: the vector, the expectation, and what the engine did. */
 export interface Situation {
   vector: ConformanceVector;
+  /** The expectation's name, e.g. `occurrences[0]` or `steps[1] run.cancel.v1.errorCode`. */
+  expectation: string;
   /** The expectation's kind, e.g. `occurrences`, `runs`, `replay` (the part of its name before `[` or `.`). */
   kind: string;
   expected: unknown;
@@ -56,6 +58,14 @@ function subsequence(small: unknown[], big: unknown[]): boolean {
   return i === small.length;
 }
 
+/** The engine evaluated a command the contract names, where the reference refused it as unsupported. */
+const evaluatedContractCommand = (s: Situation, command: RegExp) =>
+  command.test(s.expectation) &&
+  s.expected === 'CAPABILITY_UNSUPPORTED' &&
+  typeof s.observed === 'string' &&
+  s.observed !== 'CAPABILITY_UNSUPPORTED';
+
+/** Every rule, in the order they are tried. */
 export const CONTRACT_RULES: readonly ContractRule[] = [
   {
     id: 'created-in-draft',
@@ -192,6 +202,28 @@ export const CONTRACT_RULES: readonly ContractRule[] = [
       Array.isArray(s.expected) &&
       Array.isArray(s.observed) &&
       subsequence(s.expected, s.observed),
+  },
+  {
+    id: 'operator-retry-is-a-command',
+    sentence:
+      '`running` → `planned`	`operator_retry`	`command_handler`	attempt.retry.v1 names the latest immutable failed ' +
+      'attempt of an ordinary held run; original deadline remains open, fewer than ten attempts exist, quarantine is ' +
+      'released, and no cancellation or stop ownership is unresolved; opens a new adopted attempt',
+    because:
+      'this engine implements attempt.retry.v1, so it judges the request on its merits (a typed domain refusal) ' +
+      'instead of refusing the command as unsupported',
+    applies: (s) => evaluatedContractCommand(s, /\battempt\.retry\.v1\b/),
+  },
+  {
+    id: 'cancellation-is-a-command',
+    sentence:
+      'cancellation-is-a-request: Cancellation is a request until acknowledged or reconciled; CANCEL_PENDING is ' +
+      'returned while a running attempt has not acknowledged, and the occurrence settles cancelled only after ' +
+      'acknowledgment or reconciliation.',
+    because:
+      'this engine implements the cancellation commands, so it judges the request on its merits (a typed domain ' +
+      'refusal) instead of refusing the command as unsupported',
+    applies: (s) => evaluatedContractCommand(s, /\b(run|occurrence|attempt)\.cancel\.v1\b/),
   },
 ];
 

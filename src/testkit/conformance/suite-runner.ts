@@ -56,6 +56,7 @@ async function runCase(suiteId: string, entry: SuiteEntry, c: SuiteCase): Promis
     if (ok) return void results.push({ expectation, status: 'pass' });
     const situation: Situation = {
       vector: { vectorId: `${suiteId}.${c.caseId}`, profile: '', title: c.caseId, input: {}, expected: {} },
+      expectation,
       kind: expectation.split(/[[.]/)[0]!,
       expected,
       observed,
