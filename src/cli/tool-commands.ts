@@ -80,11 +80,8 @@ export function registerRunCommands({ program, opts, run }: ProgramKit): void {
     );
 }
 
-/**
- * conformance, diagram, inspect and verify: checking the engine, its diagrams and its receipts. The runner, the
- * renderer and the inspector are imported when their command runs (the last two are optional packages).
- */
-export function registerCheckCommands({ program, opts, run }: ProgramKit): void {
+/** `conformance run [files...]`: the upstream corpus (or the files named), a summary line, exit 1 on fail or crash. */
+function registerConformanceCommand({ program, opts, run }: ProgramKit): void {
   program
     .command('conformance')
     .description('conformance vectors')
@@ -108,6 +105,15 @@ export function registerCheckCommands({ program, opts, run }: ProgramKit): void 
         return reports.some((r) => r.status === 'fail' || r.status === 'crash') ? 1 : 0;
       }),
     );
+}
+
+/**
+ * conformance, diagram, inspect and verify: checking the engine, its diagrams and its receipts. The runner, the
+ * renderer and the inspector are imported when their command runs (the last two are optional packages).
+ */
+export function registerCheckCommands(kit: ProgramKit): void {
+  const { program, opts, run } = kit;
+  registerConformanceCommand(kit);
   program
     .command('diagram')
     .description('render the machines as Mermaid and SVG')

@@ -85,7 +85,8 @@ export const CONTRACT_RULES: readonly ContractRule[] = [
   {
     id: 'paused-slot-disposed',
     sentence:
-      '`planned` → `skipped`	`misfire`	`scheduler`	misfire policy disposes this slot (e.g. overlap_forbid, paused, invalid)',
+      '`planned` → `skipped`	`misfire`	`scheduler`	misfire policy disposes this slot ' +
+      '(e.g. overlap_forbid, paused, invalid)',
     because:
       'a slot that came due while its definition was paused is disposed by the misfire policy, not run once the ' +
       'definition is activated later; the first slot this engine runs is the first one due after activation',
@@ -135,11 +136,12 @@ export const CONTRACT_RULES: readonly ContractRule[] = [
   {
     id: 'retry-is-an-attempt',
     sentence:
-      "retry-new-attempt: Retry creates a new attempt with attemptNumber incremented and priorDisposition set; the prior attempt's record is never rewritten.",
+      'retry-new-attempt: Retry creates a new attempt with attemptNumber incremented and priorDisposition set; ' +
+      "the prior attempt's record is never rewritten.",
     because: 'the retries are attempts of one run, so the reference model counts as runs what are attempts here',
     applies: (s) => {
       const count = want(s).count;
-      if (s.kind !== 'runs' || typeof count !== 'number') return false;
+      if (s.kind !== 'runs' || typeof count !== 'number' || count < 2) return false;
       const mine = s.seen.runs.filter((r) => r.automationId === want(s).automationId);
       return mine.length === 1 && mine[0]!.attemptCount === count;
     },
@@ -163,7 +165,8 @@ export const CONTRACT_RULES: readonly ContractRule[] = [
   {
     id: 'adoption-commits-with-the-claim',
     sentence:
-      'adoption-before-side-effects: Command adoption commits before any consequential side effect is issued; a run is accepted (run.v1 accepted) before dispatch begins.',
+      'adoption-before-side-effects: Command adoption commits before any consequential side effect is issued; ' +
+      'a run is accepted (run.v1 accepted) before dispatch begins.',
     because:
       'occurrence.runNow.v1 commits the manual occurrence, its claim and its adoption in one transaction, so a ' +
       'crash before that commit leaves nothing durable: no planned occurrence, no run, no dispatch',
@@ -191,7 +194,8 @@ export const CONTRACT_RULES: readonly ContractRule[] = [
   {
     id: 'events-commit-with-transitions',
     sentence:
-      'Clients never write state. Command handlers, the scheduler, the dispatcher, and workers commit every transition:',
+      'Clients never write state. Command handlers, the scheduler, the dispatcher, and workers commit every ' +
+      'transition:',
     because:
       "each transition's event commits in the transaction that commits the transition, so a crash after a pass " +
       "loses none of that pass's events: the replay holds the reference sequence and, before it, the events the " +

@@ -37,7 +37,9 @@ export const SUITES: Record<string, SuiteEntry> = {
       'instants, and the runtime-authority profile (authority sidecar rows), which is not in this engine',
   },
   'scheduler-leadership-fencing': {
-    unsupported: `${REFERENCE_MODEL}: a scheduler lock with numbered generations; this engine's owner leases are not generations`,
+    unsupported:
+      `${REFERENCE_MODEL}: a scheduler lock with numbered generations; ` +
+      "this engine's owner leases are not generations",
   },
   'startup-reconciliation-wake': {
     unsupported: `${REFERENCE_MODEL}: the daemon's start path and its first system wait, observed from outside`,
