@@ -183,6 +183,9 @@ export const CONTRACT_RULES: readonly ContractRule[] = [
       'the engine came back after the run deadline with no settled evidence, so the occurrence and run time out ' +
       '(timed_out) rather than fail on the lapsed lease',
     applies: (s) => {
+      // A timed-out occurrence is not a missed one: the doctor counts slots collapsed or lapsed before launch.
+      if (s.expectation === 'doctor.occurrences.missed-occurrence')
+        return s.seen.occurrences.some((o) => o.state === OccurrenceState.timed_out);
       if (!['occurrences', 'runs'].includes(s.kind)) return false;
       if ((want(s).state ?? want(s).status) !== OccurrenceState.failed) return false;
       const mine = (s.kind === 'runs' ? s.seen.runs : s.seen.occurrences).filter(
@@ -194,10 +197,10 @@ export const CONTRACT_RULES: readonly ContractRule[] = [
   {
     id: 'events-commit-with-transitions',
     sentence:
-      'Clients never write state. Command handlers, the scheduler, the dispatcher, and workers commit every ' +
-      'transition:',
+      'adoption-before-side-effects: Command adoption commits before any consequential side effect is issued; ' +
+      'a run is accepted (run.v1 accepted) before dispatch begins.',
     because:
-      "each transition's event commits in the transaction that commits the transition, so a crash after a pass " +
+      "each transition's event commits with the transition, before the launch it precedes, so a crash after a pass " +
       "loses none of that pass's events: the replay holds the reference sequence and, before it, the events the " +
       "reference model's crashed pass lost",
     applies: (s) =>
