@@ -191,7 +191,7 @@ export { formatReports, formatFileReports } from './conformance/report-format.js
  * ```ts
  * const reports = [];
  * for (const file of findCorpus()) reports.push(await runFile(file));
- * console.log(summaryLine(reports)); // "93 files: 58 pass, 8 differ, 27 unsupported, 0 fail, 0 crash"
+ * console.log(summaryLine(reports)); // "N files: P pass, D differ, U unsupported, F fail, C crash"
  * ```
  */
 export {
