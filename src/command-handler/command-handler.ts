@@ -3,7 +3,10 @@ import { ensureStoreId, readStoreId, type EventEnvelope, type StreamRef } from '
 import { ContractError, isContractError, type ErrorEnvelope } from '../contract/errors.js';
 import { SCHEMA_VERSION } from '../contract/vocabulary.js';
 import { isoNow, type Clock } from '../clock/clock.js';
-import type { Store, StoreTransaction } from '../store/store.js';
+import { StoreConflictError, StreamSequenceError, type Store, type StoreTransaction } from '../store/store.js';
+
+/** How many times a command that lost a race with another writer is run again before the race is reported. */
+const MAX_RACE_RETRIES = 8;
 import { findAdoption, recordAdoption, replayMismatch, requestDigest, type AdoptionRecord } from './adoption.js';
 import {
   DEFAULT_PRODUCER,
@@ -124,7 +127,7 @@ export class CommandHandler {
       const operatorQuery = this.operator?.queries[envelope.command];
       if (operatorQuery !== undefined) return this.committed(envelope, await operatorQuery(envelope.payload));
       if (QUERY_COMMANDS.has(envelope.command)) return this.committed(envelope, await this.query(envelope));
-      return await this.mutate(envelope);
+      return await this.mutateRetryingLostRaces(envelope);
     } catch (error) {
       return this.rejected(envelope, error);
     }
@@ -174,6 +177,23 @@ export class CommandHandler {
     const lifecycle = LIFECYCLE_COMMANDS[envelope.command];
     if (lifecycle !== undefined) return (ctx) => changeLifecycle(ctx, lifecycle);
     throw new ContractError('INTERNAL', `no mutation handler for ${envelope.command}`);
+  }
+
+  /**
+   * A command whose transaction lost a race with another writer of the store (an engine process committing the
+   * same occurrence or stream first, on PostgreSQL) rolled back whole: it is run again on the new state, so the
+   * caller gets the contract's answer to the command, never the store's race. The adoption key keeps a retry
+   * from doing anything twice; the caller's own `expectedRevision` check is a contract refusal, not a race.
+   */
+  private async mutateRetryingLostRaces(envelope: CommandEnvelope): Promise<CommandResponse> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.mutate(envelope);
+      } catch (error) {
+        const lostRace = error instanceof StoreConflictError || error instanceof StreamSequenceError;
+        if (!lostRace || attempt >= MAX_RACE_RETRIES) throw error;
+      }
+    }
   }
 
   private async mutate(envelope: CommandEnvelope): Promise<CommandResponse> {

@@ -1,3 +1,4 @@
+import { busyElsewhere } from '../domain/concurrency.js';
 import { AttemptState, OccurrenceState } from '../../machines/index.js';
 import { updateEntityAttributes } from '../actors/entity-transition.js';
 import { sha256Hex } from '../contract/digest.js';
@@ -32,8 +33,7 @@ export async function acceptAndDispatch(
   occurrenceId: string,
 ): Promise<string | undefined> {
   // Another engine is dispatching or advancing it now: one of them will, under the fence.
-  if (step.tx.lockUnlessBusy !== undefined && !(await step.tx.lockUnlessBusy(KINDS.occurrence, occurrenceId)))
-    return undefined;
+  if (await busyElsewhere(svc, step.tx, KINDS.occurrence, occurrenceId)) return undefined;
   const occurrence = await loadOccurrence(step.tx, occurrenceId);
   if (!(await isDispatchDue(step, occurrence))) return undefined;
   let runId = occurrence.data.attributes.activeRunRef;

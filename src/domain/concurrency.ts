@@ -1,3 +1,5 @@
+import type { StoreTransaction } from '../store/store.js';
+
 /**
  * Runs `work` over `items` with at most `limit` in flight. Each item's steps are still separate store
  * transactions; running several at once lets the store fold their commits into one durable write (one
@@ -13,4 +15,25 @@ export async function forEachConcurrently<T>(
     while (next < items.length) await work(items[next++]!);
   };
   await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, lane));
+}
+
+/** What {@link busyElsewhere} needs of the engine: where it counts the work it passed over. */
+export interface PassOverCounter {
+  passedOver: number;
+}
+
+/**
+ * Whether another engine sharing the store holds the record right now (see `StoreTransaction.lockUnlessBusy`):
+ * then the caller skips it, and the count makes the engine look again shortly instead of at its next due
+ * instant, so work one engine passed over is never left waiting for a wake-up that nothing schedules.
+ */
+export async function busyElsewhere(
+  counter: PassOverCounter,
+  tx: StoreTransaction,
+  kind: string,
+  id: string,
+): Promise<boolean> {
+  if (tx.lockUnlessBusy === undefined || (await tx.lockUnlessBusy(kind, id))) return false;
+  counter.passedOver += 1;
+  return true;
 }

@@ -83,6 +83,8 @@ export class EngineServices {
 
   /** How many definitions, occurrences or attempts one pass phase works on at once (1 = strictly in order). */
   passConcurrency = DEFAULT_PASS_CONCURRENCY;
+  /** Steps skipped because another engine held their record (see `busyElsewhere`); the engine reads the growth. */
+  passedOver = 0;
   /** How many due definitions planning plans at once. */
   planConcurrency = DEFAULT_PLAN_CONCURRENCY;
 

@@ -170,6 +170,7 @@ export class Engine {
       launches: [],
       errors: [],
       contended: 0,
+      passedOver: 0,
       phaseMs: { plan: 0, advance: 0, dispatch: 0, observe: 0, retention: 0, checkpoint: 0 },
     };
     const pass: PassRun = {
@@ -179,12 +180,14 @@ export class Engine {
       observeAll: (errors) => this.worker.observeAll(errors),
       sweepRetentionIfDue: (errors) => this.sweepRetentionIfDue(errors),
     };
+    const passedOverBefore = svc.passedOver;
     for (const phase of this.parts.passPhases) {
       // A stopwatch, not the engine clock: durations are reported only, so they cannot affect determinism.
       const started = performance.now();
       await phase.run(pass);
       report.phaseMs[phase.name] = performance.now() - started;
     }
+    report.passedOver = svc.passedOver - passedOverBefore;
     const lost = report.errors.filter(lostRace);
     report.contended = lost.length;
     if (lost.length > 0) report.errors = report.errors.filter((e) => !lostRace(e));
@@ -296,7 +299,10 @@ export class Engine {
         .then(async (report) => {
           this.onPass?.(report);
           const wake = await this.services.store.read((r) => nextWakeAt(this.services, r));
-          return { report, delay: Math.max(0, wake.getTime() - this.services.clock.now().getTime()) };
+          const delay = Math.max(0, wake.getTime() - this.services.clock.now().getTime());
+          // Work another engine held or won may be left half done (claimed, not dispatched): look again soon.
+          const raced = report.contended > 0 || report.passedOver > 0;
+          return { report, delay: raced ? Math.min(delay, COMMIT_WAKE_MS) : delay };
         })
         .then(
           ({ report, delay }) => {

@@ -19,6 +19,8 @@ export interface TickReport {
    * stream first): each rolled back whole, the winner's work stands, and the next pass looks again. Not errors.
    */
   contended: number;
+  /** Steps passed over because another engine held their record at that moment: looked at again shortly. */
+  passedOver: number;
   /** Settled occurrences whose history retention compacted in this pass. */
   compacted: number;
   /** Wall time each phase took (ms), for operators and the bench; never read by engine logic. */

@@ -1,5 +1,5 @@
 import { AttemptState, DefinitionState, OccurrenceState, RunState } from '../../machines/index.js';
-import { forEachConcurrently } from '../domain/concurrency.js';
+import { busyElsewhere, forEachConcurrently } from '../domain/concurrency.js';
 import { updateEntityAttributes } from '../actors/entity-transition.js';
 import type { PlannableDefinition } from '../domain/definition-directory.js';
 import { liveWorkOf, moveEntity, LIVE_INDEX, type StepContext } from '../domain/lifecycle.js';
@@ -167,7 +167,7 @@ export async function advanceOccurrence(
   stops: SessionStop[],
 ): Promise<void> {
   // Another engine on the same store is advancing it right now: its commit decides, this pass moves on.
-  if (step.tx.lockUnlessBusy !== undefined && !(await step.tx.lockUnlessBusy(KINDS.occurrence, occurrenceId))) return;
+  if (await busyElsewhere(svc, step.tx, KINDS.occurrence, occurrenceId)) return;
   const occurrence = await loadOccurrence(step.tx, occurrenceId);
   const now = Date.parse(step.now);
   let state = stateOf(occurrence);
@@ -304,7 +304,7 @@ async function timeOut(
   stops: SessionStop[],
 ): Promise<void> {
   // Another engine on the same store is advancing it right now: its commit decides, this pass moves on.
-  if (step.tx.lockUnlessBusy !== undefined && !(await step.tx.lockUnlessBusy(KINDS.occurrence, occurrenceId))) return;
+  if (await busyElsewhere(svc, step.tx, KINDS.occurrence, occurrenceId)) return;
   const occurrence = await loadOccurrence(step.tx, occurrenceId);
   const runId = occurrence.data.attributes.activeRunRef;
   await endRunHold(step, occurrence, { type: 'hold_run_timed_out', actor: 'scheduler' });

@@ -1,5 +1,5 @@
 import { DefinitionState } from '../../machines/index.js';
-import { forEachConcurrently } from '../domain/concurrency.js';
+import { busyElsewhere, forEachConcurrently } from '../domain/concurrency.js';
 import { appendEvent } from '../changefeed/event-envelope.js';
 import { createExecutionEntity, type StepContext } from '../domain/lifecycle.js';
 import { KINDS, type OccurrenceAttributes } from '../domain/records.js';
@@ -171,8 +171,7 @@ export async function planDueSlots(svc: EngineServices, errors: Error[] = []): P
       try {
         const id = await svc.step(async (step) => {
           // Another engine is planning this automation now: its slot is planned once, by it.
-          if (step.tx.lockUnlessBusy !== undefined && !(await step.tx.lockUnlessBusy(KINDS.planCursor, seen.id)))
-            return undefined;
+          if (await busyElsewhere(svc, step.tx, KINDS.planCursor, seen.id)) return undefined;
           const fresh = await svc.definitions.inTransaction(step.tx, seen.id, seen);
           return fresh === undefined ? undefined : planLatestSlot(svc, step, fresh);
         });

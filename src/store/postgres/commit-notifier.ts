@@ -18,6 +18,7 @@ export interface CommitNotifierPorts {
   readonly url: string;
   readonly schema: string;
   readonly pollMs: number;
+  readonly applicationName: string;
   /** The feed's newest position as the database has it now (the poll compares it with the last one seen). */
   readonly feedPosition: () => Promise<number>;
   /** Another store committed: wake this store's commit listeners. */
@@ -68,7 +69,7 @@ export class CommitNotifier {
     if (this.closed) return;
     const client = new this.ports.driver.Client({
       connectionString: this.ports.url,
-      application_name: 'coven-automata listener',
+      application_name: `${this.ports.applicationName} listener`,
     });
     client.on('error', () => this.lost(client));
     client.on('end', () => this.lost(client));

@@ -19,6 +19,11 @@ export interface PostgresStoreOptions {
    * it up, other processes' commits wake this store's commit listeners as they are notified.
    */
   pollMs?: number;
+  /**
+   * How the store's sessions name themselves in `pg_stat_activity` (default `coven-automata`; the listening
+   * session adds ` listener`): lets an operator tell one engine's connections from another's.
+   */
+  applicationName?: string;
 }
 
 const MAX_GROUP = 256;
@@ -61,7 +66,7 @@ export class PostgresStore implements Store {
     private readonly pool: pg.Pool,
     private readonly schema: string,
     maxGroup: number,
-    listen: { driver: PostgresDriver; url: string; pollMs: number },
+    listen: { driver: PostgresDriver; url: string; pollMs: number; applicationName: string },
   ) {
     this.queue = new CommitQueue(maxGroup, (batch) => this.writeBatch(batch));
     this.notifier = new CommitNotifier({
@@ -83,7 +88,8 @@ export class PostgresStore implements Store {
     const schema = options.schema ?? 'coven';
     quoteSchema(schema);
     const location = redactUrl(url);
-    const pool = makePool(driver, url, options.poolSize ?? POOL_SIZE);
+    const applicationName = options.applicationName ?? 'coven-automata';
+    const pool = makePool(driver, url, options.poolSize ?? POOL_SIZE, applicationName);
     try {
       const client = await pool.connect();
       try {
@@ -95,6 +101,7 @@ export class PostgresStore implements Store {
         driver,
         url,
         pollMs: options.pollMs ?? DEFAULT_POLL_MS,
+        applicationName,
       });
     } catch (error) {
       await pool.end().catch(() => undefined);
@@ -268,14 +275,14 @@ class JobRolledBack extends Error {
   }
 }
 
-function makePool(driver: PostgresDriver, url: string, max: number): pg.Pool {
+function makePool(driver: PostgresDriver, url: string, max: number, applicationName: string): pg.Pool {
   const types = {
     getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
       oid === INT8_OID && format !== 'binary'
         ? Number
         : driver.types.getTypeParser(oid, format)) as pg.CustomTypesConfig['getTypeParser'],
   };
-  const pool = new driver.Pool({ connectionString: url, max, types, application_name: 'coven-automata' });
+  const pool = new driver.Pool({ connectionString: url, max, types, application_name: applicationName });
   // An idle connection the server dropped (a restart, say) is removed by the pool; without a listener the
   // error would end the process.
   pool.on('error', () => undefined);
