@@ -4,26 +4,22 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterEach, expect, test } from 'vitest';
 import { isOccurrenceTerminal } from '../../machines/index.js';
-import { SimulatedClock } from '../../src/clock/clock.js';
 import { createEngine, type Engine } from '../../src/engine/engine.js';
 import { PostgresStore } from '../../src/store/postgres/index.js';
 import { captureHistory } from '../../src/testkit/invariants/history.js';
 import { INVARIANTS } from '../../src/testkit/invariants/checks.js';
-import { command, definition, send } from '../../bench/fixtures.js';
+import { send } from '../../bench/fixtures.js';
+import { defineAll, DUE_DAILY_AT_TEN, NEVER_DUE_TODAY, offsetToSlot } from '../../bench/scale-out/setup.js';
 import { eventually } from '../support/eventually.js';
 import { propertySeed } from '../support/property.js';
 import { describePostgres, freshDatabase } from '../support/postgres.js';
-import { LedgerRuntime } from './fixtures/ledger-runtime.js';
+import { LedgerRuntime } from '../../bench/scale-out/ledger-runtime.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 /** CI sizes; COVEN_STRESS=1 runs the issue's long sizes (more rounds, 1,000 due occurrences in every round). */
 const STRESS = process.env.COVEN_STRESS === '1';
 const ENGINES = 3;
 const LEASE_SECONDS = 4;
-/** The slot every due definition has, on the day the engines' shared clock is set to. */
-const SLOT = Date.parse('2026-03-02T10:00:00.000Z');
-const DUE_DAILY_AT_TEN = 'FREQ=DAILY;BYHOUR=10';
-const NEVER_DUE_TODAY = 'FREQ=DAILY;BYHOUR=3';
 
 interface EngineChild {
   child: ChildProcess;
@@ -36,7 +32,7 @@ afterEach(() => {
 });
 
 function spawnEngine(env: Record<string, string>, label: string): Promise<EngineChild> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'test/scale-out/fixtures/engine-process.ts'], {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/scale-out/engine-process.ts'], {
     cwd: root,
     env: { ...process.env, ...env, COVEN_ENGINE_LABEL: label },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -50,20 +46,6 @@ function spawnEngine(env: Record<string, string>, label: string): Promise<Engine
     if (child.exitCode !== null) throw new Error(`engine ${label} exited ${child.exitCode}: ${out}`);
     return out.includes('ready ') ? { child, out: () => out } : undefined;
   }, 30_000);
-}
-
-/** Creates and activates definitions on the store, with a clock before the slot so none is due while set up. */
-async function defineAll(store: PostgresStore, runtime: LedgerRuntime, ids: string[], rrule: string): Promise<void> {
-  const setup = createEngine({ store, runtimes: [runtime], clock: new SimulatedClock(new Date(SLOT - 600_000)) });
-  for (let i = 0; i < ids.length; i += 64)
-    await Promise.all(
-      ids.slice(i, i + 64).map(async (id) => {
-        await command(setup, 'definition.create.v1', { definition: definition(id, 1, 'draft', rrule) });
-        await command(setup, 'definition.revise.v1', { definition: definition(id, 2, 'paused', rrule) }, 1);
-        await command(setup, 'definition.activate.v1', { automationId: id }, 2);
-      }),
-    );
-  await setup.stop();
 }
 
 /** Every launch the ledger holds: one row per launch call that reached it (fences excluded). */
@@ -169,10 +151,11 @@ async function prepareRound(socketDir: string, round: number, due: number, runNo
   const runtime = new LedgerRuntime(url, 'commander', 'coven');
   await defineAll(store, runtime, dueIds, DUE_DAILY_AT_TEN);
   await defineAll(store, runtime, manualIds, NEVER_DUE_TODAY);
-  const offset = SLOT + 500 - Date.now();
+  const offset = offsetToSlot();
   const env = {
-    COVEN_TEST_URL: url,
-    COVEN_TEST_SCHEMA: 'coven',
+    COVEN_STORE: url,
+    COVEN_LEDGER_URL: url,
+    COVEN_STORE_SCHEMA: 'coven',
     COVEN_CLOCK_OFFSET_MS: String(offset),
     COVEN_LEASE_SECONDS: String(LEASE_SECONDS),
   };

@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { loadPostgresDriver } from '../../store/postgres/driver.js';
 import { PostgresStore } from '../../store/postgres/index.js';
 
 /**
@@ -31,13 +30,6 @@ export class ScratchPostgres {
   /** Closes every store opened on the schema and drops it. */
   async drop(): Promise<void> {
     for (const store of this.stores.splice(0)) await store.close();
-    const driver = await loadPostgresDriver();
-    const client = new driver.Client({ connectionString: this.url });
-    await client.connect();
-    try {
-      await client.query(`DROP SCHEMA IF EXISTS "${this.schema}" CASCADE`);
-    } finally {
-      await client.end();
-    }
+    await PostgresStore.dropSchema(this.url, this.schema);
   }
 }

@@ -1,0 +1,197 @@
+// The scale-out bench: the same burst (1,000 definitions due at one instant) worked by one engine process on
+// SQLite, and by 1, 2 and 4 engine processes on one PostgreSQL database, side by side in one run (configurations
+// interleaved each round, so the machine's drift hits all alike). Wall time from the engines' start to the last
+// occurrence settled, and CPU per occurrence: the engine processes' own CPU plus the PostgreSQL server's.
+//   npm run bench:scale-out -- [--rounds 3] [--due 1000]
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { openStore } from '../src/store/open-store.js';
+import { PostgresStore } from '../src/store/postgres/index.js';
+import { startCluster, type PostgresCluster } from '../test/support/postgres-cluster.js';
+import { LedgerRuntime } from './scale-out/ledger-runtime.js';
+import { defineAll, DUE_DAILY_AT_TEN, offsetToSlot } from './scale-out/setup.js';
+import { table } from './stats.js';
+
+const arg = (name: string, fallback: number) => {
+  const at = process.argv.indexOf(`--${name}`);
+  return at === -1 ? fallback : Number(process.argv[at + 1]);
+};
+const ROUNDS = arg('rounds', 3);
+const DUE = arg('due', 1000);
+const CONFIGS = [
+  { name: 'sqlite, 1 engine', store: 'sqlite' as const, engines: 1 },
+  { name: 'postgres, 1 engine', store: 'postgres' as const, engines: 1 },
+  { name: 'postgres, 2 engines', store: 'postgres' as const, engines: 2 },
+  { name: 'postgres, 4 engines', store: 'postgres' as const, engines: 4 },
+];
+const TICKS = 100;
+const START_IN_MS = 10_000;
+
+/** CPU seconds of a process and the children it reaped, from /proc (clock ticks at 100 Hz). */
+function procCpuSeconds(pid: number, withReaped: boolean): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    const [utime, stime, cutime, cstime] = [11, 12, 13, 14].map((i) => Number(fields[i]));
+    return (utime! + stime! + (withReaped ? cutime! + cstime! : 0)) / TICKS;
+  } catch {
+    return 0;
+  }
+}
+
+/** The PostgreSQL server's CPU so far: the postmaster, its reaped backends, and the live ones. */
+function serverCpuSeconds(cluster: PostgresCluster): number {
+  const postmaster = Number(readFileSync(join(cluster.dir, 'data', 'postmaster.pid'), 'utf8').split('\n')[0]);
+  const children = readdirSync(`/proc/${postmaster}/task`).flatMap((task) =>
+    readFileSync(`/proc/${postmaster}/task/${task}/children`, 'utf8').split(' ').filter(Boolean).map(Number),
+  );
+  return procCpuSeconds(postmaster, true) + children.reduce((sum, pid) => sum + procCpuSeconds(pid, false), 0);
+}
+
+interface EngineProcess {
+  child: ChildProcess;
+  lines: string[];
+}
+
+function spawnEngine(env: Record<string, string>, label: string): Promise<EngineProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/scale-out/engine-process.ts'], {
+    env: { ...process.env, ...env, COVEN_ENGINE_LABEL: label },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const engine: EngineProcess = { child, lines: [] };
+  let partial = '';
+  return new Promise((ready, failed) => {
+    child.stdout!.on('data', (chunk: Buffer) => {
+      const text = partial + chunk.toString('utf8');
+      const lines = text.split('\n');
+      partial = lines.pop()!;
+      engine.lines.push(...lines);
+      if (lines.some((l) => l.startsWith('ready '))) ready(engine);
+    });
+    child.once('exit', (code) => failed(new Error(`engine ${label} exited ${code}`)));
+  });
+}
+
+/** Resolves when any engine reports a pass that ended with no live occurrence, after `since` lines. */
+function allSettled(engines: EngineProcess[]): Promise<void> {
+  return new Promise((done) => {
+    const check = () => {
+      if (
+        engines.some((e) =>
+          e.lines.some(
+            (l, i) => l === 'live 0' && e.lines.slice(0, i).some((m) => m.startsWith('live ') && m !== 'live 0'),
+          ),
+        )
+      )
+        return done();
+      setTimeout(check, 20);
+    };
+    check();
+  });
+}
+
+async function stopAll(engines: EngineProcess[]): Promise<number> {
+  const cpu = await Promise.all(
+    engines.map(
+      (e) =>
+        new Promise<number>((done) => {
+          e.child.once('exit', () => done(Number(e.lines.find((l) => l.startsWith('cpu '))?.slice(4) ?? 0) / 1e6));
+          e.child.kill('SIGTERM');
+        }),
+    ),
+  );
+  return cpu.reduce((a, b) => a + b, 0);
+}
+
+async function freshDatabase(cluster: PostgresCluster, name: string): Promise<string> {
+  const admin = new pg.Client({ connectionString: cluster.url });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  return cluster.url.replace('/postgres?', `/${name}?`);
+}
+
+interface Measured {
+  wallS: number;
+  engineCpuS: number;
+  serverCpuS: number;
+}
+
+async function measure(cluster: PostgresCluster, config: (typeof CONFIGS)[number], round: number): Promise<Measured> {
+  const ledgerUrl = await freshDatabase(cluster, `scale_${round}_${config.store}_${config.engines}`);
+  await LedgerRuntime.prepare(ledgerUrl);
+  const dir = mkdtempSync(join(tmpdir(), 'coven-scale-'));
+  const location = config.store === 'postgres' ? ledgerUrl : join(dir, 'store.sqlite');
+  const store = config.store === 'postgres' ? await PostgresStore.open(location) : await openStore(location);
+  const setupRuntime = new LedgerRuntime(ledgerUrl, 'setup');
+  await defineAll(
+    store,
+    setupRuntime,
+    Array.from({ length: DUE }, (_, i) => `due-${i}`),
+    DUE_DAILY_AT_TEN,
+  );
+  await store.close();
+  await setupRuntime.close();
+  // The slot arrives START_IN_MS from now on the engines' shared clock: every engine is running by then.
+  const slotAt = performance.now() + START_IN_MS;
+  const offset = offsetToSlot() - 500 - START_IN_MS;
+  const env = { COVEN_STORE: location, COVEN_LEDGER_URL: ledgerUrl, COVEN_CLOCK_OFFSET_MS: String(offset) };
+  const serverBefore = serverCpuSeconds(cluster);
+  const engines = await Promise.all(Array.from({ length: config.engines }, (_, i) => spawnEngine(env, `e${i}`)));
+  if (performance.now() > slotAt) throw new Error(`the engines took longer than ${START_IN_MS} ms to start`);
+  await allSettled(engines);
+  const wallS = (performance.now() - slotAt) / 1000;
+  const serverCpuS = serverCpuSeconds(cluster) - serverBefore;
+  const engineCpuS = await stopAll(engines);
+  rmSync(dir, { recursive: true, force: true });
+  return { wallS, engineCpuS, serverCpuS };
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const cell = (xs: number[], digits = 2) =>
+  `${median(xs).toFixed(digits)} (${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)})`;
+
+async function main(): Promise<void> {
+  const cluster = await startCluster();
+  const results = new Map<string, Measured[]>(CONFIGS.map((c) => [c.name, []]));
+  try {
+    for (let round = 0; round < ROUNDS; round++) {
+      const order = CONFIGS.map((_, i) => CONFIGS[(i + round) % CONFIGS.length]!);
+      for (const config of order) {
+        const m = await measure(cluster, config, round);
+        results.get(config.name)!.push(m);
+        process.stderr.write(`round ${round + 1} ${config.name}: ${m.wallS.toFixed(2)} s\n`);
+      }
+    }
+  } finally {
+    await cluster.stop();
+  }
+  const perOcc = (s: number) => (s * 1000) / DUE;
+  const rows = CONFIGS.map((c) => {
+    const ms = results.get(c.name)!;
+    return [
+      c.name,
+      cell(ms.map((m) => m.wallS)),
+      cell(
+        ms.map((m) => DUE / m.wallS),
+        0,
+      ),
+      cell(ms.map((m) => perOcc(m.engineCpuS))),
+      cell(ms.map((m) => perOcc(m.serverCpuS))),
+      cell(ms.map((m) => perOcc(m.engineCpuS + m.serverCpuS))),
+    ];
+  });
+  console.log(
+    `${DUE} definitions due at one instant, ${ROUNDS} rounds; median (min–max); load ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`,
+  );
+  console.log(
+    table(
+      ['configuration', 'wall s', 'occurrences/s', 'engine CPU ms/occ', 'server CPU ms/occ', 'total CPU ms/occ'],
+      rows,
+    ),
+  );
+}
+
+await main();
