@@ -1,4 +1,4 @@
-import { OccurrenceState, RunState } from '../../../machines/index.js';
+import { AttemptState, OccurrenceState, RunState } from '../../../machines/index.js';
 import type { ConformanceVector } from './vector-format.js';
 
 /** What one mismatching expectation is judged on: the vector, the expectation, and what the engine did. */
@@ -114,7 +114,7 @@ export const CONTRACT_RULES: readonly ContractRule[] = [
         (r) =>
           r.automationId === want(s).automationId &&
           r.state === RunState.running &&
-          (s.seen.attemptStates.get(String(r.runId)) ?? []).at(-1) === 'ambiguous',
+          (s.seen.attemptStates.get(String(r.runId)) ?? []).at(-1) === AttemptState.ambiguous,
       ),
   },
   {
