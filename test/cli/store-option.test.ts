@@ -1,14 +1,17 @@
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { afterAll, expect, test } from 'vitest';
+import { afterAll, afterEach, expect, test } from 'vitest';
 import { storeLocation } from '../../src/cli/store-location.js';
+import { DaemonClient } from '../../src/daemon/index.js';
+import { killChildren, runCliProcess, startDaemonProcess } from '../daemon/daemon-process.js';
 import { describePostgres, freshDatabase } from '../support/postgres.js';
 import { runCli } from '../support/run-cli.js';
 import { activeDefinition, definitionFile } from './cli-fixtures.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'coven-cli-store-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
+afterEach(killChildren);
 
 test('--store with an unknown extension is refused with one typed line before anything is created', async () => {
   const folder = join(dir, 'never-made');
@@ -97,4 +100,27 @@ describePostgres('the CLI on a PostgreSQL store', (socketDir) => {
     expect((await cli('--json', 'get', 'nightly')).out).toContain('"lifecycleState": "active"');
     expect(existsSync('postgres:') || existsSync('postgresql:')).toBe(false);
   }, 60_000);
+
+  test('start serves a database; a CLI in the same folder finds that daemon by the connection string', async () => {
+    const url = await freshDatabase(socketDir, 'cli_daemon');
+    const folder = mkdtempSync(join(dir, 'pg-'));
+    const daemon = await startDaemonProcess(url, ['--cwd-root', folder]);
+    try {
+      expect(daemon.stdout()).toMatch(/^engine running on postgresql:\/\/postgres@/m);
+      const { anchor } = storeLocation({ store: url });
+      expect(await DaemonClient.connect(anchor)).toBeInstanceOf(DaemonClient);
+      const applied = await runCliProcess(['--store', url, 'apply', '-f', definitionFile(folder, 'nightly')]);
+      expect(applied, applied.stderr).toMatchObject({ code: 0 });
+      expect((await runCliProcess(['--store', url, 'list'])).stdout).toMatch(/\nnightly\s+Job nightly\s+paused\s+2/);
+      const second = await runCliProcess(['--store', url, 'start']);
+      expect(second).toMatchObject({
+        code: 1,
+        stderr: expect.stringMatching(/^a daemon \(process \d+\) already serves /),
+      });
+    } finally {
+      daemon.child.kill('SIGINT');
+      expect(await daemon.exited).toBe(0);
+    }
+    expect(await DaemonClient.connect(storeLocation({ store: url }).anchor)).toBeUndefined();
+  }, 90_000);
 });
