@@ -42,12 +42,17 @@ describe('a second CLI process against a running daemon', () => {
     for (const run of [applied, listed, runNow, history, events, refused, retry])
       expect(run.stdout + run.stderr).not.toContain('CONCURRENCY_LIMIT');
     const get = await cli('get', 'nightly');
+    // list shows the last run's result: compared once the daemon's passes have settled the run-now.
+    const settled = await eventually(async () => {
+      const run = await cli('list');
+      return /\bsucceeded\s*$/m.test(run.stdout) ? run : undefined;
+    }, 30_000);
     // The same commands once the daemon is gone: the CLI opens the store itself and prints the same.
     daemon.child.kill('SIGINT');
     expect(await daemon.exited).toBe(0);
     expect(daemon.stdout()).toMatch(/stopped; store lock released\n$/);
     expect(existsSync(`${store}.sock`) || existsSync(`${store}.daemon.json`)).toBe(false);
-    expect((await cli('list')).stdout).toBe(listed.stdout);
+    expect((await cli('list')).stdout).toBe(settled.stdout);
     expect((await cli('get', 'nightly')).stdout).toBe(get.stdout);
     const localRefusal = await cli('pause', 'no-such-automation');
     expect(localRefusal.stderr).toBe(refused.stderr);
