@@ -24,7 +24,10 @@ export type EventKind =
   | 'run.transitioned'
   | 'attempt.transitioned'
   | 'receipt.recorded'
-  | 'feed.snapshot';
+  | 'feed.snapshot'
+  // Runtime Authority profile (coven.automations.authority.v1): a dispatch refused, an approval consumed.
+  | 'authority.refused'
+  | 'approval.consumed';
 
 export interface ProducerIdentity {
   component: string;
