@@ -63,7 +63,7 @@ export async function eraseDefinition(ctx: CommandContext): Promise<CommandOutco
   if (record === undefined)
     throw new ContractError('NOT_FOUND', `no definition ${automationId}`, { kind: 'definition', id: automationId });
   const secrets = await secretsOf(ctx.tx, automationId);
-  const tombstoned = record.data.attributes.tombstonedAt !== undefined;
+  const tombstoned = typeof record.data.attributes.tombstonedAt === 'string';
   if (!tombstoned && ctx.envelope.expectedRevision === undefined)
     throw new ContractError(
       'VALIDATION_FAILED',
