@@ -1,3 +1,4 @@
+import { DefinitionState } from '../../../machines/index.js';
 import type { CommandHandler } from '../../command-handler/command-handler.js';
 import type { CommandResponse } from '../../command-handler/envelope.js';
 import { integrityOf } from '../../contract/digest.js';
@@ -77,7 +78,7 @@ async function bindDefinition(handle: AuthorityOpsHandle, binding: Op): Promise<
   body.revision = revision + 1;
   body.extensions = { ...(body.extensions as Record<string, unknown> | undefined), [AUTHORITY_EXTENSION]: binding };
   (body.binding as Record<string, unknown>).familiarId = binding.familiarId;
-  if (body.lifecycleState === 'draft') body.lifecycleState = 'paused';
+  if (body.lifecycleState === DefinitionState.draft) body.lifecycleState = DefinitionState.paused;
   return handle.engine.commands.handle(
     envelope('definition.revise.v1', { definition: { ...body, integrity: integrityOf(body) } }, revision),
   );
