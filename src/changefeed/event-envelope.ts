@@ -1,5 +1,6 @@
 import { sha256Hex } from '../contract/digest.js';
 import type { Digest } from '../contract/digest.js';
+import { redactPublished, redactText } from '../contract/redaction.js';
 import { SCHEMA_VERSION } from '../contract/vocabulary.js';
 import type { LogEntry, StoreReader, StoreTransaction } from '../store/store.js';
 
@@ -24,7 +25,10 @@ export type EventKind =
   | 'run.transitioned'
   | 'attempt.transitioned'
   | 'receipt.recorded'
-  | 'feed.snapshot';
+  | 'feed.snapshot'
+  // Runtime Authority profile (coven.automations.authority.v1): a dispatch refused, an approval consumed.
+  | 'authority.refused'
+  | 'approval.consumed';
 
 export interface ProducerIdentity {
   component: string;
@@ -121,8 +125,9 @@ export async function appendEvent(
     ...(event.runId === undefined ? {} : { runId: event.runId }),
     ...(event.attemptId === undefined ? {} : { attemptId: event.attemptId }),
     kind: event.kind,
-    summary: event.summary.slice(0, 300),
-    payload: event.payload,
+    // Published as is to every reader: no prompt text, absolute path or credential may ride along.
+    summary: redactText(event.summary).slice(0, 300),
+    payload: redactPublished(event.payload),
     privacy: { classification: 'operational', retention: { classification: 'standard' } },
   };
   await tx.append(key, envelope, sequence);

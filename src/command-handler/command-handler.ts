@@ -31,7 +31,9 @@ import {
   type CommandResponse,
   type DiagnosticCommand,
 } from './envelope.js';
+import { AUTHORITY_COMMANDS } from './authority-commands.js';
 import { importLegacy } from './legacy-import.js';
+import { PRIVACY_COMMANDS } from './erase-definition.js';
 import { describeThrown, toPlainJson } from './plain-json.js';
 
 /** The identity a rejection names when the input could not even be read as JSON. */
@@ -174,6 +176,8 @@ export class CommandHandler {
     if (envelope.command === 'definition.create.v1') return createDefinition;
     if (envelope.command === 'definition.revise.v1') return reviseDefinition;
     if (envelope.command === 'legacy.import.v1') return importLegacy;
+    const registry = AUTHORITY_COMMANDS[envelope.command] ?? PRIVACY_COMMANDS[envelope.command];
+    if (registry !== undefined) return registry;
     const lifecycle = LIFECYCLE_COMMANDS[envelope.command];
     if (lifecycle !== undefined) return (ctx) => changeLifecycle(ctx, lifecycle);
     throw new ContractError('INTERNAL', `no mutation handler for ${envelope.command}`);

@@ -1,3 +1,4 @@
+import { AUTHORITY_EXTENSION, checkBinding } from '../domain/authority.js';
 import { DefinitionState, definitionMachine } from '../../machines/index.js';
 import { createEntity, type EntityRecord } from '../actors/entity-transition.js';
 import { appendEvent } from '../changefeed/event-envelope.js';
@@ -30,6 +31,8 @@ export interface FlatDefinition {
   model?: string;
   tags?: string[];
   outputTarget?: string;
+  /** A coven.automations.authority.v1 binding; kept as the definition's authority extension. */
+  authority?: unknown;
   retry?: {
     maxAttempts: number;
     backoffPolicy: 'none' | 'fixed' | 'exponential';
@@ -56,6 +59,7 @@ const FLAT_KEYS = new Set([
   'tags',
   'outputTarget',
   'retry',
+  'authority',
 ]);
 /** Imported definitions bind this approval policy until an operator revises them with a real one. */
 export const LEGACY_APPROVAL_POLICY = 'policy://coven-automata/legacy-import';
@@ -144,7 +148,11 @@ function bodyFromFlat(f: FlatDefinition, principalId: string, now: string): Auto
       retention: { occurrenceHistory: { classification: 'standard' } },
     },
     provenance: { createdBy: { principalId }, createdAt: now, importedFrom: `legacy:${f.id as string}` },
-    extensions: { 'x-legacy-status': f.status },
+    // Runtime Authority is advertised, so a flat `authority` binding is kept, checked, as the definition's extension.
+    extensions: {
+      'x-legacy-status': f.status,
+      ...(f.authority === undefined ? {} : { [AUTHORITY_EXTENSION]: checkBinding(f.authority, f.id as string) }),
+    },
   };
   return { ...body, integrity: integrityOf(body as Record<string, unknown>) } as AutomationDefinition;
 }

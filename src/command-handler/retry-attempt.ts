@@ -1,3 +1,4 @@
+import { requireNoAuthorityProfile } from './authority-requirements.js';
 import { ATTEMPT_TERMINAL_STATES, AttemptState, DefinitionState, RunState } from '../../machines/index.js';
 import { updateEntityAttributes } from '../actors/entity-transition.js';
 import { ContractError } from '../contract/errors.js';
@@ -147,6 +148,7 @@ export async function retryAttempt(svc: EngineServices, ctx: CommandContext): Pr
     priorDisposition: AttemptDisposition;
   };
   const run = await getRun(ctx, runId);
+  await requireNoAuthorityProfile(ctx.tx, run, 'attempt.retry.v1');
   if (stateOf(run) !== RunState.running)
     throw new ContractError(
       'ILLEGAL_TRANSITION',

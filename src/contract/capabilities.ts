@@ -28,6 +28,19 @@ export const CAPABILITY_PROFILE = {
     ],
     deliveryPolicies: [],
     retentionPolicies: [{ variant: 'retention.standard' }],
+    profiles: [
+      {
+        variant: 'runtime-authority',
+        notes:
+          'coven.automations.authority.v1 bindings (definition extension), checked at dispatch: authority ' +
+          'available, familiar revision current and unrevoked, runtime capabilities held, single-use approvals ' +
+          'scoped to one automation with an expiry',
+      },
+      {
+        variant: 'privacy',
+        notes: 'published views carry no prompt text, absolute paths or credentials; erase keeps receipts verifiable',
+      },
+    ],
   },
   refused: [
     { variant: 'trigger.webhook', reason: 'not a v1 trigger' },

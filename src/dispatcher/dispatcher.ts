@@ -18,6 +18,7 @@ import {
   type RunAttributes,
 } from '../domain/records.js';
 import { isRunHeld } from '../domain/run-hold.js';
+import { checkAuthority, refuseDispatch } from './authority-gate.js';
 import { pinnedDefinition } from './pinned-definition.js';
 import type { EngineServices } from '../domain/services.js';
 
@@ -45,7 +46,15 @@ export async function acceptAndDispatch(
     attemptId = await adoptedAttemptOf(step, runId);
     if (attemptId === undefined) return undefined;
   }
-  return dispatchAttempt(svc, step, occurrence, runId, attemptId);
+  const dispatchGeneration = await moveToDispatching(svc, step, occurrence, attemptId);
+  const gated = { occurrenceId, runId, attemptId };
+  // Runtime Authority, decided in this transaction, after the claim and before anything is queued to launch.
+  const refusal = await checkAuthority(step, gated);
+  if (refusal !== undefined) {
+    await refuseDispatch(step, gated, refusal);
+    return undefined;
+  }
+  return createOutbox(step, { attemptId, occurrenceId, runId, dispatchGeneration, committedAt: step.now });
 }
 
 /** An occurrence is due for dispatch when claimed (past its retry backoff) or recovering, and its run is not held. */
@@ -181,14 +190,13 @@ async function adoptFirstAttempt(
   return attemptId;
 }
 
-/** Moves the adopted attempt to `dispatching` under the next dispatch generation and queues its launch. */
-async function dispatchAttempt(
+/** Moves the adopted attempt to `dispatching` under the next dispatch generation; returns that generation. */
+async function moveToDispatching(
   svc: EngineServices,
   step: StepContext,
   occurrence: OccurrenceRecord,
-  runId: string,
   attemptId: string,
-): Promise<string> {
+): Promise<number> {
   const attempt = await loadAttempt(step.tx, attemptId);
   const dispatchGeneration = attemptContext(attempt).dispatchGeneration + 1;
   const fenceGeneration =
@@ -206,6 +214,5 @@ async function dispatchAttempt(
       workerCorrelation: { workerId: svc.instanceId, adoptedAt: a.openedAt },
     }),
   );
-  const occurrenceId = occurrence.id;
-  return createOutbox(step, { attemptId, occurrenceId, runId, dispatchGeneration, committedAt: step.now });
+  return dispatchGeneration;
 }

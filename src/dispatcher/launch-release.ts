@@ -15,6 +15,7 @@ import {
 } from '../domain/records.js';
 import type { EngineServices } from '../domain/services.js';
 import type { LaunchRequest, LaunchResult } from '../runtime/runtime.js';
+import { checkAuthority, refuseDispatch } from './authority-gate.js';
 import { pinnedDefinition } from './pinned-definition.js';
 import { applyLaunchResult } from './launch-answer.js';
 import { integrityProblem } from './launch-integrity.js';
@@ -75,8 +76,20 @@ async function startSending(step: StepContext, outboxId: string): Promise<Prepar
     await moveOutbox(step, outboxId, { type: 'outbox_release_abandoned', actor: 'dispatcher', attemptState });
     return undefined;
   }
-  const run = await loadRun(step.tx, outbox.entry.runId);
-  const occurrence = await loadOccurrence(step.tx, outbox.entry.occurrenceId);
+  const { occurrenceId, runId, attemptId } = outbox.entry;
+  // Authority is judged again at release: a revocation may land between the dispatch commit and this send.
+  const refusal = await checkAuthority(step, { occurrenceId, runId, attemptId });
+  if (refusal !== undefined) {
+    await refuseDispatch(step, { occurrenceId, runId, attemptId }, refusal);
+    await moveOutbox(step, outboxId, {
+      type: 'outbox_release_abandoned',
+      actor: 'dispatcher',
+      attemptState: AttemptState.failed,
+    });
+    return undefined;
+  }
+  const run = await loadRun(step.tx, runId);
+  const occurrence = await loadOccurrence(step.tx, occurrenceId);
   const sent = await moveOutbox(step, outboxId, { type: 'outbox_send_started', actor: 'dispatcher', attemptState });
   if (stateOf(run) === RunState.accepted) {
     await moveEntity<RunAttributes>(

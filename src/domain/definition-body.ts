@@ -3,6 +3,7 @@ import { integrityOf, verifyIntegrity, type Digest } from '../contract/digest.js
 import { validateAgainst } from '../contract/schemas.js';
 import { checkTimezone, parseRrule } from '../schedule/rrule.js';
 import { negotiateDefinition, refuseUnexecutedShapes } from '../contract/capabilities.js';
+import { AUTHORITY_EXTENSION, checkBinding } from './authority.js';
 
 export type LifecycleState = 'draft' | 'paused' | 'active' | 'disabled' | 'invalid';
 
@@ -89,6 +90,21 @@ export function checkCapabilities(definition: AutomationDefinition): void {
   refuseUnexecutedShapes(definition);
   parseRrule(definition.trigger.schedule.rrule);
   checkTimezone(definition.trigger.schedule.timezone);
+  checkAuthorityBinding(definition);
+}
+
+/** A Runtime Authority binding must be well formed and bind the familiar the definition names. */
+function checkAuthorityBinding(definition: AutomationDefinition): void {
+  const raw = definition.extensions?.[AUTHORITY_EXTENSION];
+  if (raw === undefined) return;
+  const binding = checkBinding(raw, definition.automationId);
+  const named = definition.binding.familiarId;
+  if (named !== undefined && named !== binding.familiarId)
+    throw new ContractError(
+      'VALIDATION_FAILED',
+      `authority binding names familiar ${binding.familiarId}, the definition binds ${named}`,
+      { field: `extensions.${AUTHORITY_EXTENSION}.familiarId` },
+    );
 }
 
 /** A stored body for a new revision: revision, lifecycle state and timestamps set, integrity recomputed. */

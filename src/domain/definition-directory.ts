@@ -1,3 +1,4 @@
+import { AUTHORITY_EXTENSION, bindingOf } from './authority.js';
 import type { DefinitionState } from '../../machines/index.js';
 import type { AutomationDefinition } from './definition-body.js';
 import { stateOf } from './records.js';
@@ -8,6 +9,8 @@ import { DEFINITION_KIND, type DefinitionRecord } from './definition-records.js'
 /** The terms of a definition revision that planning pins on an occurrence. */
 export type PlanningTerms = Pick<AutomationDefinition, 'automationId' | 'revision' | 'integrity' | 'trigger'> & {
   policies: Pick<AutomationDefinition['policies'], 'timeout' | 'retry'>;
+  /** Only the Runtime Authority binding, when there is one: it decides whether runs may be held for an operator. */
+  extensions?: AutomationDefinition['extensions'];
 };
 
 /** What planning reads of one definition record version: a few hundred bytes instead of the whole body. */
@@ -38,6 +41,7 @@ export function plannableDefinition(record: DefinitionRecord): PlannableDefiniti
       integrity: d.integrity,
       trigger: d.trigger,
       policies: { timeout: d.policies.timeout, retry: d.policies.retry },
+      ...(bindingOf(d) === undefined ? {} : { extensions: { [AUTHORITY_EXTENSION]: bindingOf(d) } }),
     },
     plannableAfter: Date.parse(attributes.scheduleEffectiveFrom ?? attributes.createdAt) - 1,
   };

@@ -1,3 +1,4 @@
+import { bindingOf } from './authority.js';
 import type { OccurrenceInput } from '../guards/occurrence.js';
 import type { PlanningTerms } from './definition-directory.js';
 
@@ -25,6 +26,7 @@ export function occurrenceInput(
       retryableClasses: definition.policies.retry.retryableClasses ?? [],
     },
     perRunMinutes: definition.policies.timeout.perRunMinutes,
-    operatorHold: true,
+    // attempt.retry.v1 refuses runs under a Runtime Authority binding, so no hold is opened for one.
+    operatorHold: bindingOf(definition) === undefined,
   };
 }

@@ -1,3 +1,4 @@
+import { redactPublished } from '../contract/redaction.js';
 import { FINDINGS, SURFACE, type FindingCode, type Severity } from './doctor-steps.js';
 import { AttemptState, DefinitionState, OccurrenceState, RunState } from '../../machines/index.js';
 import type { DoctorView, OccurrenceView, RunView } from './doctor-view.js';
@@ -289,7 +290,8 @@ export function diagnose(view: DoctorView, now: Date, facts: SchedulerFacts = {}
     });
   const judged: Judged = { view, facts, now: at, leader: leaderOf(view, facts, at) };
   for (const judge of [judgeScheduler, judgeOccurrences, judgeRuns, judgeRecords]) judge(judged, push);
-  return {
+  // A published view: findings quote stored reasons, which must not carry prompts, absolute paths or credentials.
+  return redactPublished({
     doctorVersion: 1,
     generatedAt: now.toISOString(),
     ok: findings.every((f) => f.severity !== 'error'),
@@ -303,5 +305,5 @@ export function diagnose(view: DoctorView, now: Date, facts: SchedulerFacts = {}
     findings,
     safeNextSteps: [...new Set(findings.flatMap((f) => f.safeNextSteps))],
     surface: { ...SURFACE },
-  };
+  });
 }

@@ -1,3 +1,4 @@
+import { redactPublished, redactText } from '../contract/redaction.js';
 import { Writable } from 'node:stream';
 import { pino, type Logger } from 'pino';
 import type { TickReport } from '../engine/engine.js';
@@ -66,7 +67,7 @@ function passFields(report: TickReport) {
     settled: report.settled,
     compacted: report.compacted,
     durationMs: Math.round(passDurationMs(report) * 100) / 100,
-    ...(report.errors.length === 0 ? {} : { errors: report.errors.map((e) => e.message) }),
+    ...(report.errors.length === 0 ? {} : { errors: report.errors.map((e) => redactText(e.message)) }),
   };
 }
 
@@ -92,14 +93,16 @@ export function createEngineLogger(options: EngineLoggerOptions = {}): EngineLog
   return {
     pino: logger,
     onPass(report) {
-      const errors = report.errors.length > 0 ? `, errors: ${report.errors.map((e) => e.message).join('; ')}` : '';
+      const errors =
+        report.errors.length > 0 ? `, errors: ${redactText(report.errors.map((e) => e.message).join('; '))}` : '';
       const msg = `planned ${report.planned}, launched ${report.launched}, settled ${report.settled}${errors}`;
       if (report.errors.length > 0) logger.warn(passFields(report), msg);
       else if (report.planned + report.launched + report.settled > 0) logger.info(passFields(report), msg);
       else logger.debug(passFields(report), msg);
     },
-    info: (message, fields = {}) => logger.info(fields, message),
-    warn: (message, fields = {}) => logger.warn(fields, message),
-    error: (message, fields = {}) => logger.error(fields, message),
+    // Log lines are a published view: redacted like events and reports.
+    info: (message, fields = {}) => logger.info(redactPublished(fields), redactText(message)),
+    warn: (message, fields = {}) => logger.warn(redactPublished(fields), redactText(message)),
+    error: (message, fields = {}) => logger.error(redactPublished(fields), redactText(message)),
   };
 }

@@ -102,7 +102,8 @@ describe('logs', () => {
     const records = out.written.map((line) => JSON.parse(line) as Record<string, unknown>);
     for (const r of records) expect(Object.keys(r)).toEqual(expect.arrayContaining(['level', 'time', 'msg']));
     expect(records[0]).toMatchObject({ level: 30, msg: 'planned 1, launched 1, settled 0', pass: true, planned: 1 });
-    expect(records[1]).toMatchObject({ level: 30, msg: 'daemon listening', socketPath: '/tmp/x.sock' });
+    // Log lines are a published view: an absolute path never appears in one (privacy redaction).
+    expect(records[1]).toMatchObject({ level: 30, msg: 'daemon listening', socketPath: '[redacted:path]' });
     expect(records[2]).toMatchObject({ level: 50, msg: 'store lost' });
   });
 
