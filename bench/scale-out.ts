@@ -68,26 +68,23 @@ function spawnEngine(env: Record<string, string>, label: string): Promise<Engine
       const lines = text.split('\n');
       partial = lines.pop()!;
       engine.lines.push(...lines);
+      if (process.env.COVEN_BENCH_VERBOSE === '1')
+        for (const line of lines) process.stderr.write(`[${label}] ${line}\n`);
       if (lines.some((l) => l.startsWith('ready '))) ready(engine);
     });
     child.once('exit', (code) => failed(new Error(`engine ${label} exited ${code}`)));
   });
 }
 
-/** Resolves when any engine reports a pass that ended with no live occurrence, after `since` lines. */
-function allSettled(engines: EngineProcess[]): Promise<void> {
+/** Resolves once the engines together report `due` attempts settled (each counted by the engine that won it). */
+function allSettled(engines: EngineProcess[], due: number): Promise<void> {
   return new Promise((done) => {
-    const check = () => {
-      if (
-        engines.some((e) =>
-          e.lines.some(
-            (l, i) => l === 'live 0' && e.lines.slice(0, i).some((m) => m.startsWith('live ') && m !== 'live 0'),
-          ),
-        )
-      )
-        return done();
-      setTimeout(check, 20);
-    };
+    const settled = () =>
+      engines.reduce(
+        (sum, e) => sum + e.lines.filter((l) => l.startsWith('settled ')).reduce((n, l) => n + Number(l.slice(8)), 0),
+        0,
+      );
+    const check = () => (settled() >= due ? done() : setTimeout(check, 20));
     check();
   });
 }
@@ -141,7 +138,7 @@ async function measure(cluster: PostgresCluster, config: (typeof CONFIGS)[number
   const serverBefore = serverCpuSeconds(cluster);
   const engines = await Promise.all(Array.from({ length: config.engines }, (_, i) => spawnEngine(env, `e${i}`)));
   if (performance.now() > slotAt) throw new Error(`the engines took longer than ${START_IN_MS} ms to start`);
-  await allSettled(engines);
+  await allSettled(engines, DUE);
   const wallS = (performance.now() - slotAt) / 1000;
   const serverCpuS = serverCpuSeconds(cluster) - serverBefore;
   const engineCpuS = await stopAll(engines);

@@ -1,7 +1,8 @@
 // One engine process of the scale-out fault test and bench: an engine on the store COVEN_STORE names (a
 // PostgreSQL URL shared with other engine processes, or a file) with the ledger runtime, on a clock every
 // engine shares (real time shifted by COVEN_CLOCK_OFFSET_MS). Prints `ready <instanceId>` once it runs,
-// `live <n>` whenever the live occurrence count a pass ends with changes, each pass error as it happens, and
+// `live <n>` whenever the live occurrence count a pass ends with changes, `settled <n>` for each pass that
+// settled attempts (n of them), each pass error as it happens, and
 // `cpu <µs>` (its own CPU time) when stopped with SIGTERM.
 import { createEngine } from '../../src/engine/engine.js';
 import { openStore } from '../../src/store/open-store.js';
@@ -31,6 +32,7 @@ const engine = createEngine({
 let live = -1;
 engine.start((report) => {
   for (const error of report.errors) process.stdout.write(`error ${error.message.split('\n')[0]}\n`);
+  if (report.settled > 0) process.stdout.write(`settled ${report.settled}\n`);
   void store
     .read((r) => r.versions(LIVE_INDEX.occurrence))
     .then((ids) => {
