@@ -42,7 +42,7 @@ const LAYERS = {
   engine: PRODUCTION,
   observability: PRODUCTION,
   daemon: [...PRODUCTION, 'observability'],
-  ...Object.fromEntries(TESTKIT.map((kit) => [kit, [...PRODUCTION, 'daemon', ...TESTKIT]])),
+  ...Object.fromEntries(TESTKIT.map((kit) => [kit, [...PRODUCTION, 'observability', 'daemon', ...TESTKIT]])),
   cli: [...PRODUCTION, 'observability', 'daemon', ...TESTKIT, 'cli'],
   // The browser app: bundled by Vite for the page, imports no project module, and nothing imports it.
   dashboard: [],

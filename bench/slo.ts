@@ -3,7 +3,8 @@
 //   XState ceiling  restore + transition() of the exact transitions the engine committed, in memory
 //   fsync floor     write + fsync appends of the bytes the engine wrote per commit
 // Prints a table and writes a slo.measured.v1-shaped report (default bench/results/slo.measured.json).
-// Run: npm run bench [-- --quick] [-- --out FILE]; see bench/README.md.
+// Run: npm run bench [-- --quick] [-- --out FILE] [-- --cells burst,arrivals]; see bench/README.md.
+// The daemon's added cost: npm run bench -- --cells arrivals --daemon-side-by-side [--rounds 3] [--arrival-seconds 30]
 import { execFileSync, spawnSync } from 'node:child_process';
 import {
   mkdirSync,
@@ -22,8 +23,9 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { transition, type AnyStateMachine } from 'xstate';
 import { attemptMachine, occurrenceMachine, runMachine } from '../machines/index.js';
 import type { CommittedTransition } from '../src/domain/inspection.js';
-import type { ArrivalsResult } from './slo-arrivals.js';
+import { arrivalMeasures, runArrivals } from './slo-arrivals-run.js';
 import type { CellResult } from './slo-cell.js';
+import { sideBySide } from './slo-side-by-side.js';
 import { table } from './stats.js';
 
 interface Cell {
@@ -38,8 +40,21 @@ interface Cell {
 }
 
 const quick = process.argv.includes('--quick');
-const outIndex = process.argv.indexOf('--out');
-const out = outIndex === -1 ? join('bench', 'results', 'slo.measured.json') : process.argv[outIndex + 1]!;
+const option = (name: string): string | undefined => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i === -1 ? undefined : process.argv[i + 1];
+};
+const out = option('out') ?? join('bench', 'results', 'slo.measured.json');
+/** `--cells burst,arrivals` (default both): which kinds of cell run. */
+const cellKinds = new Set((option('cells') ?? 'burst,arrivals').split(','));
+for (const kind of cellKinds)
+  if (kind !== 'burst' && kind !== 'arrivals') throw new Error(`--cells: ${kind} is not burst or arrivals`);
+/** `--daemon-side-by-side`: the arrivals cells in-process and through the daemon, interleaved over `--rounds`. */
+const daemonSideBySide = process.argv.includes('--daemon-side-by-side');
+if (daemonSideBySide && cellKinds.has('burst'))
+  throw new Error('--daemon-side-by-side runs the arrivals cells only: add --cells arrivals');
+const ROUNDS = Number(option('rounds') ?? '3');
+if (!Number.isInteger(ROUNDS) || ROUNDS < 1) throw new Error(`--rounds: ${option('rounds')} is not a whole number ≥ 1`);
 
 /**
  * The SQLite cells carry 1,000 definitions (the upstream restart gate's size). The JSON store rewrites its
@@ -64,8 +79,13 @@ const CELLS: Cell[] = quick
     ];
 
 /** Seconds of steady run-now arrivals per store at the upstream gate's rate (2,000 due occurrences/min). */
-const ARRIVAL_SECONDS = quick ? 10 : 30;
-const ARRIVAL_STORES: Array<'json' | 'sqlite'> = ['json', 'sqlite'];
+const ARRIVAL_SECONDS = Number(option('arrival-seconds') ?? (quick ? 10 : 30));
+/** Seconds the idle arrivals daemon is watched for V8's memory reducer (`--idle-settle-s`; quick: none). */
+const IDLE_SETTLE_S = option('idle-settle-s') ?? (quick ? '0' : undefined);
+/** `--stores json,sqlite` (default both): the arrivals cells' stores. */
+const ARRIVAL_STORES = (option('stores') ?? 'json,sqlite').split(',') as Array<'json' | 'sqlite'>;
+for (const store of ARRIVAL_STORES)
+  if (store !== 'json' && store !== 'sqlite') throw new Error(`--stores: ${store} is not json or sqlite`);
 
 /**
  * Cells run as compiled JavaScript (tsconfig.bench.json → .bench-build/), as a daemon from `dist/` would:
@@ -78,52 +98,6 @@ function compileCells(): void {
     stdio: 'inherit',
   });
   console.error(`  cells compiled to ${BUILD_DIR}/: ${((performance.now() - started) / 1000).toFixed(1)} s`);
-}
-
-function runArrivals(store: 'json' | 'sqlite'): ArrivalsResult {
-  const started = performance.now();
-  const child = spawnSync(
-    process.execPath,
-    [
-      '--expose-gc',
-      join(BUILD_DIR, 'bench', 'slo-arrivals.js'),
-      '--store',
-      store,
-      '--rate',
-      '2000',
-      '--seconds',
-      String(ARRIVAL_SECONDS),
-      ...(quick ? ['--idle-settle-s', '0'] : []),
-    ],
-    {
-      encoding: 'utf8',
-      maxBuffer: 64 * 1024 * 1024,
-    },
-  );
-  if (child.status !== 0) throw new Error(`arrivals cell ${store} failed:\n${child.stderr}`);
-  const result = JSON.parse(child.stdout.trim().split('\n').at(-1)!) as ArrivalsResult;
-  console.error(
-    `  ${store} arrivals, ${result.requested} run-now requests over ${ARRIVAL_SECONDS} s: ${((performance.now() - started) / 1000).toFixed(1)} s`,
-  );
-  return result;
-}
-
-/** The measures a daemon under steady arrivals answers: each latency is one occurrence's own. */
-function arrivalMeasures(r: ArrivalsResult): Map<string, number> {
-  return new Map<string, number>([
-    ['claim.latency.p95', r.latencyMs.claim.p95],
-    ['dispatch.latency.p95', r.latencyMs.dispatch.p95],
-    ['start.latency.p95', r.latencyMs.start.p95],
-    ['scheduler.pass.duration.p95', r.passMs.p95],
-    ['queue.depth.p95', r.queueDepth.p95],
-    ['oldest-eligible.age.p95', r.oldestEligibleAgeS.p95],
-    ['active.runs.max', r.activeRuns.max],
-    ...(r.store === 'sqlite' ? ([['sqlite.busy-retries.max', r.busyErrorsPerPassMax]] as Array<[string, number]>) : []),
-    ['cpu.idle', r.cpuIdlePercent],
-    ['cpu.load.p95', r.cpuLoadPercent.p95],
-    ['memory.idle', r.rssIdleMb],
-    ['memory.load.p95', r.rssLoadMb.p95],
-  ]);
 }
 
 function runCell(cell: Cell): CellResult {
@@ -226,10 +200,21 @@ function sourceCommit(): string {
 function main(): void {
   const sloDir = join(process.env.COVEN_UPSTREAM_DIR ?? join('..', 'shared', 'upstream'), 'conformance', 'slo');
   const gates = (JSON.parse(readFileSync(join(sloDir, 'slo.v1.json'), 'utf8')) as { measures: Gate[] }).measures;
-  console.error(`coven-automata SLO bench: ${CELLS.length} cells${quick ? ' (quick)' : ''}`);
   compileCells();
-  const results = CELLS.map(runCell);
-  const arrivals = ARRIVAL_STORES.map(runArrivals);
+  const idle = IDLE_SETTLE_S === undefined ? {} : { idleSettleS: Number(IDLE_SETTLE_S) };
+  if (daemonSideBySide) {
+    const seconds = ARRIVAL_SECONDS;
+    const sideOut = option('out') ?? join('bench', 'results', 'slo.daemon-side-by-side.json');
+    return sideBySide({ stores: ARRIVAL_STORES, rounds: ROUNDS, seconds, buildDir: BUILD_DIR, out: sideOut, ...idle });
+  }
+  const burst = cellKinds.has('burst') ? CELLS : [];
+  console.error(`coven-automata SLO bench: ${burst.length} burst cells${quick ? ' (quick)' : ''}`);
+  const results = burst.map(runCell);
+  const arrivals = cellKinds.has('arrivals')
+    ? ARRIVAL_STORES.map((store) =>
+        runArrivals({ store, daemon: false, seconds: ARRIVAL_SECONDS, buildDir: BUILD_DIR, ...idle }),
+      )
+    : [];
 
   const rows: Array<Array<string | number>> = [];
   const gateRows = (label: string, measures: Map<string, number>) => {
@@ -410,6 +395,10 @@ function main(): void {
     ]);
   }
   console.log(table(['cell', 'measure', 'value', 'unit', 'gate', 'margin', 'result'], rows));
+  if (results.length === 0 || arrivals.length === 0) {
+    console.log('\nreport not written: slo.measured.v1 binds both the burst and the arrivals cells');
+    return;
+  }
 
   // The report binds the largest SQLite cell (the profile's store) for throughput, growth, changefeed and
   // restart, and the SQLite arrivals cell (a daemon at the gate's rate) for per-occurrence latency, queue,

@@ -14,6 +14,11 @@ export interface ReadPage {
   /** The cursor the page starts after (null: the beginning). */
   after: number | null;
   events: EventEnvelope[];
+  /**
+   * The store's global feed position of each event, in the same order as `events` (the cursor `--after` and
+   * the SSE stream take on the feed). Kept beside the envelopes, which stay exactly the contract's.
+   */
+  positions: number[];
   /** Last delivered sequence (or global position on the feed); the request's cursor when empty. */
   nextAfter: number | null;
   checkpoint: string;
@@ -123,6 +128,7 @@ export class Changefeed {
         stream,
         after,
         events: entries.map(envelopeOf),
+        positions: entries.map((entry) => entry.position),
         nextAfter,
         checkpoint: this.issue(storeId, stream, nextAfter, expiresAt),
         checkpointExpiresAt: new Date(expiresAt).toISOString(),

@@ -1,5 +1,5 @@
 import { mkdirSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { defaultRequirements } from '../command-handler/context.js';
 import type { CommandResponse } from '../command-handler/envelope.js';
 import { createEngine, type Engine } from '../engine/engine.js';
@@ -7,7 +7,8 @@ import { ENV_NAME } from '../runtime/child-env.js';
 import { errorLine } from './error-line.js';
 import { ChildProcessRuntime } from '../runtime/child-process-runtime.js';
 import { confineCwd } from '../command-handler/cwd-requirements.js';
-import { openStore, type FileStore, type FileStoreKind } from '../store/open-store.js';
+import { openStore, type FileStore, type FileStoreKind, type PostgresUrl } from '../store/open-store.js';
+import { storeLocation, type StoreLocation } from './store-location.js';
 import { StoreLockedError } from '../store/store.js';
 import type { StreamRef } from '../changefeed/event-envelope.js';
 import { DaemonClient } from '../daemon/client.js';
@@ -15,7 +16,7 @@ import { follow, type FollowedEvent } from '../daemon/follow.js';
 import { latestAttempt, type LatestAttempt } from '../daemon/run-reads.js';
 import { RETENTION_CLASSES, RetentionPolicy, type RetentionClass, type RetentionOptions } from '../retention/policy.js';
 
-export const DEFAULT_STORE = join('.coven', 'automations.json');
+export { DEFAULT_STORE } from './store-location.js';
 /** What `start` and CLI launches run per attempt unless --command says otherwise: prints the prompt. */
 export const DEFAULT_COMMAND = 'printf "%s\\n" "$COVEN_PROMPT"';
 
@@ -68,15 +69,15 @@ export const collect = (value: string, previous: string[] = []): string[] => [..
  * (default: the store's folder, which is also where a definition without a cwd runs), with the allowlisted
  * environment plus `--pass-env` names.
  */
-function cliRuntime(options: CliOptions, file: string): ChildProcessRuntime {
+function cliRuntime(options: CliOptions, folder: string): ChildProcessRuntime {
   const passEnv = options.passEnv ?? [];
   const bad = passEnv.find((name) => !ENV_NAME.test(name));
   if (bad !== undefined) throw new CliError(`--pass-env: ${JSON.stringify(bad)} is not an environment variable name`);
   const cwdRoots =
     options.cwdRoot === undefined || options.cwdRoot.length === 0
-      ? [dirname(file)]
+      ? [folder]
       : options.cwdRoot.map((root) => resolve(root));
-  const sessionsDir = join(dirname(file), 'sessions');
+  const sessionsDir = join(folder, 'sessions');
   try {
     return new ChildProcessRuntime({
       runtimeId: 'coven-code',
@@ -90,6 +91,13 @@ function cliRuntime(options: CliOptions, file: string): ChildProcessRuntime {
   }
 }
 
+/** Opens the store `--store` names: a file (its folder made first) or a PostgreSQL database. */
+export function openLocation(location: StoreLocation, options: CliOptions): Promise<FileStore> {
+  if (location.kind === 'postgres') return openStore(location.url as PostgresUrl);
+  mkdirSync(location.folder, { recursive: true });
+  return openStore(location.file, options.storeKind);
+}
+
 /**
  * Opens the store (taking its lock) and an engine with the child-process runtime for the duration of `body`:
  * what `start` runs on. Every other command goes through {@link withEngine}, which asks a daemon first.
@@ -98,19 +106,18 @@ export async function withLocalEngine<T>(
   options: CliOptions,
   body: (engine: Engine, store: FileStore) => Promise<T>,
 ): Promise<T> {
-  const file = resolve(options.store ?? DEFAULT_STORE);
-  mkdirSync(dirname(file), { recursive: true });
-  return onStore(options, file, await openStore(file, options.storeKind), body);
+  const location = storeLocation(options);
+  return onStore(options, location.folder, await openLocation(location, options), body);
 }
 
 async function onStore<T>(
   options: CliOptions,
-  file: string,
+  folder: string,
   store: FileStore,
   body: (engine: Engine, store: FileStore) => Promise<T>,
 ): Promise<T> {
   try {
-    const runtime = cliRuntime(options, file);
+    const runtime = cliRuntime(options, folder);
     const retention = parseRetention(options.retention);
     const requirements = confineCwd([runtime], defaultRequirements([runtime.runtimeId]));
     const engine = createEngine({
@@ -164,21 +171,20 @@ const LOCKED_WAIT_MS = 3_000;
  * its lock) and an engine with the child-process runtime for the duration of `body`, as before daemons.
  */
 export async function withEngine<T>(options: CliOptions, body: (engine: CliEngine) => Promise<T>): Promise<T> {
-  const file = resolve(options.store ?? DEFAULT_STORE);
+  const location = storeLocation(options);
   const deadline = Date.now() + LOCKED_WAIT_MS;
   for (;;) {
-    const client = await DaemonClient.connect(file);
+    const client = await DaemonClient.connect(location.anchor);
     if (client !== undefined) return body(remoteEngine(client));
-    mkdirSync(dirname(file), { recursive: true });
     let store: FileStore;
     try {
-      store = await openStore(file, options.storeKind);
+      store = await openLocation(location, options);
     } catch (error) {
       if (!(error instanceof StoreLockedError) || Date.now() >= deadline) throw error;
       await new Promise((wake) => setTimeout(wake, 25));
       continue;
     }
-    return onStore(options, file, store, async (engine) => body(localEngine(engine, store)));
+    return onStore(options, location.folder, store, async (engine) => body(localEngine(engine, store)));
   }
 }
 

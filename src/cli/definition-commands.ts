@@ -1,11 +1,9 @@
-import { resolve } from 'node:path';
 import { DaemonClient } from '../daemon/client.js';
-import { openStore } from '../store/open-store.js';
 import { applyFile } from './apply-command.js';
-import { CliError, DEFAULT_STORE, envelope, report, withEngine, type CliEngine } from './context.js';
+import { CliError, envelope, openLocation, report, withEngine, type CliEngine } from './context.js';
 import { errorLine } from './error-line.js';
-import { paint, table } from './format.js';
 import type { ProgramKit } from './program-kit.js';
+import { storeLocation } from './store-location.js';
 
 async function revisionOf(engine: CliEngine, automationId: string): Promise<number> {
   const got = await engine.commands.handle(envelope('definition.get.v1', { automationId }));
@@ -21,9 +19,11 @@ export function registerDefinitionCommands({ program, opts, run }: ProgramKit): 
     .action(
       run(async () => {
         // A store a daemon serves exists and is ready; opening it here would only meet the daemon's lock.
-        const served = await DaemonClient.connect(opts().store ?? DEFAULT_STORE);
-        if (served !== undefined) return console.log(`store ready: ${resolve(opts().store ?? DEFAULT_STORE)}`);
-        const store = await openStore(opts().store ?? DEFAULT_STORE, opts().storeKind);
+        const location = storeLocation(opts());
+        const served = await DaemonClient.connect(location.anchor);
+        if (served !== undefined)
+          return console.log(`store ready: ${location.kind === 'file' ? location.file : location.shown}`);
+        const store = await openLocation(location, opts());
         await store.transact((tx) => tx.head('init'));
         await store.close();
         console.log(`store ready: ${store.file}`);
@@ -67,34 +67,8 @@ export function registerDefinitionCommands({ program, opts, run }: ProgramKit): 
   }
 }
 
-/** list and get: reading definitions. */
+/** get: reading a definition (list is in list-command.ts). */
 export function registerDefinitionReads({ program, opts, run }: ProgramKit): void {
-  program
-    .command('list')
-    .description('list definitions')
-    .option('--all', 'include tombstoned')
-    .action(
-      run(async (cmd: { all?: boolean }) =>
-        withEngine(opts(), async (engine) =>
-          report(
-            await engine.commands.handle(
-              envelope('definition.list.v1', cmd.all === true ? { lifecycleState: 'all' } : {}),
-            ),
-            opts(),
-            (r) =>
-              table(
-                ['automation', 'name', 'state', 'revision'],
-                (r.definitions as Array<Record<string, unknown>>).map((d) => [
-                  String(d.automationId),
-                  String(d.name),
-                  paint(String(d.lifecycleState), String(d.lifecycleState)),
-                  String(d.revision),
-                ]),
-              ),
-          ),
-        ),
-      ),
-    );
   program
     .command('get <automationId>')
     .option('--revision <n>', 'a historic revision')

@@ -1,9 +1,9 @@
 import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
 import { DaemonClient } from '../daemon/index.js';
 import type { DoctorReport } from '../observability/doctor.js';
 import { runDoctor } from '../observability/run-doctor.js';
-import { CliError, DEFAULT_STORE, parseRetention, withLocalEngine, type CliOptions } from './context.js';
+import { CliError, parseRetention, withLocalEngine, type CliOptions } from './context.js';
+import { storeLocation } from './store-location.js';
 import type { ProgramKit } from './program-kit.js';
 
 const SEVERITY_MARK = { error: 'ERROR', warning: 'WARN ', info: 'INFO ' } as const;
@@ -30,10 +30,12 @@ export function formatDoctor(report: DoctorReport, source: string): string {
  * no scheduler leads it, which the report says). A read never creates a store.
  */
 async function doctorReport(options: CliOptions): Promise<{ report: DoctorReport; source: string }> {
-  const file = resolve(options.store ?? DEFAULT_STORE);
-  const daemon = await DaemonClient.connect(file);
+  const location = storeLocation(options);
+  const daemon = await DaemonClient.connect(location.anchor);
   if (daemon !== undefined) return { report: await daemon.get<DoctorReport>('/api/v1/doctor'), source: 'daemon' };
-  if (!existsSync(file)) throw new CliError(`no store at ${file} (doctor reads a store; it never creates one)`);
+  if (location.kind === 'file' && !existsSync(location.file))
+    throw new CliError(`no store at ${location.file} (doctor reads a store; it never creates one)`);
+  const file = location.kind === 'file' ? location.file : location.shown;
   const retention = parseRetention(options.retention);
   const report = await withLocalEngine(options, (engine) =>
     runDoctor(engine, retention === undefined ? {} : { retention }),

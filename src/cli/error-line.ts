@@ -14,18 +14,54 @@ function pointerOf(field: unknown): string {
   return parts.length === 0 ? '' : `/${parts.join('/')}`;
 }
 
-/** A schema problem (`/action/prompt: must be string`) as a path under `prefix` and what is wrong there. */
-function located(problem: string, prefix: string): string {
+/** A schema problem split into where (`''` for the root) and what is wrong there. */
+interface Problem {
+  path: string;
+  message: string;
+}
+
+function parse(problem: string): Problem | undefined {
   const match = /^(\(root\)|\/[^:]*): (.*)$/s.exec(problem);
-  if (match === null) return problem;
-  const path = match[1] === '(root)' ? '' : match[1]!;
-  return `${prefix}${path}` === '' ? `(root) ${match[2]!}` : `${prefix}${path} ${match[2]!}`;
+  return match === null ? undefined : { path: match[1] === '(root)' ? '' : match[1]!, message: match[2]! };
+}
+
+/** ajv's wrapper of a failed conditional: it says a `then`/`else` branch failed, not what failed in it. */
+const BRANCH = /^must match "(then|else)" schema$/;
+
+/**
+ * A problem as a person reads it: `/definition/action/prompt must be string`; a missing property as the field
+ * that is required (`/definition/policies/retry/backoffSeconds is required`); a failed branch with nothing
+ * more specific beside it as one sentence naming the field whose other values set the condition.
+ */
+function sentence({ path, message }: Problem, prefix: string): string {
+  const where = `${prefix}${path}`;
+  const required = /^must have required property '(.*)'$/.exec(message);
+  if (required !== null) return `${where}/${required[1]!} is required`;
+  if (BRANCH.test(message))
+    return `${where === '' ? 'the input' : where} does not meet a condition that its other fields set`;
+  return where === '' ? `(root) ${message}` : `${where} ${message}`;
+}
+
+/**
+ * The problems worth reading: a failed `then`/`else` branch is dropped when a problem at or under its path
+ * says what failed inside it (ajv reports both).
+ */
+function readable(problems: readonly string[]): Array<Problem | string> {
+  const parsed = problems.map((p) => parse(p) ?? p);
+  const specific = parsed.filter((p): p is Problem => typeof p !== 'string' && !BRANCH.test(p.message));
+  return parsed.filter(
+    (p) =>
+      typeof p === 'string' ||
+      !BRANCH.test(p.message) ||
+      !specific.some((s) => s.path === p.path || s.path.startsWith(`${p.path}/`)),
+  );
 }
 
 /** The first few of `problems`, joined, then "and N more". */
 export function listProblems(problems: readonly string[], prefix = ''): string {
-  const shown = problems.slice(0, PROBLEMS_SHOWN).map((p) => located(p, prefix));
-  const more = problems.length - shown.length;
+  const all = readable(problems);
+  const shown = all.slice(0, PROBLEMS_SHOWN).map((p) => (typeof p === 'string' ? p : sentence(p, prefix)));
+  const more = all.length - shown.length;
   return shown.join('; ') + (more > 0 ? `; and ${more} more` : '');
 }
 
@@ -45,6 +81,10 @@ export function errorLine(error: Pick<ErrorEnvelope, 'code' | 'httpStatus' | 'me
   const problems = error.details?.problems;
   if (!Array.isArray(problems) || problems.length === 0) return head;
   const texts = problems.filter((p): p is string => typeof p === 'string');
-  if (texts.length === 0 || error.message.includes(texts[0]!)) return head;
-  return `${head}: ${listProblems(texts, pointerOf(error.details?.field))}`;
+  if (texts.length === 0) return head;
+  // A message that quotes its own raw problems (the envelope's) says them once, as sentences.
+  const quoted = error.message.indexOf(texts[0]!);
+  const message = quoted < 0 ? error.message : error.message.slice(0, quoted).replace(/[:;\s]+$/, '');
+  const listed = listProblems(texts, pointerOf(error.details?.field));
+  return `${error.code} (${error.httpStatus}): ${message === '' ? listed : `${message}: ${listed}`}`;
 }

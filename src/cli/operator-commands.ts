@@ -1,4 +1,5 @@
-import { envelope, report, withEngine, type CliEngine } from './context.js';
+import type { CommandResponse } from '../command-handler/envelope.js';
+import { envelope, report, withEngine, type CliEngine, type CliOptions } from './context.js';
 import type { ProgramKit } from './program-kit.js';
 
 /** attempt.retry.v1 for a run's latest attempt, as the store records it. */
@@ -11,10 +12,46 @@ async function retryEnvelope(engine: CliEngine, runId: string): Promise<Record<s
   });
 }
 
+/**
+ * Prints a cancel's answer. CANCEL_PENDING is not a failure: the request is committed and the session told to
+ * stop, and the cancellation completes when the runtime acknowledges, so it exits 0 and says so (with --json,
+ * the response as it is, also exit 0).
+ */
+export function reportCancel(response: CommandResponse, occurrenceId: string, options: CliOptions): number {
+  if (response.outcome !== 'rejected' || response.error?.code !== 'CANCEL_PENDING')
+    return report(response, options, (r) => `${occurrenceId}: ${String(r.status)}`);
+  if (options.json === true) console.log(JSON.stringify(response, null, 2));
+  else
+    console.log(
+      `${occurrenceId}: cancellation requested; pending until the runtime acknowledges ` +
+        '(the session has been told to stop; `occurrence` shows when it settles)',
+    );
+  return 0;
+}
+
 /** run-now, cancel, unquarantine, retry and recover: operator actions on occurrences and runs. */
 export function registerOperatorCommands({ program, opts, run, simple }: ProgramKit): void {
   simple('run-now', 'occurrence.runNow.v1', 'run an active automation now (launches at once)', 'automationId');
-  simple('cancel', 'occurrence.cancel.v1', 'cancel an occurrence (a request while its session runs)', 'occurrenceId');
+  program
+    .command('cancel <occurrenceId>')
+    .description('cancel an occurrence (a request, pending until the runtime acknowledges, while its session runs)')
+    .option('--reason <text>', 'why')
+    .action(
+      run(async (occurrenceId: string, cmd: { reason?: string }) =>
+        withEngine(opts(), async (engine) =>
+          reportCancel(
+            await engine.commands.handle(
+              envelope('occurrence.cancel.v1', {
+                occurrenceId,
+                ...(cmd.reason === undefined ? {} : { reason: cmd.reason }),
+              }),
+            ),
+            occurrenceId,
+            opts(),
+          ),
+        ),
+      ),
+    );
   simple(
     'unquarantine',
     'x-coven-automata.definition.unquarantine.v1',

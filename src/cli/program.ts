@@ -1,19 +1,49 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Command, Option } from 'commander';
 import { isContractError } from '../contract/errors.js';
+import { packageRoot } from '../contract/package-root.js';
 import { CliError, collect, DEFAULT_STORE, type CliOptions } from './context.js';
 import { registerDefinitionCommands, registerDefinitionReads } from './definition-commands.js';
 import { errorLine } from './error-line.js';
 import { registerDoctorCommand } from './doctor-command.js';
+import { registerListCommand } from './list-command.js';
+import { registerNextCommand } from './next-command.js';
+import { registerOccurrenceReads } from './occurrence-commands.js';
 import { registerOperatorCommands } from './operator-commands.js';
 import { programKit } from './program-kit.js';
 import { registerRunReads } from './read-commands.js';
+import { requireExistingStore, storeLocation } from './store-location.js';
 import { registerCheckCommands, registerRunCommands } from './tool-commands.js';
+
+/** Commands that only read the store named by --store: against a missing store file they refuse, creating nothing. */
+const STORE_READS: ReadonlySet<string> = new Set([
+  'list',
+  'get',
+  'history',
+  'health',
+  'events',
+  'occurrences',
+  'occurrence',
+  'receipt',
+  'next',
+]);
+
+/** This package's version, as its package.json gives it. */
+export function packageVersion(): string {
+  return (JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version: string }).version;
+}
 
 /** The `coven-automata` command line. */
 export function buildProgram(): Command {
   const program = new Command('coven-automata')
     .description('An XState orchestration engine for the coven.automations.v1 contract')
-    .option('--store <file>', 'the store file (.sqlite/.sqlite3/.db selects SQLite, anything else JSON)', DEFAULT_STORE)
+    .version(packageVersion(), '-V, --version', 'print the version')
+    .option(
+      '--store <file|url>',
+      'the store: a .json file (JSON store), a .sqlite/.sqlite3/.db file (SQLite) or a postgres:// URL (PostgreSQL)',
+      DEFAULT_STORE,
+    )
     .addOption(
       new Option('--store-kind <kind>', 'force the store implementation regardless of the extension').choices([
         'json',
@@ -38,13 +68,20 @@ export function buildProgram(): Command {
       'how long settled history is kept: off, or <class>=<days|never>[,...] ' +
         '(default ephemeral=1,standard=30,extended=365)',
     )
-    .showHelpAfterError();
+    .showHelpAfterError()
+    .hook('preAction', (_root, action) => {
+      if (STORE_READS.has(action.name()))
+        requireExistingStore(storeLocation(program.opts<CliOptions>()), action.name());
+    });
   const kit = programKit(program);
   // Registration order is the order `--help` lists the subcommands in.
   registerDefinitionCommands(kit);
   registerOperatorCommands(kit);
+  registerListCommand(kit);
   registerDefinitionReads(kit);
   registerRunReads(kit);
+  registerOccurrenceReads(kit);
+  registerNextCommand(kit);
   registerRunCommands(kit);
   registerCheckCommands(kit);
   registerDoctorCommand(kit);

@@ -15,8 +15,8 @@ const eventLine = (e: PrintedEvent) =>
 
 /**
  * `events`: one page of a stream, or with --follow every event after the cursor and then each new one as it
- * commits (from the daemon's stream, or the store this process opened) until SIGINT/SIGTERM. Followed lines
- * start with the cursor `--after` takes: the global position on the feed, the sequence on another stream.
+ * commits (from the daemon's stream, or the store this process opened) until SIGINT/SIGTERM. Every line, paged
+ * or followed, starts with the cursor `--after` takes: the global position on the feed, the sequence on a stream.
  */
 async function readEvents(
   engine: CliEngine,
@@ -25,10 +25,13 @@ async function readEvents(
 ): Promise<number> {
   const stream = parseStream(cmd.stream);
   if (cmd.follow !== true) {
+    // The same cursor --follow prints: the page's global positions on the feed, the sequence on a stream.
+    const cursorOf = (r: Record<string, unknown>, e: PrintedEvent, i: number) =>
+      stream.kind === 'feed' ? (r.positions as number[])[i]! : e.sequence;
     return report(
       await engine.commands.handle(envelope('events.read.v1', { stream, after: Number(cmd.after), limit: 1000 })),
       opts,
-      (r) => (r.events as PrintedEvent[]).map(eventLine).join('\n'),
+      (r) => (r.events as PrintedEvent[]).map((e, i) => eventLine({ ...e, sequence: cursorOf(r, e, i) })).join('\n'),
     );
   }
   const controller = new AbortController();

@@ -4,7 +4,8 @@ import type { FileStore } from '../store/open-store.js';
 import { DaemonClient, startDaemon, type DaemonPlugin } from '../daemon/index.js';
 import type { EngineLogger } from '../observability/logger.js';
 import type { EngineMetrics } from '../observability/metrics.js';
-import { CliError, DEFAULT_STORE, parseRetention, withLocalEngine, type CliOptions } from './context.js';
+import { CliError, parseRetention, withLocalEngine, type CliOptions } from './context.js';
+import { storeLocation } from './store-location.js';
 
 /** What `start` takes beyond the global options. */
 export interface StartOptions {
@@ -85,7 +86,12 @@ async function attachInspectorIfAsked(engine: Engine, cmd: StartOptions) {
  * store (and on loopback TCP with --listen), until SIGINT/SIGTERM. Then it stops accepting, lets the running
  * pass finish, closes the listeners, removes the socket, token and daemon.json, and the caller releases the lock.
  */
-async function serve(engine: Engine, store: FileStore, options: CliOptions, cmd: StartOptions): Promise<number> {
+async function serve(
+  engine: Engine,
+  store: FileStore,
+  options: CliOptions,
+  cmd: StartOptions & { anchor: string },
+): Promise<number> {
   const listen = parseListen(cmd.listen);
   const format = parseLogFormat(cmd.logFormat);
   const [{ createEngineLogger }, { createEngineMetrics }] = await Promise.all([
@@ -99,7 +105,7 @@ async function serve(engine: Engine, store: FileStore, options: CliOptions, cmd:
   const daemon = await startDaemon({
     engine,
     store,
-    storeFile: store.file,
+    storeFile: cmd.anchor,
     ...(listen === undefined ? {} : { listen }),
     plugins: await startPlugins(metrics, options),
     lastPassAt: () => lastPassAt,
@@ -130,10 +136,11 @@ async function serve(engine: Engine, store: FileStore, options: CliOptions, cmd:
 export async function runStart(options: CliOptions, cmd: StartOptions): Promise<number> {
   parseListen(cmd.listen);
   parseLogFormat(cmd.logFormat);
-  const running = await DaemonClient.connect(options.store ?? DEFAULT_STORE);
+  const { anchor } = storeLocation(options);
+  const running = await DaemonClient.connect(anchor);
   if (running !== undefined) {
     const health = await running.get<{ pid: number; storeFile: string }>('/healthz');
     throw new CliError(`a daemon (process ${health.pid}) already serves ${health.storeFile}`);
   }
-  return withLocalEngine(options, (engine, store) => serve(engine, store, options, cmd));
+  return withLocalEngine(options, (engine, store) => serve(engine, store, options, { ...cmd, anchor }));
 }

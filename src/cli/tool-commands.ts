@@ -85,26 +85,40 @@ export function registerRunCommands({ program, opts, run }: ProgramKit): void {
     );
 }
 
+/** `conformance run [files...]`: the upstream corpus (or the files named), a summary line, exit 1 on fail or crash. */
+function registerConformanceCommand({ program, opts, run }: ProgramKit): void {
+  program
+    .command('conformance')
+    .description('conformance vectors')
+    .command('run [files...]')
+    .description(
+      'run conformance files (vectors, scenarios, runner suites) against a fresh engine each; with no files, the ' +
+        'whole corpus under the upstream folder (COVEN_UPSTREAM_DIR, or ../shared/upstream)',
+    )
+    .action(
+      run(async (files: string[]) => {
+        const corpus = await import('../testkit/conformance/corpus.js');
+        const { formatFileReports } = await import('../testkit/conformance/report-format.js');
+        const chosen = files.length > 0 ? files : corpus.findCorpus();
+        if (chosen.length === 0) {
+          console.error(`no conformance files found under ${corpus.upstreamDirectory()}/conformance`);
+          return 1;
+        }
+        const reports = [];
+        for (const file of chosen) reports.push(await corpus.runFile(file));
+        console.log(opts().json === true ? JSON.stringify(reports, null, 2) : formatFileReports(reports));
+        return reports.some((r) => r.status === 'fail' || r.status === 'crash') ? 1 : 0;
+      }),
+    );
+}
+
 /**
  * conformance, diagram, inspect and verify: checking the engine, its diagrams and its receipts. The runner, the
  * renderer and the inspector are imported when their command runs (the last two are optional packages).
  */
-export function registerCheckCommands({ program, opts, run }: ProgramKit): void {
-  program
-    .command('conformance')
-    .description('conformance vectors')
-    .command('run <files...>')
-    .description('run conformance.vector.v1 files against a fresh engine each')
-    .action(
-      run(async (files: string[]) => {
-        const { runVector } = await import('../testkit/conformance/vector-runner.js');
-        const { formatReports } = await import('../testkit/conformance/report-format.js');
-        const reports = [];
-        for (const file of files) reports.push(await runVector(file));
-        console.log(opts().json === true ? JSON.stringify(reports, null, 2) : formatReports(reports));
-        return reports.some((r) => r.status === 'fail') ? 1 : 0;
-      }),
-    );
+export function registerCheckCommands(kit: ProgramKit): void {
+  const { program, opts, run } = kit;
+  registerConformanceCommand(kit);
   program
     .command('diagram')
     .description('render the machines as Mermaid and SVG')

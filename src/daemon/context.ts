@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Engine } from '../engine/engine.js';
 import type { FileStore } from '../store/open-store.js';
+import type { SubscriberRegistry } from './subscribers.js';
 
 /** What a daemon's routes and plugins work with. */
 export interface DaemonContext {
@@ -17,6 +18,8 @@ export interface DaemonContext {
   stopping: AbortSignal;
   /** When the engine's last pass finished (undefined before the first). */
   lastPassAt: () => Date | undefined;
+  /** The changefeed streams being served and how far each was delivered (the doctor's events.cursor-lag). */
+  subscribers: SubscriberRegistry;
 }
 
 /** Extra routes (metrics, doctor, dashboard) register themselves through a plugin. */

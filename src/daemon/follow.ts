@@ -8,6 +8,11 @@ export interface FollowedEvent {
   event: EventEnvelope;
 }
 
+/** A followed entry with its global feed position too (equal to `position` on the feed). */
+export interface FeedFollowedEvent extends FollowedEvent {
+  feedPosition: number;
+}
+
 const PAGE = 100;
 export const GLOBAL_FEED: StreamRef = { kind: 'feed', id: 'all' };
 
@@ -43,7 +48,7 @@ export async function* follow(
   store: Store,
   stream: StreamRef,
   options: { after?: number; signal?: AbortSignal } = {},
-): AsyncGenerator<FollowedEvent> {
+): AsyncGenerator<FeedFollowedEvent> {
   let after = options.after !== undefined && options.after >= 0 ? options.after : -1;
   await changefeed.read(stream, { after, limit: 1 });
   const signal = options.signal;
@@ -57,7 +62,7 @@ export async function* follow(
       const entries = await entriesAfter(store, stream, after);
       for (const entry of entries) {
         after = stream.kind === 'feed' ? entry.position : entry.sequence;
-        yield { position: after, event: entry.data as EventEnvelope };
+        yield { position: after, feedPosition: entry.position, event: entry.data as EventEnvelope };
         if (aborted()) return;
       }
       if (entries.length === 0) await committed;

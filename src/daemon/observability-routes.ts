@@ -9,7 +9,10 @@ export interface ObservabilityRoutesOptions {
   metrics: EngineMetrics;
   /** The engine's retention (false: off), so the doctor judges retention pressure against the right windows. */
   retention?: RetentionOptions | false;
-  /** The changefeed subscribers the daemon serves and their positions, for events.cursor-lag. */
+  /**
+   * Subscribers the embedder serves beside the daemon's own stream, for events.cursor-lag. The daemon's
+   * `GET /api/v1/events` subscribers are always reported.
+   */
   subscribers?: () => SubscriberCursor[];
 }
 
@@ -23,7 +26,7 @@ export function daemonDoctor(ctx: DaemonContext, options: ObservabilityRoutesOpt
     lastPassDurationMs,
     startedAt: ctx.startedAt.toISOString(),
     ...(options.retention === undefined ? {} : { retention: options.retention }),
-    ...(options.subscribers === undefined ? {} : { subscribers: options.subscribers() }),
+    subscribers: [...ctx.subscribers.list(), ...(options.subscribers?.() ?? [])],
   });
 }
 

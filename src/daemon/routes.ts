@@ -36,6 +36,17 @@ function streamRequest(request: FastifyRequest): { stream: StreamRef; after: num
   return { stream, after: Number(text) };
 }
 
+/** Until a full socket drains or closes; both listeners go, so a subscriber that often stalls leaks none. */
+function drained(raw: FastifyReply['raw']): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      raw.off('drain', done).off('close', done);
+      resolve();
+    };
+    raw.once('drain', done).once('close', done);
+  });
+}
+
 /**
  * `GET /api/v1/events`: one server-sent event per changefeed entry (`id:` its cursor, `event:` its kind,
  * `data:` the EventEnvelope) until the client leaves or the daemon stops. The cursor is checked before the
@@ -57,18 +68,24 @@ async function eventStream(ctx: DaemonContext, request: FastifyRequest, reply: F
     'x-accel-buffering': 'no',
   });
   raw.write(': following\n\n');
+  const subscriber = ctx.subscribers.open(stream, after);
   try {
-    for await (const { position, event } of follow(ctx.engine.commands.changefeed, ctx.store, stream, {
+    for await (const { position, feedPosition, event } of follow(ctx.engine.commands.changefeed, ctx.store, stream, {
       after,
       signal: controller.signal,
     })) {
-      const more = raw.write(`id: ${position}\nevent: ${event.kind}\ndata: ${JSON.stringify(event)}\n\n`);
-      if (!more) await new Promise<void>((resolve) => raw.once('drain', resolve).once('close', resolve));
+      // Delivered once the socket took it: a client that stops reading stalls here and shows as lagging.
+      const message = `id: ${position}\nevent: ${event.kind}\ndata: ${JSON.stringify(event)}\n\n`;
+      const more = raw.write(message, (error) => {
+        if (error === undefined || error === null) subscriber.delivered(feedPosition, position);
+      });
+      if (!more) await drained(raw);
     }
   } catch (error) {
     const typed = error instanceof ContractError ? error : new ContractError('INTERNAL', 'the changefeed stopped');
     if (!raw.destroyed) raw.write(`event: error\ndata: ${JSON.stringify(rejectionBody(typed))}\n\n`);
   } finally {
+    subscriber.close();
     ctx.stopping.removeEventListener('abort', leave);
     raw.end();
   }

@@ -16,6 +16,7 @@ import {
 } from './files.js';
 import { answerClientError, installErrorHandling } from './http-errors.js';
 import { registerCoreRoutes } from './routes.js';
+import { SubscriberRegistry } from './subscribers.js';
 import { authorityRequired, isReadCommand, isTrusted, markTcp, routeTrust } from './trust.js';
 
 type Handler = (request: IncomingMessage, response: ServerResponse) => void;
@@ -132,6 +133,7 @@ export async function startServer(options: DaemonOptions): Promise<Daemon> {
     startedAt: new Date(),
     stopping: stopping.signal,
     lastPassAt: options.lastPassAt ?? (() => undefined),
+    subscribers: new SubscriberRegistry(),
   };
   const servers: Server[] = [];
   const app = await buildApp(ctx, options, (handler) => {

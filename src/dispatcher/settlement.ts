@@ -1,5 +1,6 @@
 import { OccurrenceState, RunState } from '../../machines/index.js';
 import { updateEntityAttributes } from '../actors/entity-transition.js';
+import { blake3 } from '@noble/hashes/blake3.js';
 import { sha256Hex } from '../contract/digest.js';
 import { MAX_ATTEMPTS_PER_RUN, type PreOwnershipFailureClass } from '../contract/vocabulary.js';
 import { moveEntity, createExecutionEntity, type StepContext } from '../domain/lifecycle.js';
@@ -26,15 +27,17 @@ import { endRunHold, moveRunHold, type RunHoldSend } from '../domain/run-hold.js
 
 /**
  * Backoff before retry attempt `n` (n ≥ 2), bounded by the policy: none 0, fixed backoffSeconds,
- * exponential base·2^min(n−2,16) capped at a day, jittered deterministically from the run and attempt
- * (SHA-256 here; upstream pins BLAKE3) so replays compute the same instant.
+ * exponential base·2^min(n−2,16) capped at a day, jittered deterministically from the run and attempt:
+ * the first 8 bytes of BLAKE3("<runId>:<n>") as a big-endian u64, mod the ceiling, plus one second (the
+ * function upstream pins), so replays and other implementations compute the same instant.
  */
 export function backoffMs(policy: OccurrenceContext['retryPolicy'], runId: string, n: number): number {
   if (policy.backoffPolicy === 'none') return 0;
   const base = policy.backoffSeconds ?? 30;
   if (policy.backoffPolicy === 'fixed') return base * 1000;
   const ceiling = Math.min(base * 2 ** Math.min(n - 2, 16), 86_400);
-  const jitter = Number(BigInt(`0x${sha256Hex(`${runId}:${n}`).slice(0, 16)}`) % BigInt(ceiling)) + 1;
+  const head = new DataView(blake3(new TextEncoder().encode(`${runId}:${n}`)).buffer).getBigUint64(0, false);
+  const jitter = Number(head % BigInt(ceiling)) + 1;
   return jitter * 1000;
 }
 

@@ -16,7 +16,7 @@ export interface SchedulerFacts {
   /** When the scheduler started: one that has not passed cleanly within the stale window since is stale too. */
   startedAt?: string;
   /** Live changefeed subscribers and how many feed events each has yet to receive. */
-  subscribers?: Array<{ subscriberId: string; position: number; behind: number }>;
+  subscribers?: Array<{ subscriberId: string; position: number; behind: number; stream?: string; sequence?: number }>;
 }
 
 export interface DoctorFinding {
@@ -223,6 +223,10 @@ function judgeRuns({ view }: Judged, push: Push): void {
     );
 }
 
+/** Where a subscriber stands: its feed position, or its sequence on the one stream it follows. */
+const cursorText = (s: { position: number; stream?: string; sequence?: number }) =>
+  s.stream === undefined ? `at position ${s.position}` : `of ${s.stream} at sequence ${s.sequence ?? -1}`;
+
 function judgeRecords({ view, facts }: Judged, push: Push): void {
   const unverified = view.receipts.filter((r) => !r.verified);
   if (unverified.length > 0)
@@ -236,9 +240,7 @@ function judgeRecords({ view, facts }: Judged, push: Push): void {
     push(
       'events.cursor-lag',
       [],
-      lagging
-        .map((s) => `subscriber ${s.subscriberId} at position ${s.position} is ${s.behind} events behind`)
-        .join('; '),
+      lagging.map((s) => `subscriber ${s.subscriberId} ${cursorText(s)} is ${s.behind} events behind`).join('; '),
     );
   if (view.retentionBacklog.length > 0) {
     const oldest = view.retentionBacklog.map((e) => e.settledAt).sort()[0]!;

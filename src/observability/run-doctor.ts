@@ -8,6 +8,10 @@ import { readDoctorView } from './doctor-view.js';
 export interface SubscriberCursor {
   subscriberId: string;
   position: number;
+  /** A subscriber of one stream (`automation/nightly`): its lag counts that stream's entries only. */
+  stream?: string;
+  /** With `stream`: the last sequence of that stream it was sent (-1: none yet). */
+  sequence?: number;
 }
 
 export interface DoctorOptions extends Omit<SchedulerFacts, 'subscribers'> {
@@ -24,7 +28,10 @@ const LAG_PROBE = 1000;
 async function behind(reader: StoreReader, cursors: SubscriberCursor[]): Promise<SchedulerFacts['subscribers']> {
   const lags = [];
   for (const c of cursors) {
-    const pending = await reader.readFeed({ after: c.position, limit: LAG_PROBE });
+    const pending =
+      c.stream === undefined
+        ? await reader.readFeed({ after: c.position, limit: LAG_PROBE })
+        : await reader.readLog(c.stream, { after: c.sequence ?? -1, limit: LAG_PROBE });
     lags.push({ ...c, behind: pending.length });
   }
   return lags;

@@ -181,7 +181,30 @@ export { specProblems, checkSpecSoundness, type SoundnessCheck, type ProvableMac
  * ```
  */
 export { runVector } from './conformance/vector-runner.js';
-export { formatReports } from './conformance/report-format.js';
+export { formatReports, formatFileReports } from './conformance/report-format.js';
+
+/**
+ * The whole upstream corpus: every vector, scenario and audit-runner suite under `<upstream>/conformance`, each
+ * file run on its own (a crash is that file's `crash`), with the summary line the CLI prints.
+ *
+ * @example
+ * ```ts
+ * const reports = [];
+ * for (const file of findCorpus()) reports.push(await runFile(file));
+ * console.log(summaryLine(reports)); // "N files: P pass, D differ, U unsupported, F fail, C crash"
+ * ```
+ */
+export {
+  findCorpus,
+  runFile,
+  summaryLine,
+  differences,
+  upstreamDirectory,
+  type FileReport,
+  type FileStatus,
+} from './conformance/corpus.js';
+/** The contract rules that decide a `differs`, each with its sentence quoted from the contract. */
+export { CONTRACT_RULES, decidingRule, type ContractRule, type Situation } from './conformance/contract-rules.js';
 export type {
   ConformanceVector,
   ExpectationResult,

@@ -135,7 +135,7 @@ describe.each(['automations.json', 'automations.sqlite'])(
       const result = await runCli('--store', store, 'apply', '-f', file('no-familiar.json', noFamiliar));
       expect(result.code).toBe(1);
       expect(result.err).toMatch(
-        /^VALIDATION_FAILED \(400\): automation definition failed validation: \/definition\/binding must have required property 'familiarId'/,
+        /^VALIDATION_FAILED \(400\): automation definition failed validation: \/definition\/binding\/familiarId is required$/,
       );
       expect(bytes() === fresh, 'a refused definition left a draft').toBe(true);
       const wrongPrompt = await runCli(
@@ -167,7 +167,7 @@ test('the human error line lists the first few failed fields, then how many more
       .map((p) => `/definition${p.replace(':', '')}`)
       .join('; ')}; and 3 more`,
   );
-  // A message that already quotes its problems (the envelope's own) is not repeated.
+  // A message that already quotes its problems (the envelope's own) says them once, as sentences.
   expect(
     errorLine({
       code: 'VALIDATION_FAILED',
@@ -175,5 +175,5 @@ test('the human error line lists the first few failed fields, then how many more
       message: "command envelope is invalid: (root): must have required property 'intent'",
       details: { problems: ["(root): must have required property 'intent'"] },
     }),
-  ).toBe("VALIDATION_FAILED (400): command envelope is invalid: (root): must have required property 'intent'");
+  ).toBe('VALIDATION_FAILED (400): command envelope is invalid: /intent is required');
 });

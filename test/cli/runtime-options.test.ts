@@ -143,6 +143,8 @@ describe('the CLI confines and equips the child-process runtime', () => {
   });
 
   test('bad --pass-env and --cwd-root values are usage errors', async () => {
+    // On a store that exists: a read against a missing one is refused for that first.
+    expect((await cli('--store', store, 'init')).code).toBe(0);
     expect(await cli('--store', store, '--pass-env', 'A=B', 'list')).toMatchObject({
       code: 1,
       err: '--pass-env: "A=B" is not an environment variable name',

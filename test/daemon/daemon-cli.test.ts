@@ -2,7 +2,9 @@ import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, test } from 'vitest';
+import { OccurrenceState } from '../../machines/index.js';
 import { DaemonClient } from '../../src/daemon/index.js';
+import { eventually } from '../support/eventually.js';
 import { killChildren, runCliProcess, spawnCli, startDaemonProcess, writeDefinition } from './daemon-process.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'coven-daemon-cli-'));
@@ -40,16 +42,65 @@ describe('a second CLI process against a running daemon', () => {
     for (const run of [applied, listed, runNow, history, events, refused, retry])
       expect(run.stdout + run.stderr).not.toContain('CONCURRENCY_LIMIT');
     const get = await cli('get', 'nightly');
+    // list shows the last run's result: compared once the daemon's passes have settled the run-now.
+    const settled = await eventually(async () => {
+      const run = await cli('list');
+      return /\bsucceeded\s*$/m.test(run.stdout) ? run : undefined;
+    }, 30_000);
     // The same commands once the daemon is gone: the CLI opens the store itself and prints the same.
     daemon.child.kill('SIGINT');
     expect(await daemon.exited).toBe(0);
     expect(daemon.stdout()).toMatch(/stopped; store lock released\n$/);
     expect(existsSync(`${store}.sock`) || existsSync(`${store}.daemon.json`)).toBe(false);
-    expect((await cli('list')).stdout).toBe(listed.stdout);
+    expect((await cli('list')).stdout).toBe(settled.stdout);
     expect((await cli('get', 'nightly')).stdout).toBe(get.stdout);
     const localRefusal = await cli('pause', 'no-such-automation');
     expect(localRefusal.stderr).toBe(refused.stderr);
     expect((await cli('retry', 'no-such-run')).stderr).toBe(retry.stderr);
+  }, 120_000);
+
+  test('occurrences, occurrence, receipt, next, list and cancel print the same through the daemon as locally', async () => {
+    const folder = fresh();
+    const store = join(folder, 'automations.json');
+    const daemon = await startDaemonProcess(store);
+    const cli = (...args: string[]) => runCliProcess(['--store', store, ...args]);
+    expect((await cli('apply', '-f', writeDefinition(folder, 'nightly'))).code).toBe(0);
+    expect((await cli('activate', 'nightly')).code).toBe(0);
+    expect((await cli('run-now', 'nightly')).code).toBe(0);
+    // The daemon's own passes observe the session (`true`) and settle it.
+    const id = await eventually(async () => {
+      const listed = JSON.parse((await cli('--json', 'occurrences', '--view', 'all')).stdout) as {
+        result: { occurrences: Array<{ occurrenceId: string; state: string }> };
+      };
+      const settled = listed.result.occurrences.find((o) => o.state === OccurrenceState.succeeded);
+      return settled?.occurrenceId;
+    }, 30_000);
+    const reads = [
+      ['list'],
+      ['occurrences'],
+      ['occurrences', '--view', 'running', '--automation', 'nightly'],
+      ['occurrence', id],
+      ['occurrence', id, '--history'],
+      ['receipt', `run-${id}`],
+      ['receipt', `run-${id}`, '--verify'],
+      ['cancel', id],
+      ['occurrence', 'occ-ghost'],
+    ];
+    const served = [];
+    for (const args of reads) served.push(await cli(...args));
+    const next = await cli('next', 'nightly', '--count', '3');
+    for (const run of [...served, next]) expect(run.stdout + run.stderr).not.toContain('CONCURRENCY_LIMIT');
+    expect(served[6]!.stdout).toMatch(/: verified \(sha256 over jcs-rfc8785: [0-9a-f]{64}\)\n$/);
+    expect(served[7]).toMatchObject({ code: 1, stderr: expect.stringMatching(/^ILLEGAL_TRANSITION \(422\)/) });
+    daemon.child.kill('SIGINT');
+    expect(await daemon.exited).toBe(0);
+    for (const [i, args] of reads.entries()) {
+      const local = await cli(...args);
+      expect({ code: local.code, stdout: local.stdout, stderr: local.stderr }, args.join(' ')).toEqual(served[i]);
+    }
+    // The preview's header names the instant it starts from; the slots are the same.
+    const localNext = await cli('next', 'nightly', '--count', '3');
+    expect(localNext.stdout.split('\n').slice(1)).toEqual(next.stdout.split('\n').slice(1));
   }, 120_000);
 
   test("events --follow streams another process's commits live, with the feed position --after takes", async () => {

@@ -203,6 +203,23 @@ describe('the doctor (diagnostics.doctor.v1)', () => {
     expect(codesOf(await w.doctor({ ...w.freshFacts(), subscribers: [close] }))).toEqual([]);
   });
 
+  test('events.cursor-lag: a subscriber of one stream is judged by the sequence it reached on that stream', async () => {
+    const w = await healthyWorld();
+    const entries = await w.store.read((r) => r.readFeed({ after: -1, limit: 10_000 }));
+    const counts = new Map<string, number>();
+    for (const e of entries) counts.set(e.stream, (counts.get(e.stream) ?? 0) + 1);
+    const [stream, length] = [...counts].sort((a, b) => b[1] - a[1])[0]!;
+    expect(length).toBeGreaterThan(4);
+    // Far behind on the feed, yet it has every event of its own stream: nothing to report.
+    const caughtUp = { subscriberId: 'sse-3', position: -1, stream, sequence: length - 1 };
+    expect(codesOf(await w.doctor({ ...w.freshFacts(), subscribers: [caughtUp] }))).toEqual([]);
+    const behind = { subscriberId: 'sse-4', position: -1, stream, sequence: length - 5 };
+    const report = await w.doctor({ ...w.freshFacts(), subscribers: [behind] });
+    expect(report.findings.map((f) => f.observed)).toEqual([
+      `subscriber sse-4 of ${stream} at sequence ${length - 5} is 4 events behind`,
+    ]);
+  });
+
   test('disk.retention-pressure: settled history past its window, still stored', async () => {
     const w = await healthyWorld();
     w.clock.set(at('09:20:00'));

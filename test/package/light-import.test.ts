@@ -79,7 +79,9 @@ test('the light entry exports the typed state constants and no suite', async () 
 
 test('CLI read commands load none of the diagram, inspector, suite or conformance code', () => {
   const store = scratchStore();
-  for (const args of [['--store', store, 'list'], ['machines']]) {
+  // Reads refuse a missing store, so the store is made first.
+  expect(cli(['--store', store, 'init']).exitCode).toBe(0);
+  for (const args of [['--store', store, 'list'], ['--store', store, 'occurrences'], ['machines']]) {
     const run = cli(args);
     expect(run.exitCode, run.stderr).toBe(0);
     expect(packagesAmong(run.urls, HEAVY)).toEqual([]);

@@ -1,6 +1,8 @@
+import type { FileReport } from './corpus.js';
+import { summaryLine } from './corpus.js';
 import type { VectorReport } from './vector-format.js';
 
-/** A readable per-file report: one line per vector, then every expectation that did not simply pass. */
+/** A readable report: one line per vector, then every expectation that did not simply pass. */
 export function formatReports(reports: VectorReport[]): string {
   const lines: string[] = [];
   for (const r of reports) {
@@ -14,11 +16,16 @@ export function formatReports(reports: VectorReport[]): string {
       );
     }
   }
-  const count = (s: string) => reports.filter((r) => r.status === s).length;
-  lines.push(
-    '',
-    `${reports.length} vectors: ${count('pass')} pass, ${count('differs')} differ by contract rule, ` +
-      `${count('unsupported')} unsupported, ${count('fail')} fail`,
-  );
+  return lines.join('\n');
+}
+
+/** The file reports, crashes included, and the summary line last. */
+export function formatFileReports(reports: FileReport[]): string {
+  const lines: string[] = [];
+  for (const f of reports) {
+    if (f.status === 'crash') lines.push(`CRASH       ${f.file}: ${f.crash ?? ''}`);
+    else lines.push(formatReports(f.vectors));
+  }
+  lines.push('', summaryLine(reports));
   return lines.join('\n');
 }

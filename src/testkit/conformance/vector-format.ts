@@ -4,7 +4,8 @@ export interface ConformanceVector {
   profile: string;
   category?: string;
   title: string;
-  virtualTime?: { start: string };
+  virtualTime?: { start: string; hostTimezone?: string };
+  prerequisites?: string[];
   input: {
     definitions?: Array<Record<string, unknown> & { id: string; status: string }>;
     invalidDefinitions?: Array<Record<string, unknown>>;
@@ -22,6 +23,8 @@ export interface ExpectationResult {
   observed?: unknown;
   /** For `differs` and `unsupported`: the contract rule or the missing capability. */
   reason?: string;
+  /** For `differs`: the id of the contract rule that decides it. */
+  rule?: string;
 }
 
 export interface VectorReport {

@@ -1,0 +1,118 @@
+// The peer bench: `npm run bench -- [--quick] [--rounds N] [--workloads burst,steady,crash] [--systems …]`.
+// Starts throwaway PostgreSQL and Redis servers, runs every system under every workload in rounds (each round
+// rotates the systems' order, so none always runs first or last), waits for a quiet machine before each run,
+// prints medians with min–max and coven/peer ratios, writes results/<timestamp>.json, stops the servers.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { SYSTEMS, WORKLOADS, type SystemName, type WorkloadName } from './protocol.js';
+import { renderTable, summarize, type RunRecord } from './report.js';
+import { needsPostgres, needsRedis, runOne, type Servers, type Settings } from './run-one.js';
+import { PostgresServer, RedisServer } from './servers.js';
+
+const RESULTS_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', 'results');
+const QUIET_POLL_MS = 5_000;
+
+function flag(name: string): string | undefined {
+  const i = process.argv.indexOf(`--${name}`);
+  return i === -1 ? undefined : process.argv[i + 1];
+}
+
+function list<T extends string>(name: string, allowed: readonly T[]): T[] {
+  const value = flag(name);
+  if (value === undefined) return [...allowed];
+  const picked = value.split(',').map((s) => s.trim()) as T[];
+  const unknown = picked.filter((p) => !allowed.includes(p));
+  if (unknown.length > 0) throw new Error(`--${name}: unknown ${unknown.join(', ')} (known: ${allowed.join(', ')})`);
+  return picked;
+}
+
+function options() {
+  const quick = process.argv.includes('--quick');
+  const num = (name: string, full: number, fast: number) => Number(flag(name) ?? (quick ? fast : full));
+  const settings: Settings = {
+    jobs: num('jobs', 1000, 200),
+    concurrency: num('concurrency', 16, 16),
+    ratePerMinute: num('rate', 2000, 2000),
+    seconds: num('seconds', 60, 10),
+    recoverSeconds: num('recover-seconds', 90, 30),
+  };
+  return {
+    quick,
+    settings,
+    rounds: num('rounds', 3, 1),
+    quietLoad: num('quiet-load', 1.5, 1.5),
+    quietWaitS: num('quiet-wait-s', 600, 10),
+    systems: list<SystemName>('systems', SYSTEMS),
+    workloads: list<WorkloadName>('workloads', WORKLOADS),
+    out: flag('out'),
+  };
+}
+
+/** Waits until the one-minute load average is below `limit` (at most `waitS`); answers the load it saw last. */
+async function quiet(limit: number, waitS: number): Promise<number> {
+  const deadline = performance.now() + waitS * 1000;
+  for (;;) {
+    const load = loadavg()[0]!;
+    if (load < limit) return load;
+    if (performance.now() > deadline) {
+      process.stderr.write(`  load ${load.toFixed(2)} still ≥ ${limit} after ${waitS} s: running anyway (recorded)\n`);
+      return load;
+    }
+    await sleep(QUIET_POLL_MS);
+  }
+}
+
+const rotate = <T>(xs: T[], by: number) => xs.map((_, i) => xs[(i + by) % xs.length]!);
+
+async function main(): Promise<void> {
+  const o = options();
+  const servers: Servers = {};
+  const stop = async () => {
+    servers.pg?.stop();
+    await servers.redis?.stop();
+  };
+  process.once('SIGINT', () => void stop().finally(() => process.exit(130)));
+  const records: RunRecord[] = [];
+  const started = new Date();
+  try {
+    if (needsPostgres(o.systems)) servers.pg = await PostgresServer.start();
+    if (needsRedis(o.systems)) servers.redis = await RedisServer.start();
+    for (let round = 0; round < o.rounds; round++)
+      for (const workload of o.workloads)
+        for (const system of rotate(o.systems, round)) {
+          const load = await quiet(o.quietLoad, o.quietWaitS);
+          process.stderr.write(`round ${round + 1}/${o.rounds} ${workload} ${system} (load ${load.toFixed(2)})\n`);
+          const record: RunRecord = { round, system, workload, load };
+          try {
+            record.result = await runOne(system, workload, round, o.settings, servers);
+          } catch (error) {
+            record.error = (error as Error).message;
+            process.stderr.write(`  failed: ${record.error}\n`);
+          }
+          records.push(record);
+        }
+  } finally {
+    await stop();
+  }
+  const summary = summarize(records, o.systems, o.workloads);
+  const table = renderTable(summary, o.systems);
+  const s = o.settings;
+  process.stdout.write(
+    `\nPeer bench, ${o.rounds} round(s): burst ${s.jobs} jobs at concurrency ${s.concurrency}; steady ` +
+      `${s.ratePerMinute}/min for ${s.seconds} s; crash: SIGKILL after half of ${s.jobs}, restart for up to ` +
+      `${s.recoverSeconds} s. Cells: median (min–max) over rounds.\n\n${table}\n`,
+  );
+  const failed = records.filter((r) => r.error !== undefined);
+  for (const r of failed) process.stdout.write(`failed: round ${r.round + 1} ${r.workload} ${r.system}: ${r.error}\n`);
+  const out = o.out ?? join(RESULTS_DIR, `${started.toISOString().replace(/[:.]/g, '-')}.json`);
+  mkdirSync(dirname(out), { recursive: true });
+  const machine = { cpus: cpus().length, model: cpus()[0]?.model, node: process.version };
+  writeFileSync(out, `${JSON.stringify({ started, options: o, machine, records, summary, table }, null, 2)}\n`);
+  process.stdout.write(`\nresults: ${out}\n`);
+  if (failed.length > 0) process.exitCode = 1;
+}
+
+await main();

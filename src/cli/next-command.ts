@@ -1,0 +1,97 @@
+import { DefinitionState } from '../../machines/index.js';
+import { envelope, report, withEngine, type CliEngine, type CliOptions } from './context.js';
+import { wholeNumber } from './occurrence-commands.js';
+import type { ProgramKit } from './program-kit.js';
+
+const MAX_COUNT = 1000;
+
+/** A preview of when a definition's trigger fires: its rule, zone and the next slots from `from` on. */
+export interface SchedulePreview {
+  automationId: string;
+  lifecycleState: string;
+  rrule: string;
+  timezone: string;
+  from: string;
+  scheduledTimes: string[];
+}
+
+/**
+ * The next `count` slots after `from` of the schedule of a definition.get.v1 result, expanded with the
+ * engine's own Schedule (loaded on use): what the scheduler plans while the definition is active.
+ */
+export async function previewSchedule(
+  got: Record<string, unknown>,
+  count: number,
+  from: Date,
+): Promise<SchedulePreview> {
+  const definition = got.definition as { trigger: { schedule: { rrule: string; timezone: string } } };
+  const { rrule, timezone } = definition.trigger.schedule;
+  const { Schedule } = await import('../schedule/schedule.js');
+  const schedule = new Schedule(rrule, timezone);
+  const scheduledTimes: string[] = [];
+  for (let after = from; scheduledTimes.length < count;) {
+    const next = schedule.nextAfter(after);
+    if (next === null) break;
+    scheduledTimes.push(next.toISOString());
+    after = next;
+  }
+  return {
+    automationId: String(got.automationId),
+    lifecycleState: String(got.lifecycleState),
+    rrule,
+    timezone,
+    from: from.toISOString(),
+    scheduledTimes,
+  };
+}
+
+/** The wall time of `iso` in the definition's zone, e.g. `2026-03-05 02:00 Europe/Berlin`. */
+function wallTime(iso: string, timezone: string): string {
+  const zone = timezone === 'utc' ? 'UTC' : timezone;
+  const parts = new Intl.DateTimeFormat('en-CA', {
+    timeZone: zone,
+    year: 'numeric',
+    month: '2-digit',
+    day: '2-digit',
+    hour: '2-digit',
+    minute: '2-digit',
+    hourCycle: 'h23',
+  }).formatToParts(new Date(iso));
+  const part = (type: string) => parts.find((p) => p.type === type)?.value ?? '';
+  return `${part('year')}-${part('month')}-${part('day')} ${part('hour')}:${part('minute')} ${zone}`;
+}
+
+/** The human preview: a header naming the rule, then one line per slot (UTC and the zone's wall time). */
+export function previewLines(preview: SchedulePreview): string {
+  const lines = [
+    `${preview.automationId} (${preview.lifecycleState}): ${preview.rrule} in ${preview.timezone}, ` +
+      `next ${preview.scheduledTimes.length} after ${preview.from}`,
+    ...preview.scheduledTimes.map((t) => `  ${t}  ${wallTime(t, preview.timezone)}`),
+  ];
+  if (preview.lifecycleState !== DefinitionState.active)
+    lines.push(`note: ${preview.automationId} is ${preview.lifecycleState}; nothing is planned until it is active`);
+  return lines.join('\n');
+}
+
+async function printPreview(engine: CliEngine, id: string, count: number, opts: CliOptions): Promise<number> {
+  const got = await engine.commands.handle(envelope('definition.get.v1', { automationId: id }));
+  if (got.outcome === 'rejected') return report(got, opts);
+  // The CLI has no engine clock to ask: the preview starts now, by this machine's clock.
+  const preview = await previewSchedule(got.result!, count, new Date());
+  console.log(opts.json === true ? JSON.stringify(preview, null, 2) : previewLines(preview));
+  return 0;
+}
+
+/** `next <automationId> [--count N]`: when the trigger fires next. */
+export function registerNextCommand({ program, opts, run }: ProgramKit): void {
+  program
+    .command('next <automationId>')
+    .description("preview the next scheduled times of a definition's trigger")
+    .option('--count <n>', `how many (1 to ${MAX_COUNT})`, '5')
+    .action(
+      run(async (id: string, cmd: { count: string }) => {
+        const count = wholeNumber('--count', cmd.count, MAX_COUNT)!;
+        return withEngine(opts(), (engine) => printPreview(engine, id, count, opts()));
+      }),
+    );
+}

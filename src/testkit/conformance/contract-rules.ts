@@ -1,0 +1,240 @@
+import { AttemptState, OccurrenceState, RunState } from '../../../machines/index.js';
+import type { ConformanceVector } from './vector-format.js';
+
+/** What one mismatching expectation is judged on: the vector, the expectation, and what the engine did. */
+export interface Situation {
+  vector: ConformanceVector;
+  /** The expectation's name, e.g. `occurrences[0]` or `steps[1] run.cancel.v1.errorCode`. */
+  expectation: string;
+  /** The expectation's kind, e.g. `occurrences`, `runs`, `replay` (the part of its name before `[` or `.`). */
+  kind: string;
+  expected: unknown;
+  observed: unknown;
+  seen: {
+    occurrences: Array<Record<string, unknown>>;
+    runs: Array<Record<string, unknown>>;
+    /** Attempt states by run id. */
+    attemptStates: Map<string, string[]>;
+    quarantined: string[];
+    /** Codes of the commands the engine refused during the vector. */
+    refusedCodes: string[];
+  };
+  /** The case created its definition the contract's way: imported into draft, then revised to paused. */
+  createdThroughDraft?: boolean;
+}
+
+/**
+ * A rule of the contract under which the engine answers otherwise than upstream's reference model. It applies
+ * wherever its situation occurs, never by file or vector id; the sentence is quoted verbatim from the contract's
+ * lifecycle page.
+ */
+export interface ContractRule {
+  id: string;
+  sentence: string;
+  /** How the rule decides this situation, in this engine's terms. */
+  because: string;
+  applies: (s: Situation) => boolean;
+}
+
+const OCCURRENCE_STATES: ReadonlySet<string> = new Set(Object.values(OccurrenceState));
+const ops = (s: Situation) => s.vector.input.operations ?? [];
+const want = (s: Situation) => (s.expected ?? {}) as Record<string, unknown>;
+
+/** Instants at which an `activate` op made a definition of the vector active. */
+function activations(s: Situation): Map<string, string> {
+  const at = new Map<string, string>();
+  for (const op of ops(s))
+    if (op.op === 'activate' && typeof op.at === 'string') at.set(String(op.automationId), op.at);
+  return at;
+}
+
+const crashedDuring = (s: Situation, phases: string[]) =>
+  ops(s).some((o) => o.op === 'crash' && phases.includes(String(o.during)));
+
+/** Is `small` a subsequence of `big`? */
+function subsequence(small: unknown[], big: unknown[]): boolean {
+  let i = 0;
+  for (const x of big) if (i < small.length && x === small[i]) i += 1;
+  return i === small.length;
+}
+
+/** The engine evaluated a command the contract names, where the reference refused it as unsupported. */
+const evaluatedContractCommand = (s: Situation, command: RegExp) =>
+  command.test(s.expectation) &&
+  s.expected === 'CAPABILITY_UNSUPPORTED' &&
+  typeof s.observed === 'string' &&
+  s.observed !== 'CAPABILITY_UNSUPPORTED';
+
+/** Every rule, in the order they are tried. */
+export const CONTRACT_RULES: readonly ContractRule[] = [
+  {
+    id: 'created-in-draft',
+    sentence:
+      'A definition created with definition.create.v1, or imported from a legacy source, starts in draft, and ' +
+      'definition.revise.v1 moves it to paused.',
+    because:
+      'leaving draft takes a revision of its own and activation commits a new revision, so the same lifecycle path ' +
+      "ends at a higher revision than the reference model's flat body, which is created paused or active directly",
+    applies: (s) =>
+      s.createdThroughDraft === true &&
+      s.kind === 'revision' &&
+      typeof s.expected === 'number' &&
+      typeof s.observed === 'number' &&
+      s.observed > s.expected,
+  },
+  {
+    id: 'paused-slot-disposed',
+    sentence:
+      '`planned` → `skipped`	`misfire`	`scheduler`	misfire policy disposes this slot ' +
+      '(e.g. overlap_forbid, paused, invalid)',
+    because:
+      'a slot that came due while its definition was paused is disposed by the misfire policy, not run once the ' +
+      'definition is activated later; the first slot this engine runs is the first one due after activation',
+    applies: (s) => {
+      const active = activations(s);
+      if (active.size === 0 || !['occurrences', 'dispatchCount', 'projection'].includes(s.kind)) return false;
+      return s.seen.occurrences.every((o) => {
+        const since = active.get(String(o.automationId));
+        return since === undefined || String(o.scheduledFor) >= since;
+      });
+    },
+  },
+  {
+    id: 'ambiguous-run-stays-running',
+    sentence:
+      'The daemon never records ambiguous on a run. Ambiguous evidence either settles the run failed or leaves it ' +
+      'running with an ambiguous attempt while its occurrence waits in recovery_required; see Manual runs and health.',
+    because:
+      'the run stays running with its ambiguous attempt and the occurrence waits in recovery_required until ' +
+      'occurrence.recover.v1 decides (ambiguous-never-auto-retried)',
+    applies: (s) =>
+      s.kind === 'runs' &&
+      want(s).ambiguous === true &&
+      s.seen.runs.some(
+        (r) =>
+          r.automationId === want(s).automationId &&
+          r.state === RunState.running &&
+          (s.seen.attemptStates.get(String(r.runId)) ?? []).at(-1) === AttemptState.ambiguous,
+      ),
+  },
+  {
+    id: 'quarantine-is-not-an-occurrence-state',
+    sentence:
+      'States: planned, eligible, claimed, dispatching, running, recovering, recovery_required, succeeded ' +
+      '(terminal), failed (terminal), cancelled (terminal), timed_out (terminal), skipped (terminal), superseded ' +
+      '(terminal).',
+    because:
+      'quarantined is not an occurrence.v1 state: the occurrence settles failed and the automation is quarantined ' +
+      '(definition.health.v1 quarantined: true)',
+    applies: (s) =>
+      s.kind === 'occurrences' &&
+      typeof want(s).state === 'string' &&
+      !OCCURRENCE_STATES.has(String(want(s).state)) &&
+      s.seen.quarantined.includes(String(want(s).automationId)) &&
+      s.seen.occurrences.some((o) => o.automationId === want(s).automationId && o.state === OccurrenceState.failed),
+  },
+  {
+    id: 'retry-is-an-attempt',
+    sentence:
+      'retry-new-attempt: Retry creates a new attempt with attemptNumber incremented and priorDisposition set; ' +
+      "the prior attempt's record is never rewritten.",
+    because: 'the retries are attempts of one run, so the reference model counts as runs what are attempts here',
+    applies: (s) => {
+      const count = want(s).count;
+      if (s.kind !== 'runs' || typeof count !== 'number' || count < 2) return false;
+      const mine = s.seen.runs.filter((r) => r.automationId === want(s).automationId);
+      return mine.length === 1 && mine[0]!.attemptCount === count;
+    },
+  },
+  {
+    id: 'quarantine-holds-new-work',
+    sentence:
+      '`claimed` → `planned`	`operator_retry`	`command_handler`	attempt.retry.v1 names the latest immutable failed ' +
+      'attempt of an ordinary held run; original deadline remains open, fewer than ten attempts exist, quarantine is ' +
+      'released, and no cancellation or stop ownership is unresolved; opens a new adopted attempt',
+    because:
+      'a retryable failure that exhausts the retry policy quarantines the automation, and no new work opens until ' +
+      'the quarantine is released: the later run requests were refused, so there are fewer runs (and the doctor ' +
+      'reports runs.quarantined rather than repeated failures)',
+    applies: (s) =>
+      ['runs', 'doctor'].includes(s.kind) &&
+      s.seen.quarantined.length > 0 &&
+      s.seen.refusedCodes.includes('ILLEGAL_TRANSITION') &&
+      ops(s).filter((o) => o.op === 'runNow').length > s.seen.runs.length,
+  },
+  {
+    id: 'adoption-commits-with-the-claim',
+    sentence:
+      'adoption-before-side-effects: Command adoption commits before any consequential side effect is issued; ' +
+      'a run is accepted (run.v1 accepted) before dispatch begins.',
+    because:
+      'occurrence.runNow.v1 commits the manual occurrence, its claim and its adoption in one transaction, so a ' +
+      'crash before that commit leaves nothing durable: no planned occurrence, no run, no dispatch',
+    applies: (s) =>
+      crashedDuring(s, ['adoption']) &&
+      s.kind === 'occurrences' &&
+      want(s).state === OccurrenceState.planned &&
+      s.seen.occurrences.every((o) => o.automationId !== want(s).automationId),
+  },
+  {
+    id: 'timeout-settles-timed-out',
+    sentence: '`running` → `timed_out`	`timeout`	`scheduler`	perRunMinutes elapsed without settled evidence',
+    because:
+      'the engine came back after the run deadline with no settled evidence, so the occurrence and run time out ' +
+      '(timed_out) rather than fail on the lapsed lease',
+    applies: (s) => {
+      // A timed-out occurrence is not a missed one: the doctor counts slots collapsed or lapsed before launch.
+      if (s.expectation === 'doctor.occurrences.missed-occurrence')
+        return s.seen.occurrences.some((o) => o.state === OccurrenceState.timed_out);
+      if (!['occurrences', 'runs'].includes(s.kind)) return false;
+      if ((want(s).state ?? want(s).status) !== OccurrenceState.failed) return false;
+      const mine = (s.kind === 'runs' ? s.seen.runs : s.seen.occurrences).filter(
+        (x) => x.automationId === want(s).automationId,
+      );
+      return mine.length > 0 && mine.every((x) => x.state === OccurrenceState.timed_out);
+    },
+  },
+  {
+    id: 'events-commit-with-transitions',
+    sentence:
+      'adoption-before-side-effects: Command adoption commits before any consequential side effect is issued; ' +
+      'a run is accepted (run.v1 accepted) before dispatch begins.',
+    because:
+      "each transition's event commits with the transition, before the launch it precedes, so a crash after a pass " +
+      "loses none of that pass's events: the replay holds the reference sequence and, before it, the events the " +
+      "reference model's crashed pass lost",
+    applies: (s) =>
+      s.kind === 'replay' &&
+      ops(s).some((o) => o.op === 'crash') &&
+      Array.isArray(s.expected) &&
+      Array.isArray(s.observed) &&
+      subsequence(s.expected, s.observed),
+  },
+  {
+    id: 'operator-retry-is-a-command',
+    sentence:
+      '`running` → `planned`	`operator_retry`	`command_handler`	attempt.retry.v1 names the latest immutable failed ' +
+      'attempt of an ordinary held run; original deadline remains open, fewer than ten attempts exist, quarantine is ' +
+      'released, and no cancellation or stop ownership is unresolved; opens a new adopted attempt',
+    because:
+      'this engine implements attempt.retry.v1, so it judges the request on its merits (a typed domain refusal) ' +
+      'instead of refusing the command as unsupported',
+    applies: (s) => evaluatedContractCommand(s, /\battempt\.retry\.v1\b/),
+  },
+  {
+    id: 'cancellation-is-a-command',
+    sentence:
+      'cancellation-is-a-request: Cancellation is a request until acknowledged or reconciled; CANCEL_PENDING is ' +
+      'returned while a running attempt has not acknowledged, and the occurrence settles cancelled only after ' +
+      'acknowledgment or reconciliation.',
+    because:
+      'this engine implements the cancellation commands, so it judges the request on its merits (a typed domain ' +
+      'refusal) instead of refusing the command as unsupported',
+    applies: (s) => evaluatedContractCommand(s, /\b(run|occurrence|attempt)\.cancel\.v1\b/),
+  },
+];
+
+/** The first contract rule that decides this situation, if any does. */
+export function decidingRule(situation: Situation): ContractRule | undefined {
+  return CONTRACT_RULES.find((rule) => rule.applies(situation));
+}

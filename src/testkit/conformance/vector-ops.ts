@@ -1,0 +1,216 @@
+import { integrityOf, verifyIntegrity } from '../../contract/digest.js';
+import { KINDS } from '../../domain/records.js';
+import { RETENTION_GRACE_MS } from '../../observability/doctor-view.js';
+import type { SimulatedBehavior } from '../../runtime/simulated-runtime.js';
+import { contractKey, currentDefinition, envelope, reviseWith, type VectorRun } from './vector-session.js';
+
+type Op = Record<string, unknown> & { op: string };
+type Handler = (run: VectorRun, op: Op, at: string | undefined) => Promise<void> | void;
+/** An op this engine performs, or the reason it cannot: the missing profile, named once, here. */
+export type OpEntry = { handle: Handler } | { unsupported: string };
+
+const BEHAVIOR: Record<string, SimulatedBehavior> = {
+  available: 'succeed',
+  unavailable: 'unavailable',
+  timeout: 'hang',
+  'lost-after-side-effect': 'lost-after-side-effect',
+  'duplicate-response': 'duplicate-response',
+  'out-of-order-response': 'out-of-order-response',
+};
+
+const AUTHORITY =
+  'the runtime-authority profile (coven.automations.authority.v1: approvals, the familiar registry, authority ' +
+  'availability, runtime capability checks at dispatch) is not in this engine';
+const DELIVERY = 'the delivery profile (atomic output delivery and its commit evidence) is not in this engine';
+const PRIVACY = 'the privacy profile (receipt redaction and erasure) is not in this engine';
+
+const setClock = (run: VectorRun, at: string | undefined) => {
+  if (at !== undefined) run.clock.set(at);
+};
+
+async function tick(run: VectorRun, at: string | undefined): Promise<void> {
+  setClock(run, at);
+  await run.pass();
+}
+
+async function changeLifecycle(run: VectorRun, op: Op, at: string | undefined): Promise<void> {
+  setClock(run, at);
+  const current = await currentDefinition(run.engine.commands, String(op.automationId));
+  const r = await run.engine.commands.handle(
+    envelope(
+      `definition.${op.op}.v1`,
+      { automationId: op.automationId },
+      { expectedRevision: current.revision as number },
+    ),
+  );
+  if (r.outcome === 'rejected') run.refusals.set(String(op.label ?? op.op), r);
+}
+
+async function runNow(run: VectorRun, op: Op, at: string | undefined): Promise<void> {
+  setClock(run, at);
+  if (run.takeCrash('command')) {
+    run.notes.push('runNow crashed before its commit: nothing of it is durable');
+    return;
+  }
+  const r = await run.engine.commands.handle(
+    envelope(
+      'occurrence.runNow.v1',
+      { automationId: op.automationId },
+      { adoptionKey: contractKey(String(op.adoptionKey), run.notes) },
+    ),
+  );
+  if (r.outcome !== 'committed') run.refusals.set(String(op.label ?? op.adoptionKey), r);
+  // Requests at one instant meet the first one's live run: the pass that launches it runs once time moves on.
+  if (!run.nextOpIsSameInstantRunNow()) await run.engine.tick();
+}
+
+/** cancel: run.cancel.v1 on the named run, else occurrence.cancel.v1 on the automation's newest live occurrence. */
+async function cancel(run: VectorRun, op: Op, at: string | undefined): Promise<void> {
+  setClock(run, at);
+  const reason = typeof op.reason === 'string' ? { reason: op.reason } : {};
+  let response;
+  if (typeof op.runId === 'string')
+    response = await run.engine.commands.handle(envelope('run.cancel.v1', { runId: op.runId, ...reason }));
+  else {
+    const live = (await run.liveOccurrences()).filter((o) => o.automationId === op.automationId);
+    const target = live.at(-1);
+    if (target === undefined) {
+      run.notes.push(`cancel of ${String(op.automationId)}: no live occurrence to cancel`);
+      return;
+    }
+    response = await run.engine.commands.handle(
+      envelope('occurrence.cancel.v1', { occurrenceId: target.occurrenceId, ...reason }),
+    );
+  }
+  if (response.outcome === 'rejected') run.refusals.set(String(op.label ?? 'cancel'), response);
+}
+
+async function setRetryPolicy(run: VectorRun, op: Op): Promise<void> {
+  for (const id of await run.definitionIds()) {
+    await reviseWith(run.engine.commands, id, (body) => {
+      const policies = body.policies as Record<string, unknown>;
+      const seconds = Number(op.backoffSeconds ?? 0);
+      policies.retry = {
+        maxAttempts: Number(op.maxAttempts ?? 1),
+        backoffPolicy: seconds > 0 ? 'fixed' : 'none',
+        ...(seconds > 0 ? { backoffSeconds: seconds } : {}),
+        retryableClasses: ['runtime_unavailable', 'transient_dispatch'],
+      };
+    });
+  }
+}
+
+async function setDefinitionRevision(run: VectorRun, op: Op): Promise<void> {
+  const current = await currentDefinition(run.engine.commands, String(op.automationId));
+  const target = Number(op.revision);
+  const { integrity: _i, ...body } = structuredClone(current);
+  body.revision = target;
+  const r = await run.engine.commands.handle(
+    envelope(
+      'definition.revise.v1',
+      { definition: { ...body, integrity: integrityOf(body) } },
+      { expectedRevision: Math.max(1, target - 1) },
+    ),
+  );
+  if (r.outcome === 'rejected') run.refusals.set(String(op.label), r);
+}
+
+/** verifyReceipts: the integrity check `coven-automata verify` runs, on every stored receipt. */
+async function verifyReceipts(run: VectorRun): Promise<void> {
+  const receipts = await run.store.read((r) => r.list<Record<string, unknown>>(KINDS.receipt));
+  run.receiptVerdicts = receipts.map((r) => verifyIntegrity(r.data).valid);
+}
+
+/** tamperReceipt: one stored receipt's body changes after sealing, its integrity digest left as it was. */
+async function tamperReceipt(run: VectorRun): Promise<void> {
+  const receipts = await run.store.read((r) => r.list<Record<string, unknown>>(KINDS.receipt));
+  const first = receipts[0];
+  if (first === undefined) {
+    run.notes.push('tamperReceipt: no receipt to tamper with');
+    return;
+  }
+  // Sealed records refuse every write, so the body changes underneath the engine, as on a disk.
+  run.tampering.tamper(KINDS.receipt, first.id, (data) => ({
+    ...(data as Record<string, unknown>),
+    producedAt: '1970-01-01T00:00:00.000Z',
+  }));
+}
+
+/** setRetention: the engine's own retention, every class kept for the window, rebuilt into the engine. */
+function setRetention(run: VectorRun, op: Op): void {
+  const match = /^(\d+)(s|m|h|d)$/.exec(String(op.window));
+  if (match === null) {
+    run.unsupportedOps.push(`setRetention window ${String(op.window)}: not <n>s|m|h|d`);
+    return;
+  }
+  const seconds = Number(match[1]) * { s: 1, m: 60, h: 3600, d: 86_400 }[match[2] as 's' | 'm' | 'h' | 'd'];
+  const days = seconds / 86_400;
+  run.useRetention({ windowDays: { ephemeral: days, standard: days, extended: days } });
+  if (seconds * 1000 < RETENTION_GRACE_MS)
+    run.limits.push(
+      `a retention window of ${String(op.window)}: the doctor judges settled history overdue only a sweep grace ` +
+        `(${RETENTION_GRACE_MS / 60_000} min) past its window, so it does not judge windows shorter than that`,
+    );
+}
+
+/** Every op of conformance.vector.v1, mapped to the engine's mechanism or to the profile it lacks. */
+export const OPS: Record<string, OpEntry> = {
+  tick: { handle: (run, _op, at) => tick(run, at) },
+  advance: { handle: (run, _op, at) => setClock(run, at) },
+  suspend: { handle: (run, _op, at) => setClock(run, at) },
+  resume: { handle: (run, _op, at) => setClock(run, at) },
+  setHostTimezone: {
+    handle: (run, op) =>
+      void run.notes.push(`host timezone set to ${String(op.hostTimezone)}: durable zones are never reinterpreted`),
+  },
+  activate: { handle: changeLifecycle },
+  pause: { handle: changeLifecycle },
+  runNow: { handle: runNow },
+  cancel: { handle: cancel },
+  crash: { handle: (run, op) => run.armCrash(String(op.during)) },
+  restart: { handle: async (run, _op, at) => run.restart(at) },
+  runtimeBehavior: {
+    handle: (run, op) => {
+      const behavior = BEHAVIOR[String(op.behavior)];
+      if (behavior === undefined) run.unsupportedOps.push(`runtimeBehavior ${String(op.behavior)}`);
+      else run.runtime.defaultBehavior = behavior;
+    },
+  },
+  setRetryPolicy: { handle: setRetryPolicy },
+  setDefinitionRevision: { handle: setDefinitionRevision },
+  subscribe: { handle: (run, op) => run.subscribe(Number(op.afterCursor ?? 0)) },
+  deliver: { handle: async (run) => run.deliverAll() },
+  verifyReceipts: { handle: verifyReceipts },
+  tamperReceipt: { handle: tamperReceipt },
+  setRetention: { handle: setRetention },
+  setLeader: { handle: (run, op) => void (run.leaderAvailable = op.available !== false) },
+  grantApproval: { unsupported: AUTHORITY },
+  expireApprovals: { unsupported: AUTHORITY },
+  revokeFamiliar: { unsupported: AUTHORITY },
+  setAuthority: { unsupported: AUTHORITY },
+  setRuntimeCapabilities: { unsupported: AUTHORITY },
+  deliveryBehavior: { unsupported: DELIVERY },
+  redactReceipts: { unsupported: PRIVACY },
+  erase: { unsupported: PRIVACY },
+};
+
+/** Input features beyond definitions and ops, with the profile each needs. */
+export const UNSUPPORTED_INPUTS: Record<string, string> = {
+  bindings: `input.bindings (principal, familiar revision, required capabilities): ${AUTHORITY}`,
+};
+
+/** Prerequisites a vector may name, and whether this engine provides them. */
+export const UNSUPPORTED_PREREQUISITES: Record<string, string> = {
+  'coven.automations.acl.v1': 'the access-control layer (coven.automations.acl.v1) is not in this engine',
+};
+
+/** Performs one op, or records it unsupported with its reason. */
+export async function applyOp(run: VectorRun, op: Op): Promise<void> {
+  const entry = OPS[op.op];
+  const at = typeof op.at === 'string' ? op.at : undefined;
+  if (entry === undefined) run.unsupportedOps.push(`unknown op ${op.op}: not in conformance.vector.v1`);
+  else if ('unsupported' in entry) {
+    setClock(run, at);
+    run.unsupportedOps.push(`${op.op}: ${entry.unsupported}`);
+  } else await entry.handle(run, op, at);
+}

@@ -1,0 +1,223 @@
+import type { CommandHandler } from '../../command-handler/command-handler.js';
+import type { CommandResponse } from '../../command-handler/envelope.js';
+import { integrityOf } from '../../contract/digest.js';
+import { SimulatedClock } from '../../clock/clock.js';
+import { KINDS, renderOccurrence, type OccurrenceRecord } from '../../domain/records.js';
+import { Engine, type EngineOptions } from '../../engine/engine.js';
+import { ENGINE_PARTS } from '../../engine/parts.js';
+import type { RetentionOptions } from '../../retention/policy.js';
+import { SimulatedRuntime } from '../../runtime/simulated-runtime.js';
+import { MemoryStore } from '../../store/memory-store.js';
+import { OCCURRENCE_TERMINAL_STATES } from '../../../machines/index.js';
+import { CrashSwitch, type CrashPoint } from '../crash-switch.js';
+import { TamperingStore } from './tampering-store.js';
+import type { ConformanceVector } from './vector-format.js';
+
+const CRASH_PHASE: Record<string, CrashPoint | 'launch-answer' | 'command'> = {
+  plan: 'claim',
+  claim: 'dispatch',
+  adoption: 'command',
+  dispatch: 'observe',
+  'session-create': 'launch-answer',
+  'first-event': 'launch-answer',
+  'terminal-observation': 'observe',
+  settlement: 'observe',
+  receipt: 'observe',
+  'event-publication': 'observe',
+  delivery: 'observe',
+};
+
+let keyCounter = 0;
+const nextKey = (tag: string) => `conformance-${tag}-${String(++keyCounter).padStart(6, '0')}`;
+
+/** A command envelope from the conformance runner's principal. */
+export function envelope(
+  name: string,
+  payload: Record<string, unknown>,
+  extra: { expectedRevision?: number; adoptionKey?: string } = {},
+) {
+  return {
+    schemaVersion: 'coven.automations.v1',
+    command: name,
+    adoptionKey: extra.adoptionKey ?? nextKey(name.split('.')[1] ?? 'cmd'),
+    ...(extra.expectedRevision === undefined ? {} : { expectedRevision: extra.expectedRevision }),
+    origin: { principal: { principalId: 'conformance-runner' }, channel: 'cli' },
+    intent: { statement: `conformance ${name}` },
+    payload,
+  };
+}
+
+export async function currentDefinition(handler: CommandHandler, automationId: string) {
+  const got = await handler.handle(envelope('definition.get.v1', { automationId }));
+  return got.result!.definition as Record<string, unknown>;
+}
+
+/** Commits a new revision of a definition with `change` applied to its body. */
+export async function reviseWith(
+  handler: CommandHandler,
+  automationId: string,
+  change: (body: Record<string, unknown>) => void,
+  lifecycleState?: string,
+): Promise<CommandResponse> {
+  const current = structuredClone(await currentDefinition(handler, automationId));
+  const revision = current.revision as number;
+  const { integrity: _old, ...body } = current;
+  change(body);
+  body.revision = revision + 1;
+  if (lifecycleState !== undefined) body.lifecycleState = lifecycleState;
+  return handler.handle(
+    envelope(
+      'definition.revise.v1',
+      { definition: { ...body, integrity: integrityOf(body) } },
+      {
+        expectedRevision: revision,
+      },
+    ),
+  );
+}
+
+/** Vector keys like "a" break the contract's key syntax (8–200 chars); they are namespaced, consistently. */
+export function contractKey(key: string, notes: string[]): string {
+  if (/^[A-Za-z0-9][A-Za-z0-9._:-]{7,199}$/.test(key)) return key;
+  const mapped = `conformance-key-${key}`.replace(/[^A-Za-z0-9._:-]/g, '-');
+  notes.push(`adoption key "${key}" is not a contract key (8-200 chars); sent as "${mapped}"`);
+  return mapped;
+}
+
+/** One vector's world: a fresh engine on a memory store, a simulated clock and runtime, and what ops set. */
+export class VectorRun {
+  readonly clock: SimulatedClock;
+  readonly tampering: TamperingStore;
+  readonly runtime: SimulatedRuntime;
+  engine: Engine;
+  readonly refusals = new Map<string, CommandResponse>();
+  /** Definitions legacy.import.v1 refused, by upstream's refusal label. */
+  readonly importRefusals = new Map<
+    string,
+    { automationId: string; code: string; message: string; problems?: string[] }
+  >();
+  readonly notes: string[] = [];
+  readonly unsupportedOps: string[] = [];
+  /** Limits of this engine an op ran into (it performed the op, within them). */
+  readonly limits: string[] = [];
+  setupEnd = 0;
+  /** Integrity verdicts of the stored receipts when a verifyReceipts op ran (undefined: none ran). */
+  receiptVerdicts: boolean[] | undefined;
+  redacted = false;
+  definitionCount = 0;
+  leaderAvailable = true;
+  lastPassAt: string | undefined;
+  subscriber: { position: number } | undefined;
+  retention: RetentionOptions | undefined;
+  private pendingCrash: string | undefined;
+  private readonly crashes = new CrashSwitch();
+  private opIndex = -1;
+  private ids = 0;
+
+  constructor(readonly vector: ConformanceVector) {
+    const start =
+      vector.virtualTime?.start ??
+      (vector.input.operations?.find((o) => typeof o.at === 'string')?.at as string | undefined) ??
+      '2026-03-01T00:00:00.000Z';
+    this.clock = new SimulatedClock(start);
+    this.tampering = new TamperingStore(new MemoryStore());
+    // Upstream's model: an hour's lease, and a runtime that cannot say what became of a launch whose answer was lost.
+    this.runtime = new SimulatedRuntime({
+      runtimeId: 'coven-code',
+      durationMs: 0,
+      sideEffectClass: 'local_write',
+      sideEffectBoundProven: false,
+      keepsLaunchEvidence: false,
+    });
+    this.engine = this.build('conformance-engine', { leaseMinutes: 60 });
+  }
+
+  get store() {
+    return this.tampering.store;
+  }
+
+  private build(instanceId: string, extra: Partial<EngineOptions> = {}): Engine {
+    const options: EngineOptions = {
+      store: this.store,
+      clock: this.clock,
+      runtimes: [this.runtime],
+      instanceId,
+      newId: () => `conformance-store-${++this.ids}`,
+      ...(this.retention === undefined ? {} : { retention: this.retention }),
+      ...extra,
+    };
+    return new Engine(options, this.crashes.wrap(ENGINE_PARTS));
+  }
+
+  /** The engine's retention from now on (an engine takes its retention when built). */
+  useRetention(retention: RetentionOptions): void {
+    this.retention = retention;
+    this.engine = this.build('conformance-engine', { leaseMinutes: 60 });
+  }
+
+  restart(at: string | undefined): Promise<void> {
+    this.engine = this.build('conformance-engine-restarted');
+    if (at !== undefined) this.clock.set(at);
+    return this.pass();
+  }
+
+  armCrash(during: string): void {
+    this.pendingCrash = during;
+  }
+
+  /** Consumes the armed crash when it strikes at `phase`. */
+  takeCrash(phase: 'command'): boolean {
+    if (this.pendingCrash === undefined || CRASH_PHASE[this.pendingCrash] !== phase) return false;
+    this.pendingCrash = undefined;
+    return true;
+  }
+
+  /** One scheduler pass as the vector's `tick`: launch, then look again so the ended session settles. */
+  async pass(): Promise<void> {
+    const crash = this.pendingCrash === undefined ? undefined : CRASH_PHASE[this.pendingCrash];
+    this.pendingCrash = undefined;
+    this.lastPassAt = this.clock.now().toISOString();
+    if (crash === 'launch-answer') {
+      this.runtime.enqueue('crash-during-launch');
+      await this.engine.tick();
+    } else if (crash !== undefined && crash !== 'command') await this.crashes.tickCrashing(this.engine, crash);
+    else {
+      await this.engine.tick();
+      await this.engine.tick();
+    }
+  }
+
+  /** Feed positions are global from 0; a vector's cursor counts events, so cursor n is after position n-1. */
+  subscribe(afterCursor: number): void {
+    this.subscriber = { position: afterCursor - 1 };
+  }
+
+  async deliverAll(): Promise<void> {
+    const feed = await this.store.read((r) => r.readFeed());
+    if (this.subscriber !== undefined) this.subscriber.position = feed.length - 1;
+  }
+
+  /** Runs every op of the vector in order. */
+  async runOps(apply: (op: Record<string, unknown> & { op: string }) => Promise<void>): Promise<void> {
+    const ops = this.vector.input.operations ?? [];
+    for (this.opIndex = 0; this.opIndex < ops.length; this.opIndex++) await apply(ops[this.opIndex]!);
+  }
+
+  nextOpIsSameInstantRunNow(): boolean {
+    const ops = this.vector.input.operations ?? [];
+    const [now, next] = [ops[this.opIndex], ops[this.opIndex + 1]];
+    return next !== undefined && next.op === 'runNow' && next.at === now?.at;
+  }
+
+  async definitionIds(): Promise<string[]> {
+    return (await this.store.read((r) => r.list('definition'))).map((r) => r.id);
+  }
+
+  async liveOccurrences(): Promise<Array<Record<string, unknown>>> {
+    const all = (await this.store.read((r) =>
+      r.list<OccurrenceRecord['data']>(KINDS.occurrence),
+    )) as OccurrenceRecord[];
+    const terminal: ReadonlySet<string> = new Set(OCCURRENCE_TERMINAL_STATES);
+    return all.map(renderOccurrence).filter((o) => !terminal.has(String(o.state)));
+  }
+}

@@ -1,0 +1,74 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, test } from 'vitest';
+import { packageRoot } from '../../src/contract/package-root.js';
+import { CONTRACT_RULES } from '../../src/testkit/conformance/contract-rules.js';
+import {
+  differences,
+  findCorpus,
+  runFile,
+  summaryLine,
+  type FileReport,
+} from '../../src/testkit/conformance/corpus.js';
+import { formatFileReports } from '../../src/testkit/conformance/report-format.js';
+import { OPS } from '../../src/testkit/conformance/vector-ops.js';
+import { SUITES } from '../../src/testkit/conformance/suite-runner.js';
+import { upstreamAvailable, upstreamDir } from '../support/upstream.js';
+
+const files = upstreamAvailable ? findCorpus(upstreamDir) : [];
+const SEED = join(packageRoot(), '..', 'shared', 'seeds', '000_cba64313b6c04f70.txt');
+
+describe.skipIf(!upstreamAvailable)('the whole upstream conformance corpus through the runner', () => {
+  let reports: FileReport[] = [];
+
+  test('every vector, scenario and runner suite runs: 0 fail, 0 crash', { timeout: 300_000 }, async () => {
+    expect(files.length).toBeGreaterThanOrEqual(90);
+    reports = [];
+    for (const file of files) reports.push(await runFile(file));
+    console.info(formatFileReports(reports));
+    const diffs = differences(reports);
+    console.info(`\n${summaryLine(reports)}\n${diffs.length} differs:`);
+    for (const d of diffs) console.info(`  ${d.vectorId} ${d.expectation}: ${d.rule}`);
+    const bad = reports.filter((r) => r.status === 'fail' || r.status === 'crash');
+    expect(
+      bad.map((r) => `${r.status} ${r.file}: ${r.crash ?? ''}`),
+      formatFileReports(bad),
+    ).toEqual([]);
+  });
+
+  test('every differs names a contract rule, and every unsupported says what is missing', () => {
+    expect(reports.length).toBe(files.length);
+    const ids = new Set(CONTRACT_RULES.map((r) => r.id));
+    for (const e of reports.flatMap((r) => r.vectors.flatMap((v) => v.expectations))) {
+      if (e.status === 'differs') expect(ids.has(e.rule ?? ''), JSON.stringify(e)).toBe(true);
+      if (e.status === 'differs' || e.status === 'unsupported') expect(e.reason).toBeTruthy();
+    }
+  });
+
+  test('every op of conformance.vector.v1 has an entry in the op table', () => {
+    const schema = JSON.parse(
+      readFileSync(join(upstreamDir, 'conformance/schemas/conformance.vector.v1.schema.json'), 'utf8'),
+    ) as { $defs: { operation: { properties: { op: { enum: string[] } } } } };
+    const ops = schema.$defs.operation.properties.op.enum;
+    expect(ops.filter((op) => OPS[op] === undefined)).toEqual([]);
+  });
+
+  test('every suite of runner/inventory.json has an entry in the suite table', () => {
+    const inventory = JSON.parse(readFileSync(join(upstreamDir, 'conformance/runner/inventory.json'), 'utf8')) as {
+      suites: Array<{ suiteId: string; vectorFile: string }>;
+    };
+    const present = inventory.suites.filter((s) => existsSync(join(upstreamDir, 'conformance/runner', s.vectorFile)));
+    expect(present.filter((s) => SUITES[s.suiteId] === undefined).map((s) => s.suiteId)).toEqual([]);
+  });
+});
+
+describe.skipIf(!existsSync(SEED))('the contract rules', () => {
+  test("each rule's sentence is quoted verbatim from the contract's lifecycle page", () => {
+    const seed = readFileSync(SEED, 'utf8');
+    for (const rule of CONTRACT_RULES) expect(seed.includes(rule.sentence), rule.id).toBe(true);
+  });
+
+  test('rule ids are unique', () => {
+    expect(new Set(CONTRACT_RULES.map((r) => r.id)).size).toBe(CONTRACT_RULES.length);
+  });
+});
