@@ -76,4 +76,33 @@ describePostgres('PostgreSQL store faults', (socketDir) => {
     expect(entry.position).toBe(0);
     await store.close();
   });
+
+  test('a connection cut in the middle of a group answers every job of it, the ones it kept from running too', async () => {
+    const store = await PostgresStore.open(url, { schema: 'cut_group', applicationName: 'coven cut-group' });
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    // Queued together, so they share one group: the first holds the group open, the others wait their turn in it.
+    const group = [
+      store.transact(async (tx) => {
+        await tx.put('definition', 'first', { n: 1 }, { expectedVersion: null });
+        await held;
+        await tx.put('definition', 'first', { n: 2 }, { expectedVersion: 1 });
+      }),
+      store.transact((tx) => tx.put('definition', 'second', { n: 1 }, { expectedVersion: null })),
+      store.transact((tx) => tx.put('definition', 'third', { n: 1 }, { expectedVersion: null })),
+    ];
+    const [writer] = await eventually(async () => {
+      const rows = await asOperator(
+        url,
+        "SELECT pid FROM pg_stat_activity WHERE application_name = 'coven cut-group' AND state = 'idle in transaction'",
+      );
+      return rows.length === 1 ? rows : undefined;
+    });
+    await asOperator(url, 'SELECT pg_terminate_backend($1)', [writer.pid]);
+    release();
+    const answers = await Promise.allSettled(group);
+    expect(answers.map((a) => a.status)).toEqual(['rejected', 'rejected', 'rejected']);
+    expect(await store.read((r) => r.list('definition'))).toEqual([]);
+    await store.close();
+  });
 });

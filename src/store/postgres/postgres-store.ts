@@ -196,7 +196,9 @@ export class PostgresStore implements Store {
     } catch (error) {
       await client.query('ROLLBACK').catch(() => undefined);
       const failure = asStoreError(this.file, error);
-      for (const [job] of done) job.reject(failure);
+      // Every job of the group is answered: those that ran (nothing of them committed) and those the failure
+      // kept from running (a lost connection mid-group); a job already refused keeps its own answer.
+      for (const job of batch) job.reject(failure);
       const cause = error instanceof JobRolledBack ? error.cause : error;
       return isConnectionFailure(cause) ? cause : undefined;
     }
