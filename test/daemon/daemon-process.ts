@@ -1,8 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { eventually } from '../support/eventually.js';
+import { definitionFile } from '../cli/cli-fixtures.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const children = new Set<ChildProcess>();
@@ -76,26 +76,4 @@ export async function killChildren(): Promise<void> {
 }
 
 /** A rich definition file the CLI applies, running in the store's folder. */
-export function writeDefinition(dir: string, automationId: string): string {
-  const file = join(dir, `${automationId}.json`);
-  writeFileSync(
-    file,
-    JSON.stringify({
-      schemaVersion: 'coven.automations.v1',
-      automationId,
-      display: { name: `Job ${automationId}` },
-      trigger: { variant: 'schedule', version: 1, schedule: { rrule: 'FREQ=DAILY;BYHOUR=2', timezone: 'utc' } },
-      action: { variant: 'familiarInvocation', version: 1, prompt: 'a job', cwd: dir },
-      binding: { familiarBindingPolicy: 'exact', familiarId: 'charm', authority: { approvalPolicyRef: 'policy://c' } },
-      runtimeRequirements: { runtimeId: 'coven-code', capabilities: [] },
-      policies: {
-        timeout: { perRunMinutes: 10 },
-        retry: { maxAttempts: 1, backoffPolicy: 'none' },
-        concurrency: { overlap: 'forbid' },
-        misfire: { disposition: 'latest' },
-        retention: { occurrenceHistory: { classification: 'standard' } },
-      },
-    }),
-  );
-  return file;
-}
+export const writeDefinition = (dir: string, automationId: string): string => definitionFile(dir, automationId);

@@ -3,11 +3,18 @@ import {
   RETENTION_PROPERTY,
   runEngineProperty,
   runInterleavingProperty,
+  type EngineFailure,
 } from '../../../src/testkit/invariants/suite.js';
 import { CONTRACT_INVARIANT_IDS, INVARIANTS } from '../../../src/testkit/invariants/checks.js';
 import { propertySeed } from '../../support/property.js';
 import { COMPACTIONS, CONTENDED, POSTGRES_WORLD_ENGINES } from '../../../src/testkit/invariants/world.js';
 import { databaseUrl, describePostgres } from '../../support/postgres.js';
+
+/** What a failed property found, with its shrunk counterexample and how to replay it. */
+const described = (failure: EngineFailure | undefined): string =>
+  failure === undefined
+    ? ''
+    : `${failure.invariants.join(', ')}: ${failure.problems.join('; ')}\n${failure.counterexample}\nseed ${failure.seed} path ${failure.path}`;
 
 /** CI sizes: enough runs to meet every command kind; `npm run invariants -- --runs N` scales up. */
 const RUNS = Number(process.env.FC_RUNS ?? 40);
@@ -19,12 +26,7 @@ describe('engine-level invariants: random command sequences, all invariants afte
       const seed = propertySeed(`engine invariants (${store} store)`);
       const checked = new Map<string, number>();
       const failure = await runEngineProperty(store, { runs: RUNS, seed }, checked);
-      expect(
-        failure,
-        failure === undefined
-          ? ''
-          : `${failure.invariants.join(', ')}: ${failure.problems.join('; ')}\n${failure.counterexample}\nseed ${failure.seed} path ${failure.path}`,
-      ).toBeUndefined();
+      expect(failure, described(failure)).toBeUndefined();
       for (const invariant of INVARIANTS) expect(checked.get(invariant.id), invariant.id).toBeGreaterThan(RUNS);
     },
     120_000,
@@ -36,12 +38,7 @@ describe('engine-level invariants: random command sequences, all invariants afte
       const seed = propertySeed(`engine invariants with retention (${store} store)`);
       const checked = new Map<string, number>();
       const failure = await runEngineProperty(store, { seed, ...RETENTION_PROPERTY(RUNS) }, checked);
-      expect(
-        failure,
-        failure === undefined
-          ? ''
-          : `${failure.invariants.join(', ')}: ${failure.problems.join('; ')}\n${failure.counterexample}\nseed ${failure.seed} path ${failure.path}`,
-      ).toBeUndefined();
+      expect(failure, described(failure)).toBeUndefined();
       console.log(
         `[property] retention (${store}): ${checked.get(COMPACTIONS) ?? 0} occurrences compacted over ${RUNS * 2} runs`,
       );
@@ -76,12 +73,7 @@ describePostgres('engine-level invariants on PostgreSQL', (socketDir) => {
     const checked = new Map<string, number>();
     const postgresUrl = databaseUrl(socketDir, 'postgres');
     const failure = await runEngineProperty('postgres', { runs: POSTGRES_RUNS, seed, postgresUrl }, checked);
-    expect(
-      failure,
-      failure === undefined
-        ? ''
-        : `${failure.invariants.join(', ')}: ${failure.problems.join('; ')}\n${failure.counterexample}\nseed ${failure.seed} path ${failure.path}`,
-    ).toBeUndefined();
+    expect(failure, described(failure)).toBeUndefined();
     console.log(
       `[property] postgres: ${checked.get(CONTENDED) ?? 0} steps lost a race to another engine over ${POSTGRES_RUNS} runs`,
     );
