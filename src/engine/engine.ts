@@ -114,6 +114,8 @@ export class Engine {
   private onPass: ((report: TickReport) => void) | undefined;
   private renewal: NodeJS.Timeout | undefined;
   private readonly unregister: () => void;
+  /** Another store's commit arrived while a pass ran (see {@link Engine.start}). */
+  private outsideCommitDuringPass = false;
 
   private readonly parts: EngineParts;
 
@@ -251,9 +253,11 @@ export class Engine {
   start(onPass?: (report: TickReport) => void): void {
     if (this.stopped === false) return;
     this.stopped = false;
-    this.unsubscribe = this.services.store.onCommit(() => {
-      // Commits made by a pass itself would wake it forever; only outside commits reschedule.
+    this.unsubscribe = this.services.store.onCommit((source) => {
+      // Commits made by a pass itself would wake it forever; only outside commits reschedule. Another engine's
+      // commit heard while this pass runs is kept for after it: the pass may have read before it.
       if (this.running === undefined) this.wakeWithin(COMMIT_WAKE_MS);
+      else if (source === 'outside') this.outsideCommitDuringPass = true;
     });
     this.schedule(0);
     this.onPass = onPass;
@@ -301,7 +305,8 @@ export class Engine {
           const wake = await this.services.store.read((r) => nextWakeAt(this.services, r));
           const delay = Math.max(0, wake.getTime() - this.services.clock.now().getTime());
           // Work another engine held or won may be left half done (claimed, not dispatched): look again soon.
-          const raced = report.contended > 0 || report.passedOver > 0;
+          const raced = report.contended > 0 || report.passedOver > 0 || this.outsideCommitDuringPass;
+          this.outsideCommitDuringPass = false;
           return { report, delay: raced ? Math.min(delay, COMMIT_WAKE_MS) : delay };
         })
         .then(

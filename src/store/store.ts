@@ -121,8 +121,11 @@ export interface StoreTransaction extends StoreReader {
 export interface Store {
   transact<R>(body: (tx: StoreTransaction) => Promise<R> | R): Promise<R>;
   read<R>(body: (reader: StoreReader) => Promise<R> | R): Promise<R>;
-  /** Calls `listener` after every durable commit that changed something; returns the unsubscribe. */
-  onCommit(listener: () => void): () => void;
+  /**
+   * Calls `listener` after every durable commit that changed something; returns the unsubscribe. `source` is
+   * `outside` for a commit another store made on the same data (PostgreSQL's other engines), else `local`.
+   */
+  onCommit(listener: (source?: CommitSource) => void): () => void;
   /**
    * Upkeep a store defers to the end of a burst of commits, never needed for correctness (SQLite: folds its
    * write-ahead log into the database file). The engine calls it after each pass.
@@ -150,17 +153,20 @@ export async function forEachPage<T>(
   }
 }
 
+/** Who made a commit a {@link Store.onCommit} listener hears of: this store, or another store on the same data. */
+export type CommitSource = 'local' | 'outside';
+
 /** The listener set every store keeps for {@link Store.onCommit}. */
 export class CommitListeners {
-  private readonly listeners = new Set<() => void>();
+  private readonly listeners = new Set<(source?: CommitSource) => void>();
 
-  add(listener: () => void): () => void {
+  add(listener: (source?: CommitSource) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }
 
-  notify(): void {
-    for (const listener of [...this.listeners]) listener();
+  notify(source: CommitSource = 'local'): void {
+    for (const listener of [...this.listeners]) listener(source);
   }
 }
 

@@ -5,7 +5,14 @@ import { asStoreError, isConnectionFailure, redactUrl, StoreUnavailableError } f
 import { prepareSchema, quoteSchema } from './postgres-schema.js';
 import { Connection, PostgresReader, PostgresTransaction } from './postgres-transaction.js';
 import { CommitNotifier, DEFAULT_POLL_MS } from './commit-notifier.js';
-import { CommitListeners, StoreClosedError, type Store, type StoreReader, type StoreTransaction } from '../store.js';
+import {
+  CommitListeners,
+  StoreClosedError,
+  type CommitSource,
+  type Store,
+  type StoreReader,
+  type StoreTransaction,
+} from '../store.js';
 
 export interface PostgresStoreOptions {
   /** The schema (namespace) the store's tables live in; several stores may share a database. Default `coven`. */
@@ -73,7 +80,7 @@ export class PostgresStore implements Store {
       ...listen,
       schema,
       feedPosition: () => this.feedPosition(),
-      outsideCommit: () => this.committed.notify(),
+      outsideCommit: () => this.committed.notify('outside'),
     });
   }
 
@@ -253,7 +260,7 @@ export class PostgresStore implements Store {
   }
 
   /** Calls `listener` after every commit of this store, and of every other store on the same schema. */
-  onCommit(listener: () => void): () => void {
+  onCommit(listener: (source?: CommitSource) => void): () => void {
     this.notifier.start();
     return this.committed.add(listener);
   }
