@@ -7,7 +7,7 @@
 // session (passes run within 100 ms of an outside commit, and every second while sessions run).
 import { join } from 'node:path';
 import { createEngine, openStore, type Engine, type FileStore } from '../../../../src/index.js';
-import { definition } from './coven-definition.js';
+import { definition } from '../../../fixtures.js';
 import { ImmediateRuntime } from './coven-runtime.js';
 import type { HeldJobs, JobHooks, SystemUnderTest, WorkerSettings } from './system.js';
 
