@@ -1,29 +1,19 @@
 // The SLO bench: every applicable upstream release-gate measure for the JSON and SQLite stores at growing
-// history sizes, each cell in its own process, with two baselines measured in the same run:
+// history sizes, each cell in its own process, with two baselines measured in the same run (bench/slo-baselines.ts):
 //   XState ceiling  restore + transition() of the exact transitions the engine committed, in memory
 //   fsync floor     write + fsync appends of the bytes the engine wrote per commit
 // Prints a table and writes a slo.measured.v1-shaped report (default bench/results/slo.measured.json).
-// Run: npm run bench [-- --quick] [-- --out FILE] [-- --cells burst,arrivals]; see bench/README.md.
+// Run: npm run bench [-- --quick] [-- --out FILE] [-- --cells burst,arrivals,scale-out]; see bench/README.md.
 // The daemon's added cost: npm run bench -- --cells arrivals --daemon-side-by-side [--rounds 3] [--arrival-seconds 30]
+// The scale-out cells (1 engine on SQLite, 1/2/4 engine processes on one PostgreSQL): bench/scale-out/measure.ts.
 import { execFileSync, spawnSync } from 'node:child_process';
-import {
-  mkdirSync,
-  mkdtempSync,
-  openSync,
-  closeSync,
-  fsyncSync,
-  rmSync,
-  writeFileSync,
-  writeSync,
-  readFileSync,
-} from 'node:fs';
-import { cpus, tmpdir, totalmem } from 'node:os';
-import { dirname, join } from 'node:path';
-import { Ajv2020 } from 'ajv/dist/2020.js';
-import { transition, type AnyStateMachine } from 'xstate';
-import { attemptMachine, occurrenceMachine, runMachine } from '../machines/index.js';
-import type { CommittedTransition } from '../src/domain/inspection.js';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { missingServerBinaries } from '../test/support/postgres-cluster.js';
 import { arrivalMeasures, runArrivals } from './slo-arrivals-run.js';
+import { fsyncFloor, xstateCeiling } from './slo-baselines.js';
+import { writeReports, type Gate } from './slo-report.js';
+import { measureScaleOut, SCALE_OUT_HEADER, scaleOutRows, type ScaleOutResults } from './scale-out/measure.js';
 import type { CellResult } from './slo-cell.js';
 import { sideBySide } from './slo-side-by-side.js';
 import { table } from './stats.js';
@@ -45,13 +35,14 @@ const option = (name: string): string | undefined => {
   return i === -1 ? undefined : process.argv[i + 1];
 };
 const out = option('out') ?? join('bench', 'results', 'slo.measured.json');
-/** `--cells burst,arrivals` (default both): which kinds of cell run. */
-const cellKinds = new Set((option('cells') ?? 'burst,arrivals').split(','));
+/** `--cells burst,arrivals,scale-out` (default all three): which kinds of cell run. */
+const CELL_KINDS = ['burst', 'arrivals', 'scale-out'];
+const cellKinds = new Set((option('cells') ?? CELL_KINDS.join(',')).split(','));
 for (const kind of cellKinds)
-  if (kind !== 'burst' && kind !== 'arrivals') throw new Error(`--cells: ${kind} is not burst or arrivals`);
+  if (!CELL_KINDS.includes(kind)) throw new Error(`--cells: ${kind} is not one of ${CELL_KINDS.join(', ')}`);
 /** `--daemon-side-by-side`: the arrivals cells in-process and through the daemon, interleaved over `--rounds`. */
 const daemonSideBySide = process.argv.includes('--daemon-side-by-side');
-if (daemonSideBySide && cellKinds.has('burst'))
+if (daemonSideBySide && (cellKinds.has('burst') || cellKinds.has('scale-out')))
   throw new Error('--daemon-side-by-side runs the arrivals cells only: add --cells arrivals');
 const ROUNDS = Number(option('rounds') ?? '3');
 if (!Number.isInteger(ROUNDS) || ROUNDS < 1) throw new Error(`--rounds: ${option('rounds')} is not a whole number ≥ 1`);
@@ -77,6 +68,13 @@ const CELLS: Cell[] = quick
       { store: 'json', history: 0, definitions: 100, hours: 3, retentionHours: 1, warmupHours: 2 },
       { store: 'sqlite', history: 0, definitions: 1_000, hours: 3, retentionHours: 1, warmupHours: 2 },
     ];
+
+/**
+ * The scale-out cells (bench/scale-out/measure.ts): `--scale-due` definitions due at one instant, worked by one
+ * engine on SQLite and by 1, 2 and 4 engine processes on one PostgreSQL database, over `--scale-rounds` rounds.
+ */
+const SCALE_DUE = Number(option('scale-due') ?? (quick ? 100 : 300));
+const SCALE_ROUNDS = Number(option('scale-rounds') ?? (quick ? 1 : 3));
 
 /** Seconds of steady run-now arrivals per store at the upstream gate's rate (2,000 due occurrences/min). */
 const ARRIVAL_SECONDS = Number(option('arrival-seconds') ?? (quick ? 10 : 30));
@@ -130,74 +128,28 @@ function runCell(cell: Cell): CellResult {
   return result;
 }
 
-const MACHINES: Record<CommittedTransition['entity'], AnyStateMachine> = {
-  occurrence: occurrenceMachine as unknown as AnyStateMachine,
-  run: runMachine as unknown as AnyStateMachine,
-  attempt: attemptMachine as unknown as AnyStateMachine,
-};
-
-/** The in-memory ceiling: restore each committed transition's source state and take it again with transition(). */
-function xstateCeiling(committed: CommittedTransition[]): { perSecond: number; agreed: number; compared: number } {
-  // Creations ('none' → initial) are actor starts, not transitions; the rest are replayed.
-  // A committed transition carries its target context; the source context is the entity's previous one.
-  const previous = new Map<string, Record<string, unknown>>();
-  const transitions: CommittedTransition[] = [];
-  for (const t of committed) {
-    const key = `${t.entity}/${t.id}`;
-    const before = previous.get(key);
-    if (t.from !== 'none' && before !== undefined) transitions.push({ ...t, context: before });
-    previous.set(key, t.context);
+/** The scale-out cells and their table, when selected and PostgreSQL's server binaries are here. */
+async function scaleOutCells(): Promise<ScaleOutResults | undefined> {
+  if (!cellKinds.has('scale-out')) return undefined;
+  const missing = missingServerBinaries();
+  if (missing !== undefined) {
+    console.log(`\nscale-out cells not run: ${missing}`);
+    return undefined;
   }
-  let agreed = 0;
-  const rounds = 3;
-  const start = performance.now();
-  for (let round = 0; round < rounds; round++) {
-    for (const t of transitions) {
-      const machine = MACHINES[t.entity];
-      const before = machine.resolveState({ value: t.from, context: t.context });
-      const [after] = transition(machine, before, t.event as never);
-      if (round === 0 && String(after.value) === t.to) agreed++;
-    }
-  }
-  return {
-    perSecond: (transitions.length * rounds) / ((performance.now() - start) / 1000),
-    agreed,
-    compared: transitions.length,
-  };
+  console.error(`scale-out cells: ${SCALE_DUE} due at one instant, ${SCALE_ROUNDS} rounds`);
+  const results = await measureScaleOut({
+    rounds: SCALE_ROUNDS,
+    due: SCALE_DUE,
+    log: (line) => console.error(`  ${line}`),
+  });
+  console.log(
+    `\nscale-out: ${SCALE_DUE} definitions due at one instant; one engine on SQLite, 1/2/4 engine processes on one PostgreSQL; median (min–max) of ${SCALE_ROUNDS} rounds`,
+  );
+  console.log(table(SCALE_OUT_HEADER, scaleOutRows(results, SCALE_DUE)));
+  return results;
 }
 
-/** The durability floor: appends of `bytes` each followed by fsync, as fast as the disk allows. */
-function fsyncFloor(bytes: number, appends: number): number {
-  const dir = mkdtempSync(join(tmpdir(), 'coven-bench-floor-'));
-  const fd = openSync(join(dir, 'append.log'), 'a');
-  const chunk = Buffer.alloc(Math.max(1, Math.round(bytes)), 0x61);
-  const start = performance.now();
-  for (let i = 0; i < appends; i++) {
-    writeSync(fd, chunk);
-    fsyncSync(fd);
-  }
-  const perSecond = appends / ((performance.now() - start) / 1000);
-  closeSync(fd);
-  rmSync(dir, { recursive: true, force: true });
-  return perSecond;
-}
-
-interface Gate {
-  id: string;
-  unit: string;
-  direction: 'higher-is-better' | 'lower-is-better';
-  gate: number;
-}
-
-function sourceCommit(): string {
-  try {
-    return execFileSync('git', ['rev-parse', 'HEAD'], { encoding: 'utf8' }).trim();
-  } catch {
-    return '0'.repeat(40);
-  }
-}
-
-function main(): void {
+async function main(): Promise<void> {
   const sloDir = join(process.env.COVEN_UPSTREAM_DIR ?? join('..', 'shared', 'upstream'), 'conformance', 'slo');
   const gates = (JSON.parse(readFileSync(join(sloDir, 'slo.v1.json'), 'utf8')) as { measures: Gate[] }).measures;
   compileCells();
@@ -394,81 +346,14 @@ function main(): void {
       `${a.passMs.samples} passes`,
     ]);
   }
-  console.log(table(['cell', 'measure', 'value', 'unit', 'gate', 'margin', 'result'], rows));
+  if (rows.length > 0) console.log(table(['cell', 'measure', 'value', 'unit', 'gate', 'margin', 'result'], rows));
+  const scaleOut = await scaleOutCells();
   if (results.length === 0 || arrivals.length === 0) {
     console.log('\nreport not written: slo.measured.v1 binds both the burst and the arrivals cells');
     return;
   }
 
-  // The report binds the largest SQLite cell (the profile's store) for throughput, growth, changefeed and
-  // restart, and the SQLite arrivals cell (a daemon at the gate's rate) for per-occurrence latency, queue,
-  // runs, CPU and memory. Every cell goes to the .cells.json beside it.
-  const largest =
-    [...measuredByCell]
-      .reverse()
-      .find((m) => m.cell.store === 'sqlite' && m.cell.measuredOccurrences > 0 && m.cell.retentionHours === 0) ??
-    measuredByCell.at(-1)!;
-  const steady = measuredByCell.find((m) => m.cell.store === 'sqlite' && m.cell.retentionHours > 0);
-  const daemon = arrivals.find((a) => a.store === 'sqlite')!;
-  // Growth is the steady state under retention (bounded growth over retention windows, upstream's hard gate),
-  // when a retention cell ran; the largest cell's figure without retention stays in the table and .cells.json.
-  const growth = steady?.measures.get('store.growth.per-day');
-  const headline = {
-    cell: largest.cell,
-    measures: new Map([
-      ...largest.measures,
-      ...arrivalMeasures(daemon),
-      ...(growth === undefined ? [] : ([['store.growth.per-day', growth]] as Array<[string, number]>)),
-    ]),
-  };
-  const report = {
-    measuredVersion: 1,
-    environment: {
-      cpu: `${cpus().length} vCPU (${cpus()[0]?.model ?? 'unknown'})`,
-      memory: `${Math.round(totalmem() / 1_073_741_824)} GB`,
-      disk: 'local (tmpdir)',
-      os: `${process.platform} ${process.arch}`,
-      store: `${headline.cell.store === 'sqlite' ? 'SQLite WAL' : 'JSON file'}, single store, one engine; ${headline.cell.definitions} definitions, ${headline.cell.history} historical occurrences; latency, queue, CPU and memory from ${daemon.ratePerMinute}/min run-now arrivals on ${daemon.definitions} definitions${steady === undefined ? '' : `; growth at steady state under a ${steady.cell.retentionHours} h retention window, ${steady.cell.definitions} definitions`}`,
-    },
-    artifact: { sourceCommit: sourceCommit(), artifactDigest: `sha256-${'0'.repeat(64)}` },
-    measures: [...headline.measures].map(([id, value]) => ({
-      id,
-      value,
-      unit: gates.find((g) => g.id === id)?.unit ?? '',
-    })),
-  };
-  const validate = new Ajv2020({ allErrors: true }).compile(
-    JSON.parse(readFileSync(join(sloDir, 'slo.measured.v1.schema.json'), 'utf8')) as object,
-  );
-  const valid = validate(report);
-  const absent = gates.filter((g) => !headline.measures.has(g.id)).map((g) => g.id);
-  console.log(
-    `\nslo.measured.v1 schema: ${valid ? 'valid' : `INVALID ${JSON.stringify(validate.errors)}`}; measures absent: ${absent.length === 0 ? 'none' : absent.join(', ')}`,
-  );
-  mkdirSync(dirname(out), { recursive: true });
-  writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`);
-  const cells = [
-    ...measuredByCell.map((m) => ({
-      cell: m.cell.retentionHours > 0 ? 'retention' : 'burst',
-      store: m.cell.store,
-      history: m.cell.history,
-      definitions: m.cell.definitions,
-      retentionHours: m.cell.retentionHours,
-      measures: Object.fromEntries(m.measures),
-    })),
-    ...arrivals.map((a) => ({
-      cell: 'arrivals',
-      store: a.store,
-      ratePerMinute: a.ratePerMinute,
-      definitions: a.definitions,
-      measures: Object.fromEntries(arrivalMeasures(a)),
-      detail: a,
-    })),
-  ];
-  writeFileSync(out.replace(/\.json$/, '.cells.json'), `${JSON.stringify(cells, null, 2)}\n`);
-  console.log(
-    `\nreport: ${out} (slo.measured.v1 shape; artifactDigest is zeros: the bench measures the working tree, not a packed release)`,
-  );
+  writeReports({ gates, sloDir, out, measuredByCell, arrivals, scaleOut, scaleDue: SCALE_DUE });
 }
 
-main();
+await main();

@@ -57,12 +57,12 @@ async function requeue(step: StepContext, orphan: OrphanedLaunch): Promise<boole
  * Decides one orphaned launch from its runtime's evidence: a session that started is bound to its attempt and
  * observed from then on; a launch the runtime proves never started (and can no longer start) is sent again at
  * once under the same attempt and fence. Without evidence nothing is decided here: the lease and recovery
- * decide, and an ambiguous outcome goes to the operator.
+ * decide, and an ambiguous outcome goes to the operator: the answer is then `'undecided'`.
  */
 export async function resolveOrphanedLaunch(
   svc: EngineServices,
   orphan: OrphanedLaunch,
-): Promise<LaunchOutcome | undefined> {
+): Promise<LaunchOutcome | 'undecided' | undefined> {
   const runtime = svc.runtime(orphan.runtimeId);
   let evidence: LaunchEvidence;
   try {
@@ -85,28 +85,41 @@ export async function resolveOrphanedLaunch(
     });
     return { outboxId: orphan.outboxId, result: answer, ...(quarantine === undefined ? {} : { quarantine }) };
   }
-  if (evidence.evidence === 'never_started' && (await svc.step((step) => requeue(step, orphan))))
-    return releaseLaunch(svc, orphan.outboxId);
-  return undefined;
+  if (evidence.evidence === 'never_started')
+    return (await svc.step((step) => requeue(step, orphan))) ? releaseLaunch(svc, orphan.outboxId) : undefined;
+  return 'undecided';
+}
+
+/** What deciding the orphaned launches of one pass came to. */
+export interface OrphanResolution {
+  outcomes: LaunchOutcome[];
+  /**
+   * Launches (outbox ids) whose runtime was asked in this pass and could not say whether they started: only
+   * these may have their lapsed claims judged by the lease in the same pass. An orphan nobody asked about yet
+   * (its sender died a moment ago, after this pass's question) waits for the next pass's question instead.
+   */
+  undecided: Set<string>;
 }
 
 /**
  * Finds every orphaned launch among the live attempts and decides each from evidence, up to `passConcurrency`
  * at once so their commits share durable writes (after a crash in a burst there may be hundreds).
  */
-export async function resolveOrphanedLaunches(svc: EngineServices, errors: Error[]): Promise<LaunchOutcome[]> {
+export async function resolveOrphanedLaunches(svc: EngineServices, errors: Error[]): Promise<OrphanResolution> {
   const outcomes: LaunchOutcome[] = [];
+  const undecided = new Set<string>();
   const live = await svc.store.read((r) => r.list(LIVE_INDEX.attempt));
   await forEachConcurrently(live, svc.passConcurrency, async ({ id }) => {
     try {
       const orphan = await findOrphan(svc, id);
       const outcome = orphan === undefined ? undefined : await resolveOrphanedLaunch(svc, orphan);
-      if (outcome !== undefined) outcomes.push(outcome);
+      if (outcome === 'undecided') undecided.add(orphan!.outboxId);
+      else if (outcome !== undefined) outcomes.push(outcome);
     } catch (error) {
       errors.push(
         new Error(`dispatcher: orphaned launch of attempt ${id}: ${(error as Error).message}`, { cause: error }),
       );
     }
   });
-  return outcomes;
+  return { outcomes, undecided };
 }

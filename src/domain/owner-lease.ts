@@ -1,4 +1,3 @@
-import { hostname } from 'node:os';
 import type { StoreReader, StoreTransaction } from '../store/store.js';
 import { LIVE_INDEX } from './lifecycle.js';
 import type { EngineServices } from './services.js';
@@ -54,7 +53,7 @@ export async function renewOwnerLease(svc: EngineServices, force = false): Promi
     const lease: OwnerLease = {
       instanceId: svc.instanceId,
       pid: process.pid,
-      host: hostname(),
+      host: svc.host,
       renewedAt: new Date(now).toISOString(),
       expiresAt: new Date(now + svc.leaseMs).toISOString(),
     };
@@ -77,7 +76,7 @@ export async function ownerAlive(
   const lease = await reader.get<OwnerLease>(OWNER_LEASE_KIND, ownerId);
   if (lease === undefined) return false;
   if (Date.parse(lease.data.expiresAt) <= svc.clock.now().getTime()) return false;
-  if (lease.data.host !== hostname()) return true;
+  if (lease.data.host !== svc.host) return true;
   return lease.data.pid === process.pid ? liveHere.has(ownerId) : processAlive(lease.data.pid);
 }
 

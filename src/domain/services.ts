@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import { isQuarantined as quarantineState } from './quarantine.js';
 import { DefinitionState } from '../../machines/index.js';
 import { ensureStoreId, type ProducerIdentity } from '../changefeed/event-envelope.js';
@@ -81,6 +82,8 @@ export class EngineServices {
     lastSlot: r.data.lastSlot,
   }));
 
+  /** The host name this instance's owner lease records (the engine option `host`). */
+  host = hostname();
   /** How many definitions, occurrences or attempts one pass phase works on at once (1 = strictly in order). */
   passConcurrency = DEFAULT_PASS_CONCURRENCY;
   /** Steps skipped because another engine held their record (see `busyElsewhere`); the engine reads the growth. */

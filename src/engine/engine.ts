@@ -47,6 +47,12 @@ export interface EngineOptions {
    * live one may take.
    */
   leaseSeconds?: number;
+  /**
+   * The host this engine's owner lease names (default `os.hostname()`). Engines whose leases name the same host
+   * judge each other's liveness by process id at once; across hosts, a dead engine's work waits out its lease.
+   * Set it where host names repeat across machines or process ids are not comparable (containers sharing a name).
+   */
+  host?: string;
   /** The lease in minutes, as upstream configures it; `leaseSeconds` wins when both are given. */
   leaseMinutes?: number;
   /**
@@ -141,6 +147,7 @@ export class Engine {
       parts.actors,
     );
     if (options.passConcurrency !== undefined) this.services.passConcurrency = options.passConcurrency;
+    if (options.host !== undefined) this.services.host = options.host;
     const planConcurrency = options.planConcurrency ?? options.passConcurrency;
     if (planConcurrency !== undefined) this.services.planConcurrency = planConcurrency;
     this.retention = options.retention === false ? undefined : RetentionPolicy.from(options.retention);

@@ -21,6 +21,7 @@ export interface TickReport {
   contended: number;
   /** Steps passed over because another engine held their record at that moment: looked at again shortly. */
   passedOver: number;
+
   /** Settled occurrences whose history retention compacted in this pass. */
   compacted: number;
   /** Wall time each phase took (ms), for operators and the bench; never read by engine logic. */
@@ -49,8 +50,9 @@ export interface PassPhase {
 
 async function advance({ svc, report }: PassRun): Promise<void> {
   // Before leases are judged: an orphaned launch that evidence can decide must never be treated as unknown.
-  report.launches.push(...(await resolveOrphanedLaunches(svc, report.errors)));
-  const stops = await advanceAll(svc, report.errors);
+  const orphans = await resolveOrphanedLaunches(svc, report.errors);
+  report.launches.push(...orphans.outcomes);
+  const stops = await advanceAll(svc, report.errors, orphans.undecided);
   for (const stop of stops)
     await svc
       .runtime(stop.runtimeId)

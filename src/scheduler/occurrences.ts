@@ -165,6 +165,7 @@ export async function advanceOccurrence(
   step: StepContext,
   occurrenceId: string,
   stops: SessionStop[],
+  evidenceUndecided: ReadonlySet<string> = new Set(),
 ): Promise<void> {
   // Another engine on the same store is advancing it right now: its commit decides, this pass moves on.
   if (await busyElsewhere(svc, step.tx, KINDS.occurrence, occurrenceId)) return;
@@ -190,7 +191,7 @@ export async function advanceOccurrence(
     !o.runtimeEvidenceRecorded &&
     o.fence.leaseExpiresAt !== null &&
     Date.parse(o.fence.leaseExpiresAt) < now &&
-    (await launchLeftUndecided(svc, step, occurrence))
+    (await launchLeftUndecided(svc, step, occurrence, evidenceUndecided))
   ) {
     await moveEntity<OccurrenceAttributes>(
       step,
@@ -216,14 +217,16 @@ export async function advanceOccurrence(
 }
 
 /**
- * Whether a lapsed claim's lease means anything: its launch was sent and its sender can no longer answer for
- * it (evidence, asked first, decided nothing). A claim with nothing sent is dispatched under its fence by
- * whichever engine gets to it, never expired; a launch its live sender still waits for is left to it.
+ * Whether a lapsed claim's lease means anything: its launch was sent, its sender can no longer answer for it,
+ * and its runtime, asked in this pass, could not decide it (`evidenceUndecided`). A claim with nothing sent is
+ * dispatched under its fence by whichever engine gets to it, never expired; a launch its live sender still
+ * waits for is left to it; an orphan not yet asked about (its sender died after this pass asked) is asked next.
  */
 async function launchLeftUndecided(
   svc: EngineServices,
   step: StepContext,
   occurrence: OccurrenceRecord,
+  evidenceUndecided: ReadonlySet<string>,
 ): Promise<boolean> {
   const runId = occurrence.data.attributes.activeRunRef;
   if (runId === undefined) return false;
@@ -232,7 +235,7 @@ async function launchLeftUndecided(
   const attempt = await loadAttempt(step.tx, attemptId);
   if (stateOf(attempt) !== AttemptState.dispatching) return false;
   const outbox = await readAttemptLaunch(step.tx, attemptId, attemptContext(attempt).dispatchGeneration);
-  if (outbox === undefined || outbox.state !== OutboxState.sending) return false;
+  if (outbox === undefined || outbox.state !== OutboxState.sending || !evidenceUndecided.has(outbox.id)) return false;
   return launchOrphaned(svc, step.tx, outbox.id, attempt.data.attributes.workerCorrelation?.workerId);
 }
 
@@ -361,13 +364,17 @@ async function timeOut(
  * Every live occurrence, one transaction each; one occurrence's failure is reported and does not stop the
  * others. Returns the sessions to stop once those commits are durable.
  */
-export async function advanceAll(svc: EngineServices, errors: Error[] = []): Promise<SessionStop[]> {
+export async function advanceAll(
+  svc: EngineServices,
+  errors: Error[] = [],
+  evidenceUndecided: ReadonlySet<string> = new Set(),
+): Promise<SessionStop[]> {
   const stops: SessionStop[] = [];
   const live = await svc.store.read((r) => r.list(LIVE_INDEX.occurrence));
   await forEachConcurrently(live, svc.passConcurrency, async ({ id }) => {
     const mine: SessionStop[] = [];
     try {
-      await svc.step((step) => advanceOccurrence(svc, step, id, mine));
+      await svc.step((step) => advanceOccurrence(svc, step, id, mine, evidenceUndecided));
       stops.push(...mine);
     } catch (error) {
       errors.push(new Error(`scheduler: occurrence ${id}: ${(error as Error).message}`, { cause: error }));

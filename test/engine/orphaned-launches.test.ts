@@ -6,6 +6,7 @@ import { FunctionRuntime } from '../../src/runtime/function-runtime.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import { OWNER_LEASE_KIND } from '../../src/domain/owner-lease.js';
 import type { LaunchRequest, LaunchResult } from '../../src/runtime/runtime.js';
+import { advanceAll } from '../../src/scheduler/occurrences.js';
 
 const at = (time: string) => `2026-03-02T${time}.000Z`;
 
@@ -77,6 +78,23 @@ describe('launches whose answer never arrived are decided from runtime evidence'
     expect(runtime.launches).toHaveLength(1);
     const leases = await store.read((r) => r.list(OWNER_LEASE_KIND));
     expect(leases.map((l) => l.id).sort()).toEqual(['engine-dead', 'engine-new']);
+  });
+
+  test('a lapsed claim whose orphan this pass did not ask about is left for the next question, not sent to recovery', async () => {
+    const store = new MemoryStore();
+    const runtime = new SimulatedRuntime({ durationMs: 60_000 });
+    const h = await harness({ store, runtime, instanceId: 'engine-dead' });
+    runtime.enqueue('crash-during-launch');
+    h.clock.set(at('09:00:00'));
+    await h.engine.tick();
+    const other = createEngine({ store, clock: h.clock, runtimes: [runtime], instanceId: 'engine-new' });
+    h.clock.set(at('09:00:16'));
+    // The sender died after this engine's question of the pass (none asked here): its claim's lapse decides nothing.
+    expect(await advanceAll(other.services, [], new Set())).toEqual([]);
+    expect((await h.read.occurrences())[0]).toMatchObject({ state: 'claimed' });
+    await other.tick();
+    expect((await h.read.occurrences())[0]).toMatchObject({ state: 'running' });
+    expect(runtime.launches).toHaveLength(1);
   });
 
   test("an in-process function's session died with its process: the next engine sends it to the operator at once", async () => {

@@ -1,0 +1,210 @@
+// The scale-out measurement: the same burst (`due` definitions due at one instant) worked by one engine process on
+// SQLite, and by 1, 2 and 4 engine processes on one PostgreSQL database, side by side (configurations interleaved
+// each round, so the machine's drift hits all alike). Wall time from the slot to the last occurrence settled, and
+// CPU per occurrence: the engine processes' own CPU plus the PostgreSQL server's. Used by bench/scale-out.ts and
+// by `npm run bench` (its scale-out cells).
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { openStore } from '../../src/store/open-store.js';
+import { PostgresStore } from '../../src/store/postgres/index.js';
+import { startCluster, type PostgresCluster } from '../../test/support/postgres-cluster.js';
+import { LedgerRuntime } from './ledger-runtime.js';
+import { defineAll, DUE_DAILY_AT_TEN, offsetToSlot } from './setup.js';
+
+export const SCALE_OUT_CONFIGS = [
+  { name: 'sqlite, 1 engine', store: 'sqlite' as const, engines: 1 },
+  { name: 'postgres, 1 engine', store: 'postgres' as const, engines: 1 },
+  { name: 'postgres, 2 engines', store: 'postgres' as const, engines: 2 },
+  { name: 'postgres, 4 engines', store: 'postgres' as const, engines: 4 },
+];
+type Config = (typeof SCALE_OUT_CONFIGS)[number];
+
+const TICKS = 100;
+const START_IN_MS = 10_000;
+
+/** CPU seconds of a process and the children it reaped, from /proc (clock ticks at 100 Hz). */
+function procCpuSeconds(pid: number, withReaped: boolean): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    const [utime, stime, cutime, cstime] = [11, 12, 13, 14].map((i) => Number(fields[i]));
+    return (utime! + stime! + (withReaped ? cutime! + cstime! : 0)) / TICKS;
+  } catch {
+    return 0;
+  }
+}
+
+/** The PostgreSQL server's CPU so far: the postmaster, its reaped backends, and the live ones. */
+function serverCpuSeconds(cluster: PostgresCluster): number {
+  const postmaster = Number(readFileSync(join(cluster.dir, 'data', 'postmaster.pid'), 'utf8').split('\n')[0]);
+  const children = readdirSync(`/proc/${postmaster}/task`).flatMap((task) =>
+    readFileSync(`/proc/${postmaster}/task/${task}/children`, 'utf8').split(' ').filter(Boolean).map(Number),
+  );
+  return procCpuSeconds(postmaster, true) + children.reduce((sum, pid) => sum + procCpuSeconds(pid, false), 0);
+}
+
+interface EngineProcess {
+  child: ChildProcess;
+  lines: string[];
+}
+
+function spawnEngine(env: Record<string, string>, label: string): Promise<EngineProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/scale-out/engine-process.ts'], {
+    env: { ...process.env, ...env, COVEN_ENGINE_LABEL: label },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const engine: EngineProcess = { child, lines: [] };
+  let partial = '';
+  return new Promise((ready, failed) => {
+    child.stdout!.on('data', (chunk: Buffer) => {
+      const text = partial + chunk.toString('utf8');
+      const lines = text.split('\n');
+      partial = lines.pop()!;
+      engine.lines.push(...lines);
+      if (process.env.COVEN_BENCH_VERBOSE === '1')
+        for (const line of lines) process.stderr.write(`[${label}] ${line}\n`);
+      if (lines.some((l) => l.startsWith('ready '))) ready(engine);
+    });
+    child.once('exit', (code) => failed(new Error(`engine ${label} exited ${code}`)));
+  });
+}
+
+/** Resolves once the engines together report `due` attempts settled (each counted by the engine that won it). */
+function allSettled(engines: EngineProcess[], due: number): Promise<void> {
+  return new Promise((done) => {
+    const settled = () =>
+      engines.reduce(
+        (sum, e) => sum + e.lines.filter((l) => l.startsWith('settled ')).reduce((n, l) => n + Number(l.slice(8)), 0),
+        0,
+      );
+    const check = () => (settled() >= due ? done() : setTimeout(check, 20));
+    check();
+  });
+}
+
+async function stopAll(engines: EngineProcess[]): Promise<number> {
+  const cpu = await Promise.all(
+    engines.map(
+      (e) =>
+        new Promise<number>((done) => {
+          e.child.once('exit', () => done(Number(e.lines.find((l) => l.startsWith('cpu '))?.slice(4) ?? 0) / 1e6));
+          e.child.kill('SIGTERM');
+        }),
+    ),
+  );
+  return cpu.reduce((a, b) => a + b, 0);
+}
+
+async function freshDatabase(cluster: PostgresCluster, name: string): Promise<string> {
+  const admin = new pg.Client({ connectionString: cluster.url });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  return cluster.url.replace('/postgres?', `/${name}?`);
+}
+
+/** One configuration's run of one round. */
+export interface Measured {
+  wallS: number;
+  engineCpuS: number;
+  serverCpuS: number;
+}
+
+async function measure(cluster: PostgresCluster, config: Config, round: number, due: number): Promise<Measured> {
+  const ledgerUrl = await freshDatabase(cluster, `scale_${round}_${config.store}_${config.engines}`);
+  await LedgerRuntime.prepare(ledgerUrl);
+  const dir = mkdtempSync(join(tmpdir(), 'coven-scale-'));
+  const location = config.store === 'postgres' ? ledgerUrl : join(dir, 'store.sqlite');
+  const store = config.store === 'postgres' ? await PostgresStore.open(location) : await openStore(location);
+  const setupRuntime = new LedgerRuntime(ledgerUrl, 'setup');
+  await defineAll(
+    store,
+    setupRuntime,
+    Array.from({ length: due }, (_, i) => `due-${i}`),
+    DUE_DAILY_AT_TEN,
+  );
+  await store.close();
+  await setupRuntime.close();
+  // The slot arrives START_IN_MS from now on the engines' shared clock: every engine is running by then.
+  const slotAt = performance.now() + START_IN_MS;
+  const offset = offsetToSlot() - 500 - START_IN_MS;
+  const env = { COVEN_STORE: location, COVEN_LEDGER_URL: ledgerUrl, COVEN_CLOCK_OFFSET_MS: String(offset) };
+  const serverBefore = serverCpuSeconds(cluster);
+  const engines = await Promise.all(Array.from({ length: config.engines }, (_, i) => spawnEngine(env, `e${i}`)));
+  if (performance.now() > slotAt) throw new Error(`the engines took longer than ${START_IN_MS} ms to start`);
+  await allSettled(engines, due);
+  const wallS = (performance.now() - slotAt) / 1000;
+  const serverCpuS = serverCpuSeconds(cluster) - serverBefore;
+  const engineCpuS = await stopAll(engines);
+  rmSync(dir, { recursive: true, force: true });
+  return { wallS, engineCpuS, serverCpuS };
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const cell = (xs: number[], digits = 2) =>
+  `${median(xs).toFixed(digits)} (${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)})`;
+
+/** Every configuration's runs, by name, in {@link SCALE_OUT_CONFIGS} order. */
+export type ScaleOutResults = Map<string, Measured[]>;
+
+/**
+ * Starts a throwaway PostgreSQL cluster (fsync and synchronous_commit on), measures every configuration once
+ * per round, the order rotated by one each round, and stops the cluster.
+ */
+export async function measureScaleOut(options: {
+  rounds: number;
+  due: number;
+  log: (line: string) => void;
+}): Promise<ScaleOutResults> {
+  const cluster = await startCluster();
+  const results: ScaleOutResults = new Map(SCALE_OUT_CONFIGS.map((c) => [c.name, []]));
+  try {
+    for (let round = 0; round < options.rounds; round++) {
+      const order = SCALE_OUT_CONFIGS.map((_, i) => SCALE_OUT_CONFIGS[(i + round) % SCALE_OUT_CONFIGS.length]!);
+      for (const config of order) {
+        const m = await measure(cluster, config, round, options.due);
+        results.get(config.name)!.push(m);
+        options.log(`round ${round + 1} ${config.name}: ${m.wallS.toFixed(2)} s`);
+      }
+    }
+  } finally {
+    await cluster.stop();
+  }
+  return results;
+}
+
+export const SCALE_OUT_HEADER = [
+  'configuration',
+  'wall s',
+  'occurrences/s',
+  'engine CPU ms/occ',
+  'server CPU ms/occ',
+  'total CPU ms/occ',
+  'wall vs SQLite',
+  'total CPU vs SQLite',
+];
+
+/** The table's rows: median (min–max) over rounds, and each median's ratio to the SQLite engine's. */
+export function scaleOutRows(results: ScaleOutResults, due: number): string[][] {
+  const perOcc = (s: number) => (s * 1000) / due;
+  const total = (m: Measured) => perOcc(m.engineCpuS + m.serverCpuS);
+  const sqlite = results.get(SCALE_OUT_CONFIGS[0]!.name)!;
+  return SCALE_OUT_CONFIGS.map((c) => {
+    const ms = results.get(c.name)!;
+    return [
+      c.name,
+      cell(ms.map((m) => m.wallS)),
+      cell(
+        ms.map((m) => due / m.wallS),
+        0,
+      ),
+      cell(ms.map((m) => perOcc(m.engineCpuS))),
+      cell(ms.map((m) => perOcc(m.serverCpuS))),
+      cell(ms.map(total)),
+      `${(median(ms.map((m) => m.wallS)) / median(sqlite.map((m) => m.wallS))).toFixed(2)}x`,
+      `${(median(ms.map(total)) / median(sqlite.map(total))).toFixed(2)}x`,
+    ];
+  });
+}
