@@ -221,9 +221,6 @@ export const OPS: Record<string, OpEntry> = {
   erase: { handle: throughCommand(authority.erase) },
 };
 
-/** Input features beyond definitions and ops, with the profile each needs (none today). */
-export const UNSUPPORTED_INPUTS: Record<string, string> = {};
-
 /** Prerequisites a vector may name, and whether this engine provides them. */
 export const UNSUPPORTED_PREREQUISITES: Record<string, string> = {
   'coven.automations.acl.v1': 'the access-control layer (coven.automations.acl.v1) is not in this engine',
