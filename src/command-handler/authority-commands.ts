@@ -104,6 +104,41 @@ async function grantApproval(ctx: CommandContext): Promise<CommandOutcome> {
   return { automationId, result: { automationId, nonce, grantedAt: entry.grantedAt, expiresAt: entry.expiresAt } };
 }
 
+/**
+ * Ends open approvals now (every one, or those of one automation or one nonce): each stops authorising from this
+ * commit on and is sealed, so it is never consumed and its nonce is never granted again. Consumed approvals and
+ * approvals already past their expiry are left as they are.
+ */
+async function expireApprovals(ctx: CommandContext): Promise<CommandOutcome> {
+  const { automationId, nonce, reason } = ctx.envelope.payload as {
+    automationId?: string;
+    nonce?: string;
+    reason?: string;
+  };
+  const open = (await ctx.tx.list<ApprovalEntry>(AUTHORITY_KINDS.approval)).filter(
+    (r) =>
+      !r.terminal &&
+      r.data.consumed === undefined &&
+      Date.parse(r.data.expiresAt) > Date.parse(ctx.now) &&
+      (automationId === undefined || r.data.automationId === automationId) &&
+      (nonce === undefined || r.data.nonce === nonce),
+  );
+  const by = ctx.envelope.origin.principal.principalId;
+  for (const record of open) {
+    const entry: ApprovalEntry = {
+      ...record.data,
+      expiresAt: ctx.now,
+      expired: { at: ctx.now, by, ...(reason === undefined ? {} : { reason }) },
+    };
+    await ctx.tx.put(AUTHORITY_KINDS.approval, record.id, entry, { expectedVersion: record.version, terminal: true });
+  }
+  const expired = open.map((r) => r.data.nonce).sort();
+  return {
+    ...(automationId === undefined ? {} : { automationId }),
+    result: { expired, expiredAt: ctx.now },
+  };
+}
+
 /** The authority registry's commands (engine extensions); each commits its record and adoption in one transaction. */
 export const AUTHORITY_COMMANDS: Readonly<Record<string, AuthorityCommand>> = {
   'x-coven-automata.authority.familiar.register.v1': registerFamiliar,
@@ -111,4 +146,5 @@ export const AUTHORITY_COMMANDS: Readonly<Record<string, AuthorityCommand>> = {
   'x-coven-automata.authority.capabilities.set.v1': setCapabilities,
   'x-coven-automata.authority.availability.set.v1': setAvailability,
   'x-coven-automata.approval.grant.v1': grantApproval,
+  'x-coven-automata.approval.expire.v1': expireApprovals,
 };

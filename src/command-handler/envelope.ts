@@ -30,7 +30,7 @@ export const CONTRACT_COMMANDS = [
  * Commands this engine adds outside the contract's 19, under its own namespace so no contract client
  * mistakes them for v1 commands. `definition.reenable` commits the contract's `disabled → paused`
  * transition, which no v1 command reaches; `definition.unquarantine` lifts the quarantine that exhausted
- * retries impose. The `authority.*` and `approval.grant` commands manage the Runtime Authority registry
+ * retries impose. The `authority.*` and `approval.*` commands manage the Runtime Authority registry
  * (familiars, runtime capabilities, the service's availability, single-use approvals); `definition.erase`
  * removes a definition's prompt and working directory for good (privacy) and tombstones it.
  */
@@ -42,6 +42,7 @@ export const EXTENSION_COMMANDS = [
   'x-coven-automata.authority.capabilities.set.v1',
   'x-coven-automata.authority.availability.set.v1',
   'x-coven-automata.approval.grant.v1',
+  'x-coven-automata.approval.expire.v1',
   'x-coven-automata.definition.erase.v1',
 ] as const;
 

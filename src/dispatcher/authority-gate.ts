@@ -2,6 +2,7 @@ import { OccurrenceState, RunState } from '../../machines/index.js';
 import { appendEvent } from '../changefeed/event-envelope.js';
 import {
   AUTHORITY_KINDS,
+  AUTHORITY_REFUSAL_PREFIX,
   bindingOf,
   readAuthorityFacts,
   type ApprovalEntry,
@@ -78,7 +79,7 @@ async function consumeApproval(
  * reason — the machines' launch_refused / run_settled paths — and `authority.refused` is recorded.
  */
 export async function refuseDispatch(step: StepContext, d: GatedDispatch, refusal: AuthorityRefusal): Promise<void> {
-  const detail = `authority: ${refusal.detail}`.slice(0, 500);
+  const detail = `${AUTHORITY_REFUSAL_PREFIX}${refusal.detail}`.slice(0, 500);
   await moveEntity<AttemptAttributes>(
     step,
     'attempt',

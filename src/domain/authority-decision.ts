@@ -27,6 +27,14 @@ function decideApproval(
         ? `approval required: no approval was granted for ${binding.automationId}`
         : `approval required: no approval with nonce ${nonce} was granted`,
     );
+  // Scope first: another automation's approval is no approval of this one, whatever its state, and answering
+  // "expired" or "replayed" would hide the confused deputy.
+  if (approval.automationId !== binding.automationId)
+    return refuse(
+      'approval_other_automation',
+      `approval issued for a different automation: nonce ${approval.nonce} authorises ${approval.automationId}, ` +
+        `not ${binding.automationId}`,
+    );
   // A later attempt of the run that consumed it is still that one authorised run.
   if (approval.consumed !== undefined) {
     if (approval.consumed.runId === runId) return { authorised: true };
@@ -42,19 +50,14 @@ function decideApproval(
       'approval_expired',
       `approval expired: nonce ${approval.nonce} stopped authorising at ${new Date(expiry).toISOString()}`,
     );
-  if (approval.automationId !== binding.automationId)
-    return refuse(
-      'approval_other_automation',
-      `approval issued for a different automation: nonce ${approval.nonce} authorises ${approval.automationId}, ` +
-        `not ${binding.automationId}`,
-    );
   return { authorised: true, consume: approval };
 }
 
 /**
  * The dispatch-time decision, pure over what the dispatch transaction read. Checked in upstream's order:
  * authority unavailable (fail closed) → familiar stale or revoked (a forged revision is one the registry does
- * not hold) → capability downgrade → approval required / replayed / expired / issued for another automation.
+ * not hold) → capability downgrade → approval required / issued for another automation / replayed / expired
+ * (scope comes before the approval's own state, where upstream checks it last).
  *
  * @example
  * ```ts

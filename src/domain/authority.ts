@@ -58,6 +58,8 @@ export interface ApprovalEntry {
   expiresAt: string;
   grantedBy: string;
   consumed?: { at: string; occurrenceId: string; runId: string };
+  /** Set when an operator ended it early: `expiresAt` is then that instant. */
+  expired?: { at: string; by: string; reason?: string };
 }
 
 export interface AuthorityService {
@@ -75,6 +77,9 @@ export type AuthorityRefusalCode =
   | 'approval_replayed'
   | 'approval_expired'
   | 'approval_other_automation';
+
+/** How a refused dispatch's occurrence, run and attempt reasons start; the doctor finds refusals by it. */
+export const AUTHORITY_REFUSAL_PREFIX = 'authority: ';
 
 export interface AuthorityRefusal {
   code: AuthorityRefusalCode;

@@ -1,5 +1,6 @@
 import { appendEvent } from '../changefeed/event-envelope.js';
 import { integrityOf } from '../contract/digest.js';
+import { redactPublished } from '../contract/redaction.js';
 import type { StepContext } from './lifecycle.js';
 import {
   KINDS,
@@ -15,7 +16,7 @@ export const receiptIdFor = (attemptId: string) => `receipt-${attemptId}`.slice(
 
 /**
  * Writes the immutable receipt of a settled attempt: pinned revision and definition digest, fence,
- * runtime, side-effect class, outcome, and its JCS SHA-256 integrity. Sealed on write; one per attempt.
+ * runtime, side-effect class, outcome (redacted), and its JCS SHA-256 integrity. Sealed on write; one per attempt.
  */
 export async function recordReceipt(
   step: StepContext,
@@ -48,7 +49,9 @@ export async function recordReceipt(
           resultDigest: { algorithm: 'sha256' as const, canonicalization: 'jcs-rfc8785' as const, value: resultDigest },
         }),
     sideEffectClass: runtime?.sideEffectClass ?? 'irreversible_external_mutation',
-    outcome,
+    // Sealed over published-safe text: a runtime's detail may quote paths or credentials, and a receipt whose
+    // published (redacted) copy differed from what its digest covers could never be verified by its reader.
+    outcome: redactPublished(outcome),
     producedAt: step.now,
     producer: { component: step.feed.producer.component, instanceId: step.feed.producer.instanceId },
     privacy: { classification: 'operational', retention: { classification: 'standard' } },

@@ -80,6 +80,22 @@ export const FINDINGS = {
     severity: 'info',
     steps: ['a cancelled run is terminal; read it with coven-automata history <automationId>'],
   },
+  'authority.unresolved-refusal': {
+    severity: 'error',
+    steps: [
+      'read which authority check refused it: coven-automata history <automationId>',
+      'fix that condition (familiar registration, runtime capabilities, authority availability or an approval); ' +
+        'dispatch stays fail-closed until the binding verifies at dispatch time',
+    ],
+  },
+  'authority.stale-identity': {
+    severity: 'error',
+    steps: [
+      'register the familiar again (x-coven-automata.authority.familiar.register.v1), then revise the definition ' +
+        'to bind the revision the registry holds',
+      'do not drop the binding or loosen requiredCapabilities to force a dispatch',
+    ],
+  },
   'receipts.unverified': {
     severity: 'error',
     steps: ['do not trust the receipt; check it again: coven-automata verify <receipt file>'],

@@ -17,6 +17,7 @@ import { retentionQueueKind, type RetentionDue } from '../domain/retention-queue
 import { RetentionPolicy, type RetentionOptions } from '../retention/policy.js';
 import { nextUnplannedSlot } from '../scheduler/planning.js';
 import { forEachPage, type StoreReader } from '../store/store.js';
+import { staleBinding, type StaleBinding } from './doctor-authority.js';
 
 /** One definition as the doctor judges it. */
 export interface DefinitionView {
@@ -37,6 +38,7 @@ export interface OccurrenceView {
   /** A retry waits for its backoff until this instant: not backlog before it. */
   notBefore?: string;
   updatedAt: string;
+  stateReason: string;
   claimedBy: string | null;
   leaseExpiresAt: string | null;
   misfireDisposition: string;
@@ -72,6 +74,8 @@ export interface DoctorView {
   receipts: Array<{ receiptId: string; runId: string; verified: boolean }>;
   ownerLeases: Array<{ instanceId: string; expiresAt: string }>;
   retentionBacklog: RetentionBacklogEntry[];
+  /** Live bound definitions whose familiar revision the registry no longer holds (Runtime Authority). */
+  staleBindings: StaleBinding[];
 }
 
 /** History past its window by more than this is overdue: a retention sweep runs every few minutes. */
@@ -79,12 +83,18 @@ export const RETENTION_GRACE_MS = 15 * 60_000;
 const PAGE = 500;
 const BACKLOG_LIMIT = 1000;
 
-async function definitionViews(engine: Engine, reader: StoreReader): Promise<DefinitionView[]> {
+async function definitionViews(
+  engine: Engine,
+  reader: StoreReader,
+): Promise<{ views: DefinitionView[]; stale: StaleBinding[] }> {
   const svc = engine.services;
   const cursors = new Map((await svc.planCursors.current(reader)).map((c) => [c.id, c.lastSlot]));
   const views: DefinitionView[] = [];
+  const stale: StaleBinding[] = [];
   for (const d of await svc.definitions.current(reader)) {
     if (d.state === DefinitionState.tombstoned) continue;
+    const binding = await staleBinding(reader, d.terms);
+    if (binding !== undefined) stale.push(binding);
     const quarantine = await readQuarantine(reader, d.id);
     const next = d.state === DefinitionState.active ? nextUnplannedSlot(svc, d, cursors.get(d.id)) : null;
     views.push({
@@ -95,7 +105,7 @@ async function definitionViews(engine: Engine, reader: StoreReader): Promise<Def
       nextUnplannedSlot: next === null ? null : new Date(next).toISOString(),
     });
   }
-  return views;
+  return { views, stale };
 }
 
 function occurrenceView(record: OccurrenceRecord): OccurrenceView {
@@ -109,6 +119,7 @@ function occurrenceView(record: OccurrenceRecord): OccurrenceView {
     ...(a.eligibleAt === undefined ? {} : { eligibleAt: a.eligibleAt }),
     ...(a.notBefore === undefined ? {} : { notBefore: a.notBefore }),
     updatedAt: a.updatedAt,
+    stateReason: a.stateReason,
     claimedBy: fence.claimedBy,
     leaseExpiresAt: fence.leaseExpiresAt,
     misfireDisposition: a.misfireDisposition,
@@ -188,12 +199,14 @@ export async function readDoctorView(engine: Engine, reader: StoreReader, option
   });
   const leases = await reader.list<OwnerLease>(OWNER_LEASE_KIND);
   const policy = options.retention === false ? undefined : RetentionPolicy.from(options.retention);
+  const definitions = await definitionViews(engine, reader);
   return {
-    definitions: await definitionViews(engine, reader),
+    definitions: definitions.views,
     occurrences,
     runs: await runViews(reader),
     receipts,
     ownerLeases: leases.map((l) => ({ instanceId: l.id, expiresAt: l.data.expiresAt })),
     retentionBacklog: await retentionBacklog(reader, policy, options.now.getTime()),
+    staleBindings: definitions.stale,
   };
 }

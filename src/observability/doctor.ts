@@ -1,4 +1,5 @@
 import { redactPublished } from '../contract/redaction.js';
+import { authorityFindings, unresolvedRefusals } from './doctor-authority.js';
 import { FINDINGS, SURFACE, type FindingCode, type Severity } from './doctor-steps.js';
 import { AttemptState, DefinitionState, OccurrenceState, RunState } from '../../machines/index.js';
 import type { DoctorView, OccurrenceView, RunView } from './doctor-view.js';
@@ -224,6 +225,13 @@ function judgeRuns({ view }: Judged, push: Push): void {
     );
 }
 
+/** Refusals of live automations that still hold their work, and bindings whose familiar went stale. */
+function judgeAuthority({ view }: Judged, push: Push): void {
+  const live = new Set(view.definitions.map((d) => d.automationId));
+  const refused = unresolvedRefusals(view.occurrences).filter((o) => live.has(o.automationId));
+  for (const f of authorityFindings(refused, view.staleBindings)) push(f.code, f.subjectIds, f.observed);
+}
+
 /** Where a subscriber stands: its feed position, or its sequence on the one stream it follows. */
 const cursorText = (s: { position: number; stream?: string; sequence?: number }) =>
   s.stream === undefined ? `at position ${s.position}` : `of ${s.stream} at sequence ${s.sequence ?? -1}`;
@@ -289,7 +297,7 @@ export function diagnose(view: DoctorView, now: Date, facts: SchedulerFacts = {}
       safeNextSteps: [...FINDINGS[code].steps],
     });
   const judged: Judged = { view, facts, now: at, leader: leaderOf(view, facts, at) };
-  for (const judge of [judgeScheduler, judgeOccurrences, judgeRuns, judgeRecords]) judge(judged, push);
+  for (const judge of [judgeScheduler, judgeOccurrences, judgeRuns, judgeAuthority, judgeRecords]) judge(judged, push);
   // A published view: findings quote stored reasons, which must not carry prompts, absolute paths or credentials.
   return redactPublished({
     doctorVersion: 1,

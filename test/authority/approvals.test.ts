@@ -94,6 +94,38 @@ describe('approvals: single-use nonces scoped to one automation, with an expiry'
     expect((await occurrence(h, late)).stateReason).toMatch(/^authority: approval expired: .*08:05:00\.000Z/);
   });
 
+  test("another automation's approval is refused as such, even past the binding's TTL (scope before state)", async () => {
+    const h = await bound({ required: true, nonce: 'n3', ttlMinutes: 60 });
+    h.clock.set(at('08:00:00'));
+    await ops.grantApproval(
+      { engine: h.engine, clock: h.clock },
+      { automationId: 'other', nonce: 'n3', ttlMinutes: 1440 },
+    );
+    const deputy = await runNow(h, '09:30:00');
+    expect(h.runtime.launches).toHaveLength(0);
+    expect((await occurrence(h, deputy)).stateReason).toMatch(
+      /^authority: approval issued for a different automation: nonce n3 authorises other, not daily/,
+    );
+  });
+
+  test('expireApprovals ends open approvals now: sealed, never consumed, never granted again', async () => {
+    const h = await bound({ required: true, nonce: 'n4', ttlMinutes: 120 });
+    const handle = { engine: h.engine, clock: h.clock };
+    h.clock.set(at('08:00:00'));
+    await ops.grantApproval(handle, { automationId: 'daily', nonce: 'n4', ttlMinutes: 120 });
+    await ops.grantApproval(handle, { automationId: 'other', nonce: 'o4', ttlMinutes: 120 });
+    const expired = await ops.expireApprovals(handle, { automationId: 'daily', at: at('08:10:00') });
+    expect(expired.result).toEqual({ expired: ['n4'], expiredAt: at('08:10:00') });
+    const late = await runNow(h, '08:11:00');
+    expect(h.runtime.launches).toHaveLength(0);
+    expect((await occurrence(h, late)).stateReason).toMatch(/^authority: approval expired: .*08:10:00\.000Z/);
+    const regrant = await ops.grantApproval(handle, { automationId: 'daily', nonce: 'n4', ttlMinutes: 120 });
+    expect(regrant.error).toMatchObject({ code: 'ILLEGAL_TRANSITION' });
+    // Only the open approval of the named automation ended; expiring again finds nothing open.
+    expect((await ops.expireApprovals(handle, { automationId: 'daily' })).result).toMatchObject({ expired: [] });
+    expect((await ops.expireApprovals(handle, {})).result).toMatchObject({ expired: ['o4'] });
+  });
+
   test('without a nonce in the binding, the oldest open approval of this automation is consumed', async () => {
     const h = await bound({ required: true });
     const handle = { engine: h.engine, clock: h.clock };

@@ -125,12 +125,28 @@ describe('vector ops map to the engine mechanisms', () => {
   test('an op of a missing profile is unsupported with its reason, and so is what depends on it', async () => {
     const report = await run(
       [
-        { op: 'grantApproval', automationId: 'daily' },
+        { op: 'deliveryBehavior', delivery: 'commit-failure' },
         { op: 'tick', at: '2026-03-01T10:00:00.000Z' },
       ],
       { dispatchCount: 0 },
     );
     expect(statusOf(report, 'dispatchCount')).toBe('unsupported');
-    expect(report.expectations.find((e) => e.expectation === 'op grantApproval')?.reason).toMatch(/runtime-authority/);
+    expect(report.expectations.find((e) => e.expectation === 'op deliveryBehavior')?.reason).toMatch(/delivery/);
+  });
+
+  test('authority ops go through the engine commands; a refused one is kept under its label', async () => {
+    const refused = await run([{ op: 'revokeFamiliar', familiarId: 'nobody', label: 'revoke-unknown' }], {
+      refusals: [{ refusalId: 'revoke-unknown', reasonMatches: 'no familiar' }],
+    });
+    expect(refused.status, JSON.stringify(refused.expectations)).toBe('pass');
+    const unavailable = await run(
+      [
+        { op: 'setAuthority', available: false },
+        { op: 'tick', at: '2026-03-01T10:00:00.000Z' },
+      ],
+      { occurrences: [{ automationId: 'daily', state: 'succeeded' }], dispatchCount: 1 },
+    );
+    // Unbound definitions never consult the authority service.
+    expect(unavailable.status, JSON.stringify(unavailable.expectations)).toBe('pass');
   });
 });

@@ -7,6 +7,7 @@ import { MemoryStore } from '../../src/store/memory-store.js';
 import type { StoreReader, StoreTransaction } from '../../src/store/store.js';
 import type { DoctorReport } from '../../src/observability/doctor.js';
 import { FINDINGS } from '../../src/observability/doctor-steps.js';
+import { applyBindings, revokeFamiliar } from '../../src/testkit/conformance/authority-ops.js';
 import { command } from '../support/commands.js';
 import { readUpstreamJson, upstreamAvailable, upstreamDir } from '../support/upstream.js';
 import { doctorWorld, faultyStore } from './doctor-world.js';
@@ -227,6 +228,37 @@ describe('the doctor (diagnostics.doctor.v1)', () => {
     expect(codesOf(await w.doctor({ ...w.freshFacts(), retention }))).toEqual(['disk.retention-pressure']);
     w.clock.set(at('09:15:00'));
     expect(codesOf(await w.doctor({ ...w.freshFacts(), retention }))).toEqual([]);
+  });
+
+  test('authority.*: a revoked familiar is a stale identity, and its refused dispatch holds until a run succeeds', async () => {
+    const w = await doctorWorld({ start: at('08:59:00') });
+    const handle = { engine: w.engine, clock: w.clock };
+    const binding = {
+      automationId: 'daily',
+      principalId: 'principal-1',
+      familiarId: 'charm',
+      familiarRevision: 1,
+      runtime: 'coven-code',
+      requiredCapabilities: ['session.create'],
+    };
+    for (const a of await applyBindings(handle, [binding])) expect(a.outcome).toBe('committed');
+    expect(codesOf(await w.doctor(w.freshFacts()))).toEqual([]);
+    await revokeFamiliar(handle, { automationId: 'daily' });
+    await w.tick(at('09:00:05'));
+    const [refused] = await w.read.occurrences();
+    const report = keep(await w.doctor(w.freshFacts()));
+    expect(report.findings.map((f) => [f.code, f.severity, f.subjectIds])).toEqual([
+      ['authority.unresolved-refusal', 'error', [refused!.occurrenceId]],
+      ['authority.stale-identity', 'error', ['daily']],
+    ]);
+    expect(report.findings[1]!.observed).toBe('daily binds charm@1; the registry holds charm@1 (revoked)');
+    // Registered again (charm@2) and bound to it: the identity verifies; the refusal holds until a run succeeds.
+    await applyBindings(handle, [{ ...binding, familiarRevision: 2 }]);
+    expect(codesOf(await w.doctor(w.freshFacts()))).toEqual(['authority.unresolved-refusal']);
+    await w.engine.commands.handle(command('occurrence.runNow.v1', { automationId: 'daily' }));
+    await w.tick(at('09:02:05'));
+    expect((await w.read.runs()).map((r) => r.state).sort()).toEqual(['failed', 'succeeded']);
+    expect(codesOf(await w.doctor(w.freshFacts()))).toEqual([]);
   });
 
   test('every finding code of the brief was produced above, with the severity its table gives', () => {

@@ -3,6 +3,7 @@ import { REDACTED, redactPublished, redactText } from '../../src/contract/redact
 import { verifyIntegrity } from '../../src/contract/digest.js';
 import { createEngineLogger } from '../../src/observability/logger.js';
 import { runDoctor } from '../../src/observability/run-doctor.js';
+import type { Observation } from '../../src/runtime/runtime.js';
 import { SimulatedRuntime } from '../../src/runtime/simulated-runtime.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import * as ops from '../../src/testkit/conformance/authority-ops.js';
@@ -72,6 +73,33 @@ describe('published views of a definition with a prompt and an absolute working 
       expect(view).not.toContain(ABSOLUTE);
     }
     expect(lines.join('')).toContain(REDACTED.path);
+  });
+});
+
+/** A runtime whose lost-session detail quotes a private path and a credential, as a real error message may. */
+class LeakyRuntime extends SimulatedRuntime {
+  override async observe(sessionId: string, now: Date): Promise<Observation> {
+    const seen = await super.observe(sessionId, now);
+    return seen.status === 'lost' ? { ...seen, detail: `ENOENT ${ABSOLUTE}/session.json token=abc123` } : seen;
+  }
+}
+
+describe('receipts', () => {
+  test('are sealed over redacted text: the published (redacted) copy is the sealed one and verifies', async () => {
+    const runtime = new LeakyRuntime({ durationMs: 60_000 });
+    runtime.defaultBehavior = 'lost-after-side-effect';
+    const h = await harness({ runtime });
+    h.clock.set('2026-03-02T09:00:00.000Z');
+    for (let i = 0; i < 3; i++) {
+      await h.engine.tick();
+      h.clock.advance({ minutes: 2 });
+    }
+    const [receipt] = await h.read.receipts();
+    expect(receipt).toMatchObject({ outcome: { disposition: 'ambiguous' } });
+    const detail = String((receipt!.outcome as { detail: string }).detail);
+    expect(detail).toBe(`ENOENT ${REDACTED.path} ${REDACTED.secret}`);
+    expect(redactPublished(receipt)).toEqual(receipt);
+    expect(verifyIntegrity(redactPublished(receipt!)).valid).toBe(true);
   });
 });
 

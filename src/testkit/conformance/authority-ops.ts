@@ -96,6 +96,17 @@ export async function grantApproval(handle: AuthorityOpsHandle, op: Op): Promise
   );
 }
 
+/** expireApprovals {automationId?, nonce?, at?}: every open approval (of that automation, or that nonce) ends now. */
+export async function expireApprovals(handle: AuthorityOpsHandle, op: Op): Promise<CommandResponse> {
+  at(handle, op);
+  return handle.engine.commands.handle(
+    envelope('x-coven-automata.approval.expire.v1', {
+      ...(typeof op.automationId === 'string' ? { automationId: op.automationId } : {}),
+      ...(typeof op.nonce === 'string' ? { nonce: op.nonce } : {}),
+    }),
+  );
+}
+
 /** revokeFamiliar {automationId | familiarId}: revokes the named familiar, or the one the automation binds. */
 export async function revokeFamiliar(handle: AuthorityOpsHandle, op: Op): Promise<CommandResponse> {
   at(handle, op);

@@ -4,7 +4,7 @@ import { decidingRule } from './contract-rules.js';
 import { checkDoctor, checkRedaction } from './vector-diagnostics.js';
 import type { ConformanceVector, ExpectationResult } from './vector-format.js';
 import { observe, TERMINAL, type Seen } from './vector-observe.js';
-import { UNSUPPORTED_INPUTS, UNSUPPORTED_PREREQUISITES } from './vector-ops.js';
+import { UNSUPPORTED_PREREQUISITES } from './vector-ops.js';
 import type { VectorRun } from './vector-session.js';
 
 type Expected = ConformanceVector['expected'];
@@ -14,11 +14,9 @@ function matches(actual: Record<string, unknown>, expected: Record<string, unkno
   return Object.entries(expected).every(([k, v]) => ignore.includes(k) || actual[k] === v);
 }
 
-/** What the vector needs that this engine lacks: unsupported ops, inputs, prerequisites, refused capabilities. */
+/** What the vector needs that this engine lacks: unsupported ops, limits, prerequisites, refused capabilities. */
 function missing(vector: ConformanceVector, run: VectorRun): string[] {
   const needs = [...run.unsupportedOps, ...run.limits];
-  for (const [input, reason] of Object.entries(UNSUPPORTED_INPUTS))
-    if ((vector.input as Record<string, unknown>)[input] !== undefined) needs.push(reason);
   for (const p of vector.prerequisites ?? []) needs.push(UNSUPPORTED_PREREQUISITES[p] ?? `prerequisite ${p}`);
   for (const [label, f] of run.importRefusals)
     if (!label.startsWith('def-') && f.code === 'CAPABILITY_UNSUPPORTED')
@@ -133,12 +131,14 @@ function checkReceipts(e: Expected, seen: Seen, run: VectorRun, push: Push): voi
   };
   const outcomes = seen.receipts.map((r) => (r.outcome as { disposition: string }).disposition).sort();
   const verdicts = run.receiptVerdicts ?? seen.receipts.map((r) => verifyIntegrity(r).valid);
+  // Undefined: no redactReceipts op ran, so there are no redacted copies to verify.
+  const redactedVerify = run.redactedReceipts?.every((r) => verifyIntegrity(r).valid);
   const ok =
     (want.count === undefined || seen.receipts.length === want.count) &&
     (want.allVerify !== true || verdicts.every(Boolean)) &&
     (want.outcomes === undefined || JSON.stringify(outcomes) === JSON.stringify([...want.outcomes].sort())) &&
-    (want.verifyAfterRedaction !== true || run.redacted);
-  push('receipts', ok, want, { count: seen.receipts.length, outcomes, verified: verdicts, redacted: run.redacted });
+    (want.verifyAfterRedaction !== true || redactedVerify === true);
+  push('receipts', ok, want, { count: seen.receipts.length, outcomes, verified: verdicts, redactedVerify });
 }
 
 function checkFeed(e: Expected, seen: Seen, push: Push): void {

@@ -9,6 +9,8 @@ export interface ConformanceVector {
   input: {
     definitions?: Array<Record<string, unknown> & { id: string; status: string }>;
     invalidDefinitions?: Array<Record<string, unknown>>;
+    /** Authority bindings (coven.automations.authority.v1) seeded before the operations. */
+    bindings?: Array<Record<string, unknown>>;
     operations?: Array<Record<string, unknown> & { op: string }>;
   };
   expected: Record<string, unknown>;

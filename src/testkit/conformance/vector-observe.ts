@@ -49,6 +49,9 @@ function projectEvent(event: EventEnvelope): string | undefined {
       return TERMINAL.has(p.to ?? '') ? 'run.finished' : undefined;
     case 'receipt.recorded':
       return 'receipt.sealed';
+    case 'authority.refused':
+    case 'approval.consumed':
+      return event.kind;
     default:
       return undefined;
   }

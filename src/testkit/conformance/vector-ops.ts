@@ -1,7 +1,10 @@
 import { integrityOf, verifyIntegrity } from '../../contract/digest.js';
+import { redactPublished } from '../../contract/redaction.js';
 import { KINDS } from '../../domain/records.js';
 import { RETENTION_GRACE_MS } from '../../observability/doctor-view.js';
+import type { CommandResponse } from '../../command-handler/envelope.js';
 import type { SimulatedBehavior } from '../../runtime/simulated-runtime.js';
+import * as authority from './authority-ops.js';
 import { contractKey, currentDefinition, envelope, reviseWith, type VectorRun } from './vector-session.js';
 
 type Op = Record<string, unknown> & { op: string };
@@ -18,11 +21,7 @@ const BEHAVIOR: Record<string, SimulatedBehavior> = {
   'out-of-order-response': 'out-of-order-response',
 };
 
-const AUTHORITY =
-  'the runtime-authority profile (coven.automations.authority.v1: approvals, the familiar registry, authority ' +
-  'availability, runtime capability checks at dispatch) is not in this engine';
 const DELIVERY = 'the delivery profile (atomic output delivery and its commit evidence) is not in this engine';
-const PRIVACY = 'the privacy profile (receipt redaction and erasure) is not in this engine';
 
 const setClock = (run: VectorRun, at: string | undefined) => {
   if (at !== undefined) run.clock.set(at);
@@ -115,10 +114,27 @@ async function setDefinitionRevision(run: VectorRun, op: Op): Promise<void> {
   if (r.outcome === 'rejected') run.refusals.set(String(op.label), r);
 }
 
-/** verifyReceipts: the integrity check `coven-automata verify` runs, on every stored receipt. */
+/**
+ * verifyReceipts: the integrity check `coven-automata verify` runs, on every stored receipt, or on the redacted
+ * copies once a redactReceipts op made them.
+ */
 async function verifyReceipts(run: VectorRun): Promise<void> {
   const receipts = await run.store.read((r) => r.list<Record<string, unknown>>(KINDS.receipt));
-  run.receiptVerdicts = receipts.map((r) => verifyIntegrity(r.data).valid);
+  run.receiptVerdicts = (run.redactedReceipts ?? receipts.map((r) => r.data)).map((r) => verifyIntegrity(r).valid);
+}
+
+/**
+ * redactReceipts: this engine keeps no run logs (a session's log stays with its runtime), so what a reader gets
+ * is the published receipt: each is read through receipt.get.v1 and redacted as every published view is.
+ */
+async function redactReceipts(run: VectorRun): Promise<void> {
+  const ids = (await run.store.read((r) => r.list(KINDS.receipt))).map((r) => r.id);
+  run.redactedReceipts = [];
+  for (const receiptId of ids) {
+    const got = await run.engine.commands.handle(envelope('receipt.get.v1', { receiptId }));
+    run.redactedReceipts.push(redactPublished(got.result!.receipt as Record<string, unknown>));
+  }
+  run.notes.push(`redactReceipts: ${ids.length} receipts read through receipt.get.v1 and redacted for publication`);
 }
 
 /** tamperReceipt: one stored receipt's body changes after sealing, its integrity digest left as it was. */
@@ -153,6 +169,17 @@ function setRetention(run: VectorRun, op: Op): void {
     );
 }
 
+/** An op performed by one of the engine's commands (authority-ops.ts); a refusal is kept under the op's label. */
+function throughCommand(perform: (handle: authority.AuthorityOpsHandle, op: Op) => Promise<CommandResponse>): Handler {
+  return async (run, op) => {
+    const answer = await perform({ engine: run.engine, clock: run.clock, notes: run.notes }, op);
+    if (answer.outcome === 'rejected') {
+      run.refusals.set(String(op.label ?? op.op), answer);
+      run.notes.push(`${op.op} refused: ${String(answer.error?.code)}: ${String(answer.error?.message)}`);
+    }
+  };
+}
+
 /** Every op of conformance.vector.v1, mapped to the engine's mechanism or to the profile it lacks. */
 export const OPS: Record<string, OpEntry> = {
   tick: { handle: (run, _op, at) => tick(run, at) },
@@ -184,19 +211,14 @@ export const OPS: Record<string, OpEntry> = {
   tamperReceipt: { handle: tamperReceipt },
   setRetention: { handle: setRetention },
   setLeader: { handle: (run, op) => void (run.leaderAvailable = op.available !== false) },
-  grantApproval: { unsupported: AUTHORITY },
-  expireApprovals: { unsupported: AUTHORITY },
-  revokeFamiliar: { unsupported: AUTHORITY },
-  setAuthority: { unsupported: AUTHORITY },
-  setRuntimeCapabilities: { unsupported: AUTHORITY },
+  grantApproval: { handle: throughCommand(authority.grantApproval) },
+  expireApprovals: { handle: throughCommand(authority.expireApprovals) },
+  revokeFamiliar: { handle: throughCommand(authority.revokeFamiliar) },
+  setAuthority: { handle: throughCommand(authority.setAuthority) },
+  setRuntimeCapabilities: { handle: throughCommand(authority.setRuntimeCapabilities) },
   deliveryBehavior: { unsupported: DELIVERY },
-  redactReceipts: { unsupported: PRIVACY },
-  erase: { unsupported: PRIVACY },
-};
-
-/** Input features beyond definitions and ops, with the profile each needs. */
-export const UNSUPPORTED_INPUTS: Record<string, string> = {
-  bindings: `input.bindings (principal, familiar revision, required capabilities): ${AUTHORITY}`,
+  redactReceipts: { handle: redactReceipts },
+  erase: { handle: throughCommand(authority.erase) },
 };
 
 /** Prerequisites a vector may name, and whether this engine provides them. */

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { Engine } from '../../engine/engine.js';
 import { judgeVector } from './vector-expectations.js';
 import { overall, type ConformanceVector, type VectorReport } from './vector-format.js';
+import { applyBindings } from './authority-ops.js';
 import { applyOp } from './vector-ops.js';
 import { envelope, reviseWith, VectorRun } from './vector-session.js';
 
@@ -19,19 +20,20 @@ async function importDefinitions(engine: Engine, definitions: Array<Record<strin
 
 /** Brings each imported definition to the vector's status through the contract's own transitions. */
 async function reachStatuses(run: VectorRun, definitions: Definitions, refused: Set<string>): Promise<void> {
+  const bound = new Map((run.vector.input.bindings ?? []).map((b) => [String(b.automationId), String(b.familiarId)]));
   for (const d of definitions) {
     if (d.status === 'DISABLED' || refused.has(d.id)) continue;
     // Imports land in draft; a paused definition must bind its familiar exactly, so flat vectors that name
-    // none get a runner familiar.
+    // none get the familiar their authority binding names, else a runner familiar.
     const revised = await reviseWith(
       run.engine.commands,
       d.id,
       (body) => {
         const binding = body.binding as { familiarId?: string };
-        if (binding.familiarId === undefined) {
-          binding.familiarId = 'conformance-familiar';
+        if (binding.familiarId !== undefined) return;
+        binding.familiarId = bound.get(d.id) ?? 'conformance-familiar';
+        if (!bound.has(d.id))
           run.notes.push(`${d.id} names no familiar: bound to "conformance-familiar" to leave draft`);
-        }
       },
       'paused',
     );
@@ -52,6 +54,14 @@ function resolveLocal(run: VectorRun, definition: Definitions[number]) {
   return { ...definition, timezone: resolved };
 }
 
+/** Seeds the vector's authority bindings (coven.automations.authority.v1) through the engine's own commands. */
+async function bind(run: VectorRun, bindings: Array<Record<string, unknown>>): Promise<void> {
+  if (bindings.length === 0) return;
+  const answers = await applyBindings({ engine: run.engine, clock: run.clock, notes: run.notes }, bindings);
+  for (const a of answers)
+    if (a.outcome === 'rejected') run.notes.push(`binding setup: ${a.command} refused: ${String(a.error?.message)}`);
+}
+
 async function setup(vector: ConformanceVector): Promise<VectorRun> {
   const run = new VectorRun(vector);
   const definitions = (vector.input.definitions ?? []).map((d) => resolveLocal(run, d));
@@ -68,6 +78,7 @@ async function setup(vector: ConformanceVector): Promise<VectorRun> {
     if (!refused.has(String(d.id))) run.notes.push(`invalidDefinitions[${i}] (${String(d.id)}) was imported`);
   run.definitionCount = definitions.length;
   await reachStatuses(run, definitions, refused);
+  await bind(run, vector.input.bindings ?? []);
   run.setupEnd = (await run.store.read((r) => r.readFeed())).length;
   return run;
 }

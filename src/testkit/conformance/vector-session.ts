@@ -103,7 +103,8 @@ export class VectorRun {
   setupEnd = 0;
   /** Integrity verdicts of the stored receipts when a verifyReceipts op ran (undefined: none ran). */
   receiptVerdicts: boolean[] | undefined;
-  redacted = false;
+  /** The receipts as the engine publishes them (read, then redacted), once a redactReceipts op ran. */
+  redactedReceipts: Array<Record<string, unknown>> | undefined;
   definitionCount = 0;
   leaderAvailable = true;
   lastPassAt: string | undefined;
