@@ -3,6 +3,7 @@ import { join, resolve } from 'node:path';
 import { defaultRequirements } from '../command-handler/context.js';
 import type { CommandResponse } from '../command-handler/envelope.js';
 import { createEngine, type Engine } from '../engine/engine.js';
+import { OPERATOR_CALLER } from '../domain/read-acl.js';
 import { ENV_NAME } from '../runtime/child-env.js';
 import { errorLine } from './error-line.js';
 import { ChildProcessRuntime } from '../runtime/child-process-runtime.js';
@@ -152,9 +153,10 @@ function remoteEngine(client: DaemonClient): CliEngine {
   };
 }
 
+/** The CLI on a store it opened holds the store's lock and file: it is the operator, and reads as one. */
 function localEngine(engine: Engine, store: FileStore): CliEngine {
   return {
-    commands: engine.commands,
+    commands: { handle: (raw) => engine.commands.handle(raw, OPERATOR_CALLER) },
     latestAttempt: (runId) => store.read((reader) => latestAttempt(reader, runId)),
     follow: (stream, { after, signal }) => follow(engine.commands.changefeed, store, stream, { after, signal }),
   };

@@ -34,6 +34,9 @@ import {
 import { AUTHORITY_COMMANDS } from './authority-commands.js';
 import { importLegacy } from './legacy-import.js';
 import { PRIVACY_COMMANDS } from './erase-definition.js';
+import type { ReadCaller } from '../domain/read-acl.js';
+import { guardRead, readerOf } from './read-access.js';
+import { READ_ACL_COMMANDS } from './read-acl-commands.js';
 import { describeThrown, toPlainJson } from './plain-json.js';
 
 /** The identity a rejection names when the input could not even be read as JSON. */
@@ -95,8 +98,10 @@ export class CommandHandler {
    * Answers any input with a CommandResponse; the promise never rejects. Untrusted input is turned into plain
    * JSON data once, first, inside the guard (see {@link toPlainJson}), so no getter, Proxy trap or `toJSON`
    * of the caller's runs after that point, and every refusal of it is a typed error that wrote nothing.
+   * `caller` is who the transport vouches for, which the read ACL judges reads by; without it, the envelope's
+   * origin principal (in process, the embedder built the envelope).
    */
-  async handle(raw: unknown): Promise<CommandResponse> {
+  async handle(raw: unknown, caller?: ReadCaller): Promise<CommandResponse> {
     let identity = UNKNOWN_IDENTITY;
     try {
       let envelope: CommandEnvelope;
@@ -107,13 +112,13 @@ export class CommandHandler {
       } catch (error) {
         return this.rejected(identity, error);
       }
-      return await this.execute(envelope);
+      return await this.execute(envelope, caller);
     } catch (error) {
       return this.rejected(identity, error);
     }
   }
 
-  private async execute(envelope: CommandEnvelope): Promise<CommandResponse> {
+  private async execute(envelope: CommandEnvelope, caller: ReadCaller | undefined): Promise<CommandResponse> {
     try {
       if (EXECUTION_COMMANDS.has(envelope.command) && this.operator === undefined) {
         throw new ContractError(
@@ -126,10 +131,13 @@ export class CommandHandler {
           },
         );
       }
+      if (!QUERY_COMMANDS.has(envelope.command)) return await this.mutateRetryingLostRaces(envelope);
+      // The one read boundary: every read command is judged here, before anything of it is read.
+      const reader = readerOf(envelope, caller);
+      const hidden = await this.store.read((r) => guardRead(r, envelope.command, envelope.payload, reader));
       const operatorQuery = this.operator?.queries[envelope.command];
       if (operatorQuery !== undefined) return this.committed(envelope, await operatorQuery(envelope.payload));
-      if (QUERY_COMMANDS.has(envelope.command)) return this.committed(envelope, await this.query(envelope));
-      return await this.mutateRetryingLostRaces(envelope);
+      return this.committed(envelope, await this.query(envelope, hidden));
     } catch (error) {
       return this.rejected(envelope, error);
     }
@@ -143,12 +151,13 @@ export class CommandHandler {
     return this.changefeed.subscribe(stream, options);
   }
 
-  private async query(envelope: CommandEnvelope): Promise<Record<string, unknown>> {
+  /** A read the ACL allowed; `hidden` are the automations a list must leave out. */
+  private async query(envelope: CommandEnvelope, hidden: ReadonlySet<string>): Promise<Record<string, unknown>> {
     // The envelope schema already checked each payload's shape; these casts only name it.
     const p = envelope.payload;
     switch (envelope.command) {
       case 'definition.list.v1':
-        return this.store.read((r) => listDefinitions(r, p as Parameters<typeof listDefinitions>[1]));
+        return this.store.read((r) => listDefinitions(r, p as Parameters<typeof listDefinitions>[1], hidden));
       case 'definition.get.v1':
         return this.store.read((r) => getDefinition(r, p as Parameters<typeof getDefinition>[1]));
       case 'events.read.v1':
@@ -164,7 +173,7 @@ export class CommandHandler {
       }
       default: {
         const diagnostic = DIAGNOSTIC_READS[envelope.command as DiagnosticCommand] as DiagnosticRead | undefined;
-        if (diagnostic !== undefined) return diagnostic({ store: this.store, clock: this.clock }, p);
+        if (diagnostic !== undefined) return diagnostic({ store: this.store, clock: this.clock, hidden }, p);
         throw new ContractError('INTERNAL', `no query handler for ${envelope.command}`);
       }
     }
@@ -176,7 +185,8 @@ export class CommandHandler {
     if (envelope.command === 'definition.create.v1') return createDefinition;
     if (envelope.command === 'definition.revise.v1') return reviseDefinition;
     if (envelope.command === 'legacy.import.v1') return importLegacy;
-    const registry = AUTHORITY_COMMANDS[envelope.command] ?? PRIVACY_COMMANDS[envelope.command];
+    const registry =
+      AUTHORITY_COMMANDS[envelope.command] ?? PRIVACY_COMMANDS[envelope.command] ?? READ_ACL_COMMANDS[envelope.command];
     if (registry !== undefined) return registry;
     const lifecycle = LIFECYCLE_COMMANDS[envelope.command];
     if (lifecycle !== undefined) return (ctx) => changeLifecycle(ctx, lifecycle);

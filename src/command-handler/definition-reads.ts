@@ -27,15 +27,20 @@ function decodeCursor(cursor: string): string {
   throw new ContractError('VALIDATION_FAILED', 'cursor is not one this engine issued', { field: 'payload.cursor' });
 }
 
-/** definition.list.v1: tombstoned definitions only with `lifecycleState: "tombstoned"` or `"all"`. */
+/**
+ * definition.list.v1: tombstoned definitions only with `lifecycleState: "tombstoned"` or `"all"`. The `hidden`
+ * automations (the read ACL's, for this caller) are left out before paging, so no cursor names one.
+ */
 export async function listDefinitions(
   reader: StoreReader,
   payload: { lifecycleState?: string; limit?: number; cursor?: string },
+  hidden: ReadonlySet<string> = new Set(),
 ): Promise<Record<string, unknown>> {
   const filter = payload.lifecycleState;
   const limit = payload.limit ?? MAX_LIST;
   const afterId = payload.cursor === undefined ? undefined : decodeCursor(payload.cursor);
   const records = (await reader.list<EntityRecord<DefinitionAttributes>>(DEFINITION_KIND)).filter((r) => {
+    if (hidden.has(r.id)) return false;
     const state = stateOf(r);
     if (filter === 'all') return true;
     if (filter === undefined) return state !== DefinitionState.tombstoned;

@@ -6,10 +6,14 @@ import { getOccurrenceDetail, getRunDetail, listOccurrences } from './occurrence
 import { getReceipt } from './receipt-reads.js';
 import { schedulerStatus } from './scheduler-status.js';
 
-/** What a diagnostic read needs: the store it reads in one snapshot and the clock that says what is due. */
+/**
+ * What a diagnostic read needs: the store it reads in one snapshot, the clock that says what is due, and the
+ * automations the read ACL hides from this caller (left out of lists; reads of one were refused before).
+ */
 export interface DiagnosticDeps {
   store: Store;
   clock: Clock;
+  hidden: ReadonlySet<string>;
 }
 
 export type DiagnosticRead = (
@@ -22,10 +26,11 @@ export type DiagnosticRead = (
  * checked its payload (closed objects), so the casts below only name the shape.
  */
 export const DIAGNOSTIC_READS: Readonly<Record<DiagnosticCommand, DiagnosticRead>> = {
-  'occurrence.list.v1': ({ store, clock }, p) => store.read((r) => listOccurrences(r, p as never, clock.now())),
+  'occurrence.list.v1': ({ store, clock, hidden }, p) =>
+    store.read((r) => listOccurrences(r, p as never, clock.now(), hidden)),
   'occurrence.get.v1': ({ store }, p) => store.read((r) => getOccurrenceDetail(r, p as never)),
   'occurrence.history.v1': ({ store }, p) => store.read((r) => occurrenceHistory(r, p as never)),
   'run.get.v1': ({ store }, p) => store.read((r) => getRunDetail(r, p as never)),
   'receipt.get.v1': ({ store }, p) => store.read((r) => getReceipt(r, p as never)),
-  'scheduler.status.v1': ({ store, clock }) => store.read((r) => schedulerStatus(r, clock.now())),
+  'scheduler.status.v1': ({ store, clock, hidden }) => store.read((r) => schedulerStatus(r, clock.now(), hidden)),
 };

@@ -32,7 +32,8 @@ export const CONTRACT_COMMANDS = [
  * transition, which no v1 command reaches; `definition.unquarantine` lifts the quarantine that exhausted
  * retries impose. The `authority.*` and `approval.*` commands manage the Runtime Authority registry
  * (familiars, runtime capabilities, the service's availability, single-use approvals); `definition.erase`
- * removes a definition's prompt and working directory for good (privacy) and tombstones it.
+ * removes a definition's prompt and working directory for good (privacy) and tombstones it; the `acl.*` commands
+ * restrict who reads an automation (domain/read-acl.ts).
  */
 export const EXTENSION_COMMANDS = [
   'x-coven-automata.definition.reenable.v1',
@@ -44,6 +45,9 @@ export const EXTENSION_COMMANDS = [
   'x-coven-automata.approval.grant.v1',
   'x-coven-automata.approval.expire.v1',
   'x-coven-automata.definition.erase.v1',
+  'x-coven-automata.acl.grant.v1',
+  'x-coven-automata.acl.revoke.v1',
+  'x-coven-automata.acl.lift.v1',
 ] as const;
 
 /**

@@ -94,7 +94,8 @@ function inView(o: OccurrenceRecord, view: OccurrenceView, now: Date): boolean {
 
 /**
  * occurrence.list.v1: the occurrences of one view (default `all`), of one automation when named, newest slot
- * first, a page of at most `limit` (default and maximum 100) after the cursor.
+ * first, a page of at most `limit` (default and maximum 100) after the cursor. Occurrences of `hidden`
+ * automations (the read ACL's, for this caller) are left out before paging, so no cursor points at one.
  *
  * @example
  * ```ts
@@ -106,11 +107,13 @@ export async function listOccurrences(
   reader: StoreReader,
   payload: { view?: OccurrenceView; automationId?: string; limit?: number; cursor?: string },
   now: Date,
+  hidden: ReadonlySet<string> = new Set(),
 ): Promise<Record<string, unknown>> {
   const view = payload.view ?? 'all';
   const limit = payload.limit ?? MAX_PAGE;
   const after = decodeCursor(payload.cursor, view);
   const matching = (await candidates(reader, view))
+    .filter((o) => !hidden.has(o.data.attributes.automationId))
     .filter((o) => payload.automationId === undefined || o.data.attributes.automationId === payload.automationId)
     .filter((o) => inView(o, view, now))
     .sort((a, b) => newestFirst(positionOf(a), positionOf(b)))

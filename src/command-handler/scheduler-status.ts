@@ -9,13 +9,17 @@ import { isDue } from './occurrence-reads.js';
 const oldest = (values: string[]): string | null => values.sort().at(0) ?? null;
 
 /** Live occurrences counted by state, with the due backlog (see {@link isDue}) and the oldest waits. */
-async function liveOccurrences(reader: StoreReader, now: Date): Promise<Record<string, unknown>> {
+async function liveOccurrences(
+  reader: StoreReader,
+  now: Date,
+  hidden: ReadonlySet<string>,
+): Promise<Record<string, unknown>> {
   const byState: Record<string, number> = {};
   const due: string[] = [];
   const eligible: string[] = [];
   for (const { id } of await reader.list(LIVE_INDEX.occurrence)) {
     const record = (await reader.get<OccurrenceRecord['data']>(KINDS.occurrence, id)) as OccurrenceRecord | undefined;
-    if (record === undefined) continue;
+    if (record === undefined || hidden.has(record.data.attributes.automationId)) continue;
     const state = stateOf(record);
     byState[state] = (byState[state] ?? 0) + 1;
     const a = record.data.attributes;
@@ -35,6 +39,7 @@ async function liveOccurrences(reader: StoreReader, now: Date): Promise<Record<s
  * scheduler.status.v1: what the store says of the scheduler now — the engine instances' owner leases (the
  * leader is the unexpired one renewed last; an engine renews its lease only while live work exists, so an idle
  * store has none), the live occurrences by state with the due backlog, and each automation's planning cursor.
+ * What concerns `hidden` automations (the read ACL's, for this caller) is left out of the counts and cursors.
  *
  * @example
  * ```ts
@@ -42,7 +47,11 @@ async function liveOccurrences(reader: StoreReader, now: Date): Promise<Record<s
  * if (status.leader === null) console.log('no engine holds live work');
  * ```
  */
-export async function schedulerStatus(reader: StoreReader, now: Date): Promise<Record<string, unknown>> {
+export async function schedulerStatus(
+  reader: StoreReader,
+  now: Date,
+  hidden: ReadonlySet<string> = new Set(),
+): Promise<Record<string, unknown>> {
   const owners = (await reader.list<OwnerLease>(OWNER_LEASE_KIND)).map((r) => ({
     ...r.data,
     live: Date.parse(r.data.expiresAt) > now.getTime(),
@@ -52,15 +61,14 @@ export async function schedulerStatus(reader: StoreReader, now: Date): Promise<R
       .filter((o) => o.live)
       .sort((a, b) => a.renewedAt.localeCompare(b.renewedAt))
       .at(-1) ?? null;
-  const planning = (await reader.list<{ lastSlot: string }>(KINDS.planCursor)).map((r) => ({
-    automationId: r.id,
-    lastPlannedSlot: r.data.lastSlot,
-  }));
+  const planning = (await reader.list<{ lastSlot: string }>(KINDS.planCursor))
+    .filter((r) => !hidden.has(r.id))
+    .map((r) => ({ automationId: r.id, lastPlannedSlot: r.data.lastSlot }));
   return {
     asOf: now.toISOString(),
     leader,
     owners,
-    occurrences: await liveOccurrences(reader, now),
+    occurrences: await liveOccurrences(reader, now, hidden),
     planning,
   };
 }

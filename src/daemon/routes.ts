@@ -4,8 +4,10 @@ import { ContractError } from '../contract/errors.js';
 import type { StreamRef } from '../changefeed/event-envelope.js';
 import type { DaemonContext } from './context.js';
 import { follow, GLOBAL_FEED, parseStream } from './follow.js';
+import { ANONYMOUS_CALLER, OPERATOR_CALLER, type ReadCaller } from '../domain/read-acl.js';
 import { latestAttempt } from './run-reads.js';
 import { rejectionBody } from './http-errors.js';
+import { isTrusted } from './trust.js';
 
 /** A pass this long ago or longer means the engine loop is stuck (upstream's scheduler.stale-pass threshold). */
 export const STALE_PASS_MS = 120_000;
@@ -91,10 +93,17 @@ async function eventStream(ctx: DaemonContext, request: FastifyRequest, reply: F
   }
 }
 
+/**
+ * Who a request reads as: the owner (the socket, or TCP with the token) is the operator; loopback TCP without the
+ * token authenticated nobody, so the principal its envelope names is a claim the read ACL does not believe.
+ */
+const callerOf = (request: FastifyRequest, ctx: DaemonContext): ReadCaller =>
+  isTrusted(request, ctx) ? OPERATOR_CALLER : ANONYMOUS_CALLER;
+
 /** The daemon's own routes: the command API, the capability profile, health and the changefeed stream. */
 export async function registerCoreRoutes(app: FastifyInstance, ctx: DaemonContext): Promise<void> {
   app.post('/api/v1/actions', { config: { trust: 'command' } }, async (request, reply) => {
-    const response = await ctx.engine.commands.handle(request.body);
+    const response = await ctx.engine.commands.handle(request.body, callerOf(request, ctx));
     return reply.code(response.outcome === 'rejected' ? (response.error?.httpStatus ?? 500) : 200).send(response);
   });
   app.get('/api/v1/capabilities', { config: { trust: 'read' } }, async () => CAPABILITY_PROFILE);
@@ -103,6 +112,6 @@ export async function registerCoreRoutes(app: FastifyInstance, ctx: DaemonContex
   app.get<{ Params: { runId: string } }>(
     '/api/v1/runs/:runId/latest-attempt',
     { config: { trust: 'read' } },
-    async (request) => ctx.store.read((reader) => latestAttempt(reader, request.params.runId)),
+    async (request) => ctx.store.read((reader) => latestAttempt(reader, request.params.runId, callerOf(request, ctx))),
   );
 }

@@ -109,6 +109,8 @@ export const FINDINGS = {
     steps: [
       'keep the daemon running with retention on (coven-automata start --retention <class>=<days>); ' +
         'it compacts settled history on its sweeps',
+      'a window shorter than the sweep interval (retention sweepEveryMinutes, default 5) keeps history past it ' +
+        'until the next sweep: lengthen the window or sweep more often',
       'never delete store records by hand',
     ],
   },

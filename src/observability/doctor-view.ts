@@ -80,6 +80,15 @@ export interface DoctorView {
 
 /** History past its window by more than this is overdue: a retention sweep runs every few minutes. */
 export const RETENTION_GRACE_MS = 15 * 60_000;
+
+/**
+ * How long past its window settled history may stay before the doctor calls it overdue: the sweep grace, or the
+ * window itself when that is shorter. A fixed grace would let a window of seconds hold a quarter of an hour of
+ * history the operator asked to drop without a word; kept twice as long as promised, it is pressure.
+ */
+export function retentionGraceMs(windowMs: number): number {
+  return Math.min(RETENTION_GRACE_MS, windowMs);
+}
 const PAGE = 500;
 const BACKLOG_LIMIT = 1000;
 
@@ -161,7 +170,8 @@ async function retentionBacklog(
   const windows = policy ?? RetentionPolicy.from();
   const backlog: RetentionBacklogEntry[] = [];
   for (const retentionClass of windows.expiringClasses()) {
-    const cutoff = new Date(now - windows.windowMs(retentionClass)! - RETENTION_GRACE_MS).toISOString();
+    const windowMs = windows.windowMs(retentionClass)!;
+    const cutoff = new Date(now - windowMs - retentionGraceMs(windowMs)).toISOString();
     const due = await reader.list<RetentionDue>(retentionQueueKind(retentionClass), {
       before: cutoff,
       limit: BACKLOG_LIMIT,

@@ -221,13 +221,29 @@ describe('the doctor (diagnostics.doctor.v1)', () => {
     ]);
   });
 
-  test('disk.retention-pressure: settled history past its window, still stored', async () => {
+  test('disk.retention-pressure: settled history past its window by the sweep grace (15 min), still stored', async () => {
     const w = await healthyWorld();
-    w.clock.set(at('09:20:00'));
-    const retention = { windowDays: { standard: 1 / 1440 } };
-    expect(codesOf(await w.doctor({ ...w.freshFacts(), retention }))).toEqual(['disk.retention-pressure']);
-    w.clock.set(at('09:15:00'));
+    const [queued] = await w.store.read((r) => r.list<{ settledAt: string }>('retention-due/standard'));
+    expect(queued?.data.settledAt).toBe(at('09:02:05'));
+    const retention = { windowDays: { standard: 1 / 24 } };
+    w.clock.set(at('10:17:04'));
     expect(codesOf(await w.doctor({ ...w.freshFacts(), retention }))).toEqual([]);
+    w.clock.set(at('10:17:06'));
+    expect(codesOf(await w.doctor({ ...w.freshFacts(), retention }))).toEqual(['disk.retention-pressure']);
+  });
+
+  test('disk.retention-pressure: a window shorter than the grace is overdue once history outlived it twice', async () => {
+    const w = await healthyWorld();
+    const retention = { windowDays: { standard: 1 / 1440 } };
+    w.clock.set(at('09:04:04'));
+    expect(codesOf(await w.doctor({ ...w.freshFacts(), retention }))).toEqual([]);
+    w.clock.set(at('09:04:06'));
+    const report = await w.doctor({ ...w.freshFacts(), retention });
+    expect(codesOf(report)).toEqual(['disk.retention-pressure']);
+    expect(report.safeNextSteps.join(' ')).toContain('sweepEveryMinutes');
+    const seconds = { windowDays: { standard: 1 / 86_400 } };
+    w.clock.set(at('09:02:08'));
+    expect(codesOf(await w.doctor({ ...w.freshFacts(), retention: seconds }))).toEqual(['disk.retention-pressure']);
   });
 
   test('authority.*: a revoked familiar is a stale identity, and its refused dispatch holds until a run succeeds', async () => {

@@ -4,7 +4,7 @@ import { decidingRule } from './contract-rules.js';
 import { checkDoctor, checkRedaction } from './vector-diagnostics.js';
 import type { ConformanceVector, ExpectationResult } from './vector-format.js';
 import { observe, TERMINAL, type Seen } from './vector-observe.js';
-import { UNSUPPORTED_PREREQUISITES } from './vector-ops.js';
+import { PREREQUISITES } from './prerequisites.js';
 import type { VectorRun } from './vector-session.js';
 
 type Expected = ConformanceVector['expected'];
@@ -17,7 +17,8 @@ function matches(actual: Record<string, unknown>, expected: Record<string, unkno
 /** What the vector needs that this engine lacks: unsupported ops, limits, prerequisites, refused capabilities. */
 function missing(vector: ConformanceVector, run: VectorRun): string[] {
   const needs = [...run.unsupportedOps, ...run.limits];
-  for (const p of vector.prerequisites ?? []) needs.push(UNSUPPORTED_PREREQUISITES[p] ?? `prerequisite ${p}`);
+  for (const p of vector.prerequisites ?? [])
+    if (PREREQUISITES[p] === undefined) needs.push(`prerequisite ${p}, which this engine does not provide`);
   for (const [label, f] of run.importRefusals)
     if (!label.startsWith('def-') && f.code === 'CAPABILITY_UNSUPPORTED')
       needs.push(`definition ${f.automationId} refused by legacy.import.v1 as CAPABILITY_UNSUPPORTED: ${f.message}`);

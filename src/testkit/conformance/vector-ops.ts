@@ -1,7 +1,6 @@
 import { integrityOf, verifyIntegrity } from '../../contract/digest.js';
 import { redactPublished } from '../../contract/redaction.js';
 import { KINDS } from '../../domain/records.js';
-import { RETENTION_GRACE_MS } from '../../observability/doctor-view.js';
 import type { CommandResponse } from '../../command-handler/envelope.js';
 import type { SimulatedBehavior } from '../../runtime/simulated-runtime.js';
 import * as authority from './authority-ops.js';
@@ -162,11 +161,6 @@ function setRetention(run: VectorRun, op: Op): void {
   const seconds = Number(match[1]) * { s: 1, m: 60, h: 3600, d: 86_400 }[match[2] as 's' | 'm' | 'h' | 'd'];
   const days = seconds / 86_400;
   run.useRetention({ windowDays: { ephemeral: days, standard: days, extended: days } });
-  if (seconds * 1000 < RETENTION_GRACE_MS)
-    run.limits.push(
-      `a retention window of ${String(op.window)}: the doctor judges settled history overdue only a sweep grace ` +
-        `(${RETENTION_GRACE_MS / 60_000} min) past its window, so it does not judge windows shorter than that`,
-    );
 }
 
 /** An op performed by one of the engine's commands (authority-ops.ts); a refusal is kept under the op's label. */
@@ -219,11 +213,6 @@ export const OPS: Record<string, OpEntry> = {
   deliveryBehavior: { unsupported: DELIVERY },
   redactReceipts: { handle: redactReceipts },
   erase: { handle: throughCommand(authority.erase) },
-};
-
-/** Prerequisites a vector may name, and whether this engine provides them. */
-export const UNSUPPORTED_PREREQUISITES: Record<string, string> = {
-  'coven.automations.acl.v1': 'the access-control layer (coven.automations.acl.v1) is not in this engine',
 };
 
 /** Performs one op, or records it unsupported with its reason. */

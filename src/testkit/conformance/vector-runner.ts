@@ -4,6 +4,7 @@ import { judgeVector } from './vector-expectations.js';
 import { overall, type ConformanceVector, type VectorReport } from './vector-format.js';
 import { applyBindings } from './authority-ops.js';
 import { applyOp } from './vector-ops.js';
+import { PREREQUISITES } from './prerequisites.js';
 import { envelope, reviseWith, VectorRun } from './vector-session.js';
 
 type Definitions = NonNullable<ConformanceVector['input']['definitions']>;
@@ -62,6 +63,10 @@ async function bind(run: VectorRun, bindings: Array<Record<string, unknown>>): P
     if (a.outcome === 'rejected') run.notes.push(`binding setup: ${a.command} refused: ${String(a.error?.message)}`);
 }
 
+/** The vector's prerequisites this engine provides (vector-expectations.ts counts the others as missing). */
+const provided = (vector: ConformanceVector) =>
+  (vector.prerequisites ?? []).flatMap((p) => (PREREQUISITES[p] === undefined ? [] : [PREREQUISITES[p]]));
+
 async function setup(vector: ConformanceVector): Promise<VectorRun> {
   const run = new VectorRun(vector);
   const definitions = (vector.input.definitions ?? []).map((d) => resolveLocal(run, d));
@@ -79,6 +84,7 @@ async function setup(vector: ConformanceVector): Promise<VectorRun> {
   run.definitionCount = definitions.length;
   await reachStatuses(run, definitions, refused);
   await bind(run, vector.input.bindings ?? []);
+  for (const p of provided(vector)) await p.setup(run);
   run.setupEnd = (await run.store.read((r) => r.readFeed())).length;
   return run;
 }
@@ -88,6 +94,7 @@ export async function runVector(file: string): Promise<VectorReport> {
   const vector = JSON.parse(readFileSync(file, 'utf8')) as ConformanceVector;
   const run = await setup(vector);
   await run.runOps((op) => applyOp(run, op));
+  for (const p of provided(vector)) await p.probe(run);
   const results = await judgeVector(vector, run);
   return { file, vectorId: vector.vectorId, title: vector.title, status: overall(results), expectations: results };
 }
