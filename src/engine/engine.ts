@@ -180,8 +180,10 @@ export class Engine {
       passedOver: 0,
       phaseMs: { plan: 0, advance: 0, dispatch: 0, observe: 0, retention: 0, checkpoint: 0 },
     };
-    // Settles the cues drove since the last pass: a lost race among them is counted as this pass's contention.
-    report.errors.push(...this.cues.takeFailures());
+    // Settles the cues drove since the last pass are reported with it; a lost race among them is contention.
+    const cued = this.cues.takeReport();
+    report.settled = cued.settled;
+    report.errors.push(...cued.failures);
     const pass: PassRun = {
       svc,
       report,
@@ -248,7 +250,9 @@ export class Engine {
   }
 
   private async release(outboxId: string): Promise<LaunchOutcome> {
-    return this.cues.whileSending(attemptOfOutbox(outboxId), () => releaseLaunch(this.services, outboxId));
+    return this.cues.whileSending(attemptOfOutbox(outboxId), (exitCued) =>
+      releaseLaunch(this.services, outboxId, exitCued),
+    );
   }
 
   /**

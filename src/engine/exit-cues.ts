@@ -15,6 +15,7 @@ export class ExitCues {
   private readonly early = new Set<string>();
   private readonly inFlight = new Set<Promise<void>>();
   private failures: Error[] = [];
+  private settled = 0;
   private unsubscribes: Array<() => void> = [];
   private listening = false;
 
@@ -39,11 +40,14 @@ export class ExitCues {
     while (this.inFlight.size > 0) await Promise.all(this.inFlight);
   }
 
-  /** Runs the release of one of `attemptId`'s launches; a cue heard meanwhile is acted on once it answered. */
-  async whileSending<T>(attemptId: string, release: () => Promise<T>): Promise<T> {
+  /**
+   * Runs the release of one of `attemptId`'s launches; a cue heard meanwhile is acted on once it answered.
+   * `release` is told whether one was heard so far, to settle the exit in the launch answer's own commit.
+   */
+  async whileSending<T>(attemptId: string, release: (exitCued: () => boolean) => Promise<T>): Promise<T> {
     this.sending.set(attemptId, (this.sending.get(attemptId) ?? 0) + 1);
     try {
-      return await release();
+      return await release(() => this.early.has(attemptId));
     } finally {
       const left = this.sending.get(attemptId)! - 1;
       if (left > 0) this.sending.set(attemptId, left);
@@ -54,11 +58,12 @@ export class ExitCues {
     }
   }
 
-  /** Failures of cue-driven settles since the last call, for the next pass to report. */
-  takeFailures(): Error[] {
-    const failures = this.failures;
+  /** What cue-driven settles did since the last call (attempts settled, failures), for the next pass to report. */
+  takeReport(): { settled: number; failures: Error[] } {
+    const report = { settled: this.settled, failures: this.failures };
+    this.settled = 0;
     this.failures = [];
-    return failures;
+    return report;
   }
 
   private heard({ attemptId }: SessionExit): void {
@@ -72,7 +77,7 @@ export class ExitCues {
     const settling: Promise<void> = Promise.resolve()
       .then(() => this.observe(attemptId))
       .then(
-        () => undefined,
+        (settled) => void (settled && (this.settled += 1)),
         (error: unknown) => {
           const message = `worker: attempt ${attemptId} (session exit cue): ${(error as Error).message}`;
           this.failures.push(new Error(message, { cause: error }));

@@ -132,21 +132,46 @@ describe('session-exit cues (a running engine settles on the runtime evidence as
     expect((await h.read.runs()).map((r) => r.state)).toEqual(['succeeded']);
     expect((await h.read.attempts()).map((a) => a.state)).toEqual(['succeeded']);
     expect(await h.read.receipts()).toHaveLength(1);
+    // The next pass reports the settle the cue drove; the one after it, nothing more.
+    expect((await h.engine.tick()).settled).toBe(1);
+    expect((await h.engine.tick()).settled).toBe(0);
     await h.engine.stop();
     expect(runtime.subscribers).toBe(0);
   });
 
-  test('an exit cued inside the launch call settles once the launch answer is committed', async () => {
+  test('an exit cued inside the launch call settles with the launch answer, in its commit', async () => {
     fakeTimers();
     const runtime = new CueingRuntime();
     runtime.exitDuringLaunch = true;
     const h = await runningEngine({ runtime });
+    const commits: string[][] = [];
+    h.engine.services.observer = (transitions) => commits.push(transitions.map((t) => `${t.entity} ${t.to}`));
     await h.runNow();
     await turnsUntil(async () => (await h.occurrenceState()) === 'succeeded');
     expect(h.passes).toHaveLength(1);
+    // The answer and the exit are one durable write: the attempt starts and settles in the same commit.
+    expect(commits.find((c) => c.includes('attempt started'))).toEqual(
+      expect.arrayContaining(['attempt started', 'occurrence running', 'attempt succeeded', 'occurrence succeeded']),
+    );
     const feed = await h.read.feed();
     const attemptMoves = feed.filter((e) => e.kind === 'attempt.transitioned').map((e) => e.payload.to);
     expect(attemptMoves.slice(-2)).toEqual(['started', 'succeeded']);
+    await h.engine.stop();
+  });
+
+  test('when the settle fails inside the launch answer, the answer commits alone and the exit settles after it', async () => {
+    fakeTimers();
+    const runtime = new CueingRuntime();
+    runtime.exitDuringLaunch = true;
+    const store = new RacedStore();
+    const h = await runningEngine({ runtime, store });
+    store.armedFor = KINDS.receipt;
+    await h.runNow();
+    expect(store.armedFor).toBeUndefined();
+    await turnsUntil(async () => (await h.occurrenceState()) === 'succeeded');
+    expect(h.passes).toHaveLength(1);
+    expect(await h.read.receipts()).toHaveLength(1);
+    expect((await h.engine.tick()).errors).toEqual([]);
     await h.engine.stop();
   });
 
