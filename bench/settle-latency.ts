@@ -6,7 +6,7 @@
 //
 //   npx tsx bench/settle-latency.ts [--rate 2000] [--seconds 10] [--push | --poll]
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createEngine, type Engine } from '../src/engine/engine.js';
@@ -56,6 +56,8 @@ class ExitingRuntime implements Runtime {
 
 interface Timeline {
   due: number;
+  accepted?: number;
+  sending?: number;
   launched?: number;
   started?: number;
   answered?: number;
@@ -94,6 +96,8 @@ async function measure(push: boolean, rate: number, seconds: number) {
       const line = byOccurrence.get(t.entity === 'occurrence' ? t.id : String(t.context.occurrenceId));
       if (line === undefined) continue;
       if (t.entity === 'attempt' && t.to === 'started') line.started = performance.now();
+      if (t.entity === 'run' && t.to === 'accepted') line.accepted = performance.now();
+      if (t.entity === 'run' && t.to === 'running') line.sending = performance.now();
       if (t.entity === 'occurrence' && t.to === 'succeeded') line.settled = performance.now();
     }
   };
@@ -150,47 +154,39 @@ const quantile = (xs: number[], q: number) => {
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
 };
 
+/** Each measured span: its name and the milestones it runs between. */
+const SPANS: Array<[string, keyof Timeline, keyof Timeline]> = [
+  ['run-now and acceptance commits', 'due', 'accepted'],
+  ['sending commit', 'accepted', 'sending'],
+  ['to the launch call', 'sending', 'launched'],
+  ['launch answer commit', 'launched', 'started'],
+  ['settle commit', 'started', 'settled'],
+  ['start (due to launch)', 'due', 'launched'],
+  ['complete (due to settled)', 'due', 'settled'],
+];
+
 async function main(): Promise<void> {
   const rate = flag('rate', 2000);
   const seconds = flag('seconds', 10);
   const modes = process.argv.includes('--push') ? [true] : process.argv.includes('--poll') ? [false] : [false, true];
-  const rows: Array<Array<string | number>> = [];
+  const head = ['ms (p50 / p95)'];
+  const columns: string[][] = [];
   for (const push of modes) {
     const { lines, refused, passes } = await measure(push, rate, seconds);
     const done = lines.filter((l) => l.settled !== undefined);
-    const span = (from: (l: Timeline) => number | undefined, to: (l: Timeline) => number | undefined) => {
-      const xs = done.flatMap((l) => {
-        const a = from(l);
-        const b = to(l);
-        return a === undefined || b === undefined ? [] : [b - a];
-      });
-      return [quantile(xs, 0.5), quantile(xs, 0.95)];
-    };
-    rows.push([
-      push ? 'push' : 'poll',
-      `${done.length}/${lines.length + refused}`,
-      passes,
-      ...span(
-        (l) => l.due,
-        (l) => l.launched,
-      ),
-      ...span(
-        (l) => l.launched,
-        (l) => l.started,
-      ),
-      ...span(
-        (l) => l.started,
-        (l) => l.settled,
-      ),
-      ...span(
-        (l) => l.due,
-        (l) => l.settled,
-      ),
-    ]);
+    head.push(`${push ? 'cues' : 'passes only'} (${done.length}/${lines.length + refused} settled, ${passes} passes)`);
+    columns.push(
+      SPANS.map(([, from, to]) => {
+        const xs = done.flatMap((l) => {
+          const [a, b] = [l[from], l[to]];
+          return a === undefined || b === undefined ? [] : [b - a];
+        });
+        return `${quantile(xs, 0.5).toFixed(2)} / ${quantile(xs, 0.95).toFixed(2)}`;
+      }),
+    );
   }
-  const head = ['mode', 'settled/sent', 'passes', 'start p50', 'p95', 'answer p50', 'p95', 'settle p50', 'p95'];
-  head.push('complete p50', 'p95');
-  process.stdout.write(`${rate}/min for ${seconds} s (ms from each request's due instant)\n${table(head, rows)}\n`);
+  const rows = SPANS.map(([name], i) => [name, ...columns.map((c) => c[i]!)]);
+  process.stdout.write(`${rate}/min for ${seconds} s, load ${loadavg()[0]!.toFixed(2)}\n${table(head, rows)}\n`);
 }
 
 await main();
