@@ -79,7 +79,7 @@ export {
 } from './store/store.js';
 
 // Runtimes
-export type { Runtime, LaunchRequest, LaunchResult, Observation } from './runtime/runtime.js';
+export type { Runtime, LaunchRequest, LaunchResult, Observation, SessionExit } from './runtime/runtime.js';
 export { SimulatedRuntime, type SimulatedBehavior } from './runtime/simulated-runtime.js';
 export { FunctionRuntime, type FunctionResult } from './runtime/function-runtime.js';
 export { ChildProcessRuntime, type ChildProcessRuntimeOptions } from './runtime/child-process-runtime.js';

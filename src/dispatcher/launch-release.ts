@@ -14,7 +14,7 @@ import {
   type RunAttributes,
 } from '../domain/records.js';
 import type { EngineServices } from '../domain/services.js';
-import type { LaunchRequest, LaunchResult } from '../runtime/runtime.js';
+import type { LaunchRequest, LaunchResult, Observation } from '../runtime/runtime.js';
 import { checkAuthority, refuseDispatch } from './authority-gate.js';
 import { pinnedDefinition } from './pinned-definition.js';
 import { applyLaunchResult } from './launch-answer.js';
@@ -25,18 +25,24 @@ import { integrityQuarantine, quarantineAutomation } from './quarantine.js';
  * Releases one committed launch: marks it `sending` and the run `running` (adoption committed before the
  * side effect), calls the runtime, and commits what it answered. A throw from the runtime leaves the launch
  * `sending`: it may have happened, so only lease expiry and recovery may decide, never a blind retry.
+ * When `exitCued` says the runtime cued the session's end before the launch answered, the session is observed
+ * and an exit it reports is settled in the answer's own commit (one durable write for both, not two).
  */
-export async function releaseLaunch(svc: EngineServices, outboxId: string): Promise<LaunchOutcome> {
+export async function releaseLaunch(
+  svc: EngineServices,
+  outboxId: string,
+  exitCued: () => boolean = () => false,
+): Promise<LaunchOutcome> {
   // Marked before `sending` is committed, so no reader ever sees this launch sent and unowned.
   svc.launchesInFlight.add(outboxId);
   try {
-    return await sendAndApply(svc, outboxId);
+    return await sendAndApply(svc, outboxId, exitCued);
   } finally {
     svc.launchesInFlight.delete(outboxId);
   }
 }
 
-async function sendAndApply(svc: EngineServices, outboxId: string): Promise<LaunchOutcome> {
+async function sendAndApply(svc: EngineServices, outboxId: string, exitCued: () => boolean): Promise<LaunchOutcome> {
   const prepared = await svc.step((step) => startSending(step, outboxId));
   if (prepared === undefined) return { outboxId, result: { outcome: 'skipped', detail: 'nothing to launch' } };
   const integrity = integrityProblem(prepared.definition, prepared.pinnedDigest);
@@ -49,11 +55,22 @@ async function sendAndApply(svc: EngineServices, outboxId: string): Promise<Laun
     result = sent;
   }
   const refused = integrity === undefined ? undefined : integrityQuarantine(prepared.definition, integrity);
-  const quarantine = await svc.step(async (step) => {
-    const exhausted = await applyLaunchResult(svc, step, outboxId, result, sessionKeyOf(outboxId, prepared.outbox));
-    const request = refused ?? exhausted;
-    if (request !== undefined) await quarantineAutomation(step, request);
-    return request;
+  const exit = result.outcome === 'started' && exitCued() ? await exitOf(svc, prepared, result.sessionId) : undefined;
+  const apply = (settle: typeof exit) =>
+    svc.step(async (step) => {
+      const sessionKey = sessionKeyOf(outboxId, prepared.outbox);
+      const exhausted = await applyLaunchResult(svc, step, outboxId, result, sessionKey);
+      if (settle !== undefined)
+        await svc.actors.worker.settleOnExit(svc, step, prepared.attempt.id, settle.sessionId, settle);
+      const request = refused ?? exhausted;
+      if (request !== undefined) await quarantineAutomation(step, request);
+      return request;
+    });
+  // The answer must not wait on the settle: if the two together fail, the answer commits alone and the exit is
+  // settled the ordinary way (the cue's own observation, or a pass).
+  const quarantine = await apply(exit).catch((error: unknown) => {
+    if (exit === undefined) throw error;
+    return apply(undefined);
   });
   return {
     outboxId,
@@ -116,6 +133,17 @@ async function startSending(step: StepContext, outboxId: string): Promise<Prepar
     deadlineAt: runContext(run).deadlineAt,
     pinnedDigest: definitionDigest.value,
   };
+}
+
+/** What the runtime reports of a session cued as ended, when that is an exit (anything else waits for a pass). */
+async function exitOf(svc: EngineServices, prepared: Prepared, sessionId: string) {
+  let observation: Observation;
+  try {
+    observation = await svc.runtime(prepared.attempt.data.attributes.runtimeId)!.observe(sessionId, svc.clock.now());
+  } catch {
+    return undefined;
+  }
+  return observation.status === 'exited' ? { ...observation, sessionId } : undefined;
 }
 
 /** Calls the runtime; a throw means the launch may or may not have happened. */

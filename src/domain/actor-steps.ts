@@ -2,7 +2,7 @@ import type { TerminalEvidence } from '../guards/common.js';
 import type { AttemptDisposition } from '../guards/occurrence.js';
 import type { StepContext } from './lifecycle.js';
 import type { AttemptAttributes, AttemptRecord, OccurrenceRecord, RunRecord } from './records.js';
-import type { Runtime } from '../runtime/runtime.js';
+import type { Observation, Runtime } from '../runtime/runtime.js';
 
 /** What a new attempt of a run is opened with. */
 export interface AttemptTerms {
@@ -100,6 +100,17 @@ export interface WorkerSteps {
     sessionId: string,
     cursors: { eventCursor?: string; logCursor?: string },
   ): Promise<void>;
+  /**
+   * An exited session settles its started attempt in the caller's transaction (the dispatcher uses it to commit
+   * a launch's answer and the session's end together); false when the attempt is not started or observing.
+   */
+  settleOnExit(
+    svc: ActorServices & { readonly actors: ActorSteps },
+    step: StepContext,
+    attemptId: string,
+    sessionId: string,
+    observation: Extract<Observation, { status: 'exited' }>,
+  ): Promise<boolean>;
 }
 
 /** The four contract actors' steps, as engine.ts wires them. */

@@ -28,6 +28,8 @@ import { operatorCommands } from '../command-handler/operator-commands.js';
 import { RetentionPolicy, type RetentionOptions } from '../retention/policy.js';
 import { type LaunchOutcome } from '../domain/launch-outcome.js';
 import { ENGINE_PARTS, type EngineParts } from './parts.js';
+import { ExitCues } from './exit-cues.js';
+import { attemptOfOutbox } from '../domain/ids.js';
 /**
  * Outside commits come in bursts (a client's commands, a storm of run-now requests): one pass this long after
  * the first serves the whole burst, instead of a pass per commit. Well inside the planning latency gate.
@@ -107,6 +109,8 @@ export class Engine {
   readonly commands: CommandHandler;
   readonly services: EngineServices;
   private readonly worker: Worker;
+  /** Runtimes' session-exit cues, heard while the engine runs (see {@link Engine.start}). */
+  private readonly cues: ExitCues;
   private readonly retention: RetentionPolicy | undefined;
   /** Engine-clock instant of the next retention sweep (0: the first pass sweeps). */
   private nextSweepAt = 0;
@@ -152,6 +156,7 @@ export class Engine {
     if (planConcurrency !== undefined) this.services.planConcurrency = planConcurrency;
     this.retention = options.retention === false ? undefined : RetentionPolicy.from(options.retention);
     this.worker = new Worker(this.services);
+    this.cues = new ExitCues((attemptId) => this.worker.observe(attemptId));
     this.unregister = registerLiveInstance(instanceId);
     if (options.inspector !== undefined) this.inspection = new InspectionFeed(options.store, options.inspector).start();
     this.commands = new CommandHandler({
@@ -182,6 +187,10 @@ export class Engine {
       passedOver: 0,
       phaseMs: { plan: 0, advance: 0, dispatch: 0, observe: 0, retention: 0, checkpoint: 0 },
     };
+    // Settles the cues drove since the last pass are reported with it; a lost race among them is contention.
+    const cued = this.cues.takeReport();
+    report.settled = cued.settled;
+    report.errors.push(...cued.failures);
     const pass: PassRun = {
       svc,
       report,
@@ -248,7 +257,9 @@ export class Engine {
   }
 
   private async release(outboxId: string): Promise<LaunchOutcome> {
-    return releaseLaunch(this.services, outboxId);
+    return this.cues.whileSending(attemptOfOutbox(outboxId), (exitCued) =>
+      releaseLaunch(this.services, outboxId, exitCued),
+    );
   }
 
   /**
@@ -256,6 +267,8 @@ export class Engine {
    * leases, launches committed but not sent, sessions to re-observe), then each time something is due —
    * the next slot, lease expiry, deadline or backoff, or every second while sessions run — and within
    * {@link COMMIT_WAKE_MS} of any outside commit (a command, another engine). Meant for the real clock.
+   * While it runs, a runtime that cues session exits (`Runtime.onSessionExit`) has each exited attempt settled
+   * at once, between passes; passes still observe every session, for runtimes without cues and lost cues.
    */
   start(onPass?: (report: TickReport) => void): void {
     if (this.stopped === false) return;
@@ -266,6 +279,7 @@ export class Engine {
       if (this.running === undefined) this.wakeWithin(COMMIT_WAKE_MS);
       else if (source === 'outside') this.outsideCommitDuringPass = true;
     });
+    this.cues.listen(this.services.runtimes.values());
     this.schedule(0);
     this.onPass = onPass;
     // Passes renew too; the timer keeps the lease while one pass runs long.
@@ -291,7 +305,9 @@ export class Engine {
     this.timer = undefined;
     if (this.renewal !== undefined) clearInterval(this.renewal);
     this.renewal = undefined;
+    const cues = this.cues.close();
     await this.running?.catch(() => undefined);
+    await cues;
   }
 
   /** Makes sure a pass starts within `delayMs`, keeping a timer that already fires sooner. */

@@ -10,6 +10,7 @@ export interface TickReport {
   at: string;
   planned: number;
   launched: number;
+  /** Attempts settled: by this pass's observations, and by runtimes' exit cues since the previous pass. */
   settled: number;
   launches: LaunchOutcome[];
   /** Steps that failed in this pass; each rolled back alone, the rest of the pass went on. */
@@ -80,7 +81,7 @@ export const PASS_PHASES: readonly PassPhase[] = [
   {
     name: 'observe',
     run: async (pass) => {
-      pass.report.settled = await pass.observeAll(pass.report.errors);
+      pass.report.settled += await pass.observeAll(pass.report.errors);
     },
   },
   {

@@ -8,6 +8,7 @@ import type { SideEffectClass } from '../contract/vocabulary.js';
 import { checkEnvNames, childEnvironment } from './child-env.js';
 import { CwdRoots } from './cwd-roots.js';
 import type { LaunchEvidence, LaunchRecord, LaunchRequest, LaunchResult, Observation, Runtime } from './runtime.js';
+import { SessionExitCues } from './session-exit-cues.js';
 import {
   claimantAlive,
   createExclusive,
@@ -135,6 +136,9 @@ export class ChildProcessRuntime implements Runtime {
   readonly launches: LaunchRecord[] = [];
   readonly cwdRoots: CwdRoots;
   private readonly inflight = new Map<string, Promise<LaunchResult>>();
+  private readonly exits = new SessionExitCues();
+  /** Cued as a session's wrapper exits, which it does only after recording the exit code (or being killed). */
+  readonly onSessionExit: NonNullable<Runtime['onSessionExit']> = (listener) => this.exits.subscribe(listener);
 
   constructor(private readonly options: ChildProcessRuntimeOptions) {
     this.runtimeId = options.runtimeId;
@@ -186,6 +190,8 @@ export class ChildProcessRuntime implements Runtime {
     try {
       exitTemp = exitTempFor(paths);
       child = this.spawnWrapper(request, paths, exitTemp, location.path);
+      // Heard from the spawn on, so an exit during the claim is not missed.
+      child.once('exit', () => this.exits.cue({ sessionId, attemptId: request.attemptId }));
       await claimDecided(child, this.options.startTimeoutMs ?? 10_000);
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;

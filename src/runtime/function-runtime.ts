@@ -1,6 +1,7 @@
 import { sha256Hex } from '../contract/digest.js';
 import type { SideEffectClass } from '../contract/vocabulary.js';
 import type { LaunchEvidence, LaunchRecord, LaunchRequest, LaunchResult, Observation, Runtime } from './runtime.js';
+import { SessionExitCues } from './session-exit-cues.js';
 
 /** What an in-process automation returns: its outcome and, optionally, output to digest. */
 export interface FunctionResult {
@@ -35,6 +36,7 @@ export class FunctionRuntime implements Runtime {
   /** Session id by session key, for this process's launches. */
   private readonly byKey = new Map<string, string>();
   private counter = 0;
+  private readonly exits = new SessionExitCues();
 
   constructor(
     readonly runtimeId: string,
@@ -51,7 +53,7 @@ export class FunctionRuntime implements Runtime {
     this.sessions.set(sessionId, session);
     this.byKey.set(request.sessionKey, sessionId);
     this.launches.push({ sessionKey: request.sessionKey, attemptId: request.attemptId, at: now.toISOString() });
-    // Started, not awaited: the worker observes the outcome on its next pass.
+    // Started, not awaited: the outcome is cued to a running engine, and observed by passes.
     void Promise.resolve()
       .then(() => this.run(request, session.abort.signal))
       .then(
@@ -65,9 +67,13 @@ export class FunctionRuntime implements Runtime {
             detail: (error as Error)?.message ?? String(error),
           };
         },
-      );
+      )
+      .then(() => this.exits.cue({ sessionId, attemptId: request.attemptId }));
     return { outcome: 'started', sessionId, cursors: { eventCursor: `${sessionId}:0` } };
   }
+
+  /** Cued once a session's function has returned or thrown: its outcome is then what `observe` reports. */
+  readonly onSessionExit: NonNullable<Runtime['onSessionExit']> = (listener) => this.exits.subscribe(listener);
 
   async observe(sessionId: string): Promise<Observation> {
     const session = this.sessions.get(sessionId);

@@ -40,6 +40,17 @@ export type Observation =
   | { status: 'lost'; detail: string };
 
 /**
+ * A runtime's word that one of its sessions ended: a cue to observe that session now, not evidence. The engine
+ * settles only on what `observe` then answers, exactly as a pass would, so a cue that is early, late, repeated or
+ * about a session of another engine settles nothing it should not.
+ */
+export interface SessionExit {
+  sessionId: string;
+  /** The `attemptId` of the launch request that started the session. */
+  attemptId: string;
+}
+
+/**
  * What a runtime can prove about a launch whose answer never reached the engine (the engine died while the
  * launch was being sent). `never_started` is a proof made permanent: the runtime has also made sure that
  * launch can no longer start, so the engine may settle the attempt as a pre-ownership failure.
@@ -69,6 +80,13 @@ export interface Runtime {
    * method gives no evidence: such launches are settled by lease expiry and recovery, as `unknown` ones are.
    */
   launchEvidence?(sessionKey: string, now: Date): Promise<LaunchEvidence>;
+  /**
+   * Calls `listener` once a session of this runtime has ended and its exit is what `observe` reports (it may be
+   * called during `launch`, for a session that ended before its launch answered); answers the unsubscribe. A
+   * running engine then settles that attempt at once instead of at its next pass. Optional: a runtime without
+   * it is observed by passes only, and passes still observe every session, so a lost cue costs time, not work.
+   */
+  onSessionExit?(listener: (exit: SessionExit) => void): () => void;
 }
 
 /** One entry of a runtime's launch log: what invariant checks compare against the store's history. */

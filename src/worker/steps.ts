@@ -1,5 +1,6 @@
 import type { WorkerSteps } from '../domain/actor-steps.js';
 import { openEvidenceStream } from './evidence-stream.js';
+import { settleOnExit } from './exit-settlement.js';
 
 /** The worker's steps that other actors' work reaches (wired by engine.ts). */
-export const WORKER_STEPS: WorkerSteps = { openEvidenceStream };
+export const WORKER_STEPS: WorkerSteps = { openEvidenceStream, settleOnExit };

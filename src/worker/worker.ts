@@ -1,22 +1,13 @@
 import { AttemptState } from '../../machines/index.js';
 import { forEachConcurrently } from '../domain/concurrency.js';
-import { moveEntity, LIVE_INDEX, type StepContext } from '../domain/lifecycle.js';
-import { attemptContext, KINDS, stateOf, type AttemptAttributes } from '../domain/records.js';
+import { LIVE_INDEX, type StepContext } from '../domain/lifecycle.js';
+import { KINDS, stateOf } from '../domain/records.js';
 import type { EngineServices } from '../domain/services.js';
-import type { TerminalEvidence } from '../guards/common.js';
 import type { Observation } from '../runtime/runtime.js';
-import { receiptIdFor, recordReceipt } from '../domain/receipts.js';
 import { openEvidenceStream } from './evidence-stream.js';
+import { settleOnExit } from './exit-settlement.js';
 import { ownerAlive } from '../domain/owner-lease.js';
-import { loadAttempt, loadOccurrence, loadRun } from '../domain/entities.js';
-
-/** An attempt being settled, with the run, occurrence and runtime it was read with. */
-interface SettlingAttempt {
-  attempt: Awaited<ReturnType<typeof loadAttempt>>;
-  run: Awaited<ReturnType<typeof loadRun>>;
-  occurrence: Awaited<ReturnType<typeof loadOccurrence>>;
-  runtime: ReturnType<EngineServices['runtime']>;
-}
+import { loadAttempt } from '../domain/entities.js';
 
 /**
  * The contract's worker: observes every started session and turns runtime evidence into transitions.
@@ -84,92 +75,15 @@ export class Worker {
     sessionId: string,
     observation: Exclude<Observation, { status: 'running' }>,
   ): Promise<boolean> {
+    if (observation.status === 'exited') return settleOnExit(this.svc, step, attemptId, sessionId, observation);
     const attempt = await loadAttempt(step.tx, attemptId);
     const state = stateOf(attempt);
     if (state !== AttemptState.started && state !== AttemptState.observing) return false;
-    const a = attemptContext(attempt);
-    const run = await loadRun(step.tx, a.runId);
-    const occurrence = await loadOccurrence(step.tx, a.occurrenceId);
-    const runtime = this.svc.runtime(attempt.data.attributes.runtimeId);
-
-    if (observation.status === 'lost') {
-      // The runtime's report that the session is gone ends its evidence: valid at the latest just before now.
-      const seen = Date.parse(this.lastSeen.get(attemptId) ?? attempt.data.attributes.openedAt);
-      const lastSeen = new Date(Math.min(seen, Date.parse(step.now) - 1)).toISOString();
-      const loss = { attemptId, sessionId, lastSeen, detail: observation.detail };
-      await this.svc.actors.scheduler.recordEvidenceLost(this.svc, step, loss);
-      return true;
-    }
-
-    // Only the runtime's word makes a cancellation acknowledged: a session that ran to its own end after a
-    // cancel was requested settles by its evidence (completion won the race).
-    if (observation.cancelled && state === AttemptState.observing) {
-      await this.svc.actors.commandHandler.acknowledgeCancellation(this.svc, step, attemptId, sessionId);
-      return true;
-    }
-    await this.settleByEvidence(step, { attempt, run, occurrence, runtime }, sessionId, observation);
+    // The runtime's report that the session is gone ends its evidence: valid at the latest just before now.
+    const seen = Date.parse(this.lastSeen.get(attemptId) ?? attempt.data.attributes.openedAt);
+    const lastSeen = new Date(Math.min(seen, Date.parse(step.now) - 1)).toISOString();
+    const loss = { attemptId, sessionId, lastSeen, detail: observation.detail };
+    await this.svc.actors.scheduler.recordEvidenceLost(this.svc, step, loss);
     return true;
-  }
-
-  /**
-   * Verified terminal evidence settles the attempt, then (through the dispatcher) its run and occurrence, and
-   * records the receipt in the same commit.
-   */
-  private async settleByEvidence(
-    step: StepContext,
-    { attempt, run, occurrence, runtime }: SettlingAttempt,
-    sessionId: string,
-    observation: Extract<Observation, { status: 'exited' }>,
-  ): Promise<void> {
-    const evidence: TerminalEvidence & { outputDigest?: string } = {
-      sessionId,
-      outcome: observation.outcome,
-      exitCode: observation.exitCode,
-      verified: true,
-      ...(observation.outputDigest === undefined ? {} : { outputDigest: observation.outputDigest }),
-    };
-    const settledAttempt = await moveEntity<AttemptAttributes>(
-      step,
-      'attempt',
-      attempt.id,
-      { type: 'run_settled', actor: 'worker', evidence },
-      (x) => ({
-        ...x,
-        evidence,
-        stateReason:
-          observation.outcome === 'succeeded'
-            ? 'verified completion evidence'
-            : `verified failure evidence (exit ${String(observation.exitCode)})`,
-        settledAt: step.now,
-      }),
-    );
-    // The occurrence and run settle first; the receipt is written in the same commit, so nothing can observe
-    // either settled without it, and the changefeed reads settled -> finished -> sealed.
-    const receiptId = receiptIdFor(attempt.id);
-    await this.svc.actors.dispatcher.afterTerminalEvidence(
-      step,
-      occurrence.id,
-      run.id,
-      attempt.id,
-      evidence,
-      receiptId,
-    );
-    await recordReceipt(
-      step,
-      runtime,
-      occurrence,
-      run,
-      settledAttempt.record as Awaited<ReturnType<typeof loadAttempt>>,
-      {
-        disposition: settledAttempt.to,
-        ...(settledAttempt.to === AttemptState.failed ? { failureClass: 'runtime_error' } : {}),
-        detail:
-          settledAttempt.to === AttemptState.succeeded
-            ? 'verified completion evidence'
-            : `exit ${String(observation.exitCode)}`,
-        recoveryDisposition: 'not_required',
-      },
-      observation.outputDigest,
-    );
   }
 }

@@ -268,3 +268,31 @@ describe('session files are private', () => {
     },
   );
 });
+
+describe('session-exit cues', () => {
+  test('a session is cued once its wrapper exited, and observe then reports the recorded exit', async () => {
+    const root = freshRoot('cues');
+    const runtime = runtimeIn(root, 'sleep 0.2; exit 3');
+    const cues: Array<{ sessionId: string; attemptId: string; observed: Observation }> = [];
+    let heard!: () => void;
+    const cued = new Promise<void>((resolve) => (heard = resolve));
+    const unsubscribe = runtime.onSessionExit((exit) => {
+      void runtime.observe(exit.sessionId, now).then((observed) => {
+        cues.push({ ...exit, observed });
+        heard();
+      });
+    });
+    const launch = request();
+    const started = (await runtime.launch(launch, now)) as { sessionId: string };
+    expect(cues).toEqual([]);
+    await cued;
+    unsubscribe();
+    expect(cues).toEqual([
+      {
+        sessionId: started.sessionId,
+        attemptId: launch.attemptId,
+        observed: expect.objectContaining({ status: 'exited', outcome: 'failed', exitCode: 3 }),
+      },
+    ]);
+  });
+});

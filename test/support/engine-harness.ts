@@ -3,6 +3,7 @@ import { SimulatedClock } from '../../src/clock/clock.js';
 import { SimulatedRuntime, type SimulatedBehavior } from '../../src/runtime/simulated-runtime.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import type { Store } from '../../src/store/store.js';
+import type { Runtime } from '../../src/runtime/runtime.js';
 import type { EventEnvelope } from '../../src/changefeed/event-envelope.js';
 import {
   KINDS,
@@ -17,10 +18,11 @@ import { command, definitionBody } from './commands.js';
 import type { RetentionOptions } from '../../src/retention/policy.js';
 import { expect } from 'vitest';
 
-export interface HarnessOptions {
+export interface HarnessOptions<R extends Runtime = SimulatedRuntime> {
   start?: string;
   store?: Store;
-  runtime?: SimulatedRuntime;
+  /** The engine's one runtime (default: a SimulatedRuntime whose sessions run a minute). */
+  runtime?: R;
   retry?: Record<string, unknown>;
   perRunMinutes?: number;
   rrule?: string;
@@ -33,10 +35,10 @@ export interface HarnessOptions {
 }
 
 /** An engine on a simulated clock and runtime, with one automation `daily` created and activated. */
-export async function harness(options: HarnessOptions = {}) {
+export async function harness<R extends Runtime = SimulatedRuntime>(options: HarnessOptions<R> = {}) {
   const clock = new SimulatedClock(options.start ?? '2026-03-02T08:00:00.000Z');
   const store = options.store ?? new MemoryStore();
-  const runtime = options.runtime ?? new SimulatedRuntime({ durationMs: 60_000 });
+  const runtime = options.runtime ?? (new SimulatedRuntime({ durationMs: 60_000 }) as unknown as R);
   let ids = 0;
   const engine = createEngine({
     store,
@@ -94,7 +96,7 @@ export async function harness(options: HarnessOptions = {}) {
   return { clock, store, runtime, engine, ok, read, body };
 }
 
-export type Harness = Awaited<ReturnType<typeof harness>>;
+export type Harness = Awaited<ReturnType<typeof harness<SimulatedRuntime>>>;
 
 export function transitions(events: EventEnvelope[]): string[] {
   return events

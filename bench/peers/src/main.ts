@@ -7,7 +7,7 @@ import { cpus, loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { SYSTEMS, WORKLOADS, type SystemName, type WorkloadName } from './protocol.js';
+import { DEFAULT_SYSTEMS, SYSTEMS, WORKLOADS, type SystemName, type WorkloadName } from './protocol.js';
 import { renderTable, summarize, type RunRecord } from './report.js';
 import { needsPostgres, needsRedis, runOne, type Servers, type Settings } from './run-one.js';
 import { PostgresServer, RedisServer } from './servers.js';
@@ -20,9 +20,9 @@ function flag(name: string): string | undefined {
   return i === -1 ? undefined : process.argv[i + 1];
 }
 
-function list<T extends string>(name: string, allowed: readonly T[]): T[] {
+function list<T extends string>(name: string, allowed: readonly T[], defaults: readonly T[] = allowed): T[] {
   const value = flag(name);
-  if (value === undefined) return [...allowed];
+  if (value === undefined) return [...defaults];
   const picked = value.split(',').map((s) => s.trim()) as T[];
   const unknown = picked.filter((p) => !allowed.includes(p));
   if (unknown.length > 0) throw new Error(`--${name}: unknown ${unknown.join(', ')} (known: ${allowed.join(', ')})`);
@@ -45,7 +45,7 @@ function options() {
     rounds: num('rounds', 3, 1),
     quietLoad: num('quiet-load', 1.5, 1.5),
     quietWaitS: num('quiet-wait-s', 600, 10),
-    systems: list<SystemName>('systems', SYSTEMS),
+    systems: list<SystemName>('systems', SYSTEMS, DEFAULT_SYSTEMS),
     workloads: list<WorkloadName>('workloads', WORKLOADS),
     out: flag('out'),
   };

@@ -8,10 +8,13 @@ export const SYSTEMS = [
   'coven-sqlite',
   'coven-json',
   'coven-postgres',
+  'coven-sqlite-polled',
 ] as const;
 export type SystemName = (typeof SYSTEMS)[number];
+/** What runs without `--systems`: `coven-sqlite-polled` (coven without exit cues, for comparison) only on request. */
+export const DEFAULT_SYSTEMS: readonly SystemName[] = SYSTEMS.filter((s) => s !== 'coven-sqlite-polled');
 export const PEERS: readonly SystemName[] = ['graphile-worker', 'bullmq', 'pg-boss'];
-export const COVENS: readonly SystemName[] = ['coven-sqlite', 'coven-json', 'coven-postgres'];
+export const COVENS: readonly SystemName[] = ['coven-sqlite', 'coven-json', 'coven-postgres', 'coven-sqlite-polled'];
 
 export const WORKLOADS = ['burst', 'steady', 'crash'] as const;
 export type WorkloadName = (typeof WORKLOADS)[number];

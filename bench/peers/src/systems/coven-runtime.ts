@@ -1,10 +1,11 @@
 // The runtime coven's runs launch in: it answers at once (a launch starts a session that has already exited 0),
 // as the peers' handlers return at once. It stands for a runtime outside the engine's process: in the crash
 // workload it keeps its launches in the execution log, which outlives the engine's process, and answers the
-// restarted engine's questions about launches whose answers were lost from that log.
+// restarted engine's questions about launches whose answers were lost from that log. It cues each session's exit
+// (Runtime.onSessionExit) as it launches it, unless made without cues.
 import { createHash } from 'node:crypto';
 import { appendFileSync, existsSync, readFileSync } from 'node:fs';
-import type { LaunchRequest, LaunchResult, Observation, Runtime } from '../../../../src/index.js';
+import type { LaunchRequest, LaunchResult, Observation, Runtime, SessionExit } from '../../../../src/index.js';
 import type { JobHooks } from './system.js';
 
 type LaunchEvidence = Awaited<ReturnType<NonNullable<Runtime['launchEvidence']>>>;
@@ -21,6 +22,17 @@ export class ImmediateRuntime implements Runtime {
   executionLog: string | undefined;
   /** Launches this runtime proved never started: they may not start later. */
   private readonly fenced = new Set<string>();
+  private readonly exitListeners = new Set<(exit: SessionExit) => void>();
+  readonly onSessionExit: Runtime['onSessionExit'];
+
+  constructor(cuesExits: boolean) {
+    this.onSessionExit = cuesExits
+      ? (listener) => {
+          this.exitListeners.add(listener);
+          return () => this.exitListeners.delete(listener);
+        }
+      : undefined;
+  }
 
   async launch(request: LaunchRequest): Promise<LaunchResult> {
     if (this.fenced.has(request.sessionKey))
@@ -28,7 +40,9 @@ export class ImmediateRuntime implements Runtime {
     if (this.executionLog !== undefined)
       appendFileSync(this.executionLog, `${request.occurrenceId} ${request.sessionKey}\n`);
     this.hooks?.started(request.occurrenceId);
-    return { outcome: 'started', sessionId: sessionIdOf(request.sessionKey), cursors: {} };
+    const sessionId = sessionIdOf(request.sessionKey);
+    for (const listener of this.exitListeners) listener({ sessionId, attemptId: request.attemptId });
+    return { outcome: 'started', sessionId, cursors: {} };
   }
 
   async observe(sessionId: string): Promise<Observation> {

@@ -3,8 +3,9 @@
 // default), JSON (fsync per commit) or PostgreSQL. A job is a run-now request of a definition of its own
 // (overlap is forbidden, so a burst of n needs n definitions); a run-now answers once its launch was
 // acknowledged, so `concurrency` requests in flight bound the launches in flight as a peer's worker slots do.
-// Completion is the occurrence's `succeeded` commit, which the engine's next pass makes after observing the
-// session (passes run within 100 ms of an outside commit, and every second while sessions run).
+// Completion is the occurrence's `succeeded` commit, which the engine makes as soon as the runtime cues the
+// session's exit (Runtime.onSessionExit); without cues (`coven-sqlite-polled`), at its next pass after observing
+// the session (passes run within 100 ms of an outside commit, and every second while sessions run).
 import { join } from 'node:path';
 import { createEngine, openStore, type Engine, type FileStore } from '../../../../src/index.js';
 import { definition } from '../../../fixtures.js';
@@ -35,7 +36,7 @@ async function pooled<T, R>(items: T[], inFlight: number, work: (item: T) => Pro
 export class CovenSystem implements SystemUnderTest {
   private store: FileStore | undefined;
   private engine: Engine | undefined;
-  private readonly runtime = new ImmediateRuntime();
+  private readonly runtime: ImmediateRuntime;
   private slots = 0;
 
   constructor(
@@ -43,7 +44,10 @@ export class CovenSystem implements SystemUnderTest {
     private readonly dir: string,
     private readonly concurrency: number,
     private readonly pgUrl: string | undefined,
-  ) {}
+    cuesExits = true,
+  ) {
+    this.runtime = new ImmediateRuntime(cuesExits);
+  }
 
   private send(command: string, payload: Record<string, unknown>, key: string, expected?: number): Promise<Response> {
     return this.engine!.commands.handle({
