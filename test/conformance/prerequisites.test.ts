@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
+import { legacyDaily } from '../support/legacy-definition.js';
 import { PREREQUISITES, UNAUTHORIZED_READ } from '../../src/testkit/conformance/prerequisites.js';
 import type { ConformanceVector } from '../../src/testkit/conformance/vector-format.js';
 import { runVector } from '../../src/testkit/conformance/vector-runner.js';
@@ -10,20 +11,7 @@ import { envelope, VectorRun } from '../../src/testkit/conformance/vector-sessio
 const dir = mkdtempSync(join(tmpdir(), 'coven-prerequisites-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const DAILY = {
-  schemaVersion: 1,
-  id: 'daily',
-  name: 'Daily',
-  status: 'PAUSED',
-  rrule: 'FREQ=DAILY;BYHOUR=9',
-  timezone: 'utc',
-  misfire: 'latest',
-  overlap: 'forbid',
-  timeoutMinutes: 30,
-  runtime: 'coven-code',
-  cwd: 'work/proj',
-  prompt: 'Run the routine.',
-};
+const DAILY = legacyDaily('PAUSED');
 
 const vector = (prerequisites: string[]): ConformanceVector => ({
   vectorId: 'local.prerequisites',

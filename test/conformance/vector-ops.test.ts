@@ -2,25 +2,13 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
+import { legacyDaily } from '../support/legacy-definition.js';
 import { runVector } from '../../src/testkit/conformance/vector-runner.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'coven-vector-ops-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const DAILY = {
-  schemaVersion: 1,
-  id: 'daily',
-  name: 'Daily',
-  status: 'ACTIVE',
-  rrule: 'FREQ=DAILY;BYHOUR=9',
-  timezone: 'utc',
-  misfire: 'latest',
-  overlap: 'forbid',
-  timeoutMinutes: 30,
-  runtime: 'coven-code',
-  cwd: 'work/proj',
-  prompt: 'Run the routine.',
-};
+const DAILY = legacyDaily('ACTIVE');
 
 let n = 0;
 /** A vector of the runner's own, over one daily definition. */

@@ -22,6 +22,17 @@ class DyingSender extends SimulatedRuntime {
   }
 }
 
+/** An engine `engine-dead` whose launch at 09:00 started a session and whose answer was lost: an orphan. */
+async function deadEngineWithOrphan() {
+  const store = new MemoryStore();
+  const runtime = new SimulatedRuntime({ durationMs: 60_000 });
+  const h = await harness({ store, runtime, instanceId: 'engine-dead' });
+  runtime.enqueue('crash-during-launch');
+  h.clock.set(at('09:00:00'));
+  await h.engine.tick();
+  return { store, runtime, h };
+}
+
 describe('launches whose answer never arrived are decided from runtime evidence', () => {
   test('a session the runtime proves started is bound and observed to its end, never launched again', async () => {
     const h = await harness();
@@ -56,12 +67,7 @@ describe('launches whose answer never arrived are decided from runtime evidence'
   });
 
   test("a restarted engine decides a dead engine's orphan at once, without waiting for its lease", async () => {
-    const store = new MemoryStore();
-    const runtime = new SimulatedRuntime({ durationMs: 60_000 });
-    const h = await harness({ store, runtime, instanceId: 'engine-dead' });
-    runtime.enqueue('crash-during-launch');
-    h.clock.set(at('09:00:00'));
-    await h.engine.tick();
+    const { store, runtime, h } = await deadEngineWithOrphan();
     // The dead engine's owner lease says it is alive until 09:00:15; its launch is its own until then.
     const other = createEngine({
       store,
@@ -81,12 +87,7 @@ describe('launches whose answer never arrived are decided from runtime evidence'
   });
 
   test('a lapsed claim whose orphan this pass did not ask about is left for the next question, not sent to recovery', async () => {
-    const store = new MemoryStore();
-    const runtime = new SimulatedRuntime({ durationMs: 60_000 });
-    const h = await harness({ store, runtime, instanceId: 'engine-dead' });
-    runtime.enqueue('crash-during-launch');
-    h.clock.set(at('09:00:00'));
-    await h.engine.tick();
+    const { store, runtime, h } = await deadEngineWithOrphan();
     const other = createEngine({ store, clock: h.clock, runtimes: [runtime], instanceId: 'engine-new' });
     h.clock.set(at('09:00:16'));
     // The sender died after this engine's question of the pass (none asked here): its claim's lapse decides nothing.
