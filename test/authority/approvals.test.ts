@@ -3,18 +3,11 @@ import { ERROR_HTTP_STATUS } from '../../src/contract/errors.js';
 import * as ops from '../../src/testkit/conformance/authority-ops.js';
 import { harness, type Harness } from '../support/engine-harness.js';
 import { command } from '../support/commands.js';
+import { dailyBinding } from '../support/authority-binding.js';
 
 const at = (time: string) => `2026-03-02T${time}.000Z`;
 
-const binding = (approval: Record<string, unknown>) => ({
-  automationId: 'daily',
-  principalId: 'principal-1',
-  familiarId: 'charm',
-  familiarRevision: 1,
-  runtime: 'coven-code',
-  requiredCapabilities: ['session.create'],
-  approval,
-});
+const binding = (approval: Record<string, unknown>) => dailyBinding({ approval });
 
 async function bound(approval: Record<string, unknown>): Promise<Harness> {
   const h = await harness();

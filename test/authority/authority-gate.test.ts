@@ -6,17 +6,11 @@ import { validateAgainst } from '../../src/contract/schemas.js';
 import * as ops from '../../src/testkit/conformance/authority-ops.js';
 import { harness, type Harness } from '../support/engine-harness.js';
 import { command } from '../support/commands.js';
+import { dailyBinding } from '../support/authority-binding.js';
 
 const at = (time: string) => `2026-03-02T${time}.000Z`;
 
-const BINDING = {
-  automationId: 'daily',
-  principalId: 'principal-1',
-  familiarId: 'charm',
-  familiarRevision: 1,
-  runtime: 'coven-code',
-  requiredCapabilities: ['session.create'],
-};
+const BINDING = dailyBinding();
 
 async function bound(binding: Record<string, unknown> = BINDING): Promise<Harness> {
   const h = await harness({ activate: true });

@@ -11,6 +11,7 @@ import { applyBindings, revokeFamiliar } from '../../src/testkit/conformance/aut
 import { command } from '../support/commands.js';
 import { readUpstreamJson, upstreamAvailable, upstreamDir } from '../support/upstream.js';
 import { doctorWorld, faultyStore } from './doctor-world.js';
+import { dailyBinding } from '../support/authority-binding.js';
 
 const at = (time: string, day = '02') => `2026-03-${day}T${time}.000Z`;
 const SCHEMA = 'conformance/schemas/diagnostics.doctor.v1.schema.json';
@@ -249,14 +250,7 @@ describe('the doctor (diagnostics.doctor.v1)', () => {
   test('authority.*: a revoked familiar is a stale identity, and its refused dispatch holds until a run succeeds', async () => {
     const w = await doctorWorld({ start: at('08:59:00') });
     const handle = { engine: w.engine, clock: w.clock };
-    const binding = {
-      automationId: 'daily',
-      principalId: 'principal-1',
-      familiarId: 'charm',
-      familiarRevision: 1,
-      runtime: 'coven-code',
-      requiredCapabilities: ['session.create'],
-    };
+    const binding = dailyBinding();
     for (const a of await applyBindings(handle, [binding])) expect(a.outcome).toBe('committed');
     expect(codesOf(await w.doctor(w.freshFacts()))).toEqual([]);
     await revokeFamiliar(handle, { automationId: 'daily' });
