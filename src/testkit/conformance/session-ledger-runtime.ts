@@ -1,6 +1,6 @@
 import { sha256Hex } from '../../contract/digest.js';
 import type { SideEffectClass } from '../../contract/vocabulary.js';
-import type { LaunchRequest, LaunchResult, Observation, Runtime } from '../../runtime/runtime.js';
+import type { LaunchEvidence, LaunchRequest, LaunchResult, Observation, Runtime } from '../../runtime/runtime.js';
 
 /** The terminal statuses a runtime's session ledger records (upstream's session ledger vocabulary). */
 export type LedgerStatus = 'completed' | 'failed' | 'cancelled' | 'killed' | 'idle';
@@ -28,10 +28,10 @@ export interface LedgerRow {
 /**
  * A runtime whose sessions are rows of a durable session ledger that outlives its process: a restart loses the
  * handles on running sessions (`observe` then answers `lost`: nothing says how they end), while each session's
- * terminal row still lands in the ledger at its planned instant and is reported from then on. It keeps no
- * launch evidence, as upstream's reference runtime does not: a launch whose answer was lost is left to the lease
- * and recovery. Used by the runtime-authority-terminal-recovery interpreter to ask whether a session's later
- * terminal status can settle an occurrence already waiting in recovery_required.
+ * terminal row still lands in the ledger at its planned instant and is reported from then on. What became of a
+ * launch whose answer was lost it can tell only from a terminal row: until then it has no launch evidence, and
+ * the lease and recovery decide. Used by the runtime-authority-terminal-recovery interpreter to ask whether a
+ * session's later terminal status can settle an occurrence already waiting in recovery_required.
  *
  * @example
  * ```ts
@@ -84,6 +84,14 @@ export class SessionLedgerRuntime implements Runtime {
     if (now.getTime() >= Date.parse(row.plan.at)) return exitOf(row.plan);
     if (row.attached) return { status: 'running', cursors: { eventCursor: `${sessionId}:1`, logCursor: '1' } };
     return { status: 'lost', detail: `the runtime restarted and no longer reaches session ${sessionId}` };
+  }
+
+  /** A launch's session, once its terminal row is in the ledger; nothing before (the row is not readable yet). */
+  async launchEvidence(sessionKey: string, now: Date): Promise<LaunchEvidence> {
+    const row = [...this.rows.values()].find((r) => r.sessionKey === sessionKey);
+    if (row === undefined || now.getTime() < Date.parse(row.plan.at))
+      return { evidence: 'unknown', detail: `the ledger holds no terminal row for ${sessionKey}` };
+    return { evidence: 'started', sessionId: row.sessionId, cursors: { eventCursor: `${row.sessionId}:0` } };
   }
 
   /** A stop reaches a session only while it runs; a terminal row is never rewritten. */

@@ -54,7 +54,7 @@ const REOPEN_AFTER_MS = 3000;
 /**
  * The two ways this engine genuinely reaches recovery_required with one run and one attempt:
  * - `lease_expired`: the sender died while its launch call was out (the session started, the answer was lost);
- *   the runtime keeps no launch evidence, the claim lapses, side effects cannot be ruled out;
+ *   the runtime has no launch evidence yet (no terminal row), the claim lapses, side effects cannot be ruled out;
  * - `evidence_lost`: the session was running and observed; the sender died and the runtime restarted, so the
  *   next engine's observation finds the session lost.
  */
