@@ -126,7 +126,7 @@ async function reopen(
     await w.sender.commands.handle(envelope('occurrence.runNow.v1', { automationId: ID })),
   );
   const occurrenceId = String(ran.result?.occurrenceId);
-  const acceptedBinding = (await viewOf(w, occurrenceId)).run.data.attributes.binding;
+  const acceptedBinding = bindingOf((await viewOf(w, occurrenceId)).run);
   if (path === 'evidence_lost') {
     w.clock.set(new Date(started + 1000).toISOString());
     await w.sender.tick();
@@ -183,6 +183,12 @@ const SETTLED_ATTEMPT: ReadonlySet<string> = new Set([
 const TERMINAL_RUN: ReadonlySet<string> = new Set(
   Object.values(RunState).filter((s) => s !== RunState.accepted && s !== RunState.running),
 );
+/** The run's binding, and the revision it pins: the one carrying the Runtime Authority extension it ran under. */
+const bindingOf = (run: RunRecord) => ({
+  binding: run.data.attributes.binding,
+  automationRevision: run.data.attributes.automationRevision,
+  definitionDigest: run.data.attributes.definitionDigest,
+});
 const latestAttempt = (v: View) => v.attempts.find((a) => a.id === v.run.data.attributes.attemptIds.at(-1))!;
 const evidenceOf = (a: AttemptRecord | undefined) => ({
   evidence: a?.data.attributes.evidence,
@@ -203,6 +209,7 @@ const evidenceOf = (a: AttemptRecord | undefined) => ({
  * - `launchCount`: launch calls the runtime received since the reopen; `settledRunCount`: runs in a terminal state;
  * - `attemptUnresolved`: the attempt holds no evidence and no settled outcome (succeeded, failed, cancelled,
  *   timed_out): ambiguous is the contract's unresolved outcome, "no operator recovery has resolved it";
+ * - `bindingPreserved`: the run's binding and pinned revision (the authority-bound one) as at acceptance;
  * - `leaseReleased`: the claim's lease has lapsed and no engine claimed the occurrence again (same generation);
  * - `sessionTerminalPreserved`: the ledger still reports the session's terminal row, and nobody asked to stop it;
  * - `reopenedStatePreserved`: the occurrence is still the record the reopen committed (same version).
@@ -232,7 +239,7 @@ function observations(v: View, base: View, acceptedBinding: unknown, w: World): 
       fence.leaseExpiresAt !== null &&
       Date.parse(fence.leaseExpiresAt) <= v.at.getTime() &&
       fence.generation === baseFence.generation,
-    bindingPreserved: isDeepStrictEqual(run.binding, acceptedBinding),
+    bindingPreserved: isDeepStrictEqual(bindingOf(v.run), acceptedBinding),
     sessionTerminalPreserved:
       sessions.length > 0 &&
       sessions.every((s) =>
