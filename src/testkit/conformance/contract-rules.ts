@@ -37,6 +37,12 @@ export interface ContractRule {
 }
 
 const OCCURRENCE_STATES: ReadonlySet<string> = new Set(Object.values(OccurrenceState));
+/** Attempt states before any outcome: what a reference model may keep where this engine records ambiguous. */
+const UNSETTLED_ATTEMPT_STATES: ReadonlySet<string> = new Set([
+  AttemptState.dispatching,
+  AttemptState.started,
+  AttemptState.observing,
+]);
 const ops = (s: Situation) => s.vector.input.operations ?? [];
 const want = (s: Situation) => (s.expected ?? {}) as Record<string, unknown>;
 
@@ -231,6 +237,30 @@ export const CONTRACT_RULES: readonly ContractRule[] = [
       'this engine implements the cancellation commands, so it judges the request on its merits (a typed domain ' +
       'refusal) instead of refusing the command as unsupported',
     applies: (s) => evaluatedContractCommand(s, /\b(run|occurrence|attempt)\.cancel\.v1\b/),
+  },
+  {
+    id: 'recovery-required-attempt-is-ambiguous',
+    sentence:
+      'The daemon never records ambiguous on a run. Ambiguous evidence either settles the run failed or leaves it ' +
+      'running with an ambiguous attempt while its occurrence waits in recovery_required; see Manual runs and health.',
+    because:
+      'every path of this engine to recovery_required settles the attempt ambiguous (dispatch_unconfirmed after the ' +
+      "lease, evidence_lost when the session vanished), terminal for the attempt, where the reference model's " +
+      'attempt stays unsettled; the run stays running and nothing settles on the session until occurrence.recover.v1',
+    applies: (s) =>
+      s.kind === 'attemptState' &&
+      s.observed === AttemptState.ambiguous &&
+      UNSETTLED_ATTEMPT_STATES.has(String(s.expected)) &&
+      s.seen.occurrences.some(
+        (o) =>
+          o.state === OccurrenceState.recovery_required &&
+          s.seen.runs.some(
+            (r) =>
+              r.automationId === o.automationId &&
+              r.state === RunState.running &&
+              (s.seen.attemptStates.get(String(r.runId)) ?? []).at(-1) === AttemptState.ambiguous,
+          ),
+      ),
   },
 ];
 

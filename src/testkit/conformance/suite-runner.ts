@@ -11,6 +11,7 @@ import {
   type SuiteCase,
 } from './suite-cases.js';
 import { definitionLifecycleTransitions } from './suite-lifecycle.js';
+import { runtimeAuthorityTerminalRecovery } from './suite-recovery.js';
 import { overall, type ExpectationResult, type VectorReport } from './vector-format.js';
 
 type SuiteEntry = { run: CaseRunner; createdThroughDraft?: boolean } | { unsupported: string };
@@ -31,11 +32,7 @@ export const SUITES: Record<string, SuiteEntry> = {
   'cancellation-timeout-arbitration': {
     unsupported: `${REFERENCE_MODEL}: a stop fence with owners (cancellation, timeout) and a runtime stop count`,
   },
-  'runtime-authority-terminal-recovery': {
-    unsupported:
-      `${REFERENCE_MODEL}: session-ledger rows (status, exit code, evidence-shaped output) reconciled at set ` +
-      'instants, and the runtime-authority profile (authority sidecar rows), which is not in this engine',
-  },
+  'runtime-authority-terminal-recovery': { run: runtimeAuthorityTerminalRecovery },
   'scheduler-leadership-fencing': {
     unsupported:
       `${REFERENCE_MODEL}: a scheduler lock with numbered generations; ` +
@@ -54,7 +51,7 @@ export function suiteIdOf(schemaVersion: string): string | undefined {
 async function runCase(suiteId: string, entry: SuiteEntry, c: SuiteCase): Promise<ExpectationResult[]> {
   if ('unsupported' in entry) return [{ expectation: 'case', status: 'unsupported', reason: entry.unsupported }];
   const results: ExpectationResult[] = [];
-  await entry.run(c, (expectation, ok, expected, observed) => {
+  await entry.run(c, (expectation, ok, expected, observed, seen) => {
     if (ok) return void results.push({ expectation, status: 'pass' });
     const situation: Situation = {
       vector: { vectorId: `${suiteId}.${c.caseId}`, profile: '', title: c.caseId, input: {}, expected: {} },
@@ -62,7 +59,7 @@ async function runCase(suiteId: string, entry: SuiteEntry, c: SuiteCase): Promis
       kind: expectation.split(/[[.]/)[0]!,
       expected,
       observed,
-      seen: { occurrences: [], runs: [], attemptStates: new Map(), quarantined: [], refusedCodes: [] },
+      seen: { occurrences: [], runs: [], attemptStates: new Map(), quarantined: [], refusedCodes: [], ...seen },
       ...(entry.createdThroughDraft === true ? { createdThroughDraft: true } : {}),
     };
     const rule = decidingRule(situation);
