@@ -5,6 +5,8 @@ import type { Clock } from '../clock/clock.js';
 import type { Store, StoreTransaction } from '../store/store.js';
 import type { CommandEnvelope } from './envelope.js';
 import type { AutomationDefinition } from '../domain/definition-body.js';
+import type { LaunchOutcome } from '../domain/launch-outcome.js';
+import type { StepContext } from '../domain/lifecycle.js';
 
 /** Decides whether a definition's familiar, authority and runtime requirements can be met right now. */
 export type RequirementsCheck = (definition: AutomationDefinition) => RequirementsVerdict;
@@ -26,6 +28,20 @@ export interface CommandHandlerOptions {
 export interface OperatorCommands {
   mutations: Partial<Record<string, (ctx: CommandContext) => Promise<CommandOutcome>>>;
   queries: Partial<Record<string, (payload: Record<string, unknown>) => Promise<Record<string, unknown>>>>;
+}
+
+/** How an engine's dispatcher launches a claimed occurrence at once, as the operator commands ask it to. */
+export interface ImmediateLaunches {
+  /** Accepts and launches one claimed occurrence now, in the dispatcher's own commits. */
+  dispatch(occurrenceId: string): Promise<LaunchOutcome | undefined>;
+  /**
+   * Accepts the run of an occurrence claimed in `step`'s transaction and queues its launch there, so the claim,
+   * the acceptance and the queued launch are one commit; returns the launch (outbox id) to release once that
+   * commit is durable, or undefined when there is nothing to launch.
+   */
+  queue(step: StepContext, occurrenceId: string): Promise<string | undefined>;
+  /** Sends a launch whose queuing committed. */
+  release(outboxId: string): Promise<LaunchOutcome>;
 }
 
 /** Everything one command needs while it runs inside its store transaction. */

@@ -168,7 +168,11 @@ export class Engine {
       requirements:
         options.requirements ??
         confineCwd(options.runtimes, defaultRequirements(options.runtimes.map((r) => r.runtimeId))),
-      operator: operatorCommands(this.services, (occurrenceId) => this.dispatch(occurrenceId)),
+      operator: operatorCommands(this.services, {
+        dispatch: (occurrenceId) => this.dispatch(occurrenceId),
+        queue: (step, occurrenceId) => this.parts.queueLaunch(this.services, step, occurrenceId),
+        release: (outboxId) => this.release(outboxId),
+      }),
     });
   }
 
