@@ -35,13 +35,18 @@ export interface ImmediateLaunches {
   /** Accepts and launches one claimed occurrence now, in the dispatcher's own commits. */
   dispatch(occurrenceId: string): Promise<LaunchOutcome | undefined>;
   /**
-   * Accepts the run of an occurrence claimed in `step`'s transaction and queues its launch there, so the claim,
-   * the acceptance and the queued launch are one commit; returns the launch (outbox id) to release once that
-   * commit is durable, or undefined when there is nothing to launch.
+   * Accepts the run of an occurrence claimed in `step`'s transaction, queues its launch and marks it `sending`
+   * there, so the claim, the acceptance and the send are one commit; undefined when there is nothing to launch.
    */
-  queue(step: StepContext, occurrenceId: string): Promise<string | undefined>;
-  /** Sends a launch whose queuing committed. */
-  release(outboxId: string): Promise<LaunchOutcome>;
+  queue(step: StepContext, occurrenceId: string): Promise<QueuedLaunch | undefined>;
+}
+
+/** A launch marked `sending` in a command's transaction, not yet sent. */
+export interface QueuedLaunch {
+  /** Calls the runtime and commits its answer: only once the transaction that queued the launch is durable. */
+  release(): Promise<LaunchOutcome>;
+  /** The transaction that queued the launch rolled back: the engine forgets it. */
+  abandon(): void;
 }
 
 /** Everything one command needs while it runs inside its store transaction. */
@@ -61,6 +66,8 @@ export interface CommandOutcome {
   automationId?: string;
   /** Side effects released only once the transaction is durable (a launch, a session stop). */
   afterCommit?: () => Promise<void>;
+  /** Run when the transaction does not commit: undoes what the command took on in memory for its side effects. */
+  onRollback?: () => void;
   /**
    * Commit the writes but answer this error, without an adoption record: a cancellation request is durable
    * while the answer stays CANCEL_PENDING until the runtime acknowledges.

@@ -79,9 +79,9 @@ async function createManualOccurrence(
 }
 
 /**
- * occurrence.runNow.v1: a manual occurrence, claimed, its run accepted and its launch queued in the command's own
- * commit, and the launch released once that commit is durable (adoption before the side effect). The dispatcher's
- * transitions carry no command causation, as when a pass dispatches: only the command's own steps are its effects.
+ * occurrence.runNow.v1: a manual occurrence, claimed, its run accepted and its launch queued and marked `sending`
+ * in the command's own commit, and the runtime called once that commit is durable (adoption before the side
+ * effect). The dispatcher's transitions carry no command causation, as when a pass dispatches them.
  */
 export async function runNow(
   svc: EngineServices,
@@ -99,14 +99,15 @@ export async function runNow(
   );
   const leaseExpiresAt = await svc.actors.scheduler.claimForManualRun(svc, s, occurrenceId);
   const dispatched: StepContext = { tx: ctx.tx, feed: ctx.feed, now: ctx.now, committed: [], afterCommit: [] };
-  const outboxId = await launches.queue(dispatched, occurrenceId);
+  const launch = await launches.queue(dispatched, occurrenceId);
   return {
     automationId,
     result: { automationId, occurrenceId, occurrenceKey, status: 'claimed', leaseExpiresAt },
     afterCommit: async () => {
       for (const learn of dispatched.afterCommit!) learn();
       if (dispatched.committed!.length > 0) svc.observer?.(dispatched.committed!);
-      if (outboxId !== undefined) await launches.release(outboxId);
+      await launch?.release();
     },
+    ...(launch === undefined ? {} : { onRollback: () => launch.abandon() }),
   };
 }
