@@ -54,7 +54,8 @@ export async function markLaunchSending(
   outboxId: string,
 ): Promise<SendingLaunch | undefined> {
   svc.launchesInFlight.add(outboxId);
-  const prepared = await startSending(step, outboxId);
+  // Queued in this same transaction, under the authority judged there: nothing can land in between.
+  const prepared = await startSending(step, outboxId, false);
   if (prepared === undefined) svc.launchesInFlight.delete(outboxId);
   return prepared;
 }
@@ -129,7 +130,7 @@ async function sendPrepared(
  * Commits the launch `sending` (and its run `running` on the first attempt) before the runtime is called, and
  * gathers what the call needs. A launch no longer pending, or whose attempt left `dispatching`, is abandoned.
  */
-async function startSending(step: StepContext, outboxId: string): Promise<Prepared | undefined> {
+async function startSending(step: StepContext, outboxId: string, judgeAuthority = true): Promise<Prepared | undefined> {
   const outbox = await readOutbox(step.tx, outboxId);
   if (outbox === undefined || outbox.state !== OutboxState.pending) return undefined;
   const attempt = await loadAttempt(step.tx, outbox.entry.attemptId);
@@ -140,7 +141,7 @@ async function startSending(step: StepContext, outboxId: string): Promise<Prepar
   }
   const { occurrenceId, runId, attemptId } = outbox.entry;
   // Authority is judged again at release: a revocation may land between the dispatch commit and this send.
-  const refusal = await checkAuthority(step, { occurrenceId, runId, attemptId });
+  const refusal = judgeAuthority ? await checkAuthority(step, { occurrenceId, runId, attemptId }) : undefined;
   if (refusal !== undefined) {
     await refuseDispatch(step, { occurrenceId, runId, attemptId }, refusal);
     await moveOutbox(step, outboxId, {
