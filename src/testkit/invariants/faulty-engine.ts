@@ -40,14 +40,14 @@ export function faultyParts(faults: Partial<EngineFaults>): EngineParts {
     },
     dispatchOccurrence: faults.launchBeforeAdoptionCommit
       ? async (svc, occurrenceId, release) => {
-          await svc.store.read((r) => launchAhead(svc, r, occurrenceId));
+          await launchAhead(svc, await svc.store.read((r) => undispatchedDefinition(r, occurrenceId)), occurrenceId);
           return real.dispatchOccurrence(svc, occurrenceId, release);
         }
       : real.dispatchOccurrence,
     // A manual run queues its launch in its command's transaction: the early launch reads what that one holds.
     queueLaunch: faults.launchBeforeAdoptionCommit
       ? async (svc, step, occurrenceId) => {
-          await launchAhead(svc, step.tx, occurrenceId);
+          await launchAhead(svc, await undispatchedDefinition(step.tx, occurrenceId), occurrenceId);
           return real.queueLaunch(svc, step, occurrenceId);
         }
       : real.queueLaunch,
@@ -136,10 +136,9 @@ async function undispatchedDefinition(
 /** `launchBeforeAdoptionCommit`: calls the runtime for a claimed occurrence before anything is committed. */
 async function launchAhead(
   svc: EngineServices,
-  r: StoreReader | StoreTransaction,
+  ahead: AutomationDefinition | undefined,
   occurrenceId: string,
 ): Promise<void> {
-  const ahead = await undispatchedDefinition(r, occurrenceId);
   if (ahead === undefined) return;
   const runId = runIdFor(occurrenceId);
   await svc.runtime(ahead.runtimeRequirements?.runtimeId ?? 'coven-code')?.launch(
