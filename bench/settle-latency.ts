@@ -1,7 +1,8 @@
 // Where a run-now's time goes, on one engine over a SQLite store (synchronous=FULL) with an in-process runtime
 // whose sessions exit at once: steady open-loop arrivals of run-now requests, as the peer bench's steady
 // workload sends them, with each occurrence's milestones timed (request sent, launch called, launch answer
-// committed, run settled) and every pass counted. `--push` gives the runtime the session-exit capability,
+// committed, run settled), every pass counted, and the process's CPU time (engine and this harness alike) from the
+// first arrival until every run settled, per settled run. `--push` gives the runtime the session-exit capability,
 // `--poll` hides it (settling then waits for a pass); both by default, one after the other, on fresh stores.
 //
 //   npx tsx bench/settle-latency.ts [--rate 2000] [--seconds 10] [--push | --poll]
@@ -104,13 +105,15 @@ async function measure(push: boolean, rate: number, seconds: number) {
   engine.start(() => void (passes += 1));
   await sleep(1000);
   const passesBefore = passes;
+  const cpuBefore = process.cpuUsage();
   const { lines, refused } = await arrivals(engine, byOccurrence, rate, seconds);
   const deadline = performance.now() + DRAIN_LIMIT_MS;
   while (lines.some((l) => l.settled === undefined) && performance.now() < deadline) await sleep(5);
+  const cpu = process.cpuUsage(cpuBefore);
   await engine.stop();
   await store.close();
   rmSync(dir, { recursive: true, force: true });
-  return { lines, refused, passes: passes - passesBefore };
+  return { lines, refused, passes: passes - passesBefore, cpuMs: (cpu.user + cpu.system) / 1000 };
 }
 
 async function arrivals(engine: Engine, byOccurrence: Map<string, Timeline>, rate: number, seconds: number) {
@@ -156,8 +159,8 @@ const quantile = (xs: number[], q: number) => {
 
 /** Each measured span: its name and the milestones it runs between. */
 const SPANS: Array<[string, keyof Timeline, keyof Timeline]> = [
-  ['run-now and acceptance commits', 'due', 'accepted'],
-  ['sending commit', 'accepted', 'sending'],
+  ['run-now commit(s) to acceptance', 'due', 'accepted'],
+  ['acceptance to sending', 'accepted', 'sending'],
   ['to the launch call', 'sending', 'launched'],
   ['launch answer commit', 'launched', 'started'],
   ['settle commit', 'started', 'settled'],
@@ -172,9 +175,13 @@ async function main(): Promise<void> {
   const head = ['ms (p50 / p95)'];
   const columns: string[][] = [];
   for (const push of modes) {
-    const { lines, refused, passes } = await measure(push, rate, seconds);
+    const { lines, refused, passes, cpuMs } = await measure(push, rate, seconds);
     const done = lines.filter((l) => l.settled !== undefined);
-    head.push(`${push ? 'cues' : 'passes only'} (${done.length}/${lines.length + refused} settled, ${passes} passes)`);
+    const perJob = (cpuMs / done.length).toFixed(2);
+    head.push(
+      `${push ? 'cues' : 'passes only'} (${done.length}/${lines.length + refused} settled, ${passes} passes, ` +
+        `CPU ${perJob} ms per settled run)`,
+    );
     columns.push(
       SPANS.map(([, from, to]) => {
         const xs = done.flatMap((l) => {

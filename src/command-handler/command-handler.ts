@@ -243,7 +243,8 @@ export class CommandHandler {
     let afterCommit: (() => Promise<void>) | undefined;
     let rejection: ContractError | undefined;
     let storeId: string | undefined;
-    const response = await this.store.transact(async (tx: StoreTransaction) => {
+    let onRollback: (() => void) | undefined;
+    const transaction = this.store.transact(async (tx: StoreTransaction) => {
       const prior = await findAdoption(tx, envelope.adoptionKey);
       if (prior !== undefined) {
         if (prior.requestDigest !== digest) throw replayMismatch(envelope.adoptionKey, prior);
@@ -261,6 +262,7 @@ export class CommandHandler {
         requirements: this.requirements,
       });
       afterCommit = outcome.afterCommit;
+      onRollback = outcome.onRollback;
       // A dry run is a question, not a command: nothing of it, its key and a new store's id included, is stored.
       if (dryRun) return this.committed(envelope, outcome.result, outcome);
       // A fresh store's id is written by the first command that commits, in its transaction: never by a refusal.
@@ -281,6 +283,10 @@ export class CommandHandler {
       };
       await recordAdoption(tx, envelope.adoptionKey, record);
       return this.committed(envelope, outcome.result, outcome);
+    });
+    const response = await transaction.catch((error: unknown) => {
+      onRollback?.();
+      throw error;
     });
     // Only a committed transaction makes the id durable; a store id never changes once stored.
     if (storeId !== undefined) this.storeId = storeId;

@@ -5,6 +5,8 @@ import type { Clock } from '../clock/clock.js';
 import type { Store, StoreTransaction } from '../store/store.js';
 import type { CommandEnvelope } from './envelope.js';
 import type { AutomationDefinition } from '../domain/definition-body.js';
+import type { LaunchOutcome } from '../domain/launch-outcome.js';
+import type { StepContext } from '../domain/lifecycle.js';
 
 /** Decides whether a definition's familiar, authority and runtime requirements can be met right now. */
 export type RequirementsCheck = (definition: AutomationDefinition) => RequirementsVerdict;
@@ -28,6 +30,25 @@ export interface OperatorCommands {
   queries: Partial<Record<string, (payload: Record<string, unknown>) => Promise<Record<string, unknown>>>>;
 }
 
+/** How an engine's dispatcher launches a claimed occurrence at once, as the operator commands ask it to. */
+export interface ImmediateLaunches {
+  /** Accepts and launches one claimed occurrence now, in the dispatcher's own commits. */
+  dispatch(occurrenceId: string): Promise<LaunchOutcome | undefined>;
+  /**
+   * Accepts the run of an occurrence claimed in `step`'s transaction, queues its launch and marks it `sending`
+   * there, so the claim, the acceptance and the send are one commit; undefined when there is nothing to launch.
+   */
+  queue(step: StepContext, occurrenceId: string): Promise<QueuedLaunch | undefined>;
+}
+
+/** A launch marked `sending` in a command's transaction, not yet sent. */
+export interface QueuedLaunch {
+  /** Calls the runtime and commits its answer: only once the transaction that queued the launch is durable. */
+  release(): Promise<LaunchOutcome>;
+  /** The transaction that queued the launch rolled back: the engine forgets it. */
+  abandon(): void;
+}
+
 /** Everything one command needs while it runs inside its store transaction. */
 export interface CommandContext {
   tx: StoreTransaction;
@@ -45,6 +66,8 @@ export interface CommandOutcome {
   automationId?: string;
   /** Side effects released only once the transaction is durable (a launch, a session stop). */
   afterCommit?: () => Promise<void>;
+  /** Run when the transaction does not commit: undoes what the command took on in memory for its side effects. */
+  onRollback?: () => void;
   /**
    * Commit the writes but answer this error, without an adoption record: a cancellation request is durable
    * while the answer stays CANCEL_PENDING until the runtime acknowledges.

@@ -1,21 +1,18 @@
-import type { LaunchOutcome } from '../domain/launch-outcome.js';
 import type { EngineServices } from '../domain/services.js';
 import { cancelAttempt, cancelOccurrence, cancelRun } from './cancel-occurrence-work.js';
-import type { OperatorCommands } from './context.js';
+import type { ImmediateLaunches, OperatorCommands } from './context.js';
 import { definitionHealth, runHistory } from './execution-reads.js';
 import { recover } from './recover.js';
 import { retryAttempt } from './retry-attempt.js';
 import { runNow } from './run-now.js';
 import { unquarantine } from './unquarantine.js';
 
-/** The occurrence/run/attempt commands, bound to an engine's services and its immediate dispatch. */
-export function operatorCommands(
-  svc: EngineServices,
-  dispatch: (occurrenceId: string) => Promise<LaunchOutcome | undefined>,
-): OperatorCommands {
+/** The occurrence/run/attempt commands, bound to an engine's services and its immediate launches. */
+export function operatorCommands(svc: EngineServices, launches: ImmediateLaunches): OperatorCommands {
+  const dispatch = (occurrenceId: string) => launches.dispatch(occurrenceId);
   return {
     mutations: {
-      'occurrence.runNow.v1': (ctx) => runNow(svc, dispatch, ctx),
+      'occurrence.runNow.v1': (ctx) => runNow(svc, launches, ctx),
       'occurrence.cancel.v1': (ctx) => cancelOccurrence(svc, ctx),
       'run.cancel.v1': (ctx) => cancelRun(svc, ctx),
       'attempt.cancel.v1': (ctx) => cancelAttempt(svc, ctx),

@@ -7,7 +7,7 @@ import { createExecutionEntity, liveWorkOf, type StepContext } from '../domain/l
 import { occurrenceInput } from '../domain/occurrence-input.js';
 import { KINDS, type OccurrenceAttributes } from '../domain/records.js';
 import { isQuarantined, type EngineServices } from '../domain/services.js';
-import type { CommandContext, CommandOutcome } from './context.js';
+import type { CommandContext, CommandOutcome, ImmediateLaunches } from './context.js';
 import { commandStep, notFound } from './operator-lookups.js';
 
 /**
@@ -78,10 +78,14 @@ async function createManualOccurrence(
   return { occurrenceId, occurrenceKey };
 }
 
-/** occurrence.runNow.v1: a manual occurrence, claimed in the command's own commit, launched right after it. */
+/**
+ * occurrence.runNow.v1: a manual occurrence, claimed, its run accepted and its launch queued and marked `sending`
+ * in the command's own commit, and the runtime called once that commit is durable (adoption before the side
+ * effect). The dispatcher's transitions carry no command causation, as when a pass dispatches them.
+ */
 export async function runNow(
   svc: EngineServices,
-  dispatch: (id: string) => Promise<unknown>,
+  launches: ImmediateLaunches,
   ctx: CommandContext,
 ): Promise<CommandOutcome> {
   const automationId = ctx.envelope.payload.automationId as string;
@@ -94,11 +98,16 @@ export async function runNow(
     definitionRecord.data.attributes.definition,
   );
   const leaseExpiresAt = await svc.actors.scheduler.claimForManualRun(svc, s, occurrenceId);
+  const dispatched: StepContext = { tx: ctx.tx, feed: ctx.feed, now: ctx.now, committed: [], afterCommit: [] };
+  const launch = await launches.queue(dispatched, occurrenceId);
   return {
     automationId,
     result: { automationId, occurrenceId, occurrenceKey, status: 'claimed', leaseExpiresAt },
     afterCommit: async () => {
-      await dispatch(occurrenceId);
+      for (const learn of dispatched.afterCommit!) learn();
+      if (dispatched.committed!.length > 0) svc.observer?.(dispatched.committed!);
+      await launch?.release();
     },
+    ...(launch === undefined ? {} : { onRollback: () => launch.abandon() }),
   };
 }

@@ -42,9 +42,55 @@ export async function releaseLaunch(
   }
 }
 
+/**
+ * Marks a launch queued in the caller's transaction `sending` in that same transaction (a manual run commits its
+ * claim, acceptance and send as one), owned by this engine from before the commit so no reader ever sees it sent
+ * and unowned. Once the transaction is durable {@link sendMarkedLaunch} sends it; if it rolls back,
+ * {@link disownLaunch} drops the ownership. Undefined when there is nothing to send (the marking is then dropped).
+ */
+export async function markLaunchSending(
+  svc: EngineServices,
+  step: StepContext,
+  outboxId: string,
+): Promise<SendingLaunch | undefined> {
+  svc.launchesInFlight.add(outboxId);
+  // Queued in this same transaction, under the authority judged there: nothing can land in between.
+  const prepared = await startSending(step, outboxId, false);
+  if (prepared === undefined) svc.launchesInFlight.delete(outboxId);
+  return prepared;
+}
+
+/** Sends a launch whose `sending` mark committed ({@link markLaunchSending}), and commits what the runtime answered. */
+export async function sendMarkedLaunch(
+  svc: EngineServices,
+  outboxId: string,
+  sending: SendingLaunch,
+  exitCued: () => boolean = () => false,
+): Promise<LaunchOutcome> {
+  try {
+    return await sendPrepared(svc, outboxId, sending, exitCued);
+  } finally {
+    svc.launchesInFlight.delete(outboxId);
+  }
+}
+
+/** The transaction that marked a launch `sending` did not commit: this engine no longer answers for it. */
+export function disownLaunch(svc: EngineServices, outboxId: string): void {
+  svc.launchesInFlight.delete(outboxId);
+}
+
 async function sendAndApply(svc: EngineServices, outboxId: string, exitCued: () => boolean): Promise<LaunchOutcome> {
   const prepared = await svc.step((step) => startSending(step, outboxId));
   if (prepared === undefined) return { outboxId, result: { outcome: 'skipped', detail: 'nothing to launch' } };
+  return sendPrepared(svc, outboxId, prepared, exitCued);
+}
+
+async function sendPrepared(
+  svc: EngineServices,
+  outboxId: string,
+  prepared: Prepared,
+  exitCued: () => boolean,
+): Promise<LaunchOutcome> {
   const integrity = integrityProblem(prepared.definition, prepared.pinnedDigest);
   let result: LaunchResult;
   if (integrity !== undefined) {
@@ -84,7 +130,7 @@ async function sendAndApply(svc: EngineServices, outboxId: string, exitCued: () 
  * Commits the launch `sending` (and its run `running` on the first attempt) before the runtime is called, and
  * gathers what the call needs. A launch no longer pending, or whose attempt left `dispatching`, is abandoned.
  */
-async function startSending(step: StepContext, outboxId: string): Promise<Prepared | undefined> {
+async function startSending(step: StepContext, outboxId: string, judgeAuthority = true): Promise<Prepared | undefined> {
   const outbox = await readOutbox(step.tx, outboxId);
   if (outbox === undefined || outbox.state !== OutboxState.pending) return undefined;
   const attempt = await loadAttempt(step.tx, outbox.entry.attemptId);
@@ -95,7 +141,7 @@ async function startSending(step: StepContext, outboxId: string): Promise<Prepar
   }
   const { occurrenceId, runId, attemptId } = outbox.entry;
   // Authority is judged again at release: a revocation may land between the dispatch commit and this send.
-  const refusal = await checkAuthority(step, { occurrenceId, runId, attemptId });
+  const refusal = judgeAuthority ? await checkAuthority(step, { occurrenceId, runId, attemptId }) : undefined;
   if (refusal !== undefined) {
     await refuseDispatch(step, { occurrenceId, runId, attemptId }, refusal);
     await moveOutbox(step, outboxId, {
@@ -168,6 +214,9 @@ async function sendLaunch(
   }
   return result;
 }
+
+/** A launch marked `sending` and what its runtime call needs (opaque outside the dispatcher). */
+export type SendingLaunch = Prepared;
 
 type Prepared = {
   outbox: OutboxEntry;

@@ -7,12 +7,12 @@ import {
   type RequirementsCheck,
 } from '../command-handler/context.js';
 import type { ProducerIdentity } from '../changefeed/event-envelope.js';
-import { releaseLaunch } from '../dispatcher/launch-release.js';
+import { disownLaunch, markLaunchSending, releaseLaunch, sendMarkedLaunch } from '../dispatcher/launch-release.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { StoreConflictError, StreamSequenceError, type Store } from '../store/store.js';
 import { Worker } from '../worker/worker.js';
 import { systemClock, type Clock } from '../clock/clock.js';
-import { LIVE_INDEX } from '../domain/lifecycle.js';
+import { LIVE_INDEX, type StepContext } from '../domain/lifecycle.js';
 import { KINDS, stateOf, type OccurrenceRecord } from '../domain/records.js';
 import { PENDING_LAUNCH } from '../domain/outbox.js';
 import { isRunHeld } from '../domain/run-hold.js';
@@ -25,6 +25,7 @@ import { confineCwd } from '../command-handler/cwd-requirements.js';
 import { InspectionFeed } from '../domain/inspection-feed.js';
 import type { InspectionSink } from '../domain/inspection.js';
 import { operatorCommands } from '../command-handler/operator-commands.js';
+import type { QueuedLaunch } from '../command-handler/context.js';
 import { RetentionPolicy, type RetentionOptions } from '../retention/policy.js';
 import { type LaunchOutcome } from '../domain/launch-outcome.js';
 import { ENGINE_PARTS, type EngineParts } from './parts.js';
@@ -168,7 +169,10 @@ export class Engine {
       requirements:
         options.requirements ??
         confineCwd(options.runtimes, defaultRequirements(options.runtimes.map((r) => r.runtimeId))),
-      operator: operatorCommands(this.services, (occurrenceId) => this.dispatch(occurrenceId)),
+      operator: operatorCommands(this.services, {
+        dispatch: (occurrenceId) => this.dispatch(occurrenceId),
+        queue: (step, occurrenceId) => this.queueManualLaunch(step, occurrenceId),
+      }),
     });
   }
 
@@ -222,6 +226,22 @@ export class Engine {
   /** Accepts and launches one claimed occurrence now (runNow and operator recovery use this). */
   async dispatch(occurrenceId: string): Promise<LaunchOutcome | undefined> {
     return this.parts.dispatchOccurrence(this.services, occurrenceId, (outboxId) => this.release(outboxId));
+  }
+
+  /** A manual run's launch: accepted, queued and marked `sending` in its command's transaction (run-now.ts). */
+  private async queueManualLaunch(step: StepContext, occurrenceId: string): Promise<QueuedLaunch | undefined> {
+    const svc = this.services;
+    const outboxId = await this.parts.queueLaunch(svc, step, occurrenceId);
+    if (outboxId === undefined) return undefined;
+    const sending = await markLaunchSending(svc, step, outboxId);
+    if (sending === undefined) return undefined;
+    return {
+      release: () =>
+        this.cues.whileSending(attemptOfOutbox(outboxId), (exitCued) =>
+          sendMarkedLaunch(svc, outboxId, sending, exitCued),
+        ),
+      abandon: () => disownLaunch(svc, outboxId),
+    };
   }
 
   /**

@@ -3,6 +3,7 @@ import { acceptAndDispatch } from '../dispatcher/dispatcher.js';
 import { DISPATCHER_STEPS } from '../dispatcher/steps.js';
 import type { ActorSteps } from '../domain/actor-steps.js';
 import type { LaunchOutcome } from '../domain/launch-outcome.js';
+import type { StepContext } from '../domain/lifecycle.js';
 import type { EngineServices } from '../domain/services.js';
 import { compactExpiredHistory, type CompactionReport } from '../retention/compaction.js';
 import type { RetentionPolicy } from '../retention/policy.js';
@@ -28,6 +29,11 @@ export interface EngineParts {
     occurrenceId: string,
     release: (outboxId: string) => Promise<LaunchOutcome>,
   ): Promise<LaunchOutcome | undefined>;
+  /**
+   * The same acceptance, adoption and queued launch in the caller's transaction (a manual run claims and queues
+   * in its command's one commit); returns the outbox id to release once that commit is durable.
+   */
+  queueLaunch(svc: EngineServices, step: StepContext, occurrenceId: string): Promise<string | undefined>;
   /** One retention sweep over settled history. */
   sweepRetention(svc: EngineServices, policy: RetentionPolicy, errors: Error[]): Promise<CompactionReport>;
   /** The phases of a pass, in order (the suite stops a pass between two of them to simulate a crash). */
@@ -46,6 +52,7 @@ export const ENGINE_PARTS: EngineParts = {
     const outboxId = await svc.step((step) => acceptAndDispatch(svc, step, occurrenceId));
     return outboxId === undefined ? undefined : release(outboxId);
   },
+  queueLaunch: acceptAndDispatch,
   sweepRetention: compactExpiredHistory,
   passPhases: PASS_PHASES,
 };

@@ -15,7 +15,7 @@ import {
 } from '../../domain/records.js';
 import type { EngineServices } from '../../domain/services.js';
 import { ENGINE_PARTS, type EngineParts } from '../../engine/parts.js';
-import type { Store } from '../../store/store.js';
+import type { Store, StoreReader, StoreTransaction } from '../../store/store.js';
 import type { EngineFaults } from './faults.js';
 import { FaultyStore, LIVE_HISTORY_READS_SETTLED } from './faulty-store.js';
 
@@ -40,10 +40,17 @@ export function faultyParts(faults: Partial<EngineFaults>): EngineParts {
     },
     dispatchOccurrence: faults.launchBeforeAdoptionCommit
       ? async (svc, occurrenceId, release) => {
-          await launchAhead(svc, occurrenceId);
+          await launchAhead(svc, await svc.store.read((r) => undispatchedDefinition(r, occurrenceId)), occurrenceId);
           return real.dispatchOccurrence(svc, occurrenceId, release);
         }
       : real.dispatchOccurrence,
+    // A manual run queues its launch in its command's transaction: the early launch reads what that one holds.
+    queueLaunch: faults.launchBeforeAdoptionCommit
+      ? async (svc, step, occurrenceId) => {
+          await launchAhead(svc, await undispatchedDefinition(step.tx, occurrenceId), occurrenceId);
+          return real.queueLaunch(svc, step, occurrenceId);
+        }
+      : real.queueLaunch,
     // Only retention reads through the lying store: the rest of the engine still sees live history as live.
     sweepRetention: faults.compactLiveHistory
       ? (svc, policy, errors) =>
@@ -107,22 +114,31 @@ async function retryWithoutOperator(
   });
 }
 
+/** The definition a claimed occurrence not yet dispatched would launch, as `r` holds it. */
+async function undispatchedDefinition(
+  r: StoreReader | StoreTransaction,
+  occurrenceId: string,
+): Promise<AutomationDefinition | undefined> {
+  const occurrence = await r.get<OccurrenceRecord['data']>(KINDS.occurrence, occurrenceId);
+  if (
+    occurrence === undefined ||
+    occurrence.data.snapshot.value !== OccurrenceState.claimed ||
+    occurrence.data.attributes.activeRunRef !== undefined
+  )
+    return undefined;
+  const definition = await r.get<AutomationDefinition>(
+    DEFINITION_REVISION_KIND,
+    revisionId(occurrence.data.attributes.automationId, occurrence.data.attributes.automationRevision),
+  );
+  return definition?.data;
+}
+
 /** `launchBeforeAdoptionCommit`: calls the runtime for a claimed occurrence before anything is committed. */
-async function launchAhead(svc: EngineServices, occurrenceId: string): Promise<void> {
-  const ahead = await svc.store.read(async (r) => {
-    const occurrence = await r.get<OccurrenceRecord['data']>(KINDS.occurrence, occurrenceId);
-    if (
-      occurrence === undefined ||
-      occurrence.data.snapshot.value !== OccurrenceState.claimed ||
-      occurrence.data.attributes.activeRunRef !== undefined
-    )
-      return undefined;
-    const definition = await r.get<AutomationDefinition>(
-      DEFINITION_REVISION_KIND,
-      revisionId(occurrence.data.attributes.automationId, occurrence.data.attributes.automationRevision),
-    );
-    return definition?.data;
-  });
+async function launchAhead(
+  svc: EngineServices,
+  ahead: AutomationDefinition | undefined,
+  occurrenceId: string,
+): Promise<void> {
   if (ahead === undefined) return;
   const runId = runIdFor(occurrenceId);
   await svc.runtime(ahead.runtimeRequirements?.runtimeId ?? 'coven-code')?.launch(

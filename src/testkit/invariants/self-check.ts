@@ -85,6 +85,19 @@ export const BROKEN_VARIANTS: BrokenVariant[] = [
     scenario: (w) => slotRuns(w),
   },
   {
+    // A manual run claims, accepts and queues its launch in its command's one commit: the early launch lands inside it.
+    name: 'launch before the adoption commit (run-now)',
+    invariant: 'adoption-before-side-effects',
+    fault: 'launchBeforeAdoptionCommit',
+    scenario: async (w) => {
+      await w.define('alpha', 1, [9]);
+      await w.verify('define alpha');
+      at(w, '08:00');
+      await w.command('occurrence.runNow.v1', { automationId: 'alpha' });
+      await w.verify('runNow');
+    },
+  },
+  {
     name: 'a second run accepted for one fence generation',
     invariant: 'one-fence-one-run',
     fault: 'acceptFenceTwice',

@@ -1,0 +1,103 @@
+import { expect, test } from 'vitest';
+import { harness, transitions } from '../support/engine-harness.js';
+import { command } from '../support/commands.js';
+import type { LaunchRequest, LaunchResult, Observation, Runtime } from '../../src/runtime/runtime.js';
+import { MemoryStore } from '../../src/store/memory-store.js';
+import type { StoreTransaction } from '../../src/store/store.js';
+import { KINDS } from '../../src/domain/records.js';
+import type { EventEnvelope } from '../../src/changefeed/event-envelope.js';
+
+/** Sessions that keep running; each launch call runs `onLaunch` first, so a test can look at the store then. */
+class WatchedRuntime implements Runtime {
+  readonly runtimeId = 'coven-code';
+  readonly sideEffectClass = 'local_write' as const;
+  readonly sideEffectBoundProven = true;
+  readonly launches: LaunchRequest[] = [];
+  onLaunch: () => Promise<void> = async () => undefined;
+
+  async launch(request: LaunchRequest): Promise<LaunchResult> {
+    await this.onLaunch();
+    this.launches.push(request);
+    return { outcome: 'started', sessionId: `s-${request.attemptId}`, cursors: {} };
+  }
+
+  async observe(): Promise<Observation> {
+    return { status: 'running' };
+  }
+
+  async cancel(): Promise<void> {}
+}
+
+/** A memory store whose next transaction runs its body, then fails instead of committing. */
+class FailingStore extends MemoryStore {
+  failNext = false;
+
+  override transact<R>(body: (tx: StoreTransaction) => Promise<R> | R): Promise<R> {
+    if (!this.failNext) return super.transact(body);
+    this.failNext = false;
+    return super.transact(async (tx) => {
+      await body(tx);
+      throw new Error('disk full');
+    });
+  }
+}
+
+test('a run-now commits its claim, acceptance, adoption and sending launch once, before the runtime is called', async () => {
+  const runtime = new WatchedRuntime();
+  const h = await harness({ runtime });
+  let commits = 0;
+  h.store.onCommit(() => (commits += 1));
+  let atLaunch: { commits: number; feed: EventEnvelope[]; outbox: string[] } | undefined;
+  runtime.onLaunch = async () => {
+    const outbox = await h.store.read((r) => r.list<{ snapshot: { value: string } }>(KINDS.outbox));
+    atLaunch = { commits, feed: await h.read.feed(), outbox: outbox.map((o) => o.data.snapshot.value) };
+  };
+  const response = await h.engine.commands.handle(
+    command('occurrence.runNow.v1', { automationId: 'daily' }, { adoptionKey: 'manual-one-commit' }),
+  );
+  expect(response.outcome).toBe('committed');
+  expect(runtime.launches).toHaveLength(1);
+  // One durable commit before the side effect, and it already holds the adoption and the `sending` mark.
+  expect(atLaunch!.commits).toBe(1);
+  expect(atLaunch!.outbox).toEqual(['sending']);
+  const moves = atLaunch!.feed
+    .filter((e) => e.kind === 'run.transitioned' || e.kind === 'attempt.transitioned')
+    .map((e) => `${e.kind.split('.')[0]} ${transitions([e])[0]}`);
+  expect(moves).toEqual([
+    'run none->accepted',
+    'attempt none->adopted',
+    'attempt adopted->dispatching',
+    'run accepted->running',
+  ]);
+  // The dispatcher's transitions carry no command causation; the command's own do.
+  const runAccepted = atLaunch!.feed.find((e) => e.kind === 'run.transitioned')!;
+  expect(runAccepted.causation?.adoptionKey).toBeUndefined();
+  expect(runAccepted.payload.commandAdoptionKey).toBeUndefined();
+  const occurrenceCreated = atLaunch!.feed.find((e) => e.kind === 'occurrence.transitioned')!;
+  expect(occurrenceCreated.causation?.adoptionKey).toBe('manual-one-commit');
+  // The launch answer is the second commit.
+  expect(commits).toBe(2);
+  expect((await h.read.attempts()).map((a) => a.state)).toEqual(['started']);
+});
+
+test('a run-now whose commit fails launches nothing, leaves nothing, and the engine owns no launch', async () => {
+  const runtime = new WatchedRuntime();
+  const store = new FailingStore();
+  const h = await harness({ runtime, store });
+  store.failNext = true;
+  const failed = await h.engine.commands
+    .handle(command('occurrence.runNow.v1', { automationId: 'daily' }, { adoptionKey: 'manual-failed' }))
+    .catch((error: unknown) => error);
+  expect(failed).toBeDefined();
+  expect(runtime.launches).toEqual([]);
+  expect(await h.read.occurrences()).toEqual([]);
+  expect(await h.store.read((r) => r.list(KINDS.outbox))).toEqual([]);
+  expect(h.engine.services.launchesInFlight.size).toBe(0);
+  // The same request again commits and launches once.
+  const retried = await h.engine.commands.handle(
+    command('occurrence.runNow.v1', { automationId: 'daily' }, { adoptionKey: 'manual-failed' }),
+  );
+  expect(retried.outcome).toBe('committed');
+  expect(runtime.launches).toHaveLength(1);
+  expect(h.engine.services.launchesInFlight.size).toBe(0);
+});
