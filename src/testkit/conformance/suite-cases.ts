@@ -5,13 +5,21 @@ import { KINDS } from '../../domain/records.js';
 import { Engine } from '../../engine/engine.js';
 import { SimulatedRuntime } from '../../runtime/simulated-runtime.js';
 import { MemoryStore } from '../../store/memory-store.js';
+import type { Situation } from './contract-rules.js';
 import type { ExpectationResult } from './vector-format.js';
 import { currentDefinition, envelope } from './vector-session.js';
 
 export type SuiteCase = Record<string, unknown> & { caseId: string; expected?: Record<string, unknown> };
 /** An interpreter runs one case of its suite and judges it; `judge` decides each mismatch (rule or fail). */
 export type CaseRunner = (c: SuiteCase, judge: Judge) => Promise<void>;
-export type Judge = (expectation: string, ok: boolean, expected: unknown, observed: unknown) => void;
+/** `seen`: what the engine's records showed, for the contract rules that judge a mismatch by them. */
+export type Judge = (
+  expectation: string,
+  ok: boolean,
+  expected: unknown,
+  observed: unknown,
+  seen?: Partial<Situation['seen']>,
+) => void;
 export type { ExpectationResult };
 
 /** A fresh engine on a memory store for one case; `restart` reopens the same store in a new engine. */

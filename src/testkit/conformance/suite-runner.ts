@@ -11,6 +11,9 @@ import {
   type SuiteCase,
 } from './suite-cases.js';
 import { definitionLifecycleTransitions } from './suite-lifecycle.js';
+import { schedulerLeadershipFencing } from './suite-leadership.js';
+import { cancellationTimeoutArbitration } from './suite-arbitration.js';
+import { startupReconciliationWake } from './suite-startup.js';
 import { overall, type ExpectationResult, type VectorReport } from './vector-format.js';
 
 type SuiteEntry = { run: CaseRunner; createdThroughDraft?: boolean } | { unsupported: string };
@@ -28,22 +31,14 @@ export const SUITES: Record<string, SuiteEntry> = {
   'command-adoption-idempotency': { run: commandAdoptionIdempotency },
   'command-envelope-outcomes': { run: commandEnvelopeOutcomes },
   'definition-lifecycle-transitions': { run: definitionLifecycleTransitions, createdThroughDraft: true },
-  'cancellation-timeout-arbitration': {
-    unsupported: `${REFERENCE_MODEL}: a stop fence with owners (cancellation, timeout) and a runtime stop count`,
-  },
+  'cancellation-timeout-arbitration': { run: cancellationTimeoutArbitration },
   'runtime-authority-terminal-recovery': {
     unsupported:
       `${REFERENCE_MODEL}: session-ledger rows (status, exit code, evidence-shaped output) reconciled at set ` +
       'instants, and the runtime-authority profile (authority sidecar rows), which is not in this engine',
   },
-  'scheduler-leadership-fencing': {
-    unsupported:
-      `${REFERENCE_MODEL}: a scheduler lock with numbered generations; ` +
-      "this engine's owner leases are not generations",
-  },
-  'startup-reconciliation-wake': {
-    unsupported: `${REFERENCE_MODEL}: the daemon's start path and its first system wait, observed from outside`,
-  },
+  'scheduler-leadership-fencing': { run: schedulerLeadershipFencing },
+  'startup-reconciliation-wake': { run: startupReconciliationWake, createdThroughDraft: true },
 };
 
 /** `coven.automations.<suite>-vectors.v1` → `<suite>`. */
@@ -54,7 +49,7 @@ export function suiteIdOf(schemaVersion: string): string | undefined {
 async function runCase(suiteId: string, entry: SuiteEntry, c: SuiteCase): Promise<ExpectationResult[]> {
   if ('unsupported' in entry) return [{ expectation: 'case', status: 'unsupported', reason: entry.unsupported }];
   const results: ExpectationResult[] = [];
-  await entry.run(c, (expectation, ok, expected, observed) => {
+  await entry.run(c, (expectation, ok, expected, observed, seen = {}) => {
     if (ok) return void results.push({ expectation, status: 'pass' });
     const situation: Situation = {
       vector: { vectorId: `${suiteId}.${c.caseId}`, profile: '', title: c.caseId, input: {}, expected: {} },
@@ -62,7 +57,7 @@ async function runCase(suiteId: string, entry: SuiteEntry, c: SuiteCase): Promis
       kind: expectation.split(/[[.]/)[0]!,
       expected,
       observed,
-      seen: { occurrences: [], runs: [], attemptStates: new Map(), quarantined: [], refusedCodes: [] },
+      seen: { occurrences: [], runs: [], attemptStates: new Map(), quarantined: [], refusedCodes: [], ...seen },
       ...(entry.createdThroughDraft === true ? { createdThroughDraft: true } : {}),
     };
     const rule = decidingRule(situation);
