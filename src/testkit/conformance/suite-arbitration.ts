@@ -1,6 +1,13 @@
 import { OCCURRENCE_LIVE_STATES, OccurrenceState } from '../../../machines/index.js';
 import type { CommandResponse } from '../../command-handler/envelope.js';
-import { KINDS, occurrenceContext, stateOf, type OccurrenceRecord, type RunRecord } from '../../domain/records.js';
+import {
+  KINDS,
+  occurrenceContext,
+  stateOf,
+  type AttemptRecord,
+  type OccurrenceRecord,
+  type RunRecord,
+} from '../../domain/records.js';
 import type { CaseRunner } from './suite-cases.js';
 import { setupVector } from './vector-runner.js';
 import { envelope, type VectorRun } from './vector-session.js';
@@ -35,8 +42,9 @@ async function records(run: VectorRun) {
     const runRecord = (await r.list<RunRecord['data']>(KINDS.run)).at(0) as RunRecord | undefined;
     const occurrence = (await r.list<OccurrenceRecord['data']>(KINDS.occurrence)).at(0) as OccurrenceRecord | undefined;
     const attemptId = runRecord?.data.attributes.attemptIds.at(-1);
-    const attempt = attemptId === undefined ? undefined : await r.get<{ state: string }>(KINDS.attempt, attemptId);
-    return { run: runRecord, occurrence, attemptState: attempt === undefined ? 'absent' : stateOf(attempt as never) };
+    const attempt = attemptId === undefined ? undefined : await r.get<AttemptRecord['data']>(KINDS.attempt, attemptId);
+    const attemptState = attempt === undefined ? 'absent' : stateOf(attempt as AttemptRecord);
+    return { run: runRecord, occurrence, attemptState };
   });
 }
 

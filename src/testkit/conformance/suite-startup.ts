@@ -1,4 +1,4 @@
-import { KINDS, stateOf, type OccurrenceRecord, type RunRecord } from '../../domain/records.js';
+import { KINDS, stateOf, type AttemptRecord, type OccurrenceRecord, type RunRecord } from '../../domain/records.js';
 import { Engine, type TickReport } from '../../engine/engine.js';
 import { ManualTimers, type ScheduledPass } from '../manual-timers.js';
 import type { CaseRunner } from './suite-cases.js';
@@ -15,8 +15,8 @@ async function probeRecords(run: VectorRun) {
     for (const record of (await r.list<RunRecord['data']>(KINDS.run)) as RunRecord[]) {
       const states = [];
       for (const id of record.data.attributes.attemptIds) {
-        const attempt = await r.get(KINDS.attempt, id);
-        if (attempt !== undefined) states.push(stateOf(attempt as never));
+        const attempt = await r.get<AttemptRecord['data']>(KINDS.attempt, id);
+        if (attempt !== undefined) states.push(stateOf(attempt as AttemptRecord));
       }
       attemptStates.set(record.id, states);
     }
