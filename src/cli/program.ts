@@ -7,6 +7,7 @@ import { CliError, collect, DEFAULT_STORE, type CliOptions } from './context.js'
 import { registerDefinitionCommands, registerDefinitionReads } from './definition-commands.js';
 import { errorLine } from './error-line.js';
 import { registerDoctorCommand } from './doctor-command.js';
+import { registerAuthorityCommands } from './authority-commands.js';
 import { registerListCommand } from './list-command.js';
 import { registerNextCommand } from './next-command.js';
 import { registerOccurrenceReads } from './occurrence-commands.js';
@@ -85,6 +86,7 @@ export function buildProgram(): Command {
   registerRunCommands(kit);
   registerCheckCommands(kit);
   registerDoctorCommand(kit);
+  registerAuthorityCommands(kit);
   return program;
 }
 

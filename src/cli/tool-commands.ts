@@ -1,3 +1,4 @@
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { verifyIntegrity } from '../contract/digest.js';
 import { loadLifecycleSpec } from '../spec/lifecycle-spec.js';
@@ -7,6 +8,7 @@ import { runDemo } from './demo.js';
 import { runLifecycleWalkthrough } from './lifecycle-walkthrough.js';
 import type { InvariantsOptions } from './invariants-command.js';
 import type { ProgramKit } from './program-kit.js';
+import type { FileReport } from '../testkit/conformance/corpus.js';
 import { declareStartOptions, runStart, type StartOptions } from './start-command.js';
 
 const INVARIANTS_HELP = `
@@ -85,6 +87,20 @@ export function registerRunCommands({ program, opts, run }: ProgramKit): void {
     );
 }
 
+/** Writes the corpus run as a conformance-result envelope, checked against upstream's schema when it is present. */
+async function writeCorpusResult(reports: FileReport[], file: string): Promise<void> {
+  const { upstreamDirectory } = await import('../testkit/conformance/corpus.js');
+  const { corpusConformanceResult } = await import('../testkit/conformance/result-envelope.js');
+  const { validateConformanceResult } = await import('../testkit/invariants/result-schema.js');
+  const envelope = corpusConformanceResult(reports, upstreamDirectory(), new Date());
+  const problems = validateConformanceResult(envelope, upstreamDirectory());
+  if (problems !== undefined && problems.length > 0)
+    throw new Error(`the conformance result does not match upstream's schema: ${problems.join('; ')}`);
+  writeFileSync(file, `${JSON.stringify(envelope, null, 2)}\n`);
+  const { overallStatus } = envelope.statement as { overallStatus: string };
+  console.error(`conformance result written to ${file} (overall ${overallStatus})`);
+}
+
 /** `conformance run [files...]`: the upstream corpus (or the files named), a summary line, exit 1 on fail or crash. */
 function registerConformanceCommand({ program, opts, run }: ProgramKit): void {
   program
@@ -95,8 +111,9 @@ function registerConformanceCommand({ program, opts, run }: ProgramKit): void {
       'run conformance files (vectors, scenarios, runner suites) against a fresh engine each; with no files, the ' +
         'whole corpus under the upstream folder (COVEN_UPSTREAM_DIR, or ../shared/upstream)',
     )
+    .option('--result <file>', 'also write a coven.automations.conformance-result.v1 envelope to this file')
     .action(
-      run(async (files: string[]) => {
+      run(async (files: string[], cmd: { result?: string }) => {
         const corpus = await import('../testkit/conformance/corpus.js');
         const { formatFileReports } = await import('../testkit/conformance/report-format.js');
         const chosen = files.length > 0 ? files : corpus.findCorpus();
@@ -107,6 +124,7 @@ function registerConformanceCommand({ program, opts, run }: ProgramKit): void {
         const reports = [];
         for (const file of chosen) reports.push(await corpus.runFile(file));
         console.log(opts().json === true ? JSON.stringify(reports, null, 2) : formatFileReports(reports));
+        if (cmd.result !== undefined) await writeCorpusResult(reports, cmd.result);
         return reports.some((r) => r.status === 'fail' || r.status === 'crash') ? 1 : 0;
       }),
     );

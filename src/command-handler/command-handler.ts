@@ -143,12 +143,38 @@ export class CommandHandler {
     }
   }
 
-  /** Live changefeed delivery; see {@link Changefeed.subscribe}. */
+  /**
+   * Live changefeed delivery; see {@link Changefeed.subscribe}. With a `caller`, the read ACL judges the
+   * subscription as `events.subscribe.v1` before the first event and again before each one, so a stream (or the
+   * global feed) that becomes restricted for that caller ends with AUTHORITY_REQUIRED instead of leaking. Without
+   * one, the embedder reads as the store's owner.
+   *
+   * @example
+   * ```ts
+   * const ana = { as: 'principal', principalId: 'ana' } as const;
+   * for await (const event of engine.commands.subscribe({ kind: 'automation', id: 'nightly' }, { caller: ana })) {}
+   * ```
+   */
   subscribe(
     stream: StreamRef,
-    options: { after?: number; checkpoint?: string; signal?: AbortSignal } = {},
+    options: { after?: number; checkpoint?: string; signal?: AbortSignal; caller?: ReadCaller } = {},
   ): AsyncGenerator<EventEnvelope> {
-    return this.changefeed.subscribe(stream, options);
+    const { caller, ...delivery } = options;
+    if (caller === undefined || caller.as === 'operator') return this.changefeed.subscribe(stream, delivery);
+    return this.guardedSubscription(stream, delivery, caller);
+  }
+
+  private async *guardedSubscription(
+    stream: StreamRef,
+    options: { after?: number; checkpoint?: string; signal?: AbortSignal },
+    caller: ReadCaller,
+  ): AsyncGenerator<EventEnvelope> {
+    const judge = () => this.store.read((r) => guardRead(r, 'events.subscribe.v1', { stream }, caller));
+    await judge();
+    for await (const event of this.changefeed.subscribe(stream, options)) {
+      await judge();
+      yield event;
+    }
   }
 
   /** A read the ACL allowed; `hidden` are the automations a list must leave out. */

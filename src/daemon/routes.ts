@@ -4,10 +4,9 @@ import { ContractError } from '../contract/errors.js';
 import type { StreamRef } from '../changefeed/event-envelope.js';
 import type { DaemonContext } from './context.js';
 import { follow, GLOBAL_FEED, parseStream } from './follow.js';
-import { ANONYMOUS_CALLER, OPERATOR_CALLER, type ReadCaller } from '../domain/read-acl.js';
 import { latestAttempt } from './run-reads.js';
 import { rejectionBody } from './http-errors.js';
-import { isTrusted } from './trust.js';
+import { callerOf } from './trust.js';
 
 /** A pass this long ago or longer means the engine loop is stuck (upstream's scheduler.stale-pass threshold). */
 export const STALE_PASS_MS = 120_000;
@@ -92,13 +91,6 @@ async function eventStream(ctx: DaemonContext, request: FastifyRequest, reply: F
     raw.end();
   }
 }
-
-/**
- * Who a request reads as: the owner (the socket, or TCP with the token) is the operator; loopback TCP without the
- * token authenticated nobody, so the principal its envelope names is a claim the read ACL does not believe.
- */
-const callerOf = (request: FastifyRequest, ctx: DaemonContext): ReadCaller =>
-  isTrusted(request, ctx) ? OPERATOR_CALLER : ANONYMOUS_CALLER;
 
 /** The daemon's own routes: the command API, the capability profile, health and the changefeed stream. */
 export async function registerCoreRoutes(app: FastifyInstance, ctx: DaemonContext): Promise<void> {

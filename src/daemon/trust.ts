@@ -3,6 +3,7 @@ import type { Socket } from 'node:net';
 import type { FastifyRequest } from 'fastify';
 import { ContractError } from '../contract/errors.js';
 import type { DaemonContext } from './context.js';
+import { ANONYMOUS_CALLER, OPERATOR_CALLER, type ReadCaller } from '../domain/read-acl.js';
 
 /**
  * Commands loopback TCP may send without the token: upstream's read list (the contract's reads and its
@@ -95,3 +96,10 @@ export function isReadCommand(body: unknown): boolean {
   const command = typeof body === 'object' && body !== null ? (body as { command?: unknown }).command : undefined;
   return typeof command === 'string' && READ_COMMANDS.has(command);
 }
+
+/**
+ * Who a request reads as: the owner (the socket, or TCP with the token) is the operator; loopback TCP without the
+ * token authenticated nobody, so the principal its envelope names is a claim the read ACL does not believe.
+ */
+export const callerOf = (request: FastifyRequest, ctx: DaemonContext): ReadCaller =>
+  isTrusted(request, ctx) ? OPERATOR_CALLER : ANONYMOUS_CALLER;

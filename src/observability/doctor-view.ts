@@ -220,3 +220,24 @@ export async function readDoctorView(engine: Engine, reader: StoreReader, option
     staleBindings: definitions.stale,
   };
 }
+
+/**
+ * The view with every record of the `hidden` automations taken out (the read ACL's restricted automations the caller
+ * may not read), so the report's counts and findings say nothing of them, not even that they exist.
+ */
+export function withoutAutomations(view: DoctorView, hidden: ReadonlySet<string>): DoctorView {
+  if (hidden.size === 0) return view;
+  const hiddenOccurrences = new Set(
+    view.occurrences.filter((o) => hidden.has(o.automationId)).map((o) => o.occurrenceId),
+  );
+  const hiddenRuns = new Set(view.runs.filter((r) => hidden.has(r.automationId)).map((r) => r.runId));
+  return {
+    ...view,
+    definitions: view.definitions.filter((d) => !hidden.has(d.automationId)),
+    occurrences: view.occurrences.filter((o) => !hiddenOccurrences.has(o.occurrenceId)),
+    runs: view.runs.filter((r) => !hiddenRuns.has(r.runId)),
+    receipts: view.receipts.filter((r) => !hiddenRuns.has(r.runId)),
+    retentionBacklog: view.retentionBacklog.filter((e) => !hiddenOccurrences.has(e.occurrenceId)),
+    staleBindings: view.staleBindings.filter((b) => !hidden.has(b.automationId)),
+  };
+}

@@ -2,7 +2,8 @@ import type { Engine } from '../engine/engine.js';
 import type { RetentionOptions } from '../retention/policy.js';
 import type { StoreReader } from '../store/store.js';
 import { diagnose, type DoctorReport, type SchedulerFacts } from './doctor.js';
-import { readDoctorView } from './doctor-view.js';
+import { readDoctorView, withoutAutomations } from './doctor-view.js';
+import { hiddenAutomations, type ReadCaller } from '../domain/read-acl.js';
 
 /** A live changefeed subscriber: the last global position it was sent (-1: none yet). */
 export interface SubscriberCursor {
@@ -20,6 +21,11 @@ export interface DoctorOptions extends Omit<SchedulerFacts, 'subscribers'> {
   /** The engine's retention (false: off); judged against its windows. Default: the engine defaults. */
   retention?: RetentionOptions | false;
   subscribers?: SubscriberCursor[];
+  /**
+   * Who asks (default: the operator, who reads everything). The report leaves out every automation the read ACL
+   * hides from this caller.
+   */
+  caller?: ReadCaller;
 }
 
 /** Counting further than this says nothing more: the threshold is a handful of events. */
@@ -49,9 +55,10 @@ async function behind(reader: StoreReader, cursors: SubscriberCursor[]): Promise
  */
 export async function runDoctor(engine: Engine, options: DoctorOptions = {}): Promise<DoctorReport> {
   const now = options.now ?? engine.services.clock.now();
-  const { now: _now, retention, subscribers, ...facts } = options;
+  const { now: _now, retention, subscribers, caller, ...facts } = options;
   return engine.services.store.read(async (reader) => {
-    const view = await readDoctorView(engine, reader, { now, ...(retention === undefined ? {} : { retention }) });
+    const whole = await readDoctorView(engine, reader, { now, ...(retention === undefined ? {} : { retention }) });
+    const view = caller === undefined ? whole : withoutAutomations(whole, await hiddenAutomations(reader, caller));
     const lags = subscribers === undefined ? undefined : await behind(reader, subscribers);
     return diagnose(view, now, { ...facts, ...(lags === undefined ? {} : { subscribers: lags }) });
   });

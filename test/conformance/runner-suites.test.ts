@@ -80,13 +80,17 @@ describe('the rules these suites differ by apply only where their situation hold
   });
 
   test('runtime-confirmed-launch: only when every attempt was acknowledged by its runtime', () => {
-    const want = { expected: 'recovery_required', observed: 'succeeded' };
-    const rule = (attempt: string) =>
+    const rule = (state: string, attempt: string) =>
       decidingRule(
-        situation(want, { occurrences: [{ state: 'succeeded' }], attemptStates: new Map([['run-1', [attempt]]]) }),
+        situation(
+          { expected: 'recovery_required', observed: state },
+          { occurrences: [{ state }], attemptStates: new Map([['run-1', [attempt]]]) },
+        ),
       )?.id;
-    expect(rule('succeeded')).toBe('runtime-confirmed-launch');
-    expect(rule('ambiguous')).toBeUndefined();
-    expect(rule('dispatching')).toBeUndefined();
+    expect(rule('running', 'observing')).toBe('runtime-confirmed-launch');
+    expect(rule('running', 'ambiguous')).toBeUndefined();
+    expect(rule('running', 'dispatching')).toBeUndefined();
+    // A session that ended settles on its evidence: whatever the reference expected of it is not this rule's.
+    expect(rule('succeeded', 'succeeded')).toBeUndefined();
   });
 });

@@ -8,6 +8,8 @@ import { KINDS } from '../../src/domain/records.js';
 import { SimulatedRuntime } from '../../src/runtime/simulated-runtime.js';
 import { openStore, type FileStore } from '../../src/store/open-store.js';
 import { DaemonClient, startDaemon, type Daemon } from '../../src/daemon/index.js';
+import { observabilityRoutes } from '../../src/daemon/observability-routes.js';
+import { createEngineMetrics } from '../../src/observability/metrics.js';
 import { command, definitionBody } from '../support/commands.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'coven-daemon-acl-'));
@@ -25,7 +27,13 @@ beforeEach(async () => {
   store = await openStore(file);
   const clock = new SimulatedClock('2026-03-02T08:00:00.000Z');
   engine = createEngine({ store, clock, runtimes: [new SimulatedRuntime({ durationMs: 60_000 })] });
-  daemon = await startDaemon({ engine, store, storeFile: store.file, listen: { host: '127.0.0.1', port: 0 } });
+  daemon = await startDaemon({
+    engine,
+    store,
+    storeFile: store.file,
+    listen: { host: '127.0.0.1', port: 0 },
+    plugins: [observabilityRoutes({ metrics: createEngineMetrics({ engine }) })],
+  });
   owner = new DaemonClient({ socketPath: daemon.socketPath });
   const ok = async (envelope: unknown) => expect((await owner.handle(envelope)).outcome).toBe('committed');
   for (const id of ['daily', 'other']) await ok(command('definition.create.v1', { definition: definitionBody(id) }));
@@ -90,5 +98,12 @@ describe('the read ACL over the daemon', () => {
     expect(body.error.message).toBe(`an unauthenticated caller is not authorized to read run ${runId}`);
     const withToken = await fetch(path, { headers: { authorization: `Bearer ${daemon.token}` } });
     expect(await withToken.json()).toMatchObject({ runId, attemptNumber: 1 });
+  });
+
+  test('the doctor on loopback without the token leaves the restricted automation out; the token reads it all', async () => {
+    const doctor = async (headers: Record<string, string>) =>
+      (await (await fetch(`${daemon.url!}/api/v1/doctor`, { headers })).json()) as { counts: { running: number } };
+    expect((await doctor({})).counts.running).toBe(0);
+    expect((await doctor({ authorization: `Bearer ${daemon.token}` })).counts.running).toBe(1);
   });
 });

@@ -2,8 +2,9 @@
 // Starts throwaway PostgreSQL and Redis servers, runs every system under every workload in rounds (each round
 // rotates the systems' order, so none always runs first or last), waits for a quiet machine before each run,
 // prints medians with min–max and coven/peer ratios, writes results/<timestamp>.json, stops the servers.
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg } from 'node:os';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -13,6 +14,7 @@ import { needsPostgres, needsRedis, runOne, type Servers, type Settings } from '
 import { PostgresServer, RedisServer } from './servers.js';
 
 const RESULTS_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', 'results');
+const REPOSITORY = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 const QUIET_POLL_MS = 5_000;
 
 function flag(name: string): string | undefined {
@@ -45,10 +47,34 @@ function options() {
     rounds: num('rounds', 3, 1),
     quietLoad: num('quiet-load', 1.5, 1.5),
     quietWaitS: num('quiet-wait-s', 600, 10),
-    systems: list<SystemName>('systems', SYSTEMS, DEFAULT_SYSTEMS),
+    systems: withBaseline(list<SystemName>('systems', SYSTEMS, DEFAULT_SYSTEMS), flag('baseline')),
+    baseline: flag('baseline'),
     workloads: list<WorkloadName>('workloads', WORKLOADS),
     out: flag('out'),
   };
+}
+
+/** With `--baseline`, coven on SQLite runs on both engines: the baseline's right after this checkout's. */
+function withBaseline(systems: SystemName[], baseline: string | undefined): SystemName[] {
+  if (baseline === undefined || systems.includes('coven-sqlite-baseline')) return systems;
+  const at = systems.indexOf('coven-sqlite');
+  return at === -1 ? [...systems, 'coven-sqlite-baseline'] : systems.toSpliced(at + 1, 0, 'coven-sqlite-baseline');
+}
+
+/**
+ * The engine at git revision `rev`, checked out in a temp folder (`git archive`, so the repository is not touched)
+ * with this checkout's node_modules, for `coven-sqlite-baseline`. Answers the folder and how to remove it.
+ */
+function checkoutBaseline(rev: string): { root: string; remove: () => void } {
+  const root = mkdtempSync(join(tmpdir(), 'peers-baseline-'));
+  const archive = execFileSync('git', ['-C', REPOSITORY, 'archive', '--format=tar', rev], {
+    maxBuffer: 512 * 1024 * 1024,
+  });
+  execFileSync('tar', ['-x', '-C', root], { input: archive });
+  symlinkSync(join(REPOSITORY, 'node_modules'), join(root, 'node_modules'), 'dir');
+  const commit = execFileSync('git', ['-C', REPOSITORY, 'rev-parse', '--short', rev], { encoding: 'utf8' }).trim();
+  process.stderr.write(`baseline: ${rev} (${commit}) in ${root}\n`);
+  return { root, remove: () => rmSync(root, { recursive: true, force: true }) };
 }
 
 /** Waits until the one-minute load average is below `limit` (at most `waitS`); answers the load it saw last. */
@@ -77,6 +103,8 @@ async function main(): Promise<void> {
   process.once('SIGINT', () => void stop().finally(() => process.exit(130)));
   const records: RunRecord[] = [];
   const started = new Date();
+  const baseline = o.baseline === undefined ? undefined : checkoutBaseline(o.baseline);
+  const settings: Settings = { ...o.settings, ...(baseline === undefined ? {} : { baselineRoot: baseline.root }) };
   try {
     if (needsPostgres(o.systems)) servers.pg = await PostgresServer.start();
     if (needsRedis(o.systems)) servers.redis = await RedisServer.start();
@@ -87,7 +115,7 @@ async function main(): Promise<void> {
           process.stderr.write(`round ${round + 1}/${o.rounds} ${workload} ${system} (load ${load.toFixed(2)})\n`);
           const record: RunRecord = { round, system, workload, load };
           try {
-            record.result = await runOne(system, workload, round, o.settings, servers);
+            record.result = await runOne(system, workload, round, settings, servers);
           } catch (error) {
             record.error = (error as Error).message;
             process.stderr.write(`  failed: ${record.error}\n`);
@@ -96,6 +124,7 @@ async function main(): Promise<void> {
         }
   } finally {
     await stop();
+    baseline?.remove();
   }
   const summary = summarize(records, o.systems, o.workloads);
   const table = renderTable(summary, o.systems);

@@ -9,12 +9,21 @@ export const SYSTEMS = [
   'coven-json',
   'coven-postgres',
   'coven-sqlite-polled',
+  'coven-sqlite-baseline',
 ] as const;
 export type SystemName = (typeof SYSTEMS)[number];
 /** What runs without `--systems`: `coven-sqlite-polled` (coven without exit cues, for comparison) only on request. */
-export const DEFAULT_SYSTEMS: readonly SystemName[] = SYSTEMS.filter((s) => s !== 'coven-sqlite-polled');
+export const DEFAULT_SYSTEMS: readonly SystemName[] = SYSTEMS.filter(
+  (s) => s !== 'coven-sqlite-polled' && s !== 'coven-sqlite-baseline',
+);
 export const PEERS: readonly SystemName[] = ['graphile-worker', 'bullmq', 'pg-boss'];
-export const COVENS: readonly SystemName[] = ['coven-sqlite', 'coven-json', 'coven-postgres', 'coven-sqlite-polled'];
+export const COVENS: readonly SystemName[] = [
+  'coven-sqlite',
+  'coven-json',
+  'coven-postgres',
+  'coven-sqlite-polled',
+  'coven-sqlite-baseline',
+];
 
 export const WORKLOADS = ['burst', 'steady', 'crash'] as const;
 export type WorkloadName = (typeof WORKLOADS)[number];
@@ -47,6 +56,8 @@ export interface ChildSpec {
   /** A directory the run may write to (the coven file stores, the crash workload's execution log). */
   dir: string;
   servers: Servers;
+  /** `coven-sqlite-baseline`: the checkout of the baseline revision (`--baseline`) whose engine it runs. */
+  baselineRoot?: string;
 }
 
 /** Latency summary in milliseconds. */

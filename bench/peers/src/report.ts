@@ -98,11 +98,15 @@ export function renderTable(summary: Summary, systems: SystemName[]): string {
     if (line === undefined) continue;
     rows.push([m.label, ...systems.map((s) => cell(line[s]))]);
     if (!m.ratio || covens.length === 0) continue;
-    for (const peer of peers) {
+    // With a baseline, the first reference row is this engine against the baseline's.
+    const references = systems.includes('coven-sqlite-baseline') ? ['coven-sqlite-baseline' as const, ...peers] : peers;
+    for (const peer of references) {
       const base = line[peer]?.median ?? Number.NaN;
       rows.push([
         `  coven ÷ ${peer}`,
-        ...systems.map((s) => (covens.includes(s) ? `${format((line[s]?.median ?? Number.NaN) / base)}×` : '')),
+        ...systems.map((s) =>
+          covens.includes(s) && s !== peer ? `${format((line[s]?.median ?? Number.NaN) / base)}×` : '',
+        ),
       ]);
     }
   }

@@ -32,6 +32,8 @@ export interface Settings {
   ratePerMinute: number;
   seconds: number;
   recoverSeconds: number;
+  /** The baseline checkout `coven-sqlite-baseline` runs (`--baseline`). */
+  baselineRoot?: string;
 }
 
 export interface Servers {

@@ -39,6 +39,12 @@ export interface ContractRule {
 }
 
 const OCCURRENCE_STATES: ReadonlySet<string> = new Set(Object.values(OccurrenceState));
+/** Attempt states before any outcome: what a reference model may keep where this engine records ambiguous. */
+const UNSETTLED_ATTEMPT_STATES: ReadonlySet<string> = new Set([
+  AttemptState.dispatching,
+  AttemptState.started,
+  AttemptState.observing,
+]);
 const ops = (s: Situation) => s.vector.input.operations ?? [];
 const want = (s: Situation) => (s.expected ?? {}) as Record<string, unknown>;
 
@@ -236,6 +242,30 @@ export const CONTRACT_RULES: readonly ContractRule[] = [
     applies: (s) => evaluatedContractCommand(s, /\b(run|occurrence|attempt)\.cancel\.v1\b/),
   },
   {
+    id: 'recovery-required-attempt-is-ambiguous',
+    sentence:
+      'The daemon never records ambiguous on a run. Ambiguous evidence either settles the run failed or leaves it ' +
+      'running with an ambiguous attempt while its occurrence waits in recovery_required; see Manual runs and health.',
+    because:
+      'every path of this engine to recovery_required settles the attempt ambiguous (dispatch_unconfirmed after the ' +
+      "lease, evidence_lost when the session vanished), terminal for the attempt, where the reference model's " +
+      'attempt stays unsettled; the run stays running and nothing settles on the session until occurrence.recover.v1',
+    applies: (s) =>
+      s.kind === 'attemptState' &&
+      s.observed === AttemptState.ambiguous &&
+      UNSETTLED_ATTEMPT_STATES.has(String(s.expected)) &&
+      s.seen.occurrences.some(
+        (o) =>
+          o.state === OccurrenceState.recovery_required &&
+          s.seen.runs.some(
+            (r) =>
+              r.automationId === o.automationId &&
+              r.state === RunState.running &&
+              (s.seen.attemptStates.get(String(r.runId)) ?? []).at(-1) === AttemptState.ambiguous,
+          ),
+      ),
+  },
+  {
     id: 'cancel-pending-until-acknowledged',
     sentence:
       'cancellation-is-a-request: Cancellation is a request until acknowledged or reconciled; CANCEL_PENDING is ' +
@@ -257,24 +287,19 @@ export const CONTRACT_RULES: readonly ContractRule[] = [
       '`dispatching` → `running`\t`runtime_started`\t`dispatcher`\truntime acknowledged the session start ' +
       '(attempt started)',
     because:
-      'the runtime acknowledged every launch of the case (each attempt started and went on to its evidence), so ' +
-      'no launch was left unconfirmed: the occurrence ran and settled on its evidence instead of waiting for ' +
-      'operator recovery',
+      'the runtime acknowledged the launch (the attempt started and its session is being observed), so no launch ' +
+      'was left unconfirmed: the occurrence is running instead of waiting for operator recovery',
     applies: (s) =>
       s.expected === OccurrenceState.recovery_required &&
-      s.seen.occurrences.some((o) => o.state === s.observed) &&
+      s.observed === OccurrenceState.running &&
+      s.seen.occurrences.some((o) => o.state === OccurrenceState.running) &&
       s.seen.attemptStates.size > 0 &&
       [...s.seen.attemptStates.values()].every((states) => states.every((a) => CONFIRMED_ATTEMPT.has(a))),
   },
 ];
 
-/** Attempt states that follow the runtime's acknowledgment of the session start. */
-const CONFIRMED_ATTEMPT: ReadonlySet<string> = new Set([
-  AttemptState.started,
-  AttemptState.observing,
-  AttemptState.succeeded,
-  AttemptState.failed,
-]);
+/** Attempt states of a session the runtime acknowledged starting and that still runs. */
+const CONFIRMED_ATTEMPT: ReadonlySet<string> = new Set([AttemptState.started, AttemptState.observing]);
 
 /** A cancelled occurrence the engine saw whose runtime acknowledged the stop before the run's deadline. */
 function acknowledgedBeforeDeadline(s: Situation): boolean {

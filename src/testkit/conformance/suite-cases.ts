@@ -12,7 +12,7 @@ import { currentDefinition, envelope } from './vector-session.js';
 export type SuiteCase = Record<string, unknown> & { caseId: string; expected?: Record<string, unknown> };
 /** An interpreter runs one case of its suite and judges it; `judge` decides each mismatch (rule or fail). */
 export type CaseRunner = (c: SuiteCase, judge: Judge) => Promise<void>;
-/** `seen`: what the engine's records showed, for the contract rules that judge a mismatch by them. */
+/** `seen` is what the engine held when judged, for the contract rules that decide a mismatch by its situation. */
 export type Judge = (
   expectation: string,
   ok: boolean,

@@ -14,13 +14,10 @@ import { definitionLifecycleTransitions } from './suite-lifecycle.js';
 import { schedulerLeadershipFencing } from './suite-leadership.js';
 import { cancellationTimeoutArbitration } from './suite-arbitration.js';
 import { startupReconciliationWake } from './suite-startup.js';
+import { runtimeAuthorityTerminalRecovery } from './suite-recovery.js';
 import { overall, type ExpectationResult, type VectorReport } from './vector-format.js';
 
 type SuiteEntry = { run: CaseRunner; createdThroughDraft?: boolean } | { unsupported: string };
-
-const REFERENCE_MODEL =
-  "the case drives the reference runner's own model directly (its fixture rows and hooks), which this engine " +
-  'does not expose';
 
 /** Every audit-runner suite (runner/inventory.json), mapped to its interpreter or to what it needs. */
 export const SUITES: Record<string, SuiteEntry> = {
@@ -32,11 +29,7 @@ export const SUITES: Record<string, SuiteEntry> = {
   'command-envelope-outcomes': { run: commandEnvelopeOutcomes },
   'definition-lifecycle-transitions': { run: definitionLifecycleTransitions, createdThroughDraft: true },
   'cancellation-timeout-arbitration': { run: cancellationTimeoutArbitration },
-  'runtime-authority-terminal-recovery': {
-    unsupported:
-      `${REFERENCE_MODEL}: session-ledger rows (status, exit code, evidence-shaped output) reconciled at set ` +
-      'instants, and the runtime-authority profile (authority sidecar rows), which is not in this engine',
-  },
+  'runtime-authority-terminal-recovery': { run: runtimeAuthorityTerminalRecovery },
   'scheduler-leadership-fencing': { run: schedulerLeadershipFencing },
   'startup-reconciliation-wake': { run: startupReconciliationWake, createdThroughDraft: true },
 };
@@ -49,7 +42,7 @@ export function suiteIdOf(schemaVersion: string): string | undefined {
 async function runCase(suiteId: string, entry: SuiteEntry, c: SuiteCase): Promise<ExpectationResult[]> {
   if ('unsupported' in entry) return [{ expectation: 'case', status: 'unsupported', reason: entry.unsupported }];
   const results: ExpectationResult[] = [];
-  await entry.run(c, (expectation, ok, expected, observed, seen = {}) => {
+  await entry.run(c, (expectation, ok, expected, observed, seen) => {
     if (ok) return void results.push({ expectation, status: 'pass' });
     const situation: Situation = {
       vector: { vectorId: `${suiteId}.${c.caseId}`, profile: '', title: c.caseId, input: {}, expected: {} },

@@ -64,6 +64,8 @@ export const startupReconciliationWake: CaseRunner = async (c, judge) => {
     expected: {},
   });
   run.clock.set(String(c.observedAt));
+  // The probe's session is an agent's: still running when the passes observe it.
+  run.runtime.defaultBehavior = 'hang';
   const daemon = daemonOn(run);
   const observed: Record<string, unknown> = {};
   const activations = new Map<string, string>();

@@ -1,10 +1,5 @@
-import { execFileSync } from 'node:child_process';
-import { readFileSync, readdirSync } from 'node:fs';
-import { arch, platform } from 'node:os';
-import { join } from 'node:path';
-import { integrityOf, jcsSha256, sha256Hex } from '../../contract/digest.js';
-import { packageRoot } from '../../contract/package-root.js';
-import { SPEC_DIR } from '../../spec/lifecycle-spec.js';
+import { jcsSha256 } from '../../contract/digest.js';
+import { auditResultEnvelope, evidenceDigest, testkitSourcesDigest } from '../result-statement.js';
 import type { SelfCheckRow } from './self-check.js';
 import { violatedBySpec } from './spec-on-disk.js';
 import type { SuiteResult } from './suite.js';
@@ -58,49 +53,6 @@ export function formatSuite(result: SuiteResult, selfCheck?: SelfCheckRow[]): st
   return out.join('\n');
 }
 
-function gitCommit(root: string): string {
-  try {
-    const commit = execFileSync('git', ['rev-parse', 'HEAD'], {
-      cwd: root,
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'ignore'],
-    }).trim();
-    return /^[0-9a-f]{40}$/.test(commit) ? commit : '0'.repeat(40);
-  } catch {
-    return '0'.repeat(40);
-  }
-}
-
-function digestOfFiles(dir: string, files: string[]): string {
-  return sha256Hex(files.map((f) => `${f}\u0000${sha256Hex(readFileSync(join(dir, f), 'utf8'))}`).join('\n'));
-}
-
-/** The spec bundle the run checked, identified by the digests of its files. */
-function protocolArtifact(root: string, commit: string): Record<string, unknown> {
-  const specFiles = readdirSync(join(root, SPEC_DIR))
-    .filter((f) => f.endsWith('.json'))
-    .sort();
-  return {
-    bundleSchemaVersion: 'coven-automata.spec.v1',
-    sourceCommit: commit,
-    bundleSha256: digestOfFiles(join(root, SPEC_DIR), specFiles),
-    contractContentSha256: sha256Hex(readFileSync(join(root, SPEC_DIR, 'state-machines.json'), 'utf8')),
-    fileCount: specFiles.length,
-  };
-}
-
-/** The suite that ran: this package's version, its invariant sources' digest, and what it was asked to check. */
-function runner(root: string, result: SuiteResult): Record<string, unknown> {
-  const invariantSources = readdirSync(join(root, 'src', 'testkit', 'invariants')).sort();
-  const version = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string }).version;
-  return {
-    name: 'coven-automata-invariants',
-    version,
-    artifactSha256: digestOfFiles(join(root, 'src', 'testkit', 'invariants'), invariantSources),
-    vectorSetSha256: jcsSha256({ seed: result.seed, invariants: result.rows.map((r) => r.invariant) }),
-  };
-}
-
 /**
  * The run as a `coven.automations.conformance-result.v1` envelope (audit only, unsigned): the
  * state-machine-property-tests suite of the structural profile, with a JCS SHA-256 statement digest.
@@ -110,8 +62,6 @@ export function conformanceResult(
   selfCheck: SelfCheckRow[] | undefined,
   observedAt: Date,
 ): Record<string, unknown> {
-  const root = packageRoot();
-  const commit = gitCommit(root);
   const passed = result.passed && (selfCheck ?? []).every((r) => r.status === 'caught');
   const evidence = {
     seed: result.seed,
@@ -119,35 +69,24 @@ export function conformanceResult(
     selfCheck: selfCheck ?? null,
     failures: result.failures.map((f) => ({ invariants: f.invariants, seed: f.seed })),
   };
-  const statement = {
-    contractProfile: 'coven.automations.v1',
-    resultId: `coven-automata-invariants-${result.seed}`,
-    decisionScope: { kind: 'audit_only' },
-    source: { repository: 'https://coven-automata.invalid/coven-automata', commit },
-    protocolArtifact: protocolArtifact(root, commit),
-    runner: runner(root, result),
-    environment: { os: platform(), arch: arch(), runtime: `node-${process.versions.node}` },
-    observedAt: observedAt.toISOString(),
-    profileResults: [
+  const status = passed ? 'passed' : 'failed';
+  const runner = {
+    name: 'coven-automata-invariants',
+    artifactSha256: testkitSourcesDigest('invariants'),
+    vectorSetSha256: jcsSha256({ seed: result.seed, invariants: result.rows.map((r) => r.invariant) }),
+  };
+  const suiteId = 'state-machine-property-tests';
+  return auditResultEnvelope(
+    `coven-automata-invariants-${result.seed}`,
+    runner,
+    [
       {
         profile: 'structural',
-        status: passed ? 'passed' : 'failed',
-        requiredSuites: ['state-machine-property-tests'],
-        suiteResults: [
-          {
-            suiteId: 'state-machine-property-tests',
-            status: passed ? 'passed' : 'failed',
-            evidenceDigest: { algorithm: 'sha256', canonicalization: 'jcs-rfc8785', value: jcsSha256(evidence) },
-          },
-        ],
+        status,
+        requiredSuites: [suiteId],
+        suiteResults: [{ suiteId, status, evidenceDigest: evidenceDigest(evidence) }],
       },
     ],
-    overallStatus: passed ? 'passed' : 'failed',
-  };
-  const { value } = integrityOf(statement as Record<string, unknown>);
-  return {
-    schemaVersion: 'coven.automations.conformance-result.v1',
-    statement,
-    statementDigest: { algorithm: 'sha256', canonicalization: 'jcs-rfc8785', value },
-  };
+    observedAt,
+  );
 }

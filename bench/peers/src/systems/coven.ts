@@ -7,12 +7,23 @@
 // session's exit (Runtime.onSessionExit); without cues (`coven-sqlite-polled`), at its next pass after observing
 // the session (passes run within 100 ms of an outside commit, and every second while sessions run).
 import { join } from 'node:path';
-import { createEngine, openStore, type Engine, type FileStore } from '../../../../src/index.js';
+import { pathToFileURL } from 'node:url';
+import type { Engine, FileStore } from '../../../../src/index.js';
 import { definition } from '../../../fixtures.js';
 import { ImmediateRuntime } from './coven-runtime.js';
 import type { HeldJobs, JobHooks, SystemUnderTest, WorkerSettings } from './system.js';
 
 export type CovenStoreKind = 'sqlite' | 'json' | 'postgres';
+type EngineModule = Pick<typeof import('../../../../src/index.js'), 'createEngine' | 'openStore'>;
+
+/**
+ * The engine's public entry: this repository's, or a baseline checkout's (`--baseline`), so the same harness runs
+ * both sides of a comparison.
+ */
+async function engineModule(root: string | undefined): Promise<EngineModule> {
+  if (root === undefined) return import('../../../../src/index.js');
+  return (await import(pathToFileURL(join(root, 'src', 'index.ts')).href)) as EngineModule;
+}
 /** Definitions set up at once (each its own three commands). */
 const SETUP_IN_FLIGHT = 32;
 
@@ -45,6 +56,7 @@ export class CovenSystem implements SystemUnderTest {
     private readonly concurrency: number,
     private readonly pgUrl: string | undefined,
     cuesExits = true,
+    private readonly root?: string,
   ) {
     this.runtime = new ImmediateRuntime(cuesExits);
   }
@@ -69,6 +81,7 @@ export class CovenSystem implements SystemUnderTest {
 
   async prepare(slots: number, fresh: boolean): Promise<void> {
     this.slots = slots;
+    const { createEngine, openStore } = await engineModule(this.root);
     this.store =
       this.kind === 'postgres'
         ? await openStore(this.pgUrl as `postgres://${string}`)

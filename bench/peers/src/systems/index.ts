@@ -28,5 +28,15 @@ export async function openSystem(spec: ChildSpec): Promise<SystemUnderTest> {
     // Its runtime gives no session-exit cues: each exit waits for the engine's next pass, as before issue 27.
     case 'coven-sqlite-polled':
       return new CovenSystem('sqlite', spec.dir, spec.concurrency, undefined, false);
+    // The same system on the engine of the baseline revision (`--baseline <rev>`), for before/after in one run.
+    case 'coven-sqlite-baseline':
+      return new CovenSystem(
+        'sqlite',
+        spec.dir,
+        spec.concurrency,
+        undefined,
+        true,
+        need(spec.baselineRoot, '--baseline'),
+      );
   }
 }
