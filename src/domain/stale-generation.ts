@@ -2,6 +2,16 @@
  * A pass (or a lease renewal) of an engine instance whose owner lease a newer generation of the same instance id
  * now holds: a restarted process took over, so this one is refused and commits nothing. Also thrown when two
  * instances of one id start at the same instant and the other's acquisition committed first.
+ *
+ * @example
+ * ```ts
+ * try {
+ *   await engine.tick();
+ * } catch (error) {
+ *   if (error instanceof StaleGenerationError) await engine.stop(); // a restarted process took over
+ *   else throw error;
+ * }
+ * ```
  */
 export class StaleGenerationError extends Error {
   constructor(

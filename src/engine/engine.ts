@@ -302,6 +302,12 @@ export class Engine {
   /**
    * Whether this instance still leads: false once a newer generation of its instance id (a restarted process)
    * took its owner lease, whose passes then are refused. The daemon's doctor reports this.
+   *
+   * @example
+   * ```ts
+   * const { isLeader, replacedByGeneration } = await engine.leadership();
+   * if (!isLeader) console.warn(`replaced by generation ${replacedByGeneration}; stop this process`);
+   * ```
    */
   leadership(): Promise<Leadership> {
     return leadershipOf(this.services);
