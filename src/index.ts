@@ -22,6 +22,8 @@
 
 // The engine and its commands
 export { createEngine, Engine, type EngineOptions, type TickReport } from './engine/engine.js';
+export { systemTimers, type EngineTimers, type PassTrigger } from './engine/timers.js';
+export { StaleGenerationError, type Leadership } from './domain/scheduler-generation.js';
 export {
   DEFAULT_RETENTION_DAYS,
   RETENTION_CLASSES,

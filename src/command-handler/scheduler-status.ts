@@ -1,6 +1,7 @@
 import { OccurrenceState } from '../../machines/index.js';
 import { LIVE_INDEX } from '../domain/lifecycle.js';
 import { OWNER_LEASE_KIND, type OwnerLease } from '../domain/owner-lease.js';
+import { currentGeneration } from '../domain/scheduler-generation.js';
 import { KINDS, stateOf, type OccurrenceRecord } from '../domain/records.js';
 import type { StoreReader } from '../store/store.js';
 import { isDue } from './occurrence-reads.js';
@@ -37,8 +38,10 @@ async function liveOccurrences(
 
 /**
  * scheduler.status.v1: what the store says of the scheduler now — the engine instances' owner leases (the
- * leader is the unexpired one renewed last; an engine renews its lease only while live work exists, so an idle
- * store has none), the live occurrences by state with the due backlog, and each automation's planning cursor.
+ * leader is the unexpired one renewed last; an engine writes its lease with its generation on its first pass and
+ * renews it only while live work exists, so an idle store's lapses), the store's current scheduler generation
+ * (`currentGeneration`, null before any pass), the live occurrences by state with the due backlog, and each
+ * automation's planning cursor.
  * What concerns `hidden` automations (the read ACL's, for this caller) is left out of the counts and cursors.
  *
  * @example
@@ -68,6 +71,7 @@ export async function schedulerStatus(
     asOf: now.toISOString(),
     leader,
     owners,
+    currentGeneration: await currentGeneration(reader),
     occurrences: await liveOccurrences(reader, now, hidden),
     planning,
   };

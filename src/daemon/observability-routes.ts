@@ -18,15 +18,16 @@ export interface ObservabilityRoutesOptions {
   subscribers?: () => SubscriberCursor[];
 }
 
-/** The doctor as the daemon sees it: its own engine leads, with the passes the metrics saw. */
-export function daemonDoctor(
+/** The doctor as the daemon sees it: its own engine leads unless a newer generation replaced it; its passes. */
+export async function daemonDoctor(
   ctx: DaemonContext,
   options: ObservabilityRoutesOptions,
   caller: ReadCaller = OPERATOR_CALLER,
 ): Promise<DoctorReport> {
   const { lastPassAt, lastSuccessfulPassAt, lastPassDurationMs } = options.metrics.passes();
+  const { isLeader, leaderId, replacedByGeneration } = await ctx.engine.leadership();
   return runDoctor(ctx.engine, {
-    leader: { isLeader: true, leaderId: ctx.engine.services.instanceId },
+    leader: { isLeader, leaderId, ...(replacedByGeneration === undefined ? {} : { replacedByGeneration }) },
     lastPassAt,
     lastSuccessfulPassAt,
     lastPassDurationMs,

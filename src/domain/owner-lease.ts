@@ -1,6 +1,7 @@
 import type { StoreReader, StoreTransaction } from '../store/store.js';
 import { LIVE_INDEX } from './lifecycle.js';
 import type { EngineServices } from './services.js';
+import { StaleGenerationError } from './stale-generation.js';
 
 /** `<instanceId>`: the engine instance's own lease, renewed while it runs. */
 export const OWNER_LEASE_KIND = 'owner-lease';
@@ -12,6 +13,20 @@ export interface OwnerLease {
   host: string;
   renewedAt: string;
   expiresAt: string;
+  /** The scheduler generation this instance acquired (scheduler-generation.ts); absent in leases written before. */
+  generation?: number;
+}
+
+/** The lease this engine writes at `now` (epoch ms), under its scheduler generation. */
+export function ownerLeaseAt(svc: EngineServices, now: number, generation = svc.generation): OwnerLease {
+  return {
+    instanceId: svc.instanceId,
+    pid: process.pid,
+    host: svc.host,
+    renewedAt: new Date(now).toISOString(),
+    expiresAt: new Date(now + svc.leaseMs).toISOString(),
+    ...(generation === undefined ? {} : { generation }),
+  };
 }
 
 /**
@@ -50,14 +65,12 @@ export async function renewOwnerLease(svc: EngineServices, force = false): Promi
   if (!force && (await svc.store.read((r) => r.list(LIVE_INDEX.occurrence))).length === 0) return;
   await svc.store.transact(async (tx) => {
     const current = await tx.get<OwnerLease>(OWNER_LEASE_KIND, svc.instanceId);
-    const lease: OwnerLease = {
-      instanceId: svc.instanceId,
-      pid: process.pid,
-      host: svc.host,
-      renewedAt: new Date(now).toISOString(),
-      expiresAt: new Date(now + svc.leaseMs).toISOString(),
-    };
-    await tx.put(OWNER_LEASE_KIND, svc.instanceId, lease, { expectedVersion: current?.version ?? null });
+    // A newer generation of this instance id holds the lease: renewing would take it back from a live restart.
+    const held = current?.data.generation ?? 0;
+    if (held > (svc.generation ?? 0)) throw new StaleGenerationError(svc.instanceId, svc.generation ?? null, held);
+    await tx.put(OWNER_LEASE_KIND, svc.instanceId, ownerLeaseAt(svc, now), {
+      expectedVersion: current?.version ?? null,
+    });
   });
   svc.ownerLeaseRenewedAt = now;
 }

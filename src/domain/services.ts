@@ -72,6 +72,8 @@ export class EngineServices {
   readonly launchesInFlight = new Set<string>();
   /** Engine-clock instant of this instance's last owner-lease renewal. */
   ownerLeaseRenewedAt = Number.NEGATIVE_INFINITY;
+  /** The scheduler generation this instance acquired on its first pass (scheduler-generation.ts). */
+  generation: number | undefined;
 
   /** Every definition as planning reads it, remembered between passes (checked against record versions). */
   readonly definitions = new DefinitionDirectory();

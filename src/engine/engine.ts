@@ -31,6 +31,8 @@ import { type LaunchOutcome } from '../domain/launch-outcome.js';
 import { ENGINE_PARTS, type EngineParts } from './parts.js';
 import { ExitCues } from './exit-cues.js';
 import { attemptOfOutbox } from '../domain/ids.js';
+import { systemTimers, type EngineTimers, type PassTrigger } from './timers.js';
+import { holdGeneration, leadershipOf, StaleGenerationError, type Leadership } from '../domain/scheduler-generation.js';
 /**
  * Outside commits come in bursts (a client's commands, a storm of run-now requests): one pass this long after
  * the first serves the whole burst, instead of a pass per commit. Well inside the planning latency gate.
@@ -83,6 +85,8 @@ export interface EngineOptions {
    * state; its records and earlier events leave the store. `false` keeps all history.
    */
   retention?: RetentionOptions | false;
+  /** The timers {@link Engine.start} schedules passes with (default: the host's); see {@link EngineTimers}. */
+  timers?: EngineTimers;
 }
 
 /**
@@ -115,7 +119,8 @@ export class Engine {
   private readonly retention: RetentionPolicy | undefined;
   /** Engine-clock instant of the next retention sweep (0: the first pass sweeps). */
   private nextSweepAt = 0;
-  private timer: NodeJS.Timeout | undefined;
+  private timer: unknown;
+  private readonly timers: EngineTimers;
   /** When the pending timer fires (performance.now() time base). */
   private timerDueAt = 0;
   private running: Promise<TickReport> | undefined;
@@ -123,7 +128,7 @@ export class Engine {
   private inspection: InspectionFeed | undefined;
   private unsubscribe: (() => void) | undefined;
   private onPass: ((report: TickReport) => void) | undefined;
-  private renewal: NodeJS.Timeout | undefined;
+  private renewal: unknown;
   private readonly unregister: () => void;
   /** Another store's commit arrived while a pass ran (see {@link Engine.start}). */
   private outsideCommitDuringPass = false;
@@ -133,6 +138,7 @@ export class Engine {
   /** `parts` is internal: the invariant self-check builds engines with broken parts (see {@link EngineParts}). */
   constructor(options: EngineOptions, parts: EngineParts = ENGINE_PARTS) {
     this.parts = parts;
+    this.timers = options.timers ?? systemTimers;
     const clock = options.clock ?? systemClock;
     const instanceId = options.instanceId ?? `engine-${process.pid}`;
     const producer = options.producer ?? { ...DEFAULT_PRODUCER, instanceId };
@@ -177,10 +183,14 @@ export class Engine {
   }
 
   /** One pass at the clock's instant: the engine's pass phases (pass-phases.ts), each timed. */
-  async tick(): Promise<TickReport> {
+  async tick(trigger: PassTrigger = 'manual'): Promise<TickReport> {
     const svc = this.services;
+    // Before anything else: a stale instance's pass is refused whole (StaleGenerationError), nothing committed.
+    const generation = await holdGeneration(svc);
     const report: TickReport = {
       at: svc.clock.now().toISOString(),
+      generation,
+      trigger,
       planned: 0,
       launched: 0,
       settled: 0,
@@ -300,14 +310,27 @@ export class Engine {
       else if (source === 'outside') this.outsideCommitDuringPass = true;
     });
     this.cues.listen(this.services.runtimes.values());
-    this.schedule(0);
+    this.schedule(0, 'startup');
     this.onPass = onPass;
     // Passes renew too; the timer keeps the lease while one pass runs long.
-    this.renewal = setInterval(
+    this.renewal = this.timers.setInterval(
       () => void renewOwnerLease(this.services).catch(() => undefined),
       this.services.leaseMs / RENEWALS_PER_LEASE,
     );
-    this.renewal.unref();
+  }
+
+  /**
+   * Whether this instance still leads: false once a newer generation of its instance id (a restarted process)
+   * took its owner lease, whose passes then are refused. The daemon's doctor reports this.
+   *
+   * @example
+   * ```ts
+   * const { isLeader, replacedByGeneration } = await engine.leadership();
+   * if (!isLeader) console.warn(`replaced by generation ${replacedByGeneration}; stop this process`);
+   * ```
+   */
+  leadership(): Promise<Leadership> {
+    return leadershipOf(this.services);
   }
 
   /** Resolves once the inspector was sent everything committed so far (at once without an inspector). */
@@ -321,9 +344,9 @@ export class Engine {
     this.stopped = true;
     this.unregister();
     this.unsubscribe?.();
-    if (this.timer !== undefined) clearTimeout(this.timer);
+    if (this.timer !== undefined) this.timers.clearTimeout(this.timer);
     this.timer = undefined;
-    if (this.renewal !== undefined) clearInterval(this.renewal);
+    if (this.renewal !== undefined) this.timers.clearInterval(this.renewal);
     this.renewal = undefined;
     const cues = this.cues.close();
     await this.running?.catch(() => undefined);
@@ -333,16 +356,16 @@ export class Engine {
   /** Makes sure a pass starts within `delayMs`, keeping a timer that already fires sooner. */
   private wakeWithin(delayMs: number): void {
     if (this.timer !== undefined && this.timerDueAt <= performance.now() + delayMs) return;
-    this.schedule(delayMs);
+    this.schedule(delayMs, 'wake');
   }
 
-  private schedule(delayMs: number): void {
+  private schedule(delayMs: number, trigger: PassTrigger): void {
     if (this.stopped) return;
-    if (this.timer !== undefined) clearTimeout(this.timer);
+    if (this.timer !== undefined) this.timers.clearTimeout(this.timer);
     this.timerDueAt = performance.now() + delayMs;
-    this.timer = setTimeout(() => {
+    const fire = () => {
       this.timer = undefined;
-      this.running = this.tick()
+      this.running = this.tick(trigger)
         .then(async (report) => {
           this.onPass?.(report);
           const wake = await this.services.store.read((r) => nextWakeAt(this.services, r));
@@ -355,17 +378,19 @@ export class Engine {
         .then(
           ({ report, delay }) => {
             this.running = undefined;
-            this.schedule(delay);
+            this.schedule(delay, 'wait');
             return report;
           },
           (error: unknown) => {
             this.running = undefined;
-            this.schedule(OBSERVE_INTERVAL_MS);
+            // A replaced instance never passes again; any other failure is looked at again shortly.
+            if (!(error instanceof StaleGenerationError)) this.schedule(OBSERVE_INTERVAL_MS, 'retry');
             throw error;
           },
         );
       this.running.catch(() => undefined);
-    }, delayMs);
+    };
+    this.timer = this.timers.setTimeout(fire, delayMs, trigger);
   }
 }
 

@@ -4,10 +4,15 @@ import type { EngineServices } from '../domain/services.js';
 import { renewOwnerLease } from '../domain/owner-lease.js';
 import { advanceAll } from '../scheduler/occurrences.js';
 import { planDueSlots } from '../scheduler/planning.js';
+import type { PassTrigger } from './timers.js';
 
 /** What one pass did. */
 export interface TickReport {
   at: string;
+  /** The scheduler generation this pass ran under (scheduler-generation.ts). */
+  generation: number;
+  /** Why the pass ran (see {@link PassTrigger}). */
+  trigger: PassTrigger;
   planned: number;
   launched: number;
   /** Attempts settled: by this pass's observations, and by runtimes' exit cues since the previous pass. */

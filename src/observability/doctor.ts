@@ -10,7 +10,7 @@ export interface SchedulerFacts {
    * Whether a scheduler leads this store. Absent (the CLI opened the store itself): inferred from the owner
    * leases, so a store no live engine holds has no leader.
    */
-  leader?: { isLeader: boolean; leaderId: string | null };
+  leader?: { isLeader: boolean; leaderId: string | null; replacedByGeneration?: number };
   lastPassAt?: string | null;
   /** The last pass that completed with no failed step. */
   lastSuccessfulPassAt?: string | null;
@@ -73,7 +73,7 @@ interface Judged {
   view: DoctorView;
   facts: SchedulerFacts;
   now: number;
-  leader: { isLeader: boolean; leaderId: string | null };
+  leader: { isLeader: boolean; leaderId: string | null; replacedByGeneration?: number };
 }
 
 const age = (now: number, iso: string) => Math.round((now - Date.parse(iso)) / 1000);
@@ -90,11 +90,16 @@ function leaderOf(view: DoctorView, facts: SchedulerFacts, now: number): Judged[
 function judgeScheduler({ view, facts, now, leader }: Judged, push: Push): void {
   const active = view.definitions.filter((d) => d.state === DefinitionState.active);
   if (!leader.isLeader) {
+    // A replaced scheduler names its successor's generation: the store is led, just not by this process.
+    const replaced =
+      leader.replacedByGeneration === undefined
+        ? ''
+        : `; generation ${leader.replacedByGeneration} of this engine id replaced this scheduler`;
     if (active.length > 0)
       push(
         'scheduler.no-leader',
         [],
-        `no scheduler holds the store; ${plural(active.length, 'active automation')} wait`,
+        `no scheduler holds the store; ${plural(active.length, 'active automation')} wait${replaced}`,
       );
     return;
   }
@@ -304,7 +309,8 @@ export function diagnose(view: DoctorView, now: Date, facts: SchedulerFacts = {}
     generatedAt: now.toISOString(),
     ok: findings.every((f) => f.severity !== 'error'),
     leadership: {
-      ...judged.leader,
+      isLeader: judged.leader.isLeader,
+      leaderId: judged.leader.leaderId,
       lastSuccessfulPassAt: facts.lastSuccessfulPassAt ?? null,
       lastPassDurationMs: facts.lastPassDurationMs == null ? null : Math.round(facts.lastPassDurationMs),
     },

@@ -62,6 +62,7 @@ describe('a daily definition runs at its slot', () => {
   });
 
   test('a pass with no slot due opens no transaction for the definition; the slot is planned the moment it is due', async () => {
+    // Beyond the engine's one commit of its scheduler generation, on its first pass.
     const h = await harness({ start: '2026-03-02T08:00:00.000Z' });
     const transact = h.engine.services.store.transact.bind(h.engine.services.store);
     let transactions = 0;
@@ -73,7 +74,7 @@ describe('a daily definition runs at its slot', () => {
       h.clock.set(at);
       expect((await h.engine.tick()).planned).toBe(0);
     }
-    expect(transactions).toBe(0);
+    expect(transactions).toBe(1);
     h.clock.set('2026-03-02T09:00:00.000Z');
     expect((await h.engine.tick()).planned).toBe(1);
     expect(transactions).toBeGreaterThan(0);

@@ -4,7 +4,7 @@ import { createEngine } from '../../src/engine/engine.js';
 import { SimulatedRuntime } from '../../src/runtime/simulated-runtime.js';
 import { FunctionRuntime } from '../../src/runtime/function-runtime.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
-import { OWNER_LEASE_KIND } from '../../src/domain/owner-lease.js';
+import { OWNER_LEASE_KIND, type OwnerLease } from '../../src/domain/owner-lease.js';
 import type { LaunchRequest, LaunchResult } from '../../src/runtime/runtime.js';
 import { advanceAll } from '../../src/scheduler/occurrences.js';
 
@@ -150,12 +150,13 @@ describe('launches whose answer never arrived are decided from runtime evidence'
     expect((await h.read.occurrences())[0]).toMatchObject({ state: 'recovery_required' });
   });
 
-  test('an idle engine commits nothing to keep its lease', async () => {
+  test('an idle engine commits once, its scheduler generation, and never renews its lease', async () => {
     const h = await harness();
     for (const time of ['08:10:00', '08:20:00', '08:30:00']) {
       h.clock.set(at(time));
       await h.engine.tick();
     }
-    expect(await h.store.read((r) => r.list(OWNER_LEASE_KIND))).toEqual([]);
+    const leases = await h.store.read((r) => r.list<OwnerLease>(OWNER_LEASE_KIND));
+    expect(leases.map((l) => [l.version, l.data.generation, l.data.renewedAt])).toEqual([[1, 1, at('08:10:00')]]);
   });
 });

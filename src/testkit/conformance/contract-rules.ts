@@ -18,6 +18,8 @@ export interface Situation {
     quarantined: string[];
     /** Codes of the commands the engine refused during the vector. */
     refusedCodes: string[];
+    /** Instants at which the case made a definition active, by automation id (beside the vector's `activate` ops). */
+    activations?: Map<string, string>;
   };
   /** The case created its definition the contract's way: imported into draft, then revised to paused. */
   createdThroughDraft?: boolean;
@@ -48,7 +50,7 @@ const want = (s: Situation) => (s.expected ?? {}) as Record<string, unknown>;
 
 /** Instants at which an `activate` op made a definition of the vector active. */
 function activations(s: Situation): Map<string, string> {
-  const at = new Map<string, string>();
+  const at = new Map<string, string>(s.seen.activations);
   for (const op of ops(s))
     if (op.op === 'activate' && typeof op.at === 'string') at.set(String(op.automationId), op.at);
   return at;
@@ -83,7 +85,7 @@ export const CONTRACT_RULES: readonly ContractRule[] = [
       "ends at a higher revision than the reference model's flat body, which is created paused or active directly",
     applies: (s) =>
       s.createdThroughDraft === true &&
-      s.kind === 'revision' &&
+      ['revision', 'finalRevision'].includes(s.kind) &&
       typeof s.expected === 'number' &&
       typeof s.observed === 'number' &&
       s.observed > s.expected,
@@ -98,7 +100,8 @@ export const CONTRACT_RULES: readonly ContractRule[] = [
       'definition is activated later; the first slot this engine runs is the first one due after activation',
     applies: (s) => {
       const active = activations(s);
-      if (active.size === 0 || !['occurrences', 'dispatchCount', 'projection'].includes(s.kind)) return false;
+      const kinds = ['occurrences', 'dispatchCount', 'projection', 'launchCount', 'occurrenceState'];
+      if (active.size === 0 || !kinds.includes(s.kind)) return false;
       return s.seen.occurrences.every((o) => {
         const since = active.get(String(o.automationId));
         return since === undefined || String(o.scheduledFor) >= since;
@@ -262,7 +265,53 @@ export const CONTRACT_RULES: readonly ContractRule[] = [
           ),
       ),
   },
+  {
+    id: 'cancel-pending-until-acknowledged',
+    sentence:
+      'cancellation-is-a-request: Cancellation is a request until acknowledged or reconciled; CANCEL_PENDING is ' +
+      'returned while a running attempt has not acknowledged, and the occurrence settles cancelled only after ' +
+      'acknowledgment or reconciliation.',
+    because:
+      'the request is answered CANCEL_PENDING and the occurrence settles cancelled when the runtime acknowledges the ' +
+      "stop, at the engine's next pass; acknowledged before the run's deadline, the cancellation decides the " +
+      'occurrence, run and attempt, so a later timeout finds nothing left to time out and a repeated request ' +
+      'answers cancelled',
+    applies: (s) =>
+      acknowledgedBeforeDeadline(s) &&
+      ((s.expected === 'cancelled' && s.observed === 'cancel_pending') ||
+        (['cancelled', 'deferred'].includes(String(s.observed)) && s.expected !== s.observed)),
+  },
+  {
+    id: 'runtime-confirmed-launch',
+    sentence:
+      '`dispatching` → `running`\t`runtime_started`\t`dispatcher`\truntime acknowledged the session start ' +
+      '(attempt started)',
+    because:
+      'the runtime acknowledged the launch (the attempt started and its session is being observed), so no launch ' +
+      'was left unconfirmed: the occurrence is running instead of waiting for operator recovery',
+    applies: (s) =>
+      s.expected === OccurrenceState.recovery_required &&
+      s.observed === OccurrenceState.running &&
+      s.seen.occurrences.some((o) => o.state === OccurrenceState.running) &&
+      s.seen.attemptStates.size > 0 &&
+      [...s.seen.attemptStates.values()].every((states) => states.every((a) => CONFIRMED_ATTEMPT.has(a))),
+  },
 ];
+
+/** Attempt states of a session the runtime acknowledged starting and that still runs. */
+const CONFIRMED_ATTEMPT: ReadonlySet<string> = new Set([AttemptState.started, AttemptState.observing]);
+
+/** A cancelled occurrence the engine saw whose runtime acknowledged the stop before the run's deadline. */
+function acknowledgedBeforeDeadline(s: Situation): boolean {
+  return s.seen.occurrences.some((o) => {
+    const acknowledgedAt = (o.cancellation as { acknowledgedAt?: string } | undefined)?.acknowledgedAt;
+    return (
+      o.state === OccurrenceState.cancelled &&
+      acknowledgedAt !== undefined &&
+      (typeof o.deadlineAt !== 'string' || acknowledgedAt <= o.deadlineAt)
+    );
+  });
+}
 
 /** The first contract rule that decides this situation, if any does. */
 export function decidingRule(situation: Situation): ContractRule | undefined {

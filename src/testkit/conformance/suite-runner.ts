@@ -11,14 +11,13 @@ import {
   type SuiteCase,
 } from './suite-cases.js';
 import { definitionLifecycleTransitions } from './suite-lifecycle.js';
+import { schedulerLeadershipFencing } from './suite-leadership.js';
+import { cancellationTimeoutArbitration } from './suite-arbitration.js';
+import { startupReconciliationWake } from './suite-startup.js';
 import { runtimeAuthorityTerminalRecovery } from './suite-recovery.js';
 import { overall, type ExpectationResult, type VectorReport } from './vector-format.js';
 
 type SuiteEntry = { run: CaseRunner; createdThroughDraft?: boolean } | { unsupported: string };
-
-const REFERENCE_MODEL =
-  "the case drives the reference runner's own model directly (its fixture rows and hooks), which this engine " +
-  'does not expose';
 
 /** Every audit-runner suite (runner/inventory.json), mapped to its interpreter or to what it needs. */
 export const SUITES: Record<string, SuiteEntry> = {
@@ -29,18 +28,10 @@ export const SUITES: Record<string, SuiteEntry> = {
   'command-adoption-idempotency': { run: commandAdoptionIdempotency },
   'command-envelope-outcomes': { run: commandEnvelopeOutcomes },
   'definition-lifecycle-transitions': { run: definitionLifecycleTransitions, createdThroughDraft: true },
-  'cancellation-timeout-arbitration': {
-    unsupported: `${REFERENCE_MODEL}: a stop fence with owners (cancellation, timeout) and a runtime stop count`,
-  },
+  'cancellation-timeout-arbitration': { run: cancellationTimeoutArbitration },
   'runtime-authority-terminal-recovery': { run: runtimeAuthorityTerminalRecovery },
-  'scheduler-leadership-fencing': {
-    unsupported:
-      `${REFERENCE_MODEL}: a scheduler lock with numbered generations; ` +
-      "this engine's owner leases are not generations",
-  },
-  'startup-reconciliation-wake': {
-    unsupported: `${REFERENCE_MODEL}: the daemon's start path and its first system wait, observed from outside`,
-  },
+  'scheduler-leadership-fencing': { run: schedulerLeadershipFencing },
+  'startup-reconciliation-wake': { run: startupReconciliationWake, createdThroughDraft: true },
 };
 
 /** `coven.automations.<suite>-vectors.v1` → `<suite>`. */

@@ -7,14 +7,14 @@ import type { VectorRun } from './vector-session.js';
 type Push = (expectation: string, ok: boolean, expected: unknown, observed: unknown) => void;
 
 /**
- * The real doctor over the vector's store, with what only a scheduler knows taken from the ops: leadership
- * (`setLeader`), the last pass (`tick`), the subscriber's cursor (`subscribe`, `deliver`), the retention.
+ * The real doctor over the vector's store, with what only a scheduler knows taken from the ops: leadership (the
+ * engine's own, which `setLeader` can take away), the last pass (`tick`), the subscriber's cursor (`subscribe`,
+ * `deliver`), the retention.
  */
-export function doctorOf(run: VectorRun): Promise<DoctorReport> {
+export async function doctorOf(run: VectorRun): Promise<DoctorReport> {
+  const { isLeader, leaderId, replacedByGeneration } = await run.engine.leadership();
   return runDoctor(run.engine, {
-    leader: run.leaderAvailable
-      ? { isLeader: true, leaderId: 'conformance-engine' }
-      : { isLeader: false, leaderId: null },
+    leader: { isLeader, leaderId, ...(replacedByGeneration === undefined ? {} : { replacedByGeneration }) },
     lastPassAt: run.lastPassAt ?? null,
     lastSuccessfulPassAt: run.lastPassAt ?? null,
     ...(run.subscriber === undefined

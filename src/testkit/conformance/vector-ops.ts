@@ -204,7 +204,7 @@ export const OPS: Record<string, OpEntry> = {
   verifyReceipts: { handle: verifyReceipts },
   tamperReceipt: { handle: tamperReceipt },
   setRetention: { handle: setRetention },
-  setLeader: { handle: (run, op) => void (run.leaderAvailable = op.available !== false) },
+  setLeader: { handle: (run, op) => run.setLeader(op.available !== false) },
   grantApproval: { handle: throughCommand(authority.grantApproval) },
   expireApprovals: { handle: throughCommand(authority.expireApprovals) },
   revokeFamiliar: { handle: throughCommand(authority.revokeFamiliar) },

@@ -67,7 +67,8 @@ async function bind(run: VectorRun, bindings: Array<Record<string, unknown>>): P
 const provided = (vector: ConformanceVector) =>
   (vector.prerequisites ?? []).flatMap((p) => (PREREQUISITES[p] === undefined ? [] : [PREREQUISITES[p]]));
 
-async function setup(vector: ConformanceVector): Promise<VectorRun> {
+/** A vector's world after its set-up (definitions imported and brought to their statuses, bindings, prerequisites). */
+export async function setupVector(vector: ConformanceVector): Promise<VectorRun> {
   const run = new VectorRun(vector);
   const definitions = (vector.input.definitions ?? []).map((d) => resolveLocal(run, d));
   const invalid = vector.input.invalidDefinitions ?? [];
@@ -92,7 +93,7 @@ async function setup(vector: ConformanceVector): Promise<VectorRun> {
 /** Runs one conformance.vector.v1 file against a fresh engine and compares every expectation it states. */
 export async function runVector(file: string): Promise<VectorReport> {
   const vector = JSON.parse(readFileSync(file, 'utf8')) as ConformanceVector;
-  const run = await setup(vector);
+  const run = await setupVector(vector);
   await run.runOps((op) => applyOp(run, op));
   for (const p of provided(vector)) await p.probe(run);
   const results = await judgeVector(vector, run);

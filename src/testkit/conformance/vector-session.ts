@@ -8,6 +8,7 @@ import { ENGINE_PARTS } from '../../engine/parts.js';
 import type { RetentionOptions } from '../../retention/policy.js';
 import { SimulatedRuntime } from '../../runtime/simulated-runtime.js';
 import { MemoryStore } from '../../store/memory-store.js';
+import { acquireGeneration } from '../../domain/scheduler-generation.js';
 import { OCCURRENCE_TERMINAL_STATES } from '../../../machines/index.js';
 import { CrashSwitch, type CrashPoint } from '../crash-switch.js';
 import { TamperingStore } from './tampering-store.js';
@@ -106,7 +107,6 @@ export class VectorRun {
   /** The receipts as the engine publishes them (read, then redacted), once a redactReceipts op ran. */
   redactedReceipts: Array<Record<string, unknown>> | undefined;
   definitionCount = 0;
-  leaderAvailable = true;
   lastPassAt: string | undefined;
   subscriber: { position: number } | undefined;
   retention: RetentionOptions | undefined;
@@ -160,6 +160,19 @@ export class VectorRun {
     this.engine = this.build('conformance-engine-restarted');
     if (at !== undefined) this.clock.set(at);
     return this.pass();
+  }
+
+  /**
+   * `setLeader`: unavailable, a restarted instance of the engine's id takes the next scheduler generation, so the
+   * vector's engine is replaced (its passes refused, its doctor without leadership); available, the vector goes on
+   * with a new instance of that id when its engine was replaced.
+   */
+  async setLeader(available: boolean): Promise<void> {
+    const id = this.engine.services.instanceId;
+    if (!available) {
+      if (this.engine.services.generation === undefined) await acquireGeneration(this.engine.services);
+      await acquireGeneration(this.build(id).services);
+    } else if (!(await this.engine.leadership()).isLeader) this.engine = this.build(id);
   }
 
   armCrash(during: string): void {
