@@ -1,3 +1,4 @@
+import { DefinitionState } from '../../machines/index.js';
 import { randomUUID } from 'node:crypto';
 import type { Command } from 'commander';
 import { CliError, envelope, report, withEngine, type CliEngine } from './context.js';
@@ -17,7 +18,9 @@ const withReason = (reason: string | undefined) => (reason === undefined ? {} : 
 async function liveRevision(engine: CliEngine, automationId: string): Promise<number | undefined> {
   const got = await engine.commands.handle(envelope('definition.get.v1', { automationId }));
   if (got.outcome === 'rejected') return undefined;
-  return got.result?.lifecycleState === 'tombstoned' ? undefined : (got.result?.currentRevision as number);
+  return got.result?.lifecycleState === DefinitionState.tombstoned
+    ? undefined
+    : (got.result?.currentRevision as number);
 }
 
 /** One subcommand of `group` that sends one command built from its arguments and options. */
