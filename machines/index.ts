@@ -41,5 +41,5 @@ export const extensionMachines = {
 /** The specs these machines were generated from (JCS SHA-256 of each): the invariant suite checks them. */
 export const GENERATED_FROM = {
   contractSpecSha256: '7cbf7d72a2cccdf9c08efc0dc58c2990eee19e2b374ee5b7de07efc59379924f',
-  extensionSpecSha256: '3a83d146a07963ee1033f79fca16e854af498b8a456e2b33ce16ea85fdcd55ce',
+  extensionSpecSha256: 'e0a144a154836147c299fb7ac49bc8257c8d1bc4241afcaa6a8a89857c7292f2',
 } as const;

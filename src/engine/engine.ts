@@ -1,4 +1,5 @@
 import { OccurrenceState } from '../../machines/index.js';
+import type { OutputDelivery } from '../runtime/output-delivery.js';
 import { CommandHandler } from '../command-handler/command-handler.js';
 import {
   DEFAULT_PRODUCER,
@@ -82,6 +83,11 @@ export interface EngineOptions {
    * state; its records and earlier events leave the store. `false` keeps all history.
    */
   retention?: RetentionOptions | false;
+  /**
+   * Where runs of definitions with an atomic outputTarget deliver their session's output (for instance an
+   * `AtomicFileDelivery` rooted at a folder). Without one, such runs settle failed: their output cannot commit.
+   */
+  delivery?: OutputDelivery;
 }
 
 /**
@@ -152,6 +158,7 @@ export class Engine {
     );
     if (options.passConcurrency !== undefined) this.services.passConcurrency = options.passConcurrency;
     if (options.host !== undefined) this.services.host = options.host;
+    this.services.delivery = options.delivery;
     const planConcurrency = options.planConcurrency ?? options.passConcurrency;
     if (planConcurrency !== undefined) this.services.planConcurrency = planConcurrency;
     this.retention = options.retention === false ? undefined : RetentionPolicy.from(options.retention);

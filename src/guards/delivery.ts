@@ -2,8 +2,9 @@ import { nonEmpty, type LifecycleEventBase } from './common.js';
 
 /**
  * Context of x-coven-automata.delivery.v1 (this project's extension, not the contract): the atomic output
- * delivery of one run (record kind 'delivery', id `<runId>`). The record is written pending before the target
- * is touched, so a crash between the write and its settlement leaves a pending record behind, never a silent one.
+ * delivery of one attempt's success (record kind 'delivery', id `<attemptId>`; an operator retry delivers anew).
+ * The record is written pending before the target is touched, so a crash between the write and its settlement
+ * leaves a pending record behind, never a silent one.
  */
 export interface DeliveryContext {
   runId: string;
@@ -11,8 +12,8 @@ export interface DeliveryContext {
   automationId: string;
   /** The pinned definition's outputTarget, relative to the engine's delivery root. */
   target: string;
-  /** The attempt whose success evidence the delivery carries; null until it starts. */
-  attemptId: string | null;
+  /** The attempt whose success evidence the delivery carries. */
+  attemptId: string;
   /** The engine instance writing the target; null until it starts. */
   writer: string | null;
   pendingSince: string | null;
@@ -24,6 +25,7 @@ export interface DeliveryContext {
 }
 
 export interface DeliveryInput {
+  attemptId: string;
   runId: string;
   occurrenceId: string;
   automationId: string;
@@ -34,7 +36,6 @@ const SHA256_HEX = /^[0-9a-f]{64}$/;
 
 export type DeliveryEvent =
   | (LifecycleEventBase<'delivery_started'> & {
-      attemptId: string;
       writer: string;
       /** The attempt's terminal evidence as the worker verified it. */
       evidence: { outcome: string; exitCode: number | null; verified: boolean };
@@ -54,7 +55,6 @@ export const deliveryGuards = {
   deliveryOwedForSuccess: ({ context, event }: Args) =>
     event.type === 'delivery_started' &&
     nonEmpty(context.target) &&
-    nonEmpty(event.attemptId) &&
     nonEmpty(event.writer) &&
     event.evidence.verified &&
     event.evidence.outcome === 'succeeded' &&
@@ -71,7 +71,7 @@ export function createDeliveryContext(input: DeliveryInput): DeliveryContext {
     occurrenceId: input.occurrenceId,
     automationId: input.automationId,
     target: input.target,
-    attemptId: null,
+    attemptId: input.attemptId,
     writer: null,
     pendingSince: null,
     digest: null,
@@ -84,7 +84,7 @@ export function createDeliveryContext(input: DeliveryInput): DeliveryContext {
 export function applyDeliveryEvent(context: DeliveryContext, event: DeliveryEvent): DeliveryContext {
   switch (event.type) {
     case 'delivery_started':
-      return { ...context, attemptId: event.attemptId, writer: event.writer, pendingSince: event.now };
+      return { ...context, writer: event.writer, pendingSince: event.now };
     case 'delivery_committed':
       return { ...context, digest: event.digest, settledAt: event.now };
     case 'delivery_failed':

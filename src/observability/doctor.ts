@@ -244,6 +244,16 @@ function judgeRecords({ view, facts }: Judged, push: Push): void {
       unverified.map((r) => r.receiptId),
       `${plural(unverified.length, 'receipt')} whose integrity digest does not verify`,
     );
+  if (view.undelivered.length > 0) {
+    const ambiguous = view.undelivered.filter((d) => d.state === 'ambiguous').length;
+    push(
+      'delivery.commit-failures',
+      view.undelivered.map((d) => d.runId),
+      `${plural(view.undelivered.length, 'run')} whose output delivery did not commit` +
+        (ambiguous > 0 ? ` (${ambiguous} interrupted while pending, ambiguous)` : '') +
+        '; each run settled failed',
+    );
+  }
   const lagging = (facts.subscribers ?? []).filter((s) => s.behind > CURSOR_LAG_EVENTS);
   if (lagging.length > 0)
     push(

@@ -246,6 +246,7 @@ describe('quarantine context', () => {
 
 type DeliveryArgs = { context: DeliveryContext; event: DeliveryEvent };
 const delivery = createDeliveryContext({
+  attemptId: 'attempt-1',
   runId: 'run-1',
   occurrenceId: 'occ-1',
   automationId: 'nightly-report',
@@ -257,7 +258,7 @@ const started = (
   writer = 'e-1',
 ) => ({
   context: delivery,
-  event: { ...worker, type: 'delivery_started' as const, attemptId: 'attempt-1', writer, evidence },
+  event: { ...worker, type: 'delivery_started' as const, writer, evidence },
 });
 const interrupted = (writerStillWriting: boolean, reason = 'found pending after a restart'): DeliveryArgs => ({
   context: delivery,

@@ -101,6 +101,7 @@ export const sampleInputs: Record<AnyMachineId, unknown> = {
   'x-coven-automata.run-hold.v1': { runId: 'run-1', occurrenceId: 'occ-1', deadlineAt: '2026-03-01T09:30:00.000Z' },
   'x-coven-automata.quarantine.v1': { automationId: 'nightly-report' },
   'x-coven-automata.delivery.v1': {
+    attemptId: 'attempt-run-1-1',
     runId: 'run-1',
     occurrenceId: 'occ-1',
     automationId: 'nightly-report',
@@ -160,7 +161,6 @@ const payloads: Record<string, Record<string, unknown>> = {
   outbox_send_unstarted: { sessionKey: 'attempt-run-1-1#1', neverStarted: true, fenced: true },
   hold_opened: { attempts: 1, failureClass: 'runtime_unavailable' },
   delivery_started: {
-    attemptId: 'attempt-run-1-1',
     writer: 'engine-1',
     evidence: { outcome: 'succeeded', exitCode: 0, verified: true },
   },
