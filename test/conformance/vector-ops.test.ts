@@ -142,9 +142,7 @@ describe('vector ops map to the engine mechanisms', () => {
     });
     expect(committed.status, JSON.stringify(committed.expectations)).toBe('pass');
     const unknown = await run([{ op: 'deliveryBehavior', delivery: 'lossy' }], {});
-    expect(unknown.expectations.find((e) => e.expectation === 'op deliveryBehavior lossy')?.status).toBe(
-      'unsupported',
-    );
+    expect(unknown.expectations.find((e) => e.expectation === 'op deliveryBehavior lossy')?.status).toBe('unsupported');
   });
 
   test('authority ops go through the engine commands; a refused one is kept under its label', async () => {
