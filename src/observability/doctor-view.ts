@@ -1,5 +1,6 @@
 import { QuarantineState } from '../../machines/extension-states.js';
 import { deliveryView, type DeliveryRecord } from '../domain/delivery.js';
+import { DeliveryState } from '../../machines/extension-states.js';
 import { DefinitionState } from '../../machines/index.js';
 import { verifyIntegrity } from '../contract/digest.js';
 import type { Engine } from '../engine/engine.js';
@@ -74,7 +75,11 @@ export interface DoctorView {
   runs: RunView[];
   receipts: Array<{ receiptId: string; runId: string; verified: boolean }>;
   /** Runs whose atomic output delivery did not commit (failed, or ambiguous after an interruption). */
-  undelivered: Array<{ runId: string; automationId: string; state: 'failed' | 'ambiguous' }>;
+  undelivered: Array<{
+    runId: string;
+    automationId: string;
+    state: typeof DeliveryState.failed | typeof DeliveryState.ambiguous;
+  }>;
   ownerLeases: Array<{ instanceId: string; expiresAt: string }>;
   retentionBacklog: RetentionBacklogEntry[];
   /** Live bound definitions whose familiar revision the registry no longer holds (Runtime Authority). */
@@ -214,7 +219,7 @@ export async function readDoctorView(engine: Engine, reader: StoreReader, option
   await forEachPage<DeliveryRecord['data']>(reader, KINDS.delivery, PAGE, (page) => {
     for (const record of page) {
       const d = deliveryView(record as DeliveryRecord);
-      if (d.state === 'failed' || d.state === 'ambiguous')
+      if (d.state === DeliveryState.failed || d.state === DeliveryState.ambiguous)
         undelivered.push({ runId: d.runId, automationId: d.automationId, state: d.state });
     }
   });

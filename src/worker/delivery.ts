@@ -98,8 +98,11 @@ async function settleFound(
   }
   const outcome: DeliveryOutcome =
     view.state === DeliveryState.committed
-      ? { state: 'committed', digest: view.digest! }
-      : { state: view.state === DeliveryState.failed ? 'failed' : 'ambiguous', reason: view.reason! };
+      ? { state: DeliveryState.committed, digest: view.digest! }
+      : {
+          state: view.state === DeliveryState.failed ? DeliveryState.failed : DeliveryState.ambiguous,
+          reason: view.reason!,
+        };
   const settled = await settleOnExit(svc, step, attemptId, sessionId, exitOf(observation), outcome);
   return { kind: 'done', settled };
 }
@@ -152,8 +155,8 @@ async function finishDelivery(
       : await moveDelivery(step, attemptId, { type: 'delivery_failed', actor: 'worker', reason: result.reason });
   const outcome: DeliveryOutcome =
     moved.state === DeliveryState.committed
-      ? { state: 'committed', digest: moved.digest! }
-      : { state: 'failed', reason: moved.reason! };
+      ? { state: DeliveryState.committed, digest: moved.digest! }
+      : { state: DeliveryState.failed, reason: moved.reason! };
   return settleOnExit(svc, step, attemptId, sessionId, exit, outcome);
 }
 

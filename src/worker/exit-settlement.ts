@@ -1,4 +1,4 @@
-import { AttemptState } from '../../machines/index.js';
+import { AttemptState, DeliveryState } from '../../machines/index.js';
 import type { ActorServices, ActorSteps } from '../domain/actor-steps.js';
 import { loadAttempt, loadOccurrence, loadRun } from '../domain/entities.js';
 import { moveEntity, type StepContext } from '../domain/lifecycle.js';
@@ -70,7 +70,8 @@ async function settleByEvidence(
   delivery: DeliveryOutcome | undefined,
 ): Promise<void> {
   const a = attemptContext(attempt);
-  const reason = delivery === undefined || delivery.state === 'committed' ? undefined : reasonText(delivery.reason);
+  const reason =
+    delivery === undefined || delivery.state === DeliveryState.committed ? undefined : reasonText(delivery.reason);
   const run = await loadRun(step.tx, a.runId);
   const occurrence = await loadOccurrence(step.tx, a.occurrenceId);
   const runtime = svc.runtime(attempt.data.attributes.runtimeId);
@@ -121,6 +122,6 @@ async function settleByEvidence(
       recoveryDisposition: 'not_required',
     },
     observation.outputDigest,
-    delivery?.state === 'committed' ? delivery.digest : undefined,
+    delivery?.state === DeliveryState.committed ? delivery.digest : undefined,
   );
 }
