@@ -2,7 +2,7 @@ import { AttemptState, DeliveryState } from '../../machines/index.js';
 import type { ActorServices, ActorSteps } from '../domain/actor-steps.js';
 import { loadAttempt, loadOccurrence, loadRun } from '../domain/entities.js';
 import { moveEntity, type StepContext } from '../domain/lifecycle.js';
-import { attemptContext, stateOf, type AttemptAttributes } from '../domain/records.js';
+import { attemptContext, stateOf, type AttemptAttributes, type Receipt } from '../domain/records.js';
 import { receiptIdFor, recordReceipt } from '../domain/receipts.js';
 import { pinnedOutputTarget } from '../domain/delivery.js';
 import type { TerminalEvidence } from '../guards/common.js';
@@ -102,26 +102,37 @@ async function settleByEvidence(
   // The occurrence and run settle first; the receipt is written in the same commit, so nothing can observe
   // either settled without it, and the changefeed reads settled -> finished -> sealed.
   const receiptId = receiptIdFor(attempt.id);
-  const dispatcher = svc.actors.dispatcher;
-  await dispatcher.afterTerminalEvidence(step, occurrence.id, run.id, attempt.id, evidence, receiptId, reason);
+  await svc.actors.dispatcher.afterTerminalEvidence(
+    step,
+    occurrence.id,
+    run.id,
+    attempt.id,
+    evidence,
+    receiptId,
+    reason,
+  );
   await recordReceipt(
     step,
     runtime,
     occurrence,
     run,
     settledAttempt.record as Awaited<ReturnType<typeof loadAttempt>>,
-    {
-      disposition: settledAttempt.to,
-      ...(settledAttempt.to === AttemptState.failed ? { failureClass: 'runtime_error' } : {}),
-      detail:
-        reason ??
-        (settledAttempt.to === AttemptState.succeeded
-          ? 'verified completion evidence'
-          : `exit ${String(observation.exitCode)}`),
-      ...(reason === undefined ? {} : { partialFailures: [{ step: 'delivery', reason, recovered: false }] }),
-      recoveryDisposition: 'not_required',
-    },
+    receiptOutcome(settledAttempt.to, observation.exitCode, reason),
     observation.outputDigest,
     delivery?.state === DeliveryState.committed ? delivery.digest : undefined,
   );
+}
+
+/** The receipt's outcome of an exit-settled attempt; an undelivered output is named as the delivery step's failure. */
+function receiptOutcome(to: string, exitCode: number | null, undelivered: string | undefined): Receipt['outcome'] {
+  return {
+    disposition: to,
+    ...(to === AttemptState.failed ? { failureClass: 'runtime_error' } : {}),
+    detail:
+      undelivered ?? (to === AttemptState.succeeded ? 'verified completion evidence' : `exit ${String(exitCode)}`),
+    ...(undelivered === undefined
+      ? {}
+      : { partialFailures: [{ step: 'delivery', reason: undelivered, recovered: false }] }),
+    recoveryDisposition: 'not_required',
+  };
 }
