@@ -153,6 +153,36 @@ describe('delivering runs', () => {
     await restarted.stop();
   });
 
+  test('a pending delivery whose attempt settled another way, its writer gone, turns ambiguous: never left pending', async () => {
+    const gate = new GatedDelivery();
+    const h = await harness({ delivery: gate, outputTarget: 'out.md', perRunMinutes: 5 });
+    h.clock.set('2026-03-02T09:00:00.000Z');
+    await h.engine.tick();
+    h.clock.set('2026-03-02T09:02:00.000Z');
+    const stuck = h.engine.tick();
+    await eventually(async () => (gate.waiting ? true : undefined));
+    // Another engine times the attempt out after the writer's owner lease lapsed (it renews on passes only here).
+    const other = createEngine({
+      store: h.store,
+      clock: h.clock,
+      runtimes: [new SimulatedRuntime({ durationMs: 60_000 })],
+      instanceId: 'engine-b',
+      delivery: new AtomicFileDelivery(root()),
+    });
+    h.clock.set('2026-03-02T09:06:00.000Z');
+    await other.tick();
+    expect((await h.read.attempts())[0]!.state).toBe('timed_out');
+    const [orphan] = await deliveries(h);
+    expect(orphan).toMatchObject({ state: 'ambiguous' });
+    expect(orphan!.reason).toContain('interrupted while pending (its attempt settled before the delivery did)');
+    // The old writer's late answer changes nothing.
+    gate.fail(new Error('rename refused'));
+    await stuck;
+    expect((await deliveries(h)).map((d) => d?.state)).toEqual(['ambiguous']);
+    expect((await h.read.attempts())[0]!.state).toBe('timed_out');
+    await other.stop();
+  });
+
   test('the session-exit cue path delivers before it settles, whether the exit beats the launch answer or not', async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'performance'] });
     try {
