@@ -13,6 +13,8 @@ import { runDoctor } from '../../src/observability/run-doctor.js';
 import { FunctionRuntime } from '../../src/runtime/function-runtime.js';
 import { AtomicFileDelivery, type OutputDelivery } from '../../src/runtime/output-delivery.js';
 import { SimulatedRuntime } from '../../src/runtime/simulated-runtime.js';
+import { MemoryStore } from '../../src/store/memory-store.js';
+import { openStore } from '../../src/store/open-store.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'coven-delivery-settlement-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -59,26 +61,31 @@ const deliveries = (h: Awaited<ReturnType<typeof harness>>) =>
   h.store.read(async (r) => Promise.all((await r.list(KINDS.delivery)).map((d) => deliveryOf(r, d.id))));
 
 describe('delivering runs', () => {
-  test('a succeeded session is delivered atomically, then the run succeeds and its receipt records the digest', async () => {
-    const at = root();
-    const h = await harness({ delivery: new AtomicFileDelivery(at), outputTarget: 'reports/daily.md' });
-    h.clock.set('2026-03-02T09:00:00.000Z');
-    await h.engine.tick();
-    h.clock.set('2026-03-02T09:02:00.000Z');
-    await h.engine.tick();
-    const [run] = await h.read.runs();
-    expect(run!.state).toBe('succeeded');
-    const content = readFileSync(join(at, 'reports/daily.md'), 'utf8');
-    expect(readdirSync(join(at, 'reports'))).toEqual(['daily.md']);
-    const [receipt] = await h.read.receipts();
-    expect(receipt!.deliveryDigest).toMatchObject({ algorithm: 'sha256', value: sha256Hex(content) });
-    // What was delivered is the session's output: the digest the runtime reported for it.
-    expect(receipt!.resultDigest).toMatchObject({ value: sha256Hex(content) });
-    expect(verifyIntegrity(receipt!).valid).toBe(true);
-    expect((await deliveries(h)).map((d) => d?.state)).toEqual(['committed']);
-    const doctor = await runDoctor(h.engine);
-    expect(doctor.findings.map((f) => f.code)).not.toContain('delivery.commit-failures');
-  });
+  test.each(['memory', 'json'] as const)(
+    'a succeeded session is delivered atomically, then the run succeeds and its receipt records the digest (%s store)',
+    async (kind) => {
+      const at = root();
+      const store = kind === 'memory' ? new MemoryStore() : await openStore(join(at, '..', `store-${n}.json`));
+      const h = await harness({ store, delivery: new AtomicFileDelivery(at), outputTarget: 'reports/daily.md' });
+      h.clock.set('2026-03-02T09:00:00.000Z');
+      await h.engine.tick();
+      h.clock.set('2026-03-02T09:02:00.000Z');
+      await h.engine.tick();
+      const [run] = await h.read.runs();
+      expect(run!.state).toBe('succeeded');
+      const content = readFileSync(join(at, 'reports/daily.md'), 'utf8');
+      expect(readdirSync(join(at, 'reports'))).toEqual(['daily.md']);
+      const [receipt] = await h.read.receipts();
+      expect(receipt!.deliveryDigest).toMatchObject({ algorithm: 'sha256', value: sha256Hex(content) });
+      // What was delivered is the session's output: the digest the runtime reported for it.
+      expect(receipt!.resultDigest).toMatchObject({ value: sha256Hex(content) });
+      expect(verifyIntegrity(receipt!).valid).toBe(true);
+      expect((await deliveries(h)).map((d) => d?.state)).toEqual(['committed']);
+      const doctor = await runDoctor(h.engine);
+      expect(doctor.findings.map((f) => f.code)).not.toContain('delivery.commit-failures');
+      await store.close();
+    },
+  );
 
   test('a commit failure fails the attempt: never success, the receipt says why and verifies, the doctor names it', async () => {
     const at = root();
