@@ -10,7 +10,8 @@ import {
 } from '../domain/delivery.js';
 import type { StepContext } from '../domain/lifecycle.js';
 import { ownerAlive } from '../domain/owner-lease.js';
-import { attemptContext, stateOf } from '../domain/records.js';
+import { attemptContext, KINDS, stateOf, type RunRecord } from '../domain/records.js';
+import type { StoreReader } from '../store/store.js';
 import type { EngineServices } from '../domain/services.js';
 import type { Observation } from '../runtime/runtime.js';
 import { settleOnExit, succeededExit, type DeliveryOutcome, type ExitObservation } from './exit-settlement.js';
@@ -32,12 +33,14 @@ export const DELIVERY_FAILED = 'delivery commit failed';
  */
 export async function settleDelivering(
   svc: EngineServices,
-  attemptId: string,
+  { attemptId, runId }: { attemptId: string; runId: string },
   sessionId: string,
   observation: Ended,
 ): Promise<boolean | undefined> {
   // One delivery per attempt in this process: a cue and a pass may observe the same exit at once.
   if (svc.deliveriesInFlight.has(attemptId)) return false;
+  // A read decides first, so the runs that deliver nothing (most) settle in one transaction, as before.
+  if (!(await svc.store.read((r) => runDelivers(r, runId)))) return undefined;
   svc.deliveriesInFlight.add(attemptId);
   try {
     const plan = await svc.step((step) => planDelivery(svc, step, attemptId, sessionId, observation));
@@ -49,6 +52,13 @@ export async function settleDelivering(
   } finally {
     svc.deliveriesInFlight.delete(attemptId);
   }
+}
+
+async function runDelivers(reader: StoreReader, runId: string): Promise<boolean> {
+  const run = await reader.get<RunRecord['data']>(KINDS.run, runId);
+  if (run === undefined) return false;
+  const { automationId, automationRevision } = run.data.attributes;
+  return (await pinnedOutputTarget(reader, automationId, automationRevision)) !== undefined;
 }
 
 async function planDelivery(

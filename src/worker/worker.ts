@@ -1,7 +1,7 @@
 import { AttemptState } from '../../machines/index.js';
 import { forEachConcurrently } from '../domain/concurrency.js';
 import { LIVE_INDEX, type StepContext } from '../domain/lifecycle.js';
-import { KINDS, stateOf } from '../domain/records.js';
+import { attemptContext, KINDS, stateOf, type AttemptRecord } from '../domain/records.js';
 import type { EngineServices } from '../domain/services.js';
 import type { Observation } from '../runtime/runtime.js';
 import { openEvidenceStream } from './evidence-stream.js';
@@ -70,7 +70,8 @@ export class Worker {
       }
       return false;
     }
-    const delivered = await settleDelivering(this.svc, attemptId, sessionId, observation);
+    const runId = attemptContext(attempt as AttemptRecord).runId;
+    const delivered = await settleDelivering(this.svc, { attemptId, runId }, sessionId, observation);
     if (delivered !== undefined) {
       if (delivered) this.lastSeen.delete(attemptId);
       return delivered;
