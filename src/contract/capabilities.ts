@@ -34,8 +34,8 @@ export const CAPABILITY_PROFILE = {
         notes:
           'the output of a succeeded session is spooled beside the target (relative to the engine delivery root), ' +
           'synced, renamed over it and its folder synced; x-coven-automata.delivery.v1 records it pending before ' +
-          'the write, and a run whose delivery does not commit settles failed; a delivery found pending after a ' +
-          'restart is ambiguous and never rewritten',
+          'the write; a delivery that does not commit fails its attempt, so the run never reads as succeeded; a ' +
+          'delivery found pending with no engine writing it is ambiguous and never rewritten',
       },
     ],
     retentionPolicies: [{ variant: 'retention.standard' }],
