@@ -124,3 +124,48 @@ export const isQuarantineTerminal = (state: string): state is QuarantineState =>
 /** `state` is a live (non-terminal) state of x-coven-automata.quarantine.v1. */
 export const isQuarantineLive = (state: string): state is QuarantineState =>
   (QUARANTINE_LIVE_STATES as ReadonlySet<string>).has(state);
+
+// x-coven-automata.delivery.v1
+/** The states of x-coven-automata.delivery.v1. Both a value (`DeliveryState.x === 'x'`) and the union type of those values. */
+export const DeliveryState = {
+  none: 'none',
+  pending: 'pending',
+  committed: 'committed',
+  failed: 'failed',
+  ambiguous: 'ambiguous',
+} as const;
+export type DeliveryState = (typeof DeliveryState)[keyof typeof DeliveryState];
+/** The event names of x-coven-automata.delivery.v1. Both a value (`DeliveryEventType.x === 'x'`) and the union type of those values. */
+export const DeliveryEventType = {
+  delivery_started: 'delivery_started',
+  delivery_committed: 'delivery_committed',
+  delivery_failed: 'delivery_failed',
+  delivery_interrupted: 'delivery_interrupted',
+} as const;
+export type DeliveryEventType = (typeof DeliveryEventType)[keyof typeof DeliveryEventType];
+/** Every state of x-coven-automata.delivery.v1, in spec order. */
+export const DELIVERY_STATES: readonly DeliveryState[] = ['none', 'pending', 'committed', 'failed', 'ambiguous'];
+/** Every event name of x-coven-automata.delivery.v1, in the order the spec first uses it. */
+export const DELIVERY_EVENT_TYPES: readonly DeliveryEventType[] = [
+  'delivery_started',
+  'delivery_committed',
+  'delivery_failed',
+  'delivery_interrupted',
+];
+/** The terminal states of x-coven-automata.delivery.v1: no transition leaves them. */
+export const DELIVERY_TERMINAL_STATES: ReadonlySet<DeliveryState> = new Set<DeliveryState>([
+  'committed',
+  'failed',
+  'ambiguous',
+]);
+/** The live (non-terminal) states of x-coven-automata.delivery.v1. */
+export const DELIVERY_LIVE_STATES: ReadonlySet<DeliveryState> = new Set<DeliveryState>(['none', 'pending']);
+/** `value` is a state of x-coven-automata.delivery.v1. */
+export const isDeliveryState = (value: string): value is DeliveryState =>
+  (DELIVERY_STATES as readonly string[]).includes(value);
+/** `state` is a terminal state of x-coven-automata.delivery.v1. */
+export const isDeliveryTerminal = (state: string): state is DeliveryState =>
+  (DELIVERY_TERMINAL_STATES as ReadonlySet<string>).has(state);
+/** `state` is a live (non-terminal) state of x-coven-automata.delivery.v1. */
+export const isDeliveryLive = (state: string): state is DeliveryState =>
+  (DELIVERY_LIVE_STATES as ReadonlySet<string>).has(state);

@@ -9,6 +9,7 @@ import { attemptMachine } from './attempt.js';
 import { outboxMachine } from './outbox.js';
 import { runHoldMachine } from './run-hold.js';
 import { quarantineMachine } from './quarantine.js';
+import { deliveryMachine } from './delivery.js';
 
 export { definitionMachine } from './definition.js';
 export { occurrenceMachine } from './occurrence.js';
@@ -17,6 +18,7 @@ export { attemptMachine } from './attempt.js';
 export { outboxMachine } from './outbox.js';
 export { runHoldMachine } from './run-hold.js';
 export { quarantineMachine } from './quarantine.js';
+export { deliveryMachine } from './delivery.js';
 export * from './states.js';
 export * from './extension-states.js';
 
@@ -33,10 +35,11 @@ export const extensionMachines = {
   'x-coven-automata.outbox.v1': outboxMachine,
   'x-coven-automata.run-hold.v1': runHoldMachine,
   'x-coven-automata.quarantine.v1': quarantineMachine,
+  'x-coven-automata.delivery.v1': deliveryMachine,
 } as const;
 
 /** The specs these machines were generated from (JCS SHA-256 of each): the invariant suite checks them. */
 export const GENERATED_FROM = {
   contractSpecSha256: '7cbf7d72a2cccdf9c08efc0dc58c2990eee19e2b374ee5b7de07efc59379924f',
-  extensionSpecSha256: '1ff91c327f292a5d7ad90600f262e45e5e239c47e784d655eb36496e1b654985',
+  extensionSpecSha256: 'e0a144a154836147c299fb7ac49bc8257c8d1bc4241afcaa6a8a89857c7292f2',
 } as const;

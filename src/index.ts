@@ -124,6 +124,7 @@ export {
 export { canonicalJson, jcsSha256, integrityOf, verifyIntegrity, type Digest } from './contract/digest.js';
 export { validateAgainst, type SchemaName } from './contract/schemas.js';
 export { CAPABILITY_PROFILE } from './contract/capabilities.js';
+export { AtomicFileDelivery, type DeliveryCommit, type OutputDelivery } from './runtime/output-delivery.js';
 export { Schedule } from './schedule/schedule.js';
 export { parseRrule, type ScheduleRule } from './schedule/rrule.js';
 export { loadLifecycleSpec, type LifecycleSpec } from './spec/lifecycle-spec.js';

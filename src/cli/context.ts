@@ -1,4 +1,5 @@
 import { mkdirSync } from 'node:fs';
+import { AtomicFileDelivery } from '../runtime/output-delivery.js';
 import { join, resolve } from 'node:path';
 import { defaultRequirements } from '../command-handler/context.js';
 import type { CommandResponse } from '../command-handler/envelope.js';
@@ -31,7 +32,16 @@ export interface CliOptions {
   cwdRoot?: string[];
   /** Repeatable: engine environment variables children receive beyond the allowlist. */
   passEnv?: string[];
+  /** Where atomic outputTargets are delivered (default: `deliveries` beside the store). */
+  deliveryRoot?: string;
 }
+
+/**
+ * The folder atomic outputTargets resolve under: `--delivery-root`, else `deliveries` in the store's folder, a
+ * folder of its own so no target can name the store file or the sessions beside it.
+ */
+export const deliveryRootOf = (options: CliOptions, folder: string): string =>
+  options.deliveryRoot === undefined ? join(folder, 'deliveries') : resolve(options.deliveryRoot);
 
 /** The CLI's error for user mistakes: printed as one line, no stack trace, exit code 1. */
 export class CliError extends Error {}
@@ -125,6 +135,7 @@ async function onStore<T>(
       store,
       runtimes: [runtime],
       requirements,
+      delivery: new AtomicFileDelivery(deliveryRootOf(options, folder)),
       ...(retention === undefined ? {} : { retention }),
     });
     return await body(engine, store);

@@ -60,6 +60,10 @@ export function buildProgram(): Command {
       collect,
     )
     .option(
+      '--delivery-root <dir>',
+      "the folder atomic outputTargets are delivered under (default: deliveries in the store's folder)",
+    )
+    .option(
       '--pass-env <name>',
       'an engine environment variable children receive beyond the allowlist, repeatable',
       collect,

@@ -1,6 +1,8 @@
 import { ContractError } from './errors.js';
 import { SCHEMA_VERSION } from './vocabulary.js';
 
+const HOME_RELATIVE = 'a "~" target depends on the host user; name the target relative to the delivery root';
+
 /**
  * What this engine executes, in the shape of the contract's capabilities.json: positive variants, and
  * refused ones with the reason. Anything not listed as supported is refused with CAPABILITY_UNSUPPORTED.
@@ -26,7 +28,16 @@ export const CAPABILITY_PROFILE = {
       { variant: 'dst.gap.skip' },
       { variant: 'dst.fold.first' },
     ],
-    deliveryPolicies: [],
+    deliveryPolicies: [
+      {
+        variant: 'outputTarget.atomic',
+        notes:
+          'the output of a succeeded session is spooled beside the target (relative to the engine delivery root), ' +
+          'synced, renamed over it and its folder synced; x-coven-automata.delivery.v1 records it pending before ' +
+          'the write; a delivery that does not commit fails its attempt, so the run never reads as succeeded; a ' +
+          'delivery found pending with no engine writing it is ambiguous and never rewritten',
+      },
+    ],
     retentionPolicies: [{ variant: 'retention.standard' }],
     profiles: [
       {
@@ -47,10 +58,7 @@ export const CAPABILITY_PROFILE = {
     { variant: 'action.pipeline', reason: 'not a v1 action' },
     { variant: 'misfire.backfill', reason: 'v1 collapses missed slots into the latest' },
     { variant: 'timezone.local.durable', reason: '"local" must resolve to utc or an IANA zone before it is stored' },
-    {
-      variant: 'outputTarget.atomic',
-      reason: 'no pinned-revision, crash-recoverable delivery state machine exists yet',
-    },
+    { variant: 'outputTarget.home-relative', reason: HOME_RELATIVE },
   ],
 } as const;
 
@@ -109,10 +117,33 @@ export function negotiateDefinition(body: unknown): void {
  */
 export function refuseUnexecutedShapes(body: {
   trigger: { schedule: { timezone: string } };
-  policies: { delivery?: unknown };
+  policies: { delivery?: { outputTarget: string } };
 }): void {
   if (body.trigger.schedule.timezone === 'local')
     refuse('timezone.local.durable', '"local" must resolve to utc or an IANA zone before it is stored');
-  if (body.policies.delivery !== undefined)
-    refuse('outputTarget.atomic', 'no pinned-revision, crash-recoverable delivery state machine exists yet');
+  if (body.policies.delivery !== undefined) checkOutputTarget(body.policies.delivery.outputTarget);
+}
+
+/**
+ * An atomic outputTarget names a file under the engine's delivery root: relative, without `..` segments, so no
+ * stored definition can reach outside that root whichever engine runs it. A home-relative target is refused like
+ * a "local" timezone: what it names depends on the host. Pure: the delivery port checks the disk again.
+ */
+export function checkOutputTarget(target: string, field = 'payload.definition.policies.delivery.outputTarget'): void {
+  if (target.startsWith('~')) refuse('outputTarget.home-relative', HOME_RELATIVE);
+  const segments = target.split(/[\\/]/);
+  const problem =
+    target.trim().length === 0
+      ? 'is empty'
+      : target.startsWith('/') || target.startsWith('\\') || /^[A-Za-z]:/.test(target)
+        ? 'is absolute; name it relative to the delivery root'
+        : target.includes('\0')
+          ? 'contains a NUL character'
+          : segments.includes('..')
+            ? 'leaves the delivery root through a ".." segment'
+            : segments.at(-1) === '' || segments.at(-1) === '.'
+              ? 'names a folder, not a file'
+              : undefined;
+  if (problem !== undefined)
+    throw new ContractError('VALIDATION_FAILED', `outputTarget ${problem}`, { field, outputTarget: target });
 }

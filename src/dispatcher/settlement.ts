@@ -270,6 +270,7 @@ export async function afterTerminalEvidence(
   attemptId: string,
   evidence: TerminalEvidence,
   receiptRef: string,
+  undelivered?: string,
 ): Promise<void> {
   const occurrence = await loadOccurrence(step.tx, occurrenceId);
   const run = await loadRun(step.tx, runId);
@@ -285,7 +286,9 @@ export async function afterTerminalEvidence(
   const o = occurrenceContext(occurrence);
   const attempts = Math.max(o.attemptCount, n);
   if (holdWindowOpen(o, step.now, attempts)) {
-    const reason = 'held for operator retry after a failed attempt';
+    // An undelivered output failed the attempt like any failure; the reason says so while the run is held.
+    const held = 'held for operator retry after a failed attempt';
+    const reason = undelivered === undefined ? held : `${held} (${undelivered})`.slice(0, 500);
     await holdForOperatorRetry(step, occurrence, run, { type: 'hold_opened', actor: 'dispatcher', attempts }, reason);
     return;
   }
@@ -295,9 +298,9 @@ export async function afterTerminalEvidence(
     'occurrence',
     occurrenceId,
     { type: 'run_settled', actor: 'dispatcher', evidence, attemptNumber: n },
-    (a) => ({ ...a, stateReason: 'run_failed', updatedAt: step.now }),
+    (a) => ({ ...a, stateReason: undelivered ?? 'run_failed', updatedAt: step.now }),
   );
-  await settleRunFailed(step, runId, attemptId, n, 'runtime evidence proves failure', 'runtime_error');
+  await settleRunFailed(step, runId, attemptId, n, undelivered ?? 'runtime evidence proves failure', 'runtime_error');
 }
 
 /** Verified success settles the occurrence, then the run, both pointing at the attempt's receipt. */

@@ -47,6 +47,8 @@ export interface DispatcherSteps {
     attemptId: string,
     evidence: TerminalEvidence,
     receiptRef: string,
+    /** Set when the attempt failed because its output delivery did not commit: the reason, for the records. */
+    undelivered?: string,
   ): Promise<void>;
   /** A held run whose deadline passed settles failed, with its occurrence. */
   settleExpiredHold(step: StepContext, occurrence: OccurrenceRecord): Promise<void>;

@@ -12,6 +12,12 @@ import {
 } from './records.js';
 import type { Runtime } from '../runtime/runtime.js';
 
+const sha256Digest = (value: string) => ({
+  algorithm: 'sha256' as const,
+  canonicalization: 'jcs-rfc8785' as const,
+  value,
+});
+
 export const receiptIdFor = (attemptId: string) => `receipt-${attemptId}`.slice(0, 160);
 
 /**
@@ -26,6 +32,7 @@ export async function recordReceipt(
   attempt: AttemptRecord,
   outcome: Receipt['outcome'],
   resultDigest?: string,
+  deliveryDigest?: string,
 ): Promise<Receipt> {
   const a = attemptContext(attempt);
   const r = run.data.attributes;
@@ -43,11 +50,8 @@ export async function recordReceipt(
     identity: { familiarId: r.binding.familiar.familiarId },
     authority: { principal: r.binding.authority.principal },
     runtime: { runtimeId: r.binding.runtime.runtimeId, capabilities: r.binding.runtime.capabilities },
-    ...(resultDigest === undefined
-      ? {}
-      : {
-          resultDigest: { algorithm: 'sha256' as const, canonicalization: 'jcs-rfc8785' as const, value: resultDigest },
-        }),
+    ...(deliveryDigest === undefined ? {} : { deliveryDigest: sha256Digest(deliveryDigest) }),
+    ...(resultDigest === undefined ? {} : { resultDigest: sha256Digest(resultDigest) }),
     sideEffectClass: runtime?.sideEffectClass ?? 'irreversible_external_mutation',
     // Sealed over published-safe text: a runtime's detail may quote paths or credentials, and a receipt whose
     // published (redacted) copy differed from what its digest covers could never be verified by its reader.

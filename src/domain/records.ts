@@ -31,6 +31,11 @@ export const KINDS = {
   quarantine: 'quarantine',
   /** `<runId>`: x-coven-automata.run-hold.v1 (an extension machine), written once a run's hold first opens. */
   runHold: 'run-hold',
+  /**
+   * `<attemptId>`: x-coven-automata.delivery.v1 (an extension machine), written pending before a succeeded
+   * attempt's output is delivered to its run's pinned atomic outputTarget.
+   */
+  delivery: 'delivery',
 } as const;
 
 export interface OccurrenceAttributes {
@@ -127,9 +132,17 @@ export interface Receipt {
   identity: { familiarId: string };
   authority?: { principal: { principalId: string } };
   runtime: { runtimeId: string; capabilities: string[] };
+  /** Digest of the bytes an atomic outputTarget received, when the run's delivery committed. */
+  deliveryDigest?: Digest;
   resultDigest?: Digest;
   sideEffectClass: SideEffectClass;
-  outcome: { disposition: string; failureClass?: string; detail?: string; recoveryDisposition?: string };
+  outcome: {
+    disposition: string;
+    failureClass?: string;
+    detail?: string;
+    partialFailures?: Array<{ step: string; reason: string; recovered?: boolean }>;
+    recoveryDisposition?: string;
+  };
   producedAt: string;
   producer: { component: string; instanceId: string };
   integrity: Digest & { authentication: 'none' };

@@ -6,6 +6,7 @@ import { readEntity, type EntityRecord } from '../actors/entity-transition.js';
 import { ContractError } from '../contract/errors.js';
 import type { Store, StoreReader, StoreTransaction } from '../store/store.js';
 import type { Runtime } from '../runtime/runtime.js';
+import type { OutputDelivery } from '../runtime/output-delivery.js';
 import { Schedule } from '../schedule/schedule.js';
 import { DefinitionDirectory, type PlanCursor } from './definition-directory.js';
 import { VersionedRecords } from './versioned-records.js';
@@ -70,6 +71,13 @@ export class EngineServices {
    * for them; any other `sending` launch is an orphan whose outcome must come from runtime evidence.
    */
   readonly launchesInFlight = new Set<string>();
+  /**
+   * Attempts whose run's output this engine is delivering now (between the pending commit and the settling one).
+   * Only this process can answer for them; any other pending delivery was interrupted.
+   */
+  readonly deliveriesInFlight = new Set<string>();
+  /** Where runs of definitions with an atomic outputTarget deliver (the engine option `delivery`). */
+  delivery: OutputDelivery | undefined;
   /** Engine-clock instant of this instance's last owner-lease renewal. */
   ownerLeaseRenewedAt = Number.NEGATIVE_INFINITY;
   /** The scheduler generation this instance acquired on its first pass (scheduler-generation.ts). */

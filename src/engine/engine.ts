@@ -1,17 +1,10 @@
 import { OccurrenceState } from '../../machines/index.js';
 import { CommandHandler } from '../command-handler/command-handler.js';
-import {
-  DEFAULT_PRODUCER,
-  defaultNewId,
-  defaultRequirements,
-  type RequirementsCheck,
-} from '../command-handler/context.js';
-import type { ProducerIdentity } from '../changefeed/event-envelope.js';
+import { DEFAULT_PRODUCER, defaultNewId, defaultRequirements } from '../command-handler/context.js';
 import { disownLaunch, markLaunchSending, releaseLaunch, sendMarkedLaunch } from '../dispatcher/launch-release.js';
-import type { Runtime } from '../runtime/runtime.js';
-import { StoreConflictError, StreamSequenceError, type Store } from '../store/store.js';
+import { StoreConflictError, StreamSequenceError } from '../store/store.js';
 import { Worker } from '../worker/worker.js';
-import { systemClock, type Clock } from '../clock/clock.js';
+import { systemClock } from '../clock/clock.js';
 import { LIVE_INDEX, type StepContext } from '../domain/lifecycle.js';
 import { KINDS, stateOf, type OccurrenceRecord } from '../domain/records.js';
 import { PENDING_LAUNCH } from '../domain/outbox.js';
@@ -23,10 +16,9 @@ import { registerLiveInstance, renewOwnerLease, RENEWALS_PER_LEASE } from '../do
 import type { PassRun, TickReport } from './pass-phases.js';
 import { confineCwd } from '../command-handler/cwd-requirements.js';
 import { InspectionFeed } from '../domain/inspection-feed.js';
-import type { InspectionSink } from '../domain/inspection.js';
 import { operatorCommands } from '../command-handler/operator-commands.js';
 import type { QueuedLaunch } from '../command-handler/context.js';
-import { RetentionPolicy, type RetentionOptions } from '../retention/policy.js';
+import { RetentionPolicy } from '../retention/policy.js';
 import { type LaunchOutcome } from '../domain/launch-outcome.js';
 import { ENGINE_PARTS, type EngineParts } from './parts.js';
 import { ExitCues } from './exit-cues.js';
@@ -39,55 +31,9 @@ import { holdGeneration, leadershipOf, StaleGenerationError, type Leadership } f
  */
 export const COMMIT_WAKE_MS = 100;
 
-export interface EngineOptions {
-  store: Store;
-  /** Runtimes by the `runtimeRequirements.runtimeId` definitions name. */
-  runtimes: Runtime[];
-  clock?: Clock;
-  /** Names this engine in claims (`claimedBy`) and event producers; unique per process. */
-  instanceId?: string;
-  /**
-   * A claim's lease (default {@link DEFAULT_LEASE_SECONDS}). The engine renews its own owner lease while it
-   * runs, so this bounds how long a dead engine's undecided launches wait before recovery, not how long a
-   * live one may take.
-   */
-  leaseSeconds?: number;
-  /**
-   * The host this engine's owner lease names (default `os.hostname()`). Engines whose leases name the same host
-   * judge each other's liveness by process id at once; across hosts, a dead engine's work waits out its lease.
-   * Set it where host names repeat across machines or process ids are not comparable (containers sharing a name).
-   */
-  host?: string;
-  /** The lease in minutes, as upstream configures it; `leaseSeconds` wins when both are given. */
-  leaseMinutes?: number;
-  /**
-   * Definitions, occurrences or attempts a pass phase handles at once (default 64). Each still commits in its
-   * own transaction; concurrency lets the store share one durable write among them. 1 keeps strict order.
-   */
-  passConcurrency?: number;
-  /**
-   * Due definitions the planning phase plans at once (default 256; `passConcurrency` when only that is
-   * given, so 1 still keeps strict order). Each plan is still its own transaction.
-   */
-  planConcurrency?: number;
-  producer?: ProducerIdentity;
-  newId?: () => string;
-  requirements?: RequirementsCheck;
-  /**
-   * A Stately inspector (`createInspector(adapter)` from @statelyai/inspect, or any {@link InspectionSink}):
-   * fed from the committed changefeed, in commit order, from the engine's construction until {@link Engine.stop}.
-   * Every definition, occurrence, run and attempt appears once, from its first state, then every transition.
-   */
-  inspector?: InspectionSink;
-  /**
-   * Retention of settled history by the contract's classes (default: ephemeral 1 day, standard 30, extended
-   * 365, legal_hold forever). Each compacted occurrence and run keeps one `feed.snapshot` event with its final
-   * state; its records and earlier events leave the store. `false` keeps all history.
-   */
-  retention?: RetentionOptions | false;
-  /** The timers {@link Engine.start} schedules passes with (default: the host's); see {@link EngineTimers}. */
-  timers?: EngineTimers;
-}
+import type { EngineOptions } from './engine-options.js';
+
+export type { EngineOptions };
 
 /**
  * Fault injection for conformance scenarios: the pass stops right after the named phase's commits, as if
@@ -159,6 +105,7 @@ export class Engine {
     );
     if (options.passConcurrency !== undefined) this.services.passConcurrency = options.passConcurrency;
     if (options.host !== undefined) this.services.host = options.host;
+    this.services.delivery = options.delivery;
     const planConcurrency = options.planConcurrency ?? options.passConcurrency;
     if (planConcurrency !== undefined) this.services.planConcurrency = planConcurrency;
     this.retention = options.retention === false ? undefined : RetentionPolicy.from(options.retention);

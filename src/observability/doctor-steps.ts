@@ -96,6 +96,15 @@ export const FINDINGS = {
       'do not drop the binding or loosen requiredCapabilities to force a dispatch',
     ],
   },
+  'delivery.commit-failures': {
+    severity: 'error',
+    steps: [
+      'read why each delivery did not commit: coven-automata history <automationId> (the run and its receipt say it)',
+      'check the delivery root and the target folder (space, permissions) before the next run delivers again',
+      'an ambiguous delivery is never rewritten: compare the target with the receipt of the last committed ' +
+        'delivery (its deliveryDigest) before anyone relies on it',
+    ],
+  },
   'receipts.unverified': {
     severity: 'error',
     steps: ['do not trust the receipt; check it again: coven-automata verify <receipt file>'],

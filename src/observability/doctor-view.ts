@@ -1,4 +1,6 @@
 import { QuarantineState } from '../../machines/extension-states.js';
+import { deliveryView, type DeliveryRecord } from '../domain/delivery.js';
+import { DeliveryState } from '../../machines/extension-states.js';
 import { DefinitionState } from '../../machines/index.js';
 import { verifyIntegrity } from '../contract/digest.js';
 import type { Engine } from '../engine/engine.js';
@@ -72,6 +74,12 @@ export interface DoctorView {
   occurrences: OccurrenceView[];
   runs: RunView[];
   receipts: Array<{ receiptId: string; runId: string; verified: boolean }>;
+  /** Runs whose atomic output delivery did not commit (failed, or ambiguous after an interruption). */
+  undelivered: Array<{
+    runId: string;
+    automationId: string;
+    state: typeof DeliveryState.failed | typeof DeliveryState.ambiguous;
+  }>;
   ownerLeases: Array<{ instanceId: string; expiresAt: string }>;
   retentionBacklog: RetentionBacklogEntry[];
   /** Live bound definitions whose familiar revision the registry no longer holds (Runtime Authority). */
@@ -207,6 +215,14 @@ export async function readDoctorView(engine: Engine, reader: StoreReader, option
     for (const r of page)
       receipts.push({ receiptId: r.id, runId: String(r.data.runId), verified: verifyIntegrity(r.data).valid });
   });
+  const undelivered: DoctorView['undelivered'] = [];
+  await forEachPage<DeliveryRecord['data']>(reader, KINDS.delivery, PAGE, (page) => {
+    for (const record of page) {
+      const d = deliveryView(record as DeliveryRecord);
+      if (d.state === DeliveryState.failed || d.state === DeliveryState.ambiguous)
+        undelivered.push({ runId: d.runId, automationId: d.automationId, state: d.state });
+    }
+  });
   const leases = await reader.list<OwnerLease>(OWNER_LEASE_KIND);
   const policy = options.retention === false ? undefined : RetentionPolicy.from(options.retention);
   const definitions = await definitionViews(engine, reader);
@@ -215,6 +231,7 @@ export async function readDoctorView(engine: Engine, reader: StoreReader, option
     occurrences,
     runs: await runViews(reader),
     receipts,
+    undelivered,
     ownerLeases: leases.map((l) => ({ instanceId: l.id, expiresAt: l.data.expiresAt })),
     retentionBacklog: await retentionBacklog(reader, policy, options.now.getTime()),
     staleBindings: definitions.stale,

@@ -1,4 +1,5 @@
 import { redactPublished } from '../contract/redaction.js';
+import { DeliveryState } from '../../machines/extension-states.js';
 import { authorityFindings, unresolvedRefusals } from './doctor-authority.js';
 import { FINDINGS, SURFACE, type FindingCode, type Severity } from './doctor-steps.js';
 import { AttemptState, DefinitionState, OccurrenceState, RunState } from '../../machines/index.js';
@@ -249,6 +250,16 @@ function judgeRecords({ view, facts }: Judged, push: Push): void {
       unverified.map((r) => r.receiptId),
       `${plural(unverified.length, 'receipt')} whose integrity digest does not verify`,
     );
+  if (view.undelivered.length > 0) {
+    const ambiguous = view.undelivered.filter((d) => d.state === DeliveryState.ambiguous).length;
+    push(
+      'delivery.commit-failures',
+      view.undelivered.map((d) => d.runId),
+      `${plural(view.undelivered.length, 'run')} whose output delivery did not commit` +
+        (ambiguous > 0 ? ` (${ambiguous} interrupted while pending, ambiguous)` : '') +
+        '; their attempts failed, so none reads as succeeded',
+    );
+  }
   const lagging = (facts.subscribers ?? []).filter((s) => s.behind > CURSOR_LAG_EVENTS);
   if (lagging.length > 0)
     push(

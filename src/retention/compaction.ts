@@ -1,4 +1,5 @@
 import { ATTEMPT_TERMINAL_STATES } from '../../machines/index.js';
+import { PENDING_DELIVERY_INDEX } from '../domain/delivery.js';
 import { appendEvent, storeStream, type EventEnvelope, type StreamRef } from '../changefeed/event-envelope.js';
 import { advanceFeedHorizon } from '../changefeed/changefeed.js';
 import { receiptIdFor } from '../domain/receipts.js';
@@ -192,6 +193,8 @@ async function compactOccurrence(
         await expireIfPresent(step, 'pending-launch', outboxIdFor(attempt.id, g));
       }
       await expireIfPresent(step, 'adoption', a.adoptionKey);
+      await expireIfPresent(step, KINDS.delivery, attempt.id);
+      await expireIfPresent(step, PENDING_DELIVERY_INDEX, attempt.id);
       if (keepReceipts) {
         if ((await step.tx.get(KINDS.receipt, receiptIdFor(attempt.id))) !== undefined)
           receiptIds.push(receiptIdFor(attempt.id));

@@ -365,6 +365,13 @@ export class ChildProcessRuntime implements Runtime {
     };
   }
 
+  /** The session's log (the command's stdout and stderr), once the wrapper recorded its exit. */
+  async sessionOutput(sessionId: string): Promise<string | undefined> {
+    const paths = this.paths(sessionId);
+    if (!existsSync(paths.exit) || !existsSync(paths.log)) return undefined;
+    return readFileSync(paths.log, 'utf8');
+  }
+
   private async exitObservation(paths: SessionPaths): Promise<Observation | undefined> {
     if (!existsSync(paths.exit)) return undefined;
     const exitCode = Number(readFileSync(paths.exit, 'utf8'));

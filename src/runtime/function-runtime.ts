@@ -10,7 +10,7 @@ export interface FunctionResult {
 }
 
 interface Session {
-  settled?: { outcome: 'succeeded' | 'failed'; digest: string; detail?: string };
+  settled?: { outcome: 'succeeded' | 'failed'; digest: string; output?: string; detail?: string };
   abort: AbortController;
 }
 
@@ -58,7 +58,8 @@ export class FunctionRuntime implements Runtime {
       .then(() => this.run(request, session.abort.signal))
       .then(
         (result) => {
-          session.settled = { outcome: result.outcome, digest: sha256Hex(result.output ?? '') };
+          const output = result.output ?? '';
+          session.settled = { outcome: result.outcome, digest: sha256Hex(output), output };
         },
         (error: unknown) => {
           session.settled = {
@@ -89,6 +90,11 @@ export class FunctionRuntime implements Runtime {
       outputDigest: session.settled.digest,
       ...(session.settled.detail === undefined ? {} : { detail: session.settled.detail }),
     };
+  }
+
+  /** What the session's function returned as its output, once it returned. */
+  async sessionOutput(sessionId: string): Promise<string | undefined> {
+    return this.sessions.get(sessionId)?.settled?.output;
   }
 
   /**

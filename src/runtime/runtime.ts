@@ -87,6 +87,12 @@ export interface Runtime {
    * it is observed by passes only, and passes still observe every session, so a lost cue costs time, not work.
    */
   onSessionExit?(listener: (exit: SessionExit) => void): () => void;
+  /**
+   * The output of an ended session, as an atomic outputTarget receives it, when this runtime keeps one. Read only
+   * after `observe` reported the session exited with success; a runtime without it cannot serve a definition that
+   * delivers (its runs' deliveries fail, and the runs settle failed).
+   */
+  sessionOutput?(sessionId: string): Promise<string | undefined>;
 }
 
 /** One entry of a runtime's launch log: what invariant checks compare against the store's history. */

@@ -166,6 +166,11 @@ export class SimulatedRuntime implements Runtime {
     }
   }
 
+  /** The output whose digest a succeeded simulated session reports (see `digestOf`). */
+  async sessionOutput(sessionId: string): Promise<string | undefined> {
+    return this.sessions.has(sessionId) ? outputOf(sessionId, 0) : undefined;
+  }
+
   async launchEvidence(sessionKey: string): Promise<LaunchEvidence> {
     if (!this.keepsEvidence) return { evidence: 'unknown', detail: 'this simulated runtime keeps no launch evidence' };
     const sessionId = this.byKey.get(sessionKey);
@@ -189,5 +194,7 @@ export class SimulatedRuntime implements Runtime {
 
 /** The simulated session's "output" is its id and exit code; its digest is a real SHA-256 of that. */
 function digestOf(sessionId: string, code: number): string {
-  return sha256Hex(`${sessionId}\u0000${code}`);
+  return sha256Hex(outputOf(sessionId, code));
 }
+
+const outputOf = (sessionId: string, code: number) => `${sessionId}\u0000${code}`;

@@ -10,7 +10,10 @@ import { packageRoot } from '../contract/package-root.js';
  * part of coven.automations.v1; their spec lives in its own file under spec/coven-automata/.
  */
 export type ExtensionMachineId =
-  'x-coven-automata.outbox.v1' | 'x-coven-automata.run-hold.v1' | 'x-coven-automata.quarantine.v1';
+  | 'x-coven-automata.outbox.v1'
+  | 'x-coven-automata.run-hold.v1'
+  | 'x-coven-automata.quarantine.v1'
+  | 'x-coven-automata.delivery.v1';
 
 /** One extension machine; the same shape as a contract machine plus a description of what it models. */
 export interface ExtensionMachine {

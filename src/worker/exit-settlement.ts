@@ -1,9 +1,10 @@
-import { AttemptState } from '../../machines/index.js';
+import { AttemptState, DeliveryState } from '../../machines/index.js';
 import type { ActorServices, ActorSteps } from '../domain/actor-steps.js';
 import { loadAttempt, loadOccurrence, loadRun } from '../domain/entities.js';
 import { moveEntity, type StepContext } from '../domain/lifecycle.js';
-import { attemptContext, stateOf, type AttemptAttributes } from '../domain/records.js';
+import { attemptContext, stateOf, type AttemptAttributes, type Receipt } from '../domain/records.js';
 import { receiptIdFor, recordReceipt } from '../domain/receipts.js';
+import { pinnedOutputTarget } from '../domain/delivery.js';
 import type { TerminalEvidence } from '../guards/common.js';
 import type { Observation } from '../runtime/runtime.js';
 
@@ -12,6 +13,17 @@ export type ExitObservation = Extract<Observation, { status: 'exited' }>;
 
 /** What settling on an exit needs of the engine: the attempt's runtime (for the receipt) and the other actors. */
 export type SettlingServices = ActorServices & { readonly actors: ActorSteps };
+
+/** How a delivering run's output delivery ended, when it has ended: only `committed` lets the run succeed. */
+export type DeliveryOutcome =
+  { state: 'committed'; digest: string } | { state: 'failed' | 'ambiguous'; reason: string };
+
+/** Verified success, as the dispatcher settles it: a succeeded exit with code 0 (or none). */
+export const succeededExit = (o: ExitObservation): boolean =>
+  o.outcome === 'succeeded' && (o.exitCode === null || o.exitCode === 0);
+
+/** Occurrence and run state reasons are at most 500 characters. */
+const reasonText = (reason: string) => (reason.length <= 500 ? reason : `${reason.slice(0, 497)}...`);
 
 /**
  * An exited session settles its started attempt, in the caller's transaction: a cancellation the runtime
@@ -25,6 +37,7 @@ export async function settleOnExit(
   attemptId: string,
   sessionId: string,
   observation: ExitObservation,
+  delivery?: DeliveryOutcome,
 ): Promise<boolean> {
   const attempt = await loadAttempt(step.tx, attemptId);
   const state = stateOf(attempt);
@@ -35,8 +48,17 @@ export async function settleOnExit(
     await svc.actors.commandHandler.acknowledgeCancellation(svc, step, attemptId, sessionId);
     return true;
   }
-  await settleByEvidence(svc, step, attempt, sessionId, observation);
+  // A success of a run that delivers settles only with its delivery's outcome (worker/delivery.ts): here, as in
+  // a launch answer's commit, it waits for that path.
+  if (delivery === undefined && succeededExit(observation) && (await owesDelivery(step, attempt))) return false;
+  await settleByEvidence(svc, step, attempt, sessionId, observation, delivery);
   return true;
+}
+
+async function owesDelivery(step: StepContext, attempt: Awaited<ReturnType<typeof loadAttempt>>): Promise<boolean> {
+  const run = await loadRun(step.tx, attemptContext(attempt).runId);
+  const { automationId, automationRevision } = run.data.attributes;
+  return (await pinnedOutputTarget(step.tx, automationId, automationRevision)) !== undefined;
 }
 
 async function settleByEvidence(
@@ -45,14 +67,18 @@ async function settleByEvidence(
   attempt: Awaited<ReturnType<typeof loadAttempt>>,
   sessionId: string,
   observation: ExitObservation,
+  delivery: DeliveryOutcome | undefined,
 ): Promise<void> {
   const a = attemptContext(attempt);
+  const reason =
+    delivery === undefined || delivery.state === DeliveryState.committed ? undefined : reasonText(delivery.reason);
   const run = await loadRun(step.tx, a.runId);
   const occurrence = await loadOccurrence(step.tx, a.occurrenceId);
   const runtime = svc.runtime(attempt.data.attributes.runtimeId);
+  // A run whose output did not reach its target did not do its work: its attempt fails, whatever the session did.
   const evidence: TerminalEvidence & { outputDigest?: string } = {
     sessionId,
-    outcome: observation.outcome,
+    outcome: reason === undefined ? observation.outcome : 'failed',
     exitCode: observation.exitCode,
     verified: true,
     ...(observation.outputDigest === undefined ? {} : { outputDigest: observation.outputDigest }),
@@ -66,31 +92,47 @@ async function settleByEvidence(
       ...x,
       evidence,
       stateReason:
-        observation.outcome === 'succeeded'
+        reason ??
+        (observation.outcome === 'succeeded'
           ? 'verified completion evidence'
-          : `verified failure evidence (exit ${String(observation.exitCode)})`,
+          : `verified failure evidence (exit ${String(observation.exitCode)})`),
       settledAt: step.now,
     }),
   );
   // The occurrence and run settle first; the receipt is written in the same commit, so nothing can observe
   // either settled without it, and the changefeed reads settled -> finished -> sealed.
   const receiptId = receiptIdFor(attempt.id);
-  await svc.actors.dispatcher.afterTerminalEvidence(step, occurrence.id, run.id, attempt.id, evidence, receiptId);
+  await svc.actors.dispatcher.afterTerminalEvidence(
+    step,
+    occurrence.id,
+    run.id,
+    attempt.id,
+    evidence,
+    receiptId,
+    reason,
+  );
   await recordReceipt(
     step,
     runtime,
     occurrence,
     run,
     settledAttempt.record as Awaited<ReturnType<typeof loadAttempt>>,
-    {
-      disposition: settledAttempt.to,
-      ...(settledAttempt.to === AttemptState.failed ? { failureClass: 'runtime_error' } : {}),
-      detail:
-        settledAttempt.to === AttemptState.succeeded
-          ? 'verified completion evidence'
-          : `exit ${String(observation.exitCode)}`,
-      recoveryDisposition: 'not_required',
-    },
+    receiptOutcome(settledAttempt.to, observation.exitCode, reason),
     observation.outputDigest,
+    delivery?.state === DeliveryState.committed ? delivery.digest : undefined,
   );
+}
+
+/** The receipt's outcome of an exit-settled attempt; an undelivered output is named as the delivery step's failure. */
+function receiptOutcome(to: string, exitCode: number | null, undelivered: string | undefined): Receipt['outcome'] {
+  return {
+    disposition: to,
+    ...(to === AttemptState.failed ? { failureClass: 'runtime_error' } : {}),
+    detail:
+      undelivered ?? (to === AttemptState.succeeded ? 'verified completion evidence' : `exit ${String(exitCode)}`),
+    ...(undelivered === undefined
+      ? {}
+      : { partialFailures: [{ step: 'delivery', reason: undelivered, recovered: false }] }),
+    recoveryDisposition: 'not_required',
+  };
 }

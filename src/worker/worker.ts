@@ -1,11 +1,12 @@
 import { AttemptState } from '../../machines/index.js';
 import { forEachConcurrently } from '../domain/concurrency.js';
 import { LIVE_INDEX, type StepContext } from '../domain/lifecycle.js';
-import { KINDS, stateOf } from '../domain/records.js';
+import { attemptContext, KINDS, stateOf, type AttemptRecord } from '../domain/records.js';
 import type { EngineServices } from '../domain/services.js';
 import type { Observation } from '../runtime/runtime.js';
 import { openEvidenceStream } from './evidence-stream.js';
 import { settleOnExit } from './exit-settlement.js';
+import { interruptOrphanedDeliveries, settleDelivering } from './delivery.js';
 import { ownerAlive } from '../domain/owner-lease.js';
 import { loadAttempt } from '../domain/entities.js';
 
@@ -22,6 +23,11 @@ export class Worker {
 
   /** Observes every live attempt; one attempt's failure is reported and does not stop the others. */
   async observeAll(errors: Error[] = []): Promise<number> {
+    try {
+      await interruptOrphanedDeliveries(this.svc);
+    } catch (error) {
+      errors.push(new Error(`worker: pending deliveries: ${(error as Error).message}`, { cause: error }));
+    }
     const live = await this.svc.store.read((r) => r.list(LIVE_INDEX.attempt));
     let settled = 0;
     await forEachConcurrently(live, this.svc.passConcurrency, async ({ id }) => {
@@ -63,6 +69,12 @@ export class Worker {
         await this.svc.step((step) => openEvidenceStream(step, attemptId, sessionId, observation.cursors!));
       }
       return false;
+    }
+    const runId = attemptContext(attempt as AttemptRecord).runId;
+    const delivered = await settleDelivering(this.svc, { attemptId, runId }, sessionId, observation);
+    if (delivered !== undefined) {
+      if (delivered) this.lastSeen.delete(attemptId);
+      return delivered;
     }
     const settled = await this.svc.step((step) => this.settle(step, attemptId, sessionId, observation));
     this.lastSeen.delete(attemptId);

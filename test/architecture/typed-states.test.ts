@@ -24,11 +24,16 @@ import {
 const ROOT = packageRoot();
 const SRC = join(ROOT, 'src');
 
-/** Every state name of every generated machine, contract and extension, from the generated `*_STATES` arrays. */
+/**
+ * Every state name of every generated machine, contract and extension, from the generated `*_STATES` arrays. All
+ * but `none`: besides the delivery machine's initial state, it is every entity's state before its record exists
+ * (the `from` of a creation on the changefeed), which no one machine's constants own.
+ */
 const STATE_NAMES: ReadonlySet<string> = new Set(
   Object.entries(machines)
     .filter(([name, value]) => /^[A-Z_]+_STATES$/.test(name) && Array.isArray(value))
-    .flatMap(([, value]) => value as readonly string[]),
+    .flatMap(([, value]) => value as readonly string[])
+    .filter((state) => state !== 'none'),
 );
 
 /** Text of an expression that reads a lifecycle state. */

@@ -207,10 +207,10 @@ describe('definition lifecycle through the command handler', () => {
         'VALIDATION_FAILED',
       ],
       [
-        'a delivery target',
+        'a home-relative delivery target',
         definitionBody('x4', {
           extra: {
-            policies: { ...definitionBody('x').policies, delivery: { outputTarget: 'out.md', mode: 'atomic' } },
+            policies: { ...definitionBody('x').policies, delivery: { outputTarget: '~/out.md', mode: 'atomic' } },
           },
         }),
         'CAPABILITY_UNSUPPORTED',
@@ -250,7 +250,7 @@ describe('definition lifecycle through the command handler', () => {
       expectValidResponse(r);
     }
     const delivery = await handler.handle(command('definition.create.v1', { definition: cases[3]![1] }));
-    expect(delivery.error?.details).toMatchObject({ variant: 'outputTarget.atomic' });
+    expect(delivery.error?.details).toMatchObject({ variant: 'outputTarget.home-relative' });
     expectCommitted(await handler.handle(command('definition.create.v1', { definition: definitionBody('dup') })));
     expectRejected(
       await handler.handle(command('definition.create.v1', { definition: definitionBody('dup') })),

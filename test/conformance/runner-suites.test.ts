@@ -62,7 +62,15 @@ describe('the rules these suites differ by apply only where their situation hold
     kind: 'x',
     expected: undefined,
     observed: undefined,
-    seen: { occurrences: [], runs: [], attemptStates: new Map(), quarantined: [], refusedCodes: [], ...seen },
+    seen: {
+      occurrences: [],
+      runs: [],
+      attemptStates: new Map(),
+      quarantined: [],
+      heldRuns: [],
+      refusedCodes: [],
+      ...seen,
+    },
     ...extra,
   });
   const cancelled = (acknowledgedAt: string | undefined) => ({

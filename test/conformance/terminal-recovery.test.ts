@@ -92,6 +92,7 @@ describe(`the ${RULE} rule decides by the situation`, () => {
       runs: [{ runId: 'r', automationId: 'x', state: runState }],
       attemptStates: new Map([['r', [observed]]]),
       quarantined: [],
+      heldRuns: [],
       refusedCodes: [],
     },
   });

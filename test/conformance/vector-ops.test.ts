@@ -110,16 +110,39 @@ describe('vector ops map to the engine mechanisms', () => {
     expect(short.status).toBe('pass');
   });
 
-  test('an op of a missing profile is unsupported with its reason, and so is what depends on it', async () => {
+  test('an op outside the vector format is unsupported with its reason, and so is what depends on it', async () => {
     const report = await run(
       [
-        { op: 'deliveryBehavior', delivery: 'commit-failure' },
+        { op: 'teleport', at: '2026-03-01T10:00:00.000Z' },
         { op: 'tick', at: '2026-03-01T10:00:00.000Z' },
       ],
       { dispatchCount: 0 },
     );
     expect(statusOf(report, 'dispatchCount')).toBe('unsupported');
-    expect(report.expectations.find((e) => e.expectation === 'op deliveryBehavior')?.reason).toMatch(/delivery/);
+    expect(report.expectations.find((e) => e.expectation === 'op unknown op teleport')?.status).toBe('unsupported');
+  });
+
+  test('deliveryBehavior drives the delivery port: a commit failure never reads as success, a commit does', async () => {
+    const ops = (delivery: string) => [
+      { op: 'deliveryBehavior', delivery },
+      { op: 'tick', at: '2026-03-01T10:00:00.000Z' },
+    ];
+    const failed = await run(ops('commit-failure'), {
+      receipts: { count: 1, allVerify: true, outcomes: ['failed'] },
+      doctor: { findingCodes: ['delivery.commit-failures'] },
+      invariants: ['no-false-success-under-injected-failure'],
+    });
+    expect(failed.status, JSON.stringify(failed.expectations)).toBe('pass');
+    const notes = failed.expectations.filter((e) => e.expectation === 'note').map((e) => e.reason);
+    expect(notes.join(' ')).toMatch(/daily revised to deliver to the atomic outputTarget conformance\/daily\.out/);
+    const committed = await run(ops('commit'), {
+      runs: [{ automationId: 'daily', status: 'succeeded' }],
+      receipts: { count: 1, allVerify: true, outcomes: ['succeeded'] },
+      doctor: { noCodes: ['delivery.commit-failures'] },
+    });
+    expect(committed.status, JSON.stringify(committed.expectations)).toBe('pass');
+    const unknown = await run([{ op: 'deliveryBehavior', delivery: 'lossy' }], {});
+    expect(unknown.expectations.find((e) => e.expectation === 'op deliveryBehavior lossy')?.status).toBe('unsupported');
   });
 
   test('authority ops go through the engine commands; a refused one is kept under its label', async () => {

@@ -50,15 +50,7 @@ describe.skipIf(!upstreamAvailable)('upstream conformance vectors/definitions th
     for (const valid of vector.input.definitions ?? []) {
       const id = (valid as { id: string }).id;
       const failure = result.failures.find((f) => f.automationId === id);
-      if ((valid as { outputTarget?: string }).outputTarget !== undefined) {
-        // Contract over reference model: outputTarget.atomic is a refused capability in capabilities.json.
-        expect(failure?.code, `${vector.vectorId}: ${id}`).toBe('CAPABILITY_UNSUPPORTED');
-        console.info(
-          `${vector.vectorId}: refused ${id} (outputTarget.atomic is refused by the contract's capability profile; upstream's reference model accepts it)`,
-        );
-      } else {
-        expect(result.imported, `${vector.vectorId}: ${JSON.stringify(failure)}`).toContain(id);
-      }
+      expect(result.imported, `${vector.vectorId}: ${JSON.stringify(failure)}`).toContain(id);
     }
     for (const [i, refusal] of (vector.expected.refusals ?? []).entries()) {
       const id = (vector.input.invalidDefinitions?.[i] as { id: string }).id;

@@ -22,6 +22,13 @@ import {
   type RunHoldContext,
   type RunHoldEvent,
 } from '../../src/guards/run-hold.js';
+import {
+  applyDeliveryEvent,
+  createDeliveryContext,
+  deliveryGuards,
+  type DeliveryContext,
+  type DeliveryEvent,
+} from '../../src/guards/delivery.js';
 import type { ExtensionMachineId } from '../../src/spec/extension-spec.js';
 import { specOf } from '../support/spec-fixtures.js';
 import { describeGuards } from './guard-cases.js';
@@ -33,6 +40,7 @@ const catalogues: Record<ExtensionMachineId, Record<string, unknown>> = {
   'x-coven-automata.outbox.v1': outboxGuards,
   'x-coven-automata.run-hold.v1': runHoldGuards,
   'x-coven-automata.quarantine.v1': quarantineGuards,
+  'x-coven-automata.delivery.v1': deliveryGuards,
 };
 
 describe.each(Object.keys(catalogues) as ExtensionMachineId[])('guard catalogue of %s', (id) => {
@@ -233,5 +241,66 @@ describe('quarantine context', () => {
     expect([on.since, on.reason]).toEqual([now, 'digest']);
     const off = applyQuarantineEvent(on, { ...base, actor: 'command_handler', type: 'quarantine_lifted' });
     expect([off.since, off.reason]).toEqual([null, null]);
+  });
+});
+
+type DeliveryArgs = { context: DeliveryContext; event: DeliveryEvent };
+const delivery = createDeliveryContext({
+  attemptId: 'attempt-1',
+  runId: 'run-1',
+  occurrenceId: 'occ-1',
+  automationId: 'nightly-report',
+  target: 'reports/nightly.md',
+});
+const worker = { actor: 'worker' as const, now };
+const started = (
+  evidence = { outcome: 'succeeded', exitCode: 0 as number | null, verified: true },
+  writer = 'e-1',
+) => ({
+  context: delivery,
+  event: { ...worker, type: 'delivery_started' as const, writer, evidence },
+});
+const interrupted = (writerStillWriting: boolean, reason = 'found pending after a restart'): DeliveryArgs => ({
+  context: delivery,
+  event: { ...worker, type: 'delivery_interrupted', writerStillWriting, reason },
+});
+
+describeGuards<DeliveryArgs>('x-coven-automata.delivery.v1 guards', deliveryGuards, {
+  deliveryOwedForSuccess: {
+    pass: started(),
+    fail: {
+      'the evidence is a failure': started({ outcome: 'failed', exitCode: 1, verified: true }),
+      'the exit code is not zero': started({ outcome: 'succeeded', exitCode: 2, verified: true }),
+      'the evidence is unverified': started({ outcome: 'succeeded', exitCode: 0, verified: false }),
+      'no writer is named': started(undefined, ''),
+    },
+  },
+  commitProven: {
+    pass: { context: delivery, event: { ...worker, type: 'delivery_committed', digest: 'b'.repeat(64) } },
+    fail: {
+      'the digest is not SHA-256 hex': {
+        context: delivery,
+        event: { ...worker, type: 'delivery_committed', digest: 'x' },
+      },
+    },
+  },
+  commitFailureReported: {
+    pass: { context: delivery, event: { ...worker, type: 'delivery_failed', reason: 'rename refused' } },
+    fail: { 'no reason is given': { context: delivery, event: { ...worker, type: 'delivery_failed', reason: '' } } },
+  },
+  writerGone: {
+    pass: interrupted(false),
+    fail: { 'the writer is still writing': interrupted(true), 'no reason is given': interrupted(false, '') },
+  },
+});
+
+describe('delivery context', () => {
+  test('start names attempt and writer; commit keeps the digest; an interruption keeps its reason', () => {
+    const pending = applyDeliveryEvent(delivery, started().event);
+    expect([pending.attemptId, pending.writer, pending.pendingSince]).toEqual(['attempt-1', 'e-1', now]);
+    const committed = applyDeliveryEvent(pending, { ...worker, type: 'delivery_committed', digest: 'c'.repeat(64) });
+    expect([committed.digest, committed.settledAt]).toEqual(['c'.repeat(64), now]);
+    const lost = applyDeliveryEvent(pending, interrupted(false).event);
+    expect([lost.reason, lost.digest]).toEqual(['found pending after a restart', null]);
   });
 });

@@ -35,6 +35,7 @@ export async function doctorWorld(options: HarnessOptions = {}) {
       instanceId: options.instanceId ?? 'engine-a',
       newId: () => `store-${++ids}`,
       ...(options.retention === undefined ? {} : { retention: options.retention }),
+      ...(options.delivery === undefined ? {} : { delivery: options.delivery }),
     },
     crashes.wrap(ENGINE_PARTS),
   );

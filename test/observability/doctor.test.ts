@@ -196,6 +196,25 @@ describe('the doctor (diagnostics.doctor.v1)', () => {
     expect(report.findings.map((f) => [f.code, f.severity])).toEqual([['receipts.unverified', 'error']]);
   });
 
+  test('delivery.commit-failures: a run whose output could not be delivered to its atomic outputTarget', async () => {
+    const delivery = {
+      commit: async () => {
+        throw new Error('no space left on the device');
+      },
+    };
+    const w = await doctorWorld({ start: at('08:59:00'), delivery, outputTarget: 'notes/today.md' });
+    await w.tick(at('09:00:05'));
+    await w.tick(at('09:02:05'));
+    const report = keep(await w.doctor(w.freshFacts()));
+    const [run] = await w.read.runs();
+    expect(report.findings.map((f) => [f.code, f.severity, f.subjectIds])).toEqual([
+      ['delivery.commit-failures', 'error', [run!.runId]],
+    ]);
+    expect(report.findings[0]!.observed).toBe(
+      '1 run whose output delivery did not commit; their attempts failed, so none reads as succeeded',
+    );
+  });
+
   test('events.cursor-lag: a live subscriber more than three events behind', async () => {
     const w = await healthyWorld();
     const head = (await w.read.feed()).length - 1;

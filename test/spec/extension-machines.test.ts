@@ -31,11 +31,16 @@ describe('extension-machines.json (this project, not the contract)', () => {
     expect(loaded.actors).toEqual(spec.actors);
   });
 
-  test('holds the outbox, run hold and quarantine machines', () => {
+  test('holds the outbox, run hold, quarantine and delivery machines', () => {
     expect(extensionSpec.machines.map((m) => [m.id, m.states, m.terminal])).toEqual([
       ['x-coven-automata.outbox.v1', ['pending', 'sending', 'done', 'cancelled'], ['done', 'cancelled']],
       ['x-coven-automata.run-hold.v1', ['clear', 'held', 'ended'], ['ended']],
       ['x-coven-automata.quarantine.v1', ['clear', 'quarantined', 'retired'], ['retired']],
+      [
+        'x-coven-automata.delivery.v1',
+        ['none', 'pending', 'committed', 'failed', 'ambiguous'],
+        ['committed', 'failed', 'ambiguous'],
+      ],
     ]);
   });
 
@@ -146,6 +151,7 @@ describe('generated extension machines', () => {
       'machines/outbox.ts',
       'machines/run-hold.ts',
       'machines/quarantine.ts',
+      'machines/delivery.ts',
       'machines/extension-states.ts',
     ]) {
       const content = files.get(file);

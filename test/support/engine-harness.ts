@@ -4,6 +4,7 @@ import { SimulatedRuntime, type SimulatedBehavior } from '../../src/runtime/simu
 import { MemoryStore } from '../../src/store/memory-store.js';
 import type { Store } from '../../src/store/store.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
+import type { OutputDelivery } from '../../src/runtime/output-delivery.js';
 import type { EventEnvelope } from '../../src/changefeed/event-envelope.js';
 import {
   KINDS,
@@ -32,6 +33,10 @@ export interface HarnessOptions<R extends Runtime = SimulatedRuntime> {
   retention?: RetentionOptions | false;
   /** The definition's `policies.retention` (default: occurrence history `standard`). */
   retentionClasses?: Record<string, { classification: string }>;
+  /** The engine's delivery port, for definitions with an atomic outputTarget. */
+  delivery?: OutputDelivery;
+  /** The definition's atomic `policies.delivery.outputTarget` (default: none). */
+  outputTarget?: string;
 }
 
 /** An engine on a simulated clock and runtime, with one automation `daily` created and activated. */
@@ -47,6 +52,7 @@ export async function harness<R extends Runtime = SimulatedRuntime>(options: Har
     instanceId: options.instanceId ?? 'engine-a',
     newId: () => `store-${++ids}`,
     ...(options.retention === undefined ? {} : { retention: options.retention }),
+    ...(options.delivery === undefined ? {} : { delivery: options.delivery }),
   });
   const policies = {
     timeout: { perRunMinutes: options.perRunMinutes ?? 30 },
@@ -59,6 +65,7 @@ export async function harness<R extends Runtime = SimulatedRuntime>(options: Har
     concurrency: { overlap: 'forbid' },
     misfire: { disposition: 'latest' },
     retention: options.retentionClasses ?? { occurrenceHistory: { classification: 'standard' } },
+    ...(options.outputTarget === undefined ? {} : { delivery: { outputTarget: options.outputTarget, mode: 'atomic' } }),
   };
   const body = (revision: number, lifecycleState: 'draft' | 'paused') =>
     definitionBody('daily', {

@@ -16,6 +16,8 @@ export interface Situation {
     /** Attempt states by run id. */
     attemptStates: Map<string, string[]>;
     quarantined: string[];
+    /** Runs held for an operator retry (their x-coven-automata.run-hold.v1 machine is in `held`). */
+    heldRuns: string[];
     /** Codes of the commands the engine refused during the vector. */
     refusedCodes: string[];
     /** Instants at which the case made a definition active, by automation id (beside the vector's `activate` ops). */
@@ -124,6 +126,25 @@ export const CONTRACT_RULES: readonly ContractRule[] = [
           r.automationId === want(s).automationId &&
           r.state === RunState.running &&
           (s.seen.attemptStates.get(String(r.runId)) ?? []).at(-1) === AttemptState.ambiguous,
+      ),
+  },
+  {
+    id: 'failed-ordinary-run-is-held',
+    sentence:
+      'An ordinary run whose attempt failed with no automatic retry left stays running, held for an operator ' +
+      'retry, until its deadline; it then settles failed.',
+    because:
+      "the run's attempt settled failed and the ordinary run is held for an operator attempt.retry.v1 until its " +
+      'deadline, where the reference model settles it failed at once; held, it never reads as succeeded',
+    applies: (s) =>
+      ((s.kind === 'occurrences' && want(s).state === OccurrenceState.failed) ||
+        (s.kind === 'runs' && want(s).status === RunState.failed)) &&
+      s.seen.runs.some(
+        (r) =>
+          r.automationId === want(s).automationId &&
+          r.state === RunState.running &&
+          s.seen.heldRuns.includes(String(r.runId)) &&
+          (s.seen.attemptStates.get(String(r.runId)) ?? []).at(-1) === AttemptState.failed,
       ),
   },
   {

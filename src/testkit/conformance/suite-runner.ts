@@ -50,7 +50,15 @@ async function runCase(suiteId: string, entry: SuiteEntry, c: SuiteCase): Promis
       kind: expectation.split(/[[.]/)[0]!,
       expected,
       observed,
-      seen: { occurrences: [], runs: [], attemptStates: new Map(), quarantined: [], refusedCodes: [], ...seen },
+      seen: {
+        occurrences: [],
+        runs: [],
+        attemptStates: new Map(),
+        quarantined: [],
+        heldRuns: [],
+        refusedCodes: [],
+        ...seen,
+      },
       ...(entry.createdThroughDraft === true ? { createdThroughDraft: true } : {}),
     };
     const rule = decidingRule(situation);

@@ -5,7 +5,8 @@ import {
   RUN_TERMINAL_STATES,
   RunState,
 } from '../../../machines/index.js';
-import { QuarantineState } from '../../../machines/extension-states.js';
+import { QuarantineState, RunHoldState } from '../../../machines/extension-states.js';
+import type { EntityRecord } from '../../actors/entity-transition.js';
 import type { EventEnvelope } from '../../changefeed/event-envelope.js';
 import { quarantineView } from '../../domain/quarantine.js';
 import {
@@ -84,7 +85,10 @@ export async function observe(run: VectorRun) {
   const quarantined = (await run.store.read((r) => r.list(KINDS.quarantine)))
     .filter((q) => quarantineView(q).state === QuarantineState.quarantined)
     .map((q) => q.id);
-  return { occurrences, runs, attemptStates, receipts, feed, projected, quarantined };
+  const heldRuns = (await run.store.read((r) => r.list<EntityRecord<unknown>>(KINDS.runHold)))
+    .filter((h) => h.data.snapshot.value === RunHoldState.held)
+    .map((h) => h.id);
+  return { occurrences, runs, attemptStates, receipts, feed, projected, quarantined, heldRuns };
 }
 
 export type Seen = Awaited<ReturnType<typeof observe>>;

@@ -20,8 +20,6 @@ const BEHAVIOR: Record<string, SimulatedBehavior> = {
   'out-of-order-response': 'out-of-order-response',
 };
 
-const DELIVERY = 'the delivery profile (atomic output delivery and its commit evidence) is not in this engine';
-
 const setClock = (run: VectorRun, at: string | undefined) => {
   if (at !== undefined) run.clock.set(at);
 };
@@ -151,6 +149,33 @@ async function tamperReceipt(run: VectorRun): Promise<void> {
   }));
 }
 
+/**
+ * deliveryBehavior: the delivery port commits, or fails at its commit (the rename), from now on. Upstream's model
+ * delivers every run's output; this engine delivers only for definitions naming an atomic outputTarget, so each
+ * definition that names none is revised to deliver to one of its own under the port's root.
+ */
+async function deliveryBehavior(run: VectorRun, op: Op): Promise<void> {
+  const behavior = String(op.delivery);
+  if (behavior !== 'commit' && behavior !== 'commit-failure') {
+    run.unsupportedOps.push(`deliveryBehavior ${behavior}: not commit or commit-failure`);
+    return;
+  }
+  run.delivery.behavior = behavior;
+  for (const id of await run.definitionIds()) {
+    const policies = (await currentDefinition(run.engine.commands, id)).policies as Record<string, unknown>;
+    if (policies.delivery !== undefined) continue;
+    const outputTarget = `conformance/${id}.out`;
+    const revised = await reviseWith(run.engine.commands, id, (body) => {
+      (body.policies as Record<string, unknown>).delivery = { outputTarget, mode: 'atomic' };
+    });
+    if (revised.outcome === 'committed')
+      run.notes.push(
+        `deliveryBehavior ${behavior}: ${id} revised to deliver to the atomic outputTarget ${outputTarget}`,
+      );
+    else run.notes.push(`deliveryBehavior: revising ${id} to deliver was refused: ${String(revised.error?.message)}`);
+  }
+}
+
 /** setRetention: the engine's own retention, every class kept for the window, rebuilt into the engine. */
 function setRetention(run: VectorRun, op: Op): void {
   const match = /^(\d+)(s|m|h|d)$/.exec(String(op.window));
@@ -210,7 +235,7 @@ export const OPS: Record<string, OpEntry> = {
   revokeFamiliar: { handle: throughCommand(authority.revokeFamiliar) },
   setAuthority: { handle: throughCommand(authority.setAuthority) },
   setRuntimeCapabilities: { handle: throughCommand(authority.setRuntimeCapabilities) },
-  deliveryBehavior: { unsupported: DELIVERY },
+  deliveryBehavior: { handle: deliveryBehavior },
   redactReceipts: { handle: redactReceipts },
   erase: { handle: throughCommand(authority.erase) },
 };

@@ -94,8 +94,12 @@ export async function setupVector(vector: ConformanceVector): Promise<VectorRun>
 export async function runVector(file: string): Promise<VectorReport> {
   const vector = JSON.parse(readFileSync(file, 'utf8')) as ConformanceVector;
   const run = await setupVector(vector);
-  await run.runOps((op) => applyOp(run, op));
-  for (const p of provided(vector)) await p.probe(run);
-  const results = await judgeVector(vector, run);
-  return { file, vectorId: vector.vectorId, title: vector.title, status: overall(results), expectations: results };
+  try {
+    await run.runOps((op) => applyOp(run, op));
+    for (const p of provided(vector)) await p.probe(run);
+    const results = await judgeVector(vector, run);
+    return { file, vectorId: vector.vectorId, title: vector.title, status: overall(results), expectations: results };
+  } finally {
+    run.delivery.close();
+  }
 }

@@ -12,6 +12,7 @@ import { acquireGeneration } from '../../domain/scheduler-generation.js';
 import { OCCURRENCE_TERMINAL_STATES } from '../../../machines/index.js';
 import { CrashSwitch, type CrashPoint } from '../crash-switch.js';
 import { TamperingStore } from './tampering-store.js';
+import { FaultInjectingDelivery } from './faulty-delivery.js';
 import type { ConformanceVector } from './vector-format.js';
 
 const CRASH_PHASE: Record<string, CrashPoint | 'launch-answer' | 'command'> = {
@@ -27,6 +28,15 @@ const CRASH_PHASE: Record<string, CrashPoint | 'launch-answer' | 'command'> = {
   'event-publication': 'observe',
   delivery: 'observe',
 };
+
+/**
+ * A vector without a virtual start does not say when its definitions were made, only that they exist by its first
+ * op: they are set up at the start of that op's UTC day, so the slots of that day before the op are theirs to run.
+ */
+function dayStartOfFirstOp(vector: ConformanceVector): string | undefined {
+  const at = vector.input.operations?.find((o) => typeof o.at === 'string')?.at as string | undefined;
+  return at === undefined ? undefined : `${at.slice(0, 10)}T00:00:00.000Z`;
+}
 
 let keyCounter = 0;
 const nextKey = (tag: string) => `conformance-${tag}-${String(++keyCounter).padStart(6, '0')}`;
@@ -90,6 +100,8 @@ export class VectorRun {
   readonly clock: SimulatedClock;
   readonly tampering: TamperingStore;
   readonly runtime: SimulatedRuntime;
+  /** Where runs of definitions with an atomic outputTarget deliver; `deliveryBehavior` sets its faults. */
+  readonly delivery = new FaultInjectingDelivery();
   engine: Engine;
   readonly refusals = new Map<string, CommandResponse>();
   /** Definitions legacy.import.v1 refused, by upstream's refusal label. */
@@ -116,10 +128,7 @@ export class VectorRun {
   private ids = 0;
 
   constructor(readonly vector: ConformanceVector) {
-    const start =
-      vector.virtualTime?.start ??
-      (vector.input.operations?.find((o) => typeof o.at === 'string')?.at as string | undefined) ??
-      '2026-03-01T00:00:00.000Z';
+    const start = vector.virtualTime?.start ?? dayStartOfFirstOp(vector) ?? '2026-03-01T00:00:00.000Z';
     this.clock = new SimulatedClock(start);
     this.tampering = new TamperingStore(new MemoryStore());
     // Upstream's model: an hour's lease, and a runtime that cannot say what became of a launch whose answer was lost.
@@ -144,6 +153,7 @@ export class VectorRun {
       runtimes: [this.runtime],
       instanceId,
       newId: () => `conformance-store-${++this.ids}`,
+      delivery: this.delivery,
       ...(this.retention === undefined ? {} : { retention: this.retention }),
       ...extra,
     };

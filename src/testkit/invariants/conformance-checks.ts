@@ -46,6 +46,8 @@ export const COMPACTION_CHECK: InvariantCheck = {
     }
     for (const id of h.records['run-hold'].keys())
       if (runs.has(id)) problems.push(`run hold ${id} of a compacted run remains`);
+    for (const id of h.records.delivery.keys())
+      if (attempts.has(id)) problems.push(`delivery ${id} of a compacted attempt remains`);
     for (const id of h.records['fence-run'].keys())
       if (occurrences.has(id.slice(0, id.lastIndexOf('#'))))
         problems.push(`fence record ${id} of a compacted occurrence remains`);

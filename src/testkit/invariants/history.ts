@@ -13,6 +13,7 @@ const KINDS = [
   'quarantine',
   'outbox',
   'run-hold',
+  'delivery',
   'fence-run',
   'occurrence-key',
 ] as const;

@@ -100,6 +100,13 @@ export const sampleInputs: Record<AnyMachineId, unknown> = {
   },
   'x-coven-automata.run-hold.v1': { runId: 'run-1', occurrenceId: 'occ-1', deadlineAt: '2026-03-01T09:30:00.000Z' },
   'x-coven-automata.quarantine.v1': { automationId: 'nightly-report' },
+  'x-coven-automata.delivery.v1': {
+    attemptId: 'attempt-run-1-1',
+    runId: 'run-1',
+    occurrenceId: 'occ-1',
+    automationId: 'nightly-report',
+    target: 'reports/nightly.md',
+  },
 };
 
 /** Payload fields that the context reducers read, so permissive paths keep a well-formed context. */
@@ -153,6 +160,13 @@ const payloads: Record<string, Record<string, unknown>> = {
   outbox_answer_applied: { sessionKey: 'attempt-run-1-1#1' },
   outbox_send_unstarted: { sessionKey: 'attempt-run-1-1#1', neverStarted: true, fenced: true },
   hold_opened: { attempts: 1, failureClass: 'runtime_unavailable' },
+  delivery_started: {
+    writer: 'engine-1',
+    evidence: { outcome: 'succeeded', exitCode: 0, verified: true },
+  },
+  delivery_committed: { digest: 'a'.repeat(64) },
+  delivery_failed: { reason: 'delivery commit failed: rename refused' },
+  delivery_interrupted: { writerStillWriting: false, reason: 'found pending after a restart' },
   hold_retry_accepted: { attemptId: 'attempt-run-1-2' },
   quarantine_imposed: {
     reason: 'retryable runtime_unavailable failures exhausted the retry policy of run run-1',
