@@ -26,7 +26,8 @@ export interface OutputDelivery {
 
 const inside = (root: string, path: string): boolean => {
   const rel = relative(root, path);
-  return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel));
+  // `..` as a whole first segment climbs out; a name that only starts with two dots (`..drafts`) does not.
+  return rel === '' || (rel !== '..' && !rel.startsWith(`..${sep}`) && !isAbsolute(rel));
 };
 
 /** Seams of {@link AtomicFileDelivery} for fault injection: a hook that throws fails the commit at that point. */

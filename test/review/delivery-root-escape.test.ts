@@ -26,3 +26,11 @@ test('a root that does not exist yet is created on the first delivery', async ()
   await new AtomicFileDelivery(root).commit('a/b.md', 'x');
   expect(readdirSync(join(root, 'a'))).toEqual(['b.md']);
 });
+
+// A folder whose name merely starts with two dots ("..drafts") is inside the root, not a `..` segment.
+test('a target under a folder named "..drafts" is delivered inside the root', async () => {
+  const root = join(dir, 'dotted');
+  mkdirSync(root);
+  await new AtomicFileDelivery(root).commit('..drafts/report.md', 'x');
+  expect(readdirSync(join(root, '..drafts'))).toEqual(['report.md']);
+});
