@@ -55,7 +55,10 @@ export async function markLaunchSending(
 ): Promise<SendingLaunch | undefined> {
   svc.launchesInFlight.add(outboxId);
   // Queued in this same transaction, under the authority judged there: nothing can land in between.
-  const prepared = await startSending(step, outboxId, false);
+  const prepared = await startSending(step, outboxId, false).catch((error: unknown) => {
+    svc.launchesInFlight.delete(outboxId);
+    throw error;
+  });
   if (prepared === undefined) svc.launchesInFlight.delete(outboxId);
   return prepared;
 }

@@ -68,9 +68,11 @@ export class EngineServices {
 
   /**
    * Launches this engine has sent and not yet heard back about (outbox ids). Only this process can answer
-   * for them; any other `sending` launch is an orphan whose outcome must come from runtime evidence.
+   * for them; any other `sending` launch is an orphan whose outcome must come from runtime evidence. Counted:
+   * two commands of one request (a client's retry beside the first) both mark the same launch, and the one
+   * that rolls back must not disown the one sending it.
    */
-  readonly launchesInFlight = new Set<string>();
+  readonly launchesInFlight = new LaunchesInFlight();
   /**
    * Attempts whose run's output this engine is delivering now (between the pending commit and the settling one).
    * Only this process can answer for them; any other pending delivery was interrupted.
@@ -193,4 +195,41 @@ export function definitionBlocked(record: EntityRecord<DefinitionAttributes>): s
 
 export function notFound(kind: string, id: string): ContractError {
   return new ContractError('NOT_FOUND', `no ${kind} with id ${id}`, { kind, id });
+}
+
+/**
+ * Outbox ids this engine answers for, each with how many of its holders (a release, a command's marking) hold
+ * it; an id is in flight until every holder let go.
+ *
+ * @example
+ * ```ts
+ * const inFlight = new LaunchesInFlight();
+ * inFlight.add('outbox-1');
+ * inFlight.add('outbox-1');
+ * inFlight.delete('outbox-1');
+ * inFlight.has('outbox-1'); // true: one holder left
+ * ```
+ */
+export class LaunchesInFlight {
+  private readonly holders = new Map<string, number>();
+
+  add(outboxId: string): void {
+    this.holders.set(outboxId, (this.holders.get(outboxId) ?? 0) + 1);
+  }
+
+  /** One holder lets go. */
+  delete(outboxId: string): void {
+    const left = (this.holders.get(outboxId) ?? 0) - 1;
+    if (left > 0) this.holders.set(outboxId, left);
+    else this.holders.delete(outboxId);
+  }
+
+  has(outboxId: string): boolean {
+    return this.holders.has(outboxId);
+  }
+
+  /** How many launches are held. */
+  get size(): number {
+    return this.holders.size;
+  }
 }

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { sha256Hex } from '../contract/digest.js';
 import { mkdir, open, realpath, rename, rm } from 'node:fs/promises';
-import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { checkOutputTarget } from '../contract/capabilities.js';
 
 /** What a committed delivery proves: the SHA-256 (lowercase hex) of the bytes now at the target. */
@@ -26,7 +26,8 @@ export interface OutputDelivery {
 
 const inside = (root: string, path: string): boolean => {
   const rel = relative(root, path);
-  return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel));
+  // `..` as a whole first segment climbs out; a name that only starts with two dots (`..drafts`) does not.
+  return rel === '' || (rel !== '..' && !rel.startsWith(`..${sep}`) && !isAbsolute(rel));
 };
 
 /** Seams of {@link AtomicFileDelivery} for fault injection: a hook that throws fails the commit at that point. */
@@ -84,9 +85,20 @@ export class AtomicFileDelivery implements OutputDelivery {
     const path = resolve(this.root, target);
     if (!inside(this.root, path) || path === this.root)
       throw new Error(`delivery target ${target} is outside the delivery root`);
-    await mkdir(dirname(path), { recursive: true });
-    const [root, folder] = await Promise.all([realpath(this.root), realpath(dirname(path))]);
-    if (!inside(root, folder)) throw new Error(`delivery target ${target} reaches outside the delivery root`);
+    await mkdir(this.root, { recursive: true });
+    const root = await realpath(this.root);
+    // One folder at a time, each proven inside the root before the next is made under it: a link met on the
+    // way is refused before anything is created where it leads.
+    let folder = root;
+    for (const name of relative(this.root, dirname(path))
+      .split(sep)
+      .filter((s) => s !== '')) {
+      await mkdir(join(folder, name)).catch((error: NodeJS.ErrnoException) => {
+        if (error.code !== 'EEXIST') throw error;
+      });
+      folder = await realpath(join(folder, name));
+      if (!inside(root, folder)) throw new Error(`delivery target ${target} reaches outside the delivery root`);
+    }
     return join(folder, basename(path));
   }
 }

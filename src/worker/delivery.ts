@@ -38,11 +38,12 @@ export async function settleDelivering(
   observation: Ended,
 ): Promise<boolean | undefined> {
   // One delivery per attempt in this process: a cue and a pass may observe the same exit at once.
+  // Marked before the first await, so a second observation cannot slip past and find the first's pending record.
   if (svc.deliveriesInFlight.has(attemptId)) return false;
-  // A read decides first, so the runs that deliver nothing (most) settle in one transaction, as before.
-  if (!(await svc.store.read((r) => runDelivers(r, runId)))) return undefined;
   svc.deliveriesInFlight.add(attemptId);
   try {
+    // A read decides first, so the runs that deliver nothing (most) settle in one transaction, as before.
+    if (!(await svc.store.read((r) => runDelivers(r, runId)))) return undefined;
     const plan = await svc.step((step) => planDelivery(svc, step, attemptId, sessionId, observation));
     if (plan.kind === 'ordinary') return undefined;
     if (plan.kind === 'done') return plan.settled;
