@@ -6,6 +6,7 @@ import { SimulatedClock } from '../../src/clock/clock.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import { validateAgainst } from '../../src/contract/schemas.js';
 import { command, definitionBody, expectCommitted, expectRejected } from '../support/commands.js';
+import { legacyFlatDefinition } from '../../src/testkit/conformance/legacy-flat.js';
 
 async function seeded() {
   const store = new MemoryStore();
@@ -124,17 +125,7 @@ describe('changefeed', () => {
 
 describe('legacy import', () => {
   const flat = (id: string, extra: Record<string, unknown> = {}) => ({
-    schemaVersion: 1,
-    id,
-    name: `Legacy ${id}`,
-    status: 'ACTIVE',
-    rrule: 'FREQ=DAILY;BYHOUR=9',
-    timezone: 'utc',
-    misfire: 'latest',
-    overlap: 'forbid',
-    timeoutMinutes: 30,
-    runtime: 'coven-code',
-    prompt: 'Run it.',
+    ...legacyFlatDefinition({ id, name: `Legacy ${id}`, status: 'ACTIVE', prompt: 'Run it.' }),
     ...extra,
   });
 

@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
-import { decidingRule, type Situation } from '../../src/testkit/conformance/contract-rules.js';
+import { decidingRule, emptySeen, type Situation } from '../../src/testkit/conformance/contract-rules.js';
 import { runSuite } from '../../src/testkit/conformance/suite-runner.js';
 import type { VectorReport } from '../../src/testkit/conformance/vector-format.js';
 import { upstreamAvailable, upstreamDir } from '../support/upstream.js';
@@ -62,15 +62,7 @@ describe('the rules these suites differ by apply only where their situation hold
     kind: 'x',
     expected: undefined,
     observed: undefined,
-    seen: {
-      occurrences: [],
-      runs: [],
-      attemptStates: new Map(),
-      quarantined: [],
-      heldRuns: [],
-      refusedCodes: [],
-      ...seen,
-    },
+    seen: { ...emptySeen(), ...seen },
     ...extra,
   });
   const cancelled = (acknowledgedAt: string | undefined) => ({

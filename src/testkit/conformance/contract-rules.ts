@@ -27,6 +27,11 @@ export interface Situation {
   createdThroughDraft?: boolean;
 }
 
+/** A situation's `seen` before the case observed anything: no entities, no refusals. */
+export function emptySeen(): Situation['seen'] {
+  return { occurrences: [], runs: [], attemptStates: new Map(), quarantined: [], heldRuns: [], refusedCodes: [] };
+}
+
 /**
  * A rule of the contract under which the engine answers otherwise than upstream's reference model. It applies
  * wherever its situation occurs, never by file or vector id; the sentence is quoted verbatim from the contract's

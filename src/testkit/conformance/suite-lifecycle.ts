@@ -2,23 +2,17 @@ import type { CommandResponse } from '../../command-handler/envelope.js';
 import { integrityOf } from '../../contract/digest.js';
 import { caseWorld, type CaseRunner } from './suite-cases.js';
 import { currentDefinition, envelope, reviseWith } from './vector-session.js';
+import { legacyFlatDefinition } from './legacy-flat.js';
 
 const ID = 'lifecycle-probe';
-const FLAT = {
-  schemaVersion: 1,
+const FLAT = legacyFlatDefinition({
   id: ID,
   name: 'Lifecycle probe',
   status: 'PAUSED',
-  rrule: 'FREQ=DAILY;BYHOUR=9',
-  timezone: 'utc',
-  misfire: 'latest',
-  overlap: 'forbid',
-  timeoutMinutes: 30,
-  runtime: 'coven-code',
   familiarId: 'conformance-familiar',
   cwd: '/work/project',
   prompt: 'Run the lifecycle probe.',
-};
+});
 
 type World = ReturnType<typeof caseWorld>;
 

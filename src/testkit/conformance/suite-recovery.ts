@@ -19,23 +19,17 @@ import { applyBindings, grantApproval } from './authority-ops.js';
 import { SessionLedgerRuntime, type LedgerStatus } from './session-ledger-runtime.js';
 import type { CaseRunner, SuiteCase } from './suite-cases.js';
 import { envelope, reviseWith } from './vector-session.js';
+import { legacyFlatDefinition } from './legacy-flat.js';
 
 const ID = 'terminal-recovery-probe';
-const FLAT = {
-  schemaVersion: 1,
+const FLAT = legacyFlatDefinition({
   id: ID,
   name: 'Terminal recovery probe',
   status: 'PAUSED',
-  rrule: 'FREQ=DAILY;BYHOUR=9',
-  timezone: 'utc',
-  misfire: 'latest',
-  overlap: 'forbid',
-  timeoutMinutes: 30,
-  runtime: 'coven-code',
   familiarId: 'recovery-familiar',
   cwd: '/work/project',
   prompt: 'Run the terminal recovery probe.',
-};
+});
 /** The run's Runtime Authority binding, with a single-use approval its dispatch consumes. */
 const BINDING = {
   automationId: ID,

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { decidingRule, type Situation } from './contract-rules.js';
+import { decidingRule, emptySeen, type Situation } from './contract-rules.js';
 import {
   attemptTerminalImmutability,
   capabilityNegotiation,
@@ -50,15 +50,7 @@ async function runCase(suiteId: string, entry: SuiteEntry, c: SuiteCase): Promis
       kind: expectation.split(/[[.]/)[0]!,
       expected,
       observed,
-      seen: {
-        occurrences: [],
-        runs: [],
-        attemptStates: new Map(),
-        quarantined: [],
-        heldRuns: [],
-        refusedCodes: [],
-        ...seen,
-      },
+      seen: { ...emptySeen(), ...seen },
       ...(entry.createdThroughDraft === true ? { createdThroughDraft: true } : {}),
     };
     const rule = decidingRule(situation);
