@@ -155,3 +155,16 @@ test('a deleted snapshot beside a journal that proves one existed is refused, th
   expect(readFileSync(journalOf(file))).toEqual(journal);
   expect(existsSync(file)).toBe(false);
 });
+
+test("a snapshot whose journalThrough was changed upward is refused, not taken as holding the journal's first groups", async () => {
+  const image = await crashImage();
+  const file = freshFile();
+  const snapshot = image.snapshot.toString();
+  expect(snapshot).toContain('"journalThrough":1,');
+  writeFileSync(file, snapshot.replace('"journalThrough":1,', '"journalThrough":3,'));
+  writeFileSync(journalOf(file), image.journal);
+  const error = await JsonFileStore.open(file).catch((e: unknown) => e);
+  expect(error).toBeInstanceOf(StoreCorruptError);
+  expect((error as Error).message).toMatch(/is group 2, but the snapshot says it holds every group through 3/);
+  expect(readFileSync(journalOf(file))).toEqual(image.journal);
+});

@@ -256,7 +256,16 @@ export async function replayJournal(
   batches: AsyncIterable<LineBatch> | Iterable<LineBatch>,
   state: CommittedState<HistoryFile>,
   through: number,
-  options: { history?: HistoryFile; startOffset?: number; checksummed: boolean },
+  options: {
+    history?: HistoryFile;
+    startOffset?: number;
+    checksummed: boolean;
+    /**
+     * The journal is of the snapshot's own generation: a fold cut every group it folded from it, so each group
+     * must come after `through` (one that does not means the snapshot's `journalThrough` is not what was written).
+     */
+    onlyAfterThrough?: boolean;
+  },
 ): Promise<{ validBytes: number; lastSeq: number; holdsThrough: boolean }> {
   let lastSeq = through;
   let validBytes = options.startOffset ?? 0;
@@ -267,6 +276,11 @@ export async function replayJournal(
     if (raw === undefined) break;
     const seq = isObject(raw) ? raw.seq : undefined;
     if (seq === through) holdsThrough = true;
+    if (options.onlyAfterThrough === true && typeof seq === 'number' && seq <= through)
+      throw new JournalDamage(
+        line.offset,
+        `is group ${seq}, but the snapshot says it holds every group through ${through}`,
+      );
     if (typeof seq !== 'number' || seq > through) {
       let applied: CommittedChanges;
       try {

@@ -82,7 +82,12 @@ export class Journal {
         fileLines(handle, undefined, header.bytes),
         state,
         through,
-        { history, startOffset: header.bytes, checksummed: header.checksummed },
+        {
+          history,
+          startOffset: header.bytes,
+          checksummed: header.checksummed,
+          onlyAfterThrough: header.identity !== undefined && !behind,
+        },
       );
       if (behind && !(through > 0 && holdsThrough)) {
         throw new Error(
