@@ -204,3 +204,24 @@ test("a format-5 store (journal without a header) opens with its journal's commi
   rmSync(journalOf(file));
   await refusedUntouched(file, /the journal is missing/);
 });
+
+test('a journal written before group checksums (a header without them) opens with its commits and is folded at once; a header with an unknown field is refused', async () => {
+  const file = freshFile();
+  const store = await JsonFileStore.open(file);
+  await put(store, 1);
+  await killedNow(store);
+  // The same journal as the build before group checksums wrote it.
+  const journal = readFileSync(journalOf(file), 'utf8');
+  const old = journal.replace(',"checksums":"crc32"}', '}').replace(/\{"crc32":"[0-9a-f]{8}",/g, '{');
+  expect(old).toMatch(/"generation":1\}\n\{"seq":1,/);
+  writeFileSync(journalOf(file), old);
+  const opened = await JsonFileStore.open(file);
+  // Folded by the open: the journal on disk is this build's, with nothing in it yet.
+  expect(readFileSync(journalOf(file), 'utf8')).toMatch(/^\{"journal":.*"generation":2,"checksums":"crc32"\}\n$/);
+  await put(opened, 2);
+  await opened.close();
+  expect(await counterOf(file)).toBe(2);
+  const current = readFileSync(journalOf(file), 'utf8');
+  writeFileSync(journalOf(file), current.replace(',"checksums":"crc32"}', ',"checksums":"crc32","x":1}'));
+  await refusedUntouched(file, /its first line is not a well-formed journal header/);
+});
