@@ -227,8 +227,13 @@ export class TerminalRecordError extends ContractError {
 
 /** The store file is unreadable, truncated, of another format, or of an unknown version. It was left untouched. */
 export class StoreCorruptError extends ContractError {
-  constructor(file: string, reason: string) {
-    super('INTERNAL', `store file ${file} cannot be used: ${reason}. It was left untouched.`, { file, reason });
+  /** `offset`: where in `file` the damage was found, when a byte position names it (a journal group's line). */
+  constructor(file: string, reason: string, offset?: number) {
+    super(
+      'INTERNAL',
+      `store file ${file} cannot be used: ${reason}. It was left untouched.`,
+      offset === undefined ? { file, reason } : { file, reason, offset },
+    );
     this.name = 'StoreCorruptError';
   }
 }

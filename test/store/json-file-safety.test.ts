@@ -144,7 +144,7 @@ describe('JSON file store safety', () => {
     expect(readFileSync(file, 'utf8')).not.toBe(before);
     // Only its header is left, naming the generation the new snapshot names.
     expect(readFileSync(`${file}.journal`, 'utf8')).toMatch(
-      /^\{"journal":"coven-automata\/json-journal","storeId":"[^"]+","generation":\d+\}\n$/,
+      /^\{"journal":"coven-automata\/json-journal","storeId":"[^"]+","generation":\d+,"checksums":"crc32"\}\n$/,
     );
     await store.close();
     expect(readdirSync(dir).filter((f) => f.endsWith('.tmp'))).toEqual([]);

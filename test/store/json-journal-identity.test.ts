@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
 import { JsonFileStore } from '../../src/store/json/index.js';
+import { encodeGroup } from '../../src/store/json/journal-groups.js';
 import { StoreCorruptError } from '../../src/store/store.js';
 
 // The snapshot names the journal that must lie beside it (store id and generation); a journal that is
@@ -137,33 +138,45 @@ test("a crash between a fold's snapshot and its journal still opens with every c
   // The fold (open + close) wrote a snapshot of generation 2; put back the generation-1 journal it would
   // have cut, with one more group committed while the fold wrote.
   await (await JsonFileStore.open(file)).close();
-  const third = `{"seq":3,"records":[["counter","c",3,false,{"n":3}]],"log":[["counter/c",2,{"n":3}]]}\n`;
+  const third = encodeGroup(3, {
+    records: [['counter', 'c', { kind: 'counter', id: 'c', version: 3, terminal: false, data: { n: 3 } }]],
+    entries: [{ stream: 'counter/c', sequence: 2, position: 2, data: { n: 3 } }],
+    trims: [],
+  }).text;
   writeFileSync(journalOf(file), Buffer.concat([journal, Buffer.from(third)]));
   expect(await counterOf(file)).toBe(3);
   expect(await counterOf(file)).toBe(3);
 });
 
-test('a journal with commits but without its snapshot is refused (the snapshot was moved); one without commits is replaced by a new store', async () => {
+test('a snapshot deleted beside its journal is refused, the journal untouched, unless the journal is a creation cut short', async () => {
   const file = freshFile();
   const store = await JsonFileStore.open(file);
   await put(store, 1);
   await killedNow(store);
   rmSync(file);
-  await refusedUntouched(file, /the snapshot is missing but its journal .* is there/);
+  // The journal holds a commit.
+  await refusedUntouched(file, /the snapshot is missing but its journal .* is there .*generation 1\)/);
+  // A closed store: the commit folded into the snapshot, the journal holds only a header of generation 2.
+  const folded = freshFile();
+  const closed = await JsonFileStore.open(folded);
+  await put(closed, 1);
+  await closed.close();
+  rmSync(folded);
+  await refusedUntouched(folded, /the snapshot is missing .*generation 2\).*remove the journal too/);
+  // Removing the journal as well starts a new, empty store.
+  rmSync(journalOf(folded));
+  expect(await counterOf(folded)).toBeUndefined();
   // A crash while creating a store leaves its journal (a header of generation 1, no commits) and no snapshot.
   const created = freshFile();
   await (await JsonFileStore.open(created)).close();
   const fresh = freshFile();
   const header = readFileSync(journalOf(created), 'utf8');
-  expect(header).toMatch(/"generation":1\}\n$/);
+  expect(header).toMatch(/"generation":1,"checksums":"crc32"\}\n$/);
   writeFileSync(journalOf(fresh), header);
   const store2 = await JsonFileStore.open(fresh);
   await put(store2, 1);
   await store2.close();
   expect(await counterOf(fresh)).toBe(1);
-  // A folded store whose snapshot was removed to start afresh: its journal holds no commits.
-  rmSync(fresh);
-  expect(await counterOf(fresh)).toBeUndefined();
 });
 
 test("a format-5 store (journal without a header) opens with its journal's commits and is upgraded on its next fold", async () => {
@@ -183,11 +196,32 @@ test("a format-5 store (journal without a header) opens with its journal's commi
     journalThrough: 1,
   });
   expect(readFileSync(journalOf(file), 'utf8')).toMatch(
-    /^\{"journal":"coven-automata\/json-journal","storeId":"[0-9a-f-]+","generation":1\}\n$/,
+    /^\{"journal":"coven-automata\/json-journal","storeId":"[0-9a-f-]+","generation":1,"checksums":"crc32"\}\n$/,
   );
   const store = await JsonFileStore.open(file);
   await put(store, 2);
   await killedNow(store);
   rmSync(journalOf(file));
   await refusedUntouched(file, /the journal is missing/);
+});
+
+test('a journal written before group checksums (a header without them) opens with its commits and is folded at once; a header with an unknown field is refused', async () => {
+  const file = freshFile();
+  const store = await JsonFileStore.open(file);
+  await put(store, 1);
+  await killedNow(store);
+  // The same journal as the build before group checksums wrote it.
+  const journal = readFileSync(journalOf(file), 'utf8');
+  const old = journal.replace(',"checksums":"crc32"}', '}').replace(/\{"crc32":"[0-9a-f]{8}",/g, '{');
+  expect(old).toMatch(/"generation":1\}\n\{"seq":1,/);
+  writeFileSync(journalOf(file), old);
+  const opened = await JsonFileStore.open(file);
+  // Folded by the open: the journal on disk is this build's, with nothing in it yet.
+  expect(readFileSync(journalOf(file), 'utf8')).toMatch(/^\{"journal":.*"generation":2,"checksums":"crc32"\}\n$/);
+  await put(opened, 2);
+  await opened.close();
+  expect(await counterOf(file)).toBe(2);
+  const current = readFileSync(journalOf(file), 'utf8');
+  writeFileSync(journalOf(file), current.replace(',"checksums":"crc32"}', ',"checksums":"crc32","x":1}'));
+  await refusedUntouched(file, /its first line is not a well-formed journal header/);
 });

@@ -18,7 +18,8 @@ const freshFile = () => join(dir, `store-${counter++}.json`);
 const journalOf = (file: string) => `${file}.journal`;
 /** A journal's group lines, without the header line that names its store and generation. */
 const groupLines = (text: string) => text.split('\n').filter((line) => line !== '' && !line.startsWith('{"journal":'));
-const HEADER_ONLY = /^\{"journal":"coven-automata\/json-journal","storeId":"[^"]+","generation":\d+\}\n$/;
+const HEADER_ONLY =
+  /^\{"journal":"coven-automata\/json-journal","storeId":"[^"]+","generation":\d+,"checksums":"crc32"\}\n$/;
 
 /** Three commits, then the files as a process killed right after them would leave them (nothing folded). */
 async function crashedAfterThreeCommits(file: string): Promise<{ snapshot: string; journal: string }> {
@@ -133,11 +134,8 @@ test('a journal line cut short by a crash was never acknowledged: it is dropped 
   expect((await counterOf(file)).version).toBe(4);
 });
 
-test.each([
-  ['without its newline', '{"seq":3,"records":[["counter","c",3,false,{"n":"dr'],
-  ['with its newline but unparseable', '{"seq":3,"records":[["counter","c",3,false,{"n":"dr\n'],
-])('a torn last line %s is cut off at its exact byte, after lines holding multi-byte UTF-8', async (_what, torn) => {
-  const file = freshFile();
+/** Two commits holding multi-byte UTF-8, then the files as they were before the fold on close (the journal replays them). */
+async function twoUtf8Commits(file: string): Promise<string> {
   const store = await JsonFileStore.open(file);
   for (const [n, text] of [
     [1, 'café €'],
@@ -146,7 +144,6 @@ test.each([
     await store.transact((tx) => tx.put('counter', 'c', { n: text }, { expectedVersion: n === 1 ? null : n - 1 }));
   const journal = readFileSync(journalOf(file), 'utf8');
   await store.close();
-  // The snapshot as before those commits (and the fold on close), so the journal replays them.
   const snapshot = JSON.parse(readFileSync(file, 'utf8')) as {
     journalThrough: number;
     journalGeneration: number;
@@ -157,14 +154,49 @@ test.each([
     file,
     JSON.stringify({ ...snapshot, journalThrough: 0, journalGeneration: snapshot.journalGeneration - 1 }),
   );
-  writeFileSync(journalOf(file), journal + torn);
-  const reopened = await JsonFileStore.open(file);
-  try {
-    expect(readFileSync(journalOf(file), 'utf8')).toBe(journal);
-    expect((await reopened.read((r) => r.get<{ n: string }>('counter', 'c')))?.data.n).toBe('crab 🦀');
-  } finally {
-    await reopened.close();
-  }
+  return journal;
+}
+
+test.each([
+  ['its first bytes', '{"crc32":"12'],
+  ['all but its newline', ''],
+])(
+  'a torn last line (%s, no newline) is cut off at its exact byte, after lines holding multi-byte UTF-8',
+  async (_what, torn) => {
+    const file = freshFile();
+    const journal = await twoUtf8Commits(file);
+    const lines = journal.split('\n');
+    // The last group written again, without its newline: what a crash before the newline reached the disk leaves.
+    const tail = torn === '' ? lines[2]!.replace('"seq":2', '"seq":3') : torn;
+    writeFileSync(journalOf(file), journal + tail);
+    const reopened = await JsonFileStore.open(file);
+    try {
+      expect(readFileSync(journalOf(file), 'utf8')).toBe(journal);
+      expect((await reopened.read((r) => r.get<{ n: string }>('counter', 'c')))?.data.n).toBe('crab 🦀');
+    } finally {
+      await reopened.close();
+    }
+  },
+);
+
+test.each([
+  ['a last line with its newline but cut short', (j: string) => j.slice(0, -9) + '\n'],
+  ['a complete last group whose newline changed', (j: string) => j.slice(0, -1) + '\u000b'],
+  ['a complete last group whose newline changed, a torn line after it', (j: string) => j.slice(0, -1) + ' {"crc32":"'],
+  ['a changed letter in the last group', (j: string) => j.replace('crab', 'crap')],
+])("%s is refused naming the journal and the group's offset, both files left as they were", async (_what, damage) => {
+  const file = freshFile();
+  const original = await twoUtf8Commits(file);
+  const lastGroupAt = Buffer.byteLength(original.slice(0, original.lastIndexOf('{"crc32"')));
+  const journal = damage(original);
+  writeFileSync(journalOf(file), journal);
+  const snapshot = readFileSync(file);
+  const error = await JsonFileStore.open(file).catch((e: unknown) => e);
+  expect(error).toBeInstanceOf(StoreCorruptError);
+  expect((error as StoreCorruptError).message).toContain(`${journalOf(file)} cannot be used: the group at byte`);
+  expect((error as StoreCorruptError).details).toMatchObject({ file: journalOf(file), offset: lastGroupAt });
+  expect(readFileSync(journalOf(file), 'utf8')).toBe(journal);
+  expect(readFileSync(file)).toEqual(snapshot);
 });
 
 test('a damaged journal line before the last refuses the store and leaves both files as they were', async () => {

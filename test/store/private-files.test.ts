@@ -84,7 +84,7 @@ test('a JSON store made before, with 0644 files, is private again: its journal a
   expect([modeOf(file), modeOf(`${file}.journal`)]).toEqual([0o600, 0o600]);
 });
 
-test('a SQLite store under umask 022 creates its folder 0700 and its database, -wal and -shm 0600; an older 0644 file is made private at open', async () => {
+test('a SQLite store under umask 022 creates its folder 0700 and its database, -wal, -shm and commit watermark 0600; an older 0644 file is made private at open', async () => {
   const folder = join(dir, `sqlite-${counter++}`, '.coven');
   const file = join(folder, 'automations.sqlite');
   const store = await SqliteStore.open(file);
@@ -97,6 +97,7 @@ test('a SQLite store under umask 022 creates its folder 0700 and its database, -
     'automations.sqlite': 0o600,
     'automations.sqlite-shm': 0o600,
     'automations.sqlite-wal': 0o600,
+    'automations.sqlite.commits': 0o600,
   });
   await store.close();
   chmodSync(file, 0o644);
@@ -106,6 +107,7 @@ test('a SQLite store under umask 022 creates its folder 0700 and its database, -
     'automations.sqlite': 0o600,
     'automations.sqlite-shm': 0o600,
     'automations.sqlite-wal': 0o600,
+    'automations.sqlite.commits': 0o600,
   });
   await reopened.close();
 });

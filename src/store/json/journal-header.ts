@@ -16,8 +16,20 @@ const HEADER_START = Buffer.from('{"journal":');
 /** A header is far shorter; a first line that does not end within this is not one. */
 const HEADER_MAX_BYTES = 1_024;
 
+/**
+ * The header's `checksums` field: every group line of the journal carries a CRC-32 (`journal-groups.ts`).
+ * Journals without it were written before group checksums; their groups cannot be verified.
+ */
+const GROUP_CHECKSUMS = 'crc32';
+const HEADER_KEYS = ['journal', 'storeId', 'generation', 'checksums'];
+
 export const journalHeaderLine = (identity: JournalIdentity) =>
-  `${JSON.stringify({ journal: JOURNAL_FORMAT, storeId: identity.storeId, generation: identity.generation })}\n`;
+  `${JSON.stringify({
+    journal: JOURNAL_FORMAT,
+    storeId: identity.storeId,
+    generation: identity.generation,
+    checksums: GROUP_CHECKSUMS,
+  })}\n`;
 
 export const isJournalIdentity = (v: unknown): v is JournalIdentity =>
   typeof v === 'object' &&
@@ -27,17 +39,26 @@ export const isJournalIdentity = (v: unknown): v is JournalIdentity =>
   Number.isSafeInteger((v as JournalIdentity).generation) &&
   (v as JournalIdentity).generation >= 1;
 
+/** What a journal's first line says: which journal it is, and whether its groups carry checksums. */
+export interface JournalHeader {
+  /** Undefined: a journal written before headers (beside a snapshot of format 5 or older). */
+  identity: JournalIdentity | undefined;
+  /** The header's length in bytes: where the groups start (0 without a header). */
+  bytes: number;
+  checksummed: boolean;
+}
+
 /**
- * The journal's header and its length in bytes. A journal written before headers (beside a snapshot of
- * format 5 or older) has none: `identity` is undefined and its groups start at byte 0.
+ * The journal's header. A journal written before headers has none, and its groups start at byte 0. A header
+ * is read strictly (no field missing, none unknown, `checksums` only as this build writes it), so a changed
+ * byte in it cannot turn a checksummed journal into one read without checksums.
  */
-export async function readJournalHeader(
-  handle: FileHandle,
-): Promise<{ identity: JournalIdentity | undefined; bytes: number }> {
+export async function readJournalHeader(handle: FileHandle): Promise<JournalHeader> {
   const buffer = Buffer.alloc(HEADER_MAX_BYTES);
   const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
   const text = buffer.subarray(0, bytesRead);
-  if (!text.subarray(0, HEADER_START.length).equals(HEADER_START)) return { identity: undefined, bytes: 0 };
+  if (!text.subarray(0, HEADER_START.length).equals(HEADER_START))
+    return { identity: undefined, bytes: 0, checksummed: false };
   const end = text.indexOf(0x0a);
   let header: unknown;
   try {
@@ -45,10 +66,19 @@ export async function readJournalHeader(
   } catch {
     header = undefined;
   }
-  const { journal, ...identity } = (header ?? {}) as { journal?: unknown };
-  if (journal !== JOURNAL_FORMAT || !isJournalIdentity(identity))
+  const { journal, checksums, ...identity } = (header ?? {}) as { journal?: unknown; checksums?: unknown };
+  if (
+    journal !== JOURNAL_FORMAT ||
+    !isJournalIdentity(identity) ||
+    Object.keys(header as object).some((key) => !HEADER_KEYS.includes(key)) ||
+    (checksums !== undefined && checksums !== GROUP_CHECKSUMS)
+  )
     throw new Error('its first line is not a well-formed journal header');
-  return { identity, bytes: end + 1 };
+  return {
+    identity: { storeId: identity.storeId, generation: identity.generation },
+    bytes: end + 1,
+    checksummed: checksums !== undefined,
+  };
 }
 
 const describe = (identity: JournalIdentity | undefined) =>

@@ -10,6 +10,7 @@ import type { Placement } from '../cold-lines.js';
 import type { HistoryFile, JournalPlacements } from './cold-history.js';
 import { readJournalHeader } from './journal-header.js';
 import { createJournal, Journal } from './json-journal.js';
+import { JournalDamage } from './journal-groups.js';
 import { makePrivateFolder, refuseReadOnly } from '../private-files.js';
 import { CommittedState } from '../layered-state.js';
 import { Overlay } from '../overlay.js';
@@ -120,10 +121,11 @@ export class JsonFileStore implements Store {
         db.data.journal,
       ).catch((error: unknown) => {
         db.data.committed.closeHistory();
-        throw new StoreCorruptError(journalPath(path), (error as Error).message);
+        const offset = error instanceof JournalDamage ? error.offset : undefined;
+        throw new StoreCorruptError(journalPath(path), (error as Error).message, offset);
       });
       const storeId = db.data.journal?.storeId ?? randomUUID();
-      return new JsonFileStore(
+      const store = new JsonFileStore(
         path,
         adapter,
         db,
@@ -133,6 +135,14 @@ export class JsonFileStore implements Store {
         options.compactAtBytes,
         storeId,
       );
+      // A journal from before group checksums is folded before any commit appends to it (see Journal.checksummed).
+      if (!journal.checksummed)
+        await store.fold().catch(async (error: unknown) => {
+          db.data.committed.closeHistory();
+          await journal.close();
+          throw error;
+        });
+      return store;
     } catch (error) {
       await lock.release();
       throw error;
@@ -265,9 +275,10 @@ const journalPath = (path: string) => `${path}.journal`;
 
 /**
  * Creates a new store: its journal (a header of generation 1) first, then its snapshot, so a crash between
- * leaves a journal without commits, which the next open replaces (as it does the journal of a store whose
- * snapshot was removed to start afresh: it holds nothing to lose). A journal with commits but no snapshot
- * means the snapshot was moved or deleted while commits followed it: refused, nothing written.
+ * leaves a journal of generation 1 without commits, which the next open replaces. Any other journal without
+ * its snapshot proves the snapshot existed (a fold made a later generation, or commits followed it): it was
+ * moved or deleted, and a new store would lose what it held. Refused, nothing written; to start afresh,
+ * remove the journal too.
  */
 async function createStore(path: string, db: Low<StoreDocument>): Promise<void> {
   const journal = journalPath(path);
@@ -276,12 +287,14 @@ async function createStore(path: string, db: Low<StoreDocument>): Promise<void> 
     try {
       const header = await readJournalHeader(handle).catch(() => undefined);
       const size = (await handle.stat()).size;
-      const noCommits = header !== undefined && size === header.bytes;
-      if (!noCommits)
+      const creationCrash = header?.identity?.generation === 1 && size === header.bytes;
+      if (!creationCrash)
         throw new StoreCorruptError(
           path,
-          `the snapshot is missing but its journal ${journal} is there (${size} bytes): ` +
-            "the snapshot was moved or deleted; a new store would leave the journal's commits behind",
+          `the snapshot is missing but its journal ${journal} is there (${size} bytes, ` +
+            `${header?.identity === undefined ? 'no generation' : `generation ${header.identity.generation}`}): ` +
+            'the snapshot was moved or deleted, and a new store would lose what it held. Put the snapshot ' +
+            'back (or restore it from a backup); to start a new, empty store instead, remove the journal too',
         );
     } finally {
       await handle.close();

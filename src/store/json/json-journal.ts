@@ -2,174 +2,12 @@ import { existsSync } from 'node:fs';
 import { open, rename, rm, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { syncDirectory } from './durable-json-file.js';
-import { fileLines, type LineBatch } from './file-lines.js';
-import type { Placement } from '../cold-lines.js';
+import { fileLines } from './file-lines.js';
 import { HistoryFile, type JournalCut, type JournalPlacements } from './cold-history.js';
+import { encodeGroup, replayJournal } from './journal-groups.js';
 import { journalBehind, journalHeaderLine, readJournalHeader, type JournalIdentity } from './journal-header.js';
 import { PRIVATE_FILE_MODE } from '../private-files.js';
 import type { CommittedChanges, CommittedState } from '../layered-state.js';
-import type { LogEntry, StoredRecord } from '../store.js';
-
-type RecordLine =
-  | [kind: string, id: string, version: number, terminal: boolean, data: unknown]
-  | [kind: string, id: string, deleted: null];
-export interface GroupLine {
-  seq: number;
-  records: RecordLine[];
-  log: Array<[stream: string, sequence: number, data: unknown]>;
-  /** Absent in groups without retention trims (and in every journal written before they existed). */
-  trims?: Array<[stream: string, before: number]>;
-}
-
-/** A group's journal line and where each sealed record and log entry of it lies in the journal. */
-export interface EncodedGroup {
-  text: string;
-  records: Array<[StoredRecord, Placement]>;
-  entries: Array<[LogEntry, Placement]>;
-}
-
-/**
- * One journal line per group commit: the changes only, so a commit writes what it changed and no more. The
- * line is `JSON.stringify` of a {@link GroupLine}, built an item at a time so that each sealed record's and
- * log entry's place in it is known: the store leaves them there, on disk. `lineOffset` is where the line
- * starts in the journal.
- */
-export function encodeGroup(seq: number, changes: CommittedChanges, lineOffset = 0): EncodedGroup {
-  const parts: string[] = [];
-  let bytes = lineOffset;
-  const add = (text: string): Placement => {
-    const length = Buffer.byteLength(text);
-    parts.push(text);
-    bytes += length;
-    return { offset: bytes - length, length };
-  };
-  const records: EncodedGroup['records'] = [];
-  const entries: EncodedGroup['entries'] = [];
-  add(`{"seq":${seq},"records":[`);
-  changes.records.forEach(([kind, id, r], i) => {
-    if (i > 0) add(',');
-    const at = add(JSON.stringify(r === null ? [kind, id, null] : [kind, id, r.version, r.terminal, r.data]));
-    if (r?.terminal === true) records.push([r, at]);
-  });
-  add('],"log":[');
-  changes.entries.forEach((e, i) => {
-    if (i > 0) add(',');
-    entries.push([e, add(JSON.stringify([e.stream, e.sequence, e.data]))]);
-  });
-  add(changes.trims.length === 0 ? ']}\n' : `],"trims":${JSON.stringify(changes.trims)}}\n`);
-  return { text: parts.join(''), records, entries };
-}
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-
-/**
- * Applies one parsed journal line to the state, checking it continues exactly where the state stands; returns what
- * it applied.
- */
-function applyGroup(state: CommittedState<HistoryFile>, raw: unknown, expectedSeq: number): CommittedChanges {
-  const applied: CommittedChanges = { records: [], entries: [], trims: [] };
-  if (!isObject(raw) || raw.seq !== expectedSeq || !Array.isArray(raw.records) || !Array.isArray(raw.log)) {
-    throw new Error(`group ${expectedSeq} is missing or malformed`);
-  }
-  for (const line of raw.records as unknown[]) {
-    if (!Array.isArray(line) || typeof line[0] !== 'string' || typeof line[1] !== 'string')
-      throw new Error(`group ${expectedSeq} has a malformed record`);
-    const [kind, id] = line as [string, string];
-    const current = state.recordMeta(kind, id);
-    // A group holds several transactions' writes, folded to each record's last value: a record may have moved
-    // several versions, or been created and deleted, within one group. A sealed record never changes; only
-    // retention removes one (a null line).
-    if (line[2] === null) {
-      state.removeRecord(kind, id);
-      applied.records.push([kind, id, null]);
-      continue;
-    }
-    if (current?.terminal === true) throw new Error(`group ${expectedSeq} changes ${kind}/${id}, which is sealed`);
-    const [, , version, terminal, data] = line as [string, string, number, boolean, unknown];
-    if (!Number.isSafeInteger(version) || version < 1 || typeof terminal !== 'boolean')
-      throw new Error(`group ${expectedSeq} has a malformed record ${kind}/${id}`);
-    const record: StoredRecord = { kind, id, version, terminal, data };
-    state.loadRecord(record);
-    applied.records.push([kind, id, record]);
-  }
-  for (const line of raw.log as unknown[]) {
-    if (!Array.isArray(line) || typeof line[0] !== 'string' || line[1] !== state.streamHead(line[0]))
-      throw new Error(`group ${expectedSeq} has a log entry out of sequence`);
-    const entry: LogEntry = {
-      stream: line[0],
-      sequence: line[1] as number,
-      position: state.nextPosition(),
-      data: line[2],
-    };
-    state.loadEntry(entry);
-    applied.entries.push(entry);
-  }
-  if (raw.trims !== undefined && !Array.isArray(raw.trims)) throw new Error(`group ${expectedSeq} has malformed trims`);
-  for (const trim of (raw.trims ?? []) as unknown[]) {
-    if (
-      !Array.isArray(trim) ||
-      typeof trim[0] !== 'string' ||
-      !Number.isSafeInteger(trim[1]) ||
-      (trim[1] as number) >= state.streamHead(trim[0])
-    ) {
-      throw new Error(`group ${expectedSeq} has a malformed trim`);
-    }
-    state.trimStream(trim[0], trim[1] as number);
-    applied.trims.push([trim[0], trim[1] as number]);
-  }
-  return applied;
-}
-
-/**
- * Replays a journal, read line by line, over the snapshot's state: groups up to `through` are already in the
- * snapshot (a crash between writing a snapshot and emptying the journal leaves them) and are skipped. A last
- * line cut short by a crash was never acknowledged and is ignored; anything wrong before it means the file is
- * corrupt (throws). Returns the bytes of complete groups and the last group's number.
- */
-export async function replayJournal(
-  batches: AsyncIterable<LineBatch> | Iterable<LineBatch>,
-  state: CommittedState<HistoryFile>,
-  through: number,
-  history?: HistoryFile,
-  startOffset = 0,
-): Promise<{ validBytes: number; lastSeq: number; holdsThrough: boolean }> {
-  let lastSeq = through;
-  let validBytes = startOffset;
-  // Whether the journal holds group `through` itself (the last the snapshot folded from it).
-  let holdsThrough = false;
-  // A line that does not parse was cut short only if nothing follows it; held until that is known.
-  let unparsed: { at: number; message: string } | undefined;
-  for await (const batch of batches) {
-    for (let i = 0; i < batch.lines.length; i++) {
-      if (unparsed !== undefined)
-        throw new Error(`journal line at byte ${unparsed.at} is not JSON (${unparsed.message})`);
-      // Without its newline the last group was never acknowledged, even if what was written parses.
-      if (batch.unterminated === true) break;
-      let raw: unknown;
-      try {
-        raw = JSON.parse(batch.lines[i]!);
-      } catch (error) {
-        unparsed = { at: validBytes, message: (error as Error).message };
-        continue;
-      }
-      const seq = isObject(raw) ? raw.seq : undefined;
-      if (seq === through) holdsThrough = true;
-      if (typeof seq !== 'number' || seq > through) {
-        const applied = applyGroup(state, raw, lastSeq + 1);
-        lastSeq += 1;
-        // Leave the group's history where it lies, if the line is exactly what this build writes (it knows
-        // the places then); a line written otherwise keeps its group in memory until the next fold.
-        if (history !== undefined) {
-          const encoded = encodeGroup(lastSeq, applied, validBytes);
-          if (encoded.text === `${batch.lines[i]!}\n`)
-            state.leaveInJournal({ file: history, records: encoded.records, entries: encoded.entries });
-        }
-      }
-      validBytes += batch.bytes[i]! + 1;
-    }
-  }
-  return { validBytes, lastSeq, holdsThrough };
-}
 
 /** Writes a journal holding only its header, durably (temp file, fsync, rename, fsync of the folder). */
 export async function createJournal(path: string, identity: JournalIdentity): Promise<void> {
@@ -209,6 +47,8 @@ export class Journal {
     /** What its header names (undefined: a journal from before headers, generation 0). */
     private identity: JournalIdentity | undefined,
     private headerBytes: number,
+    /** Its groups carry checksums: every journal this build writes (see {@link Journal.checksummed}). */
+    private withChecksums: boolean,
   ) {}
 
   /**
@@ -242,8 +82,12 @@ export class Journal {
         fileLines(handle, undefined, header.bytes),
         state,
         through,
-        history,
-        header.bytes,
+        {
+          history,
+          startOffset: header.bytes,
+          checksummed: header.checksummed,
+          onlyAfterThrough: header.identity !== undefined && !behind,
+        },
       );
       if (behind && !(through > 0 && holdsThrough)) {
         throw new Error(
@@ -256,7 +100,7 @@ export class Journal {
         await handle.truncate(validBytes);
         await handle.sync();
       }
-      return new Journal(path, handle, history, validBytes, lastSeq, header.identity, header.bytes);
+      return new Journal(path, handle, history, validBytes, lastSeq, header.identity, header.bytes, header.checksummed);
     } catch (error) {
       history?.close();
       await handle.close();
@@ -277,6 +121,15 @@ export class Journal {
   /** The generation its header names (0: a journal from before headers). */
   get generation(): number {
     return this.identity?.generation ?? 0;
+  }
+
+  /**
+   * False for a journal written before group checksums: its groups were read as its build wrote them,
+   * unverified. The store folds such a journal at open, before any commit could append to it, so a journal
+   * never mixes checked and unchecked groups.
+   */
+  get checksummed(): boolean {
+    return this.withChecksums;
   }
 
   /** The number of the last group appended (or replayed). */
@@ -340,6 +193,7 @@ export class Journal {
       this.bytes = header.length + tail.length;
       this.identity = identity;
       this.headerBytes = header.length;
+      this.withChecksums = true;
       // The old file stays open for the caller, which moves what the state left in it before closing it.
       const cut: JournalCut = { from: this.history, to: nextHistory, shift: bytes - header.length };
       this.history = nextHistory;

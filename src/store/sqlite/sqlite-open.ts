@@ -18,6 +18,7 @@ import type { SqliteDriver } from './driver.js';
 import { PRIVATE_FILE_MODE } from '../private-files.js';
 import { entryChecksum, recordChecksum } from './sqlite-rows.js';
 import { StoreCorruptError } from '../store.js';
+import { readCommitCount, type CommitCount } from './sqlite-watermark.js';
 
 /**
  * 2 adds a CRC-32 column (`crc`) to `records` and `log`, checked on every read of a row. A store of
@@ -27,7 +28,8 @@ export const SCHEMA_VERSION = 2;
 const MIGRATES_FROM = new Set(['1']);
 /** The first 16 bytes of every SQLite database file. */
 const SQLITE_MAGIC = Buffer.from('SQLite format 3\0', 'latin1');
-const SIDECARS = ['-wal', '-shm', '-journal'];
+/** Files beside the database: SQLite's, and the commit watermark (`sqlite-watermark.ts`). */
+const SIDECARS = ['-wal', '-shm', '-journal', '.commits'];
 /**
  * Databases (file plus write-ahead log) up to this size get SQLite's `integrity_check` at open. It reads
  * every page and checks that every index agrees with its table, which the row checksums cannot see (an
@@ -167,9 +169,14 @@ export function createDatabase(Driver: SqliteDriver, path: string, schema: strin
 /**
  * Checks an existing database read-only, before anything may write to it: a foreign or newer schema and
  * anything SQLite's integrity check finds are refused with the file untouched (a read-only connection never
- * folds a write-ahead log into the file). Returns the schema version found.
+ * folds a write-ahead log into the file). Returns the schema version found and what the database says of its
+ * commits.
  */
-export function inspectDatabase(Driver: SqliteDriver, path: string, integrityCheckBytes: number): string {
+export function inspectDatabase(
+  Driver: SqliteDriver,
+  path: string,
+  integrityCheckBytes: number,
+): { version: string; count: CommitCount } {
   const db = new Driver(path, { readonly: true, fileMustExist: true });
   try {
     const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all() as string[];
@@ -198,7 +205,7 @@ export function inspectDatabase(Driver: SqliteDriver, path: string, integrityChe
         );
       }
     }
-    return version!;
+    return { version: version!, count: readCommitCount(db) };
   } finally {
     db.close();
   }

@@ -4,7 +4,7 @@ import type Database from 'better-sqlite3';
 import { ContractError } from '../../contract/errors.js';
 import { CommitQueue, type QueuedTransaction } from '../commit-queue.js';
 import { WriterCache } from './sqlite-writer-cache.js';
-import { loadSqliteDriver } from './driver.js';
+import { loadSqliteDriver, type SqliteDriver } from './driver.js';
 import { acquireStoreLock, type HeldLock } from '../file-lock.js';
 import { makePrivateFolder, PRIVATE_FILE_MODE, refuseReadOnly } from '../private-files.js';
 import {
@@ -18,6 +18,15 @@ import {
   SCHEMA_VERSION,
 } from './sqlite-open.js';
 import { asStoreError } from './sqlite-rows.js';
+import {
+  checkCommitWatermark,
+  checkpointWhole,
+  CommitWatermark,
+  countCommit,
+  MARK_CLOSED_SQL,
+  refuseOrphanWatermark,
+  type CommitCount,
+} from './sqlite-watermark.js';
 import { SqliteReader, SqliteTransaction, Statements, VERSIONS_INDEXED } from './sqlite-transaction.js';
 import {
   CommitListeners,
@@ -108,6 +117,30 @@ function configure(writer: Database.Database, options: SqliteStoreOptions): void
   writer.pragma(`journal_size_limit = ${WAL_CHECKPOINT_BYTES}`);
 }
 
+/** Opens the writer on a checked (or new) database and brings its schema to this build's. */
+function openWriter(Driver: SqliteDriver, path: string, options: SqliteStoreOptions) {
+  const writer = new Driver(path, { fileMustExist: true });
+  try {
+    configure(writer, options);
+    writer.transaction(() => {
+      writer.exec(SCHEMA);
+      const version = writer.prepare("SELECT value FROM meta WHERE key = 'schemaVersion'").pluck().get() as
+        string | undefined;
+      if (version !== String(SCHEMA_VERSION)) {
+        addChecksums(writer);
+        writer
+          .prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('schemaVersion', ?)")
+          .run(String(SCHEMA_VERSION));
+      }
+      recordSchemaChecksum(writer);
+    })();
+    return writer;
+  } catch (error) {
+    writer.close();
+    throw error;
+  }
+}
+
 /** SQLite gave up waiting for a lock (after `busy_timeout`): another connection held the database. */
 const isBusy = (error: unknown) => /^SQLITE_(BUSY|LOCKED)/.test((error as { code?: string }).code ?? '');
 
@@ -132,6 +165,14 @@ export class SqliteStore implements Store {
   private seenDataVersion = -1;
   private busy = 0;
   private writesSinceCheckpoint = 0;
+  /** Commits in the database, as `meta.commits` counts them (each one that wrote something). */
+  private commits = 0;
+  /** Why commits stopped: the watermark could not be written after one. */
+  private broken: string | undefined;
+  /** Whether this process committed (and so marked the store open: only then does close mark it closed). */
+  private committedHere = false;
+  /** Whether the database file itself holds the open mark (see sqlite-watermark.ts). */
+  private markedOpen = false;
 
   private constructor(
     readonly file: string,
@@ -139,6 +180,7 @@ export class SqliteStore implements Store {
     private readonly reader: Database.Database,
     private readonly lock: HeldLock,
     maxGroup: number,
+    private readonly watermark: CommitWatermark,
   ) {
     this.queue = new CommitQueue(maxGroup, (batch) => this.writeBatch(batch));
     this.writeSql = new Statements(writer, file);
@@ -160,32 +202,29 @@ export class SqliteStore implements Store {
     const sidecars = absentSidecars(path);
     let writer: Database.Database | undefined;
     let reader: Database.Database | undefined;
+    let watermark: CommitWatermark | undefined;
     try {
+      let found: CommitCount = { commits: 0, closedCleanly: true };
       if (checkDatabaseHeader(path)) {
         refuseReadOnly(path);
-        inspectDatabase(Driver, path, options.integrityCheckBytes ?? INTEGRITY_CHECK_BYTES);
-      } else createDatabase(Driver, path, SCHEMA, NEW_STORE_PAGE_SIZE);
+        found = inspectDatabase(Driver, path, options.integrityCheckBytes ?? INTEGRITY_CHECK_BYTES).count;
+        checkCommitWatermark(path, found);
+      } else {
+        refuseOrphanWatermark(path);
+        createDatabase(Driver, path, SCHEMA, NEW_STORE_PAGE_SIZE);
+      }
       // SQLite gives its -wal and -shm the database file's mode: the inspection may have made them already.
       for (const own of [path, `${path}-wal`, `${path}-shm`])
         if (own === path || existsSync(own)) chmodSync(own, PRIVATE_FILE_MODE);
-      writer = new Driver(path, { fileMustExist: true });
-      configure(writer, options);
-      writer.transaction(() => {
-        writer!.exec(SCHEMA);
-        const version = writer!.prepare("SELECT value FROM meta WHERE key = 'schemaVersion'").pluck().get() as
-          string | undefined;
-        if (version !== String(SCHEMA_VERSION)) {
-          addChecksums(writer!);
-          writer!
-            .prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('schemaVersion', ?)")
-            .run(String(SCHEMA_VERSION));
-        }
-        recordSchemaChecksum(writer!);
-      })();
+      writer = openWriter(Driver, path, options);
+      watermark = await CommitWatermark.open(path, found.commits, (options.synchronous ?? 'FULL') === 'FULL');
       reader = new Driver(path, { readonly: true });
-      return new SqliteStore(path, writer, reader, lock, options.maxGroupSize ?? MAX_GROUP);
+      const store = new SqliteStore(path, writer, reader, lock, options.maxGroupSize ?? MAX_GROUP, watermark);
+      store.commits = found.commits;
+      return store;
     } catch (error) {
       reader?.close();
+      await watermark?.close();
       writer?.close();
       for (const sidecar of sidecars) rmSync(sidecar, { force: true });
       await lock.release();
@@ -200,8 +239,9 @@ export class SqliteStore implements Store {
 
   private async writeBatch(batch: QueuedTransaction[]): Promise<void> {
     const lost = this.lock.compromised();
-    if (lost !== undefined) {
-      for (const job of batch) job.reject(new StoreClosedError(`the store lock was lost (${lost.message})`));
+    const stopped = lost === undefined ? this.broken : `the store lock was lost (${lost.message})`;
+    if (stopped !== undefined) {
+      for (const job of batch) job.reject(new StoreClosedError(stopped));
       return;
     }
     const tx = new SqliteTransaction(this.writeSql, this.cache);
@@ -236,6 +276,7 @@ export class SqliteStore implements Store {
       }
     }
     try {
+      if (tx.writes > 0) countCommit(this.writer, this.commits + 1, this.markedOpen);
       this.writer.exec('COMMIT');
     } catch (error) {
       this.noteBusy(error);
@@ -245,8 +286,29 @@ export class SqliteStore implements Store {
       return;
     }
     this.writesSinceCheckpoint += tx.writes;
+    if (tx.writes > 0 && !(await this.acknowledgeCommit(done))) return;
     if (tx.writes > 0) this.committed.notify();
     for (const [job, result] of done) job.resolve(result);
+  }
+
+  /**
+   * Writes the watermark of a durable commit before it is acknowledged. If that fails, the commit is in the
+   * database but could not be made provable: its transactions fail and the store takes no further commit.
+   */
+  private async acknowledgeCommit(done: Array<[QueuedTransaction, unknown]>): Promise<boolean> {
+    this.commits += 1;
+    this.committedHere = true;
+    // The first commit marked the store open; copied into the database file before it is acknowledged.
+    if (!this.markedOpen) this.markedOpen = checkpointWhole(this.writer);
+    try {
+      await this.watermark.write(this.commits);
+      return true;
+    } catch (error) {
+      this.broken = `the commit watermark could not be written (${(error as Error).message})`;
+      const failure = new StoreClosedError(`${this.broken}; the last commit is in the database, unacknowledged`);
+      for (const [job] of done) job.reject(failure);
+      return false;
+    }
   }
 
   async read<R>(body: (reader: StoreReader) => Promise<R> | R): Promise<R> {
@@ -295,8 +357,16 @@ export class SqliteStore implements Store {
   async close(): Promise<void> {
     if (this.queue.isClosed) return;
     await this.queue.close();
-    this.reader.close();
-    this.writer.close();
-    await this.lock.release();
+    try {
+      // Closing the last connection copies the log into the database file: with it, this mark (a file alone
+      // is a clean copy).
+      if (this.committedHere && this.lock.compromised() === undefined && this.broken === undefined)
+        this.writer.exec(MARK_CLOSED_SQL);
+    } finally {
+      this.reader.close();
+      this.writer.close();
+      await this.watermark.close();
+      await this.lock.release();
+    }
   }
 }
