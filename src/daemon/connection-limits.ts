@@ -80,6 +80,8 @@ export function createLimitedServer(
       requestTimeout: limits.requestTimeoutMs,
       keepAliveTimeout: limits.keepAliveTimeoutMs,
       connectionsCheckingInterval: checkingInterval(limits),
+      // A request without Host reaches the Host guard, which refuses it with a typed envelope over TCP.
+      requireHostHeader: false,
     },
     handler,
   );

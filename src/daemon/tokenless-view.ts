@@ -6,8 +6,12 @@ export const WITHHELD = {
   definition: "definition body withheld: read it over the daemon's socket, with its token, or start --public-reads",
 } as const;
 
-/** Keys whose string values are what a session printed or said, which a runtime may quote from its work. */
-const OUTPUT_KEY = /^(output|outputs|stdout|stderr|log|logs|detail|transcript)$/i;
+/**
+ * Keys whose string values would be what a session printed. Reads carry digests of output, not output, today; this
+ * keeps it so for any read that starts carrying some. A `detail` is the engine's or runtime's own diagnostic (already
+ * published-safe, and sealed into receipts the dashboard verifies), so it is left as it is.
+ */
+const OUTPUT_KEY = /^(output|outputs|stdout|stderr|transcript)$/i;
 
 /** What of a definition a tokenless caller sees: which automation and revision it is, and its state and name. */
 function definitionSummary(body: Record<string, unknown>): Record<string, unknown> {

@@ -1,5 +1,6 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, test } from 'vitest';
@@ -160,6 +161,20 @@ describe('DNS rebinding: a foreign Host or Origin is refused on every route, bef
     expect(state.result).toMatchObject({ lifecycleState: 'active', revision: 3 });
   });
 
+  test('a request without Host (HTTP/1.0) is refused with the typed envelope, not a bare 400', async () => {
+    const w = await daemonWorld();
+    const answer = await new Promise<string>((resolve, reject) => {
+      let text = '';
+      const socket = connect(w.port, '127.0.0.1', () => socket.end('GET /healthz HTTP/1.0\r\n\r\n'));
+      socket.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+      socket.on('close', () => resolve(text));
+      socket.on('error', reject);
+    });
+    expect(answer).toMatch(/^HTTP\/1\.[01] 403 /);
+    expect(answer).toContain('"code":"AUTHORITY_REQUIRED"');
+    expect(answer).toContain('Host none is not');
+  });
+
   test("the daemon's own loopback names with its port are answered, in any case, with or without a same-origin Origin", async () => {
     const w = await daemonWorld();
     for (const host of [`127.0.0.1:${w.port}`, `LOCALHOST:${w.port}`, `[::1]:${w.port}`]) {
@@ -220,6 +235,22 @@ describe('tokenless loopback TCP reads get no prompt, output or definition body'
       display: { name: 'Automation daily' },
       withheld: WITHHELD.definition,
     });
+  });
+
+  test('a receipt reads the same without the token: it holds no output, so the page can still verify it', async () => {
+    const w = await daemonWorld();
+    const get = read('receipt.get.v1', { runId: w.runId });
+    const host = { host: `127.0.0.1:${w.port}` };
+    const tokenless = await send(w.port, 'POST', '/api/v1/actions', host, get);
+    const owner = await send(
+      w.port,
+      'POST',
+      '/api/v1/actions',
+      { ...host, authorization: `Bearer ${w.daemon.token}` },
+      get,
+    );
+    expect(JSON.parse(tokenless.text).result.receipt).toEqual(JSON.parse(owner.text).result.receipt);
+    expect(JSON.parse(owner.text).result.receipt).toMatchObject({ runId: w.runId, integrity: expect.any(Object) });
   });
 
   test('the token, the socket, and a daemon started with publicReads read the whole body', async () => {
