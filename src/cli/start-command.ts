@@ -13,6 +13,8 @@ export interface StartOptions {
   logFormat?: string;
   /** `--inspect [port]`: true for the default port, or the port given. */
   inspect?: boolean | string;
+  /** `--public-reads`: loopback TCP without the token reads prompts, outputs and definition bodies too. */
+  publicReads?: boolean;
 }
 
 const INSPECT_PORT = 8787;
@@ -49,6 +51,11 @@ export function declareStartOptions(command: Command): Command {
     .option(
       '--listen <host:port>',
       'also serve HTTP on loopback TCP (127.0.0.1:PORT or [::1]:PORT); mutations there need the printed token',
+    )
+    .option(
+      '--public-reads',
+      'let loopback TCP callers without the token read prompts, session output and definition bodies ' +
+        '(default: they get redacted answers; any local user can reach that port)',
     )
     .option('--log-format <format>', 'human lines (default) or json (one pino record per line)')
     .option('--inspect [port]', `feed the Stately inspector live from a relay on 127.0.0.1 (default ${INSPECT_PORT})`);
@@ -107,6 +114,7 @@ async function serve(
     store,
     storeFile: cmd.anchor,
     ...(listen === undefined ? {} : { listen }),
+    publicReads: cmd.publicReads === true,
     plugins: await startPlugins(metrics, options),
     lastPassAt: () => lastPassAt,
   });

@@ -5,6 +5,7 @@ import { ContractError, type ErrorCode, type ErrorEnvelope } from '../contract/e
 import type { CommandResponse } from '../command-handler/envelope.js';
 import type { EventEnvelope, StreamRef } from '../changefeed/event-envelope.js';
 import { readDaemonRecord } from './files.js';
+import { isProof, newNonce, PROOF_PATH, socketToTrust, untrustedDaemon } from './daemon-proof.js';
 
 /** Where a client reaches a daemon: its Unix socket (trusted), or loopback TCP with the token for mutations. */
 export type DaemonTarget = { socketPath: string } | { url: string; token?: string };
@@ -62,19 +63,31 @@ export class DaemonClient {
 
   /**
    * The client of the daemon serving `storeFile`, or undefined when none does: no daemon record beside the
-   * store, or one a killed daemon left whose socket no longer answers for this store.
+   * store, or one a stopped daemon left whose socket is gone or no longer answers. Before anything else is
+   * sent, the socket must be a socket of this user's with mode 0600, and the daemon must prove it holds the
+   * store's token (an HMAC of a fresh nonce); a socket that fails either is refused with AUTHORITY_REQUIRED.
    */
   static async connect(storeFile: string): Promise<DaemonClient | undefined> {
     const file = resolve(storeFile);
     const record = readDaemonRecord(file);
     if (record === undefined) return undefined;
+    const token = socketToTrust(file, record.socketPath);
+    if (token === undefined) return undefined;
     const client = new DaemonClient({ socketPath: record.socketPath });
+    const nonce = newNonce();
+    let response: IncomingMessage;
     try {
-      const health = await client.get<{ storeFile?: string }>('/healthz', CONNECT_TIMEOUT_MS);
-      return health.storeFile === file ? client : undefined;
+      ({ response } = await client.open('GET', `${PROOF_PATH}?nonce=${nonce}`, undefined, CONNECT_TIMEOUT_MS));
     } catch {
       return undefined;
     }
+    const answer = (await readBody(response).catch(() => undefined)) as { storeFile?: unknown; proof?: unknown };
+    // A daemon of another store at this path (a copied folder) is not this store's: the CLI opens the store itself.
+    if (response.statusCode === 200 && typeof answer?.storeFile === 'string' && answer.storeFile !== file)
+      return undefined;
+    if (response.statusCode !== 200 || !isProof(answer?.proof, token, file, nonce))
+      throw untrustedDaemon(file, record.socketPath, "it did not prove it holds the store's token");
+    return client;
   }
 
   /** Sends one command envelope; the daemon's answer is the engine's CommandResponse, rejections included. */

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Engine } from '../engine/engine.js';
 import type { FileStore } from '../store/open-store.js';
 import type { SubscriberRegistry } from './subscribers.js';
+import type { ConnectionLimits } from './connection-limits.js';
 
 /** What a daemon's routes and plugins work with. */
 export interface DaemonContext {
@@ -32,6 +33,14 @@ export interface DaemonOptions {
   /** TCP, loopback only (127.0.0.1 or ::1; anything else refused). Port 0 picks a free port. */
   listen?: { host: string; port: number };
   plugins?: DaemonPlugin[];
+  /**
+   * Loopback TCP without the token reads prompts, outputs and definition bodies too (`start --public-reads`).
+   * Off by default: such a caller gets redacted answers (see tokenless-view.ts), since every local user, and any
+   * web page through a name rebound to 127.0.0.1, reaches that port.
+   */
+  publicReads?: boolean;
+  /** Per-listener connection cap and deadlines; each unset one keeps its default (DEFAULT_CONNECTION_LIMITS). */
+  limits?: Partial<ConnectionLimits>;
   /**
    * When the engine's last pass finished; `start` passes the time its pass callback last saw. Without it,
    * /healthz reports `lastPassAt: null`.

@@ -51,7 +51,44 @@ function reply(replyTo: FastifyReply, error: ContractError, body?: unknown): Fas
 }
 
 /** The status line of a frozen HTTP status, for the raw responses written before Fastify saw a request. */
-const REASONS: Record<number, string> = { 400: 'Bad Request', 413: 'Payload Too Large', 431: 'Bad Request' };
+const REASONS: Record<number, string> = {
+  400: 'Bad Request',
+  403: 'Forbidden',
+  413: 'Payload Too Large',
+  429: 'Too Many Requests',
+  504: 'Gateway Timeout',
+};
+
+/**
+ * Writes a typed refusal straight to a connection Fastify never saw a request on, and ends it. A connection
+ * whose sender is still sending (a slow body cut off) is destroyed once the refusal is flushed, since ending
+ * only our side would let it keep its place.
+ */
+export function refuseConnection(socket: Socket, typed: ContractError): void {
+  const body = JSON.stringify(rejectionBody(typed));
+  const still = typed.code === 'DEADLINE_EXCEEDED' || typed.code === 'CONCURRENCY_LIMIT';
+  socket.end(
+    `HTTP/1.1 ${typed.httpStatus} ${REASONS[typed.httpStatus] ?? 'Bad Request'}\r\n` +
+      'Content-Type: application/json; charset=utf-8\r\n' +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    still ? () => socket.destroy() : undefined,
+  );
+}
+
+/** A refusal of Node's HTTP parser as the contract's typed error. */
+function parserRefusal(error: NodeJS.ErrnoException): ContractError {
+  switch (error.code) {
+    case 'HPE_HEADER_OVERFLOW':
+      return new ContractError('PAYLOAD_TOO_LARGE', 'request headers are too large');
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      // Headers or body arrived slower than the listener's limits allow; the place goes to another client.
+      return new ContractError('DEADLINE_EXCEEDED', 'the request did not arrive within the time this daemon allows', {
+        transport: 'http',
+      });
+    default:
+      return new ContractError('VALIDATION_FAILED', `malformed HTTP request (${error.code ?? 'unparseable'})`);
+  }
+}
 
 /**
  * Every failure answered with the contract's error envelope and its frozen status: Fastify's errors, unknown
@@ -82,14 +119,5 @@ export function answerClientError(error: NodeJS.ErrnoException, socket: Socket):
     socket.destroy();
     return;
   }
-  const typed =
-    error.code === 'HPE_HEADER_OVERFLOW'
-      ? new ContractError('PAYLOAD_TOO_LARGE', 'request headers are too large')
-      : new ContractError('VALIDATION_FAILED', `malformed HTTP request (${error.code ?? 'unparseable'})`);
-  const body = JSON.stringify(rejectionBody(typed));
-  socket.end(
-    `HTTP/1.1 ${typed.httpStatus} ${REASONS[typed.httpStatus] ?? 'Bad Request'}\r\n` +
-      'Content-Type: application/json; charset=utf-8\r\n' +
-      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-  );
+  refuseConnection(socket, parserRefusal(error));
 }

@@ -22,6 +22,7 @@ export type { Daemon, DaemonContext, DaemonOptions, DaemonPlugin } from './conte
 export { DaemonClient, type DaemonTarget, type StreamedEvent } from './client.js';
 export { isTrusted, authorityRequired, READ_COMMANDS, type RouteTrust } from './trust.js';
 export { daemonRecordPath, socketPathFor, tokenPath, type DaemonRecord } from './files.js';
+export type { ConnectionLimits } from './connection-limits.js';
 
 /**
  * Serves a running engine's commands (see {@link DaemonOptions}): the Unix socket beside the store, loopback

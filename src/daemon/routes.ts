@@ -7,6 +7,7 @@ import { follow, GLOBAL_FEED, parseStream } from './follow.js';
 import { latestAttempt } from './run-reads.js';
 import { rejectionBody } from './http-errors.js';
 import { callerOf } from './trust.js';
+import { NONCE, PROOF_PATH, proofOf } from './daemon-proof.js';
 
 /** A pass this long ago or longer means the engine loop is stuck (upstream's scheduler.stale-pass threshold). */
 export const STALE_PASS_MS = 120_000;
@@ -62,6 +63,8 @@ async function eventStream(ctx: DaemonContext, request: FastifyRequest, reply: F
   ctx.stopping.addEventListener('abort', leave, { once: true });
   reply.hijack();
   const raw = reply.raw;
+  // A followed stream may be quiet for long; the listener's idle deadline is for connections that say nothing.
+  request.raw.socket.setTimeout(0);
   raw.writeHead(200, {
     'content-type': 'text/event-stream; charset=utf-8',
     'cache-control': 'no-cache',
@@ -92,6 +95,18 @@ async function eventStream(ctx: DaemonContext, request: FastifyRequest, reply: F
   }
 }
 
+/**
+ * `GET /api/v1/daemon-proof?nonce=<64 hex>`: this daemon's proof that it holds the store's token, which the CLI
+ * checks before it sends anything (see daemon-proof.ts). The socket's owner, or TCP with the token, only: over
+ * tokenless TCP it would be an oracle a listener squatting a dead daemon's socket path could relay to.
+ */
+function daemonProof(ctx: DaemonContext, request: FastifyRequest): Record<string, unknown> {
+  const nonce = (request.query as Record<string, unknown>).nonce;
+  if (typeof nonce !== 'string' || !NONCE.test(nonce))
+    throw new ContractError('VALIDATION_FAILED', 'nonce must be 64 lowercase hex digits', { field: 'nonce' });
+  return { storeFile: ctx.storeFile, pid: process.pid, proof: proofOf(ctx.token, ctx.storeFile, nonce) };
+}
+
 /** The daemon's own routes: the command API, the capability profile, health and the changefeed stream. */
 export async function registerCoreRoutes(app: FastifyInstance, ctx: DaemonContext): Promise<void> {
   app.post('/api/v1/actions', { config: { trust: 'command' } }, async (request, reply) => {
@@ -100,6 +115,7 @@ export async function registerCoreRoutes(app: FastifyInstance, ctx: DaemonContex
   });
   app.get('/api/v1/capabilities', { config: { trust: 'read' } }, async () => CAPABILITY_PROFILE);
   app.get('/healthz', { config: { trust: 'read' } }, async () => health(ctx));
+  app.get(PROOF_PATH, { config: { trust: 'token' } }, async (request) => daemonProof(ctx, request));
   app.get('/api/v1/events', { config: { trust: 'token' } }, (request, reply) => eventStream(ctx, request, reply));
   app.get<{ Params: { runId: string } }>(
     '/api/v1/runs/:runId/latest-attempt',

@@ -1,5 +1,5 @@
 import { chmodSync } from 'node:fs';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { ContractError } from '../contract/errors.js';
 import { MAX_COMMAND_BYTES, toPlainJson } from '../command-handler/plain-json.js';
@@ -14,10 +14,13 @@ import {
   writePrivateFile,
   type DaemonRecord,
 } from './files.js';
-import { answerClientError, installErrorHandling } from './http-errors.js';
+import { answerClientError, installErrorHandling, refuseConnection } from './http-errors.js';
 import { registerCoreRoutes } from './routes.js';
 import { SubscriberRegistry } from './subscribers.js';
-import { authorityRequired, isReadCommand, isTrusted, markTcp, routeTrust } from './trust.js';
+import { authorityRequired, isReadCommand, isTrusted, markTcp, overTcp, routeTrust } from './trust.js';
+import { createLimitedServer, resolveLimits, type ConnectionLimits } from './connection-limits.js';
+import { foreignRequest, loopbackHosts } from './host-guard.js';
+import { tokenlessView } from './tokenless-view.js';
 
 type Handler = (request: IncomingMessage, response: ServerResponse) => void;
 
@@ -40,8 +43,26 @@ export function checkListen(listen: { host: string; port: number }): void {
     });
 }
 
-/** Guards every matched route by its trust (see {@link routeTrust}); unknown routes fall through to NOT_FOUND. */
-function installTrust(app: FastifyInstance, ctx: DaemonContext): void {
+/** What the TCP guards need of the listener: the Host values it answers to, known once it is bound. */
+interface TcpGuard {
+  hosts: ReadonlySet<string>;
+  publicReads: boolean;
+}
+
+/**
+ * Guards every request by its trust (see {@link routeTrust}); unknown routes fall through to NOT_FOUND. Over
+ * TCP, first of all, a foreign Host or Origin is refused, before any body is read or route matched.
+ */
+function installTrust(app: FastifyInstance, ctx: DaemonContext, tcp: TcpGuard): void {
+  app.addHook('onRequest', async (request) => {
+    if (!overTcp(request)) return;
+    const foreign = foreignRequest(request.headers, tcp.hosts);
+    if (foreign !== undefined) throw foreign;
+  });
+  // Last, on every JSON answer (reads, refusals, health): a tokenless TCP caller gets the redacted view.
+  app.addHook('preSerialization', async (request, _reply, payload) =>
+    tcp.publicReads || !overTcp(request) || isTrusted(request, ctx) ? payload : tokenlessView(payload),
+  );
   // Token routes are refused before their body is even read; command routes once the body names its command.
   app.addHook('onRequest', async (request) => {
     if (request.is404 || routeTrust(request) !== 'token') return;
@@ -57,7 +78,12 @@ function installTrust(app: FastifyInstance, ctx: DaemonContext): void {
 }
 
 /** The app: bodies parsed as the engine parses commands, typed errors everywhere, trust, routes, plugins. */
-async function buildApp(ctx: DaemonContext, options: DaemonOptions, factory: (handler: Handler) => Server) {
+async function buildApp(
+  ctx: DaemonContext,
+  options: DaemonOptions,
+  tcp: TcpGuard,
+  factory: (handler: Handler) => Server,
+) {
   const app = Fastify({
     serverFactory: factory,
     bodyLimit: MAX_COMMAND_BYTES,
@@ -74,7 +100,7 @@ async function buildApp(ctx: DaemonContext, options: DaemonOptions, factory: (ha
     }
   });
   installErrorHandling(app);
-  installTrust(app, ctx);
+  installTrust(app, ctx, tcp);
   await registerCoreRoutes(app, ctx);
   for (const plugin of options.plugins ?? []) await plugin(app, ctx);
   await app.ready();
@@ -135,13 +161,16 @@ export async function startServer(options: DaemonOptions): Promise<Daemon> {
     lastPassAt: options.lastPassAt ?? (() => undefined),
     subscribers: new SubscriberRegistry(),
   };
+  const limits: ConnectionLimits = resolveLimits(options.limits);
+  const guard: TcpGuard = { hosts: new Set(), publicReads: options.publicReads === true };
   const servers: Server[] = [];
-  const app = await buildApp(ctx, options, (handler) => {
-    const unix = createServer(handler);
+  const app = await buildApp(ctx, options, guard, (handler) => {
+    // One server per listener, each with its own connection count, so a TCP flood never starves the socket.
+    const unix = createLimitedServer(handler, limits, refuseConnection);
     servers.push(unix);
     if (options.listen !== undefined) {
-      const tcp = createServer(handler);
-      tcp.on('connection', markTcp);
+      const tcp = createLimitedServer(handler, limits, refuseConnection);
+      tcp.prependListener('connection', markTcp);
       tcp.on('clientError', answerClientError);
       servers.push(tcp);
     }
@@ -153,6 +182,7 @@ export async function startServer(options: DaemonOptions): Promise<Daemon> {
     if (options.listen !== undefined) {
       await listen(servers[1]!, options.listen);
       const { port } = servers[1]!.address() as { port: number };
+      guard.hosts = loopbackHosts(port);
       url = `http://${options.listen.host === '::1' ? '[::1]' : options.listen.host}:${port}`;
     }
     const record: DaemonRecord = { pid: process.pid, socketPath, startedAt: ctx.startedAt.toISOString() };

@@ -38,6 +38,9 @@ export function markTcp(socket: Socket): void {
   tcpSockets.add(socket);
 }
 
+/** Whether a request came over loopback TCP (any local user, and any web page through a rebound name). */
+export const overTcp = (request: FastifyRequest): boolean => tcpSockets.has(request.raw.socket);
+
 /** The token a request carries: `Authorization: Bearer <token>` or `?token=<token>`. */
 function tokenOf(request: FastifyRequest): string | undefined {
   const header = request.headers.authorization;
@@ -69,7 +72,7 @@ function sameSecret(given: string, expected: string): boolean {
  * ```
  */
 export function isTrusted(request: FastifyRequest, ctx: DaemonContext): boolean {
-  if (!tcpSockets.has(request.raw.socket)) return true;
+  if (!overTcp(request)) return true;
   const token = tokenOf(request);
   return token !== undefined && sameSecret(token, ctx.token);
 }
