@@ -1,0 +1,139 @@
+// What the one-live-run race test builds on: stores whose transactions can be held at one point (so two engines'
+// overlap checks are sure to read the same moment), the race's parts, and what a finished race shows.
+import { OCCURRENCE_LIVE } from '../../src/domain/records.js';
+import type { EventEnvelope } from '../../src/changefeed/event-envelope.js';
+import type { CommandResponse } from '../../src/command-handler/envelope.js';
+import type { Store, StoreReader, StoreTransaction } from '../../src/store/store.js';
+import type { OccurrenceState } from '../../machines/index.js';
+
+/**
+ * Holds each party that arrives until all `parties` have, or until `deadlineMs` passed (then it lets them go and
+ * says so): a wait on a condition with a deadline, never a sleep.
+ */
+export class Barrier {
+  private arrived = 0;
+  private release!: () => void;
+  private readonly all = new Promise<void>((resolve) => (this.release = resolve));
+  timedOut = false;
+
+  constructor(
+    private readonly parties: number,
+    private readonly deadlineMs: number,
+  ) {}
+
+  async arrive(): Promise<void> {
+    if (++this.arrived >= this.parties) this.release();
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<void>((resolve) => {
+      timer = setTimeout(() => {
+        this.timedOut = true;
+        resolve();
+      }, this.deadlineMs);
+    });
+    await Promise.race([this.all, deadline]);
+    clearTimeout(timer);
+  }
+}
+
+/** One store operation a gate may hold after: its name, the record it named, and what it returned. */
+export interface Operation {
+  op: string;
+  kind: string;
+  id: string;
+  result: unknown;
+}
+
+/**
+ * What a {@link GatedStore} does to its transactions. `hold`: after the first operation it matches, the
+ * transaction waits at its barrier (once). `busy`: occurrences it names are reported held by another engine, so
+ * this engine passes them over (a set-up engine that plans slots but never claims them).
+ */
+export interface Gate {
+  hold?: { matches: (operation: Operation) => boolean; barrier: Barrier };
+  busy?: (occurrenceId: string) => boolean;
+}
+
+/** A store whose transactions meet `gate` (changed between races); reads and commits pass straight through. */
+export class GatedStore implements Store {
+  gate: Gate = {};
+
+  constructor(readonly inner: Store) {}
+
+  transact<R>(body: (tx: StoreTransaction) => Promise<R> | R): Promise<R> {
+    return this.inner.transact((tx) => body(this.gated(tx)));
+  }
+  read<R>(body: (reader: StoreReader) => Promise<R> | R): Promise<R> {
+    return this.inner.read(body);
+  }
+  onCommit(listener: Parameters<Store['onCommit']>[0]): () => void {
+    return this.inner.onCommit(listener);
+  }
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+
+  private gated(tx: StoreTransaction): StoreTransaction {
+    const after = async (op: string, kind: string, id: string, result: unknown) => {
+      const hold = this.gate.hold;
+      if (hold === undefined || !hold.matches({ op, kind, id, result })) return;
+      this.gate.hold = undefined;
+      await hold.barrier.arrive();
+    };
+    return new Proxy(tx, {
+      get: (target, prop, receiver) => {
+        if (prop === 'lockUnlessBusy' && target.lockUnlessBusy !== undefined)
+          return async (kind: string, id: string) => {
+            if (kind === 'occurrence' && this.gate.busy?.(id) === true) return false;
+            const locked = await target.lockUnlessBusy!(kind, id);
+            await after('lockUnlessBusy', kind, id, locked);
+            return locked;
+          };
+        if (prop === 'get')
+          return async (kind: string, id: string) => {
+            const record = await target.get(kind, id);
+            await after('get', kind, id, record);
+            return record;
+          };
+        const value: unknown = Reflect.get(target, prop, receiver);
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+  }
+}
+
+/** The most occurrences of `automationId` live at once over the feed, replayed commit by commit. */
+export function mostLiveAtOnce(feed: readonly EventEnvelope[], automationId: string): number {
+  const live = new Set<string>();
+  let most = 0;
+  for (const event of feed) {
+    if (event.kind !== 'occurrence.transitioned' || event.automationId !== automationId) continue;
+    if (OCCURRENCE_LIVE.has(event.payload.to as OccurrenceState)) live.add(event.occurrenceId!);
+    else live.delete(event.occurrenceId!);
+    most = Math.max(most, live.size);
+  }
+  return most;
+}
+
+/** The live occurrences of `automationId` as a reader sees them now. */
+export async function liveNow(reader: StoreReader, automationId: string): Promise<string[]> {
+  const occurrences = await reader.list<{ snapshot: { value: string; context: { automationId?: string } } }>(
+    'occurrence',
+  );
+  return occurrences
+    .filter(
+      (o) =>
+        o.data.snapshot.context.automationId === automationId &&
+        OCCURRENCE_LIVE.has(o.data.snapshot.value as OccurrenceState),
+    )
+    .map((o) => o.id);
+}
+
+/** A run-now answer the contract allows in a race: claimed, or refused because the automation has live work. */
+export function contractAnswer(response: CommandResponse): string | undefined {
+  if (response.outcome === 'rejected')
+    return response.error?.code === 'OVERLAP_FORBIDDEN'
+      ? undefined
+      : `run-now answered ${String(response.error?.code)}: ${String(response.error?.message)}`;
+  const status = (response.result as { status?: unknown } | undefined)?.status;
+  return status === 'claimed' ? undefined : `run-now answered status ${String(status)}`;
+}
