@@ -1,5 +1,6 @@
 // What the one-live-run race test builds on: stores whose transactions can be held at one point (so two engines'
 // overlap checks are sure to read the same moment), the race's parts, and what a finished race shows.
+import fc from 'fast-check';
 import { OCCURRENCE_LIVE } from '../../src/domain/records.js';
 import type { EventEnvelope } from '../../src/changefeed/event-envelope.js';
 import type { CommandResponse } from '../../src/command-handler/envelope.js';
@@ -136,4 +137,92 @@ export function contractAnswer(response: CommandResponse): string | undefined {
       : `run-now answered ${String(response.error?.code)}: ${String(response.error?.message)}`;
   const status = (response.result as { status?: unknown } | undefined)?.status;
   return status === 'claimed' ? undefined : `run-now answered status ${String(status)}`;
+}
+
+/** Two slots a day, so two engines can each find one of them due. */
+export const TWO_SLOTS = 'FREQ=DAILY;BYHOUR=9,10';
+
+export type Pair = 'slot+runNow' | 'slot+slot' | 'runNow+runNow';
+
+/**
+ * One race: which pair of claims meet, through which two engines (in which order), whether a third engine passes
+ * at the same time, and whether both overlap checks are held until both have read (`forced`: the interleaving
+ * that lets a write skew through, every time) or the second claim starts `yields` event-loop turns after the first.
+ */
+export interface Race {
+  pair: Pair;
+  engines: number[];
+  bystander: boolean;
+  forced: boolean;
+  yields: number;
+}
+
+export const races: fc.Arbitrary<Race> = fc.record({
+  pair: fc.constantFrom<Pair>('slot+runNow', 'slot+slot', 'runNow+runNow'),
+  engines: fc.shuffledSubarray([0, 1, 2], { minLength: 2, maxLength: 2 }),
+  bystander: fc.boolean(),
+  forced: fc.boolean(),
+  yields: fc.nat(40),
+});
+
+/** `count` races from `seed`, the pairs taken in turn so that every pair races however few there are. */
+export function racePlan(seed: number, count: number, arbitrary: fc.Arbitrary<Race> = races): Race[] {
+  const pairs: Pair[] = ['slot+runNow', 'slot+slot', 'runNow+runNow'];
+  return fc.sample(arbitrary, { seed, numRuns: count }).map((r, i) => ({ ...r, pair: pairs[i % pairs.length]! }));
+}
+
+export interface RaceFigures {
+  race: Race;
+  /** The most live occurrences of the automation at once: over every commit, as polled, and at the end. */
+  mostLive: { feed?: number; polled: number; final: number };
+  /** What broke the contract besides that: an answer, a pass error, a slot left undecided, an invariant. */
+  problems: string[];
+  barrierTimedOut: boolean;
+  contended: number;
+}
+
+/** Race `n` runs on its own day, so the clock only moves forward. */
+export const day = (n: number) =>
+  new Date(Date.parse('2026-03-02T00:00:00.000Z') + n * 86_400_000).toISOString().slice(0, 10);
+export const at = (n: number, time: string) => `${day(n)}T${time}.000Z`;
+
+type Occ = {
+  snapshot: { value: string; context: { automationId?: string } };
+  attributes: { misfireDisposition?: string };
+};
+
+export async function mine(store: Store, automationId: string) {
+  return (await store.read((r) => r.list<Occ>('occurrence'))).filter(
+    (o) => o.data.snapshot.context.automationId === automationId,
+  );
+}
+
+/** Occurrences of the automation still waiting for a claim. */
+export async function waiting(store: Store, automationId: string): Promise<string[]> {
+  return (await mine(store, automationId))
+    .filter((o) => o.data.snapshot.value === 'planned' || o.data.snapshot.value === 'eligible')
+    .map((o) => `occurrence ${o.id} left ${o.data.snapshot.value}`);
+}
+
+/** Occurrences of the automation still waiting for a claim, or skipped for anything but overlap. */
+export async function undecided(store: Store, automationId: string): Promise<string[]> {
+  const skipped = (await mine(store, automationId)).filter(
+    (o) => o.data.snapshot.value === 'skipped' && o.data.attributes.misfireDisposition !== 'skipped_overlap',
+  );
+  return [
+    ...(await waiting(store, automationId)),
+    ...skipped.map((o) => `occurrence ${o.id} skipped as ${String(o.data.attributes.misfireDisposition)}`),
+  ];
+}
+
+export function summary(seed: number, figures: RaceFigures[], doubled: RaceFigures[]): string {
+  const count = (pair: Pair) =>
+    `${pair} ${doubled.filter((f) => f.race.pair === pair).length}/${figures.filter((f) => f.race.pair === pair).length}`;
+  const forced = `forced ${doubled.filter((f) => f.race.forced).length}/${figures.filter((f) => f.race.forced).length}`;
+  return (
+    `[one-live-run] seed=${seed} races=${figures.length} doubled=${doubled.length} ` +
+    `(${count('slot+runNow')}, ${count('slot+slot')}, ${count('runNow+runNow')}; ${forced}) ` +
+    `contended=${figures.reduce((s, f) => s + f.contended, 0)} ` +
+    `barrierTimeouts=${figures.filter((f) => f.barrierTimedOut).length}`
+  );
 }

@@ -1,4 +1,3 @@
-import fc from 'fast-check';
 import { beforeAll, expect, test } from 'vitest';
 import { SimulatedClock } from '../../src/clock/clock.js';
 import type { CommandResponse } from '../../src/command-handler/envelope.js';
@@ -14,47 +13,28 @@ import { definition } from '../../bench/fixtures.js';
 import { command } from '../support/commands.js';
 import { propertySeed } from '../support/property.js';
 import { describePostgres, freshDatabase } from '../support/postgres.js';
-import { Barrier, contractAnswer, GatedStore, liveNow, mostLiveAtOnce, type Operation } from './live-run-race.js';
+import {
+  at,
+  Barrier,
+  contractAnswer,
+  day,
+  GatedStore,
+  liveNow,
+  mine,
+  mostLiveAtOnce,
+  racePlan,
+  summary,
+  TWO_SLOTS,
+  undecided,
+  waiting,
+  type Operation,
+  type Race,
+  type RaceFigures,
+} from './live-run-race.js';
 
 /** CI's races; COVEN_STRESS=1 runs many more (FC_RUNS sets the number). */
-const RACES = Number(process.env.FC_RUNS ?? (process.env.COVEN_STRESS === '1' ? 300 : 24));
+const RACES = Number(process.env.FC_RUNS ?? (process.env.COVEN_STRESS === '1' ? 300 : 18));
 const ENGINES = 3;
-/** Two slots a day, so two engines can each find one of them due. */
-const TWO_SLOTS = 'FREQ=DAILY;BYHOUR=9,10';
-
-type Pair = 'slot+runNow' | 'slot+slot' | 'runNow+runNow';
-
-/**
- * One race: which pair of claims meet, through which two engines (in which order), whether a third engine passes
- * at the same time, and whether both overlap checks are held until both have read (`forced`: the interleaving
- * that lets a write skew through, every time) or the second claim starts `yields` event-loop turns after the first.
- */
-interface Race {
-  pair: Pair;
-  engines: number[];
-  bystander: boolean;
-  forced: boolean;
-  yields: number;
-}
-
-const races: fc.Arbitrary<Race> = fc.record({
-  pair: fc.constantFrom<Pair>('slot+runNow', 'slot+slot', 'runNow+runNow'),
-  engines: fc.shuffledSubarray([0, 1, 2], { minLength: 2, maxLength: 2 }),
-  bystander: fc.boolean(),
-  forced: fc.boolean(),
-  yields: fc.nat(40),
-});
-
-interface RaceFigures {
-  race: Race;
-  /** The most live occurrences of the automation at once: over every commit, as polled, and at the end. */
-  mostLive: { feed?: number; polled: number; final: number };
-  /** What broke the contract besides that: an answer, a pass error, a slot left undecided, an invariant. */
-  problems: string[];
-  barrierTimedOut: boolean;
-  contended: number;
-}
-
 async function feedEnd(reader: StoreReader): Promise<number> {
   const last = (await reader.readFeed()).at(-1);
   return last === undefined ? 0 : last.position + 1;
@@ -78,10 +58,6 @@ async function world(url: string, schema: string) {
   return { stores, clock, probe, engines, close };
 }
 type World = Awaited<ReturnType<typeof world>>;
-
-/** Race `n` runs on its own day, so the clock only moves forward. */
-const day = (n: number) => new Date(Date.parse('2026-03-02T00:00:00.000Z') + n * 86_400_000).toISOString().slice(0, 10);
-const at = (n: number, time: string) => `${day(n)}T${time}.000Z`;
 
 async function ok(engine: Engine, name: string, payload: Record<string, unknown>, expectedRevision?: number) {
   const response = await engine.commands.handle(command(name, payload, { expectedRevision }));
@@ -175,52 +151,11 @@ async function runRace(w: World, n: number, r: Race): Promise<RaceFigures> {
   };
 }
 
-type Occ = {
-  snapshot: { value: string; context: { automationId?: string } };
-  attributes: { misfireDisposition?: string };
-};
-
-async function mine(store: GatedStore, automationId: string) {
-  return (await store.read((r) => r.list<Occ>('occurrence'))).filter(
-    (o) => o.data.snapshot.context.automationId === automationId,
-  );
-}
-
-/** Occurrences of the automation still waiting for a claim. */
-async function waiting(store: GatedStore, automationId: string): Promise<string[]> {
-  return (await mine(store, automationId))
-    .filter((o) => o.data.snapshot.value === 'planned' || o.data.snapshot.value === 'eligible')
-    .map((o) => `occurrence ${o.id} left ${o.data.snapshot.value}`);
-}
-
-/** Occurrences of the automation still waiting for a claim, or skipped for anything but overlap. */
-async function undecided(store: GatedStore, automationId: string): Promise<string[]> {
-  const skipped = (await mine(store, automationId)).filter(
-    (o) => o.data.snapshot.value === 'skipped' && o.data.attributes.misfireDisposition !== 'skipped_overlap',
-  );
-  return [
-    ...(await waiting(store, automationId)),
-    ...skipped.map((o) => `occurrence ${o.id} skipped as ${String(o.data.attributes.misfireDisposition)}`),
-  ];
-}
-
 /** The final history's invariants, and each automation's most live occurrences at once over every commit. */
 async function finalHistory(w: World, figures: RaceFigures[]): Promise<string[]> {
   const history = await captureHistory(w.stores[0]!, w.probe.log, w.clock.now().toISOString(), []);
   figures.forEach((f, n) => (f.mostLive.feed = mostLiveAtOnce(history.feed, `auto-${String(n).padStart(4, '0')}`)));
   return INVARIANTS.flatMap((i) => i.check(history, undefined).map((p) => `${i.id}: ${p}`));
-}
-
-function summary(seed: number, figures: RaceFigures[], doubled: RaceFigures[]): string {
-  const count = (pair: Pair) =>
-    `${pair} ${doubled.filter((f) => f.race.pair === pair).length}/${figures.filter((f) => f.race.pair === pair).length}`;
-  const forced = `forced ${doubled.filter((f) => f.race.forced).length}/${figures.filter((f) => f.race.forced).length}`;
-  return (
-    `[one-live-run] seed=${seed} races=${figures.length} doubled=${doubled.length} ` +
-    `(${count('slot+runNow')}, ${count('slot+slot')}, ${count('runNow+runNow')}; ${forced}) ` +
-    `contended=${figures.reduce((s, f) => s + f.contended, 0)} ` +
-    `barrierTimeouts=${figures.filter((f) => f.barrierTimedOut).length}`
-  );
 }
 
 describePostgres('one live run per automation across engines on one PostgreSQL database', (socketDir) => {
@@ -231,7 +166,7 @@ describePostgres('one live run per automation across engines on one PostgreSQL d
 
   test(`${RACES} races of every claim pair through ${ENGINES} engines: never two live runs of one automation`, async () => {
     const seed = propertySeed('one live run per automation');
-    const plan = fc.sample(races, { seed, numRuns: RACES });
+    const plan = racePlan(seed, RACES);
     const w = await world(url, 'races');
     const figures: RaceFigures[] = [];
     let invariants: string[];
