@@ -1,6 +1,7 @@
 // What the one-live-run race test builds on: stores whose transactions can be held at one point (so two engines'
 // overlap checks are sure to read the same moment), the race's parts, and what a finished race shows.
 import fc from 'fast-check';
+import { LIVE_INDEX } from '../../src/domain/lifecycle.js';
 import { OCCURRENCE_LIVE } from '../../src/domain/records.js';
 import type { EventEnvelope } from '../../src/changefeed/event-envelope.js';
 import type { CommandResponse } from '../../src/command-handler/envelope.js';
@@ -115,18 +116,17 @@ export function mostLiveAtOnce(feed: readonly EventEnvelope[], automationId: str
   return most;
 }
 
-/** The live occurrences of `automationId` as a reader sees them now. */
+/**
+ * The live occurrences of `automationId` as a reader sees them now: its non-terminal occurrences (the engine's
+ * index of them stays small, so polling it is cheap) whose own record is in a live state.
+ */
 export async function liveNow(reader: StoreReader, automationId: string): Promise<string[]> {
-  const occurrences = await reader.list<{ snapshot: { value: string; context: { automationId?: string } } }>(
-    'occurrence',
+  const indexed = await reader.list<{ automationId: string | null }>(LIVE_INDEX.occurrence);
+  const candidates = indexed.filter((entry) => entry.data.automationId === automationId).map((entry) => entry.id);
+  const states = await Promise.all(
+    candidates.map((id) => reader.get<{ snapshot: { value: OccurrenceState } }>('occurrence', id)),
   );
-  return occurrences
-    .filter(
-      (o) =>
-        o.data.snapshot.context.automationId === automationId &&
-        OCCURRENCE_LIVE.has(o.data.snapshot.value as OccurrenceState),
-    )
-    .map((o) => o.id);
+  return candidates.filter((_, i) => OCCURRENCE_LIVE.has(states[i]!.data.snapshot.value));
 }
 
 /** A run-now answer the contract allows in a race: claimed, or refused because the automation has live work. */

@@ -33,7 +33,7 @@ import {
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 /** CI's races; COVEN_STRESS=1 runs many more (FC_RUNS sets the number). */
-const RACES = Number(process.env.FC_RUNS ?? (process.env.COVEN_STRESS === '1' ? 150 : 9));
+const RACES = Number(process.env.FC_RUNS ?? (process.env.COVEN_STRESS === '1' ? 150 : 6));
 const SCHEMA = 'coven';
 
 type Answer = { id: number; response?: CommandResponse; errors?: string[]; contended?: number; failed?: string };
