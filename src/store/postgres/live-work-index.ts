@@ -6,8 +6,9 @@ import type pg from 'pg';
  */
 export const LIVE_WORK_STATES = ['claimed', 'dispatching', 'running', 'recovering', 'recovery_required'] as const;
 
-const live = (s: string) =>
-  `FROM ${s}.records WHERE kind = 'occurrence' AND (data->'snapshot'->>'value') IN ` +
+/** Which records hold live work: the index's predicate. */
+const LIVE_WORK =
+  `kind = 'occurrence' AND (data->'snapshot'->>'value') IN ` +
   `(${LIVE_WORK_STATES.map((state) => `'${state}'`).join(', ')})`;
 
 /** The index's name, as a refused write's error names it. */
@@ -22,14 +23,14 @@ export const LIVE_WORK_INDEX = 'one_live_occurrence_per_automation';
  * the newest committed and in-flight entries, whatever the snapshot: a second occurrence of one automation
  * entering a live state waits for the first's transaction and is refused once it commits (unique_violation,
  * which the store reports as a lost race: the claim rolls back whole and is decided again on the new state).
- * SKIP LOCKED does not bypass it (that skips rows, and the two claims lock different occurrences), and it costs
- * nothing but an index entry per live occurrence; claims of different automations never meet in it.
+ * SKIP LOCKED does not bypass it (that skips rows, and the two claims lock different occurrences). It costs one
+ * index entry per write of a live occurrence, and claims of different automations never meet in it.
  */
 export const LIVE_WORK_MIGRATION = {
   version: 3,
-  sql: (s: string) => `CREATE UNIQUE INDEX ${LIVE_WORK_INDEX} ON ${s}.records (
-      (data->'snapshot'->'context'->>'automationId')) WHERE kind = 'occurrence' AND (data->'snapshot'->>'value') IN
-      (${LIVE_WORK_STATES.map((state) => `'${state}'`).join(', ')});`,
+  sql: (s: string) =>
+    `CREATE UNIQUE INDEX ${LIVE_WORK_INDEX} ON ${s}.records ((data->'snapshot'->'context'->>'automationId')) ` +
+    `WHERE ${LIVE_WORK};`,
   /**
    * Why a store cannot take the index: automations that already have two live occurrences (written by an engine
    * before this rule). Building the index would fail on them; the store is refused untouched instead, naming them.
@@ -37,7 +38,7 @@ export const LIVE_WORK_MIGRATION = {
   refusal: async (client: pg.ClientBase, s: string): Promise<string | undefined> => {
     const { rows } = await client.query<{ automation: string; occurrences: string[] }>(
       `SELECT data->'snapshot'->'context'->>'automationId' AS automation, array_agg(id ORDER BY id) AS occurrences ` +
-        `${live(s)} GROUP BY 1 HAVING count(*) > 1 ORDER BY 1 LIMIT 5`,
+        `FROM ${s}.records WHERE ${LIVE_WORK} GROUP BY 1 HAVING count(*) > 1 ORDER BY 1 LIMIT 5`,
     );
     if (rows.length === 0) return undefined;
     const named = rows.map((r) => `${r.automation} (${r.occurrences.join(', ')})`).join('; ');
