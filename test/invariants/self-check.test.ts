@@ -17,6 +17,11 @@ test('the suite bites: every deliberately broken variant is caught by the invari
   );
   // Every one of the ten contract invariants has a broken variant that it alone must catch.
   expect(new Set(BROKEN_VARIANTS.map((v) => v.invariant))).toEqual(
-    new Set([...CONTRACT_INVARIANT_IDS, 'no-duplicate-dispatch-per-fence', 'compaction-behind-snapshot']),
+    new Set([
+      ...CONTRACT_INVARIANT_IDS,
+      'no-duplicate-dispatch-per-fence',
+      'compaction-behind-snapshot',
+      'one-live-run-per-automation',
+    ]),
   );
 }, 60_000);

@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { PostgresSchemaError } from './postgres-errors.js';
+import { LIVE_WORK_MIGRATION } from './live-work-index.js';
 
 /** What the `store_schema` row names as its format: a table of that name in any other shape is foreign. */
 export const STORE_FORMAT = 'coven-automata';
@@ -11,6 +12,8 @@ export const STORE_FORMAT = 'coven-automata';
 interface Migration {
   readonly version: number;
   readonly sql: (s: string) => string;
+  /** Why this store cannot be migrated to this version (refused untouched), or undefined. */
+  readonly refusal?: (client: pg.ClientBase, s: string) => Promise<string | undefined>;
 }
 
 export const MIGRATIONS: readonly Migration[] = [
@@ -41,6 +44,7 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE UNIQUE INDEX one_session_per_attempt ON ${s}.records ((data->'snapshot'->'context'->>'sessionId'))
         WHERE kind = 'attempt' AND (data->'snapshot'->'context'->>'sessionId') IS NOT NULL;`,
   },
+  LIVE_WORK_MIGRATION,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.at(-1)!.version;
@@ -110,7 +114,12 @@ export async function prepareSchema(client: pg.ClientBase, location: string, sch
     }
     if (found < SCHEMA_VERSION) {
       if (found === 0) await client.query(`CREATE SCHEMA IF NOT EXISTS ${s}`);
-      for (const migration of MIGRATIONS) if (migration.version > found) await client.query(migration.sql(s));
+      for (const migration of MIGRATIONS) {
+        if (migration.version <= found) continue;
+        const refusal = found === 0 ? undefined : await migration.refusal?.(client, s);
+        if (refusal !== undefined) throw refuse(refusal);
+        await client.query(migration.sql(s));
+      }
       await client.query(
         `INSERT INTO ${s}.store_schema (format, version) VALUES ($1, $2) ` +
           'ON CONFLICT (singleton) DO UPDATE SET version = EXCLUDED.version, migrated_at = now()',

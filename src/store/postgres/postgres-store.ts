@@ -54,7 +54,8 @@ const INT8_OID = 20;
  * Several stores (processes) may write one database at once. A group that writes a row (or a stream's next
  * entry) another store committed after its snapshot fails with {@link StoreConflictError}, nothing written.
  * Records a body only reads are not guarded across stores (snapshot isolation, not serializability): a
- * decision that must hold against other stores' writes must write (compare-and-set) what it depends on.
+ * decision that must hold against other stores' writes must write (compare-and-set) what it depends on, or rest
+ * on a unique index, as overlap: forbid does (see live-work-index.ts).
  *
  * @example
  * ```ts

@@ -1,9 +1,10 @@
 import { QuarantineState } from '../../../machines/extension-states.js';
 import { outboxView } from '../../domain/outbox.js';
 import { quarantineView } from '../../domain/quarantine.js';
-import { DefinitionState } from '../../../machines/index.js';
+import { DefinitionState, type OccurrenceState } from '../../../machines/index.js';
+import { OCCURRENCE_LIVE } from '../../domain/records.js';
 import { Schedule } from '../../schedule/schedule.js';
-import { attrs, ctx, state, TERMINAL, type Any, type InvariantCheck } from './check-helpers.js';
+import { attrs, ctx, state, TERMINAL, transitions, type Any, type InvariantCheck } from './check-helpers.js';
 
 /**
  * Retention compacts only settled history, only behind a snapshot, and leaves nothing of it behind that
@@ -54,6 +55,32 @@ export const COMPACTION_CHECK: InvariantCheck = {
     for (const r of h.records.run.values())
       if (occurrences.has(ctx(r).occurrenceId))
         problems.push(`run ${r.id} outlived its compacted occurrence ${ctx(r).occurrenceId}`);
+    return problems;
+  },
+};
+
+/**
+ * overlap: forbid over every commit, not only the last: the occurrence transitions replayed in feed (commit) order
+ * never leave one automation with two occurrences in live states at once. A compacted occurrence's transitions
+ * left the feed with it, both its entry into live work and its end.
+ */
+export const OVERLAP_CHECK: InvariantCheck = {
+  id: 'one-live-run-per-automation',
+  source: 'conformance',
+  check(h) {
+    const problems: string[] = [];
+    const live = new Map<string, Set<string>>();
+    for (const t of transitions(h)) {
+      if (t.event.payload.entity !== 'occurrence' || t.event.automationId === undefined) continue;
+      const mine = live.get(t.event.automationId) ?? new Set<string>();
+      live.set(t.event.automationId, mine);
+      if (!OCCURRENCE_LIVE.has(t.event.payload.to as OccurrenceState)) mine.delete(t.entityId);
+      else if (mine.add(t.entityId).size > 1)
+        problems.push(
+          `automation ${t.event.automationId} had ${mine.size} live occurrences at feed position ${t.position}: ` +
+            [...mine].join(', '),
+        );
+    }
     return problems;
   },
 };
@@ -140,4 +167,5 @@ export const CONFORMANCE_CHECKS: InvariantCheck[] = [
     },
   },
   COMPACTION_CHECK,
+  OVERLAP_CHECK,
 ];

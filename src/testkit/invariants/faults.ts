@@ -27,6 +27,8 @@ export interface EngineFaults {
   resendUnconfirmedLaunches: boolean;
   /** Retention compacts occurrences that are still live, as if they had settled. */
   compactLiveHistory: boolean;
+  /** The overlap check sees no live work: a second occurrence of an automation is claimed while one is live. */
+  ignoreLiveWork: boolean;
 }
 
 export const NO_FAULTS: EngineFaults = {
@@ -41,4 +43,5 @@ export const NO_FAULTS: EngineFaults = {
   rewriteHistoricRevision: false,
   resendUnconfirmedLaunches: false,
   compactLiveHistory: false,
+  ignoreLiveWork: false,
 };

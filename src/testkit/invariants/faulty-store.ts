@@ -85,6 +85,13 @@ export const TOMBSTONES_READ_ACTIVE: StoreFault = {
   },
 };
 
+/** `ignoreLiveWork`: an automation's index of its live occurrences reads as empty, so overlap is never seen. */
+export const LIVE_WORK_READS_EMPTY: StoreFault = {
+  present(record) {
+    return record.kind === 'live-occurrence-by-automation' ? { ...record, data: { occurrenceIds: [] } } : record;
+  },
+};
+
 /** `compactLiveHistory`: occurrences, runs and attempts all read as settled (sealed), live or not. */
 export const LIVE_HISTORY_READS_SETTLED: StoreFault = {
   present(record) {

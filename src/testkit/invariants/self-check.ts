@@ -177,6 +177,16 @@ export const BROKEN_VARIANTS: BrokenVariant[] = [
     scenario: (w) => slotRuns(w, 'hang'),
   },
   {
+    name: 'a run-now while a scheduled run is live, its overlap check blind to live work',
+    invariant: 'one-live-run-per-automation',
+    fault: 'ignoreLiveWork',
+    scenario: async (w) => {
+      await slotRuns(w, 'hang');
+      await w.command('occurrence.runNow.v1', { automationId: 'alpha' });
+      await w.verify('runNow while alpha runs');
+    },
+  },
+  {
     name: 'an unconfirmed launch sent again (duplicate dispatch for one fence)',
     invariant: 'no-duplicate-dispatch-per-fence',
     fault: 'resendUnconfirmedLaunches',

@@ -27,6 +27,7 @@ import {
   FaultyStore,
   RETRY_REWRITES_PRIOR,
   REVISE_MOVES_LIVE_OCCURRENCES,
+  LIVE_WORK_READS_EMPTY,
   RUN_ACCEPTED_TWICE,
   TOMBSTONES_READ_ACTIVE,
   type StoreFault,
@@ -62,6 +63,7 @@ const STORE_FAULTS: Partial<Record<keyof EngineFaults, StoreFault>> = {
   rewritePriorAttempt: RETRY_REWRITES_PRIOR,
   planTombstoned: TOMBSTONES_READ_ACTIVE,
   rewriteHistoricRevision: REVISE_MOVES_LIVE_OCCURRENCES,
+  ignoreLiveWork: LIVE_WORK_READS_EMPTY,
 };
 
 const RUNTIME_FAULTS = [
