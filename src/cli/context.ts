@@ -1,5 +1,5 @@
-import { mkdirSync } from 'node:fs';
-import { AtomicFileDelivery } from '../runtime/output-delivery.js';
+import { AtomicFileDelivery, checkDeliveryMode } from '../runtime/output-delivery.js';
+import { makePrivateFolder } from '../store/private-files.js';
 import { join, resolve } from 'node:path';
 import { defaultRequirements } from '../command-handler/context.js';
 import type { CommandResponse } from '../command-handler/envelope.js';
@@ -34,6 +34,10 @@ export interface CliOptions {
   passEnv?: string[];
   /** Where atomic outputTargets are delivered (default: `deliveries` beside the store). */
   deliveryRoot?: string;
+  /** The octal mode of delivered files (default 0600). */
+  deliveryFileMode?: string;
+  /** The octal mode of folders a delivery creates (default 0700). */
+  deliveryFolderMode?: string;
 }
 
 /**
@@ -45,6 +49,30 @@ export const deliveryRootOf = (options: CliOptions, folder: string): string =>
 
 /** The CLI's error for user mistakes: printed as one line, no stack trace, exit code 1. */
 export class CliError extends Error {}
+
+/** An octal mode option (`0644` or `644`) checked as a delivery mode, or undefined when not given. */
+function deliveryMode(flag: string, text: string | undefined, required: number): number | undefined {
+  if (text === undefined) return undefined;
+  if (!/^0?[0-7]{3}$/.test(text)) throw new CliError(`${flag}: expected an octal mode such as 0640; got ${text}`);
+  try {
+    return checkDeliveryMode(Number.parseInt(text, 8), required, flag);
+  } catch (error) {
+    throw new CliError((error as Error).message);
+  }
+}
+
+/**
+ * The delivery port under {@link deliveryRootOf}: files 0600 in folders 0700 unless `--delivery-file-mode` and
+ * `--delivery-folder-mode` widen them.
+ */
+export function cliDelivery(options: CliOptions, folder: string): AtomicFileDelivery {
+  const fileMode = deliveryMode('--delivery-file-mode', options.deliveryFileMode, 0o600);
+  const folderMode = deliveryMode('--delivery-folder-mode', options.deliveryFolderMode, 0o700);
+  return new AtomicFileDelivery(deliveryRootOf(options, folder), {
+    ...(fileMode === undefined ? {} : { fileMode }),
+    ...(folderMode === undefined ? {} : { folderMode }),
+  });
+}
 
 /**
  * `--retention off` or `--retention standard=7,ephemeral=0.5` (days per class; `never` keeps a class for
@@ -102,10 +130,13 @@ function cliRuntime(options: CliOptions, folder: string): ChildProcessRuntime {
   }
 }
 
-/** Opens the store `--store` names: a file (its folder made first) or a PostgreSQL database. */
+/**
+ * Opens the store `--store` names: a file (its folder made first, 0700 like every folder a store makes, since
+ * it will hold the token, the sessions and the deliveries) or a PostgreSQL database.
+ */
 export function openLocation(location: StoreLocation, options: CliOptions): Promise<FileStore> {
   if (location.kind === 'postgres') return openStore(location.url as PostgresUrl);
-  mkdirSync(location.folder, { recursive: true });
+  makePrivateFolder(location.folder);
   return openStore(location.file, options.storeKind);
 }
 
@@ -135,7 +166,7 @@ async function onStore<T>(
       store,
       runtimes: [runtime],
       requirements,
-      delivery: new AtomicFileDelivery(deliveryRootOf(options, folder)),
+      delivery: cliDelivery(options, folder),
       ...(retention === undefined ? {} : { retention }),
     });
     return await body(engine, store);

@@ -35,6 +35,22 @@ export function packageVersion(): string {
   return (JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version: string }).version;
 }
 
+/**
+ * `--delivery-file-mode` and `--delivery-folder-mode`: deliveries are private (0600 files, 0700 folders) unless
+ * the operator widens them by name.
+ */
+function addDeliveryModeOptions(program: Command): void {
+  program
+    .option(
+      '--delivery-file-mode <mode>',
+      'the octal mode of delivered files (default 0600, the owner only; 0644 lets every local user read them)',
+    )
+    .option(
+      '--delivery-folder-mode <mode>',
+      'the octal mode of folders a delivery creates (default 0700; 0755 lets every local user list them)',
+    );
+}
+
 /** The `coven-automata` command line. */
 export function buildProgram(): Command {
   const program = new Command('coven-automata')
@@ -78,6 +94,7 @@ export function buildProgram(): Command {
       if (STORE_READS.has(action.name()))
         requireExistingStore(storeLocation(program.opts<CliOptions>()), action.name());
     });
+  addDeliveryModeOptions(program);
   const kit = programKit(program);
   // Registration order is the order `--help` lists the subcommands in.
   registerDefinitionCommands(kit);

@@ -39,7 +39,7 @@ export function confineCwd(runtimes: readonly ConfinedRuntime[], next: Requireme
             cwd: definition.action.cwd ?? null,
             resolved: location.path,
             roots: [...roots.roots],
-            problems: [`action.cwd: resolves to ${location.path}, outside the cwd roots`],
+            problems: [`action.cwd: ${roots.problem(location)}`],
           },
         );
       }

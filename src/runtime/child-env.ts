@@ -1,7 +1,29 @@
 /**
- * The engine's environment variables a child session receives by default: what a shell command needs to find
- * programs, its home, its locale and its temporary folder, and nothing that usually carries a credential.
- * A name ending in `*` is a prefix. Everything else (tokens, `SSH_AUTH_SOCK`, cloud keys, `NODE_OPTIONS`,
+ * The locale variables, by exact name: POSIX's categories and `LC_ALL`, and the six glibc adds. A prefix
+ * (`LC_*`) would also pass whatever else someone names `LC_…` (a token, say), so there is none.
+ */
+export const LOCALE_VARIABLES: readonly string[] = [
+  'LANG',
+  'LANGUAGE',
+  'LC_ALL',
+  'LC_COLLATE',
+  'LC_CTYPE',
+  'LC_MESSAGES',
+  'LC_MONETARY',
+  'LC_NUMERIC',
+  'LC_TIME',
+  'LC_ADDRESS',
+  'LC_IDENTIFICATION',
+  'LC_MEASUREMENT',
+  'LC_NAME',
+  'LC_PAPER',
+  'LC_TELEPHONE',
+];
+
+/**
+ * The engine's environment variables a child session receives by default, each by its exact name: what a
+ * shell command needs to find programs, its home, its locale and its temporary folder, and nothing that
+ * usually carries a credential. Everything else (tokens, `SSH_AUTH_SOCK`, cloud keys, `NODE_OPTIONS`,
  * `LD_PRELOAD`, the engine's own `COVEN_*` settings) stays out unless passed by name.
  */
 export const CHILD_ENV_ALLOWLIST: readonly string[] = [
@@ -10,9 +32,7 @@ export const CHILD_ENV_ALLOWLIST: readonly string[] = [
   'USER',
   'LOGNAME',
   'SHELL',
-  'LANG',
-  'LANGUAGE',
-  'LC_*',
+  ...LOCALE_VARIABLES,
   'TZ',
   'TERM',
   'TMPDIR',
@@ -21,8 +41,7 @@ export const CHILD_ENV_ALLOWLIST: readonly string[] = [
 /** A POSIX environment variable name. */
 export const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
-const allowed = (name: string) =>
-  CHILD_ENV_ALLOWLIST.some((entry) => (entry.endsWith('*') ? name.startsWith(entry.slice(0, -1)) : name === entry));
+const ALLOWED = new Set(CHILD_ENV_ALLOWLIST);
 
 /**
  * The complete environment of a child session: the allowlisted parent variables, then the parent variables
@@ -40,7 +59,7 @@ export function childEnvironment(
   session: Readonly<Record<string, string>>,
 ): Record<string, string> {
   const env: Record<string, string> = {};
-  for (const [name, value] of Object.entries(parent)) if (value !== undefined && allowed(name)) env[name] = value;
+  for (const [name, value] of Object.entries(parent)) if (value !== undefined && ALLOWED.has(name)) env[name] = value;
   for (const name of options.passEnv ?? []) {
     const value = parent[name];
     if (value !== undefined) env[name] = value;

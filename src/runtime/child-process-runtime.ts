@@ -188,8 +188,8 @@ export class ChildProcessRuntime implements Runtime {
     let exitTemp: string | undefined;
     let child: ChildProcess;
     try {
-      exitTemp = exitTempFor(paths);
-      child = this.spawnWrapper(request, paths, exitTemp, location.path);
+      const temp = (exitTemp = exitTempFor(paths));
+      child = this.cwdRoots.pinned(location, (cwd) => this.spawnWrapper(request, paths, temp, cwd));
       // Heard from the spawn on, so an exit during the claim is not missed.
       child.once('exit', () => this.exits.cue({ sessionId, attemptId: request.attemptId }));
       await claimDecided(child, this.options.startTimeoutMs ?? 10_000);

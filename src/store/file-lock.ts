@@ -1,6 +1,7 @@
 import {
   closeSync,
   constants,
+  existsSync,
   fchmodSync,
   fstatSync,
   ftruncateSync,
@@ -32,11 +33,13 @@ const legacyLockPath = (file: string) => `${file}.lock`;
 /** Those engines refreshed that directory's mtime every 5 s; one touched more recently may still be held. */
 const LEGACY_STALE_MS = 10_000;
 /**
- * How long an opener keeps trying while the lock is held but its record names no running process: the
- * holder records itself right after it locks, and a killed holder's descriptors close a moment after its
- * pid turns zombie, so either wait ends within milliseconds.
+ * How long an opener keeps trying while the lock is held but its record names no running process (none yet,
+ * or a holder that is dying): the holder records itself right after it locks, and a killed holder's
+ * descriptors close once the kernel has torn it down (its memory first, then its files). That takes tens of
+ * milliseconds for a large engine, but was measured at up to 2 s on a machine loaded 8 times over; the wait
+ * ends as soon as the lock is free, so the bound only ever delays the refusal of a holder stuck in its exit.
  */
-const SETTLE_WITHIN_MS = 2_000;
+const SETTLE_WITHIN_MS = 5_000;
 /** Opening the lock file again when the path was swapped under us: only an outside hand does that. */
 const MAX_OPEN_ATTEMPTS = 5;
 /** No symlink is followed: the lock file is truncated and written, so a planted link must not aim that elsewhere. */
@@ -94,9 +97,15 @@ async function lockOrNameHolder(file: string, path: string): Promise<{ fd: numbe
     const locked = lockedDescriptor(path);
     if (locked !== undefined) return locked;
     const owner = readOwner(path);
-    if (owner !== undefined && (owner.hostname !== hostname() || isRunning(owner.pid)))
-      throw new StoreLockedError(file, describeOwner(owner));
-    if (Date.now() >= deadline) throw new StoreLockedError(file, 'another process (it has not recorded which)');
+    const fate = owner === undefined ? 'unrecorded' : owner.hostname !== hostname() ? 'remote' : processFate(owner.pid);
+    if (fate === 'running' || fate === 'remote') throw new StoreLockedError(file, describeOwner(owner));
+    if (Date.now() >= deadline)
+      throw new StoreLockedError(
+        file,
+        fate === 'unrecorded'
+          ? 'another process (it has not recorded which)'
+          : `${describeOwner(owner)}, which is exiting but has not released the lock within ${SETTLE_WITHIN_MS} ms`,
+      );
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
 }
@@ -197,19 +206,37 @@ function describeOwner(owner: LockOwner | undefined): string {
     : `process ${owner.pid} on ${owner.hostname} since ${owner.acquiredAt}`;
 }
 
-/** Whether `pid` is a running process: a zombie (exited, not yet reaped) is not. */
-function isRunning(pid: number): boolean {
+/** Whether this system describes processes under /proc (Linux). */
+const PROCFS = existsSync('/proc/self/stat');
+/** SIGKILL's bit in /proc/<pid>/status's pending-signal masks. */
+const SIGKILL_BIT = 1n << 8n;
+/** PF_EXITING in /proc/<pid>/stat's flags: the process is in the kernel's exit path. */
+const PF_EXITING = 0x4;
+
+/**
+ * What the kernel says of a local `pid`: `running`; `dying` — SIGKILL is pending, it is in its exit path, or it
+ * is a zombie (exited, not yet reaped), so its lock is gone or about to go; or `gone`. Pending signals are read
+ * before the exit flag, so a process moving from one to the other between the two reads is still seen dying.
+ * Without /proc (macOS), signal 0 is all there is to go on: a process that answers it is running.
+ */
+function processFate(pid: number): 'running' | 'dying' | 'gone' {
   try {
     process.kill(pid, 0);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EPERM') return false;
+    if ((error as NodeJS.ErrnoException).code !== 'EPERM') return 'gone';
   }
+  if (!PROCFS) return 'running';
+  let status: string;
   let stat: string;
   try {
+    status = readFileSync(`/proc/${pid}/status`, 'utf8');
     stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   } catch {
-    return true; // no procfs (macOS): signal 0 is all there is to go on
+    return 'gone';
   }
-  const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-  return state !== 'Z' && state !== 'X';
+  const killPending = /^(?:SigPnd|ShdPnd):\s*([0-9a-f]+)$/gm;
+  for (const [, mask] of status.matchAll(killPending)) if ((BigInt(`0x${mask}`) & SIGKILL_BIT) !== 0n) return 'dying';
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  if (fields[0] === 'Z' || fields[0] === 'X') return 'dying';
+  return (Number(fields[6]) & PF_EXITING) !== 0 ? 'dying' : 'running';
 }

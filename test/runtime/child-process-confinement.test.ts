@@ -6,7 +6,7 @@ import { defaultRequirements } from '../../src/command-handler/context.js';
 import type { AutomationDefinition } from '../../src/domain/definition-body.js';
 import { isContractError } from '../../src/contract/errors.js';
 import { ChildProcessRuntime } from '../../src/runtime/child-process-runtime.js';
-import { CHILD_ENV_ALLOWLIST, childEnvironment } from '../../src/runtime/child-env.js';
+import { CHILD_ENV_ALLOWLIST, LOCALE_VARIABLES, childEnvironment } from '../../src/runtime/child-env.js';
 import { CwdRoots } from '../../src/runtime/cwd-roots.js';
 import { confineCwd } from '../../src/command-handler/cwd-requirements.js';
 import type { LaunchRequest, Observation } from '../../src/runtime/runtime.js';
@@ -60,7 +60,7 @@ describe('the child environment is explicit', () => {
     expect(await output(passing)).toBe('hunter2|unset|yes|path|say hello');
   });
 
-  test('the allowlist is what the README documents, LC_* is a prefix, and session variables cannot be overridden', () => {
+  test('locale variables pass by exact name only: LC_LEAKY_TOKEN stays out, in the function and in a real child', async () => {
     expect(CHILD_ENV_ALLOWLIST).toEqual([
       'PATH',
       'HOME',
@@ -69,14 +69,38 @@ describe('the child environment is explicit', () => {
       'SHELL',
       'LANG',
       'LANGUAGE',
-      'LC_*',
+      'LC_ALL',
+      'LC_COLLATE',
+      'LC_CTYPE',
+      'LC_MESSAGES',
+      'LC_MONETARY',
+      'LC_NUMERIC',
+      'LC_TIME',
+      'LC_ADDRESS',
+      'LC_IDENTIFICATION',
+      'LC_MEASUREMENT',
+      'LC_NAME',
+      'LC_PAPER',
+      'LC_TELEPHONE',
       'TZ',
       'TERM',
       'TMPDIR',
     ]);
-    const readme = readFileSync(join(packageRoot(), 'README.md'), 'utf8');
-    const passage = readme.slice(readme.indexOf('*Environment*'), readme.indexOf('*Working directory*'));
-    expect(CHILD_ENV_ALLOWLIST.filter((name) => !passage.includes(`\`${name}\``))).toEqual([]);
+    const locale = Object.fromEntries(LOCALE_VARIABLES.map((name) => [name, 'C.UTF-8']));
+    const env = childEnvironment(
+      { PATH: '/bin', ...locale, LC_LEAKY_TOKEN: 's3cret', LC_: 'x', LCX: 'y', AWS_SECRET_ACCESS_KEY: 'k' },
+      { env: { COVEN_PROMPT: 'fixed' } },
+      { COVEN_PROMPT: 'session' },
+    );
+    expect(env).toEqual({ PATH: '/bin', ...locale, COVEN_PROMPT: 'session' });
+    process.env.LC_LEAKY_TOKEN = 's3cret';
+    process.env.LC_MESSAGES = 'C';
+    const command = 'printf "%s|%s" "${LC_LEAKY_TOKEN-unset}" "${LC_MESSAGES-unset}"';
+    const runtime = new ChildProcessRuntime({ runtimeId: 'sh', command, sessionsDir, cwdRoots: [root] });
+    expect(await output(runtime)).toBe('unset|C');
+  });
+
+  test('session variables cannot be overridden, and passEnv names are checked', () => {
     const env = childEnvironment(
       { PATH: '/bin', LC_TIME: 'C', AWS_SECRET_ACCESS_KEY: 'k', SSH_AUTH_SOCK: '/s', COVEN_PROMPT: 'engine' },
       { env: { COVEN_PROMPT: 'fixed' } },
@@ -87,6 +111,13 @@ describe('the child environment is explicit', () => {
       () =>
         new ChildProcessRuntime({ runtimeId: 'sh', command: 'true', sessionsDir, cwdRoots: [root], passEnv: ['A=B'] }),
     ).toThrow(/not an environment variable name/);
+  });
+
+  test('the README lists every allowlisted name', () => {
+    const readme = readFileSync(join(packageRoot(), 'README.md'), 'utf8');
+    const passage = readme.slice(readme.indexOf('*Environment*'), readme.indexOf('*Working directory*'));
+    expect(CHILD_ENV_ALLOWLIST.filter((name) => !passage.includes(`\`${name}\``))).toEqual([]);
+    expect(passage).not.toContain('`LC_*`');
   });
 });
 

@@ -64,14 +64,20 @@ export class Contender {
    * Starts a contender from the script {@link buildContender} made. With `underNonReapingParent` it runs
    * as the child of a `sleep` (a shell that starts it and then execs sleep), which never waits for it: once
    * killed it stays a zombie until that parent goes. It keeps the IPC channel it inherits through the shell.
+   * `ballastMb` of touched memory make its teardown after a SIGKILL take longer (a dying holder to race).
    */
-  static async start(script: string, options: { underNonReapingParent?: boolean } = {}): Promise<Contender> {
+  static async start(
+    script: string,
+    options: { underNonReapingParent?: boolean; ballastMb?: number } = {},
+  ): Promise<Contender> {
+    const env = { ...process.env, COVEN_LOCK_BALLAST_MB: String(options.ballastMb ?? 0) };
     const command = options.underNonReapingParent
       ? spawn('/bin/sh', ['-c', '"$0" "$1" & exec sleep 600', process.execPath, script], {
           cwd: root,
+          env,
           stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
         })
-      : spawn(process.execPath, [script], { cwd: root, stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
+      : spawn(process.execPath, [script], { cwd: root, env, stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
     const contender = new Contender(command);
     const ready = await contender.reply((r) => r.type === 'ready');
     contender.workerPid = ready.pid;
