@@ -89,8 +89,10 @@ function cliRuntime(options: CliOptions, folder: string): ChildProcessRuntime {
       ? [folder]
       : options.cwdRoot.map((root) => resolve(root));
   const sessionsDir = join(folder, 'sessions');
+  const host = engineHost();
   try {
     return new ChildProcessRuntime({
+      ...(host === undefined ? {} : { host }),
       runtimeId: 'coven-code',
       command: options.command ?? process.env.COVEN_RUNTIME_COMMAND ?? DEFAULT_COMMAND,
       sessionsDir,
@@ -100,6 +102,18 @@ function cliRuntime(options: CliOptions, folder: string): ChildProcessRuntime {
   } catch (error) {
     throw new CliError(`--cwd-root: ${(error as Error).message}`);
   }
+}
+
+/**
+ * The host name this engine's owner lease and its runtime's evidence name: `COVEN_HOST` when set (where host
+ * names repeat across machines or containers), else the machine's.
+ */
+function engineHost(): string | undefined {
+  const host = process.env.COVEN_HOST;
+  if (host === undefined || host === '') return undefined;
+  if (!/^[A-Za-z0-9._:-]{1,253}$/.test(host))
+    throw new CliError(`COVEN_HOST: ${JSON.stringify(host)} is not a host name (letters, digits, . _ : -)`);
+  return host;
 }
 
 /** Opens the store `--store` names: a file (its folder made first) or a PostgreSQL database. */
@@ -131,9 +145,11 @@ async function onStore<T>(
     const runtime = cliRuntime(options, folder);
     const retention = parseRetention(options.retention);
     const requirements = confineCwd([runtime], defaultRequirements([runtime.runtimeId]));
+    const host = engineHost();
     const engine = createEngine({
       store,
       runtimes: [runtime],
+      ...(host === undefined ? {} : { host }),
       requirements,
       delivery: new AtomicFileDelivery(deliveryRootOf(options, folder)),
       ...(retention === undefined ? {} : { retention }),
