@@ -88,9 +88,9 @@ async function askRuntime(svc: EngineServices, orphan: OrphanedLaunch): Promise<
 
 /**
  * Decides one orphaned launch from its runtime's evidence, asked only of a runtime that can read it: a session
- * that started is bound to its attempt and observed from then on; a launch the runtime proves never started (and can no longer start) is sent again at
- * once under the same attempt and fence. Without evidence nothing is decided here: the lease and recovery
- * decide, and an ambiguous outcome goes to the operator: the answer is then `'undecided'`.
+ * that started is bound to its attempt and observed from then on; a launch the runtime proves never started
+ * (and can no longer start) is sent again at once under the same attempt and fence. Without evidence nothing is
+ * decided here: the lease and recovery decide, and an ambiguous outcome goes to the operator (`'undecided'`).
  */
 export async function resolveOrphanedLaunch(
   svc: EngineServices,
