@@ -207,6 +207,7 @@ export class ChildProcessRuntime implements Runtime {
           COVEN_OCCURRENCE_ID: request.occurrenceId,
           COVEN_RUN_ID: request.runId,
           COVEN_ATTEMPT_ID: request.attemptId,
+          COVEN_SESSION_ID: sessionIdOf(request.sessionKey),
           COVEN_DEADLINE_AT: request.deadlineAt,
           ...(request.model === undefined ? {} : { COVEN_MODEL: request.model }),
         }),

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import pg from 'pg';
+import type pg from 'pg';
 import { createEvidenceTables, evidenceTable, fenceStart } from './session-evidence-sql.js';
 
 /** What the row of one session says, with its heartbeat's age by the database's clock. */
@@ -42,7 +42,9 @@ export class PostgresSessionEvidence {
 
   static async open(url: string, schema = 'coven'): Promise<PostgresSessionEvidence> {
     const table = evidenceTable(schema);
-    const pool = new pg.Pool({ connectionString: url, max: 4, application_name: 'coven evidence' });
+    // Loaded here, not at import: node-postgres is an optional peer dependency, present wherever a store is on it.
+    const { default: driver } = await import('pg');
+    const pool = new driver.Pool({ connectionString: url, max: 4, application_name: 'coven evidence' });
     pool.on('error', () => undefined);
     try {
       const client = await pool.connect();

@@ -1,7 +1,7 @@
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, expect, test } from 'vitest';
+import { afterAll, expect, test } from 'vitest';
 import { isOccurrenceTerminal } from '../../machines/index.js';
 import { command, definition } from '../../bench/fixtures.js';
 import type { CommandResponse } from '../../src/command-handler/envelope.js';
@@ -33,11 +33,9 @@ const ROUNDS = STRESS ? 10 : 2;
 const DAEMONS = STRESS ? 3 : 2;
 const REQUESTS = STRESS ? 90 : 30;
 
-const folders: string[] = [];
-afterEach(() => {
-  killDaemons();
-  for (const folder of folders.splice(0)) rmSync(folder, { recursive: true, force: true });
-});
+// CI's rounds run at once (each on its own database and folders) and clean up after themselves; this catches a
+// round that failed before its own cleanup.
+afterAll(() => killDaemons());
 
 /** A seeded generator of integers in [0, n): the round's random points, replayable from the printed seed. */
 function seeded(seed: number): (n: number) => number {
@@ -125,7 +123,14 @@ async function sendAll(daemons: StartDaemon[], requests: Array<{ daemon: number;
 async function runRound(socketDir: string, round: number, random: (n: number) => number) {
   const url = await freshDatabase(socketDir, `takeover_${round}`);
   const base = mkdtempSync(join(tmpdir(), 'coven-takeover-'));
-  folders.push(base);
+  try {
+    return await runRoundIn(base, url, round, random);
+  } finally {
+    rmSync(base, { recursive: true, force: true });
+  }
+}
+
+async function runRoundIn(base: string, url: string, round: number, random: (n: number) => number) {
   const ledger = join(base, 'ledger');
   const store = await PostgresStore.open(url, { applicationName: 'coven test' });
   const ids = Array.from({ length: REQUESTS }, (_, i) => `takeover-${String(i).padStart(4, '0')}`);
@@ -190,7 +195,9 @@ async function runRound(socketDir: string, round: number, random: (n: number) =>
 }
 
 describePostgres('takeover: start daemons on one PostgreSQL store, one SIGKILLed mid-burst', (socketDir) => {
-  test.each(Array.from({ length: ROUNDS }, (_, i) => ({ round: i + 1 })))(
+  // CI's two rounds run side by side, so the suite waits out one lease, not two; stress rounds run one by one.
+  const each = STRESS ? test.each : test.concurrent.each;
+  each(Array.from({ length: ROUNDS }, (_, i) => ({ round: i + 1 })))(
     `round $round: ${REQUESTS} run-now requests through ${DAEMONS} daemons on their own hosts and folders`,
     async ({ round }) => {
       const seed = propertySeed(`start-daemon takeover round ${round}`);
