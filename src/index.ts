@@ -81,11 +81,20 @@ export {
 } from './store/store.js';
 
 // Runtimes
-export type { Runtime, LaunchRequest, LaunchResult, Observation, SessionExit } from './runtime/runtime.js';
+export type {
+  EvidenceLocation,
+  Runtime,
+  LaunchRequest,
+  LaunchResult,
+  Observation,
+  SessionExit,
+} from './runtime/runtime.js';
 export { SimulatedRuntime, type SimulatedBehavior } from './runtime/simulated-runtime.js';
 export { FunctionRuntime, type FunctionResult } from './runtime/function-runtime.js';
 export { ChildProcessRuntime, type ChildProcessRuntimeOptions } from './runtime/child-process-runtime.js';
 export { CwdRoots } from './runtime/cwd-roots.js';
+export { SupervisedRuntime, type SupervisedRuntimeOptions } from './runtime/supervised-runtime.js';
+export { PostgresSessionEvidence } from './runtime/postgres-session-evidence.js';
 export { confineCwd, type ConfinedRuntime } from './command-handler/cwd-requirements.js';
 export { defaultRequirements, type RequirementsCheck } from './command-handler/context.js';
 export { CHILD_ENV_ALLOWLIST } from './runtime/child-env.js';

@@ -8,6 +8,7 @@ import { OPERATOR_CALLER } from '../domain/read-acl.js';
 import { ENV_NAME } from '../runtime/child-env.js';
 import { errorLine } from './error-line.js';
 import { ChildProcessRuntime } from '../runtime/child-process-runtime.js';
+import type { SupervisedRuntime } from '../runtime/supervised-runtime.js';
 import { confineCwd } from '../command-handler/cwd-requirements.js';
 import { openStore, type FileStore, type FileStoreKind, type PostgresUrl } from '../store/open-store.js';
 import { storeLocation, type StoreLocation } from './store-location.js';
@@ -104,30 +105,55 @@ export function parseRetention(text: string | undefined): RetentionOptions | fal
 export const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
 /**
- * The CLI's child-process runtime: sessions in `<store folder>/sessions`, confined to `--cwd-root` folders
- * (default: the store's folder, which is also where a definition without a cwd runs), with the allowlisted
- * environment plus `--pass-env` names.
+ * The CLI's runtime: each attempt runs the command in a shell, confined to `--cwd-root` folders (default: the
+ * store's folder, which is also where a definition without a cwd runs), with the allowlisted environment plus
+ * `--pass-env` names. On a file store its evidence is files in `<store folder>/sessions` (one host); on
+ * PostgreSQL it is kept in the store's database, where every engine of the store reads it (SupervisedRuntime).
+ * Answers the runtime and what closes it.
  */
-function cliRuntime(options: CliOptions, folder: string): ChildProcessRuntime {
+async function cliRuntime(
+  options: CliOptions,
+  location: StoreLocation,
+): Promise<{ runtime: ChildProcessRuntime | SupervisedRuntime; close: () => Promise<void> }> {
   const passEnv = options.passEnv ?? [];
   const bad = passEnv.find((name) => !ENV_NAME.test(name));
   if (bad !== undefined) throw new CliError(`--pass-env: ${JSON.stringify(bad)} is not an environment variable name`);
   const cwdRoots =
     options.cwdRoot === undefined || options.cwdRoot.length === 0
-      ? [folder]
+      ? [location.folder]
       : options.cwdRoot.map((root) => resolve(root));
-  const sessionsDir = join(folder, 'sessions');
+  const host = engineHost();
+  const common = {
+    ...(host === undefined ? {} : { host }),
+    runtimeId: 'coven-code',
+    command: options.command ?? process.env.COVEN_RUNTIME_COMMAND ?? DEFAULT_COMMAND,
+    cwdRoots,
+    passEnv,
+  };
+  if (location.kind === 'postgres') {
+    // The default cwd root (and where the daemon's socket lives); the file runtime makes it with its sessions.
+    makePrivateFolder(location.folder);
+    const { openSupervisedRuntime } = await import('../runtime/supervised-runtime-open.js');
+    return openSupervisedRuntime(location.url, common, (error) => new CliError(`--cwd-root: ${error.message}`));
+  }
   try {
-    return new ChildProcessRuntime({
-      runtimeId: 'coven-code',
-      command: options.command ?? process.env.COVEN_RUNTIME_COMMAND ?? DEFAULT_COMMAND,
-      sessionsDir,
-      cwdRoots,
-      passEnv,
-    });
+    const runtime = new ChildProcessRuntime({ ...common, sessionsDir: join(location.folder, 'sessions') });
+    return { runtime, close: async () => undefined };
   } catch (error) {
     throw new CliError(`--cwd-root: ${(error as Error).message}`);
   }
+}
+
+/**
+ * The host name this engine's owner lease and its runtime's evidence name: `COVEN_HOST` when set (where host
+ * names repeat across machines or containers), else the machine's.
+ */
+function engineHost(): string | undefined {
+  const host = process.env.COVEN_HOST;
+  if (host === undefined || host === '') return undefined;
+  if (!/^[A-Za-z0-9._:-]{1,253}$/.test(host))
+    throw new CliError(`COVEN_HOST: ${JSON.stringify(host)} is not a host name (letters, digits, . _ : -)`);
+  return host;
 }
 
 /**
@@ -149,22 +175,27 @@ export async function withLocalEngine<T>(
   body: (engine: Engine, store: FileStore) => Promise<T>,
 ): Promise<T> {
   const location = storeLocation(options);
-  return onStore(options, location.folder, await openLocation(location, options), body);
+  return onStore(options, location, await openLocation(location, options), body);
 }
 
 async function onStore<T>(
   options: CliOptions,
-  folder: string,
+  location: StoreLocation,
   store: FileStore,
   body: (engine: Engine, store: FileStore) => Promise<T>,
 ): Promise<T> {
+  const folder = location.folder;
+  let closeRuntime = async () => undefined as void;
   try {
-    const runtime = cliRuntime(options, folder);
+    const { runtime, close } = await cliRuntime(options, location);
+    closeRuntime = close;
     const retention = parseRetention(options.retention);
     const requirements = confineCwd([runtime], defaultRequirements([runtime.runtimeId]));
+    const host = engineHost();
     const engine = createEngine({
       store,
       runtimes: [runtime],
+      ...(host === undefined ? {} : { host }),
       requirements,
       delivery: cliDelivery(options, folder),
       ...(retention === undefined ? {} : { retention }),
@@ -172,6 +203,7 @@ async function onStore<T>(
     return await body(engine, store);
   } finally {
     await store.close();
+    await closeRuntime();
   }
 }
 
@@ -228,7 +260,7 @@ export async function withEngine<T>(options: CliOptions, body: (engine: CliEngin
       await new Promise((wake) => setTimeout(wake, 25));
       continue;
     }
-    return onStore(options, location.folder, store, async (engine) => body(localEngine(engine, store)));
+    return onStore(options, location, store, async (engine) => body(localEngine(engine, store)));
   }
 }
 

@@ -1,4 +1,3 @@
-import { rmSync } from 'node:fs';
 import { integrityOf, verifyIntegrity } from '../contract/digest.js';
 import type { EventEnvelope } from '../changefeed/event-envelope.js';
 import type { CommandResponse } from '../command-handler/envelope.js';
@@ -14,7 +13,7 @@ import {
   type RunRecord,
 } from '../domain/records.js';
 import { SimulatedRuntime } from '../runtime/simulated-runtime.js';
-import { openStore } from '../store/open-store.js';
+import { openStore, removeFileStore } from '../store/open-store.js';
 import type { Store } from '../store/store.js';
 import { paint, table } from './format.js';
 
@@ -139,7 +138,7 @@ export async function runDemo(
   print: (...lines: string[]) => void,
   options: DemoOptions = {},
 ): Promise<{ receipts: number; verified: number }> {
-  for (const leftover of [file, `${file}-wal`, `${file}-shm`]) rmSync(leftover, { force: true });
+  removeFileStore(file);
   const store = await openStore(file);
   const clock = new SimulatedClock('2026-03-02T08:00:00.000Z');
   const runtime = new SimulatedRuntime({ runtimeId: 'coven-code', durationMs: 5 * 60_000 });

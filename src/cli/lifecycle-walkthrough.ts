@@ -1,8 +1,8 @@
-import { rmSync } from 'node:fs';
 import { attemptMachine, definitionMachine, occurrenceMachine, runMachine } from '../../machines/index.js';
 import { PersistentActor } from '../actors/persistent-actor.js';
 import { isContractError } from '../contract/errors.js';
 import { JsonFileStore } from '../store/json/index.js';
+import { removeFileStore } from '../store/open-store.js';
 
 /** Minutes after a fixed start instant: the walkthrough runs on a simulated clock, never the wall clock. */
 const at = (minutes: number) => new Date(Date.UTC(2026, 2, 2, 9, 0, 0) + minutes * 60_000).toISOString();
@@ -232,7 +232,7 @@ async function printReopened(file: string, print: Print): Promise<void> {
  * reopen of the store to show every entity restored as committed.
  */
 export async function runLifecycleWalkthrough(file: string, print: Print): Promise<void> {
-  rmSync(file, { force: true });
+  removeFileStore(file);
   const store = await JsonFileStore.open(file);
   const automationId = 'nightly-report';
   const occurrenceId = `${automationId}-${Date.parse(at(0))}`;

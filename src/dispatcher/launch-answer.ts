@@ -12,6 +12,7 @@ import {
   type RunAttributes,
 } from '../domain/records.js';
 import type { EngineServices } from '../domain/services.js';
+import type { LaunchEvidenceLocation } from '../guards/outbox.js';
 import type { LaunchResult } from '../runtime/runtime.js';
 import { afterPreOwnershipFailure } from './settlement.js';
 
@@ -44,7 +45,7 @@ export async function applyLaunchResult(
   if (stateOf(attempt) !== AttemptState.dispatching) return undefined;
   const parties: LaunchParties = { attemptId, occurrenceId, runId, attempt: attemptContext(attempt) };
   if (result.outcome === 'started') {
-    await applyRuntimeStarted(svc, step, parties, result);
+    await applyRuntimeStarted(svc, step, parties, result, outbox.entry.evidenceLocation);
     return undefined;
   }
   return applyLaunchRefused(step, parties, result);
@@ -56,6 +57,7 @@ async function applyRuntimeStarted(
   step: StepContext,
   { attemptId, occurrenceId, attempt: a }: LaunchParties,
   result: StartedLaunch,
+  evidenceLocation: LaunchEvidenceLocation | undefined,
 ): Promise<void> {
   await moveEntity<AttemptAttributes>(
     step,
@@ -71,6 +73,7 @@ async function applyRuntimeStarted(
       ...x,
       stateReason: 'runtime_started',
       workerCorrelation: { ...(x.workerCorrelation ?? { workerId: 'unknown' }), sessionId: result.sessionId },
+      ...(evidenceLocation === undefined ? {} : { evidenceLocation }),
     }),
   );
   if (result.cursors.eventCursor !== undefined || result.cursors.logCursor !== undefined) {

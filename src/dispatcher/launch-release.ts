@@ -55,7 +55,7 @@ export async function markLaunchSending(
 ): Promise<SendingLaunch | undefined> {
   svc.launchesInFlight.add(outboxId);
   // Queued in this same transaction, under the authority judged there: nothing can land in between.
-  const prepared = await startSending(step, outboxId, false).catch((error: unknown) => {
+  const prepared = await startSending(svc, step, outboxId, false).catch((error: unknown) => {
     svc.launchesInFlight.delete(outboxId);
     throw error;
   });
@@ -83,7 +83,7 @@ export function disownLaunch(svc: EngineServices, outboxId: string): void {
 }
 
 async function sendAndApply(svc: EngineServices, outboxId: string, exitCued: () => boolean): Promise<LaunchOutcome> {
-  const prepared = await svc.step((step) => startSending(step, outboxId));
+  const prepared = await svc.step((step) => startSending(svc, step, outboxId));
   if (prepared === undefined) return { outboxId, result: { outcome: 'skipped', detail: 'nothing to launch' } };
   return sendPrepared(svc, outboxId, prepared, exitCued);
 }
@@ -130,10 +130,16 @@ async function sendPrepared(
 }
 
 /**
- * Commits the launch `sending` (and its run `running` on the first attempt) before the runtime is called, and
- * gathers what the call needs. A launch no longer pending, or whose attempt left `dispatching`, is abandoned.
+ * Commits the launch `sending` (and its run `running` on the first attempt), with where its runtime keeps the
+ * evidence, before the runtime is called, and gathers what the call needs. A launch no longer pending, or whose
+ * attempt left `dispatching`, is abandoned.
  */
-async function startSending(step: StepContext, outboxId: string, judgeAuthority = true): Promise<Prepared | undefined> {
+async function startSending(
+  svc: EngineServices,
+  step: StepContext,
+  outboxId: string,
+  judgeAuthority = true,
+): Promise<Prepared | undefined> {
   const outbox = await readOutbox(step.tx, outboxId);
   if (outbox === undefined || outbox.state !== OutboxState.pending) return undefined;
   const attempt = await loadAttempt(step.tx, outbox.entry.attemptId);
@@ -156,7 +162,14 @@ async function startSending(step: StepContext, outboxId: string, judgeAuthority 
   }
   const run = await loadRun(step.tx, runId);
   const occurrence = await loadOccurrence(step.tx, occurrenceId);
-  const sent = await moveOutbox(step, outboxId, { type: 'outbox_send_started', actor: 'dispatcher', attemptState });
+  // Recorded with the send: only a runtime that can read this location may later decide the launch.
+  const evidenceLocation = svc.runtime(attempt.data.attributes.runtimeId)?.evidenceLocation;
+  const sent = await moveOutbox(step, outboxId, {
+    type: 'outbox_send_started',
+    actor: 'dispatcher',
+    attemptState,
+    ...(evidenceLocation === undefined ? {} : { evidenceLocation }),
+  });
   if (stateOf(run) === RunState.accepted) {
     await moveEntity<RunAttributes>(
       step,

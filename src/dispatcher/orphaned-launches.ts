@@ -7,7 +7,9 @@ import { moveOutbox, readAttemptLaunch, readOutbox } from '../domain/outbox.js';
 import { OutboxState } from '../../machines/extension-states.js';
 import type { StepContext } from '../domain/lifecycle.js';
 import type { EngineServices } from '../domain/services.js';
-import type { LaunchEvidence, LaunchResult } from '../runtime/runtime.js';
+import { canReadEvidence } from '../domain/evidence-access.js';
+import { describeLocation } from '../runtime/evidence-location.js';
+import type { EvidenceLocation, LaunchEvidence, LaunchResult } from '../runtime/runtime.js';
 import { applyLaunchResult } from './launch-answer.js';
 import { releaseLaunch } from './launch-release.js';
 import { quarantineAutomation } from './quarantine.js';
@@ -18,6 +20,9 @@ interface OrphanedLaunch {
   outboxId: string;
   sessionKey: string;
   runtimeId: string;
+  /** Where the sender's runtime keeps the launch's evidence, as recorded when it was marked `sending`. */
+  location: EvidenceLocation | undefined;
+  senderId: string | undefined;
 }
 
 async function findOrphan(svc: EngineServices, attemptId: string): Promise<OrphanedLaunch | undefined> {
@@ -27,10 +32,15 @@ async function findOrphan(svc: EngineServices, attemptId: string): Promise<Orpha
     const outbox = await readAttemptLaunch(r, attemptId, attemptContext(attempt).dispatchGeneration);
     if (outbox === undefined || outbox.state !== OutboxState.sending) return undefined;
     const outboxId = outbox.id;
-    const orphaned = await launchOrphaned(svc, r, outboxId, attempt.data.attributes.workerCorrelation?.workerId);
-    return orphaned
-      ? { outboxId, sessionKey: sessionKeyOf(outboxId, outbox.entry), runtimeId: attempt.data.attributes.runtimeId }
-      : undefined;
+    const senderId = attempt.data.attributes.workerCorrelation?.workerId;
+    if (!(await launchOrphaned(svc, r, outboxId, senderId))) return undefined;
+    return {
+      outboxId,
+      sessionKey: sessionKeyOf(outboxId, outbox.entry),
+      runtimeId: attempt.data.attributes.runtimeId,
+      location: outbox.entry.evidenceLocation,
+      senderId,
+    };
   });
 }
 
@@ -53,29 +63,40 @@ async function requeue(step: StepContext, orphan: OrphanedLaunch): Promise<boole
   return true;
 }
 
+/** Asks the orphan's runtime, when it can read the launch's evidence; any other answer is `unknown`. */
+async function askRuntime(svc: EngineServices, orphan: OrphanedLaunch): Promise<LaunchEvidence> {
+  const runtime = svc.runtime(orphan.runtimeId);
+  if (runtime?.launchEvidence === undefined)
+    return { evidence: 'unknown', detail: `runtime ${orphan.runtimeId} keeps no launch evidence` };
+  // A runtime looking elsewhere would find no claim and fence a key nobody reads there: never a proof.
+  if (!canReadEvidence(svc, runtime, orphan.location, orphan.senderId))
+    return {
+      evidence: 'unknown',
+      detail:
+        `the launch's evidence is at ${describeLocation(orphan.location)}, which runtime ${orphan.runtimeId} ` +
+        `here (${describeLocation(runtime.evidenceLocation)}) cannot read`,
+    };
+  try {
+    return await runtime.launchEvidence(orphan.sessionKey, svc.clock.now());
+  } catch (error) {
+    return {
+      evidence: 'unknown',
+      detail: `runtime ${orphan.runtimeId} could not be asked: ${(error as Error).message}`,
+    };
+  }
+}
+
 /**
- * Decides one orphaned launch from its runtime's evidence: a session that started is bound to its attempt and
- * observed from then on; a launch the runtime proves never started (and can no longer start) is sent again at
- * once under the same attempt and fence. Without evidence nothing is decided here: the lease and recovery
- * decide, and an ambiguous outcome goes to the operator: the answer is then `'undecided'`.
+ * Decides one orphaned launch from its runtime's evidence, asked only of a runtime that can read it: a session
+ * that started is bound to its attempt and observed from then on; a launch the runtime proves never started
+ * (and can no longer start) is sent again at once under the same attempt and fence. Without evidence nothing is
+ * decided here: the lease and recovery decide, and an ambiguous outcome goes to the operator (`'undecided'`).
  */
 export async function resolveOrphanedLaunch(
   svc: EngineServices,
   orphan: OrphanedLaunch,
 ): Promise<LaunchOutcome | 'undecided' | undefined> {
-  const runtime = svc.runtime(orphan.runtimeId);
-  let evidence: LaunchEvidence;
-  try {
-    evidence =
-      runtime?.launchEvidence === undefined
-        ? { evidence: 'unknown', detail: `runtime ${orphan.runtimeId} keeps no launch evidence` }
-        : await runtime.launchEvidence(orphan.sessionKey, svc.clock.now());
-  } catch (error) {
-    evidence = {
-      evidence: 'unknown',
-      detail: `runtime ${orphan.runtimeId} could not be asked: ${(error as Error).message}`,
-    };
-  }
+  const evidence = await askRuntime(svc, orphan);
   if (evidence.evidence === 'started') {
     const answer: LaunchResult = { outcome: 'started', sessionId: evidence.sessionId, cursors: evidence.cursors };
     const quarantine = await svc.step(async (step) => {

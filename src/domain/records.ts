@@ -5,7 +5,7 @@ import type { SideEffectClass } from '../contract/vocabulary.js';
 import type { AttemptContext } from '../guards/attempt.js';
 import type { TerminalEvidence } from '../guards/common.js';
 import type { AttemptDisposition, OccurrenceContext } from '../guards/occurrence.js';
-import type { OutboxContext } from '../guards/outbox.js';
+import type { LaunchEvidenceLocation, OutboxContext } from '../guards/outbox.js';
 import type { RunContext } from '../guards/run.js';
 import type { StoredRecord } from '../store/store.js';
 import type { DefinitionRecord } from './definition-records.js';
@@ -94,6 +94,11 @@ export interface AttemptAttributes {
     eligibleClasses?: string[];
   };
   workerCorrelation?: { workerId: string; sessionId?: string; adoptedAt?: string };
+  /**
+   * Where the bound session's evidence lives (the launch's recorded location): only a runtime that can read it
+   * observes the session. Internal; not part of the contract's attempt.
+   */
+  evidenceLocation?: LaunchEvidenceLocation;
   outputCursors?: { eventCursor?: string; logCursor?: string };
   stateReason: string;
   openedAt: string;

@@ -16,6 +16,18 @@ export interface OutboxContext {
   sentAt: string | null;
   /** Times a send was proven never started; each one moves the launch to a fresh session key. */
   resends: number;
+  /**
+   * Where the runtime that took the current send keeps its evidence (the runtime port's `EvidenceLocation`);
+   * absent in launches sent before locations were recorded, or by a runtime that names none.
+   */
+  evidenceLocation?: LaunchEvidenceLocation;
+}
+
+/** The runtime port's evidence location, as a launch records it (guards see only the contract's types). */
+export interface LaunchEvidenceLocation {
+  host: string;
+  root: string;
+  anyHost?: boolean;
 }
 
 export interface OutboxInput {
@@ -32,6 +44,8 @@ export type OutboxEvent =
   | (LifecycleEventBase<'outbox_send_started'> & {
       /** The attempt's state as read in the releasing transaction. */
       attemptState: string;
+      /** Where the runtime about to take the send keeps its evidence. */
+      evidenceLocation?: LaunchEvidenceLocation;
     })
   | (LifecycleEventBase<'outbox_release_abandoned'> & { attemptState: string })
   | (LifecycleEventBase<'outbox_work_cancelled'> & {
@@ -98,8 +112,14 @@ export function createOutboxContext(input: OutboxInput): OutboxContext {
 /** Context after a committed outbox transition. */
 export function applyOutboxEvent(context: OutboxContext, event: OutboxEvent): OutboxContext {
   switch (event.type) {
-    case 'outbox_send_started':
-      return { ...context, sentAt: event.now };
+    case 'outbox_send_started': {
+      const { evidenceLocation: _previous, ...rest } = context;
+      return {
+        ...rest,
+        sentAt: event.now,
+        ...(event.evidenceLocation === undefined ? {} : { evidenceLocation: event.evidenceLocation }),
+      };
+    }
     case 'outbox_send_unstarted':
       return { ...context, resends: context.resends + 1 };
     default:

@@ -1,19 +1,29 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { closeSync, createReadStream, existsSync, readFileSync, statSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { dirname } from 'node:path';
-import type { Readable } from 'node:stream';
 import { sha256Hex } from '../contract/digest.js';
 import type { SideEffectClass } from '../contract/vocabulary.js';
 import { checkEnvNames, childEnvironment } from './child-env.js';
 import { CwdRoots } from './cwd-roots.js';
-import type { LaunchEvidence, LaunchRecord, LaunchRequest, LaunchResult, Observation, Runtime } from './runtime.js';
+import type {
+  EvidenceLocation,
+  LaunchEvidence,
+  LaunchRecord,
+  LaunchRequest,
+  LaunchResult,
+  Observation,
+  Runtime,
+} from './runtime.js';
 import { SessionExitCues } from './session-exit-cues.js';
+import { WRAPPER, claimDecided } from './session-wrapper.js';
 import {
   claimantAlive,
   createExclusive,
   ensurePrivateDir,
   fenceText,
+  folderEvidenceRoot,
   exitTempFor,
   openPrivate,
   readStart,
@@ -42,69 +52,21 @@ export interface ChildProcessRuntimeOptions {
   passEnv?: readonly string[];
   /** Fixed variables for every child. */
   env?: Readonly<Record<string, string>>;
+  /**
+   * The host this runtime's evidence (process ids) belongs to, recorded with each launch (default
+   * `os.hostname()`; give the engine's `host` where names repeat across machines).
+   */
+  host?: string;
   /** How long a launch waits for the wrapper to claim its start before answering "unknown" (a throw). Default 10 s. */
   startTimeoutMs?: number;
   sideEffectClass?: SideEffectClass;
 }
-
-// Runs as `sh -c`. The start claim is an exclusive create (noclobber) of the start file holding this shell's
-// pid and process start time (/proc/<pid>/stat field 22, so a reused pid is told apart); a shell that loses it
-// runs nothing. Closing fd 3 tells the launching engine the claim is decided. Session files are created under
-// umask 077 or pre-created 0600 by the engine, and the command gets the engine's umask back. The command runs
-// in a subshell (an `exit` in it ends only the subshell), and its exit code is recorded atomically (temp +
-// rename), so a reader never sees half a code.
-const WRAPPER = [
-  'coven_st=; if read -r coven_stat < "/proc/$$/stat" 2>/dev/null; ' +
-    'then set -- ${coven_stat##*") "}; coven_st=${20-}; fi',
-  'coven_umask=${COVEN_UMASK:-$(umask)}; umask 077; set -C; coven_claimed=',
-  '{ printf "started pid=%s starttime=%s\\n" "$$" "$coven_st" > "$COVEN_START_FILE"; } 2>/dev/null && coven_claimed=1',
-  'set +C; umask "$coven_umask"; exec 3>&-',
-  '[ -n "$coven_claimed" ] || exit 75',
-  '( eval "$COVEN_COMMAND" ); code=$?',
-  'printf %s "$code" > "$COVEN_EXIT_TEMP" && mv "$COVEN_EXIT_TEMP" "$COVEN_EXIT_FILE"',
-].join('\n');
 
 async function fileDigest(path: string): Promise<string> {
   if (!existsSync(path)) return sha256Hex('');
   const hash = createHash('sha256');
   for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
   return hash.digest('hex');
-}
-
-/**
- * Resolves once the wrapper has spawned and closed fd 3 (its start claim is decided); rejects with the spawn's
- * error (nothing ran), or with a plain error when the claim takes longer than `timeoutMs` (outcome unknown).
- */
-function claimDecided(child: ChildProcess, timeoutMs: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const pipe = child.stdio[3] as Readable | null;
-    let spawned = false;
-    let closed = pipe === null;
-    const timer = setTimeout(() => {
-      pipe?.destroy();
-      reject(new Error(`the session wrapper did not claim its start within ${timeoutMs} ms`));
-    }, timeoutMs);
-    const settle = () => {
-      if (!spawned || !closed) return;
-      clearTimeout(timer);
-      resolve();
-    };
-    child.once('spawn', () => {
-      spawned = true;
-      settle();
-    });
-    child.once('error', (error) => {
-      clearTimeout(timer);
-      pipe?.destroy();
-      reject(error);
-    });
-    pipe?.on('data', () => undefined);
-    pipe?.once('error', () => undefined);
-    pipe?.once('close', () => {
-      closed = true;
-      settle();
-    });
-  });
 }
 
 const refused = (detail: string): LaunchResult => ({ outcome: 'failed', failureClass: 'launch_refused', detail });
@@ -135,6 +97,8 @@ export class ChildProcessRuntime implements Runtime {
   readonly sideEffectBoundProven = false;
   readonly launches: LaunchRecord[] = [];
   readonly cwdRoots: CwdRoots;
+  /** Its sessions folder on its host: only a runtime on the same host sharing that folder reads its evidence. */
+  readonly evidenceLocation: EvidenceLocation;
   private readonly inflight = new Map<string, Promise<LaunchResult>>();
   private readonly exits = new SessionExitCues();
   /** Cued as a session's wrapper exits, which it does only after recording the exit code (or being killed). */
@@ -145,6 +109,7 @@ export class ChildProcessRuntime implements Runtime {
     this.sideEffectClass = options.sideEffectClass ?? 'irreversible_external_mutation';
     checkEnvNames([...(options.passEnv ?? []), ...Object.keys(options.env ?? {})], 'ChildProcessRuntime env');
     ensurePrivateDir(options.sessionsDir);
+    this.evidenceLocation = { host: options.host ?? hostname(), root: folderEvidenceRoot(options.sessionsDir) };
     this.cwdRoots = new CwdRoots(
       options.cwdRoots ?? [options.defaultCwd ?? dirname(options.sessionsDir)],
       options.defaultCwd,
@@ -242,6 +207,7 @@ export class ChildProcessRuntime implements Runtime {
           COVEN_OCCURRENCE_ID: request.occurrenceId,
           COVEN_RUN_ID: request.runId,
           COVEN_ATTEMPT_ID: request.attemptId,
+          COVEN_SESSION_ID: sessionIdOf(request.sessionKey),
           COVEN_DEADLINE_AT: request.deadlineAt,
           ...(request.model === undefined ? {} : { COVEN_MODEL: request.model }),
         }),

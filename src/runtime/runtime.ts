@@ -61,6 +61,22 @@ export type LaunchEvidence =
   | { evidence: 'unknown'; detail: string };
 
 /**
+ * Where a runtime keeps the evidence of its launches: recorded with each launch (when it is marked sending, and
+ * with the session it binds), so that a launch is decided only by a runtime that can read its evidence.
+ */
+export interface EvidenceLocation {
+  /** The host whose processes the evidence's liveness checks look at (process ids). */
+  host: string;
+  /**
+   * Names the evidence store: `dir:<real path>#<id>` for a sessions folder (the id is kept in a file made once
+   * in it), `store:<identity>` for evidence kept in the engine's own database.
+   */
+  root: string;
+  /** Liveness is judged from the evidence itself (heartbeats), not from a host's processes: any host reads it. */
+  anyHost?: boolean;
+}
+
+/**
  * What runs attempts. `launch` either starts a session, proves a pre-ownership failure, or throws — and
  * a throw means the launch may or may not have happened, which the engine treats as unconfirmed, never as
  * a failure it may retry. Evidence comes from `observe`; `cancel` is a request whose acknowledgement is a
@@ -72,6 +88,13 @@ export interface Runtime {
   readonly sideEffectClass: SideEffectClass;
   /** The bound is enforced by the runtime (containment), not merely declared. */
   readonly sideEffectBoundProven: boolean;
+  /**
+   * Where this runtime's evidence lives. The engine asks it about a launch or session only when this location can
+   * read the evidence recorded with that launch (same root; same host unless `anyHost`); any other launch is
+   * undecided and the contract's recovery path applies. A runtime without a location claims that its evidence
+   * is readable by every engine of the store (an in-process runtime, or one backed by a shared service).
+   */
+  readonly evidenceLocation?: EvidenceLocation;
   launch(request: LaunchRequest, now: Date): Promise<LaunchResult>;
   observe(sessionId: string, now: Date): Promise<Observation>;
   cancel(sessionId: string, now: Date): Promise<void>;

@@ -9,6 +9,7 @@ import {
   mkdirSync,
   openSync,
   readFileSync,
+  realpathSync,
   renameSync,
   statSync,
   unlinkSync,
@@ -202,3 +203,19 @@ export function claimantAlive(pid: number, startTime: string | null): boolean {
 }
 
 export const sizeOf = (path: string): number => (existsSync(path) ? statSync(path).size : 0);
+
+/** The file naming a sessions folder's evidence root; made once, never rewritten. */
+export const EVIDENCE_ROOT_FILE = 'evidence-root';
+
+/**
+ * The evidence root a sessions folder stands for: `dir:<real path>#<id>`, the id read from a file created once
+ * in the folder (atomically; the first creator's id wins). Two engines name the same root only when they share
+ * the very folder (the same real path and the same id file), not merely a path that looks alike elsewhere.
+ */
+export function folderEvidenceRoot(sessionsDir: string): string {
+  const file = join(sessionsDir, EVIDENCE_ROOT_FILE);
+  if (!existsSync(file)) createExclusive(file, `${randomBytes(16).toString('hex')}\n`, true);
+  const id = readFileSync(file, 'utf8').trim();
+  if (!/^[0-9a-f]{32}$/.test(id)) throw new Error(`${file} does not hold an evidence root id`);
+  return `dir:${realpathSync(sessionsDir)}#${id}`;
+}

@@ -1,3 +1,4 @@
+import { rmSync } from 'node:fs';
 import { extname } from 'node:path';
 import { ContractError } from '../contract/errors.js';
 import { JsonFileStore } from './json/index.js';
@@ -20,6 +21,22 @@ const SQLITE_EXTENSIONS = new Set(['.sqlite', '.sqlite3', '.db']);
 /** The kind a path selects: an explicit kind wins, else `.sqlite`/`.sqlite3`/`.db` mean SQLite. */
 export function storeKindFor(file: string, kind?: FileStoreKind): FileStoreKind {
   return kind ?? (SQLITE_EXTENSIONS.has(extname(file).toLowerCase()) ? 'sqlite' : 'json');
+}
+
+/**
+ * Removes a file store's files — the store file and what both stores keep beside it (the JSON journal, SQLite's
+ * `-wal`/`-shm`/`-journal` and its commit watermark) — so the next open creates an empty store. Removing the store
+ * file alone would leave a journal or watermark that proves a store existed, and the open would refuse it.
+ *
+ * @example
+ * ```ts
+ * removeFileStore('.coven/demo.json'); // the demo starts afresh on every run
+ * const store = await openStore('.coven/demo.json');
+ * ```
+ */
+export function removeFileStore(file: string): void {
+  for (const path of [file, `${file}.journal`, `${file}-wal`, `${file}-shm`, `${file}-journal`, `${file}.commits`])
+    rmSync(path, { force: true });
 }
 
 /** Whether `location` is a PostgreSQL connection string (`postgres://…` or `postgresql://…`) rather than a path. */

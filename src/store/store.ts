@@ -119,6 +119,11 @@ export interface StoreTransaction extends StoreReader {
  * ```
  */
 export interface Store {
+  /**
+   * Other engines may hold this store at the same time (PostgreSQL); absent or false on single-owner stores
+   * (JSON, SQLite, memory), whose lock admits one engine at a time.
+   */
+  readonly sharedByEngines?: boolean;
   transact<R>(body: (tx: StoreTransaction) => Promise<R> | R): Promise<R>;
   read<R>(body: (reader: StoreReader) => Promise<R> | R): Promise<R>;
   /**

@@ -9,6 +9,7 @@ import { settleOnExit } from './exit-settlement.js';
 import { interruptOrphanedDeliveries, settleDelivering } from './delivery.js';
 import { ownerAlive } from '../domain/owner-lease.js';
 import { loadAttempt } from '../domain/entities.js';
+import { canReadEvidence } from '../domain/evidence-access.js';
 
 /**
  * The contract's worker: observes every started session and turns runtime evidence into transitions.
@@ -57,6 +58,9 @@ export class Worker {
     }
     const runtime = this.svc.runtime(attempt.data.attributes.runtimeId);
     if (runtime === undefined) return false;
+    // A runtime that cannot read the session's evidence would find nothing and call it lost: it is not asked, and
+    // the session is left to the run's deadline (or to an engine that can read it).
+    if (!canReadEvidence(this.svc, runtime, attempt.data.attributes.evidenceLocation, launcher)) return false;
     let observation: Observation;
     try {
       observation = await runtime.observe(sessionId, this.svc.clock.now());

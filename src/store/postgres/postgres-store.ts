@@ -64,6 +64,7 @@ const INT8_OID = 20;
  * ```
  */
 export class PostgresStore implements Store {
+  readonly sharedByEngines = true;
   private readonly committed = new CommitListeners();
   private readonly queue: CommitQueue;
   private readonly notifier: CommitNotifier;
