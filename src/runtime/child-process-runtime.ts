@@ -148,7 +148,7 @@ export class ChildProcessRuntime implements Runtime {
     if (prior !== undefined) return prior;
     const location = this.cwdRoots.locate(request.cwd);
     if (!location.inside) return refused(this.cwdRoots.refusal(location));
-    if (!existsSync(location.path) || !statSync(location.path).isDirectory())
+    if (statSync(location.path, { throwIfNoEntry: false })?.isDirectory() !== true)
       return refused(`working directory ${location.path} does not exist`);
     let exitTemp: string | undefined;
     let child: ChildProcess;

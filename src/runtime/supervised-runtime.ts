@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { hostname } from 'node:os';
 import { dirname, extname, join } from 'node:path';
@@ -145,7 +145,7 @@ export class SupervisedRuntime implements Runtime {
     if (prior !== undefined) return prior;
     const location = this.cwdRoots.locate(request.cwd);
     if (!location.inside) return refused(this.cwdRoots.refusal(location));
-    if (!existsSync(location.path) || !statSync(location.path).isDirectory())
+    if (statSync(location.path, { throwIfNoEntry: false })?.isDirectory() !== true)
       return refused(`working directory ${location.path} does not exist`);
     let said: string;
     try {

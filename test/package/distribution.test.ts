@@ -6,6 +6,7 @@ import { afterAll, expect, test } from 'vitest';
 import { packageRoot } from '../../src/contract/package-root.js';
 import { integrityOf } from '../../src/contract/digest.js';
 import { packagesAmong, watchModules } from '../support/loaded-modules.js';
+import { removeFileStore } from '../../src/store/open-store.js';
 
 // Both tests build dist/, so they live in one file: vitest runs a file's tests in order, never side by side.
 const dir = mkdtempSync(join(tmpdir(), 'coven-pack-'));
@@ -82,7 +83,7 @@ const NOT_HERE: Array<[RegExp, string]> = [
 ];
 
 test('every shell command in the README runs and exits 0', () => {
-  rmSync(join(root, '.coven', 'readme.json'), { force: true });
+  removeFileStore(join(root, '.coven', 'readme.json'));
   const commands = readmeCommands();
   expect(commands.length).toBeGreaterThan(10);
   for (const raw of commands) {
