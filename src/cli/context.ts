@@ -131,8 +131,9 @@ async function cliRuntime(
     passEnv,
   };
   if (location.kind === 'postgres') {
-    // The default cwd root (and where the daemon's socket lives); the file runtime makes it with its sessions.
-    makePrivateFolder(location.folder);
+    // A database has no folder of its own: the store's folder is made only when it is the default cwd root (the
+    // file runtime makes it with its sessions; `start` makes it for its socket).
+    if (options.cwdRoot === undefined || options.cwdRoot.length === 0) makePrivateFolder(location.folder);
     const { openSupervisedRuntime } = await import('../runtime/supervised-runtime-open.js');
     return openSupervisedRuntime(location.url, common, (error) => new CliError(`--cwd-root: ${error.message}`));
   }

@@ -6,6 +6,8 @@ import type { EngineLogger } from '../observability/logger.js';
 import type { EngineMetrics } from '../observability/metrics.js';
 import { CliError, parseRetention, withLocalEngine, type CliOptions } from './context.js';
 import { storeLocation } from './store-location.js';
+import { dirname } from 'node:path';
+import { makePrivateFolder } from '../store/private-files.js';
 
 /** What `start` takes beyond the global options. */
 export interface StartOptions {
@@ -150,5 +152,7 @@ export async function runStart(options: CliOptions, cmd: StartOptions): Promise<
     const health = await running.get<{ pid: number; storeFile: string }>('/healthz');
     throw new CliError(`a daemon (process ${health.pid}) already serves ${health.storeFile}`);
   }
+  // The socket, token and daemon.json live beside the anchor: a database's anchor folder may not exist yet.
+  makePrivateFolder(dirname(anchor));
   return withLocalEngine(options, (engine, store) => serve(engine, store, options, { ...cmd, anchor }));
 }

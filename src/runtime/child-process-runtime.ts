@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { closeSync, createReadStream, existsSync, readFileSync, statSync } from 'node:fs';
+import { closeSync, createReadStream, existsSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { dirname } from 'node:path';
 import { sha256Hex } from '../contract/digest.js';
@@ -34,6 +34,7 @@ import {
   umaskVariable,
   type SessionPaths,
 } from './session-files.js';
+import { refused, spawnFailure, workingFolder } from './launch-refusals.js';
 
 export interface ChildProcessRuntimeOptions {
   runtimeId: string;
@@ -68,8 +69,6 @@ async function fileDigest(path: string): Promise<string> {
   for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
   return hash.digest('hex');
 }
-
-const refused = (detail: string): LaunchResult => ({ outcome: 'failed', failureClass: 'launch_refused', detail });
 
 /**
  * Runs each attempt as a detached shell command that outlives the engine, with containment evidence on disk
@@ -146,10 +145,8 @@ export class ChildProcessRuntime implements Runtime {
     const paths = this.paths(sessionId);
     const prior = this.priorStart(sessionId, paths);
     if (prior !== undefined) return prior;
-    const location = this.cwdRoots.locate(request.cwd);
-    if (!location.inside) return refused(this.cwdRoots.refusal(location));
-    if (statSync(location.path, { throwIfNoEntry: false })?.isDirectory() !== true)
-      return refused(`working directory ${location.path} does not exist`);
+    const location = workingFolder(this.cwdRoots, request.cwd);
+    if ('outcome' in location) return location;
     let exitTemp: string | undefined;
     let child: ChildProcess;
     try {
@@ -159,17 +156,10 @@ export class ChildProcessRuntime implements Runtime {
       child.once('exit', () => this.exits.cue({ sessionId, attemptId: request.attemptId }));
       await claimDecided(child, this.options.startTimeoutMs ?? 10_000);
     } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      if (code === undefined) throw error;
+      // No shell started (a file could not be made, or the spawn failed): nothing ran.
+      const answer = spawnFailure(error);
       if (exitTemp !== undefined) removeQuietly(exitTemp);
-      // No shell started (a file could not be made, or the spawn failed): nothing ran. Missing binaries and
-      // unwritable folders are deterministic, resource limits transient.
-      return {
-        outcome: 'failed',
-        failureClass:
-          code === 'EAGAIN' || code === 'EMFILE' || code === 'ENFILE' ? 'transient_dispatch' : 'launch_refused',
-        detail: (error as Error).message,
-      };
+      return answer;
     }
     child.unref();
     const start = readStart(paths.start);

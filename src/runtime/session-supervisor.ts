@@ -1,8 +1,9 @@
 // One session's supervisor: a detached process the engine starts per launch (see supervised-runtime.ts). It
 // reads its orders from stdin, claims the session's start in the store's database (the claim, or another
-// engine's fence, wins once), tells the engine the outcome on fd 3, runs the command with `sh -c` in the given
-// cwd and environment (which never holds the database's address or credentials: those came on stdin), heartbeats
-// while it runs, acts on a cancel request, and records the exit code and the (capped) output in the row.
+// engine's fence, wins once), tells the engine the outcome on fd 3, runs the command with `sh -c` in its own
+// cwd (the folder the engine pinned) and the given environment (which never holds the database's address or
+// credentials: those came on stdin), heartbeats while it runs, acts on a cancel request, and records the exit
+// code and the (capped) output in the row.
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { closeSync, writeSync } from 'node:fs';

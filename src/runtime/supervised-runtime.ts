@@ -1,5 +1,4 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { hostname } from 'node:os';
 import { dirname, extname, join } from 'node:path';
@@ -21,6 +20,7 @@ import type {
 import { SessionExitCues } from './session-exit-cues.js';
 import { sessionIdOf } from './session-files.js';
 import type { SupervisorOrders } from './session-supervisor.js';
+import { refused, spawnFailure, workingFolder } from './launch-refusals.js';
 
 export interface SupervisedRuntimeOptions {
   runtimeId: string;
@@ -85,8 +85,6 @@ function decision(child: ChildProcess, timeoutMs: number): Promise<string> {
   });
 }
 
-const refused = (detail: string): LaunchResult => ({ outcome: 'failed', failureClass: 'launch_refused', detail });
-
 /**
  * Runs each attempt as a shell command under a detached supervisor process that keeps the session's evidence in
  * the PostgreSQL store's own database ({@link PostgresSessionEvidence}): the start claim (an INSERT that a fence
@@ -143,10 +141,8 @@ export class SupervisedRuntime implements Runtime {
     const sessionId = sessionIdOf(request.sessionKey);
     const prior = this.answerOf(sessionId, await this.evidence.read(sessionId));
     if (prior !== undefined) return prior;
-    const location = this.cwdRoots.locate(request.cwd);
-    if (!location.inside) return refused(this.cwdRoots.refusal(location));
-    if (statSync(location.path, { throwIfNoEntry: false })?.isDirectory() !== true)
-      return refused(`working directory ${location.path} does not exist`);
+    const location = workingFolder(this.cwdRoots, request.cwd);
+    if ('outcome' in location) return location;
     let said: string;
     try {
       // The supervisor starts in the folder the roots pinned (opened and re-checked), and its command inherits it, so
@@ -156,14 +152,7 @@ export class SupervisedRuntime implements Runtime {
       said = await decision(child, this.options.startTimeoutMs ?? 10_000);
       child.unref();
     } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      if (code === undefined) throw error;
-      return {
-        outcome: 'failed',
-        failureClass:
-          code === 'EAGAIN' || code === 'EMFILE' || code === 'ENFILE' ? 'transient_dispatch' : 'launch_refused',
-        detail: (error as Error).message,
-      };
+      return spawnFailure(error);
     }
     if (said === 'started') {
       this.launches.push({ sessionKey: request.sessionKey, attemptId: request.attemptId, at: now.toISOString() });

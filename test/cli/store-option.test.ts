@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import { afterAll, afterEach, expect, test } from 'vitest';
 import { storeLocation } from '../../src/cli/store-location.js';
 import { DaemonClient } from '../../src/daemon/index.js';
@@ -104,15 +104,19 @@ describePostgres('the CLI on a PostgreSQL store', (socketDir) => {
   test('start serves a database; a CLI in the same folder finds that daemon by the connection string', async () => {
     const url = await freshDatabase(socketDir, 'cli_daemon');
     const folder = mkdtempSync(join(dir, 'pg-'));
-    const daemon = await startDaemonProcess(url, ['--cwd-root', folder]);
+    // Daemon and CLI run in the temporary folder: the daemon's socket goes to its `.coven`, not the checkout's.
+    const daemon = await startDaemonProcess(url, ['--cwd-root', folder], folder);
+    // The anchor as a CLI in `folder` computes it (storeLocation resolves `.coven` against the current folder).
+    const anchor = join(folder, '.coven', basename(storeLocation({ store: url }).anchor));
     try {
       expect(daemon.stdout()).toMatch(/^engine running on postgresql:\/\/postgres@/m);
-      const { anchor } = storeLocation({ store: url });
       expect(await DaemonClient.connect(anchor)).toBeInstanceOf(DaemonClient);
-      const applied = await runCliProcess(['--store', url, 'apply', '-f', definitionFile(folder, 'nightly')]);
+      const applied = await runCliProcess(['--store', url, 'apply', '-f', definitionFile(folder, 'nightly')], folder);
       expect(applied, applied.stderr).toMatchObject({ code: 0 });
-      expect((await runCliProcess(['--store', url, 'list'])).stdout).toMatch(/\nnightly\s+Job nightly\s+paused\s+2/);
-      const second = await runCliProcess(['--store', url, 'start']);
+      expect((await runCliProcess(['--store', url, 'list'], folder)).stdout).toMatch(
+        /\nnightly\s+Job nightly\s+paused\s+2/,
+      );
+      const second = await runCliProcess(['--store', url, 'start'], folder);
       expect(second).toMatchObject({
         code: 1,
         stderr: expect.stringMatching(/^a daemon \(process \d+\) already serves /),
@@ -121,6 +125,6 @@ describePostgres('the CLI on a PostgreSQL store', (socketDir) => {
       daemon.child.kill('SIGINT');
       expect(await daemon.exited).toBe(0);
     }
-    expect(await DaemonClient.connect(storeLocation({ store: url }).anchor)).toBeUndefined();
+    expect(await DaemonClient.connect(anchor)).toBeUndefined();
   }, 90_000);
 });

@@ -1,11 +1,15 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { createRequire } from 'node:module';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { eventually } from '../support/eventually.js';
 import { definitionFile } from '../cli/cli-fixtures.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const children = new Set<ChildProcess>();
+/** tsx and the CLI by absolute location, so a child may run in any folder (a test's temporary one). */
+const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+const MAIN = resolve(root, 'src/cli/main.ts');
 
 /** A CLI child process whose output is collected as it arrives. */
 export interface CliChild {
@@ -18,10 +22,13 @@ export interface CliChild {
   waitFor: (pattern: RegExp, timeoutMs?: number) => Promise<RegExpMatchArray>;
 }
 
-/** Spawns `coven-automata <args>` as its own Node process (tsx), the way an operator's terminal would. */
-export function spawnCli(args: string[]): CliChild {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
-    cwd: root,
+/**
+ * Spawns `coven-automata <args>` as its own Node process (tsx), the way an operator's terminal would, in `cwd`
+ * (default: the checkout; a test whose CLI makes a `.coven` folder there passes a temporary one).
+ */
+export function spawnCli(args: string[], cwd = root): CliChild {
+  const child = spawn(process.execPath, ['--import', TSX, MAIN, ...args], {
+    cwd,
     env: { ...process.env, NO_COLOR: '1' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -47,15 +54,18 @@ export function spawnCli(args: string[]): CliChild {
 }
 
 /** Runs one CLI command to completion. */
-export async function runCliProcess(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const run = spawnCli(args);
+export async function runCliProcess(
+  args: string[],
+  cwd?: string,
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const run = spawnCli(args, cwd);
   const code = await run.exited;
   return { code, stdout: run.stdout(), stderr: run.stderr() };
 }
 
 /** `start` on a store, resolved once it prints its socket (and, with --listen, its dashboard URL). */
-export async function startDaemonProcess(store: string, extra: string[] = []): Promise<CliChild> {
-  const daemon = spawnCli(['--store', store, '--command', 'true', 'start', ...extra]);
+export async function startDaemonProcess(store: string, extra: string[] = [], cwd?: string): Promise<CliChild> {
+  const daemon = spawnCli(['--store', store, '--command', 'true', 'start', ...extra], cwd);
   await daemon.waitFor(/^serving on .*$/m);
   if (extra.includes('--listen')) await daemon.waitFor(/^dashboard: .*$/m);
   return daemon;

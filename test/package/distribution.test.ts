@@ -6,7 +6,6 @@ import { afterAll, expect, test } from 'vitest';
 import { packageRoot } from '../../src/contract/package-root.js';
 import { integrityOf } from '../../src/contract/digest.js';
 import { packagesAmong, watchModules } from '../support/loaded-modules.js';
-import { removeFileStore } from '../../src/store/open-store.js';
 
 // Both tests build dist/, so they live in one file: vitest runs a file's tests in order, never side by side.
 const dir = mkdtempSync(join(tmpdir(), 'coven-pack-'));
@@ -82,13 +81,24 @@ const NOT_HERE: Array<[RegExp, string]> = [
     : ([[/\.\.\/shared\/upstream\//, 'upstream artifacts are not beside this checkout']] as Array<[RegExp, string]>)),
 ];
 
+/**
+ * The command as run here: what the README keeps in `.coven/` (and the demo's default store there) goes to a
+ * temporary folder instead, so the suite leaves no store in the checkout and the README's own session starts as
+ * fresh after `npm test` as before it.
+ */
+function inScratch(command: string, scratch: string): string {
+  return command
+    .replace(/^npm start$/, `npm start -- --file ${scratch}/demo.json`)
+    .replaceAll('.coven/', `${scratch}/`);
+}
+
 test('every shell command in the README runs and exits 0', () => {
-  removeFileStore(join(root, '.coven', 'readme.json'));
+  const scratch = mkdtempSync(join(dir, 'readme-'));
   const commands = readmeCommands();
   expect(commands.length).toBeGreaterThan(10);
   for (const raw of commands) {
     // `npm ci` is CI's own first step (it reinstalls node_modules under the running test), so only the rest runs here.
-    const command = raw.replace(/^npm ci && /, '');
+    const command = inScratch(raw.replace(/^npm ci && /, ''), scratch);
     const skip = NOT_HERE.find(([pattern]) => pattern.test(command));
     if (skip !== undefined) {
       console.info(`README command not run here: ${command} (${skip[1]})`);
