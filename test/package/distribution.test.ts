@@ -87,9 +87,7 @@ const NOT_HERE: Array<[RegExp, string]> = [
  * fresh after `npm test` as before it.
  */
 function inScratch(command: string, scratch: string): string {
-  return command
-    .replace(/^npm start$/, `npm start -- --file ${scratch}/demo.json`)
-    .replaceAll('.coven/', `${scratch}/`);
+  return command.replace(/^npm start$/, `npm start -- --file ${scratch}/demo.json`).replace(/\.coven\b/g, scratch);
 }
 
 test('every shell command in the README runs and exits 0', () => {
