@@ -7,7 +7,7 @@ import { optionalPackage } from './optional-package.js';
 
 /**
  * Renders each machine to `<out>/<machine>.svg` (Graphviz compiled to WebAssembly, no system install) and
- * refreshes the README's Mermaid section. With `check`, writes nothing and returns 1 if anything is stale.
+ * refreshes the Mermaid section of docs/machines.md. With `check`, writes nothing and returns 1 if anything is stale.
  * @viz-js/viz is an optional peer dependency, loaded here only.
  */
 export async function renderDiagrams(out: string, check: boolean): Promise<number> {
@@ -22,8 +22,8 @@ export async function renderDiagrams(out: string, check: boolean): Promise<numbe
       join(outDir, `${machine.entity}.svg`),
       viz.renderString(dotOf(machine), { format: 'svg', engine: 'dot' }),
     );
-  const readmePath = join(root, 'README.md');
-  files.set(readmePath, withDiagrams(readFileSync(readmePath, 'utf8'), spec));
+  const guidePath = join(root, 'docs', 'machines.md');
+  files.set(guidePath, withDiagrams(readFileSync(guidePath, 'utf8'), spec));
   const stale = [...files]
     .filter(([path, content]) => !existsSync(path) || readFileSync(path, 'utf8') !== content)
     .map(([path]) => path);

@@ -141,7 +141,7 @@ export function registerCheckCommands(kit: ProgramKit): void {
     .command('diagram')
     .description('render the machines as Mermaid and SVG')
     .option('--out <dir>', 'where SVGs go', 'docs')
-    .option('--check', 'exit 1 if the README or docs/ are stale')
+    .option('--check', 'exit 1 if docs/machines.md or docs/*.svg are stale')
     .action(
       run(async (cmd: { out: string; check?: boolean }) =>
         (await import('./diagram-command.js')).renderDiagrams(cmd.out, cmd.check === true),

@@ -112,7 +112,7 @@ test.each(['demo.json', 'demo.sqlite'])(
   },
 );
 
-test('the README diagrams and docs/*.svg match the spec (npm run diagrams)', async () => {
+test('docs/machines.md diagrams and docs/*.svg match the spec (npm run diagrams)', async () => {
   const error = vi.spyOn(console, 'error').mockImplementation(() => undefined);
   const log = vi.spyOn(console, 'log').mockImplementation(() => undefined);
   try {

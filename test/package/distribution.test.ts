@@ -1,5 +1,6 @@
-import { execFileSync, execSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
@@ -61,55 +62,85 @@ test('npm pack installs in a clean folder; the examples and the CLI run against 
   expect(failure?.stdout).toMatch(/^INVALID: carried [0-9a-f]{64}, computed [0-9a-f]{64}/);
 }, 480_000);
 
-/** Every command of every ```sh block in the README, in order. */
-function readmeCommands(): string[] {
-  const readme = readFileSync(join(root, 'README.md'), 'utf8');
-  return [...readme.matchAll(/```sh\n([\s\S]*?)```/g)].flatMap((m) =>
-    m[1]!
-      .split('\n')
-      .map((line) => line.replace(/\s+#.*$/, '').trim())
-      .filter((line) => line !== ''),
-  );
+/** The README and every guide under docs/ (folded guides only: docs/pending holds drafts). */
+function documents(): string[] {
+  const guides = readdirSync(join(root, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .sort()
+    .map((f) => join('docs', f));
+  return ['README.md', ...guides];
+}
+
+/** Every ```sh block of a document, in order, each a script of its own. */
+function shellBlocks(document: string): string[] {
+  const text = readFileSync(join(root, document), 'utf8');
+  return [...text.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!);
 }
 
 /** Commands this test cannot run from inside `npm test`, each with the reason it prints. */
 const NOT_HERE: Array<[RegExp, string]> = [
   [/^npm test$/, 'npm test is the run executing this test'],
-  // The README's conformance example reads upstream's files beside the checkout; a clone elsewhere has none.
+  // The conformance examples read upstream's files beside the checkout; a clone elsewhere has none.
   ...(existsSync(join(root, '..', 'shared', 'upstream'))
     ? []
     : ([[/\.\.\/shared\/upstream\//, 'upstream artifacts are not beside this checkout']] as Array<[RegExp, string]>)),
 ];
 
 /**
- * The command as run here: what the README keeps in `.coven/` (and the demo's default store there) goes to a
- * temporary folder instead, so the suite leaves no store in the checkout and the README's own session starts as
- * fresh after `npm test` as before it.
+ * The block as run here: what the documents keep in `.coven/` (and the demo's default store there) goes to a
+ * temporary folder instead, so the suite leaves no store in the checkout and the documents' sessions start as
+ * fresh after `npm test` as before it; a daemon's documented port becomes a free one. `npm ci` is CI's own first
+ * step (it reinstalls node_modules under the running test), so only the rest of its line runs here.
  */
-function inScratch(command: string, scratch: string): string {
-  return command.replace(/^npm start$/, `npm start -- --file ${scratch}/demo.json`).replace(/\.coven\b/g, scratch);
+function inScratch(block: string, scratch: string, port: number): string {
+  return block
+    .split('\n')
+    .map((line) => {
+      const command = line.replace(/\s+#.*$/, '').trim();
+      const skip = NOT_HERE.find(([pattern]) => pattern.test(command));
+      if (skip === undefined) return line;
+      console.info(`documented command not run here: ${command} (${skip[1]})`);
+      return '';
+    })
+    .join('\n')
+    .replace(/^npm ci && /gm, '')
+    .replace(/^npm start$/gm, `npm start -- --file ${scratch}/demo.json`)
+    .replace(/\.coven\b/g, scratch)
+    .replace(/127\.0\.0\.1:8790\b/g, `127.0.0.1:${port}`);
 }
 
-test('every shell command in the README runs and exits 0', () => {
-  const scratch = mkdtempSync(join(dir, 'readme-'));
-  const commands = readmeCommands();
-  expect(commands.length).toBeGreaterThan(10);
-  for (const raw of commands) {
-    // `npm ci` is CI's own first step (it reinstalls node_modules under the running test), so only the rest runs here.
-    const command = inScratch(raw.replace(/^npm ci && /, ''), scratch);
-    const skip = NOT_HERE.find(([pattern]) => pattern.test(command));
-    if (skip !== undefined) {
-      console.info(`README command not run here: ${command} (${skip[1]})`);
-      continue;
-    }
-    try {
-      execSync(command, { cwd: root, stdio: 'pipe', timeout: 180_000, env: { ...process.env, NO_COLOR: '1' } });
-    } catch (error) {
-      const e = error as { status: number; stdout?: Buffer; stderr?: Buffer };
-      throw new Error(
-        `README command failed (${e.status}): ${command}\n${String(e.stderr ?? '')}${String(e.stdout ?? '').slice(-2000)}`,
-        { cause: error },
-      );
+/** A TCP port nothing listens on now (the kernel's pick, released at once). */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+test('every shell block in the README and the guides runs and exits 0', async () => {
+  let blocks = 0;
+  for (const document of documents()) {
+    const scratch = mkdtempSync(join(dir, 'docs-'));
+    for (const raw of shellBlocks(document)) {
+      blocks += 1;
+      const script = inScratch(raw, scratch, await freePort());
+      const commands = script.split('\n').filter((line) => line.replace(/#.*$/, '').trim() !== '').length;
+      try {
+        execFileSync('bash', ['-e', '-c', script], {
+          cwd: root,
+          stdio: 'pipe',
+          timeout: 180_000 * Math.max(1, commands),
+          env: { ...process.env, NO_COLOR: '1' },
+        });
+      } catch (error) {
+        const e = error as { status: number; stdout?: Buffer; stderr?: Buffer };
+        throw new Error(
+          `${document}: shell block failed (${e.status}):\n${script}\n${String(e.stderr ?? '')}${String(e.stdout ?? '').slice(-2000)}`,
+          { cause: error },
+        );
+      }
     }
   }
-}, 600_000);
+  expect(blocks).toBeGreaterThan(6);
+}, 1_500_000);

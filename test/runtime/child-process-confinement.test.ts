@@ -113,8 +113,8 @@ describe('the child environment is explicit', () => {
     ).toThrow(/not an environment variable name/);
   });
 
-  test('the README lists every allowlisted name', () => {
-    const readme = readFileSync(join(packageRoot(), 'README.md'), 'utf8');
+  test('the CLI guide lists every allowlisted name', () => {
+    const readme = readFileSync(join(packageRoot(), 'docs', 'cli.md'), 'utf8');
     const passage = readme.slice(readme.indexOf('*Environment*'), readme.indexOf('*Working directory*'));
     expect(CHILD_ENV_ALLOWLIST.filter((name) => !passage.includes(`\`${name}\``))).toEqual([]);
     expect(passage).not.toContain('`LC_*`');

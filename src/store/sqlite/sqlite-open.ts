@@ -33,7 +33,7 @@ const SIDECARS = ['-wal', '-shm', '-journal', '.commits'];
 /**
  * Databases (file plus write-ahead log) up to this size get SQLite's `integrity_check` at open. It reads
  * every page and checks that every index agrees with its table, which the row checksums cannot see (an
- * index entry changed so that a record is not found). Its cost grows with the file (README, Stores), so
+ * index entry changed so that a record is not found). Its cost grows with the file (docs/stores-and-scale-out.md), so
  * past this bound an open relies on the row checksums and on SQLite's page checks as pages are read.
  */
 export const INTEGRITY_CHECK_BYTES = 128 * 1_048_576;
