@@ -37,9 +37,35 @@ export {
   EXTENSION_COMMANDS,
   decodeCommand,
   type CommandEnvelope,
+  type CommandError,
   type CommandResponse,
+  type CommittedResponse,
+  type ReplayedResponse,
+  type RejectedResponse,
+  type TypedCommandEnvelope,
   type CommandName,
 } from './command-handler/envelope.js';
+export type * from './command-handler/command-results.js';
+
+// The typed embedding API: definitions from a few fields, and a client that keeps keys and revisions
+export {
+  defineAutomation,
+  defineFunctionAutomation,
+  EMBEDDED_APPROVAL_POLICY,
+  type AutomationOptions,
+  type AutomationSpec,
+  type FunctionAutomation,
+  type FunctionAutomationSpec,
+  type HandlerResult,
+  type ScheduleSpec,
+} from './client/define-automation.js';
+export {
+  AutomationClient,
+  type AutomationClientOptions,
+  type CallOptions,
+  type CommandPort,
+  type Outcome,
+} from './client/automation-client.js';
 export type { AutomationDefinition, LifecycleState } from './domain/definition-body.js';
 export { renderOccurrence, renderRun, renderAttempt, type Receipt } from './domain/records.js';
 
