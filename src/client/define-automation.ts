@@ -55,7 +55,7 @@ export type HandlerResult = void | string | FunctionResult;
 export interface FunctionAutomationSpec extends AutomationOptions {
   id: string;
   schedule: ScheduleSpec;
-  /** Runs each attempt; a throw fails the attempt with the error's message. */
+  /** Runs each attempt; a throw fails the attempt. */
   handler: (request: LaunchRequest, signal: AbortSignal) => Promise<HandlerResult>;
   /** Given to the handler as `request.prompt`; defaults to the name. */
   prompt?: string;
