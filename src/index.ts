@@ -44,6 +44,8 @@ export {
   type RejectedResponse,
   type TypedCommandEnvelope,
   type CommandName,
+  type CommandResults,
+  type ResultOf,
 } from './command-handler/envelope.js';
 export type * from './command-handler/command-results.js';
 

@@ -8,11 +8,16 @@ import type {
   DefinitionListResult,
   DefinitionRevisionResult,
   OccurrenceGetResult,
-  ResultOf,
   RunHistoryResult,
   RunNowResult,
 } from '../command-handler/command-results.js';
-import type { CommandError, CommandName, CommandResponse, TypedCommandEnvelope } from '../command-handler/envelope.js';
+import type {
+  CommandError,
+  CommandName,
+  CommandResponse,
+  ResultOf,
+  TypedCommandEnvelope,
+} from '../command-handler/envelope.js';
 import type { AutomationDefinition, LifecycleState } from '../domain/definition-body.js';
 
 /** What the client sends commands through: an engine's `commands` (a `CommandHandler`) or anything shaped like it. */

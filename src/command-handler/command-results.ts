@@ -2,7 +2,6 @@ import type { AttemptState, DefinitionState, OccurrenceState, RunState } from '.
 import type { ReadPage } from '../changefeed/changefeed.js';
 import type { Digest } from '../contract/digest.js';
 import type { AutomationDefinition } from '../domain/definition-body.js';
-import type { CommandName } from './envelope.js';
 
 // What each command answers in `result` when it commits or replays. The wire shape is the handler's; these types
 // name it, so an embedder reads `response.result.occurrenceId` without a cast. They are aliases, not interfaces, so
@@ -224,11 +223,8 @@ export type OccurrenceGetResult = {
 /** The result of run.get.v1. */
 export type RunGetResult = { run: RunWithAttempts; receipts: ReceiptSummary };
 
-/**
- * The result each command answers with. Commands whose answer this engine has not given a named shape (the
- * import report, the operator diagnostics beyond the ones above, the registry extensions) answer a plain object.
- */
-export type CommandResults = {
+/** The result of each command this engine has given a named shape (see `CommandResults` for every command). */
+export type TypedResults = {
   'definition.create.v1': DefinitionRevisionResult;
   'definition.revise.v1': DefinitionRevisionResult;
   'definition.activate.v1': DefinitionLifecycleResult;
@@ -251,42 +247,4 @@ export type CommandResults = {
   'occurrence.list.v1': OccurrenceListResult;
   'occurrence.get.v1': OccurrenceGetResult;
   'run.get.v1': RunGetResult;
-} & { [C in Exclude<CommandName, TypedCommand>]: Record<string, unknown> };
-
-type TypedCommand =
-  | 'definition.create.v1'
-  | 'definition.revise.v1'
-  | 'definition.activate.v1'
-  | 'definition.pause.v1'
-  | 'definition.disable.v1'
-  | 'definition.tombstone.v1'
-  | 'x-coven-automata.definition.reenable.v1'
-  | 'definition.list.v1'
-  | 'definition.get.v1'
-  | 'definition.health.v1'
-  | 'occurrence.runNow.v1'
-  | 'occurrence.cancel.v1'
-  | 'run.cancel.v1'
-  | 'attempt.cancel.v1'
-  | 'attempt.retry.v1'
-  | 'occurrence.recover.v1'
-  | 'run.history.v1'
-  | 'events.read.v1'
-  | 'events.subscribe.v1'
-  | 'occurrence.list.v1'
-  | 'occurrence.get.v1'
-  | 'run.get.v1';
-
-/**
- * The result type of command `C`; a plain object when `C` is not one known command (a union of names, or any
- * name), since the answer then cannot be told apart by its type.
- */
-export type ResultOf<C extends string> = string extends C
-  ? Record<string, unknown>
-  : [C] extends [CommandName]
-    ? IsUnion<C> extends true
-      ? Record<string, unknown>
-      : CommandResults[C]
-    : Record<string, unknown>;
-
-type IsUnion<T, U = T> = T extends unknown ? ([U] extends [T] ? false : true) : never;
+};

@@ -2,7 +2,7 @@ import { ContractError, type ErrorEnvelope } from '../contract/errors.js';
 import { validateAgainst } from '../contract/schemas.js';
 import { SCHEMA_VERSION } from '../contract/vocabulary.js';
 import { toPlainJson } from './plain-json.js';
-import type { ResultOf } from './command-results.js';
+import type { TypedResults } from './command-results.js';
 
 /** The 19 versioned commands of coven.automations.v1. */
 export const CONTRACT_COMMANDS = [
@@ -67,6 +67,28 @@ export const DIAGNOSTIC_COMMANDS = [
 export type ContractCommand = (typeof CONTRACT_COMMANDS)[number];
 export type DiagnosticCommand = (typeof DIAGNOSTIC_COMMANDS)[number];
 export type CommandName = ContractCommand | (typeof EXTENSION_COMMANDS)[number] | DiagnosticCommand;
+
+/**
+ * The result each command answers with. Commands whose answer this engine has not given a named shape (the
+ * import report, receipt and scheduler diagnostics, the registry extensions) answer a plain object.
+ */
+export type CommandResults = TypedResults & {
+  [C in Exclude<CommandName, keyof TypedResults>]: Record<string, unknown>;
+};
+
+/**
+ * The result type of command `C`; a plain object when `C` is not one known command (a union of names, or any
+ * name), since the answer then cannot be told apart by its type.
+ */
+export type ResultOf<C extends string> = string extends C
+  ? Record<string, unknown>
+  : [C] extends [CommandName]
+    ? IsUnion<C> extends true
+      ? Record<string, unknown>
+      : CommandResults[C]
+    : Record<string, unknown>;
+
+type IsUnion<T, U = T> = T extends unknown ? ([U] extends [T] ? false : true) : never;
 
 /** Commands that only read: answered `committed`, their adoption key echoed and never stored. */
 export const QUERY_COMMANDS: ReadonlySet<CommandName> = new Set([
