@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { isOccurrenceTerminal } from '../../machines/states.js';
+import { DefinitionState, isOccurrenceTerminal } from '../../machines/states.js';
 import type { EventEnvelope, StreamRef } from '../changefeed/event-envelope.js';
 import { integrityOf } from '../contract/digest.js';
 import type {
@@ -46,7 +46,7 @@ export interface AutomationClientOptions {
 }
 
 /** States a revise leaves in place; a draft or invalid definition moves to paused. */
-const REVISED_IN_PLACE: ReadonlySet<string> = new Set(['paused', 'active']);
+const REVISED_IN_PLACE: ReadonlySet<string> = new Set([DefinitionState.paused, DefinitionState.active]);
 
 /**
  * A small typed client over a command handler: builds each envelope (origin, intent, adoption key), reads the
@@ -122,7 +122,7 @@ export class AutomationClient {
     const intent = options.intent ?? `create and activate ${definition.automationId}`;
     const created = await this.send('definition.create.v1', { definition }, { adoptionKey: `${base}:create`, intent });
     if (!created.ok) return created;
-    const paused = nextRevision(created.value.definition, 'paused');
+    const paused = nextRevision(created.value.definition, DefinitionState.paused);
     const revised = await this.send(
       'definition.revise.v1',
       { definition: paused },
@@ -146,7 +146,9 @@ export class AutomationClient {
   ): Promise<Outcome<DefinitionRevisionResult>> {
     const current = await this.get(definition.automationId);
     if (!current.ok) return current;
-    const state = REVISED_IN_PLACE.has(current.value.lifecycleState) ? current.value.lifecycleState : 'paused';
+    const state = REVISED_IN_PLACE.has(current.value.lifecycleState)
+      ? current.value.lifecycleState
+      : DefinitionState.paused;
     const body = nextRevision({ ...definition, revision: current.value.revision }, state as LifecycleState);
     return this.send(
       'definition.revise.v1',
