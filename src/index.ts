@@ -3,15 +3,18 @@
  *
  * @example
  * ```ts
- * import { createEngine, JsonFileStore, FunctionRuntime } from 'coven-automata';
+ * import { AutomationClient, createEngine, defineFunctionAutomation, JsonFileStore } from 'coven-automata';
  *
+ * const notes = defineFunctionAutomation({
+ *   id: 'daily-notes',
+ *   schedule: 'FREQ=DAILY;BYHOUR=9',
+ *   handler: async (request) => `ran ${request.prompt}`,
+ * });
  * const store = await JsonFileStore.open('automations.json');
- * const runtime = new FunctionRuntime('coven-code', async (request) => ({
- *   outcome: 'succeeded',
- *   output: `ran ${request.prompt}`,
- * }));
- * const engine = createEngine({ store, runtimes: [runtime] });
- * const response = await engine.commands.handle(commandEnvelope); // committed | replayed | rejected
+ * const engine = createEngine({ store, runtimes: [notes.runtime] });
+ * const client = new AutomationClient(engine); // typed commands: createAndActivate, runNow, get, list, subscribe
+ * const activated = await client.createAndActivate(notes.definition);
+ * if (!activated.ok) console.error(activated.error.code, activated.error.message);
  * engine.start();
  * ```
  *
