@@ -229,24 +229,25 @@ export class AutomationClient {
    * rejects with the signal's reason.
    */
   async settled(occurrenceId: string, options: { signal?: AbortSignal } = {}): Promise<Outcome<OccurrenceGetResult>> {
-    const first = await this.occurrence(occurrenceId);
-    if (!first.ok || isOccurrenceTerminal(first.value.occurrence.state)) return first;
+    const signal = options.signal;
+    signal?.throwIfAborted();
+    // Listening before the first read, so an abort while it runs is not missed.
     const following = new AbortController();
     const stop = () => following.abort();
-    options.signal?.addEventListener('abort', stop, { once: true });
+    signal?.addEventListener('abort', stop, { once: true });
     try {
-      for await (const _event of this.port.subscribe(
-        { kind: 'occurrence', id: occurrenceId },
-        { signal: following.signal },
-      )) {
+      const first = await this.occurrence(occurrenceId);
+      if (!first.ok || isOccurrenceTerminal(first.value.occurrence.state)) return first;
+      const stream = { kind: 'occurrence', id: occurrenceId } as const;
+      for await (const _event of this.port.subscribe(stream, { signal: following.signal })) {
         const now = await this.occurrence(occurrenceId);
         if (!now.ok || isOccurrenceTerminal(now.value.occurrence.state)) return now;
       }
-      options.signal?.throwIfAborted();
-      return this.occurrence(occurrenceId);
+      signal?.throwIfAborted();
+      return await this.occurrence(occurrenceId);
     } finally {
       following.abort();
-      options.signal?.removeEventListener('abort', stop);
+      signal?.removeEventListener('abort', stop);
     }
   }
 }

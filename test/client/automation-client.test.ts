@@ -177,6 +177,19 @@ describe('AutomationClient', () => {
     expect(again).toEqual({ ...once, replayed: true });
   });
 
+  test('settled answers a refusal at once and stops waiting when its signal aborts', async () => {
+    const { client } = setup();
+    expect(await client.settled('occ-none')).toMatchObject({ ok: false, error: { code: 'NOT_FOUND' } });
+    await client.createAndActivate(report());
+    const started = await client.runNow('report');
+    if (!started.ok) throw new Error(started.error.message);
+    // No engine is running, so nothing settles the occurrence: only the signal ends the wait.
+    const waiting = new AbortController();
+    const settled = client.settled(started.value.occurrenceId, { signal: waiting.signal });
+    waiting.abort(new Error('stopped waiting'));
+    await expect(settled).rejects.toThrow('stopped waiting');
+  });
+
   test("subscribe yields an automation's changes as they commit", async () => {
     const { client } = setup();
     const following = new AbortController();
