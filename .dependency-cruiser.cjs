@@ -40,6 +40,8 @@ const LAYERS = {
   domain: BELOW_DOMAIN,
   ...Object.fromEntries(CONTRACT_ACTORS.map((actor) => [actor, WITH_DOMAIN])),
   engine: PRODUCTION,
+  // The typed embedding API: builders and a client over an engine's command handler.
+  client: PRODUCTION,
   observability: PRODUCTION,
   daemon: [...PRODUCTION, 'observability'],
   ...Object.fromEntries(TESTKIT.map((kit) => [kit, [...PRODUCTION, 'observability', 'daemon', ...TESTKIT]])),
@@ -134,7 +136,7 @@ module.exports = {
     {
       comment: 'The package entry point re-exports the engine, not its test and CLI tooling.',
       from: { path: '^src/index\\.ts$' },
-      to: { path: anyOf(PRODUCTION) },
+      to: { path: anyOf([...PRODUCTION, 'client']) },
     },
   ],
   allowedSeverity: 'error',

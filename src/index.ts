@@ -3,15 +3,18 @@
  *
  * @example
  * ```ts
- * import { createEngine, JsonFileStore, FunctionRuntime } from 'coven-automata';
+ * import { AutomationClient, createEngine, defineFunctionAutomation, JsonFileStore } from 'coven-automata';
  *
+ * const notes = defineFunctionAutomation({
+ *   id: 'daily-notes',
+ *   schedule: 'FREQ=DAILY;BYHOUR=9',
+ *   handler: async (request) => `ran ${request.prompt}`,
+ * });
  * const store = await JsonFileStore.open('automations.json');
- * const runtime = new FunctionRuntime('coven-code', async (request) => ({
- *   outcome: 'succeeded',
- *   output: `ran ${request.prompt}`,
- * }));
- * const engine = createEngine({ store, runtimes: [runtime] });
- * const response = await engine.commands.handle(commandEnvelope); // committed | replayed | rejected
+ * const engine = createEngine({ store, runtimes: [notes.runtime] });
+ * const client = new AutomationClient(engine); // typed commands: createAndActivate, runNow, get, list, subscribe
+ * const activated = await client.createAndActivate(notes.definition);
+ * if (!activated.ok) console.error(activated.error.code, activated.error.message);
  * engine.start();
  * ```
  *
@@ -37,9 +40,37 @@ export {
   EXTENSION_COMMANDS,
   decodeCommand,
   type CommandEnvelope,
+  type CommandError,
   type CommandResponse,
+  type CommittedResponse,
+  type ReplayedResponse,
+  type RejectedResponse,
+  type TypedCommandEnvelope,
   type CommandName,
+  type CommandResults,
+  type ResultOf,
 } from './command-handler/envelope.js';
+export type * from './command-handler/command-results.js';
+
+// The typed embedding API: definitions from a few fields, and a client that keeps keys and revisions
+export {
+  defineAutomation,
+  defineFunctionAutomation,
+  EMBEDDED_APPROVAL_POLICY,
+  type AutomationOptions,
+  type AutomationSpec,
+  type FunctionAutomation,
+  type FunctionAutomationSpec,
+  type HandlerResult,
+  type ScheduleSpec,
+} from './client/define-automation.js';
+export {
+  AutomationClient,
+  type AutomationClientOptions,
+  type CallOptions,
+  type CommandPort,
+  type Outcome,
+} from './client/automation-client.js';
 export type { AutomationDefinition, LifecycleState } from './domain/definition-body.js';
 export { renderOccurrence, renderRun, renderAttempt, type Receipt } from './domain/records.js';
 

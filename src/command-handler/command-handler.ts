@@ -30,6 +30,7 @@ import {
   type CommandName,
   type CommandResponse,
   type DiagnosticCommand,
+  type TypedCommandEnvelope,
 } from './envelope.js';
 import { AUTHORITY_COMMANDS } from './authority-commands.js';
 import { importLegacy } from './legacy-import.js';
@@ -101,6 +102,8 @@ export class CommandHandler {
    * `caller` is who the transport vouches for, which the read ACL judges reads by; without it, the envelope's
    * origin principal (in process, the embedder built the envelope).
    */
+  handle<C extends CommandName>(envelope: TypedCommandEnvelope<C>, caller?: ReadCaller): Promise<CommandResponse<C>>;
+  handle(raw: unknown, caller?: ReadCaller): Promise<CommandResponse>;
   async handle(raw: unknown, caller?: ReadCaller): Promise<CommandResponse> {
     let identity = UNKNOWN_IDENTITY;
     try {

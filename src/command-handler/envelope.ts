@@ -2,6 +2,7 @@ import { ContractError, type ErrorEnvelope } from '../contract/errors.js';
 import { validateAgainst } from '../contract/schemas.js';
 import { SCHEMA_VERSION } from '../contract/vocabulary.js';
 import { toPlainJson } from './plain-json.js';
+import type { TypedResults } from './command-results.js';
 
 /** The 19 versioned commands of coven.automations.v1. */
 export const CONTRACT_COMMANDS = [
@@ -67,6 +68,28 @@ export type ContractCommand = (typeof CONTRACT_COMMANDS)[number];
 export type DiagnosticCommand = (typeof DIAGNOSTIC_COMMANDS)[number];
 export type CommandName = ContractCommand | (typeof EXTENSION_COMMANDS)[number] | DiagnosticCommand;
 
+/**
+ * The result each command answers with. Commands whose answer this engine has not given a named shape (the
+ * import report, receipt and scheduler diagnostics, the registry extensions) answer a plain object.
+ */
+export type CommandResults = TypedResults & {
+  [C in Exclude<CommandName, keyof TypedResults>]: Record<string, unknown>;
+};
+
+/**
+ * The result type of command `C`; a plain object when `C` is not one known command (a union of names, or any
+ * name), since the answer then cannot be told apart by its type.
+ */
+export type ResultOf<C extends string> = string extends C
+  ? Record<string, unknown>
+  : [C] extends [CommandName]
+    ? IsUnion<C> extends true
+      ? Record<string, unknown>
+      : CommandResults[C]
+    : Record<string, unknown>;
+
+type IsUnion<T, U = T> = T extends unknown ? ([U] extends [T] ? false : true) : never;
+
 /** Commands that only read: answered `committed`, their adoption key echoed and never stored. */
 export const QUERY_COMMANDS: ReadonlySet<CommandName> = new Set([
   'definition.list.v1',
@@ -94,18 +117,60 @@ export interface CommandEnvelope {
   payload: Record<string, unknown>;
 }
 
-export interface CommandResponse {
+/** The contract's error envelope as a response carries it, with the adoption conflict it names, if any. */
+export type CommandError = ErrorEnvelope & { adoption?: { key: string; conflictOutcome?: 'committed' | 'rejected' } };
+
+interface ResponseFields {
   schemaVersion: typeof SCHEMA_VERSION;
-  command: string;
   adoptionKey: string;
-  outcome: 'committed' | 'replayed' | 'rejected';
-  replay?: { firstCommittedAt: string };
   revision?: number;
-  result?: Record<string, unknown>;
-  error?: ErrorEnvelope & { adoption?: { key: string; conflictOutcome?: 'committed' | 'rejected' } };
   receiptRef?: string;
   eventRef?: { stream: string; sequence: number };
 }
+
+/** A command that committed now: its `result` is the command's, typed by {@link ResultOf}. */
+export interface CommittedResponse<C extends string = CommandName> extends ResponseFields {
+  command: C;
+  outcome: 'committed';
+  result: ResultOf<C>;
+  replay?: undefined;
+  error?: undefined;
+}
+
+/** A repeat of a committed command's adoption key and request: the first commit's result, replayed. */
+export interface ReplayedResponse<C extends string = CommandName> extends ResponseFields {
+  command: C;
+  outcome: 'replayed';
+  replay: { firstCommittedAt: string };
+  result: ResultOf<C>;
+  error?: undefined;
+}
+
+/** A refused command: nothing was written (but see CANCEL_PENDING); `command` is `unknown` when unreadable. */
+export interface RejectedResponse extends ResponseFields {
+  command: string;
+  outcome: 'rejected';
+  error: CommandError;
+  result?: undefined;
+  replay?: undefined;
+}
+
+/**
+ * Every answer of the command handler, as command-response.schema.json has it on the wire: narrowed by
+ * `outcome`, so a rejection's `error` and a commit's `result` need no check or cast.
+ *
+ * @example
+ * ```ts
+ * const response = await engine.commands.handle(envelope);
+ * if (response.outcome === 'rejected') console.error(response.error.code, response.error.message);
+ * else console.log(response.result);
+ * ```
+ */
+export type CommandResponse<C extends string = CommandName> =
+  CommittedResponse<C> | ReplayedResponse<C> | RejectedResponse;
+
+/** A command envelope naming one command, so the handler's answer is typed by that command's result. */
+export type TypedCommandEnvelope<C extends CommandName> = Omit<CommandEnvelope, 'command'> & { command: C };
 
 export { MAX_COMMAND_BYTES, MAX_NESTING_DEPTH } from './plain-json.js';
 

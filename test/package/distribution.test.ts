@@ -37,6 +37,25 @@ test('npm pack installs in a clean folder; the examples and the CLI run against 
   const light = watchModules(['light.mjs'], { cwd: app });
   expect(light.urls.some((url) => url.includes('/node_modules/coven-automata/dist/src/engine/'))).toBe(true);
   expect(packagesAmong(light.urls, HEAVY)).toEqual([]);
+  // The published types: a consumer of the typed embedding API compiles under --strict against the installed dist/.
+  writeFileSync(join(app, 'typed.mts'), TYPED_CONSUMER);
+  const tsc = join(root, 'node_modules/typescript/bin/tsc');
+  const strict = ['--strict', '--noEmit', '--skipLibCheck', '--module', 'nodenext', '--moduleResolution', 'nodenext'];
+  run(
+    process.execPath,
+    [
+      tsc,
+      ...strict,
+      '--target',
+      'es2022',
+      '--typeRoots',
+      join(root, 'node_modules/@types'),
+      '--types',
+      'node',
+      'typed.mts',
+    ],
+    app,
+  );
   expect(
     run('node', ['-e', "import('coven-automata/testkit').then((t) => console.log(typeof t.runInvariantSuite))"], app),
   ).toBe('function\n');
@@ -61,6 +80,22 @@ test('npm pack installs in a clean folder; the examples and the CLI run against 
   expect(failure?.status).toBe(1);
   expect(failure?.stdout).toMatch(/^INVALID: carried [0-9a-f]{64}, computed [0-9a-f]{64}/);
 }, 480_000);
+
+/** Reads a typed result and a narrowed error with no cast: fails to compile if the published types lose either. */
+const TYPED_CONSUMER = `
+import { AutomationClient, createEngine, defineFunctionAutomation, MemoryStore } from 'coven-automata';
+const notes = defineFunctionAutomation({ id: 'notes', schedule: 'FREQ=DAILY;BYHOUR=9', handler: async () => 'ok' });
+const engine = createEngine({ store: new MemoryStore(), runtimes: [notes.runtime] });
+const client = new AutomationClient(engine);
+const started = await client.runNow('notes');
+if (!started.ok) console.error(started.error.code);
+else console.log(started.value.occurrenceId.length);
+const response = await engine.commands.handle({ schemaVersion: 'coven.automations.v1', command: 'definition.get.v1',
+  adoptionKey: 'get-notes', origin: { principal: { principalId: 'me' }, channel: 'sdk' },
+  intent: { statement: 'read' }, payload: { automationId: 'notes' } });
+if (response.outcome === 'rejected') console.error(response.error.httpStatus);
+else console.log(response.result.definition.trigger.schedule.rrule);
+`;
 
 /** The README and every guide under docs/ (folded guides only: docs/pending holds drafts). */
 function documents(): string[] {
