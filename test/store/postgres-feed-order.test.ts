@@ -2,7 +2,6 @@ import pg from 'pg';
 import { beforeAll, expect, test } from 'vitest';
 import { PostgresStore } from '../../src/store/postgres/index.js';
 import { StoreConflictError, type LogEntry } from '../../src/store/store.js';
-import { eventually } from '../support/eventually.js';
 import { describePostgres, freshDatabase, untilCommitted } from '../support/postgres.js';
 
 const WRITERS = 4;

@@ -52,7 +52,8 @@ export function firstPositionOf(clock: FeedClock, xid: bigint): bigint {
  * below an entry a reader was already given.
  */
 export const horizonSql = (base: string, origin: string): string =>
-  `(${origin}::bigint + (pg_snapshot_xmin(pg_current_snapshot())::text::bigint - ${base}::bigint) * ${SLOTS_PER_TRANSACTION})`;
+  `(${origin}::bigint + (pg_snapshot_xmin(pg_current_snapshot())::text::bigint - ${base}::bigint) ` +
+  `* ${SLOTS_PER_TRANSACTION})`;
 
 /**
  * A database transaction appended more feed entries than it has positions for, or the store's positions
@@ -73,7 +74,8 @@ export function positionAt(location: string, first: bigint, slot: number): numbe
   if (slot >= SLOTS_PER_TRANSACTION)
     throw new FeedCapacityError(
       location,
-      `one transaction may append at most ${SLOTS_PER_TRANSACTION} feed entries (split the work into smaller transactions)`,
+      `one transaction may append at most ${SLOTS_PER_TRANSACTION} feed entries ` +
+        '(split the work into smaller transactions)',
     );
   const position = first + BigInt(slot);
   if (position > BigInt(Number.MAX_SAFE_INTEGER))
