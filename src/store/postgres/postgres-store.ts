@@ -191,7 +191,7 @@ export class PostgresStore implements Store {
     const savepoints = batch.length > 1;
     try {
       // Snapshot isolation, not SERIALIZABLE: SERIALIZABLE's predicate locks are page-grained on small indexes,
-      // so two stores appending to different streams aborted each other (the feed-order test's lock case).
+      // so two stores appending to different streams aborted each other (the feed-order contention test).
       // What a group writes is guarded row by row instead (see the class comment).
       await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
       for (const job of batch) {
@@ -202,7 +202,6 @@ export class PostgresStore implements Store {
         await client.query('ROLLBACK');
         return undefined;
       }
-      if (tx.writes > 0) await this.notifier.announce(db);
       await client.query('COMMIT');
     } catch (error) {
       await client.query('ROLLBACK').catch(() => undefined);
@@ -215,6 +214,16 @@ export class PostgresStore implements Store {
     }
     if (tx.writes > 0) this.committed.notify();
     for (const [job, result] of done) job.resolve(result);
+    if (tx.writes === 0) return undefined;
+    // Sent after COMMIT, as a statement of its own: a NOTIFY inside the transaction holds the cluster's
+    // notification lock from before the commit's flush to its end, so the writing groups of every engine would
+    // commit one at a time. A notification lost to a crash right here costs the peers at most their poll or
+    // maximum sleep.
+    try {
+      await this.notifier.announce(db);
+    } catch (error) {
+      return isConnectionFailure(error) ? error : undefined;
+    }
     return undefined;
   }
 
