@@ -40,9 +40,12 @@ export async function nextWakeAt(svc: EngineServices, reader: StoreReader): Prom
   const cursors = new Map((await svc.planCursors.current(reader)).map((c) => [c.id, c.lastSlot]));
   for (const definition of await svc.definitions.current(reader)) {
     if (definition.state !== DefinitionState.active) continue;
-    // Remembered between passes; only a slot already due but not planned (e.g. quarantined) needs a fresh look.
+    // Remembered between passes. A slot already due yet unplanned after a pass means its planning failed or was
+    // passed over (a quarantined definition is still planned, then skipped): sleeping to the slot after it left
+    // the burst's remainder waiting out MAX_SLEEP_MS when no other engine's commit woke this one.
     const next = nextUnplannedSlot(svc, definition, cursors.get(definition.id));
     if (next !== null && next > now) consider(next);
+    else if (next !== null) consider(now + OBSERVE_INTERVAL_MS);
     else {
       const { rrule, timezone } = definition.terms.trigger.schedule;
       consider(svc.schedule(rrule, timezone).nextAfter(new Date(now))?.getTime());

@@ -24,6 +24,19 @@ describe('the engine loop', () => {
     );
   });
 
+  test('a due slot still unplanned (its planning failed or was passed over) is looked at again within a second', async () => {
+    const h = await harness();
+    // The 09:00 slot is due and no pass has planned it: the loop must not sleep to the next slot, capped at a minute.
+    h.clock.set(at('09:00:00'));
+    const wake = await h.store.read((r) => nextWakeAt(h.engine.services, r));
+    expect(wake.getTime() - Date.parse(at('09:00:00'))).toBeLessThanOrEqual(OBSERVE_INTERVAL_MS);
+    await h.engine.tick();
+    // Planned now: nothing else is due until the run is observed.
+    expect(await h.store.read((r) => nextWakeAt(h.engine.services, r))).toEqual(
+      new Date(Date.parse(at('09:00:00')) + OBSERVE_INTERVAL_MS),
+    );
+  });
+
   test('start runs a pass at once and after outside commits; stop ends it', async () => {
     const h = await harness();
     h.clock.set(at('09:00:00'));

@@ -171,7 +171,7 @@ async function finalHistory(url: string, s: SetUp, figures: RaceFigures[]): Prom
   await client.connect();
   const rows = (
     await client.query<{ session_key: string; attempt_id: string; at: Date; feed_end: number }>(
-      'SELECT session_key, attempt_id, at, feed_end::int AS feed_end FROM launch_ledger WHERE NOT fenced',
+      'SELECT session_key, attempt_id, at, feed_end::float8 AS feed_end FROM launch_ledger WHERE NOT fenced',
     )
   ).rows;
   await client.end();

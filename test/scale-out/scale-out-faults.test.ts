@@ -69,7 +69,7 @@ async function ledger(url: string) {
   try {
     return (
       await client.query<{ session_key: string; run_id: string; attempt_id: string; at: Date; feed_end: number }>(
-        'SELECT session_key, run_id, attempt_id, at, feed_end::int AS feed_end FROM launch_ledger WHERE NOT fenced',
+        'SELECT session_key, run_id, attempt_id, at, feed_end::float8 AS feed_end FROM launch_ledger WHERE NOT fenced',
       )
     ).rows;
   } finally {

@@ -14,6 +14,7 @@ describePostgres('PostgreSQL store', (socketDir) => {
   const database = () => (url ??= freshDatabase(socketDir, 'conformance'));
   const stores = new WeakMap<Store, string>();
   describeStoreConformance('PostgreSQL', {
+    gappedPositions: true,
     create: async () => {
       const schema = `conformance_${schemas++}`;
       const store = await PostgresStore.open(await database(), { schema });
@@ -68,7 +69,7 @@ describePostgres('PostgreSQL store schema', (socketDir) => {
     await store.close();
     const { relations, versions } = await schemaState(url, 'fresh');
     expect(relations.map((r) => r.relname)).toEqual(
-      expect.arrayContaining(['log', 'log_position', 'one_run_per_fence', 'records', 'store_schema']),
+      expect.arrayContaining(['feed_clock', 'log', 'one_run_per_fence', 'records', 'store_schema']),
     );
     expect(versions).toMatchObject([{ format: STORE_FORMAT, version: SCHEMA_VERSION }]);
   });

@@ -27,7 +27,8 @@ export interface CommitNotifierPorts {
 
 /**
  * Carries commits between processes sharing one PostgreSQL store: each write group that changed something
- * sends `NOTIFY` inside its transaction (delivered only if it commits), and one dedicated connection per store
+ * sends `NOTIFY` right after it commits (never inside the transaction: the server's notification lock would be
+ * held through every group's commit, one group at a time across all engines), and one dedicated connection per store
  * `LISTEN`s and wakes the store's commit listeners for commits made by any other store. Notifications are a
  * latency path, not a correctness one: while the listening connection is down the notifier polls the feed's
  * position every `pollMs` and reconnects with backoff, and it wakes listeners once on every reconnect, since a
@@ -48,7 +49,7 @@ export class CommitNotifier {
 
   constructor(private readonly ports: CommitNotifierPorts) {}
 
-  /** Queues this group's notification; sent by the database at its commit, dropped with its rollback. */
+  /** Tells the other stores that this store committed (called after the commit, outside any transaction). */
   async announce(db: Connection): Promise<void> {
     await db.run('SELECT pg_notify($1, $2)', [commitChannel(this.ports.schema), this.origin]);
   }

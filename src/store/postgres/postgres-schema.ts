@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { PostgresSchemaError } from './postgres-errors.js';
 import { LIVE_WORK_MIGRATION } from './live-work-index.js';
+import { FEED_HORIZON_MIGRATION } from './feed-clock.js';
 
 /** What the `store_schema` row names as its format: a table of that name in any other shape is foreign. */
 export const STORE_FORMAT = 'coven-automata';
@@ -45,14 +46,15 @@ export const MIGRATIONS: readonly Migration[] = [
         WHERE kind = 'attempt' AND (data->'snapshot'->'context'->>'sessionId') IS NOT NULL;`,
   },
   LIVE_WORK_MIGRATION,
+  FEED_HORIZON_MIGRATION,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.at(-1)!.version;
 /** The relations a store of the current version has; one missing means the schema was damaged. */
-const REQUIRED = ['store_schema', 'records', 'log', 'log_position'];
+const REQUIRED = ['store_schema', 'records', 'log'];
 /** First key of the store's advisory locks (the second is the schema's hash): "cova". */
 export const ADVISORY_CLASS = 0x636f7661;
-/** Second-key salts: opening (create or migrate) and the feed's commit order are separate locks. */
+/** Second-key salt of the lock that opening (create or migrate) takes. */
 export const SCHEMA_LOCK = 1;
 
 /** Schema names the store accepts: a plain lower-case identifier, so quoting is never in doubt. */

@@ -4,6 +4,7 @@ import { loadPostgresDriver, type PostgresDriver } from './driver.js';
 import { asStoreError, isConnectionFailure, redactUrl, StoreUnavailableError } from './postgres-errors.js';
 import { prepareSchema, quoteSchema } from './postgres-schema.js';
 import { Connection, PostgresReader, PostgresTransaction } from './postgres-transaction.js';
+import { readFeedClock, type FeedClock } from './feed-clock.js';
 import { CommitNotifier, DEFAULT_POLL_MS } from './commit-notifier.js';
 import {
   CommitListeners,
@@ -46,10 +47,10 @@ const INT8_OID = 20;
  * CONFLICT DO NOTHING); terminal records are sealed by the same condition; per-stream sequences are gapless
  * under UNIQUE (stream, sequence), the head read from the snapshot.
  *
- * Feed positions are in commit order as any reader sees them: a group's first append takes a transaction-level
- * advisory lock (held to its commit) and reads the position sequence as it is then; the group moves the
- * sequence past its last position just before it commits. The next group to append waits for the lock, so
- * it can only take positions after the previous holder's commit is visible.
+ * Feed positions never appear out of order to a reader, and no lock orders them: a group's positions are its
+ * transaction id's range (feed-clock.ts), and readers serve only positions below the horizon of the oldest
+ * transaction that may still commit. Groups of every store append at once; the price is that one long open
+ * transaction anywhere in the cluster holds every feed reader back until it ends. Positions have gaps.
  *
  * Several stores (processes) may write one database at once. A group that writes a row (or a stream's next
  * entry) another store committed after its snapshot fails with {@link StoreConflictError}, nothing written.
@@ -74,6 +75,7 @@ export class PostgresStore implements Store {
     readonly file: string,
     private readonly pool: pg.Pool,
     private readonly schema: string,
+    private readonly feed: FeedClock,
     maxGroup: number,
     listen: { driver: PostgresDriver; url: string; pollMs: number; applicationName: string },
   ) {
@@ -101,12 +103,14 @@ export class PostgresStore implements Store {
     const pool = makePool(driver, url, options.poolSize ?? POOL_SIZE, applicationName);
     try {
       const client = await pool.connect();
+      let feed: FeedClock;
       try {
         await prepareSchema(client, location, schema);
+        feed = await readFeedClock(client, quoteSchema(schema));
       } finally {
         client.release();
       }
-      return new PostgresStore(location, pool, schema, options.maxGroupSize ?? MAX_GROUP, {
+      return new PostgresStore(location, pool, schema, feed, options.maxGroupSize ?? MAX_GROUP, {
         driver,
         url,
         pollMs: options.pollMs ?? DEFAULT_POLL_MS,
@@ -180,14 +184,14 @@ export class PostgresStore implements Store {
 
   /** Writes one group on `client`; returns the connection failure that makes the client unfit for reuse. */
   private async writeOn(client: pg.PoolClient, batch: QueuedTransaction[]): Promise<unknown> {
-    const db = new Connection(client, quoteSchema(this.schema), this.schema);
+    const db = this.connection(client);
     const tx = new PostgresTransaction(db);
     const done: Array<[QueuedTransaction, unknown]> = [];
     // One job alone needs no savepoint: its rollback is the transaction's.
     const savepoints = batch.length > 1;
     try {
       // Snapshot isolation, not SERIALIZABLE: SERIALIZABLE's predicate locks are page-grained on small indexes,
-      // so two stores appending to different streams aborted each other (the feed-order test's lock case).
+      // so two stores appending to different streams aborted each other (the feed-order contention test).
       // What a group writes is guarded row by row instead (see the class comment).
       await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
       for (const job of batch) {
@@ -198,9 +202,6 @@ export class PostgresStore implements Store {
         await client.query('ROLLBACK');
         return undefined;
       }
-      if (tx.lastPosition !== undefined)
-        await db.run('SELECT setval($1::regclass, $2, true)', [`${db.schema}.log_position`, tx.lastPosition]);
-      if (tx.writes > 0) await this.notifier.announce(db);
       await client.query('COMMIT');
     } catch (error) {
       await client.query('ROLLBACK').catch(() => undefined);
@@ -213,7 +214,21 @@ export class PostgresStore implements Store {
     }
     if (tx.writes > 0) this.committed.notify();
     for (const [job, result] of done) job.resolve(result);
+    if (tx.writes === 0) return undefined;
+    // Sent after COMMIT, as a statement of its own: a NOTIFY inside the transaction holds the cluster's
+    // notification lock from before the commit's flush to its end, so the writing groups of every engine would
+    // commit one at a time. A notification lost to a crash right here costs the peers at most their poll or
+    // maximum sleep.
+    try {
+      await this.notifier.announce(db);
+    } catch (error) {
+      return isConnectionFailure(error) ? error : undefined;
+    }
     return undefined;
+  }
+
+  private connection(client: pg.ClientBase): Connection {
+    return new Connection(client, quoteSchema(this.schema), this.feed, this.file);
   }
 
   /** Runs one job of a group; its result, or undefined when it failed (the job was answered and rolled back). */
@@ -249,7 +264,7 @@ export class PostgresStore implements Store {
     try {
       // One snapshot for the whole body: what it reads is one moment's committed state.
       await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
-      const result = await body(new PostgresReader(new Connection(client, quoteSchema(this.schema), this.schema)));
+      const result = await body(new PostgresReader(this.connection(client)));
       await client.query('COMMIT');
       return result;
     } catch (error) {
@@ -272,12 +287,12 @@ export class PostgresStore implements Store {
     return this.notifier.listening;
   }
 
-  /** The newest feed position the database has given out (-1 before the first append). */
+  /** The newest committed feed position (-1 before the first append). */
   private async feedPosition(): Promise<number> {
-    const { rows } = await this.pool.query<{ last_value: number; is_called: boolean }>(
-      `SELECT last_value, is_called FROM ${quoteSchema(this.schema)}.log_position`,
+    const { rows } = await this.pool.query<{ p: number | null }>(
+      `SELECT MAX(position) AS p FROM ${quoteSchema(this.schema)}.log`,
     );
-    return rows[0]!.is_called ? rows[0]!.last_value : rows[0]!.last_value - 1;
+    return rows[0]?.p ?? -1;
   }
 
   async close(): Promise<void> {

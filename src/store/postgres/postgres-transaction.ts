@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { deepFreeze } from '../deep-freeze.js';
-import { ADVISORY_CLASS } from './postgres-schema.js';
+import { firstPositionOf, horizonSql, positionAt, SLOTS_PER_TRANSACTION, type FeedClock } from './feed-clock.js';
 import {
   LogTrimError,
   StoreConflictError,
@@ -15,9 +15,6 @@ import {
   type StoreReader,
   type StoreTransaction,
 } from '../store.js';
-
-/** Second key salt of the advisory lock that puts feed positions in commit order (see PostgresStore). */
-export const FEED_LOCK = 2;
 
 type RecordRow = { kind: string; id: string; version: number; terminal: boolean; data: unknown };
 type LogRow = { stream: string; sequence: number; position: number; data: unknown };
@@ -36,8 +33,10 @@ export class Connection {
     readonly client: pg.ClientBase,
     /** The quoted schema name. */
     readonly schema: string,
-    /** The unquoted name, for the advisory lock keys. */
-    readonly schemaName: string,
+    /** Where the store's feed positions start. */
+    readonly feed: FeedClock,
+    /** How messages name the store (its connection string without the password). */
+    readonly location: string,
   ) {}
 
   async rows<R extends pg.QueryResultRow>(text: string, values: unknown[]): Promise<R[]> {
@@ -102,12 +101,30 @@ export class PostgresReader implements StoreReader {
     );
     return rows.map((row) => toEntry<T>(row));
   }
+  /**
+   * Entries below the feed's visibility horizon (see {@link horizonSql}), and the reader's own appends: a
+   * position is served only once no transaction that could still commit a lower one is open.
+   */
   async readFeed<T>(options: ReadLogOptions = {}): Promise<Array<LogEntry<T>>> {
-    const rows = await this.db.rows<LogRow>('SELECT * FROM {s}.log WHERE position > $1 ORDER BY position LIMIT $2', [
-      options.after ?? -1,
-      options.limit ?? null,
-    ]);
+    const own = this.ownPositions();
+    const rows = await this.db.rows<LogRow>(
+      `SELECT * FROM {s}.log WHERE position > $1 AND (position < ${horizonSql('$3', '$4')} ` +
+        'OR (position >= $5 AND position < $6)) ORDER BY position LIMIT $2',
+      [
+        options.after ?? -1,
+        options.limit ?? null,
+        String(this.db.feed.baseXid),
+        String(this.db.feed.origin),
+        String(own?.[0] ?? -1),
+        String(own?.[1] ?? -1),
+      ],
+    );
     return rows.map((row) => toEntry<T>(row));
+  }
+
+  /** The positions this reader's own transaction may hold: none outside a writing transaction. */
+  protected ownPositions(): readonly [bigint, bigint] | undefined {
+    return undefined;
   }
 }
 
@@ -122,29 +139,27 @@ export class PostgresTransaction extends PostgresReader implements StoreTransact
   /** The first database error of the current job. */
   failure: unknown;
   private readonly heads = new Map<string, number>();
-  /** The next feed position, known once this group holds the feed lock. */
-  private nextPosition: number | undefined;
-  /** The next position when the feed lock was taken: nothing appended while they are equal. */
-  private lockedAt: number | undefined;
-  private jobStart = { writes: 0, position: undefined as number | undefined };
+  /** The first feed position of this group's transaction id, known from its first append. */
+  private firstPosition: bigint | undefined;
+  /** Positions of the group's range taken so far: a rolled-back job's stay taken (the feed may have gaps). */
+  private slots = 0;
+  private jobStartWrites = 0;
 
   /** Starts a job of the group: what its rollback returns to. */
   beginJob(): void {
     this.failure = undefined;
-    this.jobStart = { writes: this.writes, position: this.nextPosition };
+    this.jobStartWrites = this.writes;
   }
-  /** The job's savepoint was rolled back: forget what it wrote and the positions it took. */
+  /** The job's savepoint was rolled back: forget what it wrote. */
   rollbackJob(): void {
-    this.writes = this.jobStart.writes;
+    this.writes = this.jobStartWrites;
     this.heads.clear();
-    // A lock taken inside the rolled-back savepoint was released with it: the next append takes it again.
-    this.nextPosition = this.jobStart.position;
-    if (this.nextPosition === undefined) this.lockedAt = undefined;
     this.failure = undefined;
   }
-  /** The last feed position this group used, when it appended anything that is still part of it. */
-  get lastPosition(): number | undefined {
-    return this.nextPosition === undefined || this.nextPosition === this.lockedAt ? undefined : this.nextPosition - 1;
+
+  protected override ownPositions(): readonly [bigint, bigint] | undefined {
+    const first = this.firstPosition;
+    return first === undefined ? undefined : [first, first + BigInt(SLOTS_PER_TRANSACTION)];
   }
 
   private async guarded<R>(work: () => Promise<R>): Promise<R> {
@@ -291,31 +306,22 @@ export class PostgresTransaction extends PostgresReader implements StoreTransact
     }
     this.writes++;
     this.heads.set(stream, sequence + 1);
-    this.nextPosition = position + 1;
     return deepFreeze({ stream, sequence, position, data: JSON.parse(text) as T });
   }
 
   /**
-   * The feed position for the next append. The first append of a group takes the feed lock (held until the
-   * group commits or rolls back) and reads the position sequence as it is now, outside the snapshot: the
-   * previous holder has committed and moved the sequence past its last position before releasing the lock.
+   * The feed position for the next append: the next slot of this transaction's range, which its transaction id
+   * fixes (the top-level id, so savepoints share it). No lock: groups of every store append at once, and the
+   * readers' horizon keeps a later position from being served before an earlier one commits.
    */
   private async takePosition(): Promise<number> {
-    if (this.nextPosition !== undefined) return this.nextPosition;
-    return this.guarded(async () => {
-      await this.db.run('SELECT pg_advisory_xact_lock($1, hashtext($2) # $3)', [
-        ADVISORY_CLASS,
-        this.db.schemaName,
-        FEED_LOCK,
-      ]);
-      const [row] = await this.db.rows<{ last_value: number; is_called: boolean }>(
-        'SELECT last_value, is_called FROM {s}.log_position',
-        [],
-      );
-      this.nextPosition = row!.is_called ? row!.last_value + 1 : row!.last_value;
-      this.lockedAt = this.nextPosition;
-      return this.nextPosition;
-    });
+    const first = (this.firstPosition ??= await this.guarded(async () => {
+      const [row] = await this.db.rows<{ xid: string }>('SELECT pg_current_xact_id()::text AS xid', []);
+      return firstPositionOf(this.db.feed, BigInt(row!.xid));
+    }));
+    const position = positionAt(this.db.location, first, this.slots);
+    this.slots++;
+    return position;
   }
 
   async trimLog(stream: string, before: number): Promise<number> {
