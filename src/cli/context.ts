@@ -291,18 +291,23 @@ export function report(
   response: CommandResponse,
   options: CliOptions,
   human?: (result: Record<string, unknown>) => string,
+  out: CliOutput = console,
 ): number {
   if (options.json === true) {
-    console.log(JSON.stringify(response, null, 2));
+    out.log(JSON.stringify(response, null, 2));
     return response.outcome === 'rejected' ? 1 : 0;
   }
   if (response.outcome === 'rejected') {
-    console.error(errorLine(response.error!));
+    out.error(errorLine(response.error!));
     return 1;
   }
   const revision = response.revision === undefined ? '' : ` (revision ${response.revision})`;
-  console.log(
-    human === undefined ? `${response.command}: ${response.outcome}${revision}` : human(response.result ?? {}),
-  );
+  out.log(human === undefined ? `${response.command}: ${response.outcome}${revision}` : human(response.result ?? {}));
   return 0;
+}
+
+/** Where a command prints: the console, or lines held back (an `apply` rehearsed before a store exists). */
+export interface CliOutput {
+  log(line: string): void;
+  error(line: string): void;
 }
