@@ -218,6 +218,11 @@ export interface CliEngine {
   latestAttempt(runId: string): Promise<LatestAttempt>;
   /** The changefeed live, with the cursor `--after` takes, until `signal` aborts. */
   follow(stream: StreamRef, options: { after: number; signal: AbortSignal }): AsyncIterable<FollowedEvent>;
+  /**
+   * One engine pass, on a store this process opened (it observes the sessions it launched); undefined when a
+   * daemon serves the store, whose own passes settle what it launched.
+   */
+  readonly pass?: () => Promise<void>;
 }
 
 function remoteEngine(client: DaemonClient): CliEngine {
@@ -234,6 +239,9 @@ function localEngine(engine: Engine, store: FileStore): CliEngine {
     commands: { handle: (raw) => engine.commands.handle(raw, OPERATOR_CALLER) },
     latestAttempt: (runId) => store.read((reader) => latestAttempt(reader, runId)),
     follow: (stream, { after, signal }) => follow(engine.commands.changefeed, store, stream, { after, signal }),
+    pass: async () => {
+      await engine.tick();
+    },
   };
 }
 
