@@ -29,10 +29,14 @@ export default class ProgressReporter implements Reporter {
   private startedAt = 0;
   private ticker: { stop: () => void } | undefined;
 
-  constructor(
-    private readonly everyMs = 20_000,
-    private readonly ports: ProgressPorts = REAL_PORTS,
-  ) {}
+  private readonly everyMs: number;
+  private readonly ports: ProgressPorts;
+
+  /** Vitest constructs a reporter named by path with no arguments; a test gives its own interval and ports. */
+  constructor(options: { everyMs?: number; ports?: ProgressPorts } = {}) {
+    this.everyMs = options.everyMs ?? 20_000;
+    this.ports = options.ports ?? REAL_PORTS;
+  }
 
   onTestRunStart(specifications: ReadonlyArray<TestSpecification>): void {
     this.total = specifications.length;
