@@ -12,6 +12,8 @@ import { registerListCommand } from './list-command.js';
 import { registerNextCommand } from './next-command.js';
 import { registerOccurrenceReads } from './occurrence-commands.js';
 import { registerOperatorCommands } from './operator-commands.js';
+import { registerCompletionCommand } from './completion-command.js';
+import { addHelpExamples } from './help-examples.js';
 import { programKit } from './program-kit.js';
 import { registerRunReads } from './read-commands.js';
 import { requireExistingStore, storeLocation } from './store-location.js';
@@ -29,6 +31,16 @@ const STORE_READS: ReadonlySet<string> = new Set([
   'receipt',
   'next',
 ]);
+
+const ROOT_EXAMPLES = `
+Examples:
+  $ coven-automata apply -f examples/daily-notes.json   # define an automation (paused)
+  $ coven-automata activate daily-notes                  # schedule it
+  $ coven-automata run-now daily-notes                   # run it now and wait for the outcome
+  $ coven-automata start                                 # run the scheduler and serve the dashboard
+  $ coven-automata demo                                  # the four-day demo on a throwaway store
+  $ coven-automata <command> --help                      # what a command does, with an example
+`;
 
 /** This package's version, as its package.json gives it. */
 export function packageVersion(): string {
@@ -108,6 +120,9 @@ export function buildProgram(): Command {
   registerCheckCommands(kit);
   registerDoctorCommand(kit);
   registerAuthorityCommands(kit);
+  registerCompletionCommand(kit);
+  addHelpExamples(program);
+  program.addHelpText('after', ROOT_EXAMPLES);
   return program;
 }
 
@@ -117,6 +132,11 @@ export function buildProgram(): Command {
  */
 export async function main(argv: string[]): Promise<void> {
   const program = buildProgram();
+  // No arguments asks what the tool does: the help, never a command with effects.
+  if (argv.length === 0) {
+    program.configureOutput({ writeOut: (text) => console.log(text.trimEnd()) }).outputHelp();
+    return;
+  }
   try {
     await program.parseAsync(argv, { from: 'user' });
   } catch (error) {
