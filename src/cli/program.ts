@@ -9,6 +9,7 @@ import { errorLine } from './error-line.js';
 import { registerDoctorCommand } from './doctor-command.js';
 import { registerAuthorityCommands } from './authority-commands.js';
 import { registerListCommand } from './list-command.js';
+import { registerLogsCommand } from './logs-command.js';
 import { registerNextCommand } from './next-command.js';
 import { registerOccurrenceReads } from './occurrence-commands.js';
 import { registerOperatorCommands } from './operator-commands.js';
@@ -103,6 +104,7 @@ export function buildProgram(): Command {
   registerDefinitionReads(kit);
   registerRunReads(kit);
   registerOccurrenceReads(kit);
+  registerLogsCommand(kit);
   registerNextCommand(kit);
   registerRunCommands(kit);
   registerCheckCommands(kit);

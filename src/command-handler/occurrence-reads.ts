@@ -172,7 +172,7 @@ export async function runWithAttempts(reader: StoreReader, run: RunRecord): Prom
 }
 
 /** The runs accepted under an occurrence's fence generations (one per generation at most), oldest first. */
-async function runsOf(reader: StoreReader, occurrence: OccurrenceRecord): Promise<RunRecord[]> {
+export async function runsOf(reader: StoreReader, occurrence: OccurrenceRecord): Promise<RunRecord[]> {
   const ids = new Set<string>();
   for (let g = 1; g <= occurrenceContext(occurrence).fence.generation; g++) {
     const accepted = await reader.get<{ runId: string }>(KINDS.fenceRun, `${occurrence.id}#${g}`);
