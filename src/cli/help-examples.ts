@@ -27,6 +27,7 @@ const HELP: Readonly<Record<string, { what?: string; example: string }>> = {
   events: { example: 'coven-automata events --stream automation/daily-notes --after 3' },
   occurrences: { example: 'coven-automata occurrences --view running --automation daily-notes' },
   occurrence: { example: 'coven-automata occurrence occ-manual-1f2e… --history' },
+  logs: { example: 'coven-automata logs run-occ-manual-1f2e… --follow' },
   receipt: { example: 'coven-automata receipt run-occ-manual-1f2e… --verify' },
   next: { example: 'coven-automata next daily-notes --count 3' },
   start: { example: 'coven-automata start --log-format json' },

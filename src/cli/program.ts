@@ -9,6 +9,7 @@ import { errorLine } from './error-line.js';
 import { registerDoctorCommand } from './doctor-command.js';
 import { registerAuthorityCommands } from './authority-commands.js';
 import { registerListCommand } from './list-command.js';
+import { registerLogsCommand } from './logs-command.js';
 import { registerNextCommand } from './next-command.js';
 import { registerOccurrenceReads } from './occurrence-commands.js';
 import { registerOperatorCommands } from './operator-commands.js';
@@ -107,23 +108,28 @@ export function buildProgram(): Command {
         requireExistingStore(storeLocation(program.opts<CliOptions>()), action.name());
     });
   addDeliveryModeOptions(program);
+  registerSubcommands(program);
+  addHelpExamples(program);
+  program.addHelpText('after', ROOT_EXAMPLES);
+  return program;
+}
+
+/** Every subcommand; registration order is the order `--help` lists them in. */
+function registerSubcommands(program: Command): void {
   const kit = programKit(program);
-  // Registration order is the order `--help` lists the subcommands in.
   registerDefinitionCommands(kit);
   registerOperatorCommands(kit);
   registerListCommand(kit);
   registerDefinitionReads(kit);
   registerRunReads(kit);
   registerOccurrenceReads(kit);
+  registerLogsCommand(kit);
   registerNextCommand(kit);
   registerRunCommands(kit);
   registerCheckCommands(kit);
   registerDoctorCommand(kit);
   registerAuthorityCommands(kit);
   registerCompletionCommand(kit);
-  addHelpExamples(program);
-  program.addHelpText('after', ROOT_EXAMPLES);
-  return program;
 }
 
 /**
