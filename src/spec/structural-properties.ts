@@ -36,12 +36,11 @@ function checkTerminal(spec: LifecycleSpec, rule: TerminalRule): Check {
     const machine = machineOf(spec, id, problems);
     if (machine === undefined) continue;
     checked += machine.transitions.length;
+    const path = (t: SpecTransition) => shortestWitness(machine, t);
     for (const state of states) {
       if (!machine.terminal.includes(state)) problems.push(`${id}: '${state}' is no longer declared terminal`);
       for (const t of machine.transitions.filter((x) => x.from === state))
-        problems.push(
-          `${describeTransition(machine, t)} leaves the contract's terminal state '${state}': ${shortestWitness(machine, t)}`,
-        );
+        problems.push(`${describeTransition(machine, t)} leaves the contract's terminal state '${state}': ${path(t)}`);
     }
   }
   return { checked, problems };
