@@ -16,6 +16,8 @@ import {
 import { isQuarantined, notFound, type EngineServices } from '../domain/services.js';
 import { launchOrphaned } from '../domain/owner-lease.js';
 import { sideEffectsRuledOut, type SideEffectFacts } from '../guards/occurrence.js';
+import { stopOwnedByCancellation } from '../guards/stop-ownership.js';
+import { firstClaimLapsed } from './lapsed-claims.js';
 import { recordReceipt } from '../domain/receipts.js';
 import { loadAttempt, loadOccurrence, loadRun } from '../domain/entities.js';
 import { readAttemptLaunch } from '../domain/outbox.js';
@@ -191,7 +193,7 @@ export async function advanceOccurrence(
     !o.runtimeEvidenceRecorded &&
     o.fence.leaseExpiresAt !== null &&
     Date.parse(o.fence.leaseExpiresAt) < now &&
-    (await launchLeftUndecided(svc, step, occurrence, evidenceUndecided))
+    (firstClaimLapsed(state, occurrence) || (await launchLeftUndecided(svc, step, occurrence, evidenceUndecided)))
   ) {
     await moveEntity<OccurrenceAttributes>(
       step,
@@ -211,15 +213,20 @@ export async function advanceOccurrence(
     return;
   }
 
-  if (state === OccurrenceState.running && deadlinePassed) {
-    await timeOut(svc, step, occurrenceId, stops);
+  const cancellationRequestedAt = occurrence.data.attributes.cancellation?.requestedAt;
+  if (
+    state === OccurrenceState.running &&
+    deadlinePassed &&
+    !stopOwnedByCancellation(o.deadlineAt, cancellationRequestedAt, step.now)
+  ) {
+    await timeOut(svc, step, occurrenceId, stops, cancellationRequestedAt);
   }
 }
 
 /**
- * Whether a lapsed claim's lease means anything: its launch was sent, its sender can no longer answer for it,
- * and its runtime, asked in this pass, could not decide it (`evidenceUndecided`). A claim with nothing sent is
- * dispatched under its fence by whichever engine gets to it, never expired; a launch its live sender still
+ * Whether a lapsed lease of adopted work means anything: its launch was sent, its sender can no longer answer for
+ * it, and its runtime, asked in this pass, could not decide it (`evidenceUndecided`). Adopted work with nothing sent
+ * is dispatched under its fence by whichever engine gets to it, never expired; a launch its live sender still
  * waits for is left to it; an orphan not yet asked about (its sender died after this pass asked) is asked next.
  */
 async function launchLeftUndecided(
@@ -305,6 +312,7 @@ async function timeOut(
   step: StepContext,
   occurrenceId: string,
   stops: SessionStop[],
+  cancellationRequestedAt: string | undefined,
 ): Promise<void> {
   // Another engine on the same store is advancing it right now: its commit decides, this pass moves on.
   if (await busyElsewhere(svc, step.tx, KINDS.occurrence, occurrenceId)) return;
@@ -315,7 +323,7 @@ async function timeOut(
     step,
     'occurrence',
     occurrenceId,
-    { type: 'timeout', actor: 'scheduler', settledEvidence: false },
+    { type: 'timeout', actor: 'scheduler', settledEvidence: false, cancellationRequestedAt },
     touch(step.now, 'perRunMinutes elapsed without settled evidence'),
   );
   if (runId === undefined) return;
