@@ -17,7 +17,6 @@ import { isQuarantined, notFound, type EngineServices } from '../domain/services
 import { launchOrphaned } from '../domain/owner-lease.js';
 import { sideEffectsRuledOut, type SideEffectFacts } from '../guards/occurrence.js';
 import { stopOwnedByCancellation } from '../guards/stop-ownership.js';
-import { firstClaimLapsed } from './lapsed-claims.js';
 import { recordReceipt } from '../domain/receipts.js';
 import { loadAttempt, loadOccurrence, loadRun } from '../domain/entities.js';
 import { readAttemptLaunch } from '../domain/outbox.js';
@@ -193,7 +192,7 @@ export async function advanceOccurrence(
     !o.runtimeEvidenceRecorded &&
     o.fence.leaseExpiresAt !== null &&
     Date.parse(o.fence.leaseExpiresAt) < now &&
-    (firstClaimLapsed(state, occurrence) || (await launchLeftUndecided(svc, step, occurrence, evidenceUndecided)))
+    (await launchLeftUndecided(svc, step, occurrence, evidenceUndecided))
   ) {
     await moveEntity<OccurrenceAttributes>(
       step,
@@ -224,9 +223,9 @@ export async function advanceOccurrence(
 }
 
 /**
- * Whether a lapsed lease of adopted work means anything: its launch was sent, its sender can no longer answer for
- * it, and its runtime, asked in this pass, could not decide it (`evidenceUndecided`). Adopted work with nothing sent
- * is dispatched under its fence by whichever engine gets to it, never expired; a launch its live sender still
+ * Whether a lapsed claim's lease means anything: its launch was sent, its sender can no longer answer for it,
+ * and its runtime, asked in this pass, could not decide it (`evidenceUndecided`). A claim with nothing sent is
+ * dispatched under its fence by whichever engine gets to it, never expired; a launch its live sender still
  * waits for is left to it; an orphan not yet asked about (its sender died after this pass asked) is asked next.
  */
 async function launchLeftUndecided(
