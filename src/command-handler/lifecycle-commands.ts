@@ -1,4 +1,4 @@
-import { definitionMachine } from '../../machines/index.js';
+import { machinesInUse } from '../domain/machine-set.js';
 import { transitionEntity } from '../actors/entity-transition.js';
 import type { EventKind } from '../changefeed/event-envelope.js';
 import { nextBody, type AutomationDefinition, type LifecycleState } from '../domain/definition-body.js';
@@ -95,7 +95,7 @@ export async function changeLifecycle(ctx: CommandContext, spec: LifecycleComman
   const event = lifecycleEvent(ctx, spec, current, revision);
   const committed = await transitionEntity<DefinitionAttributes>(
     ctx.tx,
-    definitionMachine,
+    machinesInUse().definition,
     DEFINITION_KIND,
     id,
     event,
