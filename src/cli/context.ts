@@ -218,6 +218,11 @@ export interface CliEngine {
   latestAttempt(runId: string): Promise<LatestAttempt>;
   /** The changefeed live, with the cursor `--after` takes, until `signal` aborts. */
   follow(stream: StreamRef, options: { after: number; signal: AbortSignal }): AsyncIterable<FollowedEvent>;
+  /**
+   * One engine pass, on a store this process opened (it observes the sessions it launched); undefined when a
+   * daemon serves the store, whose own passes settle what it launched.
+   */
+  readonly pass?: () => Promise<void>;
 }
 
 function remoteEngine(client: DaemonClient): CliEngine {
@@ -234,6 +239,9 @@ function localEngine(engine: Engine, store: FileStore): CliEngine {
     commands: { handle: (raw) => engine.commands.handle(raw, OPERATOR_CALLER) },
     latestAttempt: (runId) => store.read((reader) => latestAttempt(reader, runId)),
     follow: (stream, { after, signal }) => follow(engine.commands.changefeed, store, stream, { after, signal }),
+    pass: async () => {
+      await engine.tick();
+    },
   };
 }
 
@@ -291,18 +299,23 @@ export function report(
   response: CommandResponse,
   options: CliOptions,
   human?: (result: Record<string, unknown>) => string,
+  out: CliOutput = console,
 ): number {
   if (options.json === true) {
-    console.log(JSON.stringify(response, null, 2));
+    out.log(JSON.stringify(response, null, 2));
     return response.outcome === 'rejected' ? 1 : 0;
   }
   if (response.outcome === 'rejected') {
-    console.error(errorLine(response.error!));
+    out.error(errorLine(response.error!));
     return 1;
   }
   const revision = response.revision === undefined ? '' : ` (revision ${response.revision})`;
-  console.log(
-    human === undefined ? `${response.command}: ${response.outcome}${revision}` : human(response.result ?? {}),
-  );
+  out.log(human === undefined ? `${response.command}: ${response.outcome}${revision}` : human(response.result ?? {}));
   return 0;
+}
+
+/** Where a command prints: the console, or lines held back (an `apply` rehearsed before a store exists). */
+export interface CliOutput {
+  log(line: string): void;
+  error(line: string): void;
 }

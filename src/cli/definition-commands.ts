@@ -1,14 +1,62 @@
 import { DaemonClient } from '../daemon/client.js';
-import { applyFile } from './apply-command.js';
-import { CliError, envelope, openLocation, report, withEngine, type CliEngine } from './context.js';
+import { existsSync } from 'node:fs';
+import { applyFile, rehearseApply } from './apply-command.js';
+import { CliError, envelope, openLocation, report, withEngine, type CliEngine, type CliOptions } from './context.js';
 import { errorLine } from './error-line.js';
 import type { ProgramKit } from './program-kit.js';
 import { storeLocation } from './store-location.js';
 
-async function revisionOf(engine: CliEngine, automationId: string): Promise<number> {
+/** Where a definition stands, as `definition.get.v1` answers; a tombstoned one reads as such. */
+async function standing(engine: CliEngine, automationId: string): Promise<{ state: string; revision: number }> {
   const got = await engine.commands.handle(envelope('definition.get.v1', { automationId }));
-  if (got.outcome === 'rejected') throw new CliError(errorLine(got.error!));
-  return got.result!.currentRevision as number;
+  if (got.outcome === 'rejected') {
+    if (got.error!.code === 'GONE_TOMBSTONED')
+      return { state: 'tombstoned', revision: got.error!.currentRevision ?? 0 };
+    throw new CliError(errorLine(got.error!));
+  }
+  return { state: String(got.result!.lifecycleState), revision: got.result!.currentRevision as number };
+}
+
+/** The lifecycle commands, each with the states in which it is already done and what it does. */
+const LIFECYCLE = [
+  ['activate', 'definition.activate.v1', ['active'], 'schedule a paused definition (paused → active)'],
+  ['pause', 'definition.pause.v1', ['paused'], 'stop scheduling an active definition (active → paused)'],
+  ['disable', 'definition.disable.v1', ['disabled'], 'take a definition out of service until `enable`'],
+  [
+    'enable',
+    'x-coven-automata.definition.reenable.v1',
+    ['paused', 'active'],
+    're-enable a disabled definition (disabled → paused; `activate` schedules it)',
+  ],
+  ['tombstone', 'definition.tombstone.v1', ['tombstoned'], 'delete a definition for good (its history is kept)'],
+] as const;
+
+/**
+ * One lifecycle command at the definition's current revision. A definition already where the command would
+ * put it is done, not refused: the CLI says so and exits 0, committing nothing (the command API itself keeps
+ * the contract's ILLEGAL_TRANSITION).
+ */
+async function lifecycle(
+  engine: CliEngine,
+  [name, command, done]: (typeof LIFECYCLE)[number],
+  id: string,
+  reason: string | undefined,
+  options: CliOptions,
+): Promise<number> {
+  const { state, revision } = await standing(engine, id);
+  if ((done as readonly string[]).includes(state)) {
+    const what = name === 'enable' ? `enabled (${state})` : state;
+    if (options.json === true)
+      console.log(JSON.stringify({ automationId: id, lifecycleState: state, revision, changed: false }, null, 2));
+    else console.log(`${id}: already ${what} (revision ${revision}); nothing committed`);
+    return 0;
+  }
+  const payload = { automationId: id, ...(reason === undefined ? {} : { reason }) };
+  return report(
+    await engine.commands.handle(envelope(command, payload, revision)),
+    options,
+    (r) => `${id}: ${String(r.lifecycleState)} (revision ${String(r.revision)})`,
+  );
 }
 
 /** init, apply and the lifecycle commands (activate, pause, disable, enable, tombstone). */
@@ -34,34 +82,24 @@ export function registerDefinitionCommands({ program, opts, run }: ProgramKit): 
     .description('create or revise a definition (rich contract form), or import flat legacy definitions')
     .requiredOption('-f, --file <file>', 'definition JSON')
     .action(
-      run(async (cmd: { file: string }) => withEngine(opts(), async (engine) => applyFile(engine, cmd.file, opts()))),
+      run(async (cmd: { file: string }) => {
+        // A store is made by the first apply that commits something, never by one that fails.
+        const location = storeLocation(opts());
+        if (location.kind === 'file' && !existsSync(location.file)) {
+          const refused = await rehearseApply(cmd.file, opts());
+          if (refused !== undefined) return refused;
+        }
+        return withEngine(opts(), async (engine) => applyFile(engine, cmd.file, opts()));
+      }),
     );
-  for (const [name, command] of [
-    ['activate', 'definition.activate.v1'],
-    ['pause', 'definition.pause.v1'],
-    ['disable', 'definition.disable.v1'],
-    ['enable', 'x-coven-automata.definition.reenable.v1'],
-    ['tombstone', 'definition.tombstone.v1'],
-  ] as const) {
+  for (const entry of LIFECYCLE) {
     program
-      .command(`${name} <automationId>`)
-      .description(`${command}`)
-      .option('--reason <text>', 'why')
+      .command(`${entry[0]} <automationId>`)
+      .description(entry[3])
+      .option('--reason <text>', 'why (kept with the revision)')
       .action(
         run(async (id: string, cmd: { reason?: string }) =>
-          withEngine(opts(), async (engine) =>
-            report(
-              await engine.commands.handle(
-                envelope(
-                  command,
-                  { automationId: id, ...(cmd.reason === undefined ? {} : { reason: cmd.reason }) },
-                  await revisionOf(engine, id),
-                ),
-              ),
-              opts(),
-              (r) => `${id}: ${String(r.lifecycleState)} (revision ${String(r.revision)})`,
-            ),
-          ),
+          withEngine(opts(), async (engine) => lifecycle(engine, entry, id, cmd.reason, opts())),
         ),
       );
   }

@@ -65,6 +65,33 @@ export function listProblems(problems: readonly string[], prefix = ''): string {
   return shown.join('; ') + (more > 0 ? `; and ${more} more` : '');
 }
 
+/** The CLI command that sends each contract command a lifecycle refusal names as a next step. */
+const CLI_VERB: Readonly<Record<string, string>> = {
+  'definition.activate.v1': 'activate',
+  'definition.pause.v1': 'pause',
+  'definition.disable.v1': 'disable',
+  'x-coven-automata.definition.reenable.v1': 'enable',
+  'definition.tombstone.v1': 'tombstone',
+};
+
+/**
+ * A lifecycle refusal's cause and, as CLI commands, the moves that would fix it (the details the command
+ * handler adds to ILLEGAL_TRANSITION); undefined for any other error.
+ */
+function lifecycleMoves(details: Record<string, unknown> | undefined): string | undefined {
+  const cause = details?.cause;
+  const next = details?.nextCommands;
+  const id = details?.automationId;
+  if (typeof cause !== 'string' || !Array.isArray(next) || typeof id !== 'string') return undefined;
+  const fixInFile = Array.isArray(details?.unmet) ? 'fix the definition file and run ' : '';
+  const steps = next.map((command) =>
+    command === 'definition.revise.v1'
+      ? `${fixInFile}coven-automata apply -f <file>`
+      : `coven-automata ${CLI_VERB[String(command)] ?? String(command)} ${id}`,
+  );
+  return steps.length === 0 ? cause : `${cause}; next: ${steps.join(', then ')}`;
+}
+
 /**
  * The one line a person reads for a typed error: code, HTTP status, message and — when the details list
  * them and the message does not already — which fields failed and why.
@@ -77,6 +104,8 @@ export function listProblems(problems: readonly string[], prefix = ''): string {
  * ```
  */
 export function errorLine(error: Pick<ErrorEnvelope, 'code' | 'httpStatus' | 'message' | 'details'>): string {
+  const moves = lifecycleMoves(error.details);
+  if (moves !== undefined) return `${error.code} (${error.httpStatus}): ${moves}`;
   const head = `${error.code} (${error.httpStatus}): ${error.message}`;
   const problems = error.details?.problems;
   if (!Array.isArray(problems) || problems.length === 0) return head;

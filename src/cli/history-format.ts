@@ -1,4 +1,5 @@
 import { AttemptState, OccurrenceState, RunState } from '../../machines/index.js';
+import { failureBlock, failureReason, lastResultText } from './failure-format.js';
 import { paint, table } from './format.js';
 
 type Rendered = Record<string, unknown>;
@@ -23,6 +24,8 @@ const UNSETTLED: ReadonlySet<string> = new Set<string>([
  */
 export function runReason(run: Rendered): string {
   if (run.state === RunState.succeeded) return '';
+  const failed = failureReason(run);
+  if (failed !== undefined) return failed;
   const attempts = (run.attempts as Rendered[] | undefined) ?? [];
   const last = attempts.at(-1);
   const parts: string[] = [];
@@ -39,17 +42,25 @@ export function runReason(run: Rendered): string {
   return parts.join('; ');
 }
 
-/** The `history` table: runs newest first, with why each one that did not succeed stands where it does. */
+/**
+ * The `history` table: runs newest first, with why each one that did not succeed stands where it does (a run held
+ * for retry reads failed, held until its deadline); under it, the newest failed run's failure in full.
+ */
 export function historyTable(result: Rendered): string {
   const runs = result.runs as Rendered[];
-  return table(
-    ['run', 'started', 'attempts', 'state', 'reason'],
-    runs.map((x) => [
-      String(x.runId),
-      String(x.startedAt),
-      String(x.attemptCount),
-      paint(String(x.state), String(x.state)),
-      runReason(x),
-    ]),
-  );
+  const lines = [
+    table(
+      ['run', 'started', 'attempts', 'state', 'reason'],
+      runs.map((x) => [
+        String(x.runId),
+        String(x.startedAt),
+        String(x.attemptCount),
+        x.hold === undefined ? paint(String(x.state), String(x.state)) : lastResultText(x),
+        runReason(x),
+      ]),
+    ),
+  ];
+  const newestFailed = runs.find((x) => x.failure !== undefined && x.state !== RunState.succeeded);
+  if (newestFailed !== undefined) lines.push(...failureBlock(newestFailed));
+  return lines.join('\n');
 }

@@ -1,5 +1,6 @@
 import type { CommandResponse } from '../command-handler/envelope.js';
 import { envelope, report, withEngine, type CliEngine } from './context.js';
+import { lastResultText } from './failure-format.js';
 import { paint, table } from './format.js';
 import type { ProgramKit } from './program-kit.js';
 
@@ -22,7 +23,7 @@ async function outlookOf(engine: CliEngine, automationId: string): Promise<Outlo
   const latest = history.outcome === 'rejected' ? undefined : (history.result!.runs as Rendered[])[0];
   return {
     nextRun: typeof nextDueAt === 'string' ? nextDueAt : '-',
-    lastResult: latest === undefined ? '-' : paint(String(latest.state), String(latest.state)),
+    lastResult: latest === undefined ? '-' : lastResultText(latest),
   };
 }
 

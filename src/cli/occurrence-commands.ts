@@ -1,6 +1,7 @@
 import { Option } from 'commander';
 import { OCCURRENCE_VIEWS } from '../command-handler/occurrence-reads.js';
 import { CliError, envelope, report, withEngine, type CliEngine, type CliOptions } from './context.js';
+import { failureBlock } from './failure-format.js';
 import { paint, table } from './format.js';
 import type { ProgramKit } from './program-kit.js';
 import { receiptLines, verifyReceiptResult } from './receipt-format.js';
@@ -38,7 +39,10 @@ export function occurrencesTable(result: Rendered): string {
   return lines.join('\n');
 }
 
-/** `occurrence <id>`: the occurrence, then each run's attempts with their receipts' verification. */
+/**
+ * `occurrence <id>`: the occurrence, then each run's attempts with their receipts' verification, then how each run
+ * that failed failed (and, held for retry, until when and what ends the hold).
+ */
 export function occurrenceDetail(result: Rendered): string {
   const o = result.occurrence as Rendered;
   const fence = o.fence as { generation: number; claimedBy?: string };
@@ -68,6 +72,7 @@ export function occurrenceDetail(result: Rendered): string {
   );
   const r = result.receipts as { verified: number; unverified: number; pending: number };
   lines.push(`receipts: ${r.verified} verified, ${r.unverified} not verified, ${r.pending} pending`);
+  for (const run of result.runs as Rendered[]) lines.push(...failureBlock(run));
   return lines.join('\n');
 }
 

@@ -1,6 +1,7 @@
 import type { CommandResponse } from '../command-handler/envelope.js';
 import { envelope, report, withEngine, type CliEngine, type CliOptions } from './context.js';
 import type { ProgramKit } from './program-kit.js';
+import { registerRunNowCommand } from './run-now-command.js';
 
 /** attempt.retry.v1 for a run's latest attempt, as the store records it. */
 async function retryEnvelope(engine: CliEngine, runId: string): Promise<Record<string, unknown>> {
@@ -29,9 +30,8 @@ export function reportCancel(response: CommandResponse, occurrenceId: string, op
   return 0;
 }
 
-/** run-now, cancel, unquarantine, retry and recover: operator actions on occurrences and runs. */
-export function registerOperatorCommands({ program, opts, run, simple }: ProgramKit): void {
-  simple('run-now', 'occurrence.runNow.v1', 'run an active automation now (launches at once)', 'automationId');
+/** `cancel <occurrenceId>`: a cancellation request (see {@link reportCancel}). */
+function registerCancelCommand({ program, opts, run }: ProgramKit): void {
   program
     .command('cancel <occurrenceId>')
     .description('cancel an occurrence (a request, pending until the runtime acknowledges, while its session runs)')
@@ -52,6 +52,13 @@ export function registerOperatorCommands({ program, opts, run, simple }: Program
         ),
       ),
     );
+}
+
+/** run-now, cancel, unquarantine, retry and recover: operator actions on occurrences and runs. */
+export function registerOperatorCommands(kit: ProgramKit): void {
+  const { program, opts, run, simple } = kit;
+  registerRunNowCommand(kit);
+  registerCancelCommand(kit);
   simple(
     'unquarantine',
     'x-coven-automata.definition.unquarantine.v1',

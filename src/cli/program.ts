@@ -9,9 +9,12 @@ import { errorLine } from './error-line.js';
 import { registerDoctorCommand } from './doctor-command.js';
 import { registerAuthorityCommands } from './authority-commands.js';
 import { registerListCommand } from './list-command.js';
+import { registerLogsCommand } from './logs-command.js';
 import { registerNextCommand } from './next-command.js';
 import { registerOccurrenceReads } from './occurrence-commands.js';
 import { registerOperatorCommands } from './operator-commands.js';
+import { registerCompletionCommand } from './completion-command.js';
+import { addHelpExamples } from './help-examples.js';
 import { programKit } from './program-kit.js';
 import { registerRunReads } from './read-commands.js';
 import { requireExistingStore, storeLocation } from './store-location.js';
@@ -29,6 +32,16 @@ const STORE_READS: ReadonlySet<string> = new Set([
   'receipt',
   'next',
 ]);
+
+const ROOT_EXAMPLES = `
+Examples:
+  $ coven-automata apply -f examples/daily-notes.json   # define an automation (paused)
+  $ coven-automata activate daily-notes                  # schedule it
+  $ coven-automata run-now daily-notes                   # run it now and wait for the outcome
+  $ coven-automata start                                 # run the scheduler and serve the dashboard
+  $ coven-automata demo                                  # the four-day demo on a throwaway store
+  $ coven-automata <command> --help                      # what a command does, with an example
+`;
 
 /** This package's version, as its package.json gives it. */
 export function packageVersion(): string {
@@ -95,20 +108,28 @@ export function buildProgram(): Command {
         requireExistingStore(storeLocation(program.opts<CliOptions>()), action.name());
     });
   addDeliveryModeOptions(program);
+  registerSubcommands(program);
+  addHelpExamples(program);
+  program.addHelpText('after', ROOT_EXAMPLES);
+  return program;
+}
+
+/** Every subcommand; registration order is the order `--help` lists them in. */
+function registerSubcommands(program: Command): void {
   const kit = programKit(program);
-  // Registration order is the order `--help` lists the subcommands in.
   registerDefinitionCommands(kit);
   registerOperatorCommands(kit);
   registerListCommand(kit);
   registerDefinitionReads(kit);
   registerRunReads(kit);
   registerOccurrenceReads(kit);
+  registerLogsCommand(kit);
   registerNextCommand(kit);
   registerRunCommands(kit);
   registerCheckCommands(kit);
   registerDoctorCommand(kit);
   registerAuthorityCommands(kit);
-  return program;
+  registerCompletionCommand(kit);
 }
 
 /**
@@ -117,6 +138,11 @@ export function buildProgram(): Command {
  */
 export async function main(argv: string[]): Promise<void> {
   const program = buildProgram();
+  // No arguments asks what the tool does: the help, never a command with effects.
+  if (argv.length === 0) {
+    program.configureOutput({ writeOut: (text) => console.log(text.trimEnd()) }).outputHelp();
+    return;
+  }
   try {
     await program.parseAsync(argv, { from: 'user' });
   } catch (error) {

@@ -53,6 +53,7 @@ const EXECUTION_COMMANDS: ReadonlySet<CommandName> = new Set([
   'attempt.retry.v1',
   'run.history.v1',
   'definition.health.v1',
+  'x-coven-automata.run.output.v1',
 ]);
 
 type Mutation = (ctx: CommandContext) => Promise<CommandOutcome>;

@@ -86,5 +86,6 @@ export function defaultRequirements(knownRuntimes?: readonly string[]): Requirem
     runtime:
       definition.runtimeRequirements !== undefined &&
       (knownRuntimes === undefined || knownRuntimes.includes(definition.runtimeRequirements.runtimeId)),
+    ...(knownRuntimes === undefined ? {} : { registeredRuntimes: knownRuntimes }),
   });
 }

@@ -1,4 +1,5 @@
-import { definitionMachine, DefinitionState } from '../../machines/index.js';
+import { machinesInUse } from '../domain/machine-set.js';
+import { DefinitionState } from '../../machines/index.js';
 import { createEntity, type EntityRecord } from '../actors/entity-transition.js';
 import { appendEvent, type EventKind } from '../changefeed/event-envelope.js';
 import { ContractError } from '../contract/errors.js';
@@ -116,7 +117,7 @@ export async function createDefinition(ctx: CommandContext): Promise<CommandOutc
     throw new ContractError('VALIDATION_FAILED', `a new definition has revision 1, not ${body.revision}`, {
       field: 'payload.definition.revision',
     });
-  const [initial] = pureInitialTransition(definitionMachine, { automationId: id, revision: 1 });
+  const [initial] = pureInitialTransition(machinesInUse().definition, { automationId: id, revision: 1 });
   const initialState = String(initial.value) as LifecycleState;
   if (body.lifecycleState !== initialState) {
     throw new ContractError(
@@ -131,7 +132,7 @@ export async function createDefinition(ctx: CommandContext): Promise<CommandOutc
   }
   await createEntity<DefinitionAttributes>(
     ctx.tx,
-    definitionMachine,
+    machinesInUse().definition,
     DEFINITION_KIND,
     id,
     { automationId: id, revision: 1 },

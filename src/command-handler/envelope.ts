@@ -64,9 +64,16 @@ export const DIAGNOSTIC_COMMANDS = [
   'scheduler.status.v1',
 ] as const;
 
+/**
+ * Reads this engine adds under its own namespace: `run.output` answers what an attempt's session printed (the
+ * CLI's `logs`), judged by the read ACL like `run.get.v1` and answered from the runtime's evidence.
+ */
+export const EXTENSION_READS = ['x-coven-automata.run.output.v1'] as const;
+
 export type ContractCommand = (typeof CONTRACT_COMMANDS)[number];
 export type DiagnosticCommand = (typeof DIAGNOSTIC_COMMANDS)[number];
-export type CommandName = ContractCommand | (typeof EXTENSION_COMMANDS)[number] | DiagnosticCommand;
+export type CommandName =
+  ContractCommand | (typeof EXTENSION_COMMANDS)[number] | DiagnosticCommand | (typeof EXTENSION_READS)[number];
 
 /**
  * The result each command answers with. Commands whose answer this engine has not given a named shape (the
@@ -99,6 +106,7 @@ export const QUERY_COMMANDS: ReadonlySet<CommandName> = new Set([
   'events.read.v1',
   'events.subscribe.v1',
   ...DIAGNOSTIC_COMMANDS,
+  ...EXTENSION_READS,
 ]);
 
 export interface CommandEnvelope {

@@ -19,6 +19,7 @@ import {
 import type { EngineServices } from '../domain/services.js';
 import type { StoreReader } from '../store/store.js';
 import { DEFINITION_KIND, type DefinitionRecord } from '../domain/definition-records.js';
+import { attemptFailureView, runFailureFields } from './failure-view.js';
 
 function decodeCursor(cursor: string | undefined): { startedAt: string; runId: string } | undefined {
   if (cursor === undefined) return undefined;
@@ -67,16 +68,20 @@ async function runsAfterCursor(
     );
 }
 
-/** Each run rendered with the attempts the store still holds for it. */
+/** Each run rendered with the attempts the store still holds for it, and its failure and hold when it has them. */
 async function renderRunsWithAttempts(reader: StoreReader, page: RunRecord[]): Promise<Array<Record<string, unknown>>> {
   const rendered = [];
   for (const run of page) {
-    const attempts = [];
+    const records: AttemptRecord[] = [];
     for (const attemptId of run.data.attributes.attemptIds) {
       const attempt = await reader.get<AttemptRecord['data']>(KINDS.attempt, attemptId);
-      if (attempt !== undefined) attempts.push(renderAttempt(attempt as AttemptRecord));
+      if (attempt !== undefined) records.push(attempt as AttemptRecord);
     }
-    rendered.push({ ...renderRun(run), attempts });
+    const attempts = records.map((a) => {
+      const failure = attemptFailureView(a);
+      return { ...renderAttempt(a), ...(failure === undefined ? {} : { failure }) };
+    });
+    rendered.push({ ...renderRun(run), ...(await runFailureFields(reader, run, records)), attempts });
   }
   return rendered;
 }

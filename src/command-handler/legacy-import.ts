@@ -1,5 +1,6 @@
+import { machinesInUse } from '../domain/machine-set.js';
 import { AUTHORITY_EXTENSION, checkBinding } from '../domain/authority.js';
-import { DefinitionState, definitionMachine } from '../../machines/index.js';
+import { DefinitionState } from '../../machines/index.js';
 import { createEntity, type EntityRecord } from '../actors/entity-transition.js';
 import { appendEvent } from '../changefeed/event-envelope.js';
 import { integrityOf } from '../contract/digest.js';
@@ -283,7 +284,7 @@ async function commitImported(
 ): Promise<{ stream: string; sequence: number }> {
   const record = await createEntity<DefinitionAttributes>(
     ctx.tx,
-    definitionMachine,
+    machinesInUse().definition,
     DEFINITION_KIND,
     id,
     { automationId: id, revision: 1 },

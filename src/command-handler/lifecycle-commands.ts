@@ -1,10 +1,11 @@
-import { definitionMachine } from '../../machines/index.js';
+import { machinesInUse } from '../domain/machine-set.js';
 import { transitionEntity } from '../actors/entity-transition.js';
 import type { EventKind } from '../changefeed/event-envelope.js';
 import { nextBody, type AutomationDefinition, type LifecycleState } from '../domain/definition-body.js';
 import { DEFINITION_KIND, bodyLifecycleState, type DefinitionAttributes } from '../domain/definition-records.js';
 import type { CommandContext, CommandOutcome } from './context.js';
 import { commitRevision, loadForMutation, principalOf } from './definition-commands.js';
+import { explainLifecycleRefusal } from './lifecycle-refusals.js';
 import { cancelUnlaunchedWork } from './tombstone-cleanup.js';
 
 interface LifecycleCommand {
@@ -91,14 +92,17 @@ export async function changeLifecycle(ctx: CommandContext, spec: LifecycleComman
   const current = record.data.attributes.definition;
   const revision = current.revision + 1;
   const tombstone = spec.event === 'definition_tombstoned';
+  const event = lifecycleEvent(ctx, spec, current, revision);
   const committed = await transitionEntity<DefinitionAttributes>(
     ctx.tx,
-    definitionMachine,
+    machinesInUse().definition,
     DEFINITION_KIND,
     id,
-    lifecycleEvent(ctx, spec, current, revision),
+    event,
     lifecycleAttributes(ctx, spec, current, revision, reason),
-  );
+  ).catch((error: unknown) => {
+    throw explainLifecycleRefusal(error, ctx.envelope.command, spec.event, current, event.requirements);
+  });
   const body = committed.record.data.attributes.definition;
   const cancelled = tombstone
     ? await cancelUnlaunchedWork(

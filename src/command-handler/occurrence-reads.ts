@@ -14,6 +14,7 @@ import {
 } from '../domain/records.js';
 import type { StoreReader } from '../store/store.js';
 import { missingEntity } from './operator-lookups.js';
+import { attemptFailureView, runFailureFields } from './failure-view.js';
 import { attemptReceipt } from './receipt-reads.js';
 
 /** The operator's views of occurrences: the scheduler's queues by stage, or every occurrence the store holds. */
@@ -141,15 +142,22 @@ async function readOccurrence(reader: StoreReader, occurrenceId: string): Promis
   return record as OccurrenceRecord;
 }
 
-/** A run with each attempt the store holds, each attempt with its receipt's verification (null before it settles). */
+/**
+ * A run with each attempt the store holds, each attempt with its receipt's verification (null before it settles)
+ * and, when it failed, its failure; the run with its latest failure and its hold for an operator retry.
+ */
 export async function runWithAttempts(reader: StoreReader, run: RunRecord): Promise<Record<string, unknown>> {
   const attempts = [];
+  const records: AttemptRecord[] = [];
   for (const attemptId of run.data.attributes.attemptIds) {
     const attempt = await reader.get<AttemptRecord['data']>(KINDS.attempt, attemptId);
     if (attempt === undefined) continue;
+    records.push(attempt as AttemptRecord);
     const receipt = await attemptReceipt(reader, attemptId);
+    const failure = attemptFailureView(attempt as AttemptRecord);
     attempts.push({
       ...renderAttempt(attempt as AttemptRecord),
+      ...(failure === undefined ? {} : { failure }),
       receipt:
         receipt === undefined
           ? null
@@ -160,11 +168,11 @@ export async function runWithAttempts(reader: StoreReader, run: RunRecord): Prom
             },
     });
   }
-  return { ...renderRun(run), attempts };
+  return { ...renderRun(run), ...(await runFailureFields(reader, run, records)), attempts };
 }
 
 /** The runs accepted under an occurrence's fence generations (one per generation at most), oldest first. */
-async function runsOf(reader: StoreReader, occurrence: OccurrenceRecord): Promise<RunRecord[]> {
+export async function runsOf(reader: StoreReader, occurrence: OccurrenceRecord): Promise<RunRecord[]> {
   const ids = new Set<string>();
   for (let g = 1; g <= occurrenceContext(occurrence).fence.generation; g++) {
     const accepted = await reader.get<{ runId: string }>(KINDS.fenceRun, `${occurrence.id}#${g}`);

@@ -2,6 +2,7 @@ import type { EngineServices } from '../domain/services.js';
 import { cancelAttempt, cancelOccurrence, cancelRun } from './cancel-occurrence-work.js';
 import type { ImmediateLaunches, OperatorCommands } from './context.js';
 import { definitionHealth, runHistory } from './execution-reads.js';
+import { runOutput } from './output-reads.js';
 import { recover } from './recover.js';
 import { retryAttempt } from './retry-attempt.js';
 import { runNow } from './run-now.js';
@@ -23,6 +24,7 @@ export function operatorCommands(svc: EngineServices, launches: ImmediateLaunche
     queries: {
       'run.history.v1': (payload) => svc.store.read((r) => runHistory(r, payload as never)),
       'definition.health.v1': (payload) => svc.store.read((r) => definitionHealth(svc, r, payload as never)),
+      'x-coven-automata.run.output.v1': (payload) => runOutput(svc, payload),
     },
   };
 }

@@ -51,6 +51,13 @@ async function targetOf(reader: StoreReader, command: string, payload: Record<st
       };
     case 'run.get.v1':
       return { automationId: await automationOfEntity(reader, 'run', p.runId!), named: `run ${p.runId!}` };
+    case 'x-coven-automata.run.output.v1':
+      return p.runId !== undefined
+        ? { automationId: await automationOfEntity(reader, 'run', p.runId), named: `run ${p.runId}` }
+        : {
+            automationId: await automationOfEntity(reader, 'occurrence', p.occurrenceId!),
+            named: `occurrence ${p.occurrenceId!}`,
+          };
     case 'receipt.get.v1':
       return receiptTarget(reader, p);
     case 'events.read.v1':

@@ -1,4 +1,5 @@
-import { definitionMachine, DefinitionState } from '../../machines/index.js';
+import { machinesInUse } from '../domain/machine-set.js';
+import { DefinitionState } from '../../machines/index.js';
 import { transitionEntity, updateEntityAttributes } from '../actors/entity-transition.js';
 import { pureTransition } from '../actors/pure-transition.js';
 import { ContractError } from '../contract/errors.js';
@@ -39,9 +40,11 @@ const reviseEvent = (now: string, revision: number) => ({
 function reviseTarget(record: DefinitionRecord, now: string, revision: number): string | undefined {
   const state = stateOf(record);
   if (REVISED_IN_PLACE.has(state)) return state;
-  const snapshot = definitionMachine.resolveState(record.data.snapshot as never);
+  const snapshot = machinesInUse().definition.resolveState(record.data.snapshot as never);
   const event = reviseEvent(now, revision);
-  return snapshot.can(event as never) ? String(pureTransition(definitionMachine, snapshot, event)[0].value) : undefined;
+  return snapshot.can(event as never)
+    ? String(pureTransition(machinesInUse().definition, snapshot, event)[0].value)
+    : undefined;
 }
 
 /** A revise carries the next revision: the one after the revision it expects to replace. */
@@ -93,7 +96,7 @@ async function reviseThroughMachine(
   const id = body.automationId;
   const committed = await transitionEntity(
     ctx.tx,
-    definitionMachine,
+    machinesInUse().definition,
     DEFINITION_KIND,
     id,
     reviseEvent(ctx.now, body.revision),
@@ -118,7 +121,7 @@ async function invalidateOnRevise(
   const id = body.automationId;
   const committed = await transitionEntity<DefinitionAttributes>(
     ctx.tx,
-    definitionMachine,
+    machinesInUse().definition,
     DEFINITION_KIND,
     id,
     {

@@ -6,6 +6,7 @@ import type { DaemonContext } from './context.js';
 import { follow, GLOBAL_FEED, parseStream } from './follow.js';
 import { latestAttempt } from './run-reads.js';
 import { rejectionBody } from './http-errors.js';
+import { registerOutputRoutes } from './output-route.js';
 import { callerOf } from './trust.js';
 import { NONCE, PROOF_PATH, proofOf } from './daemon-proof.js';
 
@@ -122,4 +123,5 @@ export async function registerCoreRoutes(app: FastifyInstance, ctx: DaemonContex
     { config: { trust: 'read' } },
     async (request) => ctx.store.read((reader) => latestAttempt(reader, request.params.runId, callerOf(request, ctx))),
   );
+  registerOutputRoutes(app, ctx);
 }

@@ -7,11 +7,11 @@ export const WITHHELD = {
 } as const;
 
 /**
- * Keys whose string values would be what a session printed. Reads carry digests of output, not output, today; this
- * keeps it so for any read that starts carrying some. A `detail` is the engine's or runtime's own diagnostic (already
+ * Keys whose string values are what a session printed or threw: a failed attempt's output tail and error message,
+ * and the output `logs` reads. A `detail` is the engine's or runtime's own diagnostic (already
  * published-safe, and sealed into receipts the dashboard verifies), so it is left as it is.
  */
-const OUTPUT_KEY = /^(output|outputs|stdout|stderr|transcript)$/i;
+const OUTPUT_KEY = /^(output|outputs|stdout|stderr|transcript|outputTail|errorMessage)$/i;
 
 /** What of a definition a tokenless caller sees: which automation and revision it is, and its state and name. */
 function definitionSummary(body: Record<string, unknown>): Record<string, unknown> {

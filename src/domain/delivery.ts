@@ -1,5 +1,5 @@
 import type { AnyStateMachine } from 'xstate';
-import { deliveryMachine } from '../../machines/delivery.js';
+import { machinesInUse } from './machine-set.js';
 import { DeliveryState } from '../../machines/extension-states.js';
 import { createEntity, transitionEntity, type EntityRecord } from '../actors/entity-transition.js';
 import type { DeliveryContext, DeliveryEvent, DeliveryInput } from '../guards/delivery.js';
@@ -9,7 +9,8 @@ import { DEFINITION_REVISION_KIND, revisionId } from './definition-records.js';
 import type { StepContext } from './lifecycle.js';
 import { KINDS } from './records.js';
 
-const MACHINE = deliveryMachine as unknown as AnyStateMachine;
+/** Read at each step: an engine may run on machines built from a user's spec (see runOnMachines). */
+const machine = (): AnyStateMachine => machinesInUse().delivery;
 /**
  * `<attemptId>` of every delivery in `pending`, kept in the transitions that enter and leave it, so a pass finds the
  * interrupted ones without reading every delivery ever made.
@@ -55,14 +56,14 @@ export async function startDelivery(
   input: DeliveryInput,
   event: Extract<DeliverySend, { type: 'delivery_started' }>,
 ): Promise<void> {
-  await createEntity(step.tx, MACHINE, KINDS.delivery, input.attemptId, input, {});
+  await createEntity(step.tx, machine(), KINDS.delivery, input.attemptId, input, {});
   await moveDelivery(step, input.attemptId, event);
   await step.tx.put(PENDING_DELIVERY_INDEX, input.attemptId, { since: step.now }, { expectedVersion: null });
 }
 
 /** Sends one event to the attempt's delivery; extension entities put nothing on the changefeed. */
 export async function moveDelivery(step: StepContext, attemptId: string, event: DeliverySend): Promise<DeliveryView> {
-  const moved = await transitionEntity(step.tx, MACHINE, KINDS.delivery, attemptId, { ...event, now: step.now });
+  const moved = await transitionEntity(step.tx, machine(), KINDS.delivery, attemptId, { ...event, now: step.now });
   if (moved.terminal) {
     const index = await step.tx.get(PENDING_DELIVERY_INDEX, attemptId);
     if (index !== undefined) await step.tx.delete(PENDING_DELIVERY_INDEX, attemptId, index.version);

@@ -1,5 +1,4 @@
 import type { AnyStateMachine } from 'xstate';
-import { attemptMachine, occurrenceMachine, runMachine } from '../../machines/index.js';
 import {
   createEntity,
   transitionEntity,
@@ -17,6 +16,7 @@ import type { StoredRecord, StoreReader, StoreTransaction } from '../store/store
 import { KINDS, OCCURRENCE_LIVE, stateOf, type OccurrenceRecord, type StateOf } from './records.js';
 import type { CommittedTransition } from './inspection.js';
 import { queueForRetention } from './retention-queue.js';
+import { machinesInUse } from './machine-set.js';
 
 /** One engine step's transaction: the store transaction plus what its events need. */
 export interface StepContext {
@@ -88,11 +88,8 @@ async function indexLiveOccurrence(
   );
 }
 
-const MACHINES: Record<ExecutionEntity, AnyStateMachine> = {
-  occurrence: occurrenceMachine as unknown as AnyStateMachine,
-  run: runMachine as unknown as AnyStateMachine,
-  attempt: attemptMachine as unknown as AnyStateMachine,
-};
+/** Read at each step: an engine may run on machines built from a user's spec (see runOnMachines). */
+const machineOf = (entity: ExecutionEntity): AnyStateMachine => machinesInUse()[entity];
 
 interface EventLinks {
   stream: StreamRef;
@@ -172,7 +169,7 @@ export async function createExecutionEntity<T>(
   attributes: T,
   reason: string,
 ): Promise<StoredRecord<EntityRecord<T>>> {
-  const record = await createEntity(step.tx, MACHINES[entity], KINDS[entity], id, input, attributes);
+  const record = await createEntity(step.tx, machineOf(entity), KINDS[entity], id, input, attributes);
   if (entity !== 'run') {
     const context = record.data.snapshot.context;
     await step.tx.put(
@@ -209,7 +206,7 @@ export async function moveEntity<T>(
 ): Promise<EntityTransition<T, StateOf<T>>> {
   const committed = await transitionEntity<T>(
     step.tx,
-    MACHINES[entity],
+    machineOf(entity),
     KINDS[entity],
     id,
     { ...event, now: step.now },

@@ -1,5 +1,5 @@
 import type { AnyStateMachine } from 'xstate';
-import { outboxMachine } from '../../machines/outbox.js';
+import { machinesInUse } from './machine-set.js';
 import { OutboxState, isOutboxState } from '../../machines/extension-states.js';
 import { createEntity, transitionEntity, type EntityRecord } from '../actors/entity-transition.js';
 import { outboxIdOf, type OutboxContext, type OutboxEvent, type OutboxInput } from '../guards/outbox.js';
@@ -8,7 +8,8 @@ import { isEntityData, rewriteLegacyEntity } from './legacy-entities.js';
 import type { StepContext } from './lifecycle.js';
 import { KINDS, type OutboxEntry } from './records.js';
 
-const MACHINE = outboxMachine as unknown as AnyStateMachine;
+/** Read at each step: an engine may run on machines built from a user's spec (see runOnMachines). */
+const machine = (): AnyStateMachine => machinesInUse().outbox;
 /** Side index of launches committed and not yet sent: the dispatch phase releases these without a scan. */
 export const PENDING_LAUNCH = 'pending-launch';
 
@@ -79,7 +80,7 @@ export async function readAttemptLaunch(
 /** Commits a launch in `pending` and indexes it for release. Returns its outbox id. */
 export async function createOutbox(step: StepContext, input: OutboxInput): Promise<string> {
   const outboxId = outboxIdOf(input.attemptId, input.dispatchGeneration);
-  await createEntity(step.tx, MACHINE, KINDS.outbox, outboxId, input, {});
+  await createEntity(step.tx, machine(), KINDS.outbox, outboxId, input, {});
   await step.tx.put(PENDING_LAUNCH, outboxId, { committedAt: step.now }, { expectedVersion: null });
   return outboxId;
 }
@@ -90,7 +91,7 @@ async function upgraded(tx: StoreTransaction, record: StoredRecord<unknown>): Pr
   const view = outboxView(record);
   await rewriteLegacyEntity<Record<string, never>>(
     tx,
-    MACHINE,
+    machine(),
     KINDS.outbox,
     record.id,
     record.version,
@@ -108,7 +109,7 @@ async function upgraded(tx: StoreTransaction, record: StoredRecord<unknown>): Pr
 export async function moveOutbox(step: StepContext, outboxId: string, event: OutboxSend): Promise<OutboxView> {
   const record = await step.tx.get(KINDS.outbox, outboxId);
   if (record !== undefined) await upgraded(step.tx, record);
-  const moved = await transitionEntity<Record<string, never>>(step.tx, MACHINE, KINDS.outbox, outboxId, {
+  const moved = await transitionEntity<Record<string, never>>(step.tx, machine(), KINDS.outbox, outboxId, {
     ...event,
     now: step.now,
   });

@@ -1,5 +1,5 @@
 import type { AnyStateMachine } from 'xstate';
-import { quarantineMachine } from '../../machines/quarantine.js';
+import { machinesInUse } from './machine-set.js';
 import { QuarantineState } from '../../machines/extension-states.js';
 import { createEntity, transitionEntity } from '../actors/entity-transition.js';
 import type { ContractActor } from '../contract/vocabulary.js';
@@ -9,7 +9,8 @@ import { isEntityData, rewriteLegacyEntity } from './legacy-entities.js';
 import type { StepContext } from './lifecycle.js';
 import { KINDS } from './records.js';
 
-const MACHINE = quarantineMachine as unknown as AnyStateMachine;
+/** Read at each step: an engine may run on machines built from a user's spec (see runOnMachines). */
+const machine = (): AnyStateMachine => machinesInUse().quarantine;
 
 /** An automation's quarantine read through x-coven-automata.quarantine.v1. */
 export interface QuarantineView {
@@ -52,7 +53,7 @@ export async function isQuarantined(reader: StoreReader, automationId: string): 
 async function ensureRecord(tx: StoreTransaction, automationId: string): Promise<void> {
   const record = await tx.get(KINDS.quarantine, automationId);
   if (record === undefined) {
-    await createEntity(tx, MACHINE, KINDS.quarantine, automationId, { automationId }, {});
+    await createEntity(tx, machine(), KINDS.quarantine, automationId, { automationId }, {});
     return;
   }
   if (isEntityData(record.data)) return;
@@ -60,7 +61,7 @@ async function ensureRecord(tx: StoreTransaction, automationId: string): Promise
   const context: QuarantineContext = { automationId, since: view.since, reason: view.reason };
   await rewriteLegacyEntity(
     tx,
-    MACHINE,
+    machine(),
     KINDS.quarantine,
     automationId,
     record.version,
@@ -82,7 +83,7 @@ export async function imposeQuarantine(
 ): Promise<boolean> {
   if ((await readQuarantine(step.tx, automationId)).state !== QuarantineState.clear) return false;
   await ensureRecord(step.tx, automationId);
-  await transitionEntity(step.tx, MACHINE, KINDS.quarantine, automationId, {
+  await transitionEntity(step.tx, machine(), KINDS.quarantine, automationId, {
     type: 'quarantine_imposed',
     ...event,
     now: step.now,
@@ -102,6 +103,6 @@ export async function moveQuarantine(
 ): Promise<QuarantineView> {
   const before = await readQuarantine(step.tx, automationId);
   await ensureRecord(step.tx, automationId);
-  await transitionEntity(step.tx, MACHINE, KINDS.quarantine, automationId, { ...event, now: step.now });
+  await transitionEntity(step.tx, machine(), KINDS.quarantine, automationId, { ...event, now: step.now });
   return before;
 }

@@ -8,6 +8,7 @@ import type { AttemptDisposition, OccurrenceContext } from '../guards/occurrence
 import type { LaunchEvidenceLocation, OutboxContext } from '../guards/outbox.js';
 import type { RunContext } from '../guards/run.js';
 import type { StoredRecord } from '../store/store.js';
+import type { AttemptFailure } from './attempt-failure.js';
 import type { DefinitionRecord } from './definition-records.js';
 
 /** Record kinds of the execution side (definitions live in command-handler/definition-commands.ts). */
@@ -105,6 +106,8 @@ export interface AttemptAttributes {
   settledAt?: string;
   notBefore?: string;
   failureClass?: string;
+  /** What the runtime's evidence said of a failed session (exit code, signal, error, output tail). */
+  failure?: AttemptFailure;
   evidence?: TerminalEvidence & { outputDigest?: string; cancelled?: boolean };
   /** Set when a cancellation was requested; acknowledged by a later `exited` observation. */
   cancelRequestedAt?: string;

@@ -1,5 +1,5 @@
 import type { AnyStateMachine } from 'xstate';
-import { runHoldMachine } from '../../machines/run-hold.js';
+import { machinesInUse } from './machine-set.js';
 import { RunHoldState, isRunHoldLive } from '../../machines/extension-states.js';
 import { createEntity, transitionEntity, type EntityRecord } from '../actors/entity-transition.js';
 import type { RunHoldContext, RunHoldEvent, RunHoldInput } from '../guards/run-hold.js';
@@ -8,7 +8,8 @@ import { rewriteLegacyEntity } from './legacy-entities.js';
 import type { StepContext } from './lifecycle.js';
 import { KINDS, occurrenceContext, type OccurrenceRecord } from './records.js';
 
-const MACHINE = runHoldMachine as unknown as AnyStateMachine;
+/** Read at each step: an engine may run on machines built from a user's spec (see runOnMachines). */
+const machine = (): AnyStateMachine => machinesInUse()['run-hold'];
 
 /** A run-hold event as a folder sends it: the engine supplies `now`. */
 export type RunHoldSend = RunHoldEvent extends infer E ? (E extends unknown ? Omit<E, 'now'> : never) : never;
@@ -58,7 +59,7 @@ async function ensureRecord(tx: StoreTransaction, occurrence: OccurrenceRecord, 
   if ((await tx.get(KINDS.runHold, runId)) !== undefined) return;
   const input = inputOf(occurrence, runId);
   if (!legacyHeld(occurrence)) {
-    await createEntity(tx, MACHINE, KINDS.runHold, runId, input, {});
+    await createEntity(tx, machine(), KINDS.runHold, runId, input, {});
     return;
   }
   const at = occurrence.data.attributes.updatedAt;
@@ -71,11 +72,11 @@ async function ensureRecord(tx: StoreTransaction, occurrence: OccurrenceRecord, 
     heldSince: at,
     heldFor: null,
   };
-  await rewriteLegacyEntity(tx, MACHINE, KINDS.runHold, runId, null, RunHoldState.held, { ...context }, {});
+  await rewriteLegacyEntity(tx, machine(), KINDS.runHold, runId, null, RunHoldState.held, { ...context }, {});
 }
 
 async function send(step: StepContext, runId: string, event: RunHoldSend): Promise<RunHoldState> {
-  const moved = await transitionEntity(step.tx, MACHINE, KINDS.runHold, runId, { ...event, now: step.now });
+  const moved = await transitionEntity(step.tx, machine(), KINDS.runHold, runId, { ...event, now: step.now });
   return (moved.record as RunHoldRecord).data.snapshot.value as RunHoldState;
 }
 

@@ -46,6 +46,8 @@ export interface RequirementsVerdict {
   familiar: boolean;
   authority: boolean;
   runtime: boolean;
+  /** The runtimes the engine has registered, when it knows them: a refusal names them beside the one asked for. */
+  registeredRuntimes?: readonly string[];
 }
 
 /** Terminal runtime evidence reported for one session. */

@@ -1,3 +1,4 @@
+import { stopOwnedByCancellation } from './stop-ownership.js';
 import {
   MAX_ATTEMPTS_PER_RUN,
   type PreOwnershipFailureClass,
@@ -125,7 +126,11 @@ export type OccurrenceEvent =
   | LifecycleEventBase<'lease_expired'>
   | (LifecycleEventBase<'runtime_started'> & { attemptId: string; sessionId: string })
   | (LifecycleEventBase<'launch_refused'> & { failure: PreOwnershipFailure })
-  | (LifecycleEventBase<'timeout'> & { settledEvidence: boolean })
+  | (LifecycleEventBase<'timeout'> & {
+      settledEvidence: boolean;
+      /** When a cancellation of the occurrence's work was committed, if one was. */
+      cancellationRequestedAt?: string;
+    })
   | (LifecycleEventBase<'evidence_lost'> & { sessionId: string; terminalEvidenceSeen: boolean })
   | (LifecycleEventBase<'recovery_determined'> & { sideEffects: SideEffectFacts })
   | (LifecycleEventBase<'recovery_ambiguous'> & { sideEffects: SideEffectFacts })
@@ -286,7 +291,8 @@ export const occurrenceGuards = {
     event.type === 'timeout' &&
     !event.settledEvidence &&
     context.deadlineAt !== null &&
-    !isBefore(event.now, context.deadlineAt),
+    !isBefore(event.now, context.deadlineAt) &&
+    !stopOwnedByCancellation(context.deadlineAt, event.cancellationRequestedAt, event.now),
   cancelAcknowledgedOrReconciled: ({ event }: Args) =>
     event.type === 'cancel_acknowledged' &&
     nonEmpty(event.cancellation.acknowledgedAt ?? event.cancellation.reconciledAt),

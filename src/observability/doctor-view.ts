@@ -1,7 +1,10 @@
 import { QuarantineState } from '../../machines/extension-states.js';
 import { deliveryView, type DeliveryRecord } from '../domain/delivery.js';
 import { DeliveryState } from '../../machines/extension-states.js';
-import { DefinitionState } from '../../machines/index.js';
+import { DefinitionState, RunState } from '../../machines/index.js';
+import { RunHoldState } from '../../machines/extension-states.js';
+import type { EntityRecord } from '../actors/entity-transition.js';
+import type { RunHoldContext } from '../guards/run-hold.js';
 import { verifyIntegrity } from '../contract/digest.js';
 import type { Engine } from '../engine/engine.js';
 import { OWNER_LEASE_KIND, type OwnerLease } from '../domain/owner-lease.js';
@@ -56,6 +59,10 @@ export interface RunView {
   finishedAt?: string;
   /** The state of the run's current attempt, when the store still holds it. */
   currentAttemptState?: string;
+  /** How the current attempt failed (`runtime_error, exit 3`), when it did. */
+  currentAttemptFailure?: string;
+  /** Held for an operator retry: since when, and until when (the run's deadline). */
+  held?: { since: string | null; until: string | null };
 }
 
 /** Settled history retention should have compacted by now and has not (retention behind, or off). */
@@ -144,17 +151,48 @@ function occurrenceView(record: OccurrenceRecord): OccurrenceView {
   };
 }
 
+/** How an attempt failed, in the words the CLI uses: class, then exit code and signal. */
+function failureText(attempt: AttemptRecord): string | undefined {
+  const a = attempt.data.attributes;
+  const failureClass = a.failure?.failureClass ?? a.failureClass;
+  if (failureClass === undefined) return undefined;
+  const code = a.failure?.exitCode ?? null;
+  const signal = a.failure?.signal === undefined ? '' : ` (${a.failure.signal})`;
+  return code === null ? failureClass : `${failureClass}, exit ${code}${signal}`;
+}
+
+/** The runs held for an operator retry now, by run id (the run-hold machine's `held` records). */
+async function heldRuns(reader: StoreReader): Promise<Map<string, NonNullable<RunView['held']>>> {
+  const held = new Map<string, NonNullable<RunView['held']>>();
+  await forEachPage<EntityRecord<unknown>>(reader, KINDS.runHold, PAGE, (page) => {
+    for (const record of page) {
+      if (record.data.snapshot.value !== RunHoldState.held) continue;
+      const c = record.data.snapshot.context as unknown as RunHoldContext;
+      held.set(record.id, { since: c.heldSince, until: c.deadlineAt });
+    }
+  });
+  return held;
+}
+
 async function runViews(reader: StoreReader): Promise<RunView[]> {
   const attemptStates = new Map<string, string>();
+  const failures = new Map<string, string>();
   await forEachPage<AttemptRecord['data']>(reader, KINDS.attempt, PAGE, (page) => {
-    for (const attempt of page as AttemptRecord[]) attemptStates.set(attempt.id, stateOf(attempt));
+    for (const attempt of page as AttemptRecord[]) {
+      attemptStates.set(attempt.id, stateOf(attempt));
+      const failure = failureText(attempt);
+      if (failure !== undefined) failures.set(attempt.id, failure);
+    }
   });
+  const held = await heldRuns(reader);
   const runs: RunView[] = [];
   await forEachPage<RunRecord['data']>(reader, KINDS.run, PAGE, (page) => {
     for (const run of page as RunRecord[]) {
       const a = run.data.attributes;
       const c = runContext(run);
       const current = c.currentAttemptId === null ? undefined : attemptStates.get(c.currentAttemptId);
+      const failure = c.currentAttemptId === null ? undefined : failures.get(c.currentAttemptId);
+      const hold = held.get(run.id);
       runs.push({
         runId: run.id,
         automationId: a.automationId,
@@ -163,6 +201,8 @@ async function runViews(reader: StoreReader): Promise<RunView[]> {
         startedAt: a.startedAt,
         ...(a.finishedAt === undefined ? {} : { finishedAt: a.finishedAt }),
         ...(current === undefined ? {} : { currentAttemptState: current }),
+        ...(failure === undefined ? {} : { currentAttemptFailure: failure }),
+        ...(hold === undefined || stateOf(run) !== RunState.running ? {} : { held: hold }),
       });
     }
   });

@@ -69,7 +69,8 @@ const SETTLED_FAILED = new Set<string>([
   OccurrenceState.skipped,
 ]);
 
-type Push = (code: FindingCode, subjectIds: string[], observed: string) => void;
+/** Records a finding; `steps` replaces the code's generic next steps with exact ones for its subjects. */
+type Push = (code: FindingCode, subjectIds: string[], observed: string, steps?: string[]) => void;
 interface Judged {
   view: DoctorView;
   facts: SchedulerFacts;
@@ -180,20 +181,59 @@ function judgeOccurrences({ view, now, leader }: Judged, push: Push): void {
 
 const ids = (items: OccurrenceView[]) => items.map((o) => o.occurrenceId);
 
-/** Failed settled runs since the last success, newest first; a cancelled run neither counts nor resets. */
+/** When a run's outcome was known: its end, or for a run held after a failed attempt, when the hold opened. */
+const decidedAt = (r: RunView): string | undefined => r.finishedAt ?? r.held?.since ?? undefined;
+
+/**
+ * Failed runs since the last success, newest first: settled ones, and held ones (their attempt failed; the
+ * contract keeps them running until an operator retries). A cancelled run neither counts nor resets.
+ */
 function consecutiveFailures(runs: RunView[]): number {
-  const settled = runs
-    .filter((r) => r.finishedAt !== undefined)
-    .sort((a, b) => (a.finishedAt! < b.finishedAt! ? 1 : -1));
+  const decided = runs
+    .filter((r) => decidedAt(r) !== undefined)
+    .sort((a, b) => (decidedAt(a)! < decidedAt(b)! ? 1 : -1));
   let count = 0;
-  for (const run of settled) {
+  for (const run of decided) {
     if (run.state === RunState.succeeded) break;
     if (run.state !== RunState.cancelled) count += 1;
   }
   return count;
 }
 
-function judgeRuns({ view }: Judged, push: Push): void {
+/** How many held runs the held finding names exact commands for. */
+const HELD_SHOWN = 3;
+
+/**
+ * Runs held for an operator retry, each with until when and how its attempt failed, and the exact commands that
+ * show its output and end the hold. diagnostics.doctor.v1's finding codes are a closed set, and a held run is a
+ * failing run, so this finding is reported as `runs.repeated-failures` naming runs rather than automations.
+ */
+function judgeHeld({ view }: Judged, push: Push): void {
+  const held = view.runs.filter((r) => r.held !== undefined);
+  if (held.length === 0) return;
+  const each = held.map(
+    (r) =>
+      `${r.runId} (${r.automationId}) until ${r.held!.until ?? 'an operator acts'}` +
+      (r.currentAttemptFailure === undefined ? '' : `: ${r.currentAttemptFailure}`),
+  );
+  const steps = held
+    .slice(0, HELD_SHOWN)
+    .flatMap((r) => [
+      `read what it printed: coven-automata logs ${r.runId}`,
+      `once the cause is fixed, retry it: coven-automata retry ${r.runId}`,
+      `or give it up (else it times out at its deadline): coven-automata cancel ${r.occurrenceId}`,
+    ]);
+  push(
+    'runs.repeated-failures',
+    held.map((r) => r.runId),
+    `${plural(held.length, 'run')} failed and held for operator retry: ${each.join('; ')}`,
+    steps,
+  );
+}
+
+function judgeRuns(judged: Judged, push: Push): void {
+  const { view } = judged;
+  judgeHeld(judged, push);
   const byAutomation = new Map<string, RunView[]>();
   for (const run of view.runs) byAutomation.set(run.automationId, [...(byAutomation.get(run.automationId) ?? []), run]);
   const failing = [...byAutomation].map(([id, runs]) => [id, consecutiveFailures(runs)] as const);
@@ -304,13 +344,13 @@ function countsOf(view: DoctorView, now: number): DoctorReport['counts'] {
 export function diagnose(view: DoctorView, now: Date, facts: SchedulerFacts = {}): DoctorReport {
   const at = now.getTime();
   const findings: DoctorFinding[] = [];
-  const push: Push = (code, subjectIds, observed) =>
+  const push: Push = (code, subjectIds, observed, steps) =>
     findings.push({
       code,
       severity: FINDINGS[code].severity,
       subjectIds: subjectIds.slice(0, SUBJECTS_SHOWN),
       observed,
-      safeNextSteps: [...FINDINGS[code].steps],
+      safeNextSteps: [...(steps ?? FINDINGS[code].steps)],
     });
   const judged: Judged = { view, facts, now: at, leader: leaderOf(view, facts, at) };
   for (const judge of [judgeScheduler, judgeOccurrences, judgeRuns, judgeAuthority, judgeRecords]) judge(judged, push);

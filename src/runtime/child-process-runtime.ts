@@ -13,8 +13,10 @@ import type {
   LaunchRecord,
   LaunchRequest,
   LaunchResult,
+  LogWindow,
   Observation,
   Runtime,
+  SessionLog,
 } from './runtime.js';
 import { SessionExitCues } from './session-exit-cues.js';
 import { WRAPPER, claimDecided } from './session-wrapper.js';
@@ -35,6 +37,7 @@ import {
   type SessionPaths,
 } from './session-files.js';
 import { refused, spawnFailure, workingFolder } from './launch-refusals.js';
+import { readLogFile, signalOfShellStatus } from './session-log.js';
 
 export interface ChildProcessRuntimeOptions {
   runtimeId: string;
@@ -328,13 +331,21 @@ export class ChildProcessRuntime implements Runtime {
     return readFileSync(paths.log, 'utf8');
   }
 
+  /** A window of the session's log (the command's stdout and stderr), complete once its exit is recorded. */
+  async sessionLog(sessionId: string, window: LogWindow): Promise<SessionLog | undefined> {
+    const paths = this.paths(sessionId);
+    return readLogFile(paths.log, window, existsSync(paths.exit));
+  }
+
   private async exitObservation(paths: SessionPaths): Promise<Observation | undefined> {
     if (!existsSync(paths.exit)) return undefined;
     const exitCode = Number(readFileSync(paths.exit, 'utf8'));
+    const signal = signalOfShellStatus(exitCode);
     return {
       status: 'exited',
       outcome: exitCode === 0 ? 'succeeded' : 'failed',
       exitCode,
+      ...(signal === undefined ? {} : { signal }),
       cancelled: existsSync(paths.cancel),
       outputDigest: await fileDigest(paths.log),
     };

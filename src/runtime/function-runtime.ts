@@ -1,6 +1,16 @@
 import { sha256Hex } from '../contract/digest.js';
 import type { SideEffectClass } from '../contract/vocabulary.js';
-import type { LaunchEvidence, LaunchRecord, LaunchRequest, LaunchResult, Observation, Runtime } from './runtime.js';
+import type {
+  LaunchEvidence,
+  LaunchRecord,
+  LaunchRequest,
+  LaunchResult,
+  LogWindow,
+  Observation,
+  Runtime,
+  SessionLog,
+} from './runtime.js';
+import { logOfText } from './session-log.js';
 import { SessionExitCues } from './session-exit-cues.js';
 
 /** What an in-process automation returns: its outcome and, optionally, output to digest. */
@@ -95,6 +105,16 @@ export class FunctionRuntime implements Runtime {
   /** What the session's function returned as its output, once it returned. */
   async sessionOutput(sessionId: string): Promise<string | undefined> {
     return this.sessions.get(sessionId)?.settled?.output;
+  }
+
+  /**
+   * What the session's function returned as its output, once it returned (a function prints nothing while it
+   * runs); a function that threw has no output, and its error's message travels as the exit's `detail`.
+   */
+  async sessionLog(sessionId: string, window: LogWindow): Promise<SessionLog | undefined> {
+    const session = this.sessions.get(sessionId);
+    if (session === undefined) return undefined;
+    return logOfText(session.settled?.output ?? '', window, session.settled !== undefined);
   }
 
   /**

@@ -31,6 +31,8 @@ export type Observation =
       status: 'exited';
       outcome: 'succeeded' | 'failed';
       exitCode: number | null;
+      /** The signal that ended the session's command, where the runtime can tell (`SIGKILL`). */
+      signal?: string;
       /** The session ended because a cancellation was requested. */
       cancelled: boolean;
       outputDigest?: string;
@@ -116,6 +118,30 @@ export interface Runtime {
    * delivers (its runs' deliveries fail, and the runs settle failed).
    */
   sessionOutput?(sessionId: string): Promise<string | undefined>;
+  /**
+   * A window of what a session printed so far, while it runs and after it ended, when this runtime keeps its
+   * output; undefined for a session it has no output of. Read by `logs` and by the failure summary of an attempt.
+   */
+  sessionLog?(sessionId: string, window: LogWindow): Promise<SessionLog | undefined>;
+}
+
+/** A window of what a session printed (stdout and stderr as one stream), by byte offset. */
+export interface SessionLog {
+  text: string;
+  /** Where `text` starts in the session's output. */
+  offset: number;
+  /** Where the next window starts: `offset` plus the bytes read. */
+  nextOffset: number;
+  /** How many bytes the session has printed so far (final once `complete`). */
+  size: number;
+  /** The session has ended: its output will not grow. */
+  complete: boolean;
+}
+
+/** Which bytes of a session's output to read: from `offset` (negative: that many before the end), `limit` at most. */
+export interface LogWindow {
+  offset: number;
+  limit: number;
 }
 
 /** One entry of a runtime's launch log: what invariant checks compare against the store's history. */

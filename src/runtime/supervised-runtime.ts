@@ -14,13 +14,16 @@ import type {
   LaunchRecord,
   LaunchRequest,
   LaunchResult,
+  LogWindow,
   Observation,
   Runtime,
+  SessionLog,
 } from './runtime.js';
 import { SessionExitCues } from './session-exit-cues.js';
 import { sessionIdOf } from './session-files.js';
 import type { SupervisorOrders } from './session-supervisor.js';
 import { refused, spawnFailure, workingFolder } from './launch-refusals.js';
+import { logOfText, signalOfShellStatus } from './session-log.js';
 
 export interface SupervisedRuntimeOptions {
   runtimeId: string;
@@ -223,6 +226,7 @@ export class SupervisedRuntime implements Runtime {
         status: 'exited',
         outcome: row.exitCode === 0 ? 'succeeded' : 'failed',
         exitCode: row.exitCode,
+        ...signalField(row.exitCode),
         cancelled: row.cancelRequested,
         ...(row.outputDigest === null ? {} : { outputDigest: row.outputDigest }),
       };
@@ -241,7 +245,23 @@ export class SupervisedRuntime implements Runtime {
     return this.evidence.output(sessionId);
   }
 
+  /**
+   * The session's output once it exited (the supervisor records it with the exit, up to the cap); a session still
+   * running, or whose output passed the cap, reads as empty so far.
+   */
+  async sessionLog(sessionId: string, window: LogWindow): Promise<SessionLog | undefined> {
+    const row = await this.evidence.read(sessionId);
+    if (row === undefined) return undefined;
+    const complete = row.exitCode !== null;
+    return logOfText(complete ? ((await this.evidence.output(sessionId)) ?? '') : '', window, complete);
+  }
+
   async cancel(sessionId: string, _now: Date): Promise<void> {
     await this.evidence.requestCancel(sessionId);
   }
+}
+
+function signalField(exitCode: number): { signal?: string } {
+  const signal = signalOfShellStatus(exitCode);
+  return signal === undefined ? {} : { signal };
 }

@@ -16,6 +16,7 @@ import {
 import { isQuarantined, notFound, type EngineServices } from '../domain/services.js';
 import { launchOrphaned } from '../domain/owner-lease.js';
 import { sideEffectsRuledOut, type SideEffectFacts } from '../guards/occurrence.js';
+import { stopOwnedByCancellation } from '../guards/stop-ownership.js';
 import { recordReceipt } from '../domain/receipts.js';
 import { loadAttempt, loadOccurrence, loadRun } from '../domain/entities.js';
 import { readAttemptLaunch } from '../domain/outbox.js';
@@ -211,8 +212,13 @@ export async function advanceOccurrence(
     return;
   }
 
-  if (state === OccurrenceState.running && deadlinePassed) {
-    await timeOut(svc, step, occurrenceId, stops);
+  const cancellationRequestedAt = occurrence.data.attributes.cancellation?.requestedAt;
+  if (
+    state === OccurrenceState.running &&
+    deadlinePassed &&
+    !stopOwnedByCancellation(o.deadlineAt, cancellationRequestedAt, step.now)
+  ) {
+    await timeOut(svc, step, occurrenceId, stops, cancellationRequestedAt);
   }
 }
 
@@ -305,6 +311,7 @@ async function timeOut(
   step: StepContext,
   occurrenceId: string,
   stops: SessionStop[],
+  cancellationRequestedAt: string | undefined,
 ): Promise<void> {
   // Another engine on the same store is advancing it right now: its commit decides, this pass moves on.
   if (await busyElsewhere(svc, step.tx, KINDS.occurrence, occurrenceId)) return;
@@ -315,7 +322,7 @@ async function timeOut(
     step,
     'occurrence',
     occurrenceId,
-    { type: 'timeout', actor: 'scheduler', settledEvidence: false },
+    { type: 'timeout', actor: 'scheduler', settledEvidence: false, cancellationRequestedAt },
     touch(step.now, 'perRunMinutes elapsed without settled evidence'),
   );
   if (runId === undefined) return;

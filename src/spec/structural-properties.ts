@@ -36,10 +36,11 @@ function checkTerminal(spec: LifecycleSpec, rule: TerminalRule): Check {
     const machine = machineOf(spec, id, problems);
     if (machine === undefined) continue;
     checked += machine.transitions.length;
+    const path = (t: SpecTransition) => shortestWitness(machine, t);
     for (const state of states) {
       if (!machine.terminal.includes(state)) problems.push(`${id}: '${state}' is no longer declared terminal`);
       for (const t of machine.transitions.filter((x) => x.from === state))
-        problems.push(`${describeTransition(machine, t)} leaves the contract's terminal state '${state}'`);
+        problems.push(`${describeTransition(machine, t)} leaves the contract's terminal state '${state}': ${path(t)}`);
     }
   }
   return { checked, problems };
@@ -86,7 +87,7 @@ function checkOnly(spec: LifecycleSpec, rule: OnlyRule): Check {
     for (const t of machine.transitions.filter((x) => selected(rule, x))) {
       checked += 1;
       const problem = disallowed(rule, machine, t);
-      if (problem !== undefined) problems.push(problem);
+      if (problem !== undefined) problems.push(`${problem}: ${shortestWitness(machine, t)}`);
     }
   }
   return { checked, problems };
@@ -128,6 +129,20 @@ function explore(
     }
   }
   return { checked: seen.size, problems: [...problems.values()] };
+}
+
+/** The shortest path from the initial state that ends with `t`, or `t` alone when its source is unreachable. */
+function shortestWitness(machine: SpecMachine, t: SpecTransition): string {
+  const via = new Map<string, SpecTransition[]>([[machine.initial, []]]);
+  const queue = [machine.initial];
+  for (let state = queue.shift(); state !== undefined && !via.has(t.from); state = queue.shift()) {
+    for (const next of machine.transitions.filter((x) => x.from === state && !via.has(x.to))) {
+      via.set(next.to, [...via.get(state)!, next]);
+      queue.push(next.to);
+    }
+  }
+  const path = via.get(t.from);
+  return path === undefined ? `${describeTransition(machine, t)} (unreachable)` : witness(machine, [...path, t]);
 }
 
 function witness(machine: SpecMachine, via: SpecTransition[]): string {

@@ -7,6 +7,7 @@ import { receiptIdFor, recordReceipt } from '../domain/receipts.js';
 import { pinnedOutputTarget } from '../domain/delivery.js';
 import type { TerminalEvidence } from '../guards/common.js';
 import type { Observation } from '../runtime/runtime.js';
+import { failureOfExit } from './failure-summary.js';
 
 /** What a runtime answers `observe` for a session that ended. */
 export type ExitObservation = Extract<Observation, { status: 'exited' }>;
@@ -75,14 +76,9 @@ async function settleByEvidence(
   const run = await loadRun(step.tx, a.runId);
   const occurrence = await loadOccurrence(step.tx, a.occurrenceId);
   const runtime = svc.runtime(attempt.data.attributes.runtimeId);
-  // A run whose output did not reach its target did not do its work: its attempt fails, whatever the session did.
-  const evidence: TerminalEvidence & { outputDigest?: string } = {
-    sessionId,
-    outcome: reason === undefined ? observation.outcome : 'failed',
-    exitCode: observation.exitCode,
-    verified: true,
-    ...(observation.outputDigest === undefined ? {} : { outputDigest: observation.outputDigest }),
-  };
+  const evidence = evidenceOf(sessionId, observation, reason);
+  const failure =
+    evidence.outcome === 'failed' ? await failureOfExit(runtime, sessionId, observation, reason) : undefined;
   const settledAttempt = await moveEntity<AttemptAttributes>(
     step,
     'attempt',
@@ -91,6 +87,7 @@ async function settleByEvidence(
     (x) => ({
       ...x,
       evidence,
+      ...(failure === undefined ? {} : { failure }),
       stateReason:
         reason ??
         (observation.outcome === 'succeeded'
@@ -121,6 +118,21 @@ async function settleByEvidence(
     observation.outputDigest,
     delivery?.state === DeliveryState.committed ? delivery.digest : undefined,
   );
+}
+
+/** A run whose output did not reach its target did not do its work: its attempt fails, whatever the session did. */
+function evidenceOf(
+  sessionId: string,
+  observation: ExitObservation,
+  undelivered: string | undefined,
+): TerminalEvidence & { outputDigest?: string } {
+  return {
+    sessionId,
+    outcome: undelivered === undefined ? observation.outcome : 'failed',
+    exitCode: observation.exitCode,
+    verified: true,
+    ...(observation.outputDigest === undefined ? {} : { outputDigest: observation.outputDigest }),
+  };
 }
 
 /** The receipt's outcome of an exit-settled attempt; an undelivered output is named as the delivery step's failure. */

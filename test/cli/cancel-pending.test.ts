@@ -15,7 +15,7 @@ test('cancel of a running session exits 0 and says the request is pending until 
   const cli = (...args: string[]) => runCli('--store', store, ...args);
   await activeDefinition(store, folder, 'nightly');
   // The session runs until the cancellation stops it; the test never waits on it running out.
-  expect((await cli('--command', 'sleep 60', 'run-now', 'nightly')).code).toBe(0);
+  expect((await cli('--command', 'sleep 60', 'run-now', '--no-wait', 'nightly')).code).toBe(0);
   const id = await onlyOccurrence(store, 'running', 'nightly');
   const pending = await cli('cancel', id, '--reason', 'operator stop');
   expect(pending).toMatchObject({ code: 0, err: '' });

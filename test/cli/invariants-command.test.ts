@@ -67,6 +67,17 @@ describe('coven-automata invariants behaves like a CLI', () => {
     expect(failed).toContain('ambiguity-exits-by-operator-only');
   });
 
+  test('--spec proves a sound edit of a copy of the spec end to end (machines built in memory), exit 0', async () => {
+    const spec = JSON.parse(readFileSync(join(root, SPEC_FILE), 'utf8')) as { source: string };
+    spec.source = 'Our own copy of the lifecycle page.';
+    const file = join(dir, 'sound.json');
+    writeFileSync(file, JSON.stringify(spec, null, 2));
+    const run = await runCli('invariants', '--spec', file, '--runs', '1', '--stores', 'memory', '--no-self-check');
+    expect(run.out).not.toContain('NOTHING PROVEN');
+    expect(run.out).toContain('all invariants hold');
+    expect(run.code).toBe(0);
+  }, 120_000);
+
   test('a bad option is one line naming it, exit 1', async () => {
     const { code, err } = await runCli('invariants', '--stores', 'memory,redis');
     expect(code).toBe(1);

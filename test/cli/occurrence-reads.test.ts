@@ -109,7 +109,7 @@ describe.each(['automations.json', 'automations.sqlite'])('occurrences, occurren
       err: expect.stringMatching(/^VALIDATION_FAILED \(400\): cursor is not/),
     });
     // A live run has no receipt yet; --verify says so and exits 1.
-    expect((await cli('--command', 'sleep 5', 'run-now', 'nightly')).code).toBe(0);
+    expect((await cli('--command', 'sleep 5', 'run-now', '--no-wait', 'nightly')).code).toBe(0);
     const id = await onlyOccurrence(store, 'running', 'nightly');
     const pending = await cli('receipt', `run-${id}`, '--verify');
     expect(pending).toMatchObject({

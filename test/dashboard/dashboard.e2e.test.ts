@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { packageRoot } from '../../src/contract/package-root.js';
 import { dashboardRoutes } from '../../src/daemon/dashboard-routes.js';
 import type { DaemonPlugin } from '../../src/daemon/index.js';
+import { FunctionRuntime } from '../../src/runtime/function-runtime.js';
 import { readUpstreamJson, upstreamAvailable } from '../support/upstream.js';
 import { browserMissing, inCi, launchBrowser, type TestBrowser } from './browser.js';
 import { dashboardWorld, ensureDashboardBuilt, type DashboardWorld } from './world.js';
@@ -165,6 +166,48 @@ describe.skipIf(browserMissing !== undefined)('the dashboard in a real browser (
     } finally {
       await doctorPage.close();
       await doctorWorld.close();
+    }
+  }, 60_000);
+
+  test('a failed run: the failure, its output tail and the hold with its commands; the output view loads it', async () => {
+    const runtime = new FunctionRuntime('coven-code', async () => ({
+      outcome: 'failed',
+      output: 'connecting to the database\nboom: database unreachable\n',
+    }));
+    const failing = await dashboardWorld([dashboardRoutes()], runtime);
+    const failedPage = await browser.context.newPage();
+    try {
+      await failedPage.goto(`${failing.url}/?token=${failing.daemon.token}`);
+      await failedPage.getByTestId('run-now-daily-notes').click();
+      await message(failedPage, 'run now daily-notes: committed');
+      await runtime.drain();
+      await failing.pass(1);
+      const definition = failedPage.getByTestId('definition-daily-notes');
+      await definition.locator('[data-testid="last-result"] [data-held="true"]').waitFor(WAIT);
+      expect(await definition.getByTestId('last-result').textContent()).toMatch(
+        /failed, held for retry until .*\(runtime_error, exit 1\)/,
+      );
+      await failedPage.getByTestId('view-running').click();
+      const occurrenceId = await occurrenceIn(failedPage, 'running');
+      await failedPage.getByTestId(`open-${occurrenceId}`).click();
+      const panel = failedPage.locator('[data-testid^="failure-run-"][data-held="true"]');
+      await panel.waitFor(WAIT);
+      const runId = (await panel.getAttribute('data-testid'))!.slice('failure-'.length);
+      expect(await panel.locator('strong').first().textContent()).toBe('attempt 1 failed: runtime_error, exit 1');
+      expect(await panel.getByTestId('failure-output').textContent()).toBe(
+        'connecting to the database\nboom: database unreachable\n',
+      );
+      const hold = await panel.getByTestId('failure-hold').textContent();
+      expect(hold).toContain(`coven-automata retry ${runId}`);
+      expect(hold).toContain(`coven-automata cancel ${occurrenceId}`);
+      await panel.getByTestId(`retry-${runId}`).waitFor(WAIT);
+      await panel.getByTestId(`show-output-${runId}`).click();
+      const logs = failedPage.getByTestId(`logs-${runId}`);
+      await logs.waitFor(WAIT);
+      expect(await logs.textContent()).toBe('connecting to the database\nboom: database unreachable\n');
+    } finally {
+      await failedPage.close();
+      await failing.close();
     }
   }, 60_000);
 

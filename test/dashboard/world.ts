@@ -6,6 +6,7 @@ import { SimulatedClock } from '../../src/clock/clock.js';
 import { packageRoot } from '../../src/contract/package-root.js';
 import { createEngine, type Engine } from '../../src/engine/engine.js';
 import { SimulatedRuntime } from '../../src/runtime/simulated-runtime.js';
+import type { Runtime } from '../../src/runtime/runtime.js';
 import { openStore, type FileStore } from '../../src/store/open-store.js';
 import { startDaemon, type Daemon } from '../../src/daemon/index.js';
 import { dashboardRoutes, DASHBOARD_DIR } from '../../src/daemon/dashboard-routes.js';
@@ -57,13 +58,14 @@ async function ok(engine: Engine, envelope: unknown): Promise<void> {
  * automation `daily-notes` (daily at 09:00 UTC) on a simulated runtime and clock. The engine is not started:
  * the test runs each pass itself (`pass`), so what the page shows follows from the steps the test takes.
  */
-export async function dashboardWorld(plugins = [dashboardRoutes()]): Promise<DashboardWorld> {
+export async function dashboardWorld(plugins = [dashboardRoutes()], other?: Runtime): Promise<DashboardWorld> {
   const dir = mkdtempSync(join(tmpdir(), 'coven-dash-'));
   const storeFile = join(dir, 'automations.json');
   const store = await openStore(storeFile);
   const clock = new SimulatedClock('2026-03-02T08:00:00.000Z');
   const runtime = new SimulatedRuntime({ durationMs: 60_000 });
-  const engine = createEngine({ store, clock, runtimes: [runtime], instanceId: 'engine-dashboard' });
+  // `other` (runtime id coven-code, as the definition names) runs the sessions instead of the simulated runtime.
+  const engine = createEngine({ store, clock, runtimes: [other ?? runtime], instanceId: 'engine-dashboard' });
   const body = (revision: number, lifecycleState: 'draft' | 'paused') =>
     definitionBody('daily-notes', { revision, lifecycleState });
   await ok(engine, command('definition.create.v1', { definition: body(1, 'draft') }));

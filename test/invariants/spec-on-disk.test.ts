@@ -5,6 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { packageRoot } from '../../src/contract/package-root.js';
 import { EXTENSION_SPEC_FILE, loadExtensionSpec } from '../../src/spec/extension-spec.js';
 import { loadLifecycleSpec, SPEC_FILE } from '../../src/spec/lifecycle-spec.js';
+import { GENERATED_FROM } from '../../machines/index.js';
 import { generatedFromOf } from '../../src/spec/spec-digest.js';
 import { checkSpecOnDisk } from '../../src/testkit/invariants/spec-on-disk.js';
 import { formatSuite } from '../../src/testkit/invariants/report.js';
@@ -35,7 +36,7 @@ describe('the suite checks the spec on disk before proving anything', () => {
     expect(checkSpecOnDisk().flatMap((c) => c.problems)).toEqual([]);
   });
 
-  it('an exit from a terminal state is unsound, and the machines on disk are not generated from that spec', () => {
+  it('an exit from a terminal state is unsound, names its invariant and shortest path, and is not built', () => {
     const specFile = planted('terminal-exit', (spec) =>
       spec.machines
         .find((m) => m.id === 'run.v1')!
@@ -43,17 +44,29 @@ describe('the suite checks the spec on disk before proving anything', () => {
     );
     const problems = problemsOf(checkSpecOnDisk({ specFile }));
     expect(problems['the spec on disk is sound (its static proofs hold)']!.join('\n')).toContain('succeeded');
-    expect(problems['the generated machines are those of the spec on disk']).toEqual([
+    expect(problems['structural property terminal-states-stay-terminal of terminal-no-regress']).toEqual([
+      "run.v1 succeeded -> running on attempt_started (dispatcher) leaves the contract's terminal state 'succeeded': " +
+        'run.v1 accepted -attempt_started (dispatcher)-> running -attempt_settled (dispatcher)-> succeeded ' +
+        '-attempt_started (dispatcher)-> running',
+    ]);
+    expect(Object.keys(problems).some((check) => check.includes('build in memory'))).toBe(false);
+    const stale = problemsOf(checkSpecOnDisk({ specFile, generatedFrom: GENERATED_FROM }));
+    expect(stale['the generated machines are those of the spec on disk']).toEqual([
       `machines/ were not generated from ${specFile} as it is now: run \`npm run generate\``,
     ]);
   });
 
-  it('a sound edit the generator was not run for is stale machines', () => {
+  it('a sound edit is built in memory; against the generated machines/ it is stale machines', () => {
     const specFile = planted('reworded-guard', (spec) => {
       const guarded = spec.machines[0]!.transitions.find((t) => t.guard !== undefined)!;
       guarded.guard = { ...(guarded.guard as object), text: 'reworded by a user edit' };
     });
-    const problems = problemsOf(checkSpecOnDisk({ specFile }));
+    const built = checkSpecOnDisk({ specFile });
+    expect(built.flatMap((c) => c.problems)).toEqual([]);
+    expect(built.at(-1)!.check).toBe(
+      `the engine's machines build in memory from ${specFile} and ${join(packageRoot(), EXTENSION_SPEC_FILE)}`,
+    );
+    const problems = problemsOf(checkSpecOnDisk({ specFile, generatedFrom: GENERATED_FROM }));
     expect(problems['the spec on disk is sound (its static proofs hold)']).toEqual([]);
     expect(problems['the generated machines are those of the spec on disk']).toHaveLength(1);
   });
@@ -79,7 +92,8 @@ describe('the suite checks the spec on disk before proving anything', () => {
     const specFile = planted('suite-stale', (spec) => {
       spec.machines[0]!.transitions.reverse();
     });
-    const result = await runInvariantSuite({ runs: 1, seed: 1, stores: ['memory'], spec: { specFile } });
+    const spec = { specFile, generatedFrom: GENERATED_FROM };
+    const result = await runInvariantSuite({ runs: 1, seed: 1, stores: ['memory'], spec });
     expect(result.passed).toBe(false);
     expect(result.rows).toEqual([]);
     expect(result.machine).toEqual([]);

@@ -196,6 +196,29 @@ describe('the doctor (diagnostics.doctor.v1)', () => {
     expect(report.findings.map((f) => [f.code, f.severity])).toEqual([['receipts.unverified', 'error']]);
   });
 
+  test('a failed run held for operator retry is a finding naming it, until when, how it failed and what ends it', async () => {
+    const w = await doctorWorld({ start: at('10:00:00') });
+    w.runtime.defaultBehavior = 'fail';
+    await w.ok(command('occurrence.runNow.v1', { automationId: 'daily' }));
+    await w.tick(at('10:00:30'));
+    await w.tick(at('10:01:50'));
+    const [run] = await w.read.runs();
+    expect(run!.state).toBe('running');
+    const report = keep(await w.doctor(w.freshFacts()));
+    expect(report.findings.map((f) => [f.code, f.severity, f.subjectIds])).toEqual([
+      ['runs.repeated-failures', 'warning', [run!.runId]],
+    ]);
+    expect(report.findings[0]!.observed).toBe(
+      `1 run failed and held for operator retry: ${String(run!.runId)} (daily) until ${String(run!.deadlineAt)}: ` +
+        'runtime_error, exit 1',
+    );
+    expect(report.findings[0]!.safeNextSteps).toEqual([
+      `read what it printed: coven-automata logs ${String(run!.runId)}`,
+      `once the cause is fixed, retry it: coven-automata retry ${String(run!.runId)}`,
+      `or give it up (else it times out at its deadline): coven-automata cancel ${String(run!.occurrenceId)}`,
+    ]);
+  });
+
   test('delivery.commit-failures: a run whose output could not be delivered to its atomic outputTarget', async () => {
     const delivery = {
       commit: async () => {
@@ -207,10 +230,12 @@ describe('the doctor (diagnostics.doctor.v1)', () => {
     await w.tick(at('09:02:05'));
     const report = keep(await w.doctor(w.freshFacts()));
     const [run] = await w.read.runs();
+    // The run failed and is held for an operator retry: the held finding names it too.
     expect(report.findings.map((f) => [f.code, f.severity, f.subjectIds])).toEqual([
+      ['runs.repeated-failures', 'warning', [run!.runId]],
       ['delivery.commit-failures', 'error', [run!.runId]],
     ]);
-    expect(report.findings[0]!.observed).toBe(
+    expect(report.findings[1]!.observed).toBe(
       '1 run whose output delivery did not commit; their attempts failed, so none reads as succeeded',
     );
   });

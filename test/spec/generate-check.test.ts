@@ -49,6 +49,26 @@ describe('npm run generate -- --check', () => {
     expect(generate(dir, '--check').status).toBe(0);
   }, 30_000);
 
+  test('--spec FILE --out DIR writes the machines of another spec under DIR, leaving the package alone', () => {
+    const out = mkdtempSync(join(tmpdir(), 'coven-generate-out-'));
+    try {
+      const specFile = join(out, 'edited.json');
+      const edited = JSON.parse(readFileSync(join(root, 'spec/coven-automations/v1/state-machines.json'), 'utf8'));
+      edited.machines[2].transitions[2].guard = { id: 'cancellationRequested', text: 'a cancellation was requested' };
+      writeFileSync(specFile, JSON.stringify(edited, null, 2));
+      const before = readFileSync(join(dir, 'machines/run.ts'), 'utf8');
+      const result = generate(dir, '--spec', specFile, '--out', out);
+      expect(result.stderr).toBe('');
+      expect(result.status).toBe(0);
+      expect(readFileSync(join(out, 'machines/run.ts'), 'utf8')).toContain("'cancellationRequested'");
+      expect(readFileSync(join(dir, 'machines/run.ts'), 'utf8')).toBe(before);
+      expect(generate(dir, '--spec', join(out, 'missing.json')).stderr).toContain('missing.json');
+      expect(generate(dir, '--out').stderr).toBe('--out needs a path\n');
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
+  }, 60_000);
+
   test('covers the typed constants: a hand edit of machines/states.ts or a new state is drift', () => {
     const statesFile = join(dir, 'machines/states.ts');
     writeFileSync(statesFile, readFileSync(statesFile, 'utf8').replace("claimed: 'claimed',", "claimed: 'taken',"));

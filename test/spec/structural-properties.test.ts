@@ -68,7 +68,8 @@ describe('structural properties of the ten invariants, over the spec graph as wr
       delete claim.guard;
     });
     expect(found.map((r) => r.problems).flat()).toEqual([
-      "occurrence.v1 eligible -> claimed on claim (scheduler) carries no guard where the contract requires 'claimCompareAndSet'",
+      "occurrence.v1 eligible -> claimed on claim (scheduler) carries no guard where the contract requires 'claimCompareAndSet': " +
+        'occurrence.v1 planned -eligibility_passed (scheduler)-> eligible -claim (scheduler)-> claimed',
     ]);
   });
 

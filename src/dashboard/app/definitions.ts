@@ -1,6 +1,7 @@
 import { DefinitionState } from '../../../machines/states.js';
 import { el, fill, instant, stateBadge, table } from './dom.js';
 import { act, failureText, type Dashboard } from './context.js';
+import { exitSummary, type FailureRow, type HoldRow } from './failure-panel.js';
 
 interface DefinitionRow {
   automationId: string;
@@ -22,6 +23,8 @@ interface RunSummary {
   finishedAt?: string;
   startedAt?: string;
   terminalDisposition?: { failureClass?: string };
+  failure?: FailureRow;
+  hold?: HoldRow;
 }
 
 /** The health and latest run of one definition; tombstoned definitions have neither. */
@@ -36,7 +39,17 @@ async function facts(dashboard: Dashboard, row: DefinitionRow): Promise<{ health
 
 function lastResult(last: RunSummary | undefined): HTMLElement | string {
   if (last === undefined) return '—';
-  const why = last.terminalDisposition?.failureClass;
+  // The contract keeps a run held for an operator retry `running`; its attempt failed, and the page says so.
+  if (last.hold !== undefined)
+    return el(
+      'span',
+      { 'data-held': 'true' },
+      stateBadge('failed'),
+      ', held for retry until ',
+      instant(last.hold.until),
+      last.failure === undefined ? '' : ` (${exitSummary(last.failure)})`,
+    );
+  const why = last.failure === undefined ? last.terminalDisposition?.failureClass : exitSummary(last.failure);
   return el(
     'span',
     {},

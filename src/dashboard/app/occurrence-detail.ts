@@ -3,6 +3,7 @@ import { el, fill, instant, stateBadge, table } from './dom.js';
 import { act, failureText, type Dashboard } from './context.js';
 import type { OccurrenceRow } from './occurrences.js';
 import { verifyReceipt } from './receipt.js';
+import { failurePanel, OutputViews, type FailureRow, type HoldRow } from './failure-panel.js';
 
 interface AttemptRow {
   attemptId: string;
@@ -21,6 +22,8 @@ interface RunRow {
   finishedAt?: string;
   receiptRef?: string;
   attempts: AttemptRow[];
+  failure?: FailureRow;
+  hold?: HoldRow;
 }
 
 interface Detail {
@@ -136,14 +139,20 @@ function recoverForm(dashboard: Dashboard, occurrenceId: string): HTMLFormElemen
   return form;
 }
 
-/** The selected occurrence: its state, slot and fence, its runs and their attempts with receipt verification. */
+/**
+ * The selected occurrence: its state, slot and fence, how each run that failed failed (with its output on request),
+ * its runs and their attempts with receipt verification.
+ */
 export class OccurrenceDetail {
   private form: HTMLFormElement | undefined;
+  private readonly outputs: OutputViews;
 
   constructor(
     private readonly dashboard: Dashboard,
     private readonly target: HTMLElement,
-  ) {}
+  ) {
+    this.outputs = new OutputViews(dashboard);
+  }
 
   async render(occurrenceId: string | undefined): Promise<void> {
     if (occurrenceId === undefined) return fill(this.target);
@@ -173,7 +182,11 @@ export class OccurrenceDetail {
           o.stateReason ? ` · ${o.stateReason}` : '',
         ),
         this.form ?? null,
-        ...detail.runs.map((run) => retryButton(this.dashboard, run)),
+        ...detail.runs.map((run) =>
+          run.failure === undefined
+            ? retryButton(this.dashboard, run)
+            : failurePanel(run.runId, run.failure, run.hold, this.outputs, retryButton(this.dashboard, run)),
+        ),
         rows.length === 0
           ? el('p', { class: 'muted' }, 'No run yet.')
           : table('runs-table', ['run', 'attempt', 'why', 'receipt'], rows),

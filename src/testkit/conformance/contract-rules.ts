@@ -1,48 +1,11 @@
 import { AttemptState, OccurrenceState, RunState } from '../../../machines/index.js';
-import type { ConformanceVector } from './vector-format.js';
-
-/** What one mismatching expectation is judged on: the vector, the expectation, and what the engine did. */
-export interface Situation {
-  vector: ConformanceVector;
-  /** The expectation's name, e.g. `occurrences[0]` or `steps[1] run.cancel.v1.errorCode`. */
-  expectation: string;
-  /** The expectation's kind, e.g. `occurrences`, `runs`, `replay` (the part of its name before `[` or `.`). */
-  kind: string;
-  expected: unknown;
-  observed: unknown;
-  seen: {
-    occurrences: Array<Record<string, unknown>>;
-    runs: Array<Record<string, unknown>>;
-    /** Attempt states by run id. */
-    attemptStates: Map<string, string[]>;
-    quarantined: string[];
-    /** Runs held for an operator retry (their x-coven-automata.run-hold.v1 machine is in `held`). */
-    heldRuns: string[];
-    /** Codes of the commands the engine refused during the vector. */
-    refusedCodes: string[];
-    /** Instants at which the case made a definition active, by automation id (beside the vector's `activate` ops). */
-    activations?: Map<string, string>;
-  };
-  /** The case created its definition the contract's way: imported into draft, then revised to paused. */
-  createdThroughDraft?: boolean;
-}
+import type { ContractRule, Situation } from './contract-rule-types.js';
+export type { ContractRule, Situation } from './contract-rule-types.js';
+import { SITUATIONS_UPSTREAM_ALONE_COVERS } from './contract-rules-more.js';
 
 /** A situation's `seen` before the case observed anything: no entities, no refusals. */
 export function emptySeen(): Situation['seen'] {
   return { occurrences: [], runs: [], attemptStates: new Map(), quarantined: [], heldRuns: [], refusedCodes: [] };
-}
-
-/**
- * A rule of the contract under which the engine answers otherwise than upstream's reference model. It applies
- * wherever its situation occurs, never by file or vector id; the sentence is quoted verbatim from the contract's
- * lifecycle page.
- */
-export interface ContractRule {
-  id: string;
-  sentence: string;
-  /** How the rule decides this situation, in this engine's terms. */
-  because: string;
-  applies: (s: Situation) => boolean;
 }
 
 const OCCURRENCE_STATES: ReadonlySet<string> = new Set(Object.values(OccurrenceState));
@@ -52,19 +15,11 @@ const UNSETTLED_ATTEMPT_STATES: ReadonlySet<string> = new Set([
   AttemptState.started,
   AttemptState.observing,
 ]);
-const ops = (s: Situation) => s.vector.input.operations ?? [];
 const want = (s: Situation) => (s.expected ?? {}) as Record<string, unknown>;
-
-/** Instants at which an `activate` op made a definition of the vector active. */
-function activations(s: Situation): Map<string, string> {
-  const at = new Map<string, string>(s.seen.activations);
-  for (const op of ops(s))
-    if (op.op === 'activate' && typeof op.at === 'string') at.set(String(op.automationId), op.at);
-  return at;
-}
-
-const crashedDuring = (s: Situation, phases: string[]) =>
-  ops(s).some((o) => o.op === 'crash' && phases.includes(String(o.during)));
+/** When each definition became active, as committed; empty when none did during the case. */
+const activations = (s: Situation): Map<string, string> => s.seen.activations ?? new Map<string, string>();
+/** The engine process died in (or before) one of these phases. */
+const crashedDuring = (s: Situation, phases: string[]) => (s.seen.crashes ?? []).some((p) => phases.includes(p));
 
 /** Is `small` a subsequence of `big`? */
 function subsequence(small: unknown[], big: unknown[]): boolean {
@@ -195,7 +150,7 @@ export const CONTRACT_RULES: readonly ContractRule[] = [
       ['runs', 'doctor'].includes(s.kind) &&
       s.seen.quarantined.length > 0 &&
       s.seen.refusedCodes.includes('ILLEGAL_TRANSITION') &&
-      ops(s).filter((o) => o.op === 'runNow').length > s.seen.runs.length,
+      (s.kind === 'doctor' || (typeof want(s).count === 'number' && s.seen.runs.length < Number(want(s).count))),
   },
   {
     id: 'adoption-commits-with-the-claim',
@@ -240,7 +195,7 @@ export const CONTRACT_RULES: readonly ContractRule[] = [
       "reference model's crashed pass lost",
     applies: (s) =>
       s.kind === 'replay' &&
-      ops(s).some((o) => o.op === 'crash') &&
+      (s.seen.crashes ?? []).length > 0 &&
       Array.isArray(s.expected) &&
       Array.isArray(s.observed) &&
       subsequence(s.expected, s.observed),
@@ -322,6 +277,7 @@ export const CONTRACT_RULES: readonly ContractRule[] = [
       s.seen.attemptStates.size > 0 &&
       [...s.seen.attemptStates.values()].every((states) => states.every((a) => CONFIRMED_ATTEMPT.has(a))),
   },
+  ...SITUATIONS_UPSTREAM_ALONE_COVERS,
 ];
 
 /** Attempt states of a session the runtime acknowledged starting and that still runs. */

@@ -35,7 +35,15 @@ function recorder(vector: ConformanceVector, run: VectorRun, seen: Seen, results
     if (ok) return void results.push({ expectation, status: 'pass' });
     const kind = expectation.split(/[[.]/)[0]!;
     const refusedCodes = [...run.refusals.values()].map((r) => String(r.error?.code));
-    const rule = decidingRule({ vector, expectation, kind, expected, observed, seen: { ...seen, refusedCodes } });
+    const facts = { refusedCodes, activations: run.activations, crashes: run.processDeaths };
+    const rule = decidingRule({
+      vector,
+      expectation,
+      kind,
+      expected,
+      observed,
+      seen: { ...seen, ...facts },
+    });
     if (rule !== undefined)
       results.push({
         expectation,

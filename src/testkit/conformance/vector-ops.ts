@@ -40,6 +40,7 @@ async function changeLifecycle(run: VectorRun, op: Op, at: string | undefined): 
     ),
   );
   if (r.outcome === 'rejected') run.refusals.set(String(op.label ?? op.op), r);
+  else if (op.op === 'activate') run.activations.set(String(op.automationId), run.clock.now().toISOString());
 }
 
 async function runNow(run: VectorRun, op: Op, at: string | undefined): Promise<void> {

@@ -104,6 +104,10 @@ export class VectorRun {
   readonly delivery = new FaultInjectingDelivery();
   engine: Engine;
   readonly refusals = new Map<string, CommandResponse>();
+  /** Instants at which a lifecycle command made a definition active, by automation id (a committed fact). */
+  readonly activations = new Map<string, string>();
+  /** The phases the engine process died in (or before), in order. */
+  readonly processDeaths: string[] = [];
   /** Definitions legacy.import.v1 refused, by upstream's refusal label. */
   readonly importRefusals = new Map<
     string,
@@ -187,6 +191,7 @@ export class VectorRun {
 
   armCrash(during: string): void {
     this.pendingCrash = during;
+    this.processDeaths.push(during);
   }
 
   /** Consumes the armed crash when it strikes at `phase`. */

@@ -1,9 +1,10 @@
 import { join } from 'node:path';
 import { GENERATED_FROM } from '../../../machines/index.js';
 import { packageRoot } from '../../contract/package-root.js';
-import { EXTENSION_SPEC_FILE, loadExtensionSpec } from '../../spec/extension-spec.js';
+import { buildMachineSet, type MachineSet } from '../../domain/machine-set.js';
+import { EXTENSION_SPEC_FILE, loadExtensionSpec, type ExtensionSpec } from '../../spec/extension-spec.js';
 import { INVARIANT_RULES_FILE, loadInvariantRules } from '../../spec/invariant-rules.js';
-import { loadLifecycleSpec, SPEC_FILE, SpecFileError } from '../../spec/lifecycle-spec.js';
+import { loadLifecycleSpec, SPEC_FILE, SpecFileError, type LifecycleSpec } from '../../spec/lifecycle-spec.js';
 import { extensionSpecProblems, specProblems } from '../../spec/soundness.js';
 import { generatedFromOf, type GeneratedFrom } from '../../spec/spec-digest.js';
 import { checkStructuralProperties } from '../../spec/structural-properties.js';
@@ -25,8 +26,25 @@ export interface SpecOnDiskOptions {
   extensionFile?: string;
   /** The structural rules of the invariants (default `spec/coven-automata/v1/invariant-rules.json`). */
   rulesFile?: string;
+  /**
+   * The digests of the specs the machines under proof were generated from: given, the generated machines/ are
+   * proven and must match; left out with a spec or extension file named, the machines are built in memory from
+   * those files and the engine runs on them.
+   */
   generatedFrom?: GeneratedFrom;
 }
+
+/** The spec checks, and the machines the properties then run on (undefined: the generated machines/). */
+export interface SpecUnderProof {
+  checks: SpecCheck[];
+  machines?: MachineSet;
+  spec?: LifecycleSpec;
+  extension?: ExtensionSpec;
+}
+
+/** Whether the suite builds the machines from the named files rather than proving the generated machines/. */
+export const buildsInMemory = (options: SpecOnDiskOptions = {}): boolean =>
+  options.generatedFrom === undefined && (options.specFile !== undefined || options.extensionFile !== undefined);
 
 function load(options: SpecOnDiskOptions) {
   const root = packageRoot();
@@ -48,22 +66,27 @@ function load(options: SpecOnDiskOptions) {
  * edit the generator refused, say — or miss an edit whose guard is never true in the sampled contexts.
  */
 export function checkSpecOnDisk(options: SpecOnDiskOptions = {}): SpecCheck[] {
+  return specUnderProof(options).checks;
+}
+
+/**
+ * {@link checkSpecOnDisk}, and the machines to prove: built in memory from the named spec files (see
+ * {@link buildsInMemory}), where the last check is that they build; otherwise the generated ones, where it is that
+ * they were generated from the spec on disk.
+ */
+export function specUnderProof(options: SpecOnDiskOptions = {}): SpecUnderProof {
   let loaded;
   try {
     loaded = load(options);
   } catch (error) {
     const unreadable = (error as NodeJS.ErrnoException).code !== undefined;
     if (!(error instanceof SpecFileError) && !unreadable) throw error;
-    return [{ check: 'the spec files parse and match their schemas', problems: [(error as Error).message] }];
+    return {
+      checks: [{ check: 'the spec files parse and match their schemas', problems: [(error as Error).message] }],
+    };
   }
   const { spec, extension, rules, specFile, extensionFile } = loaded;
   const soundness = [...specProblems(spec), ...extensionSpecProblems(extension, spec)];
-  const expected = options.generatedFrom ?? GENERATED_FROM;
-  const actual = generatedFromOf(spec, extension);
-  const stale = [
-    ...(actual.contractSpecSha256 === expected.contractSpecSha256 ? [] : [specFile]),
-    ...(actual.extensionSpecSha256 === expected.extensionSpecSha256 ? [] : [extensionFile]),
-  ].map((file) => `machines/ were not generated from ${file} as it is now: run \`npm run generate\``);
   const structural = checkStructuralProperties(spec, rules).map((r): SpecCheck => ({
     check: `structural property ${r.property} of ${r.invariant}`,
     invariant: r.invariant,
@@ -71,11 +94,30 @@ export function checkSpecOnDisk(options: SpecOnDiskOptions = {}): SpecCheck[] {
     checked: r.checked,
     problems: r.problems,
   }));
+  const checks = [{ check: 'the spec on disk is sound (its static proofs hold)', problems: soundness }, ...structural];
+  if (!buildsInMemory(options)) {
+    const problems = staleFiles(options.generatedFrom ?? GENERATED_FROM, generatedFromOf(spec, extension), {
+      specFile,
+      extensionFile,
+    });
+    return { checks: [...checks, { check: 'the generated machines are those of the spec on disk', problems }] };
+  }
+  // An unsound spec is not built: the static proofs are what make a built machine meaningful.
+  const built = soundness.length > 0 ? undefined : buildMachineSet(spec, extension);
+  const check = `the engine's machines build in memory from ${specFile} and ${extensionFile}`;
+  if (built === undefined) return { checks };
+  return { checks: [...checks, { check, problems: built.problems }], machines: built.machines, spec, extension };
+}
+
+function staleFiles(
+  expected: GeneratedFrom,
+  actual: GeneratedFrom,
+  files: { specFile: string; extensionFile: string },
+): string[] {
   return [
-    { check: 'the spec on disk is sound (its static proofs hold)', problems: soundness },
-    ...structural,
-    { check: 'the generated machines are those of the spec on disk', problems: stale },
-  ];
+    ...(actual.contractSpecSha256 === expected.contractSpecSha256 ? [] : [files.specFile]),
+    ...(actual.extensionSpecSha256 === expected.extensionSpecSha256 ? [] : [files.extensionFile]),
+  ].map((file) => `machines/ were not generated from ${file} as it is now: run \`npm run generate\``);
 }
 
 /** The invariants a failed spec check names: those whose structural properties the spec violates. */

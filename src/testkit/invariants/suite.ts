@@ -2,10 +2,16 @@ import fc from 'fast-check';
 import type { EngineFaults } from './faults.js';
 import { INVARIANTS } from './checks.js';
 import { engineCommands, type Model } from './engine-model.js';
-import { checkMachineProperties, generatedMachines, type MachinePropertyResult } from './machine-properties.js';
+import {
+  checkMachineProperties,
+  generatedMachines,
+  type MachinePropertyResult,
+  type MachineUnderTest,
+} from './machine-properties.js';
+import { runOnMachines } from '../../domain/machine-set.js';
 import { InvariantViolation, World, type StoreKind } from './world.js';
 import type { RetentionOptions } from '../../retention/policy.js';
-import { checkSpecOnDisk, type SpecCheck, type SpecOnDiskOptions } from './spec-on-disk.js';
+import { buildsInMemory, specUnderProof, type SpecCheck, type SpecOnDiskOptions } from './spec-on-disk.js';
 
 export interface SuiteOptions {
   /** Engine-level property runs per store kind. */
@@ -174,15 +180,32 @@ const MACHINE_LEVEL = new Set([
 
 /** Runs the machine-level properties and the engine-level property on each store kind; never throws on a violation. */
 export async function runInvariantSuite(options: SuiteOptions): Promise<SuiteResult> {
-  const stores = options.stores ?? ['memory', 'json', 'sqlite'];
   options.onProgress?.(
-    'the spec on disk: schema, static proofs, structural properties, and the machines generated from it',
+    options.spec !== undefined && buildsInMemory(options.spec)
+      ? 'the spec files: schema, static proofs, structural properties, and the machines built in memory from them'
+      : 'the spec on disk: schema, static proofs, structural properties, and the machines generated from it',
   );
-  const specChecks = checkSpecOnDisk(options.spec);
+  const proof = specUnderProof(options.spec);
+  const specChecks = proof.checks;
   if (specChecks.some((c) => c.problems.length > 0))
     return { seed: options.seed, rows: [], machine: [], failures: [], specChecks, passed: false };
-  options.onProgress?.('machine-level properties over the generated machines');
-  const machine = checkMachineProperties(generatedMachines(), { runs: options.machineRuns ?? 200, seed: options.seed });
+  const { machines, spec } = proof;
+  if (machines === undefined || spec === undefined) return proveMachines(options, specChecks, generatedMachines());
+  const subjects = spec.machines.map((m) => ({ id: m.id, spec: m, machine: machines[m.entity] }));
+  // Every engine step of the engine-level properties, however deep, decides with the machines built from the spec.
+  return runOnMachines(machines, () => proveMachines(options, specChecks, subjects));
+}
+
+/** The machine-level properties over `subjects`, then the engine-level properties, after the spec checks passed. */
+async function proveMachines(
+  options: SuiteOptions,
+  specChecks: SpecCheck[],
+  subjects: MachineUnderTest[],
+): Promise<SuiteResult> {
+  const stores = options.stores ?? ['memory', 'json', 'sqlite'];
+  const origin = options.spec !== undefined && buildsInMemory(options.spec) ? 'built from the spec' : 'generated';
+  options.onProgress?.(`machine-level properties over the ${origin} machines`);
+  const machine = checkMachineProperties(subjects, { runs: options.machineRuns ?? 200, seed: options.seed });
   const checked = new Map<string, number>();
   const failures: EngineFailure[] = [];
   for (const store of stores) {
