@@ -1,5 +1,5 @@
 import { expect, test } from 'vitest';
-import { advanceAll } from '../../src/scheduler/occurrences.js';
+import { advanceAll } from '../../src/scheduler/pass.js';
 import { planDueSlots } from '../../src/scheduler/planning.js';
 import type { StoreTransaction } from '../../src/store/store.js';
 import { command, definitionBody } from '../support/commands.js';

@@ -3,7 +3,7 @@ import { afterEach, beforeAll, expect, test } from 'vitest';
 import { OCCURRENCE_LIVE } from '../../src/domain/records.js';
 import { PostgresSchemaError, PostgresStore } from '../../src/store/postgres/index.js';
 import { LIVE_WORK_INDEX, LIVE_WORK_STATES } from '../../src/store/postgres/live-work-index.js';
-import { MIGRATIONS, STORE_FORMAT } from '../../src/store/postgres/postgres-schema.js';
+import { MIGRATIONS, SCHEMA_VERSION, STORE_FORMAT } from '../../src/store/postgres/postgres-schema.js';
 import { StoreConflictError } from '../../src/store/store.js';
 import { describePostgres, freshDatabase } from '../support/postgres.js';
 
@@ -106,7 +106,7 @@ describePostgres('PostgreSQL store: one live occurrence per automation, kept by 
         JSON.stringify(occurrence('nightly', 'failed')),
       ]);
       opened.push(await PostgresStore.open(url, { schema }));
-      expect(await version()).toBe(3);
+      expect(await version()).toBe(SCHEMA_VERSION);
     } finally {
       await client.end();
     }

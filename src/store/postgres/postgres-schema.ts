@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { PostgresSchemaError } from './postgres-errors.js';
 import { LIVE_WORK_MIGRATION } from './live-work-index.js';
+import { LIVE_WORK_QUERY_MIGRATION } from './live-work-queries.js';
 
 /** What the `store_schema` row names as its format: a table of that name in any other shape is foreign. */
 export const STORE_FORMAT = 'coven-automata';
@@ -45,6 +46,7 @@ export const MIGRATIONS: readonly Migration[] = [
         WHERE kind = 'attempt' AND (data->'snapshot'->'context'->>'sessionId') IS NOT NULL;`,
   },
   LIVE_WORK_MIGRATION,
+  LIVE_WORK_QUERY_MIGRATION,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.at(-1)!.version;
