@@ -25,10 +25,15 @@ export const LIVE_WORK_QUERY_MIGRATION = {
      DELETE FROM ${s}.records WHERE kind IN (${RETIRED_INDEX_KINDS.map((k) => `'${k}'`).join(', ')});`,
 };
 
-const COLUMNS = `id, ${liveWorkColumns(postgresField)}`;
-export const LIVE_WORK_SQL = `SELECT ${COLUMNS} FROM {s}.records WHERE kind = $1 AND NOT terminal ORDER BY id`;
+/**
+ * The summary's fields, read from one parse of each row: the records are `json` (text), which each `->`
+ * parses again, so the row is cast to `jsonb` once and the fields are taken from that.
+ */
+const COLUMNS = `id, ${liveWorkColumns((path) => postgresField(path).replace('(data', '(parsed.j'))}`;
+const FROM = '{s}.records CROSS JOIN LATERAL (SELECT data::jsonb AS j) AS parsed';
+export const LIVE_WORK_SQL = `SELECT ${COLUMNS} FROM ${FROM} WHERE kind = $1 AND NOT terminal ORDER BY id`;
 export const LIVE_WORK_OF_AUTOMATION_SQL =
-  `SELECT ${COLUMNS} FROM {s}.records ` + `WHERE kind = $1 AND ${AUTOMATION} = $2 AND NOT terminal ORDER BY id`;
+  `SELECT ${COLUMNS} FROM ${FROM} ` + `WHERE kind = $1 AND ${AUTOMATION} = $2 AND NOT terminal ORDER BY id`;
 
 /**
  * The set-based claim's selection: up to `$2` occurrences due at `$1` (an ISO instant, as the records hold
