@@ -8,7 +8,6 @@
 import { createEngine } from '../../src/engine/engine.js';
 import { openStore } from '../../src/store/open-store.js';
 import { PostgresStore } from '../../src/store/postgres/index.js';
-import { LIVE_INDEX } from '../../src/domain/lifecycle.js';
 import { LedgerRuntime } from './ledger-runtime.js';
 
 const location = process.env.COVEN_STORE!;
@@ -41,7 +40,7 @@ engine.start((report) => {
   for (const error of report.errors) process.stdout.write(`error ${error.message.split('\n')[0]}\n`);
   if (report.settled > 0) process.stdout.write(`settled ${report.settled}\n`);
   void store
-    .read((r) => r.versions(LIVE_INDEX.occurrence))
+    .read((r) => r.liveWork('occurrence'))
     .then((ids) => {
       if (ids.length !== live) process.stdout.write(`live ${(live = ids.length)}\n`);
     });

@@ -118,7 +118,7 @@ async function passAt(ctx: DemoContext, instant: string, note: string): Promise<
 }
 
 async function liveOccurrence(ctx: DemoContext): Promise<string> {
-  const live = await ctx.store.read((r) => r.list('live-occurrence'));
+  const live = await ctx.store.read((r) => r.liveWork('occurrence'));
   return live[0]!.id;
 }
 

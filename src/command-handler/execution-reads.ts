@@ -3,7 +3,6 @@ import { readQuarantine } from '../domain/quarantine.js';
 import { isRunHeld } from '../domain/run-hold.js';
 import { DefinitionState, OccurrenceState, RunState } from '../../machines/index.js';
 import { ContractError } from '../contract/errors.js';
-import { LIVE_INDEX } from '../domain/lifecycle.js';
 import {
   KINDS,
   OCCURRENCE_LIVE,
@@ -200,7 +199,7 @@ export async function definitionHealth(
       ? (schedule.nextAfter(svc.clock.now())?.toISOString() ?? null)
       : null;
   const staleReason = await staleReasonOf(reader, state, { quarantined, reason: quarantine.reason }, live);
-  const indexed = await reader.list(LIVE_INDEX.occurrence);
+  const indexed = await reader.liveWork(KINDS.occurrence);
   return {
     health: {
       automationId: payload.automationId,

@@ -1,6 +1,5 @@
 import { OccurrenceState } from '../../machines/index.js';
 import { ContractError } from '../contract/errors.js';
-import { LIVE_INDEX } from '../domain/lifecycle.js';
 import {
   KINDS,
   occurrenceContext,
@@ -72,7 +71,7 @@ const newestFirst = (a: Position, b: Position): number =>
 async function candidates(reader: StoreReader, view: OccurrenceView): Promise<OccurrenceRecord[]> {
   if (view === 'all') return (await reader.list<OccurrenceRecord['data']>(KINDS.occurrence)) as OccurrenceRecord[];
   const found: OccurrenceRecord[] = [];
-  for (const { id } of await reader.list(LIVE_INDEX.occurrence)) {
+  for (const { id } of await reader.liveWork(KINDS.occurrence)) {
     const record = await reader.get<OccurrenceRecord['data']>(KINDS.occurrence, id);
     if (record !== undefined) found.push(record as OccurrenceRecord);
   }

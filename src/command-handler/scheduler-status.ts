@@ -1,5 +1,4 @@
 import { OccurrenceState } from '../../machines/index.js';
-import { LIVE_INDEX } from '../domain/lifecycle.js';
 import { OWNER_LEASE_KIND, type OwnerLease } from '../domain/owner-lease.js';
 import { currentGeneration } from '../domain/scheduler-generation.js';
 import { KINDS, stateOf, type OccurrenceRecord } from '../domain/records.js';
@@ -18,7 +17,7 @@ async function liveOccurrences(
   const byState: Record<string, number> = {};
   const due: string[] = [];
   const eligible: string[] = [];
-  for (const { id } of await reader.list(LIVE_INDEX.occurrence)) {
+  for (const { id } of await reader.liveWork(KINDS.occurrence)) {
     const record = (await reader.get<OccurrenceRecord['data']>(KINDS.occurrence, id)) as OccurrenceRecord | undefined;
     if (record === undefined || hidden.has(record.data.attributes.automationId)) continue;
     const state = stateOf(record);

@@ -1,5 +1,5 @@
 import { AttemptState, OccurrenceState } from '../../machines/index.js';
-import { liveOccurrencesOf, moveEntity, type StepContext } from '../domain/lifecycle.js';
+import { moveEntity, type StepContext } from '../domain/lifecycle.js';
 import {
   attemptContext,
   KINDS,
@@ -92,7 +92,7 @@ async function cancelUnlaunchedOccurrence(step: StepContext, occurrence: Occurre
  */
 export async function cancelUnlaunchedWork(step: StepContext, automationId: string): Promise<string[]> {
   const cancelled: string[] = [];
-  for (const id of await liveOccurrencesOf(step.tx, automationId)) {
+  for (const { id } of await step.tx.liveWork(KINDS.occurrence, { automationId })) {
     const occurrence = (await step.tx.get<OccurrenceRecord['data']>(KINDS.occurrence, id)) as
       OccurrenceRecord | undefined;
     if (occurrence === undefined) continue;

@@ -1,6 +1,5 @@
 import { AttemptState } from '../../machines/index.js';
 import { forEachConcurrently } from '../domain/concurrency.js';
-import { LIVE_INDEX } from '../domain/lifecycle.js';
 import { launchOrphaned } from '../domain/owner-lease.js';
 import { KINDS, attemptContext, sessionKeyOf, type AttemptRecord } from '../domain/records.js';
 import { moveOutbox, readAttemptLaunch, readOutbox } from '../domain/outbox.js';
@@ -129,7 +128,7 @@ export interface OrphanResolution {
 export async function resolveOrphanedLaunches(svc: EngineServices, errors: Error[]): Promise<OrphanResolution> {
   const outcomes: LaunchOutcome[] = [];
   const undecided = new Set<string>();
-  const live = await svc.store.read((r) => r.list(LIVE_INDEX.attempt));
+  const live = await svc.store.read((r) => r.liveWork('attempt'));
   await forEachConcurrently(live, svc.passConcurrency, async ({ id }) => {
     try {
       const orphan = await findOrphan(svc, id);

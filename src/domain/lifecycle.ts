@@ -13,7 +13,8 @@ import {
 } from '../changefeed/event-envelope.js';
 import type { ContractActor } from '../contract/vocabulary.js';
 import type { StoredRecord, StoreReader, StoreTransaction } from '../store/store.js';
-import { KINDS, OCCURRENCE_LIVE, stateOf, type OccurrenceRecord, type StateOf } from './records.js';
+import { KINDS, OCCURRENCE_LIVE, type OccurrenceRecord, type StateOf } from './records.js';
+import type { OccurrenceState } from '../../machines/index.js';
 import type { CommittedTransition } from './inspection.js';
 import { queueForRetention } from './retention-queue.js';
 import { machinesInUse } from './machine-set.js';
@@ -34,58 +35,19 @@ export interface StepContext {
 export type ExecutionEntity = 'occurrence' | 'run' | 'attempt';
 
 /**
- * Index records of live (non-terminal) occurrences and attempts, kept in the same transaction as the
- * transition that starts or ends them, so every pass reads live work without scanning history.
- */
-export const LIVE_INDEX = { occurrence: 'live-occurrence', attempt: 'live-attempt' } as const;
-/**
- * `<automationId>` → its live occurrence ids: the overlap check reads one small record per claim instead of
- * the whole live index, which made each pass quadratic in the number of due occurrences.
- */
-export const LIVE_BY_AUTOMATION = 'live-occurrence-by-automation';
-
-/** The live occurrence ids of one automation, in the order they were created. */
-export async function liveOccurrencesOf(reader: StoreReader, automationId: string): Promise<readonly string[]> {
-  return (await reader.get<{ occurrenceIds: string[] }>(LIVE_BY_AUTOMATION, automationId))?.data.occurrenceIds ?? [];
-}
-
-/**
  * The first occurrence of an automation that holds live work (claimed through recovery_required), other than
- * `except`: overlap=forbid and runNow refuse to start a second one while it exists.
+ * `except`: overlap=forbid and runNow refuse to start a second one while it exists. Read from the store's index
+ * of live work, which the occurrence's own write keeps current in the same transaction.
  */
 export async function liveWorkOf(
   reader: StoreReader,
   automationId: string,
   except?: string,
 ): Promise<string | undefined> {
-  for (const id of await liveOccurrencesOf(reader, automationId)) {
-    if (id === except) continue;
-    const occurrence = await reader.get<OccurrenceRecord['data']>(KINDS.occurrence, id);
-    if (occurrence !== undefined && OCCURRENCE_LIVE.has(stateOf(occurrence))) return id;
+  for (const work of await reader.liveWork('occurrence', { automationId })) {
+    if (work.id !== except && OCCURRENCE_LIVE.has(work.state as OccurrenceState)) return work.id;
   }
   return undefined;
-}
-
-async function indexLiveOccurrence(
-  step: StepContext,
-  automationId: unknown,
-  occurrenceId: string,
-  live: boolean,
-): Promise<void> {
-  if (typeof automationId !== 'string') return;
-  const current = await step.tx.get<{ occurrenceIds: string[] }>(LIVE_BY_AUTOMATION, automationId);
-  const ids = (current?.data.occurrenceIds ?? []).filter((id) => id !== occurrenceId);
-  if (live) ids.push(occurrenceId);
-  if (ids.length === 0) {
-    if (current !== undefined) await step.tx.delete(LIVE_BY_AUTOMATION, automationId, current.version);
-    return;
-  }
-  await step.tx.put(
-    LIVE_BY_AUTOMATION,
-    automationId,
-    { occurrenceIds: ids },
-    { expectedVersion: current?.version ?? null },
-  );
 }
 
 /** Read at each step: an engine may run on machines built from a user's spec (see runOnMachines). */
@@ -170,16 +132,6 @@ export async function createExecutionEntity<T>(
   reason: string,
 ): Promise<StoredRecord<EntityRecord<T>>> {
   const record = await createEntity(step.tx, machineOf(entity), KINDS[entity], id, input, attributes);
-  if (entity !== 'run') {
-    const context = record.data.snapshot.context;
-    await step.tx.put(
-      LIVE_INDEX[entity],
-      id,
-      { since: step.now, automationId: context.automationId ?? null, runId: context.runId ?? null },
-      { expectedVersion: null },
-    );
-    if (entity === 'occurrence') await indexLiveOccurrence(step, context.automationId, id, true);
-  }
   await transitionedEvent(step, entity, id, 'none', record.data.snapshot.value, reason, record.data.snapshot.context);
   step.committed?.push({
     entity,
@@ -212,14 +164,8 @@ export async function moveEntity<T>(
     { ...event, now: step.now },
     update,
   );
-  if (committed.terminal && entity !== 'run') {
-    const live = await step.tx.get(LIVE_INDEX[entity], id);
-    if (live !== undefined) await step.tx.delete(LIVE_INDEX[entity], id, live.version);
-    if (entity === 'occurrence') {
-      await indexLiveOccurrence(step, committed.record.data.snapshot.context.automationId, id, false);
-      await queueForRetention(step, committed.record as unknown as OccurrenceRecord);
-    }
-  }
+  if (committed.terminal && entity === 'occurrence')
+    await queueForRetention(step, committed.record as unknown as OccurrenceRecord);
   await transitionedEvent(
     step,
     entity,

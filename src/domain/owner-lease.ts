@@ -1,5 +1,4 @@
 import type { StoreReader, StoreTransaction } from '../store/store.js';
-import { LIVE_INDEX } from './lifecycle.js';
 import type { EngineServices } from './services.js';
 import { StaleGenerationError } from './stale-generation.js';
 
@@ -62,7 +61,7 @@ function processAlive(pid: number): boolean {
 export async function renewOwnerLease(svc: EngineServices, force = false): Promise<void> {
   const now = svc.clock.now().getTime();
   if (!force && now < svc.ownerLeaseRenewedAt + svc.leaseMs / RENEWALS_PER_LEASE) return;
-  if (!force && (await svc.store.read((r) => r.list(LIVE_INDEX.occurrence))).length === 0) return;
+  if (!force && (await svc.store.read((r) => r.liveWork('occurrence'))).length === 0) return;
   await svc.store.transact(async (tx) => {
     const current = await tx.get<OwnerLease>(OWNER_LEASE_KIND, svc.instanceId);
     // A newer generation of this instance id holds the lease: renewing would take it back from a live restart.

@@ -5,7 +5,7 @@ import { disownLaunch, markLaunchSending, releaseLaunch, sendMarkedLaunch } from
 import { StoreConflictError, StreamSequenceError } from '../store/store.js';
 import { Worker } from '../worker/worker.js';
 import { systemClock } from '../clock/clock.js';
-import { LIVE_INDEX, type StepContext } from '../domain/lifecycle.js';
+import { type StepContext } from '../domain/lifecycle.js';
 import { KINDS, stateOf, type OccurrenceRecord } from '../domain/records.js';
 import { PENDING_LAUNCH } from '../domain/outbox.js';
 import { isRunHeld } from '../domain/run-hold.js';
@@ -219,7 +219,10 @@ export class Engine {
     };
     for (const { id } of await this.services.store.read((r) => r.list(PENDING_LAUNCH)))
       await attempt(`launch ${id}`, () => this.release(id));
-    const live = await this.services.store.read((r) => r.list(LIVE_INDEX.occurrence));
+    // Only claimed and dispatching occurrences can be dispatched: the index says which, without reading the rest.
+    const live = (await this.services.store.read((r) => r.liveWork('occurrence'))).filter(
+      (w) => w.state === OccurrenceState.claimed || w.state === OccurrenceState.dispatching,
+    );
     await forEachConcurrently(live, this.services.passConcurrency, async ({ id }) => {
       const dispatchable = await this.services.store.read(async (r) => {
         const occurrence = await r.get<OccurrenceRecord['data']>(KINDS.occurrence, id);

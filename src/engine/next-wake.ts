@@ -1,8 +1,6 @@
 import { DefinitionState, OccurrenceState } from '../../machines/index.js';
 import type { StoreReader } from '../store/store.js';
 import { nextUnplannedSlot } from '../scheduler/planning.js';
-import { LIVE_INDEX } from '../domain/lifecycle.js';
-import { KINDS, occurrenceContext, stateOf, type OccurrenceRecord } from '../domain/records.js';
 import type { EngineServices } from '../domain/services.js';
 
 /** How often running sessions are observed: the runtimes report by being asked. */
@@ -21,21 +19,16 @@ export async function nextWakeAt(svc: EngineServices, reader: StoreReader): Prom
     const t = typeof instant === 'number' ? instant : instant == null ? Number.NaN : Date.parse(instant);
     if (!Number.isNaN(t)) wake = Math.min(wake, Math.max(t, now));
   };
-  if ((await reader.list(LIVE_INDEX.attempt)).length > 0) consider(now + OBSERVE_INTERVAL_MS);
-  for (const { id } of await reader.list(LIVE_INDEX.occurrence)) {
-    const occurrence = (await reader.get<OccurrenceRecord['data']>(KINDS.occurrence, id)) as
-      OccurrenceRecord | undefined;
-    if (occurrence === undefined) continue;
-    const o = occurrenceContext(occurrence);
-    const state = stateOf(occurrence);
-    if (state === OccurrenceState.planned)
-      consider(occurrence.data.attributes.notBefore ?? occurrence.data.attributes.scheduledFor);
+  if ((await reader.liveWork('attempt')).length > 0) consider(now + OBSERVE_INTERVAL_MS);
+  for (const work of await reader.liveWork('occurrence')) {
+    const state = work.state;
+    if (state === OccurrenceState.planned) consider(work.notBefore ?? work.scheduledFor);
     if (state === OccurrenceState.eligible) consider(now);
     // A lease that already lapsed is not a wake-up: its launch was decided, or a live sender still owns it.
-    const leaseEnd = o.fence.leaseExpiresAt === null ? Number.NaN : Date.parse(o.fence.leaseExpiresAt) + 1;
+    const leaseEnd = work.leaseExpiresAt === null ? Number.NaN : Date.parse(work.leaseExpiresAt) + 1;
     if ((state === OccurrenceState.claimed || state === OccurrenceState.dispatching) && leaseEnd > now)
       consider(leaseEnd);
-    if (o.deadlineAt !== null) consider(o.deadlineAt);
+    if (work.deadlineAt !== null) consider(work.deadlineAt);
   }
   const cursors = new Map((await svc.planCursors.current(reader)).map((c) => [c.id, c.lastSlot]));
   for (const definition of await svc.definitions.current(reader)) {

@@ -2,7 +2,7 @@ import { resolveOrphanedLaunches } from '../dispatcher/orphaned-launches.js';
 import type { LaunchOutcome } from '../domain/launch-outcome.js';
 import type { EngineServices } from '../domain/services.js';
 import { renewOwnerLease } from '../domain/owner-lease.js';
-import { advanceAll } from '../scheduler/occurrences.js';
+import { advanceAll } from '../scheduler/pass.js';
 import { planDueSlots } from '../scheduler/planning.js';
 import type { PassTrigger } from './timers.js';
 

@@ -1,8 +1,8 @@
 import { AttemptState, DefinitionState, OccurrenceState, RunState } from '../../machines/index.js';
-import { busyElsewhere, forEachConcurrently } from '../domain/concurrency.js';
+import { busyElsewhere } from '../domain/concurrency.js';
 import { updateEntityAttributes } from '../actors/entity-transition.js';
 import type { PlannableDefinition } from '../domain/definition-directory.js';
-import { liveWorkOf, moveEntity, LIVE_INDEX, type StepContext } from '../domain/lifecycle.js';
+import { liveWorkOf, moveEntity, type StepContext } from '../domain/lifecycle.js';
 import {
   KINDS,
   attemptContext,
@@ -102,7 +102,11 @@ async function definitionOf(
  * no longer active or was revised. Only this step reads the definition; every other live occurrence is
  * advanced without it.
  */
-async function claimWhenEligible(svc: EngineServices, step: StepContext, planned: OccurrenceRecord): Promise<void> {
+export async function claimWhenEligible(
+  svc: EngineServices,
+  step: StepContext,
+  planned: OccurrenceRecord,
+): Promise<void> {
   let occurrence = planned;
   const occurrenceId = occurrence.id;
   const attributes = occurrence.data.attributes;
@@ -365,27 +369,4 @@ async function timeOut(
     }));
   }
   if (sessionId !== undefined) stops.push({ runtimeId: attempt.data.attributes.runtimeId, sessionId });
-}
-
-/**
- * Every live occurrence, one transaction each; one occurrence's failure is reported and does not stop the
- * others. Returns the sessions to stop once those commits are durable.
- */
-export async function advanceAll(
-  svc: EngineServices,
-  errors: Error[] = [],
-  evidenceUndecided: ReadonlySet<string> = new Set(),
-): Promise<SessionStop[]> {
-  const stops: SessionStop[] = [];
-  const live = await svc.store.read((r) => r.list(LIVE_INDEX.occurrence));
-  await forEachConcurrently(live, svc.passConcurrency, async ({ id }) => {
-    const mine: SessionStop[] = [];
-    try {
-      await svc.step((step) => advanceOccurrence(svc, step, id, mine, evidenceUndecided));
-      stops.push(...mine);
-    } catch (error) {
-      errors.push(new Error(`scheduler: occurrence ${id}: ${(error as Error).message}`, { cause: error }));
-    }
-  });
-  return stops;
 }

@@ -1,4 +1,5 @@
-import type { LogEntry, StoredRecord } from './store.js';
+import type { LiveWork, LogEntry, StoredRecord } from './store.js';
+import { LiveWorkIndex } from './live-work.js';
 import {
   ColdEntry,
   ColdRecord,
@@ -29,6 +30,8 @@ export interface StateLayer {
   recordMeta(kind: string, id: string): RecordMeta | undefined;
   /** The ids of a kind in string order; shared, never to be mutated by the caller. */
   sortedIds(kind: string): readonly string[];
+  /** The live work of a kind (of one automation), in id order: see {@link LiveWorkIndex}. */
+  heldLiveWork(kind: string, automationId?: string): LiveWork[];
   streamHead(stream: string): number;
   /** The stream's retained entries as held, oldest first (retention may have trimmed a prefix; some may be cold). */
   heldStreamEntries(stream: string): readonly HeldEntry[];
@@ -85,6 +88,7 @@ export interface SnapshotSource<F extends ColdFile = ColdFile> {
  */
 export class CommittedState<F extends ColdFile = ColdFile> implements StateLayer, SnapshotSource<F> {
   private readonly records = new Map<string, Map<string, HeldRecord<F>>>();
+  private readonly live = new LiveWorkIndex();
   /** Sorted ids per kind, rebuilt on the next range read after an id came or went (updates keep them). */
   private readonly sorted = new Map<string, string[]>();
   private readonly streams = new Map<string, HeldEntry<F>[]>();
@@ -171,11 +175,17 @@ export class CommittedState<F extends ColdFile = ColdFile> implements StateLayer
     if (records === undefined) this.records.set(record.kind, (records = new Map()));
     if (!records.has(record.id)) this.sorted.delete(record.kind);
     records.set(record.id, record instanceof ColdRecord ? record : deepFreeze(record));
+    // A cold record is sealed history: never live work.
+    this.live.update(record.kind, record.id, record instanceof ColdRecord ? undefined : record);
   }
 
   /** Removes one record (a delete, or retention's expiry). */
   removeRecord(kind: string, id: string): void {
     if (this.records.get(kind)?.delete(id) === true) this.sorted.delete(kind);
+    this.live.update(kind, id, undefined);
+  }
+  heldLiveWork(kind: string, automationId?: string): LiveWork[] {
+    return this.live.list(kind, automationId);
   }
 
   /** Loads one log entry as read from durable storage; entries must arrive in position order. */

@@ -1,5 +1,6 @@
 import { warmEntries, type HeldEntry } from './cold-lines.js';
 import { deepFreeze } from './deep-freeze.js';
+import { byId, liveWorkOfRecord } from './live-work.js';
 import { CommittedState, type CommittedChanges, type RecordMeta, type StateLayer } from './layered-state.js';
 import {
   LogTrimError,
@@ -7,6 +8,9 @@ import {
   StreamSequenceError,
   TerminalRecordError,
   type ListOptions,
+  type LiveKind,
+  type LiveWork,
+  type LiveWorkOptions,
   type LogEntry,
   type PutOptions,
   type ReadLogOptions,
@@ -76,6 +80,18 @@ export class Overlay implements StateLayer, StoreTransaction {
     }
     return [...ids].sort();
   }
+  heldLiveWork(kind: string, automationId?: string): LiveWork[] {
+    const base = this.parent.heldLiveWork(kind, automationId);
+    const own = this.writes.get(kind);
+    if (own === undefined) return base;
+    const works = new Map(base.map((w) => [w.id, w]));
+    for (const [id, record] of own) {
+      works.delete(id);
+      const work = record === null ? undefined : liveWorkOfRecord(record);
+      if (work !== undefined && (automationId === undefined || work.automationId === automationId)) works.set(id, work);
+    }
+    return [...works.values()].sort(byId);
+  }
   streamHead(stream: string): number {
     const own = this.appendedByStream.get(stream)?.at(-1);
     return own === undefined ? this.parent.streamHead(stream) : own.sequence + 1;
@@ -134,6 +150,9 @@ export class Overlay implements StateLayer, StoreTransaction {
     const out: RecordVersion[] = [];
     for (let i = from; i < end; i++) out.push({ id: ids[i]!, version: this.recordMeta(kind, ids[i]!)!.version });
     return out;
+  }
+  async liveWork(kind: LiveKind, options: LiveWorkOptions = {}): Promise<LiveWork[]> {
+    return this.heldLiveWork(kind, options.automationId);
   }
   async head(stream: string): Promise<number> {
     return this.streamHead(stream);

@@ -48,6 +48,31 @@ export interface ListOptions {
   limit?: number;
 }
 
+/** The kinds whose records that are not yet terminal every store indexes: see {@link StoreReader.liveWork}. */
+export type LiveKind = 'occurrence' | 'attempt';
+
+/**
+ * What a pass decides on about one live occurrence or attempt, read from the store's index of live work
+ * instead of the record: its machine state, automation, when it comes due, its lease and its deadline. Fields
+ * the record does not hold (an attempt has no schedule) are null.
+ */
+export interface LiveWork {
+  readonly id: string;
+  readonly state: string;
+  readonly automationId: string | null;
+  readonly scheduledFor: string | null;
+  readonly notBefore: string | null;
+  readonly leaseExpiresAt: string | null;
+  readonly deadlineAt: string | null;
+  /** The definition revision an occurrence was planned for. */
+  readonly automationRevision: number | null;
+}
+
+export interface LiveWorkOptions {
+  /** Only the live work of this automation. */
+  automationId?: string;
+}
+
 /** Consistent reads: inside a transaction they see its own writes; outside, the last durable commit. */
 export interface StoreReader {
   get<T>(kind: string, id: string): Promise<StoredRecord<T> | undefined>;
@@ -63,6 +88,12 @@ export interface StoreReader {
    * without reading or parsing their data again.
    */
   versions(kind: string, options?: ListOptions): Promise<RecordVersion[]>;
+  /**
+   * The records of `kind` that are not terminal, as {@link LiveWork} summaries in id order: answered from an
+   * index the store keeps with every commit (columns with indexes on SQL, maps in memory), so a pass never
+   * reads every live record to find the few it must act on.
+   */
+  liveWork(kind: LiveKind, options?: LiveWorkOptions): Promise<LiveWork[]>;
   /** The sequence the next append to `stream` will get (0 for an empty stream). */
   head(stream: string): Promise<number>;
   readLog<T>(stream: string, options?: ReadLogOptions): Promise<Array<LogEntry<T>>>;
@@ -102,6 +133,13 @@ export interface StoreTransaction extends StoreReader {
    * engines from doing the same work at once. Stores with one writer leave it out.
    */
   lockUnlessBusy?(kind: string, id: string): Promise<boolean>;
+  /**
+   * Stores several engines share (PostgreSQL): in one statement, locks for the rest of this transaction up to
+   * `limit` planned or eligible occurrences due at `now`, earliest first, passing over those another engine's
+   * transaction holds and those named in `skip`; returns their ids. Only locks: every change to them is still
+   * their machine's transition, written by the caller in this transaction.
+   */
+  lockDueOccurrences?(now: string, limit: number, skip: readonly string[]): Promise<string[]>;
 }
 
 /**

@@ -1,6 +1,6 @@
 import { AttemptState } from '../../machines/index.js';
 import { forEachConcurrently } from '../domain/concurrency.js';
-import { LIVE_INDEX, type StepContext } from '../domain/lifecycle.js';
+import { type StepContext } from '../domain/lifecycle.js';
 import { attemptContext, KINDS, stateOf, type AttemptRecord } from '../domain/records.js';
 import type { EngineServices } from '../domain/services.js';
 import type { Observation } from '../runtime/runtime.js';
@@ -29,7 +29,7 @@ export class Worker {
     } catch (error) {
       errors.push(new Error(`worker: pending deliveries: ${(error as Error).message}`, { cause: error }));
     }
-    const live = await this.svc.store.read((r) => r.list(LIVE_INDEX.attempt));
+    const live = await this.svc.store.read((r) => r.liveWork('attempt'));
     let settled = 0;
     await forEachConcurrently(live, this.svc.passConcurrency, async ({ id }) => {
       try {

@@ -1,24 +1,23 @@
 import { expect, test } from 'vitest';
-import { advanceAll } from '../../src/scheduler/occurrences.js';
+import { advanceAll } from '../../src/scheduler/pass.js';
 import { planDueSlots } from '../../src/scheduler/planning.js';
-import type { StoreTransaction } from '../../src/store/store.js';
+import type { StoreReader, StoreTransaction } from '../../src/store/store.js';
 import { command, definitionBody } from '../support/commands.js';
 import { harness, type Harness } from '../support/engine-harness.js';
 import { watched } from '../support/watched-reader.js';
 
 /** Records every definition record a transaction reads in full (get), as `kind id`. */
+/** Definition reads, in transactions and outside them (a pass reads what moved once, before its claims). */
 function countDefinitionGets(h: Harness): string[] {
   const gets: string[] = [];
+  const watch = (method: string, kind: unknown, id: unknown) =>
+    method === 'get' && kind === 'definition' && gets.push(`${String(kind)} ${String(id)}`);
   const transact = h.store.transact.bind(h.store);
   h.store.transact = <R>(body: (tx: StoreTransaction) => Promise<R> | R): Promise<R> =>
-    transact((tx) =>
-      body(
-        watched(
-          tx,
-          (method, kind, id) => method === 'get' && kind === 'definition' && gets.push(`${kind} ${String(id)}`),
-        ),
-      ),
-    );
+    transact((tx) => body(watched(tx, watch)));
+  const read = h.store.read.bind(h.store);
+  h.store.read = <R>(body: (reader: StoreReader) => Promise<R> | R): Promise<R> =>
+    read((reader) => body(watched(reader, watch)));
   return gets;
 }
 

@@ -140,7 +140,7 @@ describe('crashes, restarts and competing engines', () => {
     h.clock.set(at('09:00:00'));
     // Engine A commits the plan, the claim and the accept/dispatch/outbox, then dies before launching.
     const { planDueSlots } = await import('../../src/scheduler/planning.js');
-    const { advanceAll } = await import('../../src/scheduler/occurrences.js');
+    const { advanceAll } = await import('../../src/scheduler/pass.js');
     await planDueSlots(h.engine.services);
     await advanceAll(h.engine.services);
     const occurrenceId = (await h.read.occurrences())[0]!.occurrenceId as string;

@@ -5,7 +5,7 @@ import { acceptAndDispatch } from '../../src/dispatcher/dispatcher.js';
 import { KINDS } from '../../src/domain/records.js';
 import { createEngine } from '../../src/engine/engine.js';
 import type { OutboxContext } from '../../src/guards/outbox.js';
-import { advanceAll } from '../../src/scheduler/occurrences.js';
+import { advanceAll } from '../../src/scheduler/pass.js';
 import { planDueSlots } from '../../src/scheduler/planning.js';
 import type { Store } from '../../src/store/store.js';
 import { command } from '../support/commands.js';

@@ -6,7 +6,7 @@ import { FunctionRuntime } from '../../src/runtime/function-runtime.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import { OWNER_LEASE_KIND, type OwnerLease } from '../../src/domain/owner-lease.js';
 import type { LaunchRequest, LaunchResult } from '../../src/runtime/runtime.js';
-import { advanceAll } from '../../src/scheduler/occurrences.js';
+import { advanceAll } from '../../src/scheduler/pass.js';
 
 const at = (time: string) => `2026-03-02T${time}.000Z`;
 

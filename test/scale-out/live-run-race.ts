@@ -1,7 +1,6 @@
 // What the one-live-run race test builds on: stores whose transactions can be held at one point (so two engines'
 // overlap checks are sure to read the same moment), the race's parts, and what a finished race shows.
 import fc from 'fast-check';
-import { LIVE_INDEX } from '../../src/domain/lifecycle.js';
 import { OCCURRENCE_LIVE } from '../../src/domain/records.js';
 import type { EventEnvelope } from '../../src/changefeed/event-envelope.js';
 import type { CommandResponse } from '../../src/command-handler/envelope.js';
@@ -121,12 +120,12 @@ export function mostLiveAtOnce(feed: readonly EventEnvelope[], automationId: str
  * index of them stays small, so polling it is cheap) whose own record is in a live state.
  */
 export async function liveNow(reader: StoreReader, automationId: string): Promise<string[]> {
-  const indexed = await reader.list<{ automationId: string | null }>(LIVE_INDEX.occurrence);
-  const candidates = indexed.filter((entry) => entry.data.automationId === automationId).map((entry) => entry.id);
   const states = await Promise.all(
-    candidates.map((id) => reader.get<{ snapshot: { value: OccurrenceState } }>('occurrence', id)),
+    (await reader.liveWork('occurrence', { automationId })).map(({ id }) =>
+      reader.get<{ snapshot: { value: OccurrenceState } }>('occurrence', id),
+    ),
   );
-  return candidates.filter((_, i) => OCCURRENCE_LIVE.has(states[i]!.data.snapshot.value));
+  return states.filter((o) => o !== undefined && OCCURRENCE_LIVE.has(o.data.snapshot.value)).map((o) => o!.id);
 }
 
 /** A run-now answer the contract allows in a race: claimed, or refused because the automation has live work. */

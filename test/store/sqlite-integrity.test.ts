@@ -17,6 +17,7 @@ import { afterAll, expect, test } from 'vitest';
 import { SqliteStore } from '../../src/store/sqlite/index.js';
 import { StoreCorruptError, StoreReadOnlyError, type StoreReader } from '../../src/store/store.js';
 import { propertySeed } from '../support/property.js';
+import { SCHEMA_VERSION } from '../../src/store/sqlite/sqlite-open.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'coven-sqlite-integrity-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -227,9 +228,9 @@ test('a foreign SQLite database and a store of a newer schema are refused untouc
   const newer = fresh('newer.sqlite');
   await realStore(newer);
   const db = new Database(newer);
-  db.prepare("UPDATE meta SET value = '3' WHERE key = 'schemaVersion'").run();
+  db.prepare("UPDATE meta SET value = '4' WHERE key = 'schemaVersion'").run();
   db.close();
-  await refusedUntouched(newer, StoreCorruptError, /schema version 3 is not supported/);
+  await refusedUntouched(newer, StoreCorruptError, /schema version 4 is not supported/);
 });
 
 test("a store SQLite's integrity check finds broken is refused at open, untouched", async () => {
@@ -271,7 +272,9 @@ test('a store of schema version 1 gets its checksums on open, and is refused as 
   expect((await store.read((r) => r.readFeed())).map((e) => e.data)).toEqual([{ kind: 'definition.created' }]);
   await store.close();
   const check = new Database(file, { readonly: true });
-  expect(check.prepare("SELECT value FROM meta WHERE key = 'schemaVersion'").pluck().get()).toBe('2');
+  expect(check.prepare("SELECT value FROM meta WHERE key = 'schemaVersion'").pluck().get()).toBe(
+    String(SCHEMA_VERSION),
+  );
   check.close();
   const bytes = readFileSync(file);
   const at = bytes.indexOf('Write the daily');

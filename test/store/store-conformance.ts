@@ -7,6 +7,7 @@ import {
   TerminalRecordError,
   type Store,
 } from '../../src/store/store.js';
+import { describeLiveWorkConformance } from './live-work-conformance.js';
 
 export interface StoreHarness {
   /** A fresh, empty store. */
@@ -31,6 +32,7 @@ async function using<T>(store: Store, body: (store: Store) => Promise<T>): Promi
 /** The behaviour every Store implementation must show; each implementation runs this suite. */
 export function describeStoreConformance(name: string, harness: StoreHarness): void {
   const given = () => new Given(harness.gappedPositions === true);
+  describeLiveWorkConformance(name, harness);
   describe(`${name} store conformance`, () => {
     test('a committed transaction is visible to later reads', async () => {
       await using(await harness.create(), async (store) => {

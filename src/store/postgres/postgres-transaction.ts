@@ -1,12 +1,17 @@
 import type pg from 'pg';
 import { deepFreeze } from '../deep-freeze.js';
 import { firstPositionOf, horizonSql, positionAt, SLOTS_PER_TRANSACTION, type FeedClock } from './feed-clock.js';
+import { liveWorkRow } from '../live-work.js';
+import { CLAIM_DUE_SQL, LIVE_WORK_OF_AUTOMATION_SQL, LIVE_WORK_SQL } from './live-work-queries.js';
 import {
   LogTrimError,
   StoreConflictError,
   StreamSequenceError,
   TerminalRecordError,
   type ListOptions,
+  type LiveKind,
+  type LiveWork,
+  type LiveWorkOptions,
   type LogEntry,
   type PutOptions,
   type ReadLogOptions,
@@ -87,6 +92,13 @@ export class PostgresReader implements StoreReader {
   async versions(kind: string, options: ListOptions = {}): Promise<RecordVersion[]> {
     const [sql, values] = range('id, version', kind, options);
     return this.db.rows<{ id: string; version: number }>(sql, values);
+  }
+  async liveWork(kind: LiveKind, options: LiveWorkOptions = {}): Promise<LiveWork[]> {
+    const rows = await this.db.rows<Record<string, unknown> & { id: string }>(
+      options.automationId === undefined ? LIVE_WORK_SQL : LIVE_WORK_OF_AUTOMATION_SQL,
+      options.automationId === undefined ? [kind] : [kind, options.automationId],
+    );
+    return rows.map((row) => liveWorkRow(row.id, (field) => row[field]));
   }
   async head(stream: string): Promise<number> {
     const [row] = await this.db.rows<{ s: number | null }>('SELECT MAX(sequence) AS s FROM {s}.log WHERE stream = $1', [
@@ -183,6 +195,14 @@ export class PostgresTransaction extends PostgresReader implements StoreTransact
   }
   override versions(kind: string, options?: ListOptions) {
     return this.guarded(() => super.versions(kind, options));
+  }
+  override liveWork(kind: LiveKind, options?: LiveWorkOptions) {
+    return this.guarded(() => super.liveWork(kind, options));
+  }
+  /** One statement: see {@link CLAIM_DUE_SQL}. */
+  async lockDueOccurrences(now: string, limit: number, skip: readonly string[]): Promise<string[]> {
+    const rows = await this.guarded(() => this.db.rows<{ id: string }>(CLAIM_DUE_SQL, [now, limit, skip]));
+    return rows.map((row) => row.id);
   }
   override readLog<T>(stream: string, options?: ReadLogOptions) {
     return this.guarded(() => super.readLog<T>(stream, options));

@@ -18,14 +18,16 @@ import type { SqliteDriver } from './driver.js';
 import { PRIVATE_FILE_MODE } from '../private-files.js';
 import { entryChecksum, recordChecksum } from './sqlite-rows.js';
 import { StoreCorruptError } from '../store.js';
+import { RETIRED_INDEX_KINDS } from '../live-work.js';
 import { readCommitCount, type CommitCount } from './sqlite-watermark.js';
 
 /**
  * 2 adds a CRC-32 column (`crc`) to `records` and `log`, checked on every read of a row. A store of
- * version 1 gets it on its first open by this build, computed from the rows as they are then.
+ * version 1 gets it on its first open by this build, computed from the rows as they are then. 3 indexes live
+ * work (records not terminal) and removes the index records that earlier engines rewrote for it.
  */
-export const SCHEMA_VERSION = 2;
-const MIGRATES_FROM = new Set(['1']);
+export const SCHEMA_VERSION = 3;
+const MIGRATES_FROM = new Set(['1', '2']);
 /** The first 16 bytes of every SQLite database file. */
 const SQLITE_MAGIC = Buffer.from('SQLite format 3\0', 'latin1');
 /** Files beside the database: SQLite's, and the commit watermark (`sqlite-watermark.ts`). */
@@ -230,5 +232,15 @@ export function addChecksums(db: Database.Database): void {
   db.exec(
     'UPDATE records SET crc = coven_record_crc(kind, id, version, terminal, data); ' +
       'UPDATE log SET crc = coven_entry_crc(stream, sequence, position, data);',
+  );
+}
+
+/**
+ * Removes the index records of live work earlier versions kept (`live-occurrence` and the like), inside the
+ * caller's migration transaction: the indexes of schema version 3 answer what they did.
+ */
+export function retireIndexRecords(db: Database.Database): void {
+  db.prepare(`DELETE FROM records WHERE kind IN (${RETIRED_INDEX_KINDS.map(() => '?').join(', ')})`).run(
+    ...RETIRED_INDEX_KINDS,
   );
 }

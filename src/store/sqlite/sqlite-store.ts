@@ -10,6 +10,7 @@ import { makePrivateFolder, PRIVATE_FILE_MODE, refuseReadOnly } from '../private
 import {
   absentSidecars,
   addChecksums,
+  retireIndexRecords,
   checkDatabaseHeader,
   createDatabase,
   inspectDatabase,
@@ -27,7 +28,13 @@ import {
   refuseOrphanWatermark,
   type CommitCount,
 } from './sqlite-watermark.js';
-import { SqliteReader, SqliteTransaction, Statements, VERSIONS_INDEXED } from './sqlite-transaction.js';
+import {
+  LIVE_WORK_INDEXES,
+  SqliteReader,
+  SqliteTransaction,
+  Statements,
+  VERSIONS_INDEXED,
+} from './sqlite-transaction.js';
 import {
   CommitListeners,
   StoreClosedError,
@@ -105,6 +112,8 @@ CREATE UNIQUE INDEX IF NOT EXISTS one_session_per_attempt
 -- Every pass lists the ids and versions of these kinds (versions()); from this index alone, instead of one
 -- table row per record. Few rows, so the index stays a few pages that their writes keep in cache.
 ${[...VERSIONS_INDEXED].map(([kind, index]) => versionsIndex(kind, index)).join('\n')}
+-- What every pass asks: the live occurrences and attempts, and an automation's (schema version 3).
+${LIVE_WORK_INDEXES}
 `;
 
 /** The writer's settings; WAL mode is the file's own (set when it was created) and kept by this. */
@@ -127,7 +136,8 @@ function openWriter(Driver: SqliteDriver, path: string, options: SqliteStoreOpti
       const version = writer.prepare("SELECT value FROM meta WHERE key = 'schemaVersion'").pluck().get() as
         string | undefined;
       if (version !== String(SCHEMA_VERSION)) {
-        addChecksums(writer);
+        if (version === '1') addChecksums(writer);
+        retireIndexRecords(writer);
         writer
           .prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('schemaVersion', ?)")
           .run(String(SCHEMA_VERSION));

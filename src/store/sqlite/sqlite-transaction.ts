@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { WriterCache } from './sqlite-writer-cache.js';
 import { deepFreeze } from '../deep-freeze.js';
+import { LIVE_WORK_PATHS, liveWorkColumns, liveWorkRow, sqliteField } from '../live-work.js';
 import {
   checkedEntry,
   checkedPage,
@@ -18,6 +19,9 @@ import {
   StreamSequenceError,
   TerminalRecordError,
   type ListOptions,
+  type LiveKind,
+  type LiveWork,
+  type LiveWorkOptions,
   type LogEntry,
   type PutOptions,
   type ReadLogOptions,
@@ -36,6 +40,21 @@ export const VERSIONS_INDEXED = new Map([
   ['definition', 'versions_of_definitions'],
   ['plan-cursor', 'versions_of_plan_cursors'],
 ]);
+
+/**
+ * The indexes of live work (records not terminal): a kind's, and an automation's. Their expressions are the
+ * queries' own, so SQLite finds the rows from the index; only the live rows are read.
+ */
+export const LIVE_WORK_INDEXES = `
+CREATE INDEX IF NOT EXISTS live_work ON records (kind, id) WHERE terminal = 0;
+CREATE INDEX IF NOT EXISTS live_work_by_automation ON records (kind, ${sqliteField(LIVE_WORK_PATHS.automationId)})
+  WHERE terminal = 0;`;
+const LIVE_WORK_QUERY =
+  `SELECT id, ${liveWorkColumns(sqliteField)} FROM records INDEXED BY live_work ` +
+  'WHERE kind = ? AND terminal = 0 ORDER BY id';
+const LIVE_WORK_OF_AUTOMATION_QUERY =
+  `SELECT id, ${liveWorkColumns(sqliteField)} FROM records INDEXED BY live_work_by_automation ` +
+  `WHERE kind = ? AND ${sqliteField(LIVE_WORK_PATHS.automationId)} = ? AND terminal = 0 ORDER BY id`;
 
 const UNIQUE_VIOLATION = new Set(['SQLITE_CONSTRAINT_UNIQUE', 'SQLITE_CONSTRAINT_PRIMARYKEY']);
 
@@ -107,6 +126,14 @@ export class SqliteReader implements StoreReader {
   async versions(kind: string, options: ListOptions = {}): Promise<RecordVersion[]> {
     const [sql, values] = rangeQuery('id, version', kind, options, VERSIONS_INDEXED.get(kind));
     return this.sql.get(sql).all(...values) as RecordVersion[];
+  }
+  async liveWork(kind: LiveKind, options: LiveWorkOptions = {}): Promise<LiveWork[]> {
+    const rows = (
+      options.automationId === undefined
+        ? this.sql.get(LIVE_WORK_QUERY).all(kind)
+        : this.sql.get(LIVE_WORK_OF_AUTOMATION_QUERY).all(kind, options.automationId)
+    ) as Array<Record<string, unknown> & { id: string }>;
+    return rows.map((row) => liveWorkRow(row.id, (field) => row[field]));
   }
   async head(stream: string): Promise<number> {
     const row = this.sql.get('SELECT MAX(sequence) AS s FROM log WHERE stream = ?').get(stream) as { s: number | null };

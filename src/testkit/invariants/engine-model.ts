@@ -27,7 +27,7 @@ const command = (describe: string, act: Step['act']) => new EngineCommand({ desc
 
 async function pickLive(world: World, index: number, states: string[]): Promise<Record<string, unknown> | undefined> {
   const live = await world.store.read(async (r) => {
-    const ids = (await r.list('live-occurrence')).map((x) => x.id);
+    const ids = (await r.liveWork('occurrence')).map((x) => x.id);
     const out = [];
     for (const id of ids) {
       const o = await r.get<{ snapshot: { value: string }; attributes: Record<string, unknown> }>('occurrence', id);

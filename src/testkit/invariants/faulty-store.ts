@@ -1,6 +1,14 @@
 import { DefinitionState } from '../../../machines/index.js';
 import { attemptIdFor } from '../../domain/ids.js';
-import type { PutOptions, Store, StoreReader, StoredRecord, StoreTransaction } from '../../store/store.js';
+import type {
+  LiveWork,
+  LiveWorkOptions,
+  PutOptions,
+  Store,
+  StoreReader,
+  StoredRecord,
+  StoreTransaction,
+} from '../../store/store.js';
 
 /**
  * What a broken store does differently: how it presents a record to readers, and what it writes besides a
@@ -9,6 +17,8 @@ import type { PutOptions, Store, StoreReader, StoredRecord, StoreTransaction } f
 export interface StoreFault {
   present?(record: StoredRecord): StoredRecord;
   afterPut?(tx: StoreTransaction, record: StoredRecord, options: PutOptions): Promise<void>;
+  /** How the store's index of live work reads. */
+  presentLiveWork?(works: LiveWork[], options: LiveWorkOptions): LiveWork[];
 }
 
 /**
@@ -69,6 +79,10 @@ export class FaultyStore implements Store {
       head: (s) => r.head(s),
       readLog: (s, o) => r.readLog(s, o),
       readFeed: (o) => r.readFeed(o),
+      liveWork: async (k, o = {}) => {
+        const works = await r.liveWork(k, o);
+        return this.fault.presentLiveWork?.(works, o) ?? works;
+      },
     };
   }
 }
@@ -85,10 +99,10 @@ export const TOMBSTONES_READ_ACTIVE: StoreFault = {
   },
 };
 
-/** `ignoreLiveWork`: an automation's index of its live occurrences reads as empty, so overlap is never seen. */
+/** `ignoreLiveWork`: an automation's live occurrences read as none, so overlap is never seen. */
 export const LIVE_WORK_READS_EMPTY: StoreFault = {
-  present(record) {
-    return record.kind === 'live-occurrence-by-automation' ? { ...record, data: { occurrenceIds: [] } } : record;
+  presentLiveWork(works, options) {
+    return options.automationId === undefined ? works : [];
   },
 };
 
@@ -142,8 +156,7 @@ export const REVISE_MOVES_LIVE_OCCURRENCES: StoreFault = {
   async afterPut(tx, record, options) {
     if (record.kind !== 'definition-revision' || options.expectedVersion !== null) return;
     const { automationId, revision } = record.data as { automationId: string; revision: number };
-    for (const { id, data } of await tx.list<{ automationId: string | null }>('live-occurrence')) {
-      if (data.automationId !== automationId) continue;
+    for (const { id } of await tx.liveWork('occurrence', { automationId })) {
       const occurrence = await tx.get<Snapshot>('occurrence', id);
       if (occurrence === undefined) continue;
       const attributes = { ...occurrence.data.attributes, automationRevision: revision };

@@ -151,7 +151,7 @@ export const BROKEN_VARIANTS: BrokenVariant[] = [
     fault: 'ackCancelWithoutRuntime',
     scenario: async (w) => {
       await slotRuns(w, 'hang');
-      const live = await w.store.read((r) => r.list('live-occurrence'));
+      const live = await w.store.read((r) => r.liveWork('occurrence'));
       await w.command('occurrence.cancel.v1', { occurrenceId: live[0]!.id });
       await w.verify('cancel');
       // The runtime adapter answers the cancel itself; the engine settles on that answer when it next observes.

@@ -128,7 +128,7 @@ export async function runInterleavingProperty(
           if (cancel) {
             work.push(
               world.store
-                .read((r) => r.list('live-occurrence'))
+                .read((r) => r.liveWork('occurrence'))
                 .then((live) =>
                   live[0] === undefined
                     ? undefined

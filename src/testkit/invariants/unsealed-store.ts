@@ -17,6 +17,7 @@ export class UnsealedStore implements Store {
         head: (s) => tx.head(s),
         readLog: (s, o) => tx.readLog(s, o),
         readFeed: (o) => tx.readFeed(o),
+        liveWork: (k, o) => tx.liveWork(k, o),
         append: (s, d, e) => tx.append(s, d, e),
         delete: (k, i, v) => tx.delete(k, i, v),
         expire: (k, i, v) => tx.expire(k, i, v),

@@ -1,0 +1,125 @@
+import { DefinitionState, OccurrenceState } from '../../machines/index.js';
+import type { LiveWork, StoreReader } from '../store/store.js';
+import { KINDS } from '../domain/records.js';
+import type { EngineServices } from '../domain/services.js';
+import { forEachConcurrently } from '../domain/concurrency.js';
+import { loadOccurrence } from '../domain/entities.js';
+import { advanceOccurrence, claimWhenEligible, type SessionStop } from './occurrences.js';
+
+/** What a pass knows of the definitions once, instead of per occurrence. */
+export interface PassFacts {
+  /** Each automation's definition: active or not, and its revision. */
+  definitions: ReadonlyMap<string, { active: boolean; revision: number }>;
+  /** Automations with a quarantine record (quarantined now or earlier): their planned work is looked at. */
+  quarantines: ReadonlySet<string>;
+}
+
+/** The pass's facts as `reader` holds them: the definitions from the engine's directory, the quarantine ids. */
+export async function passFacts(svc: EngineServices, reader: StoreReader): Promise<PassFacts> {
+  const definitions = new Map(
+    (await svc.definitions.current(reader)).map((d) => [
+      d.id,
+      { active: d.state === DefinitionState.active, revision: d.terms.revision },
+    ]),
+  );
+  const quarantines = new Set((await reader.versions(KINDS.quarantine)).map((v) => v.id));
+  return { definitions, quarantines };
+}
+
+/**
+ * Whether the scheduler has anything to do for a live occurrence at `now` (epoch ms), judged from its live-work
+ * summary alone, so a pass opens a transaction only for those: a deadline passed; planned work that came due,
+ * is eligible, or whose definition stopped being active, was quarantined or revised; a claim whose lease lapsed;
+ * recovery to determine. Running and recovery_required work waits for its deadline or for the operator; a state
+ * this does not know is always looked at.
+ */
+export function needsAttention(work: LiveWork, now: number, facts: PassFacts): boolean {
+  const passed = (instant: string | null) => instant !== null && Date.parse(instant) <= now;
+  if (passed(work.deadlineAt)) return true;
+  switch (work.state) {
+    case OccurrenceState.eligible:
+      return true;
+    case OccurrenceState.planned: {
+      const due =
+        (work.scheduledFor === null || passed(work.scheduledFor)) &&
+        (work.notBefore === null || passed(work.notBefore));
+      return due || definitionMoved(work, facts);
+    }
+    case OccurrenceState.claimed:
+    case OccurrenceState.dispatching:
+      return work.leaseExpiresAt !== null && Date.parse(work.leaseExpiresAt) < now;
+    case OccurrenceState.running:
+    case OccurrenceState.recovery_required:
+      return false;
+    default:
+      return true;
+  }
+}
+
+/** Planned work whose definition is gone, not active, quarantined (now or once) or at a later revision. */
+function definitionMoved(work: LiveWork, facts: PassFacts): boolean {
+  if (work.automationId === null || work.automationRevision === null) return true;
+  const definition = facts.definitions.get(work.automationId);
+  return (
+    definition === undefined ||
+    !definition.active ||
+    facts.quarantines.has(work.automationId) ||
+    definition.revision > work.automationRevision
+  );
+}
+
+/** How many due occurrences one set-based claim takes (PostgreSQL): one transaction, one commit for them all. */
+export const CLAIM_BATCH = 32;
+
+/**
+ * Claims the occurrences due now in batches, on stores several engines share: one statement locks a batch
+ * (rows another engine holds are skipped, see {@link StoreTransaction.lockDueOccurrences}) and each locked
+ * occurrence's claim is then its machine's transition, all in one transaction. Returns the ids taken; a batch
+ * that fails is rolled back whole and left to the one-occurrence-per-transaction path, which reports errors.
+ */
+async function claimDueInBatches(svc: EngineServices): Promise<void> {
+  const taken: string[] = [];
+  for (;;) {
+    let locked: string[] = [];
+    try {
+      await svc.step(async (step) => {
+        locked = (await step.tx.lockDueOccurrences?.(step.now, CLAIM_BATCH, taken)) ?? [];
+        for (const id of locked) await claimWhenEligible(svc, step, await loadOccurrence(step.tx, id));
+      });
+    } catch {
+      return;
+    }
+    taken.push(...locked);
+    if (locked.length < CLAIM_BATCH) return;
+  }
+}
+
+/**
+ * Every live occurrence the pass has something to do for (see {@link needsAttention}), one transaction each,
+ * after the set-based claims where the store has them; one occurrence's failure is reported and does not stop
+ * the others. Returns the sessions to stop once those commits are durable.
+ */
+export async function advanceAll(
+  svc: EngineServices,
+  errors: Error[] = [],
+  evidenceUndecided: ReadonlySet<string> = new Set(),
+): Promise<SessionStop[]> {
+  const stops: SessionStop[] = [];
+  if (svc.store.sharedByEngines === true) await claimDueInBatches(svc);
+  const now = svc.clock.now().getTime();
+  const { live, facts } = await svc.store.read(async (r) => ({
+    live: await r.liveWork(KINDS.occurrence),
+    facts: await passFacts(svc, r),
+  }));
+  const due = live.filter((work) => needsAttention(work, now, facts));
+  await forEachConcurrently(due, svc.passConcurrency, async ({ id }) => {
+    const mine: SessionStop[] = [];
+    try {
+      await svc.step((step) => advanceOccurrence(svc, step, id, mine, evidenceUndecided));
+      stops.push(...mine);
+    } catch (error) {
+      errors.push(new Error(`scheduler: occurrence ${id}: ${(error as Error).message}`, { cause: error }));
+    }
+  });
+  return stops;
+}
