@@ -39,7 +39,10 @@ export async function expireAdoptions(svc: EngineServices, policy: RetentionPoli
   const { cursor, page } = await svc.store.read(async (r) => {
     const cursor = await r.get<{ after: string }>(CURSOR.kind, CURSOR.id);
     const after = cursor?.data.after;
-    const page = await r.list<AdoptionRecord>(ADOPTION_KIND, { ...(after === undefined ? {} : { after }), limit: ADOPTION_PAGE });
+    const page = await r.list<AdoptionRecord>(ADOPTION_KIND, {
+      ...(after === undefined ? {} : { after }),
+      limit: ADOPTION_PAGE,
+    });
     return { cursor, page };
   });
   const expired = page.filter((record) => Date.parse(record.data.committedAt) < cutoff).slice(0, budget);

@@ -2,12 +2,7 @@ import { advanceFeedHorizon } from '../changefeed/changefeed.js';
 import type { StepContext } from '../domain/lifecycle.js';
 import { PLANNING_LOOKBACK_DAYS } from '../domain/occurrence-input.js';
 import { KINDS, type OccurrenceRecord } from '../domain/records.js';
-import {
-  AFTER_INSTANT,
-  RETIRE_QUEUE_KIND,
-  queueId,
-  type RetireDue,
-} from '../domain/retention-queue.js';
+import { AFTER_INSTANT, RETIRE_QUEUE_KIND, queueId, type RetireDue } from '../domain/retention-queue.js';
 import type { EngineServices } from '../domain/services.js';
 import type { StoreTransaction } from '../store/store.js';
 import type { RetentionPolicy } from './policy.js';
@@ -69,9 +64,14 @@ export async function retireOne(step: StepContext, entryId: string): Promise<Ret
     if ((await step.tx.readFeed({ after: position, limit: 1 })).length === 0) {
       const later = new Date(Date.parse(step.now) + NEWEST_POSTPONE_MS).toISOString();
       await step.tx.delete(RETIRE_QUEUE_KIND, entryId, fresh.version);
-      await step.tx.put(RETIRE_QUEUE_KIND, queueId(later, due.occurrenceId), { ...due, retireAt: later }, {
-        expectedVersion: null,
-      });
+      await step.tx.put(
+        RETIRE_QUEUE_KIND,
+        queueId(later, due.occurrenceId),
+        { ...due, retireAt: later },
+        {
+          expectedVersion: null,
+        },
+      );
       return 'postponed';
     }
     newest.push(position);
@@ -88,7 +88,7 @@ export async function retireOne(step: StepContext, entryId: string): Promise<Ret
 export async function dueRetirements(svc: EngineServices, limit: number): Promise<string[]> {
   if (limit <= 0) return [];
   const now = svc.clock.now().toISOString();
-  return (
-    await svc.store.read((r) => r.versions(RETIRE_QUEUE_KIND, { before: `${now}${AFTER_INSTANT}`, limit }))
-  ).map((v) => v.id);
+  return (await svc.store.read((r) => r.versions(RETIRE_QUEUE_KIND, { before: `${now}${AFTER_INSTANT}`, limit }))).map(
+    (v) => v.id,
+  );
 }

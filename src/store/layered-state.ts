@@ -317,7 +317,8 @@ export class CommittedState<F extends ColdFile = ColdFile> implements StateLayer
     const retired = before >= entries.at(-1)!.sequence + 1;
     const kept = retired ? 0 : 1;
     let dropped = 0;
-    while (dropped < entries.length - kept && entries[dropped]!.sequence < before) this.trimmed.add(entries[dropped++]!);
+    while (dropped < entries.length - kept && entries[dropped]!.sequence < before)
+      this.trimmed.add(entries[dropped++]!);
     if (retired) this.streams.delete(stream);
     else if (dropped > 0) this.streams.set(stream, entries.slice(dropped));
     if (this.trimmed.size > FEED_REBUILD_SLACK && this.trimmed.size * 4 > this.feed.length) {

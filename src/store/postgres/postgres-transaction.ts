@@ -336,7 +336,8 @@ export class PostgresTransaction extends PostgresReader implements StoreTransact
     // the port's, so a store moved between backends behaves alike).
     const [row] = await this.guarded(() =>
       this.db.rows<{ last: string | null; newest: string | null }>(
-        'SELECT (SELECT MAX(position) FROM {s}.log WHERE stream = $1) AS last, (SELECT MAX(position) FROM {s}.log) AS newest',
+        'SELECT (SELECT MAX(position) FROM {s}.log WHERE stream = $1) AS last, ' +
+          '(SELECT MAX(position) FROM {s}.log) AS newest',
         [stream],
       ),
     );

@@ -281,7 +281,9 @@ export class SqliteTransaction extends SqliteReader implements StoreTransaction 
   }
 
   async retireLog(stream: string): Promise<number> {
-    const last = this.sql.get('SELECT MAX(position) AS p FROM log WHERE stream = ?').get(stream) as { p: number | null };
+    const last = this.sql.get('SELECT MAX(position) AS p FROM log WHERE stream = ?').get(stream) as {
+      p: number | null;
+    };
     if (last.p === null) return 0;
     // The next position is MAX(position) + 1 after a reopen: the feed's newest entry must stay.
     const newest = this.sql.get('SELECT MAX(position) AS p FROM log').get() as { p: number };
