@@ -17,6 +17,8 @@ export interface Residue {
   streams: number;
   /** Rows of the SQLite `meta` table, files next to a file store. */
   other: Record<string, number>;
+  /** SQLite: bytes of record and entry data (a figure to print; ids and instants make it vary slightly). */
+  bytes?: number;
 }
 
 export const residueTotal = (r: Residue) =>
@@ -74,7 +76,12 @@ export async function residueOf(store: Store, postgresUrl?: string): Promise<Res
       const streams = (db.prepare('SELECT COUNT(DISTINCT stream) AS n FROM log').get() as { n: number }).n;
       const meta = (db.prepare('SELECT COUNT(*) AS n FROM meta').get() as { n: number }).n;
       const files = readdirSync(dirname(store.file)).length;
-      return { records, entries, streams, other: { meta, files } };
+      const bytes = (
+        db
+          .prepare('SELECT (SELECT SUM(length(data)) FROM records) + (SELECT SUM(length(data)) FROM log) AS n')
+          .get() as { n: number }
+      ).n;
+      return { records, entries, streams, other: { meta, files }, bytes };
     } finally {
       db.close();
     }
