@@ -26,7 +26,7 @@ import {
 } from '../domain/retention-queue.js';
 import { outboxIdFor, runIdFor } from '../domain/ids.js';
 import { expireAdoptions } from './adoption-expiry.js';
-import { dueRetirements, queueRetirement, retireOne } from './retirement.js';
+import { backfillRetirements, dueRetirements, queueRetirement, retireOne } from './retirement.js';
 
 /** Kept a day longer when something it holds is still live (it cannot be, once settled; never assumed). */
 const POSTPONE_MS = 86_400_000;
@@ -94,6 +94,7 @@ export async function compactExpiredHistory(
 ): Promise<CompactionReport> {
   const report: CompactionReport = { occurrences: 0, receipts: 0, postponed: 0, skipped: 0, retired: 0, adoptions: 0 };
   await backfillQueue(svc);
+  await backfillRetirements(svc, policy);
   const now = svc.clock.now().getTime();
   let budget = policy.perPass;
   for (const retentionClass of policy.expiringClasses()) {

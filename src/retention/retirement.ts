@@ -1,5 +1,6 @@
 import { advanceFeedHorizon } from '../changefeed/changefeed.js';
 import type { StepContext } from '../domain/lifecycle.js';
+import { runIdFor } from '../domain/ids.js';
 import { PLANNING_LOOKBACK_DAYS } from '../domain/occurrence-input.js';
 import { KINDS, type OccurrenceRecord } from '../domain/records.js';
 import { AFTER_INSTANT, RETIRE_QUEUE_KIND, queueId, type RetireDue } from '../domain/retention-queue.js';
@@ -15,6 +16,8 @@ const DAY_MS = 86_400_000;
 const SLOT_FENCE_MS = (PLANNING_LOOKBACK_DAYS + 1) * DAY_MS;
 /** A stream holding the feed's newest entry stays (the store refuses it): looked at again a day later. */
 const NEWEST_POSTPONE_MS = DAY_MS;
+/** `meta/retirement-backfill`: present once every occurrence compacted before retirement existed is queued. */
+const BACKFILLED = { kind: 'meta', id: 'retirement-backfill' } as const;
 
 /**
  * Queues the compacted occurrence's streams for retirement, in the transaction that compacted it: after the
@@ -37,6 +40,59 @@ export async function queueRetirement(
     occurrenceKey: a.occurrenceKey,
   };
   await step.tx.put(RETIRE_QUEUE_KIND, queueId(retireAt, occurrence.id), due, { expectedVersion: null });
+  if ((await step.tx.version(BACKFILLED.kind, BACKFILLED.id)) === undefined)
+    await step.tx.put(BACKFILLED.kind, BACKFILLED.id, { at: step.now }, { expectedVersion: null });
+}
+
+const BACKFILL_PAGE = 500;
+
+/** The slot a scheduled occurrence's key names (`<automationId>@<instant>`), or 0 for a manual request's key. */
+function slotOfKey(key: string): number {
+  const slot = Date.parse(key.slice(key.lastIndexOf('@') + 1));
+  return Number.isNaN(slot) ? 0 : slot;
+}
+
+/**
+ * Stores compacted before retirement existed hold compacted occurrences that were never queued for it: their
+ * slot keys, whose occurrence is gone, name them. The first sweep queues each (streams: the occurrence's and
+ * its run's), a page per transaction, then marks the store so no later sweep looks again.
+ */
+export async function backfillRetirements(svc: EngineServices, policy: RetentionPolicy): Promise<void> {
+  if ((await svc.store.read((r) => r.get(BACKFILLED.kind, BACKFILLED.id))) !== undefined) return;
+  let after: string | undefined;
+  for (;;) {
+    const page = await svc.store.read((r) =>
+      r.list<{ occurrenceId: string }>(KINDS.occurrenceKey, {
+        ...(after === undefined ? {} : { after }),
+        limit: BACKFILL_PAGE,
+      }),
+    );
+    // No slot keys at all: nothing compacted yet, and no write (an idle pass opens no transaction). The first
+    // compaction marks the store (queueRetirement), so its key is never queued twice.
+    if (page.length === 0 && after === undefined) return;
+    await svc.step(async (step) => {
+      for (const key of page) {
+        const occurrenceId = key.data.occurrenceId;
+        if ((await step.tx.version(KINDS.occurrence, occurrenceId)) !== undefined) continue;
+        const retireAt = new Date(
+          Math.max(Date.parse(step.now) + policy.snapshotMs, slotOfKey(key.id) + SLOT_FENCE_MS),
+        ).toISOString();
+        const id = queueId(retireAt, occurrenceId);
+        if ((await step.tx.version(RETIRE_QUEUE_KIND, id)) !== undefined) continue;
+        const due: RetireDue = {
+          occurrenceId,
+          retireAt,
+          streams: [`occurrence/${occurrenceId}`, `run/${runIdFor(occurrenceId)}`],
+          occurrenceKey: key.id,
+        };
+        await step.tx.put(RETIRE_QUEUE_KIND, id, due, { expectedVersion: null });
+      }
+      if (page.length < BACKFILL_PAGE && (await step.tx.version(BACKFILLED.kind, BACKFILLED.id)) === undefined)
+        await step.tx.put(BACKFILLED.kind, BACKFILLED.id, { at: step.now }, { expectedVersion: null });
+    });
+    if (page.length < BACKFILL_PAGE) return;
+    after = page.at(-1)!.id;
+  }
 }
 
 /** The position of a stream's newest entry, or undefined for a stream with none. */
