@@ -48,8 +48,10 @@ const BACKFILL_PAGE = 500;
 
 /** The slot a scheduled occurrence's key names (`<automationId>@<instant>`), or 0 for a manual request's key. */
 function slotOfKey(key: string): number {
-  const slot = Date.parse(key.slice(key.lastIndexOf('@') + 1));
-  return Number.isNaN(slot) ? 0 : slot;
+  const named = key.slice(key.lastIndexOf('@') + 1);
+  // Date.parse is lenient with other text: only an instant as occurrenceKeyFor writes it is a slot.
+  if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/.test(named)) return 0;
+  return Date.parse(named);
 }
 
 /**
