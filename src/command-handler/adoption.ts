@@ -1,23 +1,10 @@
 import { jcsSha256 } from '../contract/digest.js';
 import { ContractError } from '../contract/errors.js';
 import type { StoreTransaction } from '../store/store.js';
+import { ADOPTION_KIND, type AdoptionRecord } from '../domain/adoptions.js';
 import type { CommandEnvelope } from './envelope.js';
 
-export const ADOPTION_KIND = 'adoption';
-
-/**
- * The durable record of a committed command, written in the same transaction as its effects. Keys are
- * global: any later use of the key either replays this record or conflicts with it.
- */
-export interface AdoptionRecord {
-  command: string;
-  requestDigest: string;
-  committedAt: string;
-  result: Record<string, unknown>;
-  revision?: number;
-  eventRef?: { stream: string; sequence: number };
-  automationId?: string;
-}
+export { ADOPTION_KIND, type AdoptionRecord };
 
 /**
  * What makes two requests "the same": JCS SHA-256 over command, expectedRevision and payload. Origin and

@@ -30,3 +30,9 @@ export function occurrenceInput(
     operatorHold: bindingOf(definition) === undefined,
   };
 }
+
+/**
+ * Planning never looks further back than this; older missed slots are out of the misfire window. Retention
+ * relies on it too: the key of a slot older than this fences nothing and may go.
+ */
+export const PLANNING_LOOKBACK_DAYS = 15;

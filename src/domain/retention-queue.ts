@@ -47,3 +47,16 @@ export async function queueForRetention(
   };
   await step.tx.put(kind, id, due, { expectedVersion: null });
 }
+
+/** Compacted occurrences wait here until their streams are retired whole; ids ordered by when that is due. */
+export const RETIRE_QUEUE_KIND = 'retire-due';
+
+export interface RetireDue {
+  occurrenceId: string;
+  /** When the streams go: the snapshot window after compaction, and never while the slot could be planned. */
+  retireAt: string;
+  /** The occurrence's and its runs' streams (`occurrence/<id>`, `run/<id>`), each down to its snapshot. */
+  streams: string[];
+  /** The occurrence-key record that fenced the slot (or the manual request) since compaction. */
+  occurrenceKey: string;
+}

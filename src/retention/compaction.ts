@@ -25,6 +25,8 @@ import {
   type RetentionDue,
 } from '../domain/retention-queue.js';
 import { outboxIdFor, runIdFor } from '../domain/ids.js';
+import { expireAdoptions } from './adoption-expiry.js';
+import { backfillRetirements, dueRetirements, queueRetirement, retireOne } from './retirement.js';
 
 /** Kept a day longer when something it holds is still live (it cannot be, once settled; never assumed). */
 const POSTPONE_MS = 86_400_000;
@@ -75,6 +77,10 @@ export interface CompactionReport {
   postponed: number;
   /** Queue entries another engine already handled. */
   skipped: number;
+  /** Compacted occurrences whose streams were retired whole (their snapshot window over). */
+  retired: number;
+  /** Adoption records removed after their window. */
+  adoptions: number;
 }
 
 /**
@@ -86,8 +92,9 @@ export async function compactExpiredHistory(
   policy: RetentionPolicy,
   errors: Error[] = [],
 ): Promise<CompactionReport> {
-  const report: CompactionReport = { occurrences: 0, receipts: 0, postponed: 0, skipped: 0 };
+  const report: CompactionReport = { occurrences: 0, receipts: 0, postponed: 0, skipped: 0, retired: 0, adoptions: 0 };
   await backfillQueue(svc);
+  await backfillRetirements(svc, policy);
   const now = svc.clock.now().getTime();
   let budget = policy.perPass;
   for (const retentionClass of policy.expiringClasses()) {
@@ -106,6 +113,21 @@ export async function compactExpiredHistory(
         errors.push(new Error(`retention: ${entry.data.occurrenceId}: ${(error as Error).message}`, { cause: error }));
       }
     });
+  }
+  await forEachConcurrently(await dueRetirements(svc, budget), svc.passConcurrency, async (entryId) => {
+    try {
+      const outcome = await svc.step((step) => retireOne(step, entryId));
+      if (outcome === 'retired') report.retired++;
+      else report[outcome]++;
+    } catch (error) {
+      errors.push(new Error(`retention: retiring ${entryId}: ${(error as Error).message}`, { cause: error }));
+    }
+  });
+  budget -= report.retired;
+  try {
+    report.adoptions = await expireAdoptions(svc, policy, budget);
+  } catch (error) {
+    errors.push(new Error(`retention: adoption records: ${(error as Error).message}`, { cause: error }));
   }
   return report;
 }
@@ -142,6 +164,12 @@ async function compactOne(
   }
   const keepReceipts = policy.outlives(due.receiptsClass, retentionClass);
   const receiptIds = await compactOccurrence(step, occurrence as OccurrenceRecord, history, keepReceipts);
+  await queueRetirement(
+    step,
+    policy,
+    occurrence as OccurrenceRecord,
+    history.runs.map(({ run }) => run.id),
+  );
   await step.tx.delete(kind, entry.id, fresh.version);
   if (receiptIds.length > 0) {
     await step.tx.put(

@@ -18,6 +18,16 @@ export interface RetentionOptions {
   perPass?: number;
   /** Engine-clock minutes between retention sweeps; a sweep lists only what expired since (default 5). */
   sweepEveryMinutes?: number;
+  /**
+   * Days a compacted occurrence's snapshots stay before its streams are retired whole (default 7): until then
+   * a command naming it is told it was compacted, with its final state; after, it reads as never there.
+   */
+  snapshotDays?: number;
+  /**
+   * Days a command's adoption record is kept after it committed (default 7), and never before what the
+   * command started has been retired: a key re-sent within the window replays; after it, it is a new request.
+   */
+  adoptionWindowDays?: number;
 }
 
 /**
@@ -36,6 +46,15 @@ const DEFAULT_PER_PASS = 256;
 /** Settled history expires on a scale of days; looking every few minutes is prompt enough and nearly free. */
 const DEFAULT_SWEEP_MINUTES = 5;
 const DAY_MS = 86_400_000;
+/** A week: long enough for a client's retries and an operator's look at what retention removed. */
+const DEFAULT_SNAPSHOT_DAYS = 7;
+const DEFAULT_ADOPTION_WINDOW_DAYS = 7;
+
+function positiveDays(name: string, days: number): number {
+  if (!(Number.isFinite(days) && days > 0))
+    throw new RangeError(`retention: ${name} must be a positive number of days, not ${String(days)}`);
+  return days * DAY_MS;
+}
 
 /** A validated retention policy: windows in milliseconds. */
 export class RetentionPolicy {
@@ -43,6 +62,10 @@ export class RetentionPolicy {
     private readonly windowsMs: ReadonlyMap<RetentionClass, number | null>,
     readonly perPass: number,
     readonly sweepEveryMs: number,
+    /** How long a compacted occurrence's snapshots stay before its streams are retired (ms). */
+    readonly snapshotMs: number,
+    /** How long an adoption record is kept after its command committed (ms). */
+    readonly adoptionWindowMs: number,
   ) {}
 
   /** Validates options once at the boundary; throws a RangeError naming the bad value. */
@@ -64,7 +87,13 @@ export class RetentionPolicy {
     const sweep = options.sweepEveryMinutes ?? DEFAULT_SWEEP_MINUTES;
     if (!(Number.isFinite(sweep) && sweep >= 0))
       throw new RangeError(`retention: sweepEveryMinutes must be ≥ 0, not ${String(sweep)}`);
-    return new RetentionPolicy(windows, perPass, sweep * 60_000);
+    return new RetentionPolicy(
+      windows,
+      perPass,
+      sweep * 60_000,
+      positiveDays('snapshotDays', options.snapshotDays ?? DEFAULT_SNAPSHOT_DAYS),
+      positiveDays('adoptionWindowDays', options.adoptionWindowDays ?? DEFAULT_ADOPTION_WINDOW_DAYS),
+    );
   }
 
   /** How long a class is kept (ms), or null: forever. Unknown classes are kept forever, never guessed at. */

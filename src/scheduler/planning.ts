@@ -5,10 +5,12 @@ import { createExecutionEntity, type StepContext } from '../domain/lifecycle.js'
 import { KINDS, type OccurrenceAttributes } from '../domain/records.js';
 import { isQuarantined, type EngineServices } from '../domain/services.js';
 import type { PlannableDefinition, PlanningTerms } from '../domain/definition-directory.js';
-import { occurrenceIdFor, occurrenceInput, occurrenceKeyFor } from '../domain/occurrence-input.js';
-
-/** Planning never looks further back than this; older missed slots are out of the misfire window. */
-export const PLANNING_LOOKBACK_DAYS = 15;
+import {
+  PLANNING_LOOKBACK_DAYS,
+  occurrenceIdFor,
+  occurrenceInput,
+  occurrenceKeyFor,
+} from '../domain/occurrence-input.js';
 const DAY_MS = 86_400_000;
 
 /**

@@ -317,13 +317,20 @@ export class CommittedState<F extends ColdFile = ColdFile> implements StateLayer
     this.history = undefined;
   }
 
-  /** Drops a stream's entries below sequence `before` (retention); the newest entry always stays. */
+  /**
+   * Drops a stream's entries below sequence `before` (retention). The newest entry stays unless `before` is
+   * the head: then the stream is retired whole and reads as never written.
+   */
   trimStream(stream: string, before: number): void {
     const entries = this.streams.get(stream);
     if (entries === undefined) return;
+    const retired = before >= entries.at(-1)!.sequence + 1;
+    const kept = retired ? 0 : 1;
     let dropped = 0;
-    while (dropped < entries.length - 1 && entries[dropped]!.sequence < before) this.trimmed.add(entries[dropped++]!);
-    if (dropped > 0) this.streams.set(stream, entries.slice(dropped));
+    while (dropped < entries.length - kept && entries[dropped]!.sequence < before)
+      this.trimmed.add(entries[dropped++]!);
+    if (retired) this.streams.delete(stream);
+    else if (dropped > 0) this.streams.set(stream, entries.slice(dropped));
     if (this.trimmed.size > FEED_REBUILD_SLACK && this.trimmed.size * 4 > this.feed.length) {
       this.feed = this.feed.filter((e) => !this.trimmed.has(e));
       this.trimmed.clear();

@@ -3,6 +3,7 @@ import { deepFreeze } from './deep-freeze.js';
 import { byId, liveWorkOfRecord } from './live-work.js';
 import { CommittedState, type CommittedChanges, type RecordMeta, type StateLayer } from './layered-state.js';
 import {
+  LogRetireError,
   LogTrimError,
   StoreConflictError,
   StreamSequenceError,
@@ -94,7 +95,16 @@ export class Overlay implements StateLayer, StoreTransaction {
   }
   streamHead(stream: string): number {
     const own = this.appendedByStream.get(stream)?.at(-1);
-    return own === undefined ? this.parent.streamHead(stream) : own.sequence + 1;
+    if (own !== undefined) return own.sequence + 1;
+    const head = this.parent.streamHead(stream);
+    // A trim up to the head is a retirement: the stream reads as never written.
+    return (this.trims.get(stream) ?? 0) >= head ? 0 : head;
+  }
+  /** Whether this layer or one below it (not yet committed) retired `stream`. */
+  private retiredInFlight(stream: string): boolean {
+    const before = this.trims.get(stream);
+    if (before !== undefined && before >= this.parent.streamHead(stream)) return true;
+    return this.parent instanceof Overlay && this.parent.retiredInFlight(stream);
   }
   heldStreamEntries(stream: string): readonly HeldEntry[] {
     const own = this.appendedByStream.get(stream) ?? [];
@@ -206,6 +216,9 @@ export class Overlay implements StateLayer, StoreTransaction {
 
   async append<T>(stream: string, data: T, expectedSequence?: number): Promise<LogEntry<T>> {
     const sequence = this.streamHead(stream);
+    // The journal replays a group's trims after its appends: an entry appended after a retirement in the same
+    // commit would vanish with it. The append waits for the retirement to commit (a lost race, run again).
+    if (this.retiredInFlight(stream)) throw new StreamSequenceError(stream, expectedSequence ?? 0, sequence);
     if (expectedSequence !== undefined && expectedSequence !== sequence)
       throw new StreamSequenceError(stream, expectedSequence, sequence);
     const entry: LogEntry<T> = deepFreeze({
@@ -227,6 +240,15 @@ export class Overlay implements StateLayer, StoreTransaction {
     const dropped = this.heldStreamEntries(stream).filter((e) => e.sequence < before).length;
     if (dropped > 0) this.trims.set(stream, Math.max(before, this.trims.get(stream) ?? 0));
     return dropped;
+  }
+
+  async retireLog(stream: string): Promise<number> {
+    const entries = this.heldStreamEntries(stream);
+    const last = entries.at(-1);
+    if (last === undefined) return 0;
+    if (last.position === this.nextPosition() - 1) throw new LogRetireError(stream);
+    this.trims.set(stream, last.sequence + 1);
+    return entries.length;
   }
 
   /** Every write (null = removed), append and trim of this overlay, in the order a journal replays them. */

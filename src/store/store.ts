@@ -126,6 +126,13 @@ export interface StoreTransaction extends StoreReader {
    */
   trimLog(stream: string, before: number): Promise<number>;
   /**
+   * Retention only: removes every entry of `stream`, so it reads as a stream never written (head 0). For
+   * history nothing will append to again: a later append starts the stream over at sequence 0. Refused with
+   * {@link LogRetireError} while the stream holds the feed's newest entry, so no store ever hands out a global
+   * position twice (SQLite derives the next one from the newest entry). Returns how many entries were removed.
+   */
+  retireLog(stream: string): Promise<number>;
+  /**
    * Stores several processes write at once (PostgreSQL) have it: locks the record for the rest of this
    * transaction unless another writer's transaction holds it, and says whether it did (true for a record that
    * does not exist). False means another engine is working on the record right now: skip it instead of queueing
@@ -257,6 +264,14 @@ export class LogTrimError extends ContractError {
       { stream, before, head },
     );
     this.name = 'LogTrimError';
+  }
+}
+
+/** A stream holding the feed's newest entry cannot be retired (see {@link StoreTransaction.retireLog}). */
+export class LogRetireError extends ContractError {
+  constructor(stream: string) {
+    super('INTERNAL', `stream ${stream} holds the feed's newest entry and cannot be retired yet`, { stream });
+    this.name = 'LogRetireError';
   }
 }
 

@@ -245,7 +245,9 @@ describe('retention classes and budget', () => {
     expect(await kindsHolding(h.store, id)).toEqual([KINDS.receipt, KINDS.occurrenceKey]);
     h.clock.set(new Date('2026-04-02T12:00:00.000Z'));
     await h.engine.tick();
-    expect(await kindsHolding(h.store, id)).toEqual([KINDS.occurrenceKey]);
+    // Meanwhile its snapshot window and the planner's look-back passed: its streams and slot key are gone too.
+    expect(await kindsHolding(h.store, id)).toEqual([]);
+    expect(await h.read.stream('occurrence', id)).toEqual([]);
   });
 
   test('a store written before retention existed: the first sweep queues its settled occurrences, then compacts them', async () => {

@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { Given } from './given-positions.js';
 import {
+  LogRetireError,
   LogTrimError,
   StoreConflictError,
   StreamSequenceError,
@@ -399,6 +400,42 @@ export function describeStoreConformance(name: string, harness: StoreHarness): v
       });
     });
 
+    test('retireLog removes a stream whole: it reads as never written, positions never come back', async () => {
+      await using(await harness.create(), async (store) => {
+        await store.transact(async (tx) => {
+          for (let i = 0; i < 3; i++) await tx.append('occurrence/o', { i });
+          await tx.append('run/r', { i: 'r0' });
+        });
+        // The feed's newest entry stays wherever it is: run/r holds it.
+        await expect(store.transact((tx) => tx.retireLog('run/r'))).rejects.toBeInstanceOf(LogRetireError);
+        await expect(
+          store.transact(async (tx) => {
+            await tx.retireLog('occurrence/o');
+            throw new Error('boom');
+          }),
+        ).rejects.toThrow('boom');
+        expect(await store.read((r) => r.head('occurrence/o'))).toBe(3);
+        const removed = await store.transact(async (tx) => {
+          const n = await tx.retireLog('occurrence/o');
+          expect(await tx.head('occurrence/o')).toBe(0);
+          expect(await tx.readLog('occurrence/o')).toEqual([]);
+          expect((await tx.readFeed()).map((e) => e.stream)).toEqual(['run/r']);
+          return n;
+        });
+        expect(removed).toBe(3);
+        expect(await store.transact((tx) => tx.retireLog('occurrence/o'))).toBe(0);
+        expect(await store.transact((tx) => tx.retireLog('occurrence/never'))).toBe(0);
+        await store.transact((tx) => tx.append('automation/a', { i: 'a0' }));
+        await store.read(async (r) => {
+          expect(await r.head('occurrence/o')).toBe(0);
+          expect((await r.readFeed()).map((e) => [e.stream, e.position])).toEqual([
+            ['run/r', 3],
+            ['automation/a', 4],
+          ]);
+        });
+      });
+    });
+
     if (harness.reopen !== undefined) {
       const reopen = harness.reopen;
       test('reopening after close yields exactly the committed state', async () => {
@@ -425,6 +462,26 @@ export function describeStoreConformance(name: string, harness: StoreHarness): v
             again.transact((tx) => tx.put('attempt', 'x', {}, { expectedVersion: 1 })),
           ).rejects.toBeInstanceOf(TerminalRecordError);
           await again.transact((tx) => tx.append('automation/a', { kind: 'definition.revised' }, 1));
+        });
+      });
+
+      test('reopening keeps a retired stream retired, and positions past it', async () => {
+        const store = await harness.create();
+        await store.transact(async (tx) => {
+          for (let i = 0; i < 2; i++) await tx.append('occurrence/o', { i });
+          await tx.append('run/r', { i: 'r0' });
+        });
+        await store.transact(async (tx) => {
+          await tx.trimLog('occurrence/o', 1);
+          await tx.retireLog('occurrence/o');
+        });
+        await using(await reopen(store), async (again) => {
+          await again.read(async (r) => {
+            expect(await r.head('occurrence/o')).toBe(0);
+            expect((await r.readFeed()).map((e) => [e.stream, e.position])).toEqual([['run/r', 2]]);
+          });
+          await again.transact((tx) => tx.append('automation/a', { i: 'a0' }));
+          expect((await again.read((r) => r.readFeed())).map((e) => e.position)).toEqual([2, 3]);
         });
       });
 

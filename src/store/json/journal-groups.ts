@@ -168,7 +168,8 @@ function applyGroup(state: CommittedState<HistoryFile>, raw: unknown, expectedSe
       !Array.isArray(trim) ||
       typeof trim[0] !== 'string' ||
       !Number.isSafeInteger(trim[1]) ||
-      (trim[1] as number) >= state.streamHead(trim[0])
+      // `before` = head retires the stream whole; a stream already retired (head 0) has nothing left to drop.
+      (state.streamHead(trim[0]) > 0 && (trim[1] as number) > state.streamHead(trim[0]))
     ) {
       throw new Error(`group ${expectedSeq} has a malformed trim`);
     }

@@ -4,6 +4,7 @@ import { firstPositionOf, horizonSql, positionAt, SLOTS_PER_TRANSACTION, type Fe
 import { liveWorkRow } from '../live-work.js';
 import { CLAIM_DUE_SQL, LIVE_WORK_OF_AUTOMATION_SQL, LIVE_WORK_SQL } from './live-work-queries.js';
 import {
+  LogRetireError,
   LogTrimError,
   StoreConflictError,
   StreamSequenceError,
@@ -353,6 +354,26 @@ export class PostgresTransaction extends PostgresReader implements StoreTransact
         (await this.db.run('DELETE FROM {s}.log WHERE stream = $1 AND sequence < $2', [stream, before])).rowCount,
     );
     this.writes += dropped ?? 0;
+    return dropped ?? 0;
+  }
+
+  async retireLog(stream: string): Promise<number> {
+    // As on every store, the feed's newest entry stays (positions come from a sequence here, but the rule is
+    // the port's, so a store moved between backends behaves alike).
+    const [row] = await this.guarded(() =>
+      this.db.rows<{ last: string | null; newest: string | null }>(
+        'SELECT (SELECT MAX(position) FROM {s}.log WHERE stream = $1) AS last, ' +
+          '(SELECT MAX(position) FROM {s}.log) AS newest',
+        [stream],
+      ),
+    );
+    if (row?.last === null || row?.last === undefined) return 0;
+    if (row.last === row.newest) throw new LogRetireError(stream);
+    const dropped = await this.guarded(
+      async () => (await this.db.run('DELETE FROM {s}.log WHERE stream = $1', [stream])).rowCount,
+    );
+    this.writes += dropped ?? 0;
+    this.heads.set(stream, 0);
     return dropped ?? 0;
   }
 }

@@ -14,6 +14,7 @@ import {
   type Row,
 } from './sqlite-rows.js';
 import {
+  LogRetireError,
   LogTrimError,
   StoreConflictError,
   StreamSequenceError,
@@ -303,6 +304,20 @@ export class SqliteTransaction extends SqliteReader implements StoreTransaction 
     // The newest entry stays, so MAX(sequence) and MAX(position) (the next sequence and position) never move back.
     const dropped = this.sql.get('DELETE FROM log WHERE stream = ? AND sequence < ?').run(stream, before).changes;
     this.writes += dropped;
+    return dropped;
+  }
+
+  async retireLog(stream: string): Promise<number> {
+    const last = this.sql.get('SELECT MAX(position) AS p FROM log WHERE stream = ?').get(stream) as {
+      p: number | null;
+    };
+    if (last.p === null) return 0;
+    // The next position is MAX(position) + 1 after a reopen: the feed's newest entry must stay.
+    const newest = this.sql.get('SELECT MAX(position) AS p FROM log').get() as { p: number };
+    if (last.p === newest.p) throw new LogRetireError(stream);
+    const dropped = this.sql.get('DELETE FROM log WHERE stream = ?').run(stream).changes;
+    this.writes += dropped;
+    this.cache.rememberHead(stream, 0);
     return dropped;
   }
 }

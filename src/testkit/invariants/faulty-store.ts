@@ -40,6 +40,7 @@ export class FaultyStore implements Store {
         delete: (k, i, v) => tx.delete(k, i, v),
         expire: (k, i, v) => tx.expire(k, i, v),
         trimLog: (s, b) => tx.trimLog(s, b),
+        retireLog: (s) => tx.retireLog(s),
         put: async (k, i, d, o) => {
           const stored = await tx.put(k, i, d, o);
           await this.fault.afterPut?.(tx, stored, o);

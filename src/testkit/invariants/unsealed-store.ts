@@ -22,6 +22,7 @@ export class UnsealedStore implements Store {
         delete: (k, i, v) => tx.delete(k, i, v),
         expire: (k, i, v) => tx.expire(k, i, v),
         trimLog: (s, b) => tx.trimLog(s, b),
+        retireLog: (s) => tx.retireLog(s),
         put: (k, i, d, o: PutOptions) => tx.put(k, i, d, { expectedVersion: o.expectedVersion }),
       }),
     );
