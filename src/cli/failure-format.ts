@@ -1,3 +1,4 @@
+import { RunState } from '../../machines/index.js';
 import { paint } from './format.js';
 
 type Rendered = Record<string, unknown>;
@@ -38,7 +39,7 @@ export function lastResultText(run: Rendered): string {
       (failure === undefined ? '' : ` (${exitSummary(failure)})`)
     );
   const state = String(run.state);
-  if (failure === undefined || state === 'succeeded') return paint(state, state);
+  if (failure === undefined || state === RunState.succeeded) return paint(state, state);
   return `${paint(state, state)} (${exitSummary(failure)})`;
 }
 
