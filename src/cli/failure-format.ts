@@ -1,18 +1,11 @@
+import { RunState } from '../../machines/index.js';
+import type { AttemptFailure } from '../domain/attempt-failure.js';
 import { paint } from './format.js';
 
 type Rendered = Record<string, unknown>;
 
 /** A failure as the read commands render it beside a run or attempt (command-handler/failure-view.ts). */
-interface Failure {
-  attemptNumber: number;
-  failureClass: string;
-  exitCode: number | null;
-  signal?: string;
-  errorMessage?: string;
-  outputTail?: string;
-  outputTruncated?: boolean;
-  reason: string;
-}
+type Failure = AttemptFailure & { attemptNumber: number; reason: string };
 
 interface Hold {
   until: string | null;
@@ -38,7 +31,7 @@ export function lastResultText(run: Rendered): string {
       (failure === undefined ? '' : ` (${exitSummary(failure)})`)
     );
   const state = String(run.state);
-  if (failure === undefined || state === 'succeeded') return paint(state, state);
+  if (failure === undefined || state === RunState.succeeded) return paint(state, state);
   return `${paint(state, state)} (${exitSummary(failure)})`;
 }
 

@@ -1,4 +1,4 @@
-import { OccurrenceState } from '../../machines/index.js';
+import { AttemptState, OccurrenceState } from '../../machines/index.js';
 import { CliError, envelope, report, withEngine, type CliEngine, type CliOptions, type CliOutput } from './context.js';
 import { errorLine } from './error-line.js';
 import type { ProgramKit } from './program-kit.js';
@@ -16,7 +16,12 @@ const SETTLED_OCCURRENCE = new Set<string>([
   OccurrenceState.superseded,
   OccurrenceState.recovery_required,
 ]);
-const LIVE_ATTEMPT = new Set(['adopted', 'dispatching', 'started', 'observing']);
+const LIVE_ATTEMPT = new Set<string>([
+  AttemptState.adopted,
+  AttemptState.dispatching,
+  AttemptState.started,
+  AttemptState.observing,
+]);
 
 interface Attempt {
   attemptNumber: number;

@@ -1,3 +1,4 @@
+import { DefinitionState } from '../../machines/index.js';
 import { ContractError, isContractError } from '../contract/errors.js';
 import type { AutomationDefinition } from '../domain/definition-body.js';
 import type { RequirementsVerdict } from '../guards/common.js';
@@ -62,9 +63,9 @@ function unmetRequirements(definition: AutomationDefinition, verdict: Requiremen
 function nextCommands(event: LifecycleEvent, state: string, command: string): string[] {
   if (event === 'definition_reenabled') return [];
   const target = TARGET[event];
-  if (state === 'active' && target === 'paused') return [command];
+  if (state === DefinitionState.active && target === DefinitionState.paused) return [command];
   const path = PATH_TO_SOURCE[state] ?? [];
-  if (event === 'definition_paused') return state === 'paused' ? [] : [...path, ACTIVATE, command];
+  if (event === 'definition_paused') return state === DefinitionState.paused ? [] : [...path, ACTIVATE, command];
   return [...path, command];
 }
 
@@ -91,7 +92,7 @@ export function explainLifecycleRefusal(
   if (!isContractError(error) || error.code !== 'ILLEGAL_TRANSITION') return error;
   const state = String(error.details?.state ?? '');
   const id = definition.automationId;
-  const unmet = verdict === undefined || state !== 'paused' ? [] : unmetRequirements(definition, verdict);
+  const unmet = verdict === undefined || state !== DefinitionState.paused ? [] : unmetRequirements(definition, verdict);
   let cause: string;
   let next: string[];
   if (unmet.length > 0) {

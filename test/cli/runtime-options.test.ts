@@ -113,7 +113,9 @@ describe('the CLI confines and equips the child-process runtime', () => {
     expect((await cli('--store', store, 'run-now', 'gone')).code).toBe(0);
     const history = await cli('--store', store, 'history', 'gone');
     expect(history.out).toMatch(/reason/);
-    expect(history.out).toContain(`attempt 1 failed: working directory ${join(folder, 'not-created')} does not exist`);
+    expect(history.out).toContain(
+      `attempt 1 failed: launch_refused: working directory ${join(folder, 'not-created')} does not exist`,
+    );
   });
 
   test('--pass-env hands a named engine variable to the child; without it the child does not see it', async () => {

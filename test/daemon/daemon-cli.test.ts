@@ -109,10 +109,10 @@ describe('a second CLI process against a running daemon', () => {
     await startDaemonProcess(store);
     await runCliProcess(['--store', store, 'apply', '-f', writeDefinition(folder, 'first')]);
     const follower = spawnCli(['--store', store, 'events', '--follow']);
-    await follower.waitFor(/^\s*1 automation\/first definition\.revised:/m);
+    await follower.waitFor(/^\s*1 \S+Z automation\/first definition\.revised:/m);
     const applied = await runCliProcess(['--store', store, 'apply', '-f', writeDefinition(folder, 'second')]);
     expect(applied.code, applied.stderr).toBe(0);
-    const [line] = await follower.waitFor(/^\s*(\d+) automation\/second definition\.revised:.*$/m);
+    const [line] = await follower.waitFor(/^\s*(\d+) \S+Z automation\/second definition\.revised:.*$/m);
     const position = Number(line.trim().split(' ')[0]);
     follower.child.kill('SIGINT');
     expect(await follower.exited).toBe(0);

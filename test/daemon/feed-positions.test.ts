@@ -42,9 +42,9 @@ describe('events without --follow prints the cursor --after takes', () => {
   test('on the feed every line starts with its global position; --after resumes right after it', async () => {
     const { feed, afterTwo, stream } = await printed(await twoAutomations());
     expect(cursors(feed)).toEqual([0, 1, 2, 3]);
-    expect(feed.split('\n')[2]).toMatch(/^\s+2 automation\/second definition\.created:/);
-    expect(feed.split('\n')[3]).toMatch(/^\s+3 automation\/second definition\.revised:/);
-    expect(afterTwo).toMatch(/^\s+3 automation\/second definition\.revised:[^\n]*$/);
+    expect(feed.split('\n')[2]).toMatch(/^\s+2 \S+Z automation\/second definition\.created:/);
+    expect(feed.split('\n')[3]).toMatch(/^\s+3 \S+Z automation\/second definition\.revised:/);
+    expect(afterTwo).toMatch(/^\s+3 \S+Z automation\/second definition\.revised:[^\n]*$/);
     // On a stream the cursor is the stream's own sequence, as --follow prints it there.
     expect(cursors(stream)).toEqual([0, 1]);
   });

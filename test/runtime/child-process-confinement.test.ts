@@ -177,8 +177,23 @@ describe('cwd is confined to the roots, by real path', () => {
       expect((thrown as Error).message).toContain(root);
     }
     // Inside, or not there yet (the launch checks again once it exists): the rest of the check decides.
-    expect(check(definition('work/notes'))).toEqual({ familiar: true, authority: true, runtime: true });
-    expect(check(definition('not-yet/created'))).toEqual({ familiar: true, authority: true, runtime: true });
-    expect(check(definition(undefined))).toEqual({ familiar: true, authority: true, runtime: true });
+    expect(check(definition('work/notes'))).toEqual({
+      familiar: true,
+      authority: true,
+      runtime: true,
+      registeredRuntimes: ['sh'],
+    });
+    expect(check(definition('not-yet/created'))).toEqual({
+      familiar: true,
+      authority: true,
+      runtime: true,
+      registeredRuntimes: ['sh'],
+    });
+    expect(check(definition(undefined))).toEqual({
+      familiar: true,
+      authority: true,
+      runtime: true,
+      registeredRuntimes: ['sh'],
+    });
   });
 });
