@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { beforeAll, expect, test } from 'vitest';
 import { SimulatedClock } from '../../src/clock/clock.js';
 import type { CommandResponse } from '../../src/command-handler/envelope.js';
@@ -5,7 +6,6 @@ import { createEngine, type Engine } from '../../src/engine/engine.js';
 import type { TickReport } from '../../src/engine/pass-phases.js';
 import { SimulatedRuntime } from '../../src/runtime/simulated-runtime.js';
 import { PostgresStore } from '../../src/store/postgres/index.js';
-import type { StoreReader } from '../../src/store/store.js';
 import { INVARIANTS } from '../../src/testkit/invariants/checks.js';
 import { captureHistory } from '../../src/testkit/invariants/history.js';
 import { ProbeRuntime } from '../../src/testkit/invariants/probe-runtime.js';
@@ -35,9 +35,15 @@ import {
 /** CI's races; COVEN_STRESS=1 runs many more (FC_RUNS sets the number). */
 const RACES = Number(process.env.FC_RUNS ?? (process.env.COVEN_STRESS === '1' ? 300 : 18));
 const ENGINES = 3;
-async function feedEnd(reader: StoreReader): Promise<number> {
-  const last = (await reader.readFeed()).at(-1);
-  return last === undefined ? 0 : last.position + 1;
+/**
+ * Where the log ends, counting every committed entry: a launch's adoption must be below it. Read from the table,
+ * not the feed: the feed is served below the visibility horizon, which may lag a commit already durable.
+ */
+async function committedLogEnd(db: pg.Pool, schema: string): Promise<number> {
+  const { rows } = await db.query<{ end: number }>(
+    `SELECT COALESCE(MAX(position) + 1, 0)::float8 AS end FROM "${schema}".log`,
+  );
+  return rows[0]!.end;
 }
 
 /** Engines each on its own store (pool, commit queue) over one schema, as engine processes on one database are. */
@@ -47,13 +53,15 @@ async function world(url: string, schema: string) {
     stores.push(new GatedStore(await PostgresStore.open(url, { schema, poolSize: 4, applicationName: `race-${i}` })));
   const clock = new SimulatedClock(`${day(0)}T08:00:00.000Z`);
   const runtime = new SimulatedRuntime({ runtimeId: 'coven-code', durationMs: 60_000 });
-  const probe = new ProbeRuntime(runtime, () => stores[0]!.read(feedEnd));
+  const db = new pg.Pool({ connectionString: url, max: 2 });
+  const probe = new ProbeRuntime(runtime, () => committedLogEnd(db, schema));
   const engines = stores.map((store, i) =>
     createEngine({ store, clock, runtimes: [probe], instanceId: `engine-${i}`, retention: false }),
   );
   const close = async () => {
     for (const engine of engines) await engine.stop();
     for (const store of stores) await store.close();
+    await db.end();
   };
   return { stores, clock, probe, engines, close };
 }

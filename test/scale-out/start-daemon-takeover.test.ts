@@ -23,6 +23,7 @@ import {
   readLedger,
   runNowEnvelope,
   startDaemon,
+  stopDaemon,
   type LedgerLine,
   type StartDaemon,
 } from './start-daemons.js';
@@ -219,8 +220,10 @@ async function runRoundIn(base: string, url: string, round: number, random: (n: 
     daemons.forEach((d, i) =>
       writeFileSync(join(process.env.COVEN_SCALE_LOGS!, `takeover-${round}-daemon-${i}.log`), d.out()),
     );
+  // The history is read once no engine writes to this store: on PostgreSQL the feed is served below the
+  // visibility horizon, so a read beside a commit in flight may see a record ahead of its stream's events.
+  await Promise.all(survivors.map((daemon) => stopDaemon(daemon)));
   const problems = await invariantProblems(store, lines);
-  for (const daemon of survivors) daemon.child.kill('SIGTERM');
   await store.close();
   return { figures, problems };
 }

@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { DaemonClient } from '../../src/daemon/client.js';
 import { redactUrl } from '../../src/store/postgres/index.js';
 import { eventually } from '../support/eventually.js';
+import { terminate } from '../support/terminate.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const tsx = import.meta.resolve('tsx');
@@ -92,6 +93,11 @@ export async function startDaemon(url: string, folder: string, host: string, com
   const client = await DaemonClient.connect(anchorOf(folder, url));
   if (client === undefined) throw new Error(`no daemon answers beside ${anchorOf(folder, url)}: ${out}`);
   return { child, folder, host, instanceId: `engine-${child.pid}`, client, out: () => out };
+}
+
+/** Stops a daemon with SIGTERM and waits until its process exited (its last commit is then on the store). */
+export function stopDaemon(daemon: StartDaemon): Promise<void> {
+  return terminate(daemon.child, `daemon ${daemon.host}`);
 }
 
 /** SIGKILLs every daemon still running (afterEach). Detached sessions they started end on their own. */

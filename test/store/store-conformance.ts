@@ -402,9 +402,10 @@ export function describeStoreConformance(name: string, harness: StoreHarness): v
 
     test('retireLog removes a stream whole: it reads as never written, positions never come back', async () => {
       await using(await harness.create(), async (store) => {
+        const p = given();
         await store.transact(async (tx) => {
-          for (let i = 0; i < 3; i++) await tx.append('occurrence/o', { i });
-          await tx.append('run/r', { i: 'r0' });
+          for (let i = 0; i < 3; i++) p.note(await tx.append('occurrence/o', { i }));
+          p.note(await tx.append('run/r', { i: 'r0' }));
         });
         // The feed's newest entry stays wherever it is: run/r holds it.
         await expect(store.transact((tx) => tx.retireLog('run/r'))).rejects.toBeInstanceOf(LogRetireError);
@@ -425,12 +426,13 @@ export function describeStoreConformance(name: string, harness: StoreHarness): v
         expect(removed).toBe(3);
         expect(await store.transact((tx) => tx.retireLog('occurrence/o'))).toBe(0);
         expect(await store.transact((tx) => tx.retireLog('occurrence/never'))).toBe(0);
-        await store.transact((tx) => tx.append('automation/a', { i: 'a0' }));
+        p.note(await store.transact((tx) => tx.append('automation/a', { i: 'a0' })));
+        p.check();
         await store.read(async (r) => {
           expect(await r.head('occurrence/o')).toBe(0);
           expect((await r.readFeed()).map((e) => [e.stream, e.position])).toEqual([
-            ['run/r', 3],
-            ['automation/a', 4],
+            ['run/r', p.at(3)],
+            ['automation/a', p.at(4)],
           ]);
         });
       });
@@ -467,9 +469,10 @@ export function describeStoreConformance(name: string, harness: StoreHarness): v
 
       test('reopening keeps a retired stream retired, and positions past it', async () => {
         const store = await harness.create();
+        const p = given();
         await store.transact(async (tx) => {
-          for (let i = 0; i < 2; i++) await tx.append('occurrence/o', { i });
-          await tx.append('run/r', { i: 'r0' });
+          for (let i = 0; i < 2; i++) p.note(await tx.append('occurrence/o', { i }));
+          p.note(await tx.append('run/r', { i: 'r0' }));
         });
         await store.transact(async (tx) => {
           await tx.trimLog('occurrence/o', 1);
@@ -478,10 +481,11 @@ export function describeStoreConformance(name: string, harness: StoreHarness): v
         await using(await reopen(store), async (again) => {
           await again.read(async (r) => {
             expect(await r.head('occurrence/o')).toBe(0);
-            expect((await r.readFeed()).map((e) => [e.stream, e.position])).toEqual([['run/r', 2]]);
+            expect((await r.readFeed()).map((e) => [e.stream, e.position])).toEqual([['run/r', p.at(2)]]);
           });
-          await again.transact((tx) => tx.append('automation/a', { i: 'a0' }));
-          expect((await again.read((r) => r.readFeed())).map((e) => e.position)).toEqual([2, 3]);
+          p.note(await again.transact((tx) => tx.append('automation/a', { i: 'a0' })));
+          p.check();
+          expect((await again.read((r) => r.readFeed())).map((e) => e.position)).toEqual([p.at(2), p.at(3)]);
         });
       });
 

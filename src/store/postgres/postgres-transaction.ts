@@ -358,8 +358,8 @@ export class PostgresTransaction extends PostgresReader implements StoreTransact
   }
 
   async retireLog(stream: string): Promise<number> {
-    // As on every store, the feed's newest entry stays (positions come from a sequence here, but the rule is
-    // the port's, so a store moved between backends behaves alike).
+    // As on every store, the feed's newest entry stays (positions here come from transaction ids and could
+    // not come back anyway, but the rule is the port's, so a store moved between backends behaves alike).
     const [row] = await this.guarded(() =>
       this.db.rows<{ last: string | null; newest: string | null }>(
         'SELECT (SELECT MAX(position) FROM {s}.log WHERE stream = $1) AS last, ' +

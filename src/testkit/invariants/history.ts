@@ -49,6 +49,11 @@ export interface History {
 
 const isCompaction = (e: EventEnvelope) => e.kind === 'feed.snapshot' && e.payload.reason === 'retention_compaction';
 
+/**
+ * The store's records and retained feed, with the runtime's log, as one history for the invariant checks.
+ * Capture it when no engine is committing to the store: on PostgreSQL the feed is served below the visibility
+ * horizon, so beside a commit in flight the records can be ahead of their streams' events.
+ */
 export async function captureHistory(
   store: Store,
   runtime: RuntimeLog,
