@@ -5,9 +5,13 @@ import { loadAttempt, loadOccurrence, loadRun } from '../domain/entities.js';
 import type { LaunchOutcome } from '../domain/launch-outcome.js';
 import { moveEntity, type StepContext } from '../domain/lifecycle.js';
 import { moveOutbox, readOutbox } from '../domain/outbox.js';
+import { updateEntityAttributes } from '../actors/entity-transition.js';
 import {
+  KINDS,
   attemptContext,
   runContext,
+  type AttemptAttributes,
+  type AttemptRecord,
   sessionKeyOf,
   stateOf,
   type OutboxEntry,
@@ -162,14 +166,7 @@ async function startSending(
   }
   const run = await loadRun(step.tx, runId);
   const occurrence = await loadOccurrence(step.tx, occurrenceId);
-  // Recorded with the send: only a runtime that can read this location may later decide the launch.
-  const evidenceLocation = svc.runtime(attempt.data.attributes.runtimeId)?.evidenceLocation;
-  const sent = await moveOutbox(step, outboxId, {
-    type: 'outbox_send_started',
-    actor: 'dispatcher',
-    attemptState,
-    ...(evidenceLocation === undefined ? {} : { evidenceLocation }),
-  });
+  const sent = await markSending(svc, step, outboxId, attempt);
   if (stateOf(run) === RunState.accepted) {
     await moveEntity<RunAttributes>(
       step,
@@ -195,6 +192,28 @@ async function startSending(
     deadlineAt: runContext(run).deadlineAt,
     pinnedDigest: definitionDigest.value,
   };
+}
+
+/**
+ * Marks a launch `sending`, with where its runtime keeps the evidence (only a runtime that can read it may later
+ * decide the launch), and names this engine the attempt's worker in the same commit. Other engines judge whether
+ * a launch is orphaned by its worker's owner lease: a launch re-sent after its first sender died (an orphan
+ * proven never started) still named the dead sender, so a third engine fenced the live resend as never started
+ * and its refused answer failed the run.
+ */
+async function markSending(svc: EngineServices, step: StepContext, outboxId: string, attempt: AttemptRecord) {
+  if (attempt.data.attributes.workerCorrelation?.workerId !== svc.instanceId)
+    await updateEntityAttributes<AttemptAttributes>(step.tx, KINDS.attempt, attempt.id, attempt.version, (a) => ({
+      ...a,
+      workerCorrelation: { ...a.workerCorrelation, workerId: svc.instanceId },
+    }));
+  const evidenceLocation = svc.runtime(attempt.data.attributes.runtimeId)?.evidenceLocation;
+  return moveOutbox(step, outboxId, {
+    type: 'outbox_send_started',
+    actor: 'dispatcher',
+    attemptState: AttemptState.dispatching,
+    ...(evidenceLocation === undefined ? {} : { evidenceLocation }),
+  });
 }
 
 /** What the runtime reports of a session cued as ended, when that is an exit (anything else waits for a pass). */

@@ -32,7 +32,7 @@ async function findOrphan(svc: EngineServices, attemptId: string): Promise<Orpha
     if (outbox === undefined || outbox.state !== OutboxState.sending) return undefined;
     const outboxId = outbox.id;
     const senderId = attempt.data.attributes.workerCorrelation?.workerId;
-    if (!(await launchOrphaned(svc, r, outboxId, senderId))) return undefined;
+    if (!(await launchOrphaned(svc, r, outboxId, senderId, outbox.entry.sentAt))) return undefined;
     return {
       outboxId,
       sessionKey: sessionKeyOf(outboxId, outbox.entry),

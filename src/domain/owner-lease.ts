@@ -95,14 +95,20 @@ export async function ownerAlive(
 /**
  * Whether a launch sent by `dispatcherId` is an orphan: its sender can no longer answer for it. This engine's
  * own launches are orphans once nothing here waits for them (the runtime call threw, or a restart under the
- * same instance id); another engine's are orphans once that engine is gone.
+ * same instance id); another engine's are orphans once that engine is gone. A sender that never wrote an owner
+ * lease (an engine that handles commands without running passes: a CLI's run-now, an embedding that only sends
+ * commands) is taken to hold the launch for one lease term from `sentAt`, when it marked it `sending`: judged
+ * gone at once, its launch in flight was fenced as never started and its answer failed the run.
  */
 export async function launchOrphaned(
   svc: EngineServices,
   reader: StoreReader | StoreTransaction,
   outboxId: string,
   dispatcherId: string | undefined,
+  sentAt: string | null,
 ): Promise<boolean> {
   if (dispatcherId === undefined || dispatcherId === svc.instanceId) return !svc.launchesInFlight.has(outboxId);
+  if ((await reader.get<OwnerLease>(OWNER_LEASE_KIND, dispatcherId)) === undefined)
+    return sentAt === null || Date.parse(sentAt) + svc.leaseMs <= svc.clock.now().getTime();
   return !(await ownerAlive(svc, reader, dispatcherId));
 }

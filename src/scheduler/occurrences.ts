@@ -246,7 +246,13 @@ async function launchLeftUndecided(
   if (stateOf(attempt) !== AttemptState.dispatching) return false;
   const outbox = await readAttemptLaunch(step.tx, attemptId, attemptContext(attempt).dispatchGeneration);
   if (outbox === undefined || outbox.state !== OutboxState.sending || !evidenceUndecided.has(outbox.id)) return false;
-  return launchOrphaned(svc, step.tx, outbox.id, attempt.data.attributes.workerCorrelation?.workerId);
+  return launchOrphaned(
+    svc,
+    step.tx,
+    outbox.id,
+    attempt.data.attributes.workerCorrelation?.workerId,
+    outbox.entry.sentAt,
+  );
 }
 
 /** What the store proves about the current attempt's launch, and what its runtime can do at most. */

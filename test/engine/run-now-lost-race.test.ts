@@ -91,7 +91,7 @@ test('a replayed run-now that loses its commit race does not disown the launch t
   store.loseRace();
   expect((await b).outcome).toBe('replayed');
   // A is still sending: this engine answers for the launch, so no pass may take it for an orphan.
-  expect(await h.store.read((r) => launchOrphaned(h.engine.services, r, outbox!.id, 'engine-a'))).toBe(false);
+  expect(await h.store.read((r) => launchOrphaned(h.engine.services, r, outbox!.id, 'engine-a', null))).toBe(false);
   // A pass meanwhile must leave the launch to its sender.
   const pass = h.engine.tick();
   runtime.release();
