@@ -11,8 +11,8 @@ export const SITUATIONS_UPSTREAM_ALONE_COVERS: readonly ContractRule[] = [
   {
     id: 'lapsed-claim-dispatched-under-fence',
     sentence:
-      '`claimed` → `dispatching`\t`attempt_adopted`\t`dispatcher`\tattempt created with adoptionKey; fence generation ' +
-      'matches the claim',
+      '`claimed` → `dispatching`\t`attempt_adopted`\t`dispatcher`\tattempt created with adoptionKey; ' +
+      'fence generation matches the claim',
     because:
       "the claim's lease lapsed while its engine was down, before anything was launched under it; a live owner " +
       'renews its leases, so a lapsed one means the owner died, and the engine that found the claim adopted and ' +
