@@ -6,6 +6,7 @@ import type { VectorSeams } from '../../src/testkit/conformance/vector-session.j
 import type { VectorReport } from '../../src/testkit/conformance/vector-format.js';
 import { faultyParts } from '../../src/testkit/invariants/faulty-engine.js';
 import { FaultyRuntime } from '../../src/testkit/invariants/faulty-runtime.js';
+import { FaultyStore, RUN_ACCEPTED_TWICE } from '../../src/testkit/invariants/faulty-store.js';
 import { propertyParameters } from '../support/property.js';
 import { scenarioArbitrary, timeline, vectorOf, type Scenario } from './vector-model.js';
 
@@ -132,6 +133,12 @@ const FAULTS: Array<{ name: string; seams: VectorSeams; exercised: (s: Scenario)
     // A second session for one attempt: the fence dispatched twice.
     name: 'bindSecondSession',
     seams: { runtime: (r) => new FaultyRuntime(r, { bindSecondSession: true }) },
+    exercised: () => true,
+  },
+  {
+    // One fence generation owning two accepted runs: the fence skipped.
+    name: 'acceptFenceTwice',
+    seams: { store: (store) => new FaultyStore(store, RUN_ACCEPTED_TWICE) },
     exercised: () => true,
   },
 ];

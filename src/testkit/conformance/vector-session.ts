@@ -6,6 +6,7 @@ import { KINDS, renderOccurrence, type OccurrenceRecord } from '../../domain/rec
 import { Engine, type EngineOptions } from '../../engine/engine.js';
 import { ENGINE_PARTS, type EngineParts } from '../../engine/parts.js';
 import type { Runtime } from '../../runtime/runtime.js';
+import type { Store } from '../../store/store.js';
 import type { RetentionOptions } from '../../retention/policy.js';
 import { SimulatedRuntime } from '../../runtime/simulated-runtime.js';
 import { MemoryStore } from '../../store/memory-store.js';
@@ -97,14 +98,15 @@ export function contractKey(key: string, notes: string[]): string {
 }
 
 /**
- * Test seams for the runner's own tests: the engine parts the vector's engines are built from, and a wrapper of
- * the runtime they are given (the run keeps reading the simulated runtime's own launch log). Tests plant engine
- * faults through them (testkit/invariants/faulty-engine.ts, faulty-runtime.ts) to prove the runner notices;
- * nothing outside tests passes them.
+ * Test seams for the runner's own tests: the engine parts the vector's engines are built from, and wrappers of
+ * the runtime and the store they are given (the run keeps reading the simulated runtime's own launch log and the
+ * store itself). Tests plant engine faults through them (testkit/invariants/faulty-engine.ts, faulty-runtime.ts,
+ * faulty-store.ts) to prove the runner notices; nothing outside tests passes them.
  */
 export interface VectorSeams {
   parts?: EngineParts;
   runtime?: (runtime: Runtime) => Runtime;
+  store?: (store: Store) => Store;
 }
 
 /** One vector's world: a fresh engine on a memory store, a simulated clock and runtime, and what ops set. */
@@ -167,7 +169,7 @@ export class VectorRun {
 
   private build(instanceId: string, extra: Partial<EngineOptions> = {}): Engine {
     const options: EngineOptions = {
-      store: this.store,
+      store: this.seams.store?.(this.store) ?? this.store,
       clock: this.clock,
       runtimes: [this.seams.runtime?.(this.runtime) ?? this.runtime],
       instanceId,
