@@ -2,7 +2,8 @@ import { canReadEvidence } from '../domain/evidence-access.js';
 import type { StepContext } from '../domain/lifecycle.js';
 import { attemptContext, type AttemptRecord } from '../domain/records.js';
 import type { EngineServices } from '../domain/services.js';
-import type { EvidenceLocation } from '../runtime/runtime.js';
+import type { EvidenceLocation, Runtime } from '../runtime/runtime.js';
+import type { StoredRecord } from '../store/store.js';
 
 /**
  * `output-expiry/<runtimeId>`, id `<attemptId>`: a compacted attempt's session whose output its runtime still
@@ -40,11 +41,34 @@ export async function queueOutputExpiry(step: StepContext, attempt: AttemptRecor
     await step.tx.put(kind, attempt.id, entry, { expectedVersion: null });
 }
 
+/** Lets the runtime remove each readable entry's output; answers the entries whose output is gone. */
+async function expirePage(
+  svc: EngineServices,
+  runtime: Runtime,
+  page: Array<StoredRecord<OutputExpiry>>,
+  budget: number,
+  errors: Error[],
+): Promise<Array<StoredRecord<OutputExpiry>>> {
+  const done: Array<StoredRecord<OutputExpiry>> = [];
+  for (const entry of page) {
+    if (done.length >= budget) break;
+    const { sessionId, evidenceLocation, launcherId } = entry.data;
+    if (!canReadEvidence(svc, runtime, evidenceLocation, launcherId)) continue;
+    try {
+      // A session still running (a process that outlived its attempt) is asked about again next sweep.
+      if (runtime.expireSession === undefined || (await runtime.expireSession(sessionId))) done.push(entry);
+    } catch (error) {
+      errors.push(new Error(`retention: output of ${entry.id}: ${(error as Error).message}`, { cause: error }));
+    }
+  }
+  return done;
+}
+
 /**
- * Removes the queued outputs this engine's runtimes can reach, at most `budget` of them: the runtime lets the
- * session's output go, then the entry is deleted. A runtime that keeps no output has nothing to remove; an
- * entry of a runtime this engine lacks, or of evidence another host keeps, waits for an engine that has it.
- * Answers how many outputs were removed.
+ * Removes the queued outputs this engine's runtimes can reach, at most `budget` of them: the runtime lets each
+ * session's output go, then the page's entries are deleted in one commit. A runtime that keeps no output has
+ * nothing to remove; an entry of a runtime this engine lacks, or of evidence another host keeps, waits for an
+ * engine that has it. Answers how many outputs were removed.
  */
 export async function expireSessionOutputs(svc: EngineServices, budget: number, errors: Error[]): Promise<number> {
   let removed = 0;
@@ -52,24 +76,17 @@ export async function expireSessionOutputs(svc: EngineServices, budget: number, 
     const kind = outputExpiryKind(runtimeId);
     let after: string | undefined;
     while (removed < budget) {
-      const page = await svc.store.read((r) =>
-        r.list<OutputExpiry>(kind, { ...(after ? { after } : {}), limit: PAGE }),
-      );
-      for (const entry of page) {
-        if (removed >= budget) break;
-        const { sessionId, evidenceLocation, launcherId } = entry.data;
-        if (!canReadEvidence(svc, runtime, evidenceLocation, launcherId)) continue;
-        try {
-          // A session still running (a process that outlived its attempt) is asked about again next sweep.
-          if (runtime.expireSession !== undefined && !(await runtime.expireSession(sessionId))) continue;
-          await svc.step(async (step) => {
+      const options = { ...(after === undefined ? {} : { after }), limit: PAGE };
+      const page = await svc.store.read((r) => r.list<OutputExpiry>(kind, options));
+      const done = await expirePage(svc, runtime, page, budget - removed, errors);
+      if (done.length > 0) {
+        await svc.step(async (step) => {
+          for (const entry of done) {
             const fresh = await step.tx.get(kind, entry.id);
             if (fresh !== undefined) await step.tx.delete(kind, entry.id, fresh.version);
-          });
-          removed++;
-        } catch (error) {
-          errors.push(new Error(`retention: output of ${entry.id}: ${(error as Error).message}`, { cause: error }));
-        }
+          }
+        });
+        removed += done.length;
       }
       if (page.length < PAGE) break;
       after = page.at(-1)!.id;
