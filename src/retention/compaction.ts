@@ -25,6 +25,7 @@ import {
   type RetentionDue,
 } from '../domain/retention-queue.js';
 import { outboxIdFor, runIdFor } from '../domain/ids.js';
+import { expireSessionOutputs, queueOutputExpiry } from './output-expiry.js';
 
 /** Kept a day longer when something it holds is still live (it cannot be, once settled; never assumed). */
 const POSTPONE_MS = 86_400_000;
@@ -75,6 +76,8 @@ export interface CompactionReport {
   postponed: number;
   /** Queue entries another engine already handled. */
   skipped: number;
+  /** Outputs of compacted attempts' sessions their runtimes let go (this sweep's compactions, or earlier ones'). */
+  outputs: number;
 }
 
 /**
@@ -86,7 +89,7 @@ export async function compactExpiredHistory(
   policy: RetentionPolicy,
   errors: Error[] = [],
 ): Promise<CompactionReport> {
-  const report: CompactionReport = { occurrences: 0, receipts: 0, postponed: 0, skipped: 0 };
+  const report: CompactionReport = { occurrences: 0, receipts: 0, postponed: 0, skipped: 0, outputs: 0 };
   await backfillQueue(svc);
   const now = svc.clock.now().getTime();
   let budget = policy.perPass;
@@ -107,10 +110,12 @@ export async function compactExpiredHistory(
       }
     });
   }
+  // After the compactions have committed: nothing reads these outputs any more.
+  report.outputs = await expireSessionOutputs(svc, policy.perPass, errors);
   return report;
 }
 
-type Outcome = keyof CompactionReport;
+type Outcome = Exclude<keyof CompactionReport, 'outputs'>;
 
 async function compactOne(
   step: StepContext,
@@ -201,6 +206,7 @@ async function compactOccurrence(
       } else {
         await expireIfPresent(step, KINDS.receipt, receiptIdFor(attempt.id));
       }
+      await queueOutputExpiry(step, attempt);
       await step.tx.expire(KINDS.attempt, attempt.id, attempt.version);
     }
     await expireIfPresent(step, KINDS.runHold, run.id);
