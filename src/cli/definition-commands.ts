@@ -1,4 +1,5 @@
 import { DaemonClient } from '../daemon/client.js';
+import { alreadyDone, alreadyDoneLine } from '../domain/lifecycle-done.js';
 import { existsSync } from 'node:fs';
 import { applyFile, rehearseApply } from './apply-command.js';
 import { CliError, envelope, openLocation, report, withEngine, type CliEngine, type CliOptions } from './context.js';
@@ -17,18 +18,17 @@ async function standing(engine: CliEngine, automationId: string): Promise<{ stat
   return { state: String(got.result!.lifecycleState), revision: got.result!.currentRevision as number };
 }
 
-/** The lifecycle commands, each with the states in which it is already done and what it does. */
+/** The lifecycle commands: name, contract command, what it does (where each is already done: lifecycle-done). */
 const LIFECYCLE = [
-  ['activate', 'definition.activate.v1', ['active'], 'schedule a paused definition (paused → active)'],
-  ['pause', 'definition.pause.v1', ['paused'], 'stop scheduling an active definition (active → paused)'],
-  ['disable', 'definition.disable.v1', ['disabled'], 'take a definition out of service until `enable`'],
+  ['activate', 'definition.activate.v1', 'schedule a paused definition (paused → active)'],
+  ['pause', 'definition.pause.v1', 'stop scheduling an active definition (active → paused)'],
+  ['disable', 'definition.disable.v1', 'take a definition out of service until `enable`'],
   [
     'enable',
     'x-coven-automata.definition.reenable.v1',
-    ['paused', 'active'],
     're-enable a disabled definition (disabled → paused; `activate` schedules it)',
   ],
-  ['tombstone', 'definition.tombstone.v1', ['tombstoned'], 'delete a definition for good (its history is kept)'],
+  ['tombstone', 'definition.tombstone.v1', 'delete a definition for good (its history is kept)'],
 ] as const;
 
 /**
@@ -38,17 +38,16 @@ const LIFECYCLE = [
  */
 async function lifecycle(
   engine: CliEngine,
-  [name, command, done]: (typeof LIFECYCLE)[number],
+  [, command]: (typeof LIFECYCLE)[number],
   id: string,
   reason: string | undefined,
   options: CliOptions,
 ): Promise<number> {
   const { state, revision } = await standing(engine, id);
-  if ((done as readonly string[]).includes(state)) {
-    const what = name === 'enable' ? `enabled (${state})` : state;
+  if (alreadyDone(command, state)) {
     if (options.json === true)
       console.log(JSON.stringify({ automationId: id, lifecycleState: state, revision, changed: false }, null, 2));
-    else console.log(`${id}: already ${what} (revision ${revision}); nothing committed`);
+    else console.log(alreadyDoneLine(id, command, state, revision));
     return 0;
   }
   const payload = { automationId: id, ...(reason === undefined ? {} : { reason }) };
@@ -95,7 +94,7 @@ export function registerDefinitionCommands({ program, opts, run }: ProgramKit): 
   for (const entry of LIFECYCLE) {
     program
       .command(`${entry[0]} <automationId>`)
-      .description(entry[3])
+      .description(entry[2])
       .option('--reason <text>', 'why (kept with the revision)')
       .action(
         run(async (id: string, cmd: { reason?: string }) =>

@@ -32,14 +32,26 @@ interface Located {
   attempt: AttemptRecord | undefined;
 }
 
+/** NOT_FOUND for a run or occurrence the store lacks; one retention compacted took its output with it. */
+async function missingOutput(reader: StoreReader, kind: 'run' | 'occurrence', id: string): Promise<ContractError> {
+  const missing = await missingEntity(reader, kind, id);
+  const compactedAt = missing.details?.compactedAt;
+  if (typeof compactedAt !== 'string') return missing;
+  return new ContractError(
+    'NOT_FOUND',
+    `the output of ${kind} ${id} expired by retention: it settled long ago and was compacted at ${compactedAt}`,
+    { ...missing.details, outputExpired: true },
+  );
+}
+
 async function runOf(reader: StoreReader, request: OutputRequest): Promise<RunRecord> {
   if (request.runId !== undefined) {
     const run = await reader.get<RunRecord['data']>(KINDS.run, request.runId);
-    if (run === undefined) throw await missingEntity(reader, 'run', request.runId);
+    if (run === undefined) throw await missingOutput(reader, 'run', request.runId);
     return run as RunRecord;
   }
   const occurrence = await reader.get<OccurrenceRecord['data']>(KINDS.occurrence, request.occurrenceId!);
-  if (occurrence === undefined) throw await missingEntity(reader, 'occurrence', request.occurrenceId!);
+  if (occurrence === undefined) throw await missingOutput(reader, 'occurrence', request.occurrenceId!);
   const latest = (await runsOf(reader, occurrence as OccurrenceRecord)).at(-1);
   if (latest === undefined)
     throw new ContractError('NOT_FOUND', `occurrence ${request.occurrenceId!} has no run yet: nothing printed`, {
@@ -68,10 +80,10 @@ async function locate(reader: StoreReader, request: OutputRequest): Promise<Loca
 
 /**
  * x-coven-automata.run.output.v1: a window of what one attempt's session printed (stdout and stderr as one
- * stream), read from its runtime's evidence while the attempt's records exist — retention expires the records, and
- * with them the output's reads. At most 1 MiB a window (default: the last 64 KiB); `nextOffset` continues it.
- * The text passes the published-view redaction (credentials, absolute paths); the daemon's tokenless reads
- * withhold it whole.
+ * stream), read from its runtime's evidence while the attempt's records exist — retention expires the records and
+ * then the output itself (NOT_FOUND, `outputExpired`). At most 1 MiB a window (default: the last 64 KiB);
+ * `nextOffset` continues it. The text passes the published-view redaction (credentials, absolute paths); the
+ * daemon's tokenless reads withhold it whole.
  *
  * @example
  * ```ts

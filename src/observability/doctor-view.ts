@@ -162,7 +162,7 @@ function failureText(attempt: AttemptRecord): string | undefined {
 }
 
 /** The runs held for an operator retry now, by run id (the run-hold machine's `held` records). */
-async function heldRuns(reader: StoreReader): Promise<Map<string, NonNullable<RunView['held']>>> {
+export async function heldRuns(reader: StoreReader): Promise<Map<string, NonNullable<RunView['held']>>> {
   const held = new Map<string, NonNullable<RunView['held']>>();
   await forEachPage<EntityRecord<unknown>>(reader, KINDS.runHold, PAGE, (page) => {
     for (const record of page) {

@@ -5,6 +5,8 @@ import type { Clock } from '../clock/clock.js';
 import type { Engine, TickReport } from '../engine/engine.js';
 import { KINDS, stateOf, type OccurrenceRecord, type RunRecord } from '../domain/records.js';
 import { forEachPage, type Store } from '../store/store.js';
+import { heldRuns } from './doctor-view.js';
+import { attemptOutcomes, heldRunGauges, setHeldRuns } from './failure-metrics.js';
 import { PassFacts, passDurationMs, type PassFactsSnapshot } from './pass-facts.js';
 import { StepLatencies, type Step } from './step-latencies.js';
 
@@ -118,6 +120,7 @@ function storeGauges(registers: Registry[], collect: () => Promise<void>) {
     activeRuns: gauge('coven_active_runs', 'Runs accepted or running (upstream active.runs)'),
     occurrences: gauge('coven_occurrences', 'Occurrences the store holds, by state', ['state']),
     runs: gauge('coven_runs', 'Runs the store holds, by state', ['state']),
+    ...heldRunGauges(registers, collect),
   };
 }
 
@@ -129,7 +132,9 @@ async function readStoreGauges(store: Store, clock: Clock, gauges: StoreGauges):
   const runs = new Map<string, number>(RUN_STATES.map((s) => [s, 0]));
   let depth = 0;
   let oldestDue = Infinity;
+  const holds: { since: string | null }[] = [];
   await store.read(async (reader) => {
+    const held = await heldRuns(reader);
     await forEachPage<OccurrenceRecord['data']>(reader, KINDS.occurrence, PAGE, (page) => {
       for (const o of page as OccurrenceRecord[]) {
         const state = stateOf(o);
@@ -142,7 +147,12 @@ async function readStoreGauges(store: Store, clock: Clock, gauges: StoreGauges):
       }
     });
     await forEachPage<RunRecord['data']>(reader, KINDS.run, PAGE, (page) => {
-      for (const r of page as RunRecord[]) runs.set(stateOf(r), (runs.get(stateOf(r)) ?? 0) + 1);
+      for (const r of page as RunRecord[]) {
+        const state = stateOf(r);
+        runs.set(state, (runs.get(state) ?? 0) + 1);
+        const hold = held.get(r.id);
+        if (hold !== undefined && state === RunState.running) holds.push(hold);
+      }
     });
   });
   gauges.queueDepth.set(depth);
@@ -150,6 +160,7 @@ async function readStoreGauges(store: Store, clock: Clock, gauges: StoreGauges):
   gauges.activeRuns.set([...ACTIVE_RUN].reduce((sum, s) => sum + (runs.get(s) ?? 0), 0));
   for (const [state, n] of occurrences) gauges.occurrences.set({ state }, n);
   for (const [state, n] of runs) gauges.runs.set({ state }, n);
+  setHeldRuns(gauges, holds, now);
 }
 
 /**
@@ -226,11 +237,15 @@ export function createEngineMetrics(options: EngineMetricsOptions): EngineMetric
   const pass = passInstruments(registers);
   const commit = commitInstruments(registers);
   const latency = latencyHistograms(registers);
+  const countOutcome = attemptOutcomes(registers);
   const steps = new StepLatencies(
     store,
     clock.now().getTime(),
     (step, seconds) => latency[step].observe(seconds),
-    (count) => commit.events.inc(count),
+    async (event, reader) => {
+      commit.events.inc();
+      await countOutcome(event, reader);
+    },
   );
   const scan = () => steps.scan().catch(() => undefined);
   // The gauges' collectors read the store they belong to, so the reader closes over the gauges made after it.

@@ -30,7 +30,8 @@ export class StepLatencies {
     private readonly store: Store,
     private readonly since: number,
     private readonly observe: (step: Step, seconds: number) => void,
-    private readonly onEvents: (count: number) => void = () => undefined,
+    /** Every event the scan reads (from `since` on), after its latency is measured. */
+    private readonly onEvent: (event: EventEnvelope, reader: StoreReader) => Promise<void> | void = () => undefined,
   ) {}
 
   /** Reads what was committed since the last scan; concurrent callers share one scan. */
@@ -46,8 +47,8 @@ export class StepLatencies {
         this.after = entry.position;
         const recordedAt = Date.parse(entry.data.recordedAt);
         if (recordedAt < this.since) continue;
-        this.onEvents(1);
         await this.measure(reader, entry.data, recordedAt);
+        await this.onEvent(entry.data, reader);
       }
       if (page.length < PAGE) return;
     }

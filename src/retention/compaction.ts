@@ -27,6 +27,7 @@ import {
 import { outboxIdFor, runIdFor } from '../domain/ids.js';
 import { expireAdoptions } from './adoption-expiry.js';
 import { backfillRetirements, dueRetirements, queueRetirement, retireOne } from './retirement.js';
+import { expireSessionOutputs, queueOutputExpiry } from './output-expiry.js';
 
 /** Kept a day longer when something it holds is still live (it cannot be, once settled; never assumed). */
 const POSTPONE_MS = 86_400_000;
@@ -81,6 +82,8 @@ export interface CompactionReport {
   retired: number;
   /** Adoption records removed after their window. */
   adoptions: number;
+  /** Outputs of compacted attempts' sessions their runtimes let go (this sweep's compactions, or earlier ones'). */
+  outputs: number;
 }
 
 /**
@@ -92,7 +95,15 @@ export async function compactExpiredHistory(
   policy: RetentionPolicy,
   errors: Error[] = [],
 ): Promise<CompactionReport> {
-  const report: CompactionReport = { occurrences: 0, receipts: 0, postponed: 0, skipped: 0, retired: 0, adoptions: 0 };
+  const report: CompactionReport = {
+    occurrences: 0,
+    receipts: 0,
+    postponed: 0,
+    skipped: 0,
+    retired: 0,
+    adoptions: 0,
+    outputs: 0,
+  };
   await backfillQueue(svc);
   await backfillRetirements(svc, policy);
   const now = svc.clock.now().getTime();
@@ -129,10 +140,12 @@ export async function compactExpiredHistory(
   } catch (error) {
     errors.push(new Error(`retention: adoption records: ${(error as Error).message}`, { cause: error }));
   }
+  // After the compactions have committed: nothing reads these outputs any more.
+  report.outputs = await expireSessionOutputs(svc, policy.perPass, errors);
   return report;
 }
 
-type Outcome = keyof CompactionReport;
+type Outcome = Exclude<keyof CompactionReport, 'outputs'>;
 
 async function compactOne(
   step: StepContext,
@@ -229,6 +242,7 @@ async function compactOccurrence(
       } else {
         await expireIfPresent(step, KINDS.receipt, receiptIdFor(attempt.id));
       }
+      await queueOutputExpiry(step, attempt);
       await step.tx.expire(KINDS.attempt, attempt.id, attempt.version);
     }
     await expireIfPresent(step, KINDS.runHold, run.id);

@@ -337,6 +337,20 @@ export class ChildProcessRuntime implements Runtime {
     return readLogFile(paths.log, window, existsSync(paths.exit));
   }
 
+  /**
+   * Removes the session's log, exit code, cancel mark and launch record. Its start claim goes too once its
+   * claimant is gone; a fence stays (a few bytes), since it is what keeps a session that never started from
+   * ever starting.
+   */
+  async expireSession(sessionId: string): Promise<boolean> {
+    const paths = this.paths(sessionId);
+    const start = readStart(paths.start);
+    if (start.kind === 'started' && claimantAlive(start.pid, start.startTime)) return false;
+    removeQuietly(paths.log, paths.exit, paths.cancel, paths.meta);
+    if (start.kind === 'started') removeQuietly(paths.start);
+    return true;
+  }
+
   private async exitObservation(paths: SessionPaths): Promise<Observation | undefined> {
     if (!existsSync(paths.exit)) return undefined;
     const exitCode = Number(readFileSync(paths.exit, 'utf8'));

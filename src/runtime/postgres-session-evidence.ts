@@ -109,6 +109,14 @@ export class PostgresSessionEvidence {
     return row === undefined || row.output === null || row.truncated === true ? undefined : row.output.toString('utf8');
   }
 
+  /**
+   * Drops a session's kept output; the row stays, since its claim (or fence) is what keeps the key from ever
+   * starting again, and so do the digest and the exit code.
+   */
+  async dropOutput(sessionId: string): Promise<void> {
+    await this.pool.query(`UPDATE ${evidenceTable(this.schema)} SET output = NULL WHERE session_id = $1`, [sessionId]);
+  }
+
   async close(): Promise<void> {
     await this.pool.end();
   }

@@ -123,6 +123,13 @@ export interface Runtime {
    * output; undefined for a session it has no output of. Read by `logs` and by the failure summary of an attempt.
    */
   sessionLog?(sessionId: string, window: LogWindow): Promise<SessionLog | undefined>;
+  /**
+   * Lets go of what this runtime keeps of an ended session's output, once retention compacted the session's
+   * attempt (no read reaches the output after). Idempotent: a session it keeps nothing of is done. Answers false
+   * while the session still runs (it is asked again at a later sweep). A runtime without it keeps nothing that
+   * outlives the process.
+   */
+  expireSession?(sessionId: string): Promise<boolean>;
 }
 
 /** A window of what a session printed (stdout and stderr as one stream), by byte offset. */

@@ -259,6 +259,13 @@ export class SupervisedRuntime implements Runtime {
   async cancel(sessionId: string, _now: Date): Promise<void> {
     await this.evidence.requestCancel(sessionId);
   }
+
+  /** Drops the session's kept output once it ended (or its supervisor is gone); the row itself stays. */
+  async expireSession(sessionId: string): Promise<boolean> {
+    if ((await this.observe(sessionId)).status === 'running') return false;
+    await this.evidence.dropOutput(sessionId);
+    return true;
+  }
 }
 
 function signalField(exitCode: number): { signal?: string } {

@@ -7,6 +7,7 @@ import { packageRoot } from '../../src/contract/package-root.js';
 import { dashboardRoutes } from '../../src/daemon/dashboard-routes.js';
 import type { DaemonPlugin } from '../../src/daemon/index.js';
 import { FunctionRuntime } from '../../src/runtime/function-runtime.js';
+import { command } from '../support/commands.js';
 import { readUpstreamJson, upstreamAvailable } from '../support/upstream.js';
 import { browserMissing, inCi, launchBrowser, type TestBrowser } from './browser.js';
 import { dashboardWorld, ensureDashboardBuilt, type DashboardWorld } from './world.js';
@@ -208,6 +209,50 @@ describe.skipIf(browserMissing !== undefined)('the dashboard in a real browser (
     } finally {
       await failedPage.close();
       await failing.close();
+    }
+  }, 60_000);
+
+  test('a lifecycle button on a definition already in its target state reads as done; the command API refuses', async () => {
+    const lifecycle = await dashboardWorld();
+    const stale = await browser.context.newPage();
+    const get = async () =>
+      (await lifecycle.engine.commands.handle(command('definition.get.v1', { automationId: 'daily-notes' }))).result!;
+    const elsewhere = (name: string, expectedRevision: number) =>
+      lifecycle.engine.commands.handle(command(name, { automationId: 'daily-notes' }, { expectedRevision }));
+    try {
+      // No live feed: the page keeps showing what it last read, as a tab left open does.
+      await stale.route('**/api/v1/events**', (route) => route.abort());
+      await stale.goto(`${lifecycle.url}/?token=${lifecycle.daemon.token}`);
+      await stale.getByTestId('pause-daily-notes').waitFor(WAIT);
+      expect((await elsewhere('definition.pause.v1', 3)).outcome).toBe('committed');
+      await stale.getByTestId('pause-daily-notes').click();
+      await message(stale, 'daily-notes: already paused (revision 4); nothing committed');
+      expect(await stale.getByTestId('message').getAttribute('class')).toBe('ok');
+
+      await stale.getByTestId('activate-daily-notes').waitFor(WAIT);
+      expect((await elsewhere('definition.activate.v1', 4)).outcome).toBe('committed');
+      await stale.getByTestId('activate-daily-notes').click();
+      await message(stale, 'daily-notes: already active (revision 5); nothing committed');
+      expect(await stale.getByTestId('message').getAttribute('class')).toBe('ok');
+      expect(await get()).toMatchObject({ lifecycleState: 'active', currentRevision: 5 });
+
+      // A move the definition can make still goes through.
+      await stale.getByTestId('pause-daily-notes').click();
+      await message(stale, 'pause daily-notes: committed (revision 6)');
+      expect(await get()).toMatchObject({ lifecycleState: 'paused', currentRevision: 6 });
+
+      // The daemon's command API keeps the contract's refusal for the same request.
+      const answered = await fetch(`${lifecycle.url}/api/v1/actions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${lifecycle.daemon.token}` },
+        body: JSON.stringify(command('definition.pause.v1', { automationId: 'daily-notes' }, { expectedRevision: 6 })),
+      });
+      expect(answered.status).toBe(422);
+      expect(await answered.json()).toMatchObject({ outcome: 'rejected', error: { code: 'ILLEGAL_TRANSITION' } });
+      expect(await get()).toMatchObject({ lifecycleState: 'paused', currentRevision: 6 });
+    } finally {
+      await stale.close();
+      await lifecycle.close();
     }
   }, 60_000);
 

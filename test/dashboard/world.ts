@@ -29,7 +29,13 @@ function newestMtime(dir: string): number {
 export function ensureDashboardBuilt(): string {
   const root = packageRoot();
   const built = join(root, DASHBOARD_DIR, 'index.html');
-  if (!existsSync(built) || statSync(built).mtimeMs < newestMtime(join(root, 'src', 'dashboard')))
+  // The page bundles its own folder and the two files it may import from outside it.
+  const sources = Math.max(
+    newestMtime(join(root, 'src', 'dashboard')),
+    statSync(join(root, 'machines', 'states.ts')).mtimeMs,
+    statSync(join(root, 'src', 'domain', 'lifecycle-done.ts')).mtimeMs,
+  );
+  if (!existsSync(built) || statSync(built).mtimeMs < sources)
     execFileSync('npm', ['run', '--silent', 'build:dashboard'], { cwd: root, stdio: 'inherit' });
   return join(root, DASHBOARD_DIR);
 }

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { CANCELLATION_STOP_LEASE_MS, stopOwnedByCancellation } from '../../src/guards/stop-ownership.js';
 import { World } from '../../src/testkit/invariants/world.js';
 
-// The deadline-instant decision of docs/pending/specproof.md (conformance): a cancellation committed at the instant
+// The deadline-instant decision of docs/conformance.md: a cancellation committed at the instant
 // the run's deadline passes. On the engine, every invariant checked.
 
 const at = (w: World, time: string) => w.clock.set(`2026-03-02T${time}.000Z`);

@@ -12,20 +12,9 @@ import { createEngineLogger } from '../../src/observability/logger.js';
 import type { DoctorReport } from '../../src/observability/doctor.js';
 import { command } from '../support/commands.js';
 import { doctorWorld } from './doctor-world.js';
+import { parseSamples } from './prometheus-text.js';
 
 const at = (time: string) => `2026-03-02T${time}.000Z`;
-
-/** Prometheus text format: `# HELP`/`# TYPE` lines and `name{labels} value` samples, nothing else. */
-function parseSamples(text: string): Map<string, number> {
-  const samples = new Map<string, number>();
-  for (const line of text.split('\n')) {
-    if (line === '' || line.startsWith('# HELP ') || line.startsWith('# TYPE ')) continue;
-    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*(?:\{[^}]*\})?) (-?[0-9.e+-]+|NaN|\+Inf|-Inf)$/i.exec(line);
-    expect(match, `not a sample line: ${line}`).not.toBeNull();
-    samples.set(match![1]!, Number(match![2]));
-  }
-  return samples;
-}
 
 describe('metrics', () => {
   test('after a few passes the text parses and carries the SLO series with the values the passes imply', async () => {

@@ -126,4 +126,26 @@ describePostgres('SupervisedRuntime: session evidence in the store’s database'
     await other.cancel(sessionId, now());
     expect(await ended(other, sessionId)).toMatchObject({ status: 'exited', outcome: 'failed', cancelled: true });
   }, 30_000);
+
+  test("retention drops an ended session's output and keeps its row; a running session keeps its output", async () => {
+    const url = await freshDatabase(socketDir, 'supervised_expire');
+    const runtime = await runtimeOn(url, folder(), 'echo kept until retention', { heartbeatMs: 100 });
+    await runtime.launch(launchRequest({ sessionKey: 'key-expire' }), now());
+    const sessionId = sessionIdOf('key-expire');
+    await ended(runtime, sessionId);
+    expect(await runtime.sessionOutput(sessionId)).toBe('kept until retention\n');
+    expect(await runtime.expireSession(sessionId)).toBe(true);
+    expect(await runtime.sessionOutput(sessionId)).toBeUndefined();
+    // The claim stays: the key still reads as started, so nothing can launch it again.
+    expect(await runtime.launchEvidence('key-expire', now())).toMatchObject({ evidence: 'started', sessionId });
+    expect(await runtime.observe(sessionId)).toMatchObject({ status: 'exited', exitCode: 0 });
+
+    const sleeper = await runtimeOn(url, folder(), 'sleep 30', { heartbeatMs: 100 });
+    await sleeper.launch(launchRequest({ sessionKey: 'key-expire-live' }), now());
+    const live = sessionIdOf('key-expire-live');
+    expect(await sleeper.expireSession(live)).toBe(false);
+    await sleeper.cancel(live, now());
+    await ended(sleeper, live);
+    expect(await sleeper.expireSession(live)).toBe(true);
+  }, 30_000);
 });

@@ -1,4 +1,5 @@
 import { DefinitionState } from '../../../machines/states.js';
+import { alreadyDone, alreadyDoneLine } from '../../domain/lifecycle-done.js';
 import { el, fill, instant, stateBadge, table } from './dom.js';
 import { act, failureText, type Dashboard } from './context.js';
 import { exitSummary, type FailureRow, type HoldRow } from './failure-panel.js';
@@ -60,16 +61,34 @@ function lastResult(last: RunSummary | undefined): HTMLElement | string {
   );
 }
 
+/**
+ * A lifecycle button's action. The page may be older than the definition: one already where the command would
+ * put it is done, as the CLI reports it, and nothing is sent. Otherwise the command goes at the revision the
+ * page shows, so a change the operator has not seen is refused (REVISION_CONFLICT) rather than overridden.
+ */
+async function lifecycleAction(dashboard: Dashboard, verb: string, command: string, row: DefinitionRow) {
+  const id = row.automationId;
+  try {
+    const now = await dashboard.api.read<{ lifecycleState: string; currentRevision: number }>('definition.get.v1', {
+      automationId: id,
+    });
+    if (alreadyDone(command, now.lifecycleState)) {
+      dashboard.notify(alreadyDoneLine(id, command, now.lifecycleState, now.currentRevision), 'ok');
+      dashboard.refresh();
+      return;
+    }
+  } catch {
+    // An unreadable definition (tombstoned, gone): the command's own refusal says why.
+  }
+  await act(dashboard, `${verb} ${id}`, command, { automationId: id }, { expectedRevision: row.revision });
+}
+
 function actionsFor(dashboard: Dashboard, row: DefinitionRow): HTMLElement {
   const id = row.automationId;
   const lifecycle = (verb: string, command: string) =>
     el(
       'button',
-      {
-        'data-testid': `${verb}-${id}`,
-        onclick: () =>
-          void act(dashboard, `${verb} ${id}`, command, { automationId: id }, { expectedRevision: row.revision }),
-      },
+      { 'data-testid': `${verb}-${id}`, onclick: () => void lifecycleAction(dashboard, verb, command, row) },
       verb,
     );
   return el(

@@ -14,6 +14,8 @@ export interface Situation {
     runs: Array<Record<string, unknown>>;
     /** Attempt states by run id. */
     attemptStates: Map<string, string[]>;
+    /** The attempts as attempt.v1 renders them (fence generation, openedAt), when the case read them. */
+    attempts?: Array<Record<string, unknown>>;
     quarantined: string[];
     /** Runs held for an operator retry (their x-coven-automata.run-hold.v1 machine is in `held`). */
     heldRuns: string[];

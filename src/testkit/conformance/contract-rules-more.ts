@@ -5,27 +5,24 @@ const want = (s: Situation) => (s.expected ?? {}) as Record<string, unknown>;
 
 /**
  * Rules for three situations the shared corpus does not exercise (a lapsed claim, a cancel at the deadline instant,
- * evidence lost after a side effect), each stated in contract facts; see docs/pending/specproof.md.
+ * evidence lost after a side effect), each stated in contract facts; see docs/conformance.md.
  */
 export const SITUATIONS_UPSTREAM_ALONE_COVERS: readonly ContractRule[] = [
   {
-    id: 'lapsed-claim-fails',
+    id: 'lapsed-claim-dispatched-under-fence',
     sentence:
-      '`claimed` → `recovering`\t`lease_expired`\t`scheduler`\tleaseExpiresAt < now and no runtime evidence recorded',
+      '`claimed` → `dispatching`\t`attempt_adopted`\t`dispatcher`\tattempt created with adoptionKey; ' +
+      'fence generation matches the claim',
     because:
-      "the claim's lease lapsed before anything was adopted under it, so the scheduler took lease_expired → " +
-      'recovering and, nothing having been launched, recovery_determined → failed; a lapsed fence is never ' +
-      'dispatched late',
+      "the claim's lease lapsed while its engine was down, before anything was launched under it; a live owner " +
+      'renews its leases, so a lapsed one means the owner died, and the engine that found the claim adopted and ' +
+      "dispatched it late under the claim's own fence generation (one dispatch for the fence) instead of taking " +
+      'lease_expired → recovering → failed',
     applies: (s) =>
-      ['occurrences', 'runs', 'dispatchCount', 'launchCount', 'occurrenceState'].includes(s.kind) &&
-      s.expected !== OccurrenceState.failed &&
-      want(s).state !== OccurrenceState.failed &&
+      (s.seen.crashes ?? []).length > 0 &&
+      expectsNoWorkDone(s) &&
       s.seen.occurrences.some(
-        (o) =>
-          (want(s).automationId === undefined || o.automationId === want(s).automationId) &&
-          o.state === OccurrenceState.failed &&
-          o.activeRunRef === undefined &&
-          (o.recovery as { evidence?: string } | undefined)?.evidence === 'lease_expired',
+        (o) => (want(s).automationId === undefined || o.automationId === want(s).automationId) && lateUnderFence(s, o),
       ),
   },
   {
@@ -76,3 +73,38 @@ export const SITUATIONS_UPSTREAM_ALONE_COVERS: readonly ContractRule[] = [
       ),
   },
 ];
+
+/** What the lease_expired path leaves behind is expected: a failed occurrence, no run, or fewer dispatches. */
+function expectsNoWorkDone(s: Situation): boolean {
+  if (s.kind === 'occurrences') return want(s).state === OccurrenceState.failed;
+  if (s.kind === 'occurrenceState') return s.expected === OccurrenceState.failed;
+  if (s.kind === 'runs') return Array.isArray(s.expected) && s.expected.length === 0;
+  // One launch for each claim dispatched late, and no other: a second launch is no contract rule's.
+  if (s.kind === 'dispatchCount' || s.kind === 'launchCount')
+    return (
+      typeof s.expected === 'number' &&
+      s.observed === s.expected + s.seen.occurrences.filter((o) => lateUnderFence(s, o)).length
+    );
+  return false;
+}
+
+/**
+ * The occurrence's first attempt was opened after its claim's lease had lapsed, under the claim's fence generation,
+ * and it is the only attempt of that fence: the claim was dispatched late, once, instead of expiring.
+ */
+function lateUnderFence(s: Situation, o: Record<string, unknown>): boolean {
+  const fence = o.fence as { generation?: number; leaseExpiresAt?: string } | undefined;
+  if (fence?.leaseExpiresAt === undefined || o.activeRunRef === undefined) return false;
+  const underFence = (s.seen.attempts ?? []).filter(
+    (a) =>
+      a.occurrenceId === o.occurrenceId &&
+      (a.dispatchFence as { occurrenceFenceGeneration?: number } | undefined)?.occurrenceFenceGeneration ===
+        fence.generation,
+  );
+  return (
+    underFence.length === 1 &&
+    underFence[0]!.attemptNumber === 1 &&
+    typeof underFence[0]!.openedAt === 'string' &&
+    underFence[0]!.openedAt > fence.leaseExpiresAt
+  );
+}

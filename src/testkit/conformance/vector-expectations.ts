@@ -172,6 +172,22 @@ function checkFeed(e: Expected, seen: Seen, push: Push): void {
   }
 }
 
+/**
+ * one-fence-one-run: an occurrence owns no more runs than fence generations its attempts were opened under, so no
+ * fence generation owns two accepted runs.
+ */
+function oneRunPerFence(seen: Seen): boolean {
+  return seen.occurrences.every((o) => {
+    const runs = seen.runs.filter((r) => r.occurrenceId === o.occurrenceId).length;
+    const fences = new Set(
+      seen.attempts
+        .filter((a) => a.occurrenceId === o.occurrenceId)
+        .map((a) => (a.dispatchFence as { occurrenceFenceGeneration?: number }).occurrenceFenceGeneration),
+    );
+    return runs <= fences.size;
+  });
+}
+
 /** No feed transition leaves a terminal state. */
 function terminalMonotone(seen: Seen): boolean {
   return seen.feed.every((ev) => !TERMINAL.has(String((ev.payload as { from?: string }).from ?? '')));
@@ -183,7 +199,8 @@ function checkInvariants(e: Expected, seen: Seen, run: VectorRun, push: Push): v
   for (const l of run.runtime.launches) launchesPerKey.set(l.sessionKey, (launchesPerKey.get(l.sessionKey) ?? 0) + 1);
   const checks: Record<string, () => boolean> = {
     'no-duplicate-dispatch-per-fence': () => [...launchesPerKey.values()].every((n) => n === 1),
-    'fence-uniqueness': () => new Set(seen.occurrences.map((o) => o.occurrenceKey)).size === seen.occurrences.length,
+    'fence-uniqueness': () =>
+      new Set(seen.occurrences.map((o) => o.occurrenceKey)).size === seen.occurrences.length && oneRunPerFence(seen),
     'terminal-state-monotonicity': () => terminalMonotone(seen),
     'no-false-success-under-injected-failure': () =>
       seen.runs.every((r) => r.state !== RunState.succeeded || r.receiptRef !== undefined),

@@ -88,7 +88,7 @@ export async function observe(run: VectorRun) {
   const heldRuns = (await run.store.read((r) => r.list<EntityRecord<unknown>>(KINDS.runHold)))
     .filter((h) => h.data.snapshot.value === RunHoldState.held)
     .map((h) => h.id);
-  return { occurrences, runs, attemptStates, receipts, feed, projected, quarantined, heldRuns };
+  return { occurrences, runs, attempts, attemptStates, receipts, feed, projected, quarantined, heldRuns };
 }
 
 export type Seen = Awaited<ReturnType<typeof observe>>;

@@ -5,7 +5,7 @@ import { overall, type ConformanceVector, type VectorReport } from './vector-for
 import { applyBindings } from './authority-ops.js';
 import { applyOp } from './vector-ops.js';
 import { PREREQUISITES } from './prerequisites.js';
-import { envelope, reviseWith, VectorRun } from './vector-session.js';
+import { envelope, reviseWith, VectorRun, type VectorSeams } from './vector-session.js';
 
 type Definitions = NonNullable<ConformanceVector['input']['definitions']>;
 type Failure = { automationId: string; code: string; message: string; problems?: string[] };
@@ -68,8 +68,8 @@ const provided = (vector: ConformanceVector) =>
   (vector.prerequisites ?? []).flatMap((p) => (PREREQUISITES[p] === undefined ? [] : [PREREQUISITES[p]]));
 
 /** A vector's world after its set-up (definitions imported and brought to their statuses, bindings, prerequisites). */
-export async function setupVector(vector: ConformanceVector): Promise<VectorRun> {
-  const run = new VectorRun(vector);
+export async function setupVector(vector: ConformanceVector, seams: VectorSeams = {}): Promise<VectorRun> {
+  const run = new VectorRun(vector, seams);
   const definitions = (vector.input.definitions ?? []).map((d) => resolveLocal(run, d));
   const invalid = vector.input.invalidDefinitions ?? [];
   const failures = await importDefinitions(run.engine, [...definitions, ...invalid]);
@@ -92,8 +92,16 @@ export async function setupVector(vector: ConformanceVector): Promise<VectorRun>
 
 /** Runs one conformance.vector.v1 file against a fresh engine and compares every expectation it states. */
 export async function runVector(file: string): Promise<VectorReport> {
-  const vector = JSON.parse(readFileSync(file, 'utf8')) as ConformanceVector;
-  const run = await setupVector(vector);
+  return runVectorDocument(JSON.parse(readFileSync(file, 'utf8')) as ConformanceVector, file);
+}
+
+/** Runs a vector already read (`file` names it in the report), on engines built through the test seams. */
+export async function runVectorDocument(
+  vector: ConformanceVector,
+  file: string,
+  seams: VectorSeams = {},
+): Promise<VectorReport> {
+  const run = await setupVector(vector, seams);
   try {
     await run.runOps((op) => applyOp(run, op));
     for (const p of provided(vector)) await p.probe(run);

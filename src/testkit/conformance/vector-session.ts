@@ -4,7 +4,9 @@ import { integrityOf } from '../../contract/digest.js';
 import { SimulatedClock } from '../../clock/clock.js';
 import { KINDS, renderOccurrence, type OccurrenceRecord } from '../../domain/records.js';
 import { Engine, type EngineOptions } from '../../engine/engine.js';
-import { ENGINE_PARTS } from '../../engine/parts.js';
+import { ENGINE_PARTS, type EngineParts } from '../../engine/parts.js';
+import type { Runtime } from '../../runtime/runtime.js';
+import type { Store } from '../../store/store.js';
 import type { RetentionOptions } from '../../retention/policy.js';
 import { SimulatedRuntime } from '../../runtime/simulated-runtime.js';
 import { MemoryStore } from '../../store/memory-store.js';
@@ -95,6 +97,18 @@ export function contractKey(key: string, notes: string[]): string {
   return mapped;
 }
 
+/**
+ * Test seams for the runner's own tests: the engine parts the vector's engines are built from, and wrappers of
+ * the runtime and the store they are given (the run keeps reading the simulated runtime's own launch log and the
+ * store itself). Tests plant engine faults through them (testkit/invariants/faulty-engine.ts, faulty-runtime.ts,
+ * faulty-store.ts) to prove the runner notices; nothing outside tests passes them.
+ */
+export interface VectorSeams {
+  parts?: EngineParts;
+  runtime?: (runtime: Runtime) => Runtime;
+  store?: (store: Store) => Store;
+}
+
 /** One vector's world: a fresh engine on a memory store, a simulated clock and runtime, and what ops set. */
 export class VectorRun {
   readonly clock: SimulatedClock;
@@ -131,7 +145,10 @@ export class VectorRun {
   private opIndex = -1;
   private ids = 0;
 
-  constructor(readonly vector: ConformanceVector) {
+  constructor(
+    readonly vector: ConformanceVector,
+    private readonly seams: VectorSeams = {},
+  ) {
     const start = vector.virtualTime?.start ?? dayStartOfFirstOp(vector) ?? '2026-03-01T00:00:00.000Z';
     this.clock = new SimulatedClock(start);
     this.tampering = new TamperingStore(new MemoryStore());
@@ -152,16 +169,16 @@ export class VectorRun {
 
   private build(instanceId: string, extra: Partial<EngineOptions> = {}): Engine {
     const options: EngineOptions = {
-      store: this.store,
+      store: this.seams.store?.(this.store) ?? this.store,
       clock: this.clock,
-      runtimes: [this.runtime],
+      runtimes: [this.seams.runtime?.(this.runtime) ?? this.runtime],
       instanceId,
       newId: () => `conformance-store-${++this.ids}`,
       delivery: this.delivery,
       ...(this.retention === undefined ? {} : { retention: this.retention }),
       ...extra,
     };
-    return new Engine(options, this.crashes.wrap(ENGINE_PARTS));
+    return new Engine(options, this.crashes.wrap(this.seams.parts ?? ENGINE_PARTS));
   }
 
   /** The engine's retention from now on (an engine takes its retention when built). */
