@@ -21,7 +21,7 @@ describe('the suite result', () => {
     );
     expect(envelope.statement.overallStatus).toBe('passed');
     if (upstreamAvailable) expect(validateConformanceResult(envelope, upstreamDir)).toEqual([]);
-  });
+  }, 60_000);
 
   test.skipIf(!upstreamAvailable)(
     'a failed run is reported as failed, and a tampered statement no longer matches its digest',
@@ -37,5 +37,6 @@ describe('the suite result', () => {
       const tampered = { ...envelope.statement, overallStatus: 'passed' };
       expect(verifyIntegrity({ ...tampered, integrity: { value: envelope.statementDigest.value } }).valid).toBe(false);
     },
+    60_000,
   );
 });
