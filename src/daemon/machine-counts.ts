@@ -1,6 +1,6 @@
 import { DEFINITION_KIND } from '../domain/definition-records.js';
 import { LIVE_INDEX } from '../domain/lifecycle.js';
-import { KINDS, stateOf, type OccurrenceRecord } from '../domain/records.js';
+import { KINDS, stateOf, type OccurrenceRecord, type RunRecord } from '../domain/records.js';
 import { loadLifecycleSpec } from '../spec/lifecycle-spec.js';
 import type { EntityRecord } from '../actors/entity-transition.js';
 import type { StoreReader, StoredRecord } from '../store/store.js';
@@ -59,11 +59,14 @@ async function indexEntries(reader: StoreReader, kind: string): Promise<{ entrie
   }
 }
 
-async function countByIds(reader: StoreReader, count: Tally, kind: string, ids: Iterable<string>): Promise<void> {
+/** The runs named, by id: their state and automation (one record read each). */
+async function runsById(reader: StoreReader, ids: Iterable<string>): Promise<Map<string, RunRecord>> {
+  const runs = new Map<string, RunRecord>();
   for (const id of ids) {
-    const record = await reader.get<EntityRecord<unknown>>(kind, id);
-    if (record !== undefined) count.add(stateOf(record));
+    const record = await reader.get<RunRecord['data']>(KINDS.run, id);
+    if (record !== undefined) runs.set(id, record as RunRecord);
   }
+  return runs;
 }
 
 async function definitionCounts(reader: StoreReader, hidden: ReadonlySet<string>): Promise<MachineCount> {
@@ -101,31 +104,31 @@ async function definitionCounts(reader: StoreReader, hidden: ReadonlySet<string>
  * ```
  */
 export async function machineCounts(reader: StoreReader, hidden: ReadonlySet<string>): Promise<MachineCount[]> {
-  const visible = (entry: Index) => !hidden.has(entry.data.automationId ?? '');
+  const visible = (automationId: string | null | undefined) => !hidden.has(automationId ?? '');
   const liveOccurrences = await indexEntries(reader, LIVE_INDEX.occurrence);
   const liveAttempts = await indexEntries(reader, LIVE_INDEX.attempt);
   const occurrences = tally('occurrence.v1', 'live-occurrence index');
   occurrences.truncated = liveOccurrences.truncated;
-  const runIds = new Set<string>();
-  for (const entry of liveOccurrences.entries.filter(visible)) {
+  const runIds = new Set<string>(liveAttempts.entries.flatMap((entry) => entry.data.runId ?? []));
+  for (const entry of liveOccurrences.entries.filter((e) => visible(e.data.automationId))) {
     const record = await reader.get<OccurrenceRecord['data']>(KINDS.occurrence, entry.id);
     if (record === undefined) continue;
     occurrences.add(stateOf(record as OccurrenceRecord));
     const run = (record as OccurrenceRecord).data.attributes.activeRunRef;
     if (run !== undefined) runIds.add(run);
   }
-  const attempts = tally('attempt.v1', 'live-attempt index');
-  attempts.truncated = liveAttempts.truncated;
-  const shownAttempts = liveAttempts.entries.filter(visible);
-  await countByIds(
-    reader,
-    attempts,
-    KINDS.attempt,
-    shownAttempts.map((entry) => entry.id),
-  );
-  for (const entry of shownAttempts) if (entry.data.runId) runIds.add(entry.data.runId);
+  const runRecords = await runsById(reader, runIds);
   const runs = tally('run.v1', 'runs of live occurrences and attempts');
-  runs.truncated = occurrences.truncated || attempts.truncated;
-  await countByIds(reader, runs, KINDS.run, runIds);
-  return [await definitionCounts(reader, hidden), strip(occurrences), strip(runs), strip(attempts)];
+  runs.truncated = occurrences.truncated || liveAttempts.truncated;
+  for (const run of runRecords.values()) if (visible(run.data.attributes.automationId)) runs.add(stateOf(run));
+  const attemptCount = tally('attempt.v1', 'live-attempt index');
+  attemptCount.truncated = liveAttempts.truncated;
+  for (const entry of liveAttempts.entries) {
+    // An attempt belongs to its run's automation (the index entry may not name one).
+    const run = runRecords.get(entry.data.runId ?? '');
+    if (!visible(entry.data.automationId ?? run?.data.attributes.automationId)) continue;
+    const record = await reader.get<EntityRecord<unknown>>(KINDS.attempt, entry.id);
+    if (record !== undefined) attemptCount.add(stateOf(record));
+  }
+  return [await definitionCounts(reader, hidden), strip(occurrences), strip(runs), strip(attemptCount)];
 }
