@@ -1,9 +1,10 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { SimulatedClock } from '../../src/clock/clock.js';
+import { packageRoot } from '../../src/contract/package-root.js';
 import { dashboardRoutes } from '../../src/daemon/dashboard-routes.js';
 import { startDaemon, type Daemon } from '../../src/daemon/index.js';
 import { createEngine, type Engine } from '../../src/engine/engine.js';
@@ -137,6 +138,10 @@ describe.skipIf(browserMissing !== undefined)('the console under load: bounded r
     await page.locator(`[data-testid="machine-counts"][data-machine="occurrence.v1"]`).waitFor(WAIT);
     await page.locator(`[data-testid="count-running"][data-count="${DEFINITIONS}"]`).waitFor(WAIT);
     const countsMs = performance.now() - started;
+    const shot = join(dir, 'console-machine-counts.png');
+    await page.locator('#machine-view').screenshot({ path: shot });
+    if (process.env.COVEN_UPDATE_SCREENSHOT === '1')
+      copyFileSync(shot, join(packageRoot(), 'docs', 'console-machine-counts.png'));
 
     const [occurrenceId] = await engine.services.store.read(async (r) =>
       (await r.list('live-occurrence', { limit: 1 })).map((e) => e.id),

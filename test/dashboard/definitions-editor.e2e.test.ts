@@ -143,6 +143,7 @@ describe.skipIf(browserMissing !== undefined)('the definition editor in a real b
       .getByTestId('editor-text')
       .fill(JSON.stringify({ ...edited, display: { name: 'Weekly report (Fridays)' } }, null, 2));
     await page.locator('[data-testid="diff"] li[data-path="display.name"]').waitFor(WAIT);
+    await page.getByTestId('editor-text').evaluate((area) => area.scrollTo(0, 0));
     await page.locator('#editor-section').screenshot({ path: shot });
     if (process.env.COVEN_UPDATE_SCREENSHOT === '1')
       copyFileSync(shot, join(packageRoot(), 'docs', 'console-definition-editor.png'));
