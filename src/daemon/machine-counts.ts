@@ -1,7 +1,7 @@
 import { DEFINITION_KIND } from '../domain/definition-records.js';
 import { LIVE_INDEX } from '../domain/lifecycle.js';
 import { KINDS, stateOf, type OccurrenceRecord, type RunRecord } from '../domain/records.js';
-import { loadLifecycleSpec } from '../spec/lifecycle-spec.js';
+import { loadLifecycleSpec, type LifecycleSpec } from '../spec/lifecycle-spec.js';
 import type { EntityRecord } from '../actors/entity-transition.js';
 import type { StoreReader, StoredRecord } from '../store/store.js';
 
@@ -26,8 +26,12 @@ type Index = { id: string; data: { automationId?: string | null; runId?: string 
 type Tally = MachineCount & { add(state: string): void };
 const strip = ({ add: _add, ...rest }: Tally): MachineCount => rest;
 
+/** The spec, read and checked once per process: its states never change while the daemon runs. */
+let lifecycle: LifecycleSpec | undefined;
+
 function tally(machine: string, source: string): Tally {
-  const spec = loadLifecycleSpec().machines.find((m) => m.id === machine)!;
+  lifecycle ??= loadLifecycleSpec();
+  const spec = lifecycle.machines.find((m) => m.id === machine)!;
   const byState = Object.fromEntries(
     spec.states.filter((s) => !spec.terminal.includes(s)).map((s) => [s, 0] as [string, number]),
   );

@@ -117,7 +117,7 @@ describe.skipIf(browserMissing !== undefined)('the console under load: bounded r
     if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
   });
 
-  test('machine counts and one occurrence chart load with bounded reads: no history table is read whole', async () => {
+  test('machine counts, one occurrence chart and the editor load with bounded reads: no history table read whole', async () => {
     const total = await store.read(async (r) => (await r.list('occurrence')).length);
     expect(total).toBe(DEFINITIONS * PASSES);
     const opened = performance.now();
@@ -156,6 +156,14 @@ describe.skipIf(browserMissing !== undefined)('the console under load: bounded r
       `two machine counts in ${Math.round(countsMs)} ms (${reads} record reads); ` +
         `one chart: ${calls.length - reads} record reads; ${total} occurrences in the store`,
     );
+
+    // The editor on one of the hundreds of definitions: its fields, the schedule's next runs, no history read.
+    const chartReads = calls.length;
+    await page.getByTestId('edit-load-0007').click();
+    await page.getByTestId('editor-heading').filter({ hasText: 'load-0007' }).waitFor(WAIT);
+    await page.getByTestId('diff').filter({ hasText: 'no change yet' }).waitFor(WAIT);
+    expect(await page.getByTestId('preview-slot').count()).toBe(5);
+    console.log(`the editor on one definition: ${calls.length - chartReads} record reads`);
 
     const unbounded = calls.filter((c) => c.op === 'list' && HISTORY_KINDS.has(c.kind) && c.limit === undefined);
     expect(unbounded).toEqual([]);
