@@ -137,6 +137,15 @@ describe.skipIf(browserMissing !== undefined)('the definition editor in a real b
     expect(saved).toMatchObject({ lifecycleState: 'paused', currentRevision: 3 });
     expect(saved!.definition).toMatchObject({ action: { prompt: 'Write the weekly report, with charts.' } });
     await page.getByTestId('editor-heading').filter({ hasText: 'revision 3' }).waitFor(WAIT);
+    // Its chart: created, made ready, then revised in place (paused → paused, no edge of the machine).
+    await page.getByTestId('editor-heading').getByTestId('chart-definition-weekly-report').click();
+    const path = page.locator('[data-testid="entity-chart"][data-entity="definition"] [data-testid="path-step"]');
+    await path.nth(2).waitFor(WAIT);
+    expect(await path.evaluateAll((rows) => rows.map((r) => `${r.dataset.from}→${r.dataset.to}`))).toEqual([
+      'none→draft',
+      'draft→paused',
+      'paused→paused',
+    ]);
 
     const shot = join(world.dir, 'console-definition-editor.png');
     await page

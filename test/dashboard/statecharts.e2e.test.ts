@@ -147,7 +147,7 @@ describe.skipIf(browserMissing !== undefined)('live statecharts in a real browse
     await page.getByTestId('chart-definition-daily-notes').first().click();
     await page.locator('[data-testid="entity-chart"][data-entity="definition"][data-state="active"]').waitFor(WAIT);
     expect(await pathOf(page)).toEqual([
-      'none→draft:definition.created:—',
+      'none→draft:definition.created:command_handler',
       'draft→paused:definition_revise_committed:command_handler',
       'paused→active:definition_activated:command_handler',
     ]);

@@ -120,7 +120,12 @@ export class EntityPath {
         if (event.kind === 'feed.snapshot') this.compacted = true;
         const step = stepOf(this.ref, event, this.last ?? 'none');
         if (step === undefined) continue;
-        this.steps.push({ ...step, actor: transitionOf(machine, step.from, step.to, step.on)?.actor });
+        // Every definition move is a command's (its creation and an in-place revise have no edge to name it).
+        const actor = transitionOf(machine, step.from, step.to, step.on)?.actor;
+        this.steps.push({
+          ...step,
+          actor: actor ?? (this.ref.entity === 'definition' ? 'command_handler' : undefined),
+        });
       }
       if (page.events.length < PAGE) return this.steps.length - before;
     }
