@@ -171,6 +171,26 @@ describe.skipIf(browserMissing !== undefined)('live statecharts in a real browse
       copyFileSync(shot, join(packageRoot(), 'docs', 'console-statecharts.png'));
   }, 60_000);
 
+  test('at 800 px the panels fit: each drawing scrolls inside its panel, the tables and the editor wrap', async () => {
+    await page.setViewportSize({ width: 800, height: 900 });
+    try {
+      await page.getByTestId('edit-daily-notes').dispatchEvent('click');
+      await page.getByTestId('preview-slot').first().waitFor(WAIT);
+      const overflow = await page.evaluate(() =>
+        ['#statecharts-section', '#editor-section'].map((id) => {
+          const section = document.querySelector(id)!;
+          return { id, fits: section.scrollWidth <= section.clientWidth && section.clientWidth <= 800 };
+        }),
+      );
+      expect(overflow).toEqual([
+        { id: '#statecharts-section', fits: true },
+        { id: '#editor-section', fits: true },
+      ]);
+    } finally {
+      await page.setViewportSize({ width: 1400, height: 1000 });
+    }
+  }, 60_000);
+
   test('offline: the page drew every machine from its own bundle and asked nothing but the daemon', () => {
     expect(requests.filter((url) => !url.startsWith(`${world.url}/`))).toEqual([]);
     expect(pageErrors).toEqual([]);
