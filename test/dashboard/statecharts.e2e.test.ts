@@ -176,11 +176,13 @@ describe.skipIf(browserMissing !== undefined)('live statecharts in a real browse
     try {
       await page.getByTestId('edit-daily-notes').dispatchEvent('click');
       await page.getByTestId('preview-slot').first().waitFor(WAIT);
-      const overflow = await page.evaluate(() =>
-        ['#statecharts-section', '#editor-section'].map((id) => {
-          const section = document.querySelector(id)!;
-          return { id, fits: section.scrollWidth <= section.clientWidth && section.clientWidth <= 800 };
-        }),
+      const overflow = await Promise.all(
+        ['#statecharts-section', '#editor-section'].map(async (id) => ({
+          id,
+          fits: await page
+            .locator(id)
+            .evaluate((section) => section.scrollWidth <= section.clientWidth && section.clientWidth <= 800),
+        })),
       );
       expect(overflow).toEqual([
         { id: '#statecharts-section', fits: true },
