@@ -140,6 +140,12 @@ module.exports = {
       to: { path: '^src/domain/lifecycle-done\\.ts$' },
     },
     {
+      comment:
+        'The page draws the contract machines from a module its build generates (src/dashboard/machines-plugin.ts): the spec and its Graphviz drawings, no code.',
+      from: { path: '^src/dashboard/' },
+      to: { path: '^virtual:coven-machines$' },
+    },
+    {
       comment: 'The package entry point re-exports the engine, not its test and CLI tooling.',
       from: { path: '^src/index\\.ts$' },
       to: { path: anyOf([...PRODUCTION, 'client']) },

@@ -4,6 +4,7 @@ import fastifyStatic from '@fastify/static';
 import type { FastifyReply } from 'fastify';
 import { packageRoot } from '../contract/package-root.js';
 import type { DaemonPlugin } from './index.js';
+import { registerConsoleRoutes } from './console-routes.js';
 
 /** Where `npm run build:dashboard` writes the built page, relative to the package root. */
 export const DASHBOARD_DIR = join('dist', 'dashboard');
@@ -50,7 +51,9 @@ function answerMissing(reply: FastifyReply, root: string): FastifyReply {
  * ```
  */
 export function dashboardRoutes(options: { root?: string } = {}): DaemonPlugin {
-  return async (app) => {
+  return async (app, ctx) => {
+    // The console's own reads (schedule preview, machine counts) come with the page that uses them.
+    registerConsoleRoutes(app, ctx);
     const root = options.root ?? join(packageRoot(), DASHBOARD_DIR);
     if (!existsSync(join(root, 'index.html'))) {
       app.get('/', async (_request, reply) => answerMissing(reply, root));

@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vite';
+import { machinesPlugin } from './machines-plugin.js';
 
 const here = (path: string) => fileURLToPath(new URL(path, import.meta.url));
 
@@ -12,6 +13,7 @@ export default defineConfig({
   base: '/',
   publicDir: false,
   logLevel: 'warn',
+  plugins: [machinesPlugin(here('../..'))],
   build: {
     outDir: here('../../dist/dashboard'),
     emptyOutDir: true,

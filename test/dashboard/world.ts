@@ -29,9 +29,11 @@ function newestMtime(dir: string): number {
 export function ensureDashboardBuilt(): string {
   const root = packageRoot();
   const built = join(root, DASHBOARD_DIR, 'index.html');
-  // The page bundles its own folder and the two files it may import from outside it.
+  // The page bundles its own folder, the two files it may import from outside it, and the machines it draws.
   const sources = Math.max(
     newestMtime(join(root, 'src', 'dashboard')),
+    statSync(join(root, 'spec', 'coven-automations', 'v1', 'state-machines.json')).mtimeMs,
+    ...['definition', 'occurrence', 'run', 'attempt'].map((m) => statSync(join(root, 'docs', `${m}.svg`)).mtimeMs),
     statSync(join(root, 'machines', 'states.ts')).mtimeMs,
     statSync(join(root, 'src', 'domain', 'lifecycle-done.ts')).mtimeMs,
   );

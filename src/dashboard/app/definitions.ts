@@ -3,6 +3,8 @@ import { alreadyDone, alreadyDoneLine } from '../../domain/lifecycle-done.js';
 import { el, fill, instant, stateBadge, table } from './dom.js';
 import { act, failureText, type Dashboard } from './context.js';
 import { exitSummary, type FailureRow, type HoldRow } from './failure-panel.js';
+import { editButton } from './definition-editor.js';
+import { chartButton } from './statechart.js';
 
 interface DefinitionRow {
   automationId: string;
@@ -105,6 +107,8 @@ function actionsFor(dashboard: Dashboard, row: DefinitionRow): HTMLElement {
         },
         'run now',
       ),
+    row.lifecycleState !== DefinitionState.tombstoned && editButton(id),
+    chartButton({ entity: 'definition', id }),
   );
 }
 

@@ -1,11 +1,15 @@
 import { DaemonApi } from './api.js';
 import type { Dashboard } from './context.js';
 import { renderDefinitions } from './definitions.js';
+import { DefinitionEditor } from './definition-editor.js';
 import { renderDoctor } from './doctor.js';
 import { byId } from './dom.js';
 import { LiveFeed } from './feed.js';
+import { MachineView } from './machine-view.js';
 import { OccurrenceDetail } from './occurrence-detail.js';
 import { renderOccurrences, renderViews, type View } from './occurrences.js';
+import { StatechartPanel } from './statechart.js';
+import './console.css';
 
 /** Changes arrive in bursts (one command commits several events); one re-read serves a burst. */
 const REFRESH_DEBOUNCE_MS = 120;
@@ -69,6 +73,9 @@ function start(): void {
     },
   };
   const detail = new OccurrenceDetail(dashboard, byId('occurrence-detail'));
+  const machines = new MachineView(dashboard, byId('machine-view'));
+  const chart = new StatechartPanel(dashboard, byId('statechart'));
+  const editor = new DefinitionEditor(dashboard, byId('definition-editor'));
   const chooseView = (next: View): void => {
     view = next;
     renderViews(byId('views'), view, chooseView);
@@ -80,6 +87,9 @@ function start(): void {
       renderOccurrences(dashboard, byId('occurrences'), view),
       detail.render(selected),
       renderDoctor(dashboard, byId('doctor')),
+      machines.refresh(),
+      chart.refresh(),
+      editor.refresh(),
     ]);
   });
   renderViews(byId('views'), view, chooseView);

@@ -4,6 +4,7 @@ import { act, failureText, type Dashboard } from './context.js';
 import type { OccurrenceRow } from './occurrences.js';
 import { verifyReceipt } from './receipt.js';
 import { failurePanel, OutputViews, type FailureRow, type HoldRow } from './failure-panel.js';
+import { chartButton } from './statechart.js';
 
 interface AttemptRow {
   attemptId: string;
@@ -85,12 +86,18 @@ async function attemptRows(dashboard: Dashboard, run: RunRow): Promise<HTMLTable
       el(
         'tr',
         { 'data-testid': `attempt-${a.attemptId}` },
-        el('td', { class: 'mono' }, el('code', {}, run.runId), el('div', {}, stateBadge(run.state))),
+        el(
+          'td',
+          { class: 'mono' },
+          el('code', {}, run.runId),
+          el('div', {}, stateBadge(run.state), chartButton({ entity: 'run', id: run.runId })),
+        ),
         el(
           'td',
           {},
           `#${a.attemptNumber} `,
           stateBadge(a.state),
+          chartButton({ entity: 'attempt', id: a.attemptId, runId: run.runId }),
           a.stateReason ? el('div', { class: 'muted' }, a.stateReason) : null,
         ),
         el(

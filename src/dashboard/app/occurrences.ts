@@ -1,6 +1,7 @@
 import { OccurrenceState } from '../../../machines/states.js';
 import { el, fill, instant, stateBadge, table } from './dom.js';
 import { act, failureText, type Dashboard } from './context.js';
+import { chartButton } from './statechart.js';
 
 /** The operator's views (occurrence.list.v1), the scheduler's queues by stage. */
 export const VIEWS = ['due', 'eligible', 'claimed', 'running', 'recovery_required', 'all'] as const;
@@ -44,6 +45,7 @@ function rowActions(dashboard: Dashboard, o: OccurrenceRow): HTMLElement {
     'span',
     {},
     el('button', { 'data-testid': `open-${o.occurrenceId}`, onclick: () => dashboard.select(o.occurrenceId) }, 'open'),
+    chartButton({ entity: 'occurrence', id: o.occurrenceId }),
     CANCELLABLE.has(o.state) &&
       el(
         'button',

@@ -7,7 +7,8 @@ export interface ReceiptVerdict {
   actual: string;
 }
 
-async function sha256Hex(text: string): Promise<string> {
+/** Hex SHA-256 of a text's UTF-8 bytes (SubtleCrypto). */
+export async function sha256Hex(text: string): Promise<string> {
   const bytes = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text)));
   return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
 }

@@ -1,0 +1,138 @@
+import { DEFINITION_KIND } from '../domain/definition-records.js';
+import { LIVE_INDEX } from '../domain/lifecycle.js';
+import { KINDS, stateOf, type OccurrenceRecord, type RunRecord } from '../domain/records.js';
+import { loadLifecycleSpec, type LifecycleSpec } from '../spec/lifecycle-spec.js';
+import type { EntityRecord } from '../actors/entity-transition.js';
+import type { StoreReader, StoredRecord } from '../store/store.js';
+
+/** Most entities one machine's count reads; a store past it reports `truncated` instead of reading on. */
+export const COUNT_CAP = 20_000;
+const PAGE = 500;
+
+/** How many live entities of one machine sit in each of its non-terminal states. */
+export interface MachineCount {
+  machine: string;
+  /** Every non-terminal state of the machine, 0 included; terminal states are settled history, not counted. */
+  byState: Record<string, number>;
+  live: number;
+  /** The cap was reached: the counts cover the first {@link COUNT_CAP} entities only. */
+  truncated: boolean;
+  /** Where the ids came from: the store's live index, or (definitions) the definition records in pages. */
+  source: string;
+}
+
+type Index = { id: string; data: { automationId?: string | null; runId?: string | null } };
+
+type Tally = MachineCount & { add(state: string): void };
+const strip = ({ add: _add, ...rest }: Tally): MachineCount => rest;
+
+/** The spec, read and checked once per process: its states never change while the daemon runs. */
+let lifecycle: LifecycleSpec | undefined;
+
+function tally(machine: string, source: string): Tally {
+  lifecycle ??= loadLifecycleSpec();
+  const spec = lifecycle.machines.find((m) => m.id === machine)!;
+  const byState = Object.fromEntries(
+    spec.states.filter((s) => !spec.terminal.includes(s)).map((s) => [s, 0] as [string, number]),
+  );
+  const count: Tally = {
+    machine,
+    byState,
+    live: 0,
+    truncated: false,
+    source,
+    add(state) {
+      if (!(state in byState)) return;
+      byState[state] = (byState[state] ?? 0) + 1;
+      count.live += 1;
+    },
+  };
+  return count;
+}
+
+/** The ids of a live index, in pages, at most {@link COUNT_CAP} of them. */
+async function indexEntries(reader: StoreReader, kind: string): Promise<{ entries: Index[]; truncated: boolean }> {
+  const entries: Index[] = [];
+  let after: string | undefined;
+  for (;;) {
+    const page = (await reader.list(kind, { ...(after === undefined ? {} : { after }), limit: PAGE })) as Index[];
+    entries.push(...page);
+    if (entries.length >= COUNT_CAP) return { entries: entries.slice(0, COUNT_CAP), truncated: true };
+    if (page.length < PAGE) return { entries, truncated: false };
+    after = page.at(-1)!.id;
+  }
+}
+
+/** The runs named, by id: their state and automation (one record read each). */
+async function runsById(reader: StoreReader, ids: Iterable<string>): Promise<Map<string, RunRecord>> {
+  const runs = new Map<string, RunRecord>();
+  for (const id of ids) {
+    const record = await reader.get<RunRecord['data']>(KINDS.run, id);
+    if (record !== undefined) runs.set(id, record as RunRecord);
+  }
+  return runs;
+}
+
+async function definitionCounts(reader: StoreReader, hidden: ReadonlySet<string>): Promise<MachineCount> {
+  const count = tally('definition.v1', 'definition records (paged)');
+  let after: string | undefined;
+  let seen = 0;
+  for (;;) {
+    const page: Array<StoredRecord<EntityRecord<unknown>>> = await reader.list(DEFINITION_KIND, {
+      ...(after === undefined ? {} : { after }),
+      limit: PAGE,
+    });
+    for (const record of page) if (!hidden.has(record.id)) count.add(stateOf(record));
+    seen += page.length;
+    if (page.length < PAGE) break;
+    if (seen >= COUNT_CAP) {
+      count.truncated = true;
+      break;
+    }
+    after = page.at(-1)!.id;
+  }
+  return strip(count);
+}
+
+/**
+ * The machine-wide view's counts: for each of the four contract machines, how many live entities sit in each
+ * non-terminal state. Occurrences and attempts come from the store's live indexes (one small record per live
+ * entity), runs from the runs those live occurrences and attempts name, definitions from their own records,
+ * read in pages. Nothing reads the settled history, so the cost follows the live work, not the store's size.
+ * Automations the read ACL hides from this caller are left out.
+ *
+ * @example
+ * ```ts
+ * const counts = await store.read((reader) => machineCounts(reader, new Set()));
+ * counts.find((c) => c.machine === 'occurrence.v1')?.byState.running; // 3
+ * ```
+ */
+export async function machineCounts(reader: StoreReader, hidden: ReadonlySet<string>): Promise<MachineCount[]> {
+  const visible = (automationId: string | null | undefined) => !hidden.has(automationId ?? '');
+  const liveOccurrences = await indexEntries(reader, LIVE_INDEX.occurrence);
+  const liveAttempts = await indexEntries(reader, LIVE_INDEX.attempt);
+  const occurrences = tally('occurrence.v1', 'live-occurrence index');
+  occurrences.truncated = liveOccurrences.truncated;
+  const runIds = new Set<string>(liveAttempts.entries.flatMap((entry) => entry.data.runId ?? []));
+  for (const entry of liveOccurrences.entries.filter((e) => visible(e.data.automationId))) {
+    const record = await reader.get<OccurrenceRecord['data']>(KINDS.occurrence, entry.id);
+    if (record === undefined) continue;
+    occurrences.add(stateOf(record as OccurrenceRecord));
+    const run = (record as OccurrenceRecord).data.attributes.activeRunRef;
+    if (run !== undefined) runIds.add(run);
+  }
+  const runRecords = await runsById(reader, runIds);
+  const runs = tally('run.v1', 'runs of live occurrences and attempts');
+  runs.truncated = occurrences.truncated || liveAttempts.truncated;
+  for (const run of runRecords.values()) if (visible(run.data.attributes.automationId)) runs.add(stateOf(run));
+  const attemptCount = tally('attempt.v1', 'live-attempt index');
+  attemptCount.truncated = liveAttempts.truncated;
+  for (const entry of liveAttempts.entries) {
+    // An attempt belongs to its run's automation (the index entry may not name one).
+    const run = runRecords.get(entry.data.runId ?? '');
+    if (!visible(entry.data.automationId ?? run?.data.attributes.automationId)) continue;
+    const record = await reader.get<EntityRecord<unknown>>(KINDS.attempt, entry.id);
+    if (record !== undefined) attemptCount.add(stateOf(record));
+  }
+  return [await definitionCounts(reader, hidden), strip(occurrences), strip(runs), strip(attemptCount)];
+}
