@@ -1,9 +1,15 @@
 import { DEFINITION_KIND } from '../domain/definition-records.js';
-import { LIVE_INDEX } from '../domain/lifecycle.js';
-import { KINDS, stateOf, type OccurrenceRecord, type RunRecord } from '../domain/records.js';
+import {
+  KINDS,
+  attemptContext,
+  stateOf,
+  type AttemptRecord,
+  type OccurrenceRecord,
+  type RunRecord,
+} from '../domain/records.js';
 import { loadLifecycleSpec, type LifecycleSpec } from '../spec/lifecycle-spec.js';
 import type { EntityRecord } from '../actors/entity-transition.js';
-import type { StoreReader, StoredRecord } from '../store/store.js';
+import type { LiveKind, LiveWork, StoreReader, StoredRecord } from '../store/store.js';
 
 /** Most entities one machine's count reads; a store past it reports `truncated` instead of reading on. */
 export const COUNT_CAP = 20_000;
@@ -20,8 +26,6 @@ export interface MachineCount {
   /** Where the ids came from: the store's live index, or (definitions) the definition records in pages. */
   source: string;
 }
-
-type Index = { id: string; data: { automationId?: string | null; runId?: string | null } };
 
 type Tally = MachineCount & { add(state: string): void };
 const strip = ({ add: _add, ...rest }: Tally): MachineCount => rest;
@@ -50,18 +54,14 @@ function tally(machine: string, source: string): Tally {
   return count;
 }
 
-/** The ids of a live index, in pages, at most {@link COUNT_CAP} of them. */
-async function indexEntries(reader: StoreReader, kind: string): Promise<{ entries: Index[]; truncated: boolean }> {
-  const entries: Index[] = [];
-  let after: string | undefined;
-  for (;;) {
-    const page = (await reader.list(kind, { ...(after === undefined ? {} : { after }), limit: PAGE })) as Index[];
-    entries.push(...page);
-    if (entries.length >= COUNT_CAP) return { entries: entries.slice(0, COUNT_CAP), truncated: true };
-    if (page.length < PAGE) return { entries, truncated: false };
-    after = page.at(-1)!.id;
-  }
+/** A kind's live work from the store's index of live work, at most {@link COUNT_CAP} of it. */
+async function liveOf(reader: StoreReader, kind: LiveKind): Promise<{ entries: LiveWork[]; truncated: boolean }> {
+  const all = await reader.liveWork(kind);
+  return { entries: all.slice(0, COUNT_CAP), truncated: all.length > COUNT_CAP };
 }
+
+/** Occurrence states that may name a run: the others were never accepted. */
+const MAY_HAVE_RUN = new Set(['claimed', 'dispatching', 'running', 'recovering', 'recovery_required']);
 
 /** The runs named, by id: their state and automation (one record read each). */
 async function runsById(reader: StoreReader, ids: Iterable<string>): Promise<Map<string, RunRecord>> {
@@ -109,30 +109,36 @@ async function definitionCounts(reader: StoreReader, hidden: ReadonlySet<string>
  */
 export async function machineCounts(reader: StoreReader, hidden: ReadonlySet<string>): Promise<MachineCount[]> {
   const visible = (automationId: string | null | undefined) => !hidden.has(automationId ?? '');
-  const liveOccurrences = await indexEntries(reader, LIVE_INDEX.occurrence);
-  const liveAttempts = await indexEntries(reader, LIVE_INDEX.attempt);
-  const occurrences = tally('occurrence.v1', 'live-occurrence index');
+  const liveOccurrences = await liveOf(reader, 'occurrence');
+  const liveAttempts = await liveOf(reader, 'attempt');
+  const occurrences = tally('occurrence.v1', 'live-work index');
   occurrences.truncated = liveOccurrences.truncated;
-  const runIds = new Set<string>(liveAttempts.entries.flatMap((entry) => entry.data.runId ?? []));
-  for (const entry of liveOccurrences.entries.filter((e) => visible(e.data.automationId))) {
-    const record = await reader.get<OccurrenceRecord['data']>(KINDS.occurrence, entry.id);
+  const runIds = new Set<string>();
+  const runOfAttempt = new Map<string, string>();
+  for (const work of liveAttempts.entries) {
+    const record = await reader.get<AttemptRecord['data']>(KINDS.attempt, work.id);
     if (record === undefined) continue;
-    occurrences.add(stateOf(record as OccurrenceRecord));
-    const run = (record as OccurrenceRecord).data.attributes.activeRunRef;
+    const { runId } = attemptContext(record as AttemptRecord);
+    runIds.add(runId);
+    runOfAttempt.set(work.id, runId);
+  }
+  for (const work of liveOccurrences.entries.filter((w) => visible(w.automationId))) {
+    occurrences.add(work.state);
+    if (!MAY_HAVE_RUN.has(work.state)) continue;
+    const record = await reader.get<OccurrenceRecord['data']>(KINDS.occurrence, work.id);
+    const run = (record as OccurrenceRecord | undefined)?.data.attributes.activeRunRef;
     if (run !== undefined) runIds.add(run);
   }
   const runRecords = await runsById(reader, runIds);
   const runs = tally('run.v1', 'runs of live occurrences and attempts');
   runs.truncated = occurrences.truncated || liveAttempts.truncated;
   for (const run of runRecords.values()) if (visible(run.data.attributes.automationId)) runs.add(stateOf(run));
-  const attemptCount = tally('attempt.v1', 'live-attempt index');
+  const attemptCount = tally('attempt.v1', 'live-work index');
   attemptCount.truncated = liveAttempts.truncated;
-  for (const entry of liveAttempts.entries) {
-    // An attempt belongs to its run's automation (the index entry may not name one).
-    const run = runRecords.get(entry.data.runId ?? '');
-    if (!visible(entry.data.automationId ?? run?.data.attributes.automationId)) continue;
-    const record = await reader.get<EntityRecord<unknown>>(KINDS.attempt, entry.id);
-    if (record !== undefined) attemptCount.add(stateOf(record));
+  for (const work of liveAttempts.entries) {
+    // An attempt belongs to its run's automation.
+    const run = runRecords.get(runOfAttempt.get(work.id) ?? '');
+    if (visible(work.automationId ?? run?.data.attributes.automationId)) attemptCount.add(work.state);
   }
   return [await definitionCounts(reader, hidden), strip(occurrences), strip(runs), strip(attemptCount)];
 }

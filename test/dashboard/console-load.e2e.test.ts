@@ -144,7 +144,7 @@ describe.skipIf(browserMissing !== undefined)('the console under load: bounded r
       copyFileSync(shot, join(packageRoot(), 'docs', 'console-machine-counts.png'));
 
     const [occurrenceId] = await engine.services.store.read(async (r) =>
-      (await r.list('live-occurrence', { limit: 1 })).map((e) => e.id),
+      (await r.liveWork('occurrence')).slice(0, 1).map((e) => e.id),
     );
     const reads = calls.length;
     await page.getByTestId('chart-kind').selectOption('occurrence');

@@ -60,7 +60,7 @@ describe.skipIf(browserMissing !== undefined)('live statecharts in a real browse
 
   test('machine-wide view: live occurrences counted per state on the drawn machine, following the changefeed', async () => {
     const counts = page.getByTestId('machine-counts');
-    await counts.filter({ hasText: 'live-occurrence index' }).waitFor(WAIT);
+    await counts.filter({ hasText: 'live-work index' }).waitFor(WAIT);
     expect(await counts.getAttribute('data-live')).toBe('0');
     // Every non-terminal state of occurrence.v1 is listed; terminal ones are history and carry no count.
     const states = await page.locator('[data-testid^="count-"]').evaluateAll((r) => r.map((n) => n.dataset.testid));
@@ -86,7 +86,7 @@ describe.skipIf(browserMissing !== undefined)('live statecharts in a real browse
   }, 60_000);
 
   test('an occurrence: its current state highlighted and its path, updated live as the engine moves it', async () => {
-    const [occurrenceId] = await world.store.read(async (r) => (await r.list('live-occurrence')).map((e) => e.id));
+    const [occurrenceId] = await world.store.read(async (r) => (await r.liveWork('occurrence')).map((e) => e.id));
     await page.getByTestId(`chart-occurrence-${occurrenceId}`).click();
     await page.locator('[data-testid="entity-chart"][data-state="running"]').waitFor(WAIT);
     expect(await pathOf(page)).toEqual([
