@@ -1,7 +1,7 @@
 import { afterEach, beforeAll, expect, test, vi } from 'vitest';
 import { PostgresStore } from '../../src/store/postgres/index.js';
 import { Connection } from '../../src/store/postgres/postgres-transaction.js';
-import { StoreConflictError, TerminalRecordError, type Store } from '../../src/store/store.js';
+import { StoreConflictError, type Store } from '../../src/store/store.js';
 import { describePostgres, freshDatabase } from '../support/postgres.js';
 
 /** The statements a store sends while `body` runs, by their first words. */
@@ -66,23 +66,6 @@ describePostgres('PostgreSQL staged writes', (socketDir) => {
     expect(sent.filter((s) => s.startsWith('SELECT *')).length).toBe(2);
   });
 
-  test('a put against a version the transaction knows is refused at once, and the job goes on', async () => {
-    const { store } = await openStore();
-    await store.transact((tx) => tx.put('run', 'r1', { n: 1 }, { expectedVersion: null, terminal: true }));
-    await store.transact(async (tx) => {
-      await tx.get('run', 'r1');
-      expect(await tx.get('run', 'r2')).toBeUndefined();
-      await expect(tx.put('run', 'r1', { n: 2 }, { expectedVersion: 1 })).rejects.toBeInstanceOf(TerminalRecordError);
-      await expect(tx.put('run', 'r2', { n: 2 }, { expectedVersion: 3 })).rejects.toBeInstanceOf(StoreConflictError);
-      await tx.put('run', 'r3', { n: 3 }, { expectedVersion: null });
-    });
-    const ids = await store.read((r) => r.list('run'));
-    expect(ids.map((record) => [record.id, record.version])).toEqual([
-      ['r1', 1],
-      ['r3', 1],
-    ]);
-  });
-
   test('a write against a version another engine committed since is refused when sent; nothing of the job commits', async () => {
     const { store: first, schema } = await openStore();
     const { store: second } = await openStore(schema);
@@ -95,36 +78,5 @@ describePostgres('PostgreSQL staged writes', (socketDir) => {
     await expect(refused).rejects.toBeInstanceOf(StoreConflictError);
     expect(await first.read((r) => r.get('occurrence', 'o1'))).toMatchObject({ version: 2, data: { by: 'second' } });
     expect(await first.read((r) => r.head('occurrence/o1'))).toBe(0);
-  });
-
-  test('reads of the database inside the transaction see its staged writes', async () => {
-    const { store } = await openStore();
-    await store.transact(async (tx) => {
-      await tx.put('occurrence', 'o1', { snapshot: { value: 'planned', context: {} } }, { expectedVersion: null });
-      await tx.append('occurrence/o1', { type: 'planned' });
-      expect((await tx.list('occurrence')).map((r) => r.id)).toEqual(['o1']);
-      expect((await tx.liveWork('occurrence')).map((w) => [w.id, w.state])).toEqual([['o1', 'planned']]);
-      expect((await tx.readLog('occurrence/o1')).map((e) => e.sequence)).toEqual([0]);
-      await tx.delete('occurrence', 'o1', 1);
-      expect(await tx.get('occurrence', 'o1')).toBeUndefined();
-    });
-    expect(await store.read((r) => r.list('occurrence'))).toEqual([]);
-  });
-
-  test('in a group, the job whose staged write is refused rolls back alone', async () => {
-    const { store } = await openStore();
-    await store.transact((tx) => tx.put('attempt', 'a2', { n: 0 }, { expectedVersion: null }));
-    const outcomes = await Promise.allSettled(
-      ['a1', 'a2', 'a3'].map((id) =>
-        store.transact(async (tx) => {
-          await tx.append(`attempt/${id}`, { id });
-          await tx.put('attempt', id, { n: 1 }, { expectedVersion: id === 'a2' ? 7 : null });
-        }),
-      ),
-    );
-    expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
-    const heads = await store.read(async (r) => Promise.all(['a1', 'a2', 'a3'].map((id) => r.head(`attempt/${id}`))));
-    expect(heads).toEqual([1, 0, 1]);
-    expect(await store.read((r) => r.get('attempt', 'a2'))).toMatchObject({ version: 1, data: { n: 0 } });
   });
 });
