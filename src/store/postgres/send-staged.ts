@@ -1,5 +1,9 @@
-import type { Connection } from './postgres-transaction.js';
 import type { StagedAppend, StagedWrite } from './transaction-records.js';
+
+/** What sending needs of a connection (the transaction's `Connection`). */
+interface Connection {
+  rows<R extends Record<string, unknown>>(text: string, values: unknown[]): Promise<R[]>;
+}
 
 // One statement per kind of write for a whole job, whatever its size: the rows travel as arrays. ON CONFLICT DO
 // NOTHING: a taken id, a uniqueness rule or a taken stream sequence refuses its row without aborting the
