@@ -59,6 +59,23 @@ export class StagedWrites {
     return record;
   }
 
+  /**
+   * A removal of `kind`/`id` at `expectedVersion`: judged against the staged record when there is one, which is
+   * then no longer to be sent. Answers the version the stored row must have for the removal to be sent (null:
+   * the record was created in this job and never sent, so nothing is to be removed), or undefined when the record
+   * is not staged (the removal is judged by the store alone).
+   */
+  unstage(kind: string, id: string, expectedVersion: number, evenSealed: boolean): number | null | undefined {
+    const write = this.writes.get(kind)?.get(id);
+    if (write === undefined) return undefined;
+    if (write.record.terminal && !evenSealed) throw new TerminalRecordError(kind, id);
+    if (write.record.version !== expectedVersion)
+      throw StoreConflictError.forVersion(kind, id, expectedVersion, write.record.version);
+    this.writes.get(kind)!.delete(id);
+    this.count--;
+    return write.stored;
+  }
+
   get size(): number {
     return this.count;
   }

@@ -104,12 +104,18 @@ export function describeStagedWritesConformance(name: string, harness: StoreHarn
 
     test('a record written then removed in one transaction is gone; one removed then written is back', async () => {
       await using(harness, async (store) => {
-        await store.transact((tx) => tx.put('outbox', 'kept', { n: 0 }, { expectedVersion: null }));
+        await store.transact(async (tx) => {
+          await tx.put('outbox', 'kept', { n: 0 }, { expectedVersion: null });
+          await tx.put('outbox', 'moved', { n: 0 }, { expectedVersion: null });
+        });
         await store.transact(async (tx) => {
           const once = await tx.put('outbox', 'gone', { n: 1 }, { expectedVersion: null });
           const twice = await tx.put('outbox', 'gone', { n: 2 }, { expectedVersion: once.version });
           await tx.delete('outbox', 'gone', twice.version);
           expect(await tx.get('outbox', 'gone')).toBeUndefined();
+          const moved = await tx.put('outbox', 'moved', { n: 1 }, { expectedVersion: 1 });
+          await expect(tx.delete('outbox', 'moved', 1)).rejects.toBeInstanceOf(StoreConflictError);
+          await tx.delete('outbox', 'moved', moved.version);
           await tx.delete('outbox', 'kept', 1);
           await tx.put('outbox', 'kept', { n: 1 }, { expectedVersion: null });
         });

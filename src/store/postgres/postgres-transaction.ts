@@ -303,8 +303,15 @@ export class PostgresTransaction extends PostgresReader implements StoreTransact
     await this.remove(kind, id, expectedVersion, true);
   }
 
-  private async remove(kind: string, id: string, expectedVersion: number, evenSealed: boolean): Promise<void> {
-    await this.flush();
+  private async remove(kind: string, id: string, expected: number, evenSealed: boolean): Promise<void> {
+    // A record this job wrote is judged against what it staged; one it created was never sent, so nothing is.
+    const stored = this.records.unstage(kind, id, expected, evenSealed);
+    if (stored === null) {
+      this.records.forget(kind, id);
+      this.writes++;
+      return;
+    }
+    const expectedVersion = stored ?? expected;
     const sealedToo = evenSealed ? '' : ' AND NOT terminal';
     const sql = `DELETE FROM {s}.records WHERE kind = $1 AND id = $2 AND version = $3${sealedToo}`;
     const removed = await this.guarded(async () => (await this.db.run(sql, [kind, id, expectedVersion])).rowCount);

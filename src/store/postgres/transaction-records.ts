@@ -47,6 +47,11 @@ export class TransactionRecords {
     return record;
   }
 
+  /** A removal judged against the staged record, if any (see {@link StagedWrites.unstage}). */
+  unstage(kind: string, id: string, expectedVersion: number, evenSealed: boolean): number | null | undefined {
+    return this.staged.unstage(kind, id, expectedVersion, evenSealed);
+  }
+
   /** The staged writes, handed over to be sent. */
   takeStaged(): StagedWrite[] {
     return this.staged.take();

@@ -288,8 +288,15 @@ export class SqliteTransaction extends SqliteReader implements StoreTransaction 
     await this.remove(kind, id, expectedVersion, true);
   }
 
-  private async remove(kind: string, id: string, expectedVersion: number, evenSealed: boolean): Promise<void> {
-    this.flush();
+  private async remove(kind: string, id: string, expected: number, evenSealed: boolean): Promise<void> {
+    // A record this job wrote is judged against what it staged; one it created was never sent, so nothing is.
+    const stored = this.staged.unstage(kind, id, expected, evenSealed);
+    if (stored === null) {
+      this.writes++;
+      this.cache.remember(kind, id, null);
+      return;
+    }
+    const expectedVersion = stored ?? expected;
     // As with put: one statement when the compare-and-set holds; the row is read only to say why it did not.
     const removed = this.sql
       .get(`DELETE FROM records WHERE kind = ? AND id = ? AND version = ?${evenSealed ? '' : ' AND terminal = 0'}`)
