@@ -9,6 +9,7 @@ import {
   type Store,
 } from '../../src/store/store.js';
 import { describeLiveWorkConformance } from './live-work-conformance.js';
+import { describeStagedWritesConformance } from './staged-writes-conformance.js';
 
 export interface StoreHarness {
   /** A fresh, empty store. */
@@ -34,6 +35,7 @@ async function using<T>(store: Store, body: (store: Store) => Promise<T>): Promi
 export function describeStoreConformance(name: string, harness: StoreHarness): void {
   const given = () => new Given(harness.gappedPositions === true);
   describeLiveWorkConformance(name, harness);
+  describeStagedWritesConformance(name, harness);
   describe(`${name} store conformance`, () => {
     test('a committed transaction is visible to later reads', async () => {
       await using(await harness.create(), async (store) => {

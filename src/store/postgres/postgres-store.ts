@@ -242,6 +242,7 @@ export class PostgresStore implements Store {
     tx.beginJob();
     try {
       const value = await job.body(tx);
+      await tx.flush();
       // The database aborted the transaction even though the body carried on: nothing of it may commit.
       if (tx.failure !== undefined) throw tx.failure;
       if (savepoint) await client.query('RELEASE job');

@@ -3,6 +3,8 @@ import { deepFreeze } from '../deep-freeze.js';
 import { firstPositionOf, horizonSql, positionAt, SLOTS_PER_TRANSACTION, type FeedClock } from './feed-clock.js';
 import { liveWorkRow } from '../live-work.js';
 import { CLAIM_DUE_SQL, LIVE_WORK_OF_AUTOMATION_SQL, LIVE_WORK_SQL } from './live-work-queries.js';
+import { TransactionRecords, type StagedWrite } from './transaction-records.js';
+import { sendStagedAppends, sendStagedWrites } from './send-staged.js';
 import {
   LogRetireError,
   LogTrimError,
@@ -157,6 +159,7 @@ export class PostgresTransaction extends PostgresReader implements StoreTransact
   /** Positions of the group's range taken so far: a rolled-back job's stay taken (the feed may have gaps). */
   private slots = 0;
   private jobStartWrites = 0;
+  private readonly records = new TransactionRecords();
 
   /** Starts a job of the group: what its rollback returns to. */
   beginJob(): void {
@@ -167,7 +170,22 @@ export class PostgresTransaction extends PostgresReader implements StoreTransact
   rollbackJob(): void {
     this.writes = this.jobStartWrites;
     this.heads.clear();
+    this.records.clear();
     this.failure = undefined;
+  }
+
+  /** Sends the job's staged writes (see {@link TransactionRecords}); a refused one throws as its put would have. */
+  async flush(): Promise<void> {
+    const writes = this.records.takeStaged();
+    const appends = this.records.takeAppends();
+    const refused = await this.guarded(() => sendStagedWrites(this.db, writes));
+    if (refused !== undefined) await this.refused(refused);
+    const lost = await this.guarded(() => sendStagedAppends(this.db, appends));
+    if (lost !== undefined) {
+      this.records.clear();
+      this.heads.delete(lost.stream);
+      throw new StreamSequenceError(lost.stream, lost.sequence, await this.head(lost.stream));
+    }
   }
 
   protected override ownPositions(): readonly [bigint, bigint] | undefined {
@@ -185,30 +203,42 @@ export class PostgresTransaction extends PostgresReader implements StoreTransact
     }
   }
 
-  override get<T>(kind: string, id: string) {
-    return this.guarded(() => super.get<T>(kind, id));
+  override async get<T>(kind: string, id: string): Promise<StoredRecord<T> | undefined> {
+    const known = this.records.lookup<T>(kind, id);
+    if (known !== undefined) return known ?? undefined;
+    const record = await this.guarded(() => super.get<T>(kind, id));
+    this.records.remember(kind, id, record);
+    return record;
   }
-  override version(kind: string, id: string) {
+  override async version(kind: string, id: string): Promise<number | undefined> {
+    const known = this.records.lookup(kind, id);
+    if (known !== undefined) return known?.version;
     return this.guarded(() => super.version(kind, id));
   }
-  override list<T>(kind: string, options?: ListOptions) {
+  override async list<T>(kind: string, options?: ListOptions) {
+    await this.flush();
     return this.guarded(() => super.list<T>(kind, options));
   }
-  override versions(kind: string, options?: ListOptions) {
+  override async versions(kind: string, options?: ListOptions) {
+    await this.flush();
     return this.guarded(() => super.versions(kind, options));
   }
-  override liveWork(kind: LiveKind, options?: LiveWorkOptions) {
+  override async liveWork(kind: LiveKind, options?: LiveWorkOptions) {
+    await this.flush();
     return this.guarded(() => super.liveWork(kind, options));
   }
   /** One statement: see {@link CLAIM_DUE_SQL}. */
   async lockDueOccurrences(now: string, limit: number, skip: readonly string[]): Promise<string[]> {
+    await this.flush();
     const rows = await this.guarded(() => this.db.rows<{ id: string }>(CLAIM_DUE_SQL, [now, limit, skip]));
     return rows.map((row) => row.id);
   }
-  override readLog<T>(stream: string, options?: ReadLogOptions) {
+  override async readLog<T>(stream: string, options?: ReadLogOptions) {
+    await this.flush();
     return this.guarded(() => super.readLog<T>(stream, options));
   }
-  override readFeed<T>(options?: ReadLogOptions) {
+  override async readFeed<T>(options?: ReadLogOptions) {
+    await this.flush();
     return this.guarded(() => super.readFeed<T>(options));
   }
   override async head(stream: string): Promise<number> {
@@ -220,40 +250,19 @@ export class PostgresTransaction extends PostgresReader implements StoreTransact
   }
 
   async put<T>(kind: string, id: string, data: T, options: PutOptions): Promise<StoredRecord<T>> {
-    const text = JSON.stringify(data);
-    const terminal = options.terminal === true;
-    const expected = options.expectedVersion;
-    const version = (expected ?? 0) + 1;
-    // ON CONFLICT DO NOTHING: a taken id or a uniqueness rule refuses the insert without aborting the
-    // transaction, so the refusal is an ordinary compare-and-set failure.
-    const changed = await this.guarded(async () =>
-      expected === null
-        ? (
-            await this.db.run(
-              'INSERT INTO {s}.records (kind, id, version, terminal, data) VALUES ($1, $2, $3, $4, $5) ' +
-                'ON CONFLICT DO NOTHING',
-              [kind, id, version, terminal, text],
-            )
-          ).rowCount
-        : (
-            await this.db.run(
-              'UPDATE {s}.records SET version = $1, terminal = $2, data = $3 ' +
-                'WHERE kind = $4 AND id = $5 AND version = $6 AND NOT terminal',
-              [version, terminal, text, kind, id, expected],
-            )
-          ).rowCount,
-    );
-    if (changed !== 1) {
-      await this.refusal(kind, id, expected);
-      const why = expected === null ? 'would break a uniqueness rule' : 'changed underneath';
-      throw new StoreConflictError(`${kind} ${id} ${why}`, {
-        kind,
-        id,
-        expectedVersion: expected,
-      });
-    }
+    if (this.failure !== undefined) throw this.failure;
+    const record = this.records.stage(kind, id, data, options);
     this.writes++;
-    return deepFreeze({ kind, id, version, terminal, data: JSON.parse(text) as T });
+    return record;
+  }
+
+  /** Throws why a staged write was refused: the record is sealed, at another version, or the insert broke a rule. */
+  private async refused({ record, stored }: StagedWrite): Promise<never> {
+    const { kind, id } = record;
+    this.records.clear();
+    await this.refusal(kind, id, stored);
+    const why = stored === null ? 'would break a uniqueness rule' : 'changed underneath';
+    throw new StoreConflictError(`${kind} ${id} ${why}`, { kind, id, expectedVersion: stored });
   }
 
   /** Throws why a write at `expected` was refused: the record is sealed, or at another version (or absent). */
@@ -277,6 +286,7 @@ export class PostgresTransaction extends PostgresReader implements StoreTransact
    * (a {@link StoreConflictError}), as any write to it would.
    */
   async lockUnlessBusy(kind: string, id: string): Promise<boolean> {
+    await this.flush();
     const locked = await this.guarded(
       async () =>
         (await this.db.run('SELECT 1 FROM {s}.records WHERE kind = $1 AND id = $2 FOR UPDATE SKIP LOCKED', [kind, id]))
@@ -293,7 +303,15 @@ export class PostgresTransaction extends PostgresReader implements StoreTransact
     await this.remove(kind, id, expectedVersion, true);
   }
 
-  private async remove(kind: string, id: string, expectedVersion: number, evenSealed: boolean): Promise<void> {
+  private async remove(kind: string, id: string, expected: number, evenSealed: boolean): Promise<void> {
+    // A record this job wrote is judged against what it staged; one it created was never sent, so nothing is.
+    const stored = this.records.unstage(kind, id, expected, evenSealed);
+    if (stored === null) {
+      this.records.forget(kind, id);
+      this.writes++;
+      return;
+    }
+    const expectedVersion = stored ?? expected;
     const sealedToo = evenSealed ? '' : ' AND NOT terminal';
     const sql = `DELETE FROM {s}.records WHERE kind = $1 AND id = $2 AND version = $3${sealedToo}`;
     const removed = await this.guarded(async () => (await this.db.run(sql, [kind, id, expectedVersion])).rowCount);
@@ -302,6 +320,7 @@ export class PostgresTransaction extends PostgresReader implements StoreTransact
       // The row is at the expected version and not sealed, yet was not removed: only a concurrent change does that.
       throw new StoreConflictError(`${kind} ${id} changed underneath`, { kind, id, expectedVersion });
     }
+    this.records.forget(kind, id);
     this.writes++;
   }
 
@@ -311,20 +330,9 @@ export class PostgresTransaction extends PostgresReader implements StoreTransact
       throw new StreamSequenceError(stream, expectedSequence, sequence);
     const position = await this.takePosition();
     const text = JSON.stringify(data);
-    // UNIQUE(stream, sequence) backs the gapless head: an append racing another engine's is refused, not doubled.
-    const added = await this.guarded(
-      async () =>
-        (
-          await this.db.run(
-            'INSERT INTO {s}.log (position, stream, sequence, data) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING',
-            [position, stream, sequence, text],
-          )
-        ).rowCount,
-    );
-    if (added !== 1) {
-      this.heads.delete(stream);
-      throw new StreamSequenceError(stream, sequence, await this.head(stream));
-    }
+    // UNIQUE(stream, sequence) backs the gapless head when the append is sent: one racing another engine's is
+    // refused, not doubled.
+    this.records.stageAppend({ stream, sequence, position, text });
     this.writes++;
     this.heads.set(stream, sequence + 1);
     return deepFreeze({ stream, sequence, position, data: JSON.parse(text) as T });
@@ -346,6 +354,7 @@ export class PostgresTransaction extends PostgresReader implements StoreTransact
   }
 
   async trimLog(stream: string, before: number): Promise<number> {
+    await this.flush();
     const head = await this.head(stream);
     if (before > head - 1) throw new LogTrimError(stream, before, head);
     // The newest entry stays, so MAX(sequence), the next sequence, never moves back.
@@ -358,6 +367,7 @@ export class PostgresTransaction extends PostgresReader implements StoreTransact
   }
 
   async retireLog(stream: string): Promise<number> {
+    await this.flush();
     // As on every store, the feed's newest entry stays (positions here come from transaction ids and could
     // not come back anyway, but the rule is the port's, so a store moved between backends behaves alike).
     const [row] = await this.guarded(() =>

@@ -274,10 +274,12 @@ export class SqliteStore implements Store {
       const writesBefore = tx.writes;
       try {
         const result = await job.body(tx);
+        tx.flush();
         run('RELEASE job');
         done.push([job, result]);
       } catch (error) {
         this.noteBusy(error);
+        tx.discardStaged();
         run('ROLLBACK TO job');
         run('RELEASE job');
         this.cache.forget();

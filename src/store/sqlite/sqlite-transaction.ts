@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { WriterCache } from './sqlite-writer-cache.js';
 import { deepFreeze } from '../deep-freeze.js';
+import { StagedWrites, type StagedWrite } from '../staged-writes.js';
 import { LIVE_WORK_PATHS, liveWorkColumns, liveWorkRow, sqliteField } from '../live-work.js';
 import {
   checkedEntry,
@@ -169,6 +170,8 @@ export class SqliteReader implements StoreReader {
 export class SqliteTransaction extends SqliteReader implements StoreTransaction {
   /** Rows written, so a group that only read commits without waking changefeed listeners. */
   writes = 0;
+  /** The current job's puts, sent once per record (see {@link StagedWrites}). */
+  private readonly staged = new StagedWrites();
 
   constructor(
     sql: Statements,
@@ -178,7 +181,7 @@ export class SqliteTransaction extends SqliteReader implements StoreTransaction 
   }
 
   override async get<T>(kind: string, id: string): Promise<StoredRecord<T> | undefined> {
-    const known = this.cache.record(kind, id);
+    const known = this.staged.get<T>(kind, id) ?? this.cache.record(kind, id);
     if (known !== undefined) return (known ?? undefined) as StoredRecord<T> | undefined;
     const record = await super.get<T>(kind, id);
     this.cache.remember(kind, id, record ?? null);
@@ -186,8 +189,23 @@ export class SqliteTransaction extends SqliteReader implements StoreTransaction 
   }
 
   override async version(kind: string, id: string): Promise<number | undefined> {
-    const known = this.cache.record(kind, id);
+    const known = this.staged.get(kind, id) ?? this.cache.record(kind, id);
     return known === undefined ? super.version(kind, id) : known?.version;
+  }
+
+  override async list<T>(kind: string, options?: ListOptions): Promise<Array<StoredRecord<T>>> {
+    this.flush();
+    return super.list<T>(kind, options);
+  }
+
+  override async versions(kind: string, options?: ListOptions): Promise<RecordVersion[]> {
+    this.flush();
+    return super.versions(kind, options);
+  }
+
+  override async liveWork(kind: LiveKind, options?: LiveWorkOptions): Promise<LiveWork[]> {
+    this.flush();
+    return super.liveWork(kind, options);
   }
 
   override async head(stream: string): Promise<number> {
@@ -200,17 +218,33 @@ export class SqliteTransaction extends SqliteReader implements StoreTransaction 
   }
 
   async put<T>(kind: string, id: string, data: T, options: PutOptions): Promise<StoredRecord<T>> {
-    // One statement when the compare-and-set holds (nearly always); the current row is read only to say
-    // why it did not.
-    const text = JSON.stringify(data);
-    const terminal = options.terminal === true ? 1 : 0;
-    const expected = options.expectedVersion;
-    const version = (expected ?? 0) + 1;
+    const record = this.staged.stage(kind, id, data, options, this.cache.record(kind, id));
+    this.writes++;
+    this.cache.remember(kind, id, record);
+    return record;
+  }
+
+  /**
+   * Sends the job's staged puts, one statement per record: due before its savepoint is released and before
+   * anything reads records through SQL. A refused compare-and-set throws as the put would have.
+   */
+  flush(): void {
+    for (const write of this.staged.take()) this.send(write);
+  }
+
+  /** The job rolled back: what it staged is gone with it. */
+  discardStaged(): void {
+    this.staged.clear();
+  }
+
+  private send({ record, text, stored }: StagedWrite): void {
+    const { kind, id, version } = record;
+    const terminal = record.terminal ? 1 : 0;
     const crc = recordChecksum(kind, id, version, terminal, text);
     let changed: number;
     try {
       changed =
-        expected === null
+        stored === null
           ? this.sql
               .get('INSERT INTO records (kind, id, version, terminal, data, crc) VALUES (?, ?, ?, ?, ?, ?)')
               .run(kind, id, version, terminal, text, crc).changes
@@ -219,24 +253,20 @@ export class SqliteTransaction extends SqliteReader implements StoreTransaction 
                 'UPDATE records SET version = ?, terminal = ?, data = ?, crc = ? ' +
                   'WHERE kind = ? AND id = ? AND version = ? AND terminal = 0',
               )
-              .run(version, terminal, text, crc, kind, id, expected).changes;
+              .run(version, terminal, text, crc, kind, id, stored).changes;
     } catch (error) {
       if (!UNIQUE_VIOLATION.has((error as { code?: string }).code ?? '')) throw error;
-      this.refusal(kind, id, expected);
+      this.refusal(kind, id, stored);
       throw new StoreConflictError(`${kind} ${id} would break a uniqueness rule: ${(error as Error).message}`, {
         kind,
         id,
-        expectedVersion: expected,
+        expectedVersion: stored,
       });
     }
     if (changed !== 1) {
-      this.refusal(kind, id, expected);
-      throw new StoreConflictError(`${kind} ${id} changed underneath`, { kind, id, expectedVersion: expected });
+      this.refusal(kind, id, stored);
+      throw new StoreConflictError(`${kind} ${id} changed underneath`, { kind, id, expectedVersion: stored });
     }
-    this.writes++;
-    const record = deepFreeze({ kind, id, version, terminal: terminal === 1, data: JSON.parse(text) as T });
-    this.cache.remember(kind, id, record);
-    return record;
   }
 
   /** Throws why a put at `expected` was refused: the record is sealed, or at another version (or absent). */
@@ -258,7 +288,15 @@ export class SqliteTransaction extends SqliteReader implements StoreTransaction 
     await this.remove(kind, id, expectedVersion, true);
   }
 
-  private async remove(kind: string, id: string, expectedVersion: number, evenSealed: boolean): Promise<void> {
+  private async remove(kind: string, id: string, expected: number, evenSealed: boolean): Promise<void> {
+    // A record this job wrote is judged against what it staged; one it created was never sent, so nothing is.
+    const stored = this.staged.unstage(kind, id, expected, evenSealed);
+    if (stored === null) {
+      this.writes++;
+      this.cache.remember(kind, id, null);
+      return;
+    }
+    const expectedVersion = stored ?? expected;
     // As with put: one statement when the compare-and-set holds; the row is read only to say why it did not.
     const removed = this.sql
       .get(`DELETE FROM records WHERE kind = ? AND id = ? AND version = ?${evenSealed ? '' : ' AND terminal = 0'}`)
