@@ -6,6 +6,7 @@ import { byId } from './dom.js';
 import { LiveFeed } from './feed.js';
 import { OccurrenceDetail } from './occurrence-detail.js';
 import { renderOccurrences, renderViews, type View } from './occurrences.js';
+import { CursorPager } from './pager.js';
 
 /** Changes arrive in bursts (one command commits several events); one re-read serves a burst. */
 const REFRESH_DEBOUNCE_MS = 120;
@@ -46,17 +47,34 @@ function refresher(read: () => Promise<void>): () => void {
   };
 }
 
-function start(): void {
+/** The authority badge: operator only with a token the daemon accepted. */
+function showAuthority(badge: HTMLElement, authority: string): void {
+  const [text, kind] =
+    authority === 'operator'
+      ? ['operator (token)', 'ok']
+      : authority === 'token-refused'
+        ? ['token refused — read-only', 'bad']
+        : authority === 'unreachable'
+          ? ['daemon unreachable — read-only', 'bad']
+          : ['read-only (no token)', 'warn'];
+  badge.textContent = text;
+  badge.className = `badge ${kind}`;
+}
+
+async function start(): Promise<void> {
   const api = new DaemonApi(takeToken());
   let view: View = 'all';
   let selected: string | undefined;
   const message = byId('message');
-  const authority = byId('authority');
-  authority.textContent = api.hasToken ? 'operator (token)' : 'read-only (no token)';
-  authority.className = `badge ${api.hasToken ? 'ok' : 'warn'}`;
+  const authority = await api.checkToken().catch(() => 'unreachable' as const);
+  let canAct = authority === 'operator';
+  showAuthority(byId('authority'), authority);
 
   const dashboard: Dashboard = {
     api,
+    get canAct() {
+      return canAct;
+    },
     notify(text, kind) {
       message.hidden = false;
       message.textContent = text;
@@ -68,15 +86,22 @@ function start(): void {
       void detail.render(selected);
     },
   };
+  if (authority === 'token-refused')
+    dashboard.notify(
+      'The daemon refused the token this page was opened with: the page is read-only. ' +
+        'Open the address `coven-automata start` printed (it carries the current token).',
+      'error',
+    );
   const detail = new OccurrenceDetail(dashboard, byId('occurrence-detail'));
   const chooseView = (next: View): void => {
     view = next;
     renderViews(byId('views'), view, chooseView);
     void renderOccurrences(dashboard, byId('occurrences'), view);
   };
+  const definitionPages = new CursorPager('definitions', () => refresh());
   const refresh = refresher(async () => {
     await Promise.all([
-      renderDefinitions(dashboard, byId('definitions')),
+      renderDefinitions(dashboard, byId('definitions'), definitionPages),
       renderOccurrences(dashboard, byId('occurrences'), view),
       detail.render(selected),
       renderDoctor(dashboard, byId('doctor')),
@@ -84,7 +109,12 @@ function start(): void {
   });
   renderViews(byId('views'), view, chooseView);
   refresh();
-  new LiveFeed({ api, list: byId('feed'), status: byId('live'), onEvent: () => refresh() }).connect();
+  const onTokenRefused = (): void => {
+    canAct = false;
+    showAuthority(byId('authority'), 'token-refused');
+    refresh();
+  };
+  new LiveFeed({ api, list: byId('feed'), status: byId('live'), onEvent: () => refresh(), onTokenRefused }).connect();
 }
 
-start();
+void start();

@@ -63,6 +63,7 @@ async function receiptCell(dashboard: Dashboard, run: RunRow, attempt: AttemptRo
 
 function retryButton(dashboard: Dashboard, run: RunRow): HTMLElement | null {
   const latest = run.attempts.at(-1);
+  if (!dashboard.canAct) return null;
   if (run.state !== RunState.running || latest === undefined || !RETRYABLE.has(latest.state)) return null;
   return el(
     'button',
@@ -163,7 +164,7 @@ export class OccurrenceDetail {
       return fill(this.target, el('p', { class: 'not-verified' }, `occurrence ${occurrenceId}: ${failureText(error)}`));
     }
     const o = detail.occurrence;
-    if (o.state !== OccurrenceState.recovery_required) this.form = undefined;
+    if (o.state !== OccurrenceState.recovery_required || !this.dashboard.canAct) this.form = undefined;
     else if (this.form?.dataset.occurrence !== occurrenceId) this.form = recoverForm(this.dashboard, occurrenceId);
     const rows = (await Promise.all(detail.runs.map((run) => attemptRows(this.dashboard, run)))).flat();
     fill(
@@ -176,7 +177,7 @@ export class OccurrenceDetail {
           'p',
           { class: 'muted' },
           `automation ${o.automationId} · slot `,
-          instant(o.scheduledFor),
+          instant(o.scheduledFor, o),
           ` · fence generation ${o.fence.generation}`,
           o.recovery?.evidence ? ` · recovery evidence: ${o.recovery.evidence}` : '',
           o.stateReason ? ` · ${o.stateReason}` : '',

@@ -44,7 +44,8 @@ function rowActions(dashboard: Dashboard, o: OccurrenceRow): HTMLElement {
     'span',
     {},
     el('button', { 'data-testid': `open-${o.occurrenceId}`, onclick: () => dashboard.select(o.occurrenceId) }, 'open'),
-    CANCELLABLE.has(o.state) &&
+    dashboard.canAct &&
+      CANCELLABLE.has(o.state) &&
       el(
         'button',
         {
@@ -57,7 +58,8 @@ function rowActions(dashboard: Dashboard, o: OccurrenceRow): HTMLElement {
         },
         'cancel',
       ),
-    o.state === OccurrenceState.recovery_required &&
+    dashboard.canAct &&
+      o.state === OccurrenceState.recovery_required &&
       el(
         'button',
         { 'data-testid': `recover-open-${o.occurrenceId}`, onclick: () => dashboard.select(o.occurrenceId) },
@@ -73,7 +75,7 @@ function rowFor(dashboard: Dashboard, o: OccurrenceRow): HTMLTableRowElement {
     el('td', {}, el('code', {}, o.occurrenceId)),
     el('td', {}, el('code', {}, o.automationId)),
     el('td', {}, stateBadge(o.state), o.stateReason ? el('div', { class: 'muted' }, o.stateReason) : null),
-    el('td', {}, instant(o.scheduledFor)),
+    el('td', {}, instant(o.scheduledFor, o)),
     el('td', { class: 'mono' }, `gen ${o.fence.generation}`, o.fence.claimedBy ? ` · ${o.fence.claimedBy}` : ''),
     el('td', {}, rowActions(dashboard, o)),
   );
