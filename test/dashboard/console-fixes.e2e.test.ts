@@ -11,7 +11,8 @@ if (browserMissing !== undefined) console.log(`console fixes browser test skippe
 /** The buttons that change something; a read-only page shows none of them. */
 const ACTIONS =
   '[data-testid^="pause-"], [data-testid^="activate-"], [data-testid^="run-now-"], [data-testid^="cancel-"], ' +
-  '[data-testid^="recover-"], [data-testid^="retry-"], [data-testid^="bulk-"]';
+  '[data-testid^="recover-"], [data-testid^="retry-"], [data-testid*="-bulk-"], [data-testid*="-retry-"], ' +
+  '[data-testid*="-cancel-"], [data-testid^="select-"]';
 
 describe.skipIf(browserMissing !== undefined)('the console as issue 41 found it broken (Debian chromium)', () => {
   let world: DashboardWorld;

@@ -98,3 +98,25 @@ export async function dashboardWorld(plugins = [dashboardRoutes()], other?: Runt
     },
   };
 }
+
+/** A definition as the console tests need it: its schedule, its zone and its tags. */
+export interface DefinitionShape {
+  rrule?: string;
+  timezone?: string;
+  tags?: string[];
+}
+
+/** Creates and activates one automation through the engine's commands (draft → paused → active). */
+export async function addActiveDefinition(engine: Engine, automationId: string, shape: DefinitionShape = {}) {
+  const body = (revision: number, lifecycleState: 'draft' | 'paused') =>
+    definitionBody(automationId, {
+      revision,
+      lifecycleState,
+      ...(shape.rrule === undefined ? {} : { rrule: shape.rrule }),
+      ...(shape.timezone === undefined ? {} : { timezone: shape.timezone }),
+      extra: { display: { name: `Automation ${automationId}`, tags: shape.tags ?? [] } },
+    });
+  await ok(engine, command('definition.create.v1', { definition: body(1, 'draft') }));
+  await ok(engine, command('definition.revise.v1', { definition: body(2, 'paused') }, { expectedRevision: 1 }));
+  await ok(engine, command('definition.activate.v1', { automationId }, { expectedRevision: 2 }));
+}

@@ -83,12 +83,12 @@ export class DaemonApi {
   async command(
     command: string,
     payload: Record<string, unknown>,
-    options: { expectedRevision?: number; statement?: string } = {},
+    options: { expectedRevision?: number; statement?: string; adoptionKey?: string } = {},
   ): Promise<CommandResponse> {
     const envelope = {
       schemaVersion: 'coven.automations.v1',
       command,
-      adoptionKey: newAdoptionKey(),
+      adoptionKey: options.adoptionKey ?? newAdoptionKey(),
       ...(options.expectedRevision === undefined ? {} : { expectedRevision: options.expectedRevision }),
       origin: { principal: { principalId: 'operator:dashboard', displayName: 'dashboard' }, channel: 'http' },
       intent: { statement: options.statement ?? `dashboard: ${command}` },

@@ -7,6 +7,8 @@ import { LiveFeed } from './feed.js';
 import { OccurrenceDetail } from './occurrence-detail.js';
 import { renderOccurrences, renderViews, type View } from './occurrences.js';
 import { CursorPager } from './pager.js';
+import { FailuresView } from './failures-view.js';
+import { FindPanel } from './search.js';
 
 /** Changes arrive in bursts (one command commits several events); one re-read serves a burst. */
 const REFRESH_DEBOUNCE_MS = 120;
@@ -99,12 +101,16 @@ async function start(): Promise<void> {
     void renderOccurrences(dashboard, byId('occurrences'), view);
   };
   const definitionPages = new CursorPager('definitions', () => refresh());
+  const failures = new FailuresView(dashboard, byId('failures'));
+  const find = new FindPanel(dashboard, byId('find'));
   const refresh = refresher(async () => {
     await Promise.all([
       renderDefinitions(dashboard, byId('definitions'), definitionPages),
       renderOccurrences(dashboard, byId('occurrences'), view),
       detail.render(selected),
       renderDoctor(dashboard, byId('doctor')),
+      failures.render(),
+      find.render(),
     ]);
   });
   renderViews(byId('views'), view, chooseView);
