@@ -139,9 +139,16 @@ export function pageOf<T>(
   };
 }
 
-/** Whether an instant lies in the filter's range (`from` inclusive, `to` exclusive). */
+/**
+ * Whether an instant lies in the filter's range (`from` inclusive, `to` exclusive), compared as instants: stored
+ * values need not share one ISO spelling (with or without milliseconds).
+ */
 export function inRange(at: string | undefined, filter: ConsoleFilter): boolean {
   if (filter.from === undefined && filter.to === undefined) return true;
-  if (at === undefined) return false;
-  return (filter.from === undefined || at >= filter.from) && (filter.to === undefined || at < filter.to);
+  const time = at === undefined ? Number.NaN : Date.parse(at);
+  if (Number.isNaN(time)) return false;
+  return (
+    (filter.from === undefined || time >= Date.parse(filter.from)) &&
+    (filter.to === undefined || time < Date.parse(filter.to))
+  );
 }

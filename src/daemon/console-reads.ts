@@ -119,7 +119,7 @@ export async function searchOccurrences(
 }
 
 /** A run as the console lists it: the run, its latest attempt, how that failed, and its hold. */
-async function consoleRun(
+export async function consoleRun(
   reader: StoreReader,
   run: RunRecord,
   facts: Map<string, DefinitionFacts>,
@@ -190,7 +190,7 @@ export async function searchDefinitions(
   filter: ConsoleFilter,
   page: ConsolePage,
   hidden: ReadonlySet<string>,
-): Promise<Record<string, unknown>> {
+): Promise<{ definitions: DefinitionFacts[]; matched: number; cursor: { hasMore: boolean; next?: string } }> {
   const facts = await definitionFacts(reader, hidden);
   const automations = automationsOf(facts, filter);
   const matches = [...facts.values()].filter(

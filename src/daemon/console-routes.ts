@@ -5,8 +5,10 @@ import type { StoreReader } from '../store/store.js';
 import type { DaemonContext } from './context.js';
 import { parseFilter, parsePage } from './console-query.js';
 import { HELD, searchDefinitions, searchOccurrences, searchRuns } from './console-reads.js';
+import { pageHealth } from './console-health.js';
 import { consoleCounts, parseBuckets, runsOverTime } from './console-stats.js';
 import { callerOf, isTrusted } from './trust.js';
+import { feedTail, parseRecent } from './feed-tail.js';
 
 const OCCURRENCE_STATE_SET: ReadonlySet<string> = new Set(OCCURRENCE_STATES);
 const RUN_STATE_SET: ReadonlySet<string> = new Set([...RUN_STATES, HELD]);
@@ -39,6 +41,7 @@ function consoleRead(
  * out). Every list answers one page of at most 100 rows with a cursor, however large the store:
  *
  * - `GET /api/v1/console/session`: whether this request's token is accepted (`authority`: operator or read-only).
+ * - `GET /api/v1/console/feed-tail?recent=50`: the feed position the last `recent` entries follow (`after`).
  * - `GET /api/v1/console/occurrences`, `/runs`, `/definitions`: `q`, `automation`, `state` (comma-separated;
  *   runs also `held`), `tag`, `from`, `to` (ISO instants: the slot, or the run's start), `limit`, `cursor`.
  * - `GET /api/v1/console/counts`: occurrences, runs and definitions per state (same filters, no `state`).
@@ -58,6 +61,10 @@ export function registerConsoleRoutes(app: FastifyInstance, ctx: DaemonContext):
     const trusted = isTrusted(request, ctx);
     return { authority: trusted ? 'operator' : 'read-only', tokenPresented: presentsToken(request) };
   });
+  app.get('/api/v1/console/feed-tail', trust, async (request) => {
+    const recent = parseRecent((request.query ?? {}) as Query);
+    return ctx.store.read((reader) => feedTail(reader, recent));
+  });
   app.get(
     '/api/v1/console/occurrences',
     trust,
@@ -75,9 +82,10 @@ export function registerConsoleRoutes(app: FastifyInstance, ctx: DaemonContext):
   app.get(
     '/api/v1/console/definitions',
     trust,
-    consoleRead(ctx, (reader, query, hidden) =>
-      searchDefinitions(reader, parseFilter(query, DEFINITION_STATE_SET), parsePage(query), hidden),
-    ),
+    consoleRead(ctx, async (reader, query, hidden) => {
+      const found = await searchDefinitions(reader, parseFilter(query, DEFINITION_STATE_SET), parsePage(query), hidden);
+      return { ...found, definitions: await pageHealth(ctx.engine.services, reader, found.definitions) };
+    }),
   );
   app.get(
     '/api/v1/console/counts',

@@ -64,8 +64,8 @@ export function parseBuckets(query: Record<string, unknown>): number {
 }
 
 /**
- * Runs started in each of `buckets` equal spans of `from`–`to` (default: the 24 hours up to the engine's clock,
- * rounded up to the hour), by the state each run is in now. Each bucket's `start` is an ISO instant.
+ * Runs started in each of `buckets` equal spans of `from`–`to` (default: the 24 hours up to the end of the engine
+ * clock's current hour), by the state each run is in now. Each bucket's `start` is an ISO instant.
  */
 export async function runsOverTime(
   reader: StoreReader,
@@ -74,8 +74,9 @@ export async function runsOverTime(
   now: Date,
   hidden: ReadonlySet<string>,
 ): Promise<Record<string, unknown>> {
-  const hourUp = Math.ceil(now.getTime() / 3_600_000) * 3_600_000;
-  const to = filter.to === undefined ? hourUp : Date.parse(filter.to);
+  // The end of the current hour: a run started this very instant falls in the last bucket.
+  const hourEnd = (Math.floor(now.getTime() / 3_600_000) + 1) * 3_600_000;
+  const to = filter.to === undefined ? hourEnd : Date.parse(filter.to);
   const from = filter.from === undefined ? to - DAY_MS : Date.parse(filter.from);
   const width = Math.max(1, Math.ceil((to - from) / buckets));
   const rows = Array.from({ length: buckets }, (_, i) => ({

@@ -120,7 +120,9 @@ export class DaemonApi {
     const response = await fetch(path, { headers: this.token ? { authorization: `Bearer ${this.token}` } : {} });
     if (response.status === 404) return undefined;
     const body = await this.json(response);
-    if (!response.ok) throw new ActionError((body as ErrorEnvelope) ?? transportError(response.status, ''));
+    // A refusal comes as a rejected CommandResponse (its `error`), like every typed refusal of the daemon.
+    const refusal = (body as { error?: ErrorEnvelope } | undefined)?.error ?? (body as ErrorEnvelope | undefined);
+    if (!response.ok) throw new ActionError(refusal?.code ? refusal : transportError(response.status, ''));
     return body as T;
   }
 

@@ -46,7 +46,7 @@ function countsChart(into: HTMLElement, counts: Record<string, number>): uPlot {
     scales: { x: { time: false, range: [-0.5, states.length - 0.5] }, y: { range: (_u, _min, max) => [0, max + 1] } },
     axes: [
       { ...axis, values: (_u, splits) => splits.map((i) => states[i] ?? ''), rotate: -30, size: 70, space: 10 },
-      { ...axis, size: 40 },
+      { ...axis, size: 60 },
     ],
     series: [
       {},
@@ -70,7 +70,7 @@ function overTimeChart(into: HTMLElement, answer: OverTime): uPlot {
     width: widthOf(into),
     height: CHART_HEIGHT,
     scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(1, max)] } },
-    axes: [axis, { ...axis, size: 40 }],
+    axes: [axis, { ...axis, size: 60 }],
     series: [
       {},
       ...OUTCOMES.map((o) => ({ label: o.label, stroke: o.colour, width: 2, points: { show: true, size: 4 } })),

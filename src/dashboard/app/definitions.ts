@@ -13,11 +13,13 @@ interface DefinitionRow {
   revision: number;
   /** The schedule's zone (the console read names it): the zone the row's times are shown in. */
   timezone?: string;
+  /** Health and latest run, when the console read carried them for the whole page at once. */
+  health?: Health;
+  lastRun?: RunSummary;
 }
 
 interface Health {
   nextDueAt: string | null;
-  lastSuccessAt: string | null;
   consecutiveFailures: number;
   quarantined: boolean;
   staleReason: string | null;
@@ -35,6 +37,7 @@ interface RunSummary {
 /** The health and latest run of one definition; tombstoned definitions have neither. */
 async function facts(dashboard: Dashboard, row: DefinitionRow): Promise<{ health?: Health; last?: RunSummary }> {
   if (row.lifecycleState === DefinitionState.tombstoned) return {};
+  if (row.health !== undefined) return { health: row.health, last: row.lastRun };
   const [health, history] = await Promise.all([
     dashboard.api.read<{ health: Health }>('definition.health.v1', { automationId: row.automationId }),
     dashboard.api.read<{ runs: RunSummary[] }>('run.history.v1', { automationId: row.automationId, limit: 1 }),

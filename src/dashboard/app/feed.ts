@@ -57,6 +57,20 @@ export class LiveFeed {
 
   constructor(private readonly options: FeedOptions) {}
 
+  /**
+   * Connects after the feed's last `recent` entries (the daemon finds where they start), so the page shows the
+   * latest changes rather than replaying the store's whole history.
+   */
+  async start(recent = 50): Promise<void> {
+    if (this.options.api.hasToken) {
+      const tail = await this.options.api
+        .get<{ after: number }>(`/api/v1/console/feed-tail?recent=${recent}`)
+        .catch(() => undefined);
+      if (tail !== undefined && tail.after >= 0) this.lastPosition = tail.after;
+    }
+    this.connect();
+  }
+
   connect(): void {
     if (!this.options.api.hasToken) {
       status(this.options.status, 'live feed needs the token (?token=)', 'bad');

@@ -63,6 +63,10 @@ function showAuthority(badge: HTMLElement, authority: string): void {
   badge.className = `badge ${kind}`;
 }
 
+const TOKEN_REFUSED =
+  'The daemon refused the token this page was opened with: the page is read-only. ' +
+  'Open the address `coven-automata start` printed (it carries the current token).';
+
 async function start(): Promise<void> {
   const api = new DaemonApi(takeToken());
   let view: View = 'all';
@@ -88,12 +92,7 @@ async function start(): Promise<void> {
       void detail.render(selected);
     },
   };
-  if (authority === 'token-refused')
-    dashboard.notify(
-      'The daemon refused the token this page was opened with: the page is read-only. ' +
-        'Open the address `coven-automata start` printed (it carries the current token).',
-      'error',
-    );
+  if (authority === 'token-refused') dashboard.notify(TOKEN_REFUSED, 'error');
   const detail = new OccurrenceDetail(dashboard, byId('occurrence-detail'));
   const chooseView = (next: View): void => {
     view = next;
@@ -120,7 +119,7 @@ async function start(): Promise<void> {
     showAuthority(byId('authority'), 'token-refused');
     refresh();
   };
-  new LiveFeed({ api, list: byId('feed'), status: byId('live'), onEvent: () => refresh(), onTokenRefused }).connect();
+  await new LiveFeed({ api, list: byId('feed'), status: byId('live'), onEvent: refresh, onTokenRefused }).start();
 }
 
 void start();
