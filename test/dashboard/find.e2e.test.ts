@@ -111,6 +111,23 @@ describe.skipIf(browserMissing !== undefined)('finding things in a loaded store 
     expect(await page.getByTestId('definitions-pager').textContent()).toContain(`of ${AUTOMATIONS + 1} matching`);
   }, 60_000);
 
+  test("the occurrence views and the definitions page through their reads' cursors", async () => {
+    const firstOf = (table: string) =>
+      page.locator(`[data-testid="${table}"] tbody tr`).first().getAttribute('data-testid');
+    for (const [table, pager] of [
+      ['occurrences-table', 'occurrences'],
+      ['definitions-table', 'definitions'],
+    ] as const) {
+      const first = await firstOf(table);
+      await page.getByTestId(`${pager}-next`).click();
+      await page.locator(`[data-testid="${pager}-pager"][data-page="2"]`).waitFor(WAIT);
+      expect(await firstOf(table)).not.toBe(first);
+      await page.getByTestId(`${pager}-previous`).click();
+      await page.locator(`[data-testid="${pager}-pager"][data-page="1"]`).waitFor(WAIT);
+      expect(await firstOf(table)).toBe(first);
+    }
+  }, 60_000);
+
   test('search by occurrence, by run, by automation and by state', async () => {
     const find = async (scope: string, q: string, state = '') => {
       await page.getByTestId('find-scope').selectOption(scope);

@@ -24,29 +24,36 @@ function takeToken(): string | undefined {
   return token === '' ? undefined : token;
 }
 
-/** Coalesces refresh requests: at most one re-read runs, and one more follows if asked for meanwhile. */
+/**
+ * Coalesces refresh requests: at most one re-read runs, and one more follows if asked for meanwhile, no sooner
+ * than the last re-read took (so a busy store under a stream of changes is never read back to back).
+ */
 function refresher(read: () => Promise<void>): () => void {
   let timer: number | undefined;
   let running: Promise<void> | undefined;
   let again = false;
+  let lastTook = 0;
   const run = (): void => {
     timer = undefined;
     if (running !== undefined) {
       again = true;
       return;
     }
+    const started = performance.now();
     running = read().finally(() => {
       running = undefined;
+      lastTook = performance.now() - started;
       byId('definitions').dataset.refreshedAt = String(Date.now());
       if (again) {
         again = false;
-        run();
+        schedule();
       }
     });
   };
-  return () => {
-    if (timer === undefined) timer = window.setTimeout(run, REFRESH_DEBOUNCE_MS);
+  const schedule = (): void => {
+    if (timer === undefined) timer = window.setTimeout(run, Math.max(REFRESH_DEBOUNCE_MS, lastTook));
   };
+  return schedule;
 }
 
 /** The authority badge: operator only with a token the daemon accepted. */
@@ -94,10 +101,12 @@ async function start(): Promise<void> {
   };
   if (authority === 'token-refused') dashboard.notify(TOKEN_REFUSED, 'error');
   const detail = new OccurrenceDetail(dashboard, byId('occurrence-detail'));
+  const occurrencePages = new CursorPager('occurrences', () => refresh());
   const chooseView = (next: View): void => {
     view = next;
+    occurrencePages.reset();
     renderViews(byId('views'), view, chooseView);
-    void renderOccurrences(dashboard, byId('occurrences'), view);
+    void renderOccurrences(dashboard, byId('occurrences'), view, occurrencePages);
   };
   const definitionPages = new CursorPager('definitions', () => refresh());
   const failures = new FailuresView(dashboard, byId('failures'));
@@ -105,7 +114,7 @@ async function start(): Promise<void> {
   const refresh = refresher(async () => {
     await Promise.all([
       renderDefinitions(dashboard, byId('definitions'), definitionPages),
-      renderOccurrences(dashboard, byId('occurrences'), view),
+      renderOccurrences(dashboard, byId('occurrences'), view, occurrencePages),
       detail.render(selected),
       renderDoctor(dashboard, byId('doctor')),
       failures.render(),

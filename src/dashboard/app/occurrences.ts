@@ -1,6 +1,7 @@
 import { OccurrenceState } from '../../../machines/states.js';
 import { el, fill, instant, stateBadge, table } from './dom.js';
 import { act, failureText, type Dashboard } from './context.js';
+import type { CursorPager } from './pager.js';
 
 /** The operator's views (occurrence.list.v1), the scheduler's queues by stage. */
 export const VIEWS = ['due', 'eligible', 'claimed', 'running', 'recovery_required', 'all'] as const;
@@ -81,12 +82,22 @@ function rowFor(dashboard: Dashboard, o: OccurrenceRow): HTMLTableRowElement {
   );
 }
 
-/** The occurrences of one view, newest slot first. */
-export async function renderOccurrences(dashboard: Dashboard, target: HTMLElement, view: View): Promise<void> {
+/** Occurrences per page of a view. */
+const PAGE = 25;
+
+/** The occurrences of one view, newest slot first, one page at a time through occurrence.list.v1's cursor. */
+export async function renderOccurrences(
+  dashboard: Dashboard,
+  target: HTMLElement,
+  view: View,
+  pager: CursorPager,
+): Promise<void> {
   try {
-    const page = await dashboard.api.read<{ occurrences: OccurrenceRow[]; asOf?: string }>('occurrence.list.v1', {
-      view,
-    });
+    const page = await dashboard.api.read<{ occurrences: OccurrenceRow[]; cursor?: { next?: string } }>(
+      'occurrence.list.v1',
+      { view, limit: PAGE, ...(pager.cursor === undefined ? {} : { cursor: pager.cursor }) },
+    );
+    pager.seen(page.cursor?.next);
     if (page.occurrences.length === 0)
       return fill(target, el('p', { class: 'muted', 'data-testid': 'no-occurrences' }, `Nothing in ${view}.`));
     fill(
@@ -96,6 +107,7 @@ export async function renderOccurrences(dashboard: Dashboard, target: HTMLElemen
         ['occurrence', 'automation', 'state', 'slot', 'fence', 'actions'],
         page.occurrences.map((o) => rowFor(dashboard, o)),
       ),
+      pager.controls(page.occurrences.length, undefined),
     );
   } catch (error) {
     fill(target, el('p', { class: 'not-verified' }, `occurrences unavailable: ${failureText(error)}`));
