@@ -169,9 +169,13 @@ export async function searchRuns(
     if (!automations.has(a.automationId) || !inRange(a.startedAt, filter)) continue;
     const state = stateOf(run);
     const q = filter.q;
-    const occurrenceId = runContext(run).occurrenceId;
-    if (q !== undefined && state !== q && !contains(run.id, q) && !contains(occurrenceId, q))
-      if (!contains(a.automationId, q)) continue;
+    const named =
+      q === undefined ||
+      state === q ||
+      contains(run.id, q) ||
+      contains(runContext(run).occurrenceId, q) ||
+      contains(a.automationId, q);
+    if (!named) continue;
     const wanted =
       filter.states.length === 0 ||
       filter.states.includes(state) ||

@@ -104,6 +104,13 @@ export class Charts {
       const countsBox = el('div', { class: 'chart', 'data-testid': 'chart-counts' });
       const timeBox = el('div', { class: 'chart', 'data-testid': 'chart-runs-over-time' });
       countsBox.dataset.counts = JSON.stringify(counts.occurrences);
+      // The canvas says nothing to a screen reader: the figures go in its label.
+      const perState = Object.entries(counts.occurrences).filter(([, n]) => n > 0);
+      countsBox.setAttribute('role', 'img');
+      countsBox.setAttribute(
+        'aria-label',
+        `occurrences per state: ${perState.map(([state, n]) => `${state} ${n}`).join(', ') || 'none'}`,
+      );
       timeBox.dataset.total = String(
         overTime.buckets.reduce(
           (n, b) => n + OUTCOMES.flatMap((o) => o.states).reduce((m, s) => m + Number(b[s] ?? 0), 0),

@@ -186,7 +186,7 @@ export class OccurrenceDetail {
         ...detail.runs.map((run) =>
           run.failure === undefined
             ? retryButton(this.dashboard, run)
-            : failurePanel(run.runId, run.failure, run.hold, this.outputs, retryButton(this.dashboard, run)),
+            : failurePanel(run.runId, run.failure, run.hold, this.outputs, retryButton(this.dashboard, run), o),
         ),
         rows.length === 0
           ? el('p', { class: 'muted' }, 'No run yet.')
