@@ -142,6 +142,41 @@ describe.skipIf(browserMissing !== undefined)('the console as issue 41 found it 
     }
   }, 60_000);
 
+  test('a token the daemon stops accepting under an open page: the stream stops and the page goes read-only', async () => {
+    const open = await browser.context.newPage();
+    let refused = false;
+    let streams = 0;
+    try {
+      // The stream is refused throughout; the session read says the token holds until `refused` is set, as a
+      // daemon restarted with a new token would from then on.
+      await open.route('**/api/v1/events**', (route) => {
+        streams += 1;
+        return route.fulfill({ status: 403, contentType: 'application/json', body: '{}' });
+      });
+      await open.route('**/api/v1/console/session', (route) =>
+        refused
+          ? route.fulfill({ contentType: 'application/json', body: '{"authority":"read-only","tokenPresented":true}' })
+          : route.continue(),
+      );
+      await open.clock.install();
+      await open.goto(`${world.url}/?token=${world.daemon.token}`);
+      await open.getByTestId('authority').filter({ hasText: 'operator (token)' }).waitFor(WAIT);
+      await open.getByTestId('live').filter({ hasText: 'reconnecting' }).waitFor(WAIT);
+      await open.getByTestId('pause-daily-notes').waitFor(WAIT);
+      refused = true;
+      await open.getByTestId('authority').filter({ hasText: 'token refused' }).waitFor(WAIT);
+      await open.getByTestId('live').filter({ hasText: 'token refused' }).waitFor(WAIT);
+      await open.getByTestId('pause-daily-notes').waitFor({ state: 'detached', ...WAIT });
+      const after = streams;
+      // Fast-forward the page's timers past any reconnect it could have scheduled (one a second): none fires.
+      await open.clock.runFor(5_000);
+      await open.getByTestId('live').filter({ hasText: 'token refused' }).waitFor(WAIT);
+      expect(streams).toBe(after);
+    } finally {
+      await open.close();
+    }
+  }, 60_000);
+
   test('the page raised no error', () => {
     expect(pageErrors).toEqual([]);
   });
