@@ -120,9 +120,9 @@ export class DaemonApi {
     const response = await fetch(path, { headers: this.token ? { authorization: `Bearer ${this.token}` } : {} });
     if (response.status === 404) return undefined;
     const body = await this.json(response);
-    // A refusal comes as a rejected CommandResponse (its `error`), like every typed refusal of the daemon.
+    // A refusal comes as a rejected response whose `error` is the envelope.
     const refusal = (body as { error?: ErrorEnvelope } | undefined)?.error ?? (body as ErrorEnvelope | undefined);
-    if (!response.ok) throw new ActionError(refusal?.code ? refusal : transportError(response.status, ''));
+    if (!response.ok) throw new ActionError(refusal ?? transportError(response.status, ''));
     return body as T;
   }
 

@@ -1,10 +1,10 @@
 import { DefinitionState } from '../../../machines/states.js';
+import type { CursorPager } from './pager.js';
+import { learnZone } from './zones.js';
 import { alreadyDone, alreadyDoneLine } from '../../domain/lifecycle-done.js';
 import { el, fill, instant, stateBadge, table } from './dom.js';
 import { act, failureText, type Dashboard } from './context.js';
 import { exitSummary, type FailureRow, type HoldRow } from './failure-panel.js';
-import type { CursorPager } from './pager.js';
-import { learnZone } from './zones.js';
 
 interface DefinitionRow {
   automationId: string;

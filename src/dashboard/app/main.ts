@@ -1,3 +1,6 @@
+import { FailuresView } from './failures-view.js';
+import { CursorPager } from './pager.js';
+import { FindPanel } from './search.js';
 import { DaemonApi } from './api.js';
 import type { Dashboard } from './context.js';
 import { renderDefinitions } from './definitions.js';
@@ -6,9 +9,6 @@ import { byId } from './dom.js';
 import { LiveFeed } from './feed.js';
 import { OccurrenceDetail } from './occurrence-detail.js';
 import { renderOccurrences, renderViews, type View } from './occurrences.js';
-import { CursorPager } from './pager.js';
-import { FailuresView } from './failures-view.js';
-import { FindPanel } from './search.js';
 
 /** Changes arrive in bursts (one command commits several events); one re-read serves a burst. */
 const REFRESH_DEBOUNCE_MS = 120;
@@ -100,25 +100,25 @@ async function start(): Promise<void> {
     },
   };
   if (authority === 'token-refused') dashboard.notify(TOKEN_REFUSED, 'error');
-  const detail = new OccurrenceDetail(dashboard, byId('occurrence-detail'));
   const occurrencePages = new CursorPager('occurrences', () => refresh());
+  const definitionPages = new CursorPager('definitions', () => refresh());
+  const failures = new FailuresView(dashboard, byId('failures'));
+  const find = new FindPanel(dashboard, byId('find'));
+  const detail = new OccurrenceDetail(dashboard, byId('occurrence-detail'));
   const chooseView = (next: View): void => {
     view = next;
     occurrencePages.reset();
     renderViews(byId('views'), view, chooseView);
     void renderOccurrences(dashboard, byId('occurrences'), view, occurrencePages);
   };
-  const definitionPages = new CursorPager('definitions', () => refresh());
-  const failures = new FailuresView(dashboard, byId('failures'));
-  const find = new FindPanel(dashboard, byId('find'));
   const refresh = refresher(async () => {
     await Promise.all([
+      failures.render(),
+      find.render(),
       renderDefinitions(dashboard, byId('definitions'), definitionPages),
       renderOccurrences(dashboard, byId('occurrences'), view, occurrencePages),
       detail.render(selected),
       renderDoctor(dashboard, byId('doctor')),
-      failures.render(),
-      find.render(),
     ]);
   });
   renderViews(byId('views'), view, chooseView);

@@ -1,7 +1,7 @@
 import { OccurrenceState } from '../../../machines/states.js';
+import type { CursorPager } from './pager.js';
 import { el, fill, instant, stateBadge, table } from './dom.js';
 import { act, failureText, type Dashboard } from './context.js';
-import type { CursorPager } from './pager.js';
 
 /** The operator's views (occurrence.list.v1), the scheduler's queues by stage. */
 export const VIEWS = ['due', 'eligible', 'claimed', 'running', 'recovery_required', 'all'] as const;
@@ -45,8 +45,8 @@ function rowActions(dashboard: Dashboard, o: OccurrenceRow): HTMLElement {
     'span',
     {},
     el('button', { 'data-testid': `open-${o.occurrenceId}`, onclick: () => dashboard.select(o.occurrenceId) }, 'open'),
-    dashboard.canAct &&
-      CANCELLABLE.has(o.state) &&
+    CANCELLABLE.has(o.state) &&
+      dashboard.canAct &&
       el(
         'button',
         {
@@ -59,8 +59,8 @@ function rowActions(dashboard: Dashboard, o: OccurrenceRow): HTMLElement {
         },
         'cancel',
       ),
-    dashboard.canAct &&
-      o.state === OccurrenceState.recovery_required &&
+    o.state === OccurrenceState.recovery_required &&
+      dashboard.canAct &&
       el(
         'button',
         { 'data-testid': `recover-open-${o.occurrenceId}`, onclick: () => dashboard.select(o.occurrenceId) },

@@ -55,7 +55,7 @@ function consoleRead(
  * // GET /api/v1/console/runs?state=failed,held&limit=20
  * ```
  */
-export function registerConsoleRoutes(app: FastifyInstance, ctx: DaemonContext): void {
+export function registerConsoleReads(app: FastifyInstance, ctx: DaemonContext): void {
   const trust = { config: { trust: 'read' } };
   app.get('/api/v1/console/session', trust, async (request) => {
     const trusted = isTrusted(request, ctx);
