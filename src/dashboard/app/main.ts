@@ -70,6 +70,15 @@ function showAuthority(badge: HTMLElement, authority: string): void {
   badge.className = `badge ${kind}`;
 }
 
+/** The message bar: one line, an action's outcome, a request still pending, or a refusal. */
+function notifier(message: HTMLElement): Dashboard['notify'] {
+  return (text, kind) => {
+    message.hidden = false;
+    message.textContent = text;
+    message.className = kind;
+  };
+}
+
 const TOKEN_REFUSED =
   'The daemon refused the token this page was opened with: the page is read-only. ' +
   'Open the address `coven-automata start` printed (it carries the current token).';
@@ -78,7 +87,6 @@ async function start(): Promise<void> {
   const api = new DaemonApi(takeToken());
   let view: View = 'all';
   let selected: string | undefined;
-  const message = byId('message');
   const authority = await api.checkToken().catch(() => 'unreachable' as const);
   let canAct = authority === 'operator';
   showAuthority(byId('authority'), authority);
@@ -88,11 +96,7 @@ async function start(): Promise<void> {
     get canAct() {
       return canAct;
     },
-    notify(text, kind) {
-      message.hidden = false;
-      message.textContent = text;
-      message.className = kind;
-    },
+    notify: notifier(byId('message')),
     refresh: () => refresh(),
     select(occurrenceId) {
       selected = occurrenceId;
