@@ -142,7 +142,7 @@ const latestOf = (values: Array<string | undefined>): string | null =>
     .at(-1) ?? null;
 
 /** Settled runs since the last success, newest first; a cancelled run is not a failure. */
-function consecutiveFailuresOf(runs: RunRecord[]): number {
+export function consecutiveFailuresOf(runs: RunRecord[]): number {
   const settled = runs
     .filter((r) => r.data.attributes.finishedAt !== undefined)
     .sort((a, b) => (a.data.attributes.finishedAt! < b.data.attributes.finishedAt! ? 1 : -1));
@@ -155,7 +155,7 @@ function consecutiveFailuresOf(runs: RunRecord[]): number {
 }
 
 /** Why the automation is not making progress on its own, the most pressing reason first; null when it is. */
-async function staleReasonOf(
+export async function staleReasonOf(
   reader: StoreReader,
   state: string,
   quarantine: { quarantined: boolean; reason: string | null },

@@ -7,6 +7,7 @@ import { follow, GLOBAL_FEED, parseStream } from './follow.js';
 import { latestAttempt } from './run-reads.js';
 import { rejectionBody } from './http-errors.js';
 import { registerOutputRoutes } from './output-route.js';
+import { registerConsoleReads } from './console-read-routes.js';
 import { callerOf } from './trust.js';
 import { NONCE, PROOF_PATH, proofOf } from './daemon-proof.js';
 
@@ -124,4 +125,5 @@ export async function registerCoreRoutes(app: FastifyInstance, ctx: DaemonContex
     async (request) => ctx.store.read((reader) => latestAttempt(reader, request.params.runId, callerOf(request, ctx))),
   );
   registerOutputRoutes(app, ctx);
+  registerConsoleReads(app, ctx);
 }

@@ -29,15 +29,22 @@ export interface TestBrowser {
   close(): Promise<void>;
 }
 
+/** What a test may set of the browser: the viewer's time zone, the window's size. */
+export interface BrowserOptions {
+  timezoneId?: string;
+  viewport?: { width: number; height: number };
+}
+
 /** Headless chromium on a fresh profile folder, removed on close. */
-export async function launchBrowser(): Promise<TestBrowser> {
+export async function launchBrowser(options: BrowserOptions = {}): Promise<TestBrowser> {
   const profile = mkdtempSync(join(tmpdir(), 'coven-chromium-'));
   // A persistent context is how Playwright takes a --user-data-dir: the profile is this fresh folder.
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,
     args: FLAGS,
-    viewport: { width: 1400, height: 1000 },
+    viewport: options.viewport ?? { width: 1400, height: 1000 },
+    ...(options.timezoneId === undefined ? {} : { timezoneId: options.timezoneId }),
   });
   return {
     context,

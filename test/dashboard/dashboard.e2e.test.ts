@@ -256,13 +256,30 @@ describe.skipIf(browserMissing !== undefined)('the dashboard in a real browser (
     }
   }, 60_000);
 
-  test('without the token the page is read-only: reads show, an action is refused AUTHORITY_REQUIRED', async () => {
+  test('without the token the page is read-only: reads show, no action; the API refuses one AUTHORITY_REQUIRED', async () => {
     const anonymous = await browser.context.newPage();
     await anonymous.goto(`${world.url}/`);
     await anonymous.getByTestId('authority').filter({ hasText: 'read-only' }).waitFor(WAIT);
     await anonymous.getByTestId('live').filter({ hasText: 'needs the token' }).waitFor(WAIT);
-    await anonymous.getByTestId('pause-daily-notes').click();
-    await message(anonymous, 'pause daily-notes refused — AUTHORITY_REQUIRED (403)');
+    await anonymous.getByTestId('definition-daily-notes').filter({ hasText: 'active' }).waitFor(WAIT);
+    expect(await anonymous.getByTestId('pause-daily-notes').count()).toBe(0);
+    const refused = await anonymous.evaluate(async () => {
+      const response = await fetch('/api/v1/actions', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          schemaVersion: 'coven.automations.v1',
+          command: 'definition.pause.v1',
+          adoptionKey: 'dashboard-test-anonymous-pause',
+          origin: { principal: { principalId: 'operator:dashboard' }, channel: 'http' },
+          intent: { statement: 'pause without the token' },
+          payload: { automationId: 'daily-notes' },
+        }),
+      });
+      return { status: response.status, body: (await response.json()) as { error?: { code?: string } } };
+    });
+    expect(refused.status).toBe(403);
+    expect(refused.body.error?.code).toBe('AUTHORITY_REQUIRED');
     const state = await world.engine.commands.handle({
       schemaVersion: 'coven.automations.v1',
       command: 'definition.get.v1',

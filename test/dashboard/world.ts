@@ -11,6 +11,7 @@ import { openStore, type FileStore } from '../../src/store/open-store.js';
 import { startDaemon, type Daemon } from '../../src/daemon/index.js';
 import { dashboardRoutes, DASHBOARD_DIR } from '../../src/daemon/dashboard-routes.js';
 import { command, definitionBody } from '../support/commands.js';
+import type { AutomationDefinition } from '../../src/domain/definition-body.js';
 
 /** The newest modification time of the files under a folder (recursively). */
 function newestMtime(dir: string): number {
@@ -99,4 +100,35 @@ export async function dashboardWorld(plugins = [dashboardRoutes()], other?: Runt
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** A definition as the console tests need it: its schedule, its zone and its tags. */
+export interface DefinitionShape {
+  rrule?: string;
+  timezone?: string;
+  tags?: string[];
+  /** The run deadline (the body's policies.timeout.perRunMinutes; 30 unless set). */
+  perRunMinutes?: number;
+}
+
+/** Creates and activates one automation through the engine's commands (draft → paused → active). */
+export async function addActiveDefinition(engine: Engine, automationId: string, shape: DefinitionShape = {}) {
+  const policies = (base: AutomationDefinition['policies']) =>
+    shape.perRunMinutes === undefined ? base : { ...base, timeout: { perRunMinutes: shape.perRunMinutes } };
+  const body = (revision: number, lifecycleState: 'draft' | 'paused') => {
+    const options = {
+      revision,
+      lifecycleState,
+      ...(shape.rrule === undefined ? {} : { rrule: shape.rrule }),
+      ...(shape.timezone === undefined ? {} : { timezone: shape.timezone }),
+    };
+    const extra = {
+      display: { name: `Automation ${automationId}`, tags: shape.tags ?? [] },
+      policies: policies(definitionBody(automationId, options).policies),
+    };
+    return definitionBody(automationId, { ...options, extra });
+  };
+  await ok(engine, command('definition.create.v1', { definition: body(1, 'draft') }));
+  await ok(engine, command('definition.revise.v1', { definition: body(2, 'paused') }, { expectedRevision: 1 }));
+  await ok(engine, command('definition.activate.v1', { automationId }, { expectedRevision: 2 }));
 }

@@ -61,22 +61,34 @@ function transportError(status: number, text: string): ErrorEnvelope {
  * on commands and as `?token=` on the event stream, the one request a browser cannot give a header.
  */
 export class DaemonApi {
-  constructor(private readonly token: string | undefined) {}
+  constructor(private token: string | undefined) {}
 
   get hasToken(): boolean {
     return this.token !== undefined;
+  }
+
+  /**
+   * Asks the daemon whether the page's token is accepted. A refused one is dropped (the page goes on read-only,
+   * without sending it again), and the answer says one was refused.
+   */
+  async checkToken(): Promise<'operator' | 'read-only' | 'token-refused'> {
+    const session = await this.get<{ authority: string }>('/api/v1/console/session');
+    if (session?.authority === 'operator') return 'operator';
+    if (this.token === undefined) return 'read-only';
+    this.token = undefined;
+    return 'token-refused';
   }
 
   /** Sends one command envelope; answers its result, or throws {@link ActionError} with a readable message. */
   async command(
     command: string,
     payload: Record<string, unknown>,
-    options: { expectedRevision?: number; statement?: string } = {},
+    options: { expectedRevision?: number; statement?: string; adoptionKey?: string } = {},
   ): Promise<CommandResponse> {
     const envelope = {
       schemaVersion: 'coven.automations.v1',
       command,
-      adoptionKey: newAdoptionKey(),
+      adoptionKey: options.adoptionKey ?? newAdoptionKey(),
       ...(options.expectedRevision === undefined ? {} : { expectedRevision: options.expectedRevision }),
       origin: { principal: { principalId: 'operator:dashboard', displayName: 'dashboard' }, channel: 'http' },
       intent: { statement: options.statement ?? `dashboard: ${command}` },

@@ -1,4 +1,6 @@
 import { DefinitionState } from '../../../machines/states.js';
+import type { CursorPager } from './pager.js';
+import { learnZone } from './zones.js';
 import { alreadyDone, alreadyDoneLine } from '../../domain/lifecycle-done.js';
 import { el, fill, instant, stateBadge, table } from './dom.js';
 import { act, failureText, type Dashboard } from './context.js';
@@ -11,11 +13,15 @@ interface DefinitionRow {
   name: string;
   lifecycleState: string;
   revision: number;
+  /** The schedule's zone (the console read names it): the zone the row's times are shown in. */
+  timezone?: string;
+  /** Health and latest run, when the console read carried them for the whole page at once. */
+  health?: Health;
+  lastRun?: RunSummary;
 }
 
 interface Health {
   nextDueAt: string | null;
-  lastSuccessAt: string | null;
   consecutiveFailures: number;
   quarantined: boolean;
   staleReason: string | null;
@@ -33,6 +39,7 @@ interface RunSummary {
 /** The health and latest run of one definition; tombstoned definitions have neither. */
 async function facts(dashboard: Dashboard, row: DefinitionRow): Promise<{ health?: Health; last?: RunSummary }> {
   if (row.lifecycleState === DefinitionState.tombstoned) return {};
+  if (row.health !== undefined) return { health: row.health, last: row.lastRun };
   const [health, history] = await Promise.all([
     dashboard.api.read<{ health: Health }>('definition.health.v1', { automationId: row.automationId }),
     dashboard.api.read<{ runs: RunSummary[] }>('run.history.v1', { automationId: row.automationId, limit: 1 }),
@@ -40,7 +47,7 @@ async function facts(dashboard: Dashboard, row: DefinitionRow): Promise<{ health
   return { health: health.health, last: history.runs[0] };
 }
 
-function lastResult(last: RunSummary | undefined): HTMLElement | string {
+function lastResult(last: RunSummary | undefined, zone: { timezone?: string }): HTMLElement | string {
   if (last === undefined) return '—';
   // The contract keeps a run held for an operator retry `running`; its attempt failed, and the page says so.
   if (last.hold !== undefined)
@@ -49,7 +56,7 @@ function lastResult(last: RunSummary | undefined): HTMLElement | string {
       { 'data-held': 'true' },
       stateBadge('failed'),
       ', held for retry until ',
-      instant(last.hold.until),
+      instant(last.hold.until, zone),
       last.failure === undefined ? '' : ` (${exitSummary(last.failure)})`,
     );
   const why = last.failure === undefined ? last.terminalDisposition?.failureClass : exitSummary(last.failure);
@@ -59,7 +66,7 @@ function lastResult(last: RunSummary | undefined): HTMLElement | string {
     stateBadge(last.state),
     why === undefined ? '' : ` (${why})`,
     ' ',
-    instant(last.finishedAt ?? last.startedAt),
+    instant(last.finishedAt ?? last.startedAt, zone),
   );
 }
 
@@ -85,7 +92,8 @@ async function lifecycleAction(dashboard: Dashboard, verb: string, command: stri
   await act(dashboard, `${verb} ${id}`, command, { automationId: id }, { expectedRevision: row.revision });
 }
 
-function actionsFor(dashboard: Dashboard, row: DefinitionRow): HTMLElement {
+function actionsFor(dashboard: Dashboard, row: DefinitionRow): HTMLElement | null {
+  if (!dashboard.canAct) return null;
   const id = row.automationId;
   const lifecycle = (verb: string, command: string) =>
     el(
@@ -122,24 +130,38 @@ async function rowFor(dashboard: Dashboard, row: DefinitionRow): Promise<HTMLTab
     el('td', {}, el('code', {}, row.automationId), el('div', { class: 'muted' }, row.name)),
     el('td', {}, stateBadge(row.lifecycleState)),
     el('td', { 'data-testid': 'revision' }, row.revision),
-    el('td', { 'data-testid': 'next-run' }, instant(health?.nextDueAt)),
-    el('td', { 'data-testid': 'last-result' }, lastResult(last)),
+    el('td', { 'data-testid': 'next-run' }, instant(health?.nextDueAt, row)),
+    el('td', { 'data-testid': 'last-result' }, lastResult(last, row)),
     el('td', { class: 'muted' }, note),
     el('td', {}, actionsFor(dashboard, row)),
   );
 }
 
-/** The definitions panel: state, revision, next run, last result and the lifecycle actions. */
-export async function renderDefinitions(dashboard: Dashboard, target: HTMLElement): Promise<void> {
+/** Definitions per page: each row costs two reads (health, latest run), so a page stays small. */
+const PAGE = 20;
+
+/**
+ * The definitions panel, one page at a time (`pager` walks the console read's cursor): state, revision, next
+ * run, last result and the lifecycle actions.
+ */
+export async function renderDefinitions(dashboard: Dashboard, target: HTMLElement, pager: CursorPager): Promise<void> {
   try {
-    const list = await dashboard.api.read<{ definitions: DefinitionRow[] }>('definition.list.v1', {
-      lifecycleState: 'all',
-    });
-    if (list.definitions.length === 0) return fill(target, el('p', { class: 'muted' }, 'No definitions yet.'));
+    const query = new URLSearchParams({ limit: String(PAGE) });
+    if (pager.cursor !== undefined) query.set('cursor', pager.cursor);
+    const list = await dashboard.api.get<{
+      definitions: DefinitionRow[];
+      matched: number;
+      cursor: { next?: string };
+    }>(`/api/v1/console/definitions?${query.toString()}`);
+    if (list === undefined || list.definitions.length === 0)
+      return fill(target, el('p', { class: 'muted' }, 'No definitions yet.'));
+    pager.seen(list.cursor.next);
+    for (const row of list.definitions) learnZone(row.automationId, row.timezone);
     const rows = await Promise.all(list.definitions.map((row) => rowFor(dashboard, row)));
     fill(
       target,
       table('definitions-table', ['automation', 'state', 'rev', 'next run', 'last result', 'note', 'actions'], rows),
+      pager.controls(rows.length, list.matched),
     );
   } catch (error) {
     fill(target, el('p', { class: 'not-verified' }, `definitions unavailable: ${failureText(error)}`));

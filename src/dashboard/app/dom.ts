@@ -1,3 +1,5 @@
+import { zonedInstant, zoneOf } from './zones.js';
+
 /** Children an element accepts: nodes, text, or nothing (skipped, so conditionals read naturally). */
 export type Child = Node | string | number | null | undefined | false;
 
@@ -60,10 +62,11 @@ export function stateBadge(state: unknown): HTMLElement {
   return el('span', { class: `state-${text}`, 'data-state': text }, text);
 }
 
-/** An instant shown in the browser's locale, with the exact value on hover. */
-export function instant(value: unknown): HTMLElement | string {
-  if (typeof value !== 'string' || value === '') return '—';
-  const date = new Date(value);
-  if (Number.isNaN(date.getTime())) return value;
-  return el('time', { datetime: value, title: value }, date.toLocaleString());
+/**
+ * An instant with its zone named (zones.ts): the viewer's, and the definition's schedule zone when known
+ * (`zone`, or the zone a console read named for `automationId`).
+ */
+export function instant(value: unknown, zone?: { automationId?: string; timezone?: string }): HTMLElement | string {
+  const known = zone?.timezone ?? (zone?.automationId === undefined ? undefined : zoneOf(zone.automationId));
+  return zonedInstant(value, known);
 }

@@ -92,6 +92,7 @@ export function failurePanel(
   hold: HoldRow | undefined,
   output: OutputViews,
   retry: HTMLElement | null,
+  zone: { automationId?: string } = {},
 ): HTMLElement | null {
   if (failure === undefined) return null;
   return el(
@@ -109,7 +110,7 @@ export function failurePanel(
           'div',
           { 'data-testid': 'failure-hold' },
           'held for retry until ',
-          instant(hold.until),
+          instant(hold.until, zone),
           retry ?? '',
           el('div', { class: 'mono' }, hold.actions.retry),
           el('div', { class: 'mono' }, hold.actions.cancel),

@@ -33,6 +33,8 @@ interface FeedEvent {
 
 export interface FeedOptions {
   api: DaemonApi;
+  /** The daemon refused the stream's token (it restarted with a new one): the page goes read-only. */
+  onTokenRefused(): void;
   list: HTMLElement;
   status: HTMLElement;
   /** Called for every event, after it is shown: the panels re-read. */
@@ -55,6 +57,20 @@ export class LiveFeed {
 
   constructor(private readonly options: FeedOptions) {}
 
+  /**
+   * Connects after the feed's last `recent` entries (the daemon finds where they start), so the page shows the
+   * latest changes rather than replaying the store's whole history.
+   */
+  async start(recent = 50): Promise<void> {
+    if (this.options.api.hasToken) {
+      const tail = await this.options.api
+        .get<{ after: number }>(`/api/v1/console/feed-tail?recent=${recent}`)
+        .catch(() => undefined);
+      if (tail !== undefined && tail.after >= 0) this.lastPosition = tail.after;
+    }
+    this.connect();
+  }
+
   connect(): void {
     if (!this.options.api.hasToken) {
       status(this.options.status, 'live feed needs the token (?token=)', 'bad');
@@ -63,20 +79,33 @@ export class LiveFeed {
     const source = new EventSource(this.options.api.eventsUrl(this.lastPosition));
     this.source = source;
     source.onopen = () => status(this.options.status, 'live', 'ok');
-    source.onerror = (event) => {
-      source.close();
-      const refusal = this.refusalOf(event);
-      // An expired cursor lies behind retention's compaction: the feed starts again from its beginning.
-      if (refusal?.code === 'CURSOR_EXPIRED') this.lastPosition = undefined;
-      status(
-        this.options.status,
-        `${refusal ? `${refusal.code}: ${refusal.message} — ` : 'disconnected — '}reconnecting`,
-        'bad',
-      );
-      // The daemon may be restarting; a browser retry loop a second apart is gentle enough.
-      this.retryTimer = window.setTimeout(() => this.connect(), 1000);
-    };
+    source.onerror = (event) => void this.failed(source, event);
     for (const kind of EVENT_KINDS) source.addEventListener(kind, (message) => this.show(message as MessageEvent));
+  }
+
+  /**
+   * The stream ended or could not open. A browser cannot read the status of a refused stream, so the page asks
+   * whether its token still holds: a refused token stops the feed (retrying would never succeed); anything
+   * else (a restarting daemon, an expired cursor) reconnects a second later.
+   */
+  private async failed(source: EventSource, event: Event): Promise<void> {
+    source.close();
+    const authority = await this.options.api.checkToken().catch(() => 'unreachable' as const);
+    if (authority === 'token-refused' || authority === 'read-only') {
+      status(this.options.status, 'token refused — live feed needs the token', 'bad');
+      this.options.onTokenRefused();
+      return;
+    }
+    const refusal = this.refusalOf(event);
+    // An expired cursor lies behind retention's compaction: the feed starts again from its beginning.
+    if (refusal?.code === 'CURSOR_EXPIRED') this.lastPosition = undefined;
+    status(
+      this.options.status,
+      `${refusal ? `${refusal.code}: ${refusal.message} — ` : 'disconnected — '}reconnecting`,
+      'bad',
+    );
+    // The daemon may be restarting; a browser retry loop a second apart is gentle enough.
+    this.retryTimer = window.setTimeout(() => this.connect(), 1000);
   }
 
   close(): void {
@@ -105,15 +134,17 @@ export class LiveFeed {
     } catch {
       return;
     }
-    const move = event.payload.from !== undefined ? ` ${event.payload.from} → ${event.payload.to}` : '';
+    // A transition's summary repeats its stream and its move, so the line shows the move once and no summary;
+    // the entry's one number is its feed position (the list itself is unnumbered).
+    const transition = event.payload.from !== undefined;
     const item = el(
       'li',
-      { value: String(position), 'data-kind': event.kind, 'data-stream': `${event.stream.kind}/${event.stream.id}` },
+      { 'data-kind': event.kind, 'data-stream': `${event.stream.kind}/${event.stream.id}` },
       el('span', { class: 'mono muted' }, `#${message.lastEventId} `),
       el('strong', {}, event.kind),
       el('span', { class: 'mono' }, ` ${event.stream.kind}/${event.stream.id}`),
-      move,
-      el('div', { class: 'muted' }, event.summary),
+      transition ? ` ${event.payload.from} → ${event.payload.to}` : null,
+      transition ? null : el('div', { class: 'muted' }, event.summary),
     );
     this.options.list.prepend(item);
     while (this.options.list.children.length > KEEP) this.options.list.lastElementChild?.remove();

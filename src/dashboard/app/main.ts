@@ -1,3 +1,6 @@
+import { FailuresView } from './failures-view.js';
+import { CursorPager } from './pager.js';
+import { FindPanel } from './search.js';
 import { DaemonApi } from './api.js';
 import type { Dashboard } from './context.js';
 import { renderDefinitions } from './definitions.js';
@@ -25,66 +28,106 @@ function takeToken(): string | undefined {
   return token === '' ? undefined : token;
 }
 
-/** Coalesces refresh requests: at most one re-read runs, and one more follows if asked for meanwhile. */
+/**
+ * Coalesces refresh requests: at most one re-read runs, and one more follows if asked for meanwhile, no sooner
+ * than the last re-read took (so a busy store under a stream of changes is never read back to back).
+ */
 function refresher(read: () => Promise<void>): () => void {
   let timer: number | undefined;
   let running: Promise<void> | undefined;
   let again = false;
+  let lastTook = 0;
   const run = (): void => {
     timer = undefined;
     if (running !== undefined) {
       again = true;
       return;
     }
+    const started = performance.now();
     running = read().finally(() => {
       running = undefined;
+      lastTook = performance.now() - started;
       byId('definitions').dataset.refreshedAt = String(Date.now());
       if (again) {
         again = false;
-        run();
+        schedule();
       }
     });
   };
-  return () => {
-    if (timer === undefined) timer = window.setTimeout(run, REFRESH_DEBOUNCE_MS);
+  const schedule = (): void => {
+    if (timer === undefined) timer = window.setTimeout(run, Math.max(REFRESH_DEBOUNCE_MS, lastTook));
+  };
+  return schedule;
+}
+
+/** The authority badge: operator only with a token the daemon accepted. */
+function showAuthority(badge: HTMLElement, authority: string): void {
+  const [text, kind] =
+    authority === 'operator'
+      ? ['operator (token)', 'ok']
+      : authority === 'token-refused'
+        ? ['token refused — read-only', 'bad']
+        : authority === 'unreachable'
+          ? ['daemon unreachable — read-only', 'bad']
+          : ['read-only (no token)', 'warn'];
+  badge.textContent = text;
+  badge.className = `badge ${kind}`;
+}
+
+/** The message bar: one line, an action's outcome, a request still pending, or a refusal. */
+function notifier(message: HTMLElement): Dashboard['notify'] {
+  return (text, kind) => {
+    message.hidden = false;
+    message.textContent = text;
+    message.className = kind;
   };
 }
 
-function start(): void {
+const TOKEN_REFUSED =
+  'The daemon refused the token this page was opened with: the page is read-only. ' +
+  'Open the address `coven-automata start` printed (it carries the current token).';
+
+async function start(): Promise<void> {
   const api = new DaemonApi(takeToken());
   let view: View = 'all';
   let selected: string | undefined;
-  const message = byId('message');
-  const authority = byId('authority');
-  authority.textContent = api.hasToken ? 'operator (token)' : 'read-only (no token)';
-  authority.className = `badge ${api.hasToken ? 'ok' : 'warn'}`;
+  const authority = await api.checkToken().catch(() => 'unreachable' as const);
+  let canAct = authority === 'operator';
+  showAuthority(byId('authority'), authority);
 
   const dashboard: Dashboard = {
     api,
-    notify(text, kind) {
-      message.hidden = false;
-      message.textContent = text;
-      message.className = kind;
+    get canAct() {
+      return canAct;
     },
+    notify: notifier(byId('message')),
     refresh: () => refresh(),
     select(occurrenceId) {
       selected = occurrenceId;
       void detail.render(selected);
     },
   };
+  if (authority === 'token-refused') dashboard.notify(TOKEN_REFUSED, 'error');
+  const occurrencePages = new CursorPager('occurrences', () => refresh());
+  const definitionPages = new CursorPager('definitions', () => refresh());
+  const failures = new FailuresView(dashboard, byId('failures'));
+  const find = new FindPanel(dashboard, byId('find'));
   const detail = new OccurrenceDetail(dashboard, byId('occurrence-detail'));
   const machines = new MachineView(dashboard, byId('machine-view'));
   const chart = new StatechartPanel(dashboard, byId('statechart'));
   const editor = new DefinitionEditor(dashboard, byId('definition-editor'));
   const chooseView = (next: View): void => {
     view = next;
+    occurrencePages.reset();
     renderViews(byId('views'), view, chooseView);
-    void renderOccurrences(dashboard, byId('occurrences'), view);
+    void renderOccurrences(dashboard, byId('occurrences'), view, occurrencePages);
   };
   const refresh = refresher(async () => {
     await Promise.all([
-      renderDefinitions(dashboard, byId('definitions')),
-      renderOccurrences(dashboard, byId('occurrences'), view),
+      failures.render(),
+      find.render(),
+      renderDefinitions(dashboard, byId('definitions'), definitionPages),
+      renderOccurrences(dashboard, byId('occurrences'), view, occurrencePages),
       detail.render(selected),
       renderDoctor(dashboard, byId('doctor')),
       machines.refresh(),
@@ -94,7 +137,12 @@ function start(): void {
   });
   renderViews(byId('views'), view, chooseView);
   refresh();
-  new LiveFeed({ api, list: byId('feed'), status: byId('live'), onEvent: () => refresh() }).connect();
+  const onTokenRefused = (): void => {
+    canAct = false;
+    showAuthority(byId('authority'), 'token-refused');
+    refresh();
+  };
+  await new LiveFeed({ api, list: byId('feed'), status: byId('live'), onEvent: refresh, onTokenRefused }).start();
 }
 
-start();
+void start();

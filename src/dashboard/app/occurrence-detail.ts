@@ -64,6 +64,7 @@ async function receiptCell(dashboard: Dashboard, run: RunRow, attempt: AttemptRo
 
 function retryButton(dashboard: Dashboard, run: RunRow): HTMLElement | null {
   const latest = run.attempts.at(-1);
+  if (!dashboard.canAct) return null;
   if (run.state !== RunState.running || latest === undefined || !RETRYABLE.has(latest.state)) return null;
   return el(
     'button',
@@ -170,7 +171,7 @@ export class OccurrenceDetail {
       return fill(this.target, el('p', { class: 'not-verified' }, `occurrence ${occurrenceId}: ${failureText(error)}`));
     }
     const o = detail.occurrence;
-    if (o.state !== OccurrenceState.recovery_required) this.form = undefined;
+    if (o.state !== OccurrenceState.recovery_required || !this.dashboard.canAct) this.form = undefined;
     else if (this.form?.dataset.occurrence !== occurrenceId) this.form = recoverForm(this.dashboard, occurrenceId);
     const rows = (await Promise.all(detail.runs.map((run) => attemptRows(this.dashboard, run)))).flat();
     fill(
@@ -183,7 +184,7 @@ export class OccurrenceDetail {
           'p',
           { class: 'muted' },
           `automation ${o.automationId} · slot `,
-          instant(o.scheduledFor),
+          instant(o.scheduledFor, o),
           ` · fence generation ${o.fence.generation}`,
           o.recovery?.evidence ? ` · recovery evidence: ${o.recovery.evidence}` : '',
           o.stateReason ? ` · ${o.stateReason}` : '',
@@ -192,7 +193,7 @@ export class OccurrenceDetail {
         ...detail.runs.map((run) =>
           run.failure === undefined
             ? retryButton(this.dashboard, run)
-            : failurePanel(run.runId, run.failure, run.hold, this.outputs, retryButton(this.dashboard, run)),
+            : failurePanel(run.runId, run.failure, run.hold, this.outputs, retryButton(this.dashboard, run), o),
         ),
         rows.length === 0
           ? el('p', { class: 'muted' }, 'No run yet.')

@@ -1,4 +1,5 @@
 import { OccurrenceState } from '../../../machines/states.js';
+import type { CursorPager } from './pager.js';
 import { el, fill, instant, stateBadge, table } from './dom.js';
 import { act, failureText, type Dashboard } from './context.js';
 import { chartButton } from './statechart.js';
@@ -47,6 +48,7 @@ function rowActions(dashboard: Dashboard, o: OccurrenceRow): HTMLElement {
     el('button', { 'data-testid': `open-${o.occurrenceId}`, onclick: () => dashboard.select(o.occurrenceId) }, 'open'),
     chartButton({ entity: 'occurrence', id: o.occurrenceId }),
     CANCELLABLE.has(o.state) &&
+      dashboard.canAct &&
       el(
         'button',
         {
@@ -60,6 +62,7 @@ function rowActions(dashboard: Dashboard, o: OccurrenceRow): HTMLElement {
         'cancel',
       ),
     o.state === OccurrenceState.recovery_required &&
+      dashboard.canAct &&
       el(
         'button',
         { 'data-testid': `recover-open-${o.occurrenceId}`, onclick: () => dashboard.select(o.occurrenceId) },
@@ -75,18 +78,28 @@ function rowFor(dashboard: Dashboard, o: OccurrenceRow): HTMLTableRowElement {
     el('td', {}, el('code', {}, o.occurrenceId)),
     el('td', {}, el('code', {}, o.automationId)),
     el('td', {}, stateBadge(o.state), o.stateReason ? el('div', { class: 'muted' }, o.stateReason) : null),
-    el('td', {}, instant(o.scheduledFor)),
+    el('td', {}, instant(o.scheduledFor, o)),
     el('td', { class: 'mono' }, `gen ${o.fence.generation}`, o.fence.claimedBy ? ` · ${o.fence.claimedBy}` : ''),
     el('td', {}, rowActions(dashboard, o)),
   );
 }
 
-/** The occurrences of one view, newest slot first. */
-export async function renderOccurrences(dashboard: Dashboard, target: HTMLElement, view: View): Promise<void> {
+/** Occurrences per page of a view. */
+const PAGE = 25;
+
+/** The occurrences of one view, newest slot first, one page at a time through occurrence.list.v1's cursor. */
+export async function renderOccurrences(
+  dashboard: Dashboard,
+  target: HTMLElement,
+  view: View,
+  pager: CursorPager,
+): Promise<void> {
   try {
-    const page = await dashboard.api.read<{ occurrences: OccurrenceRow[]; asOf?: string }>('occurrence.list.v1', {
-      view,
-    });
+    const page = await dashboard.api.read<{ occurrences: OccurrenceRow[]; cursor?: { next?: string } }>(
+      'occurrence.list.v1',
+      { view, limit: PAGE, ...(pager.cursor === undefined ? {} : { cursor: pager.cursor }) },
+    );
+    pager.seen(page.cursor?.next);
     if (page.occurrences.length === 0)
       return fill(target, el('p', { class: 'muted', 'data-testid': 'no-occurrences' }, `Nothing in ${view}.`));
     fill(
@@ -96,6 +109,7 @@ export async function renderOccurrences(dashboard: Dashboard, target: HTMLElemen
         ['occurrence', 'automation', 'state', 'slot', 'fence', 'actions'],
         page.occurrences.map((o) => rowFor(dashboard, o)),
       ),
+      pager.controls(page.occurrences.length, undefined),
     );
   } catch (error) {
     fill(target, el('p', { class: 'not-verified' }, `occurrences unavailable: ${failureText(error)}`));
