@@ -66,8 +66,9 @@ export async function runCliProcess(
 /** `start` on a store, resolved once it prints its socket (and, with --listen, its dashboard URL). */
 export async function startDaemonProcess(store: string, extra: string[] = [], cwd?: string): Promise<CliChild> {
   const daemon = spawnCli(['--store', store, '--command', 'true', 'start', ...extra], cwd);
-  await daemon.waitFor(/^serving on .*$/m);
-  if (extra.includes('--listen')) await daemon.waitFor(/^dashboard: .*$/m);
+  // A daemon process loads its code through tsx before it serves: on a loaded 2-core machine that alone took 20 s.
+  await daemon.waitFor(/^serving on .*$/m, 60_000);
+  if (extra.includes('--listen')) await daemon.waitFor(/^dashboard: .*$/m, 60_000);
   return daemon;
 }
 
