@@ -1,3 +1,4 @@
+import { OccurrenceState } from '../../machines/index.js';
 import { DEFINITION_KIND } from '../domain/definition-records.js';
 import {
   KINDS,
@@ -61,7 +62,13 @@ async function liveOf(reader: StoreReader, kind: LiveKind): Promise<{ entries: L
 }
 
 /** Occurrence states that may name a run: the others were never accepted. */
-const MAY_HAVE_RUN = new Set(['claimed', 'dispatching', 'running', 'recovering', 'recovery_required']);
+const MAY_HAVE_RUN = new Set<string>([
+  OccurrenceState.claimed,
+  OccurrenceState.dispatching,
+  OccurrenceState.running,
+  OccurrenceState.recovering,
+  OccurrenceState.recovery_required,
+]);
 
 /** The runs named, by id: their state and automation (one record read each). */
 async function runsById(reader: StoreReader, ids: Iterable<string>): Promise<Map<string, RunRecord>> {

@@ -1,3 +1,4 @@
+import { DefinitionState } from '../../../machines/states.js';
 import type { CommandResponse } from './api.js';
 import { failureText, type Dashboard } from './context.js';
 import { el, fill, stateBadge } from './dom.js';
@@ -60,7 +61,8 @@ export function editButton(automationId: string): HTMLButtonElement {
 }
 
 /** The state a revise writes: where a paused or active definition is; a draft or invalid one becomes paused. */
-const revisedState = (state: string): string => (state === 'active' ? 'active' : 'paused');
+const revisedState = (state: string): string =>
+  state === DefinitionState.active ? DefinitionState.active : DefinitionState.paused;
 
 function diffView(changes: FieldChange[]): HTMLElement {
   if (changes.length === 0) return el('p', { class: 'muted', 'data-testid': 'diff' }, 'no change yet');

@@ -1,3 +1,4 @@
+import { AttemptState, RunState } from '../../../machines/states.js';
 import { act, failureText, type Dashboard } from './context.js';
 import { readPage, type ConsoleRun, type Filter } from './console-api.js';
 import { el, fill, instant, stateBadge, table } from './dom.js';
@@ -18,7 +19,7 @@ const KINDS: Record<string, string> = {
 
 const PAGE = 20;
 /** Attempt states a retry may follow (the engine judges the rest; its refusal is shown). */
-const RETRYABLE = new Set(['failed', 'timed_out', 'cancelled']);
+const RETRYABLE = new Set<string>([AttemptState.failed, AttemptState.timed_out, AttemptState.cancelled]);
 
 /** attempt.retry.v1 for a run's latest attempt, when that attempt ended in a way a retry follows. */
 export function retryItem(run: ConsoleRun): BulkItem | NotApplicable {
@@ -72,7 +73,7 @@ function rowActions(dashboard: Dashboard, run: ConsoleRun): HTMLElement | null {
     'refusal' in retry || run.hold === undefined
       ? null
       : el('button', { 'data-testid': `failures-retry-${run.runId}`, onclick: () => send('retry', retry) }, 'retry'),
-    run.state === 'running' || run.hold !== undefined
+    run.state === RunState.running || run.hold !== undefined
       ? el(
           'button',
           { 'data-testid': `failures-cancel-${run.runId}`, onclick: () => send('cancel', cancelRunItem(run)) },

@@ -1,4 +1,4 @@
-import { DEFINITION_STATES, OCCURRENCE_STATES, RUN_STATES } from '../../../machines/states.js';
+import { DEFINITION_STATES, OCCURRENCE_STATES, OccurrenceState, RUN_STATES } from '../../../machines/states.js';
 import type { BulkItem } from './bulk.js';
 import { Charts } from './charts.js';
 import {
@@ -26,7 +26,13 @@ const STATES: Record<Scope, readonly string[]> = {
 
 type Row = { id: string; scope: Scope; data: Record<string, unknown> };
 
-const CANCELLABLE = new Set(['planned', 'eligible', 'claimed', 'dispatching', 'running']);
+const CANCELLABLE = new Set<string>([
+  OccurrenceState.planned,
+  OccurrenceState.eligible,
+  OccurrenceState.claimed,
+  OccurrenceState.dispatching,
+  OccurrenceState.running,
+]);
 
 const cancelOccurrence = (o: ConsoleOccurrence): BulkItem | NotApplicable =>
   CANCELLABLE.has(o.state)
