@@ -140,6 +140,11 @@ module.exports = {
       to: { path: '^src/domain/lifecycle-done\\.ts$' },
     },
     {
+      comment: 'The page and the CLI format wall times alike; that file imports nothing.',
+      from: { path: '^src/dashboard/' },
+      to: { path: '^src/domain/wall-time\\.ts$' },
+    },
+    {
       comment:
         'The page draws the contract machines from a module its build generates (src/dashboard/machines-plugin.ts): the spec and its Graphviz drawings, no code.',
       from: { path: '^src/dashboard/' },

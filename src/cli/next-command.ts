@@ -1,3 +1,4 @@
+import { ianaZone, wallParts } from '../domain/wall-time.js';
 import { DefinitionState } from '../../machines/index.js';
 import { envelope, report, withEngine, type CliEngine, type CliOptions } from './context.js';
 import { wholeNumber } from './occurrence-commands.js';
@@ -46,20 +47,8 @@ export async function previewSchedule(
 }
 
 /** The wall time of `iso` in the definition's zone, e.g. `2026-03-05 02:00 Europe/Berlin`. */
-function wallTime(iso: string, timezone: string): string {
-  const zone = timezone === 'utc' ? 'UTC' : timezone;
-  const parts = new Intl.DateTimeFormat('en-CA', {
-    timeZone: zone,
-    year: 'numeric',
-    month: '2-digit',
-    day: '2-digit',
-    hour: '2-digit',
-    minute: '2-digit',
-    hourCycle: 'h23',
-  }).formatToParts(new Date(iso));
-  const part = (type: string) => parts.find((p) => p.type === type)?.value ?? '';
-  return `${part('year')}-${part('month')}-${part('day')} ${part('hour')}:${part('minute')} ${zone}`;
-}
+const wallTime = (iso: string, timezone: string): string =>
+  `${wallParts(new Date(iso), timezone, false).time} ${ianaZone(timezone)}`;
 
 /** The human preview: a header naming the rule, then one line per slot (UTC and the zone's wall time). */
 export function previewLines(preview: SchedulePreview): string {

@@ -1,24 +1,10 @@
 import { el } from './dom.js';
-
-/** The IANA name for a contract timezone (`utc` is the contract's spelling of UTC). */
-export const ianaZone = (zone: string): string => (zone === 'utc' ? 'UTC' : zone);
+import { wallParts } from '../../domain/wall-time.js';
 
 /** `2026-03-02 09:00:05 CET` in `zone` (the viewer's own when none is named). */
 export function wallTime(iso: string, zone?: string): string {
-  const parts = new Intl.DateTimeFormat('en-CA', {
-    ...(zone === undefined ? {} : { timeZone: ianaZone(zone) }),
-    year: 'numeric',
-    month: '2-digit',
-    day: '2-digit',
-    hour: '2-digit',
-    minute: '2-digit',
-    second: '2-digit',
-    hourCycle: 'h23',
-    timeZoneName: 'short',
-  }).formatToParts(new Date(iso));
-  const part = (type: string) => parts.find((p) => p.type === type)?.value ?? '';
-  const time = `${part('year')}-${part('month')}-${part('day')} ${part('hour')}:${part('minute')}:${part('second')}`;
-  return `${time} ${part('timeZoneName')}`;
+  const { time, zoneName } = wallParts(new Date(iso), zone, true);
+  return `${time} ${zoneName}`;
 }
 
 /**

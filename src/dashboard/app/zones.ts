@@ -1,3 +1,5 @@
+import { ianaZone, wallParts } from '../../domain/wall-time.js';
+
 /** The viewer's IANA time zone, as the browser reports it. */
 export const viewerZone = (): string => Intl.DateTimeFormat().resolvedOptions().timeZone;
 
@@ -12,23 +14,10 @@ export function learnZone(automationId: string, timezone: string | null | undefi
 /** The zone an automation's schedule is in, once a read has named it. */
 export const zoneOf = (automationId: string): string | undefined => definitionZones.get(automationId);
 
-/** A zone as people write it: `utc` (the contract's spelling) as UTC, any other IANA name as it is. */
-const label = (zone: string): string => (zone.toLowerCase() === 'utc' ? 'UTC' : zone);
-
-/** `2026-03-02 09:00` in `zone` (24-hour clock, year first, so every reader parses it the same way). */
+/** `2026-03-02 09:00` in `zone`; undefined for a zone the browser does not know. */
 function wallClock(date: Date, zone: string): string | undefined {
   try {
-    const parts = new Intl.DateTimeFormat('en-CA', {
-      timeZone: zone,
-      year: 'numeric',
-      month: '2-digit',
-      day: '2-digit',
-      hour: '2-digit',
-      minute: '2-digit',
-      hourCycle: 'h23',
-    }).formatToParts(date);
-    const part = (type: string) => parts.find((p) => p.type === type)?.value ?? '';
-    return `${part('year')}-${part('month')}-${part('day')} ${part('hour')}:${part('minute')}`;
+    return wallParts(date, zone, false).time;
   } catch {
     return undefined;
   }
@@ -51,12 +40,12 @@ export function zonedInstant(value: unknown, definitionZone?: string): HTMLEleme
   const viewer = viewerZone();
   const yours = wallClock(date, viewer) ?? date.toISOString();
   const theirs = definitionZone === undefined ? undefined : wallClock(date, definitionZone);
-  let text = `${yours} ${label(viewer)}`;
-  if (theirs !== undefined && theirs === yours) text = `${theirs} ${label(definitionZone!)} (your zone too)`;
+  let text = `${yours} ${ianaZone(viewer)}`;
+  if (theirs !== undefined && theirs === yours) text = `${theirs} ${ianaZone(definitionZone!)} (your zone too)`;
   else if (theirs !== undefined) {
     // The viewer's time without its date when both fall on the same day.
     const short = theirs.slice(0, 10) === yours.slice(0, 10) ? yours.slice(11) : yours;
-    text = `${theirs} ${label(definitionZone!)} · ${short} ${label(viewer)} (yours)`;
+    text = `${theirs} ${ianaZone(definitionZone!)} · ${short} ${ianaZone(viewer)} (yours)`;
   }
   const node = document.createElement('time');
   node.setAttribute('datetime', value);
