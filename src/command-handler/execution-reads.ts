@@ -5,11 +5,11 @@ import { DefinitionState, OccurrenceState, RunState } from '../../machines/index
 import { ContractError } from '../contract/errors.js';
 import {
   KINDS,
-  OCCURRENCE_LIVE,
   occurrenceContext,
   renderAttempt,
   renderOccurrence,
   renderRun,
+  runContext,
   stateOf,
   type AttemptRecord,
   type OccurrenceRecord,
@@ -19,6 +19,11 @@ import type { EngineServices } from '../domain/services.js';
 import type { StoreReader } from '../store/store.js';
 import { DEFINITION_KIND, type DefinitionRecord } from '../domain/definition-records.js';
 import { attemptFailureView, runFailureFields } from './failure-view.js';
+import { liveOccurrencesOf, newestOccurrences, newestRunsIn, recentRuns } from './automation-history.js';
+import { timelinePage } from './timeline-page.js';
+
+/** Newest occurrences (by slot) and successful runs (by start) health reads: the latest of each is among them. */
+const NEWEST_READ = 20;
 
 function decodeCursor(cursor: string | undefined): { startedAt: string; runId: string } | undefined {
   if (cursor === undefined) return undefined;
@@ -35,36 +40,34 @@ function decodeCursor(cursor: string | undefined): { startedAt: string; runId: s
   throw new ContractError('VALIDATION_FAILED', 'cursor is not one this engine issued', { field: 'payload.cursor' });
 }
 
-/** Newest first: by start time, then by id, both descending. */
-const newestFirst = (a: RunRecord, b: RunRecord): number =>
-  a.data.attributes.startedAt === b.data.attributes.startedAt
-    ? a.id < b.id
-      ? 1
-      : -1
-    : a.data.attributes.startedAt < b.data.attributes.startedAt
-      ? 1
-      : -1;
-
-/** The automation's runs (of one occurrence when named), newest first, strictly after the cursor position. */
+/**
+ * One page of the automation's runs (of one occurrence when named), newest first, strictly after the cursor
+ * position: read from the store's timeline of the automation's runs, never the runs whole.
+ */
 async function runsAfterCursor(
   reader: StoreReader,
   payload: { automationId: string; occurrenceId?: string },
   after: { startedAt: string; runId: string } | undefined,
-): Promise<RunRecord[]> {
-  return ((await reader.list<RunRecord['data']>(KINDS.run)) as RunRecord[])
-    .filter((r) => r.data.attributes.automationId === payload.automationId)
-    .filter(
-      (r) =>
-        payload.occurrenceId === undefined ||
-        (r.data.snapshot.context as { occurrenceId: string }).occurrenceId === payload.occurrenceId,
-    )
-    .sort(newestFirst)
-    .filter(
-      (r) =>
-        after === undefined ||
-        r.data.attributes.startedAt < after.startedAt ||
-        (r.data.attributes.startedAt === after.startedAt && r.id < after.runId),
-    );
+  limit: number,
+): Promise<{ page: RunRecord[]; next?: { at: string; id: string } }> {
+  const records = new Map<string, RunRecord>();
+  const found = await timelinePage(
+    reader,
+    'run',
+    {
+      automationIds: [payload.automationId],
+      limit,
+      ...(after === undefined ? {} : { before: { at: after.startedAt, id: after.runId } }),
+    },
+    async (entry) => {
+      const run = (await reader.get<RunRecord['data']>(KINDS.run, entry.id)) as RunRecord | undefined;
+      if (run === undefined) return false;
+      records.set(entry.id, run);
+      return payload.occurrenceId === undefined || runContext(run).occurrenceId === payload.occurrenceId;
+    },
+  );
+  const page = found.entries.map((e) => records.get(e.id)!);
+  return found.next === undefined ? { page } : { page, next: found.next };
 }
 
 /** Each run rendered with the attempts the store still holds for it, and its failure and hold when it has them. */
@@ -96,11 +99,9 @@ export async function runHistory(
       automationId: payload.automationId,
     });
   const limit = payload.limit ?? 20;
-  const runs = await runsAfterCursor(reader, payload, decodeCursor(payload.cursor));
-  const page = runs.slice(0, limit);
+  const { page, next } = await runsAfterCursor(reader, payload, decodeCursor(payload.cursor), limit);
   const rendered = await renderRunsWithAttempts(reader, page);
-  const last = page.at(-1);
-  const hasMore = runs.length > limit;
+  const hasMore = next !== undefined;
   return {
     automationId: payload.automationId,
     ...(payload.occurrenceId === undefined ? {} : { occurrenceId: payload.occurrenceId }),
@@ -108,13 +109,9 @@ export async function runHistory(
     cursor: {
       hasMore,
       ...(payload.cursor === undefined ? {} : { current: payload.cursor }),
-      ...(hasMore && last !== undefined
-        ? {
-            next: Buffer.from(JSON.stringify({ startedAt: last.data.attributes.startedAt, runId: last.id })).toString(
-              'base64url',
-            ),
-          }
-        : {}),
+      ...(next === undefined
+        ? {}
+        : { next: Buffer.from(JSON.stringify({ startedAt: next.at, runId: next.id })).toString('base64url') }),
     },
   };
 }
@@ -183,15 +180,13 @@ export async function definitionHealth(
   const record = await readHealthDefinition(reader, payload.automationId);
   const state = stateOf(record);
   const definition = record.data.attributes.definition;
-  const occurrences = ((await reader.list<OccurrenceRecord['data']>(KINDS.occurrence)) as OccurrenceRecord[]).filter(
-    (o) => o.data.attributes.automationId === payload.automationId,
-  );
-  const runs = ((await reader.list<RunRecord['data']>(KINDS.run)) as RunRecord[]).filter(
-    (r) => r.data.attributes.automationId === payload.automationId,
-  );
+  // Each from an index: the newest occurrences and runs, the live occurrences, the runs back to the latest success.
+  const occurrences = await newestOccurrences(reader, payload.automationId, NEWEST_READ);
+  const runs = await recentRuns(reader, payload.automationId);
+  const succeeded = await newestRunsIn(reader, payload.automationId, [RunState.succeeded], NEWEST_READ);
   const quarantine = await readQuarantine(reader, payload.automationId);
   const quarantined = quarantine.state === QuarantineState.quarantined;
-  const live = occurrences.filter((o) => OCCURRENCE_LIVE.has(stateOf(o)));
+  const live = await liveOccurrencesOf(reader, payload.automationId);
   const leased = live.map((o) => occurrenceContext(o)).find((c) => c.fence.claimedBy !== null);
   const schedule = svc.schedule(definition.trigger.schedule.rrule, definition.trigger.schedule.timezone);
   const nextDueAt =
@@ -208,9 +203,7 @@ export async function definitionHealth(
       nextDueAt,
       lastPlannedAt: latestOf(occurrences.map((o) => o.data.attributes.createdAt)),
       lastStartedAt: latestOf(runs.map((r) => r.data.attributes.startedAt)),
-      lastSuccessAt: latestOf(
-        runs.filter((r) => stateOf(r) === RunState.succeeded).map((r) => r.data.attributes.finishedAt),
-      ),
+      lastSuccessAt: latestOf(succeeded.map((r) => r.data.attributes.finishedAt)),
       consecutiveFailures: consecutiveFailuresOf(runs),
       leaseOwner: leased?.fence.claimedBy ?? null,
       leaseExpiresAt: leased?.fence.leaseExpiresAt ?? null,

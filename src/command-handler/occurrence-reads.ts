@@ -15,6 +15,7 @@ import type { StoreReader } from '../store/store.js';
 import { missingEntity } from './operator-lookups.js';
 import { attemptFailureView, runFailureFields } from './failure-view.js';
 import { attemptReceipt } from './receipt-reads.js';
+import { timelinePage } from './timeline-page.js';
 
 /** The operator's views of occurrences: the scheduler's queues by stage, or every occurrence the store holds. */
 export const OCCURRENCE_VIEWS = ['due', 'eligible', 'claimed', 'running', 'recovery_required', 'all'] as const;
@@ -67,9 +68,8 @@ const newestFirst = (a: Position, b: Position): number =>
     ? b.occurrenceId.localeCompare(a.occurrenceId)
     : b.scheduledFor.localeCompare(a.scheduledFor);
 
-/** Every occurrence for `all`; otherwise only the live ones (the live index), since staged views never settle. */
-async function candidates(reader: StoreReader, view: OccurrenceView): Promise<OccurrenceRecord[]> {
-  if (view === 'all') return (await reader.list<OccurrenceRecord['data']>(KINDS.occurrence)) as OccurrenceRecord[];
+/** The live occurrences (the live index): a staged view shows only those, since its states never settle. */
+async function liveOccurrences(reader: StoreReader): Promise<OccurrenceRecord[]> {
   const found: OccurrenceRecord[] = [];
   for (const { id } of await reader.liveWork(KINDS.occurrence)) {
     const record = await reader.get<OccurrenceRecord['data']>(KINDS.occurrence, id);
@@ -112,26 +112,76 @@ export async function listOccurrences(
   const view = payload.view ?? 'all';
   const limit = payload.limit ?? MAX_PAGE;
   const after = decodeCursor(payload.cursor, view);
-  const matching = (await candidates(reader, view))
-    .filter((o) => !hidden.has(o.data.attributes.automationId))
-    .filter((o) => payload.automationId === undefined || o.data.attributes.automationId === payload.automationId)
-    .filter((o) => inView(o, view, now))
-    .sort((a, b) => newestFirst(positionOf(a), positionOf(b)))
-    .filter((o) => after === undefined || newestFirst(after, positionOf(o)) < 0);
-  const page = matching.slice(0, limit);
-  const hasMore = matching.length > limit;
-  const last = page.at(-1);
+  const shown =
+    view === 'all'
+      ? await everyOccurrence(reader, payload.automationId, limit, after, hidden)
+      : stagedView(await liveOccurrences(reader), view, payload.automationId, limit, after, hidden, now);
   return {
     view,
     ...(payload.automationId === undefined ? {} : { automationId: payload.automationId }),
     asOf: now.toISOString(),
-    occurrences: page.map(renderOccurrence),
+    occurrences: shown.page.map(renderOccurrence),
     cursor: {
-      hasMore,
+      hasMore: shown.next !== undefined,
       ...(payload.cursor === undefined ? {} : { current: payload.cursor }),
-      ...(hasMore && last !== undefined ? { next: encodeCursor(positionOf(last), view) } : {}),
+      ...(shown.next === undefined ? {} : { next: encodeCursor(shown.next, view) }),
     },
   };
+}
+
+interface Shown {
+  page: OccurrenceRecord[];
+  /** Where the next page starts, while one may follow. */
+  next?: Position;
+}
+
+/** `all`: a page of the store's timeline of occurrences, so a large store is never read whole. */
+async function everyOccurrence(
+  reader: StoreReader,
+  automationId: string | undefined,
+  limit: number,
+  after: Position | undefined,
+  hidden: ReadonlySet<string>,
+): Promise<Shown> {
+  const found = await timelinePage(
+    reader,
+    'occurrence',
+    {
+      ...(automationId === undefined ? {} : { automationIds: [automationId] }),
+      ...(after === undefined ? {} : { before: { at: after.scheduledFor, id: after.occurrenceId } }),
+      limit,
+    },
+    hidden.size === 0 ? undefined : (entry) => !hidden.has(entry.automationId),
+  );
+  const page: OccurrenceRecord[] = [];
+  for (const { id } of found.entries) {
+    const record = await reader.get<OccurrenceRecord['data']>(KINDS.occurrence, id);
+    if (record !== undefined) page.push(record as OccurrenceRecord);
+  }
+  return found.next === undefined
+    ? { page }
+    : { page, next: { scheduledFor: found.next.at, occurrenceId: found.next.id } };
+}
+
+/** A staged view: the live occurrences in its stage, sorted and paged here (live work is bounded). */
+function stagedView(
+  live: OccurrenceRecord[],
+  view: OccurrenceView,
+  automationId: string | undefined,
+  limit: number,
+  after: Position | undefined,
+  hidden: ReadonlySet<string>,
+  now: Date,
+): Shown {
+  const matching = live
+    .filter((o) => !hidden.has(o.data.attributes.automationId))
+    .filter((o) => automationId === undefined || o.data.attributes.automationId === automationId)
+    .filter((o) => inView(o, view, now))
+    .sort((a, b) => newestFirst(positionOf(a), positionOf(b)))
+    .filter((o) => after === undefined || newestFirst(after, positionOf(o)) < 0);
+  const page = matching.slice(0, limit);
+  const last = page.at(-1);
+  return matching.length > limit && last !== undefined ? { page, next: positionOf(last) } : { page };
 }
 
 /** The occurrence a read names, or NOT_FOUND (saying when retention compacted it). */

@@ -1,9 +1,10 @@
 import { DefinitionState } from '../../machines/index.js';
+import { liveOccurrencesOf, recentRuns } from '../command-handler/automation-history.js';
 import { QuarantineState } from '../../machines/extension-states.js';
 import { consecutiveFailuresOf, staleReasonOf } from '../command-handler/execution-reads.js';
 import { DEFINITION_KIND, type DefinitionRecord } from '../domain/definition-records.js';
 import { readQuarantine } from '../domain/quarantine.js';
-import { KINDS, OCCURRENCE_LIVE, stateOf, type OccurrenceRecord, type RunRecord } from '../domain/records.js';
+import { stateOf, type OccurrenceRecord, type RunRecord } from '../domain/records.js';
 import type { EngineServices } from '../domain/services.js';
 import type { StoreReader } from '../store/store.js';
 import { consoleRun, type DefinitionFacts } from './console-reads.js';
@@ -46,9 +47,9 @@ async function healthOf(
 }
 
 /**
- * The health and latest run of each automation of one page, from one pass over the runs and live occurrences
- * (where `definition.health.v1` and `run.history.v1` per row would each read them whole again): what the
- * definitions panel shows. Tombstoned definitions get neither, as their reads refuse them.
+ * The health and latest run of each automation of one page (at most 100): its newest runs and its live
+ * occurrences, each read from the store's indexes, never the kinds whole. What the definitions panel shows.
+ * Tombstoned definitions get neither, as their reads refuse them.
  */
 export async function pageHealth(
   svc: EngineServices,
@@ -58,14 +59,10 @@ export async function pageHealth(
   const facts = new Map(page.map((f) => [f.automationId, f]));
   const ids = new Set(page.filter((f) => f.lifecycleState !== DefinitionState.tombstoned).map((f) => f.automationId));
   const runs = new Map<string, RunRecord[]>();
-  for (const run of (await reader.list<RunRecord['data']>(KINDS.run)) as RunRecord[]) {
-    const id = run.data.attributes.automationId;
-    if (ids.has(id)) runs.set(id, [...(runs.get(id) ?? []), run]);
-  }
   const live = new Map<string, OccurrenceRecord[]>();
-  for (const o of (await reader.list<OccurrenceRecord['data']>(KINDS.occurrence)) as OccurrenceRecord[]) {
-    const id = o.data.attributes.automationId;
-    if (ids.has(id) && OCCURRENCE_LIVE.has(stateOf(o))) live.set(id, [...(live.get(id) ?? []), o]);
+  for (const id of ids) {
+    runs.set(id, await recentRuns(reader, id));
+    live.set(id, await liveOccurrencesOf(reader, id));
   }
   const rows = [];
   for (const f of page) {

@@ -93,12 +93,12 @@ export function parsePage(query: Record<string, unknown>): ConsolePage {
 }
 
 /** Where a page ends in its list's order: the row's sort key and id. */
-interface Position {
+export interface Position {
   key: string;
   id: string;
 }
 
-function decodeCursor(cursor: string, scope: string): Position {
+export function decodeCursor(cursor: string, scope: string): Position {
   try {
     const value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as Record<string, unknown>;
     if (value.t === scope && typeof value.k === 'string' && typeof value.i === 'string')
@@ -109,7 +109,7 @@ function decodeCursor(cursor: string, scope: string): Position {
   throw refuse('cursor', `cursor is not one this daemon issued for ${scope}`);
 }
 
-const encodeCursor = (p: Position, scope: string): string =>
+export const encodeCursor = (p: Position, scope: string): string =>
   Buffer.from(JSON.stringify({ t: scope, k: p.key, i: p.id })).toString('base64url');
 
 /**

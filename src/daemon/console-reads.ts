@@ -1,67 +1,27 @@
-import { RunState } from '../../machines/index.js';
+import { OCCURRENCE_STATES, RUN_STATES } from '../../machines/index.js';
 import { attemptFailureView, runHoldView } from '../command-handler/failure-view.js';
-import type { EntityRecord } from '../actors/entity-transition.js';
-import { DEFINITION_KIND, type DefinitionAttributes, type DefinitionRecord } from '../domain/definition-records.js';
+import { timelinePage } from '../command-handler/timeline-page.js';
 import {
   KINDS,
   renderOccurrence,
   renderRun,
-  runContext,
   stateOf,
   type AttemptRecord,
   type OccurrenceRecord,
   type RunRecord,
 } from '../domain/records.js';
-import type { StoreReader } from '../store/store.js';
-import { inRange, pageOf, type ConsoleFilter, type ConsolePage } from './console-query.js';
+import type { StoreReader, TimelineEntry, TimelineKind } from '../store/store.js';
+import { automationsOf, definitionFacts, type DefinitionFacts } from './console-facts.js';
+import { decodeCursor, encodeCursor, inRange, pageOf, type ConsoleFilter, type ConsolePage } from './console-query.js';
+import { HELD, heldCheck, heldCount, isHeld, timelineScope, type TimelineScope } from './console-timeline.js';
 
-/** The pseudo-state of a run held for an operator retry (the contract keeps such a run `running`). */
-export const HELD = 'held';
+export { HELD } from './console-timeline.js';
+export { automationsOf, definitionFacts, type DefinitionFacts } from './console-facts.js';
 
-/** What the console shows beside any row of an automation: its name, its schedule's zone and its tags. */
-export interface DefinitionFacts {
-  automationId: string;
-  name: string;
-  lifecycleState: string;
-  revision: number;
-  timezone: string;
-  tags: string[];
-}
-
-/** Every definition the caller may read, by id: one pass over the definitions (hundreds, not thousands). */
-export async function definitionFacts(
-  reader: StoreReader,
-  hidden: ReadonlySet<string>,
-): Promise<Map<string, DefinitionFacts>> {
-  const facts = new Map<string, DefinitionFacts>();
-  for (const record of await reader.list<EntityRecord<DefinitionAttributes>>(DEFINITION_KIND)) {
-    if (hidden.has(record.id)) continue;
-    const body = record.data.attributes.definition;
-    facts.set(record.id, {
-      automationId: record.id,
-      name: body.display.name,
-      lifecycleState: stateOf(record as DefinitionRecord),
-      revision: body.revision,
-      timezone: body.trigger.schedule.timezone,
-      tags: body.display.tags ?? [],
-    });
-  }
-  return facts;
-}
-
-/** The automations a filter keeps: those the caller may read, of the named automation and tag. */
-export function automationsOf(facts: Map<string, DefinitionFacts>, filter: ConsoleFilter): Set<string> {
-  const kept = new Set<string>();
-  for (const [id, f] of facts) {
-    if (filter.automationId !== undefined && id !== filter.automationId) continue;
-    if (filter.tag !== undefined && !f.tags.includes(filter.tag)) continue;
-    kept.add(id);
-  }
-  return kept;
-}
-
-const contains = (text: string | undefined, q: string): boolean =>
-  text !== undefined && text.toLowerCase().includes(q.toLowerCase());
+const STATES: Record<TimelineKind, ReadonlySet<string>> = {
+  occurrence: new Set(OCCURRENCE_STATES),
+  run: new Set([...RUN_STATES, HELD]),
+};
 
 /** The facts a row carries for the page (the zone its times are shown in, the tags it is filed under). */
 const factsOf = (facts: Map<string, DefinitionFacts>, automationId: string) => {
@@ -69,9 +29,89 @@ const factsOf = (facts: Map<string, DefinitionFacts>, automationId: string) => {
   return { timezone: f?.timezone ?? null, tags: f?.tags ?? [] };
 };
 
+/** One page of a search: the records shown, how many matched in all, and the cursor of the next page. */
+interface Found<R> {
+  rows: R[];
+  matched: number;
+  cursor: { hasMore: boolean; next?: string };
+}
+
+/** The records a timeline page names, in its order (one read each: a page is at most 100). */
+async function recordsOf<R>(reader: StoreReader, kind: TimelineKind, entries: TimelineEntry[]): Promise<R[]> {
+  const rows: R[] = [];
+  for (const { id } of entries) {
+    const record = await reader.get(kind, id);
+    if (record !== undefined) rows.push(record as R);
+  }
+  return rows;
+}
+
+/** The records an exact id names that the rest of the filter keeps, as one page. */
+async function exactPage<R extends OccurrenceRecord | RunRecord>(
+  reader: StoreReader,
+  kind: TimelineKind,
+  ids: string[],
+  filter: ConsoleFilter,
+  automations: Set<string>,
+  at: (record: R) => string,
+): Promise<Found<R>> {
+  const rows: R[] = [];
+  for (const record of await recordsOf<R>(
+    reader,
+    kind,
+    ids.map((id) => ({ id, at: '', state: '', automationId: '' })),
+  )) {
+    const state = stateOf(record);
+    const wanted =
+      filter.states.length === 0 ||
+      filter.states.includes(state) ||
+      (filter.states.includes(HELD) && (await isHeld(reader, record.id)));
+    if (automations.has(record.data.attributes.automationId) && wanted && inRange(at(record), filter))
+      rows.push(record);
+  }
+  const shown = pageOf(rows, (r) => ({ key: at(r), id: r.id }), { limit: 100 }, kind, 'newest');
+  return { rows: shown.rows, matched: rows.length, cursor: { hasMore: false } };
+}
+
 /**
- * The occurrences a filter matches, newest slot first, one page. `q` matches part of an occurrence, automation or
- * active run id, a state's name, or exactly a run id (any of the occurrence's runs).
+ * One page of a kind's timeline as the console asks for it: newest first, `matched` from the store's counts
+ * (held runs judged one by one: they are live work, few).
+ */
+async function searchTimeline<R extends OccurrenceRecord | RunRecord>(
+  reader: StoreReader,
+  kind: TimelineKind,
+  filter: ConsoleFilter,
+  page: ConsolePage,
+  hidden: ReadonlySet<string>,
+  facts: Map<string, DefinitionFacts>,
+  at: (record: R) => string,
+): Promise<Found<R>> {
+  const scope: TimelineScope = await timelineScope(reader, kind, facts, filter, hidden.size > 0, STATES[kind]);
+  if ('ids' in scope) return exactPage(reader, kind, scope.ids, filter, automationsOf(facts, filter), at);
+  const after = page.cursor === undefined ? undefined : decodeCursor(page.cursor, kind);
+  const found = await timelinePage(
+    reader,
+    kind,
+    { ...scope.filter, limit: page.limit, ...(after === undefined ? {} : { before: { at: after.key, id: after.id } }) },
+    heldCheck(reader, scope, filter.states),
+  );
+  const counts = await reader.timelineCounts(kind, scope.filter);
+  let matched = Object.values(counts).reduce((sum, n) => sum + n, 0);
+  if (heldCheck(reader, scope, filter.states) !== undefined)
+    matched += (await heldCount(reader, scope.filter)) - (counts.running ?? 0);
+  return {
+    rows: await recordsOf<R>(reader, kind, found.entries),
+    matched,
+    cursor: {
+      hasMore: found.next !== undefined,
+      ...(found.next === undefined ? {} : { next: encodeCursor({ key: found.next.at, id: found.next.id }, kind) }),
+    },
+  };
+}
+
+/**
+ * The occurrences a filter matches, newest slot first, one page read from the store's timeline of occurrences.
+ * `q` is a state's name, an occurrence's id (or a run's: its occurrence), or part of an automation's id or name.
  */
 export async function searchOccurrences(
   reader: StoreReader,
@@ -80,41 +120,22 @@ export async function searchOccurrences(
   hidden: ReadonlySet<string>,
 ): Promise<Record<string, unknown>> {
   const facts = await definitionFacts(reader, hidden);
-  const automations = automationsOf(facts, filter);
-  const run = filter.q === undefined ? undefined : await reader.get<RunRecord['data']>(KINDS.run, filter.q);
-  const runOccurrence = run === undefined ? undefined : runContext(run as RunRecord).occurrenceId;
-  const matches = ((await reader.list<OccurrenceRecord['data']>(KINDS.occurrence)) as OccurrenceRecord[]).filter(
-    (o) => {
-      const a = o.data.attributes;
-      if (!automations.has(a.automationId)) return false;
-      const state = stateOf(o);
-      if (filter.states.length > 0 && !filter.states.includes(state)) return false;
-      if (!inRange(a.scheduledFor, filter)) return false;
-      const q = filter.q;
-      return (
-        q === undefined ||
-        o.id === runOccurrence ||
-        state === q ||
-        contains(o.id, q) ||
-        contains(a.automationId, q) ||
-        contains(a.activeRunRef, q)
-      );
-    },
-  );
-  const shown = pageOf(
-    matches,
-    (o) => ({ key: o.data.attributes.scheduledFor, id: o.id }),
+  const found = await searchTimeline<OccurrenceRecord>(
+    reader,
+    'occurrence',
+    filter,
     page,
-    'occurrences',
-    'newest',
+    hidden,
+    facts,
+    (o) => o.data.attributes.scheduledFor,
   );
   return {
-    occurrences: shown.rows.map((o) => ({
+    occurrences: found.rows.map((o) => ({
       ...renderOccurrence(o),
       ...factsOf(facts, o.data.attributes.automationId),
     })),
-    matched: shown.matched,
-    cursor: shown.cursor,
+    matched: found.matched,
+    cursor: found.cursor,
   };
 }
 
@@ -146,14 +167,10 @@ export async function consoleRun(
   };
 }
 
-/** Whether a run is held for an operator retry now (only a running run can be). */
-async function isHeld(reader: StoreReader, run: RunRecord): Promise<boolean> {
-  return stateOf(run) === RunState.running && (await runHoldView(reader, run)) !== undefined;
-}
-
 /**
- * The runs a filter matches, newest start first, one page; the state `held` matches runs held for an operator
- * retry. `q` matches part of a run, occurrence or automation id, or a state's name.
+ * The runs a filter matches, newest start first, one page read from the store's timeline of runs; the state
+ * `held` matches runs held for an operator retry. `q` is a state's name, a run's id (or an occurrence's: its
+ * runs), or part of an automation's id or name.
  */
 export async function searchRuns(
   reader: StoreReader,
@@ -162,31 +179,22 @@ export async function searchRuns(
   hidden: ReadonlySet<string>,
 ): Promise<Record<string, unknown>> {
   const facts = await definitionFacts(reader, hidden);
-  const automations = automationsOf(facts, filter);
-  const matches: RunRecord[] = [];
-  for (const run of (await reader.list<RunRecord['data']>(KINDS.run)) as RunRecord[]) {
-    const a = run.data.attributes;
-    if (!automations.has(a.automationId) || !inRange(a.startedAt, filter)) continue;
-    const state = stateOf(run);
-    const q = filter.q;
-    const named =
-      q === undefined ||
-      state === q ||
-      contains(run.id, q) ||
-      contains(runContext(run).occurrenceId, q) ||
-      contains(a.automationId, q);
-    if (!named) continue;
-    const wanted =
-      filter.states.length === 0 ||
-      filter.states.includes(state) ||
-      (filter.states.includes(HELD) && (await isHeld(reader, run)));
-    if (wanted) matches.push(run);
-  }
-  const shown = pageOf(matches, (r) => ({ key: r.data.attributes.startedAt, id: r.id }), page, 'runs', 'newest');
+  const found = await searchTimeline<RunRecord>(
+    reader,
+    'run',
+    filter,
+    page,
+    hidden,
+    facts,
+    (r) => r.data.attributes.startedAt,
+  );
   const runs = [];
-  for (const run of shown.rows) runs.push(await consoleRun(reader, run, facts));
-  return { runs, matched: shown.matched, cursor: shown.cursor };
+  for (const run of found.rows) runs.push(await consoleRun(reader, run, facts));
+  return { runs, matched: found.matched, cursor: found.cursor };
 }
+
+const contains = (text: string | undefined, q: string): boolean =>
+  text !== undefined && text.toLowerCase().includes(q.toLowerCase());
 
 /** The definitions a filter matches, by id, one page; `q` matches part of the id or the name. */
 export async function searchDefinitions(

@@ -1,10 +1,9 @@
 import { DEFINITION_STATES, OCCURRENCE_STATES, RUN_STATES, RunState } from '../../machines/index.js';
 import { ContractError } from '../contract/errors.js';
-import { KINDS, stateOf, type OccurrenceRecord, type RunRecord } from '../domain/records.js';
-import type { StoreReader } from '../store/store.js';
-import { inRange, type ConsoleFilter } from './console-query.js';
-import { automationsOf, definitionFacts, HELD } from './console-reads.js';
-import { runHoldView } from '../command-handler/failure-view.js';
+import type { StoreReader, TimelineFilter } from '../store/store.js';
+import type { ConsoleFilter } from './console-query.js';
+import { automationsOf, definitionFacts } from './console-facts.js';
+import { HELD, heldCount } from './console-timeline.js';
 
 /** At most this many buckets in a runs-over-time answer, whatever range is asked for. */
 export const MAX_BUCKETS = 200;
@@ -32,24 +31,30 @@ export async function consoleCounts(
 ): Promise<{ occurrences: Record<string, number>; runs: Record<string, number>; definitions: Record<string, number> }> {
   const facts = await definitionFacts(reader, hidden);
   const automations = automationsOf(facts, filter);
-  const occurrences = zeroes(OCCURRENCE_STATES);
-  for (const o of (await reader.list<OccurrenceRecord['data']>(KINDS.occurrence)) as OccurrenceRecord[]) {
-    if (!automations.has(o.data.attributes.automationId) || !inRange(o.data.attributes.scheduledFor, filter)) continue;
-    occurrences[stateOf(o)] = (occurrences[stateOf(o)] ?? 0) + 1;
-  }
-  const runs = zeroes([...RUN_STATES, HELD]);
-  for (const run of (await reader.list<RunRecord['data']>(KINDS.run)) as RunRecord[]) {
-    if (!automations.has(run.data.attributes.automationId) || !inRange(run.data.attributes.startedAt, filter)) continue;
-    const state = stateOf(run);
-    runs[state] = (runs[state] ?? 0) + 1;
-    if (state === RunState.running && (await runHoldView(reader, run)) !== undefined) runs[HELD]! += 1;
-  }
+  const scope = timelineFilter(automations, filter, hidden);
+  const occurrences = { ...zeroes(OCCURRENCE_STATES), ...(await reader.timelineCounts('occurrence', scope)) };
+  const runs: Record<string, number> = {
+    ...zeroes(RUN_STATES),
+    ...(await reader.timelineCounts('run', scope)),
+    [HELD]: 0,
+  };
+  if ((runs[RunState.running] ?? 0) > 0) runs[HELD] = await heldCount(reader, scope);
   const definitions = zeroes(DEFINITION_STATES);
   for (const id of automations) {
     const state = facts.get(id)!.lifecycleState;
     definitions[state] = (definitions[state] ?? 0) + 1;
   }
   return { occurrences, runs, definitions };
+}
+
+/** The store's filter for a console filter without states: the automations it keeps, when any narrowing applies. */
+function timelineFilter(automations: Set<string>, filter: ConsoleFilter, hidden: ReadonlySet<string>): TimelineFilter {
+  const narrowed = hidden.size > 0 || filter.automationId !== undefined || filter.tag !== undefined;
+  return {
+    ...(narrowed ? { automationIds: [...automations] } : {}),
+    ...(filter.from === undefined ? {} : { from: filter.from }),
+    ...(filter.to === undefined ? {} : { to: filter.to }),
+  };
 }
 
 /** `buckets` of a runs-over-time query: 1–200, default 24. */
@@ -83,15 +88,18 @@ export async function runsOverTime(
     start: new Date(from + i * width).toISOString(),
     ...zeroes(RUN_STATES),
   })) as Array<Record<string, number | string>>;
-  const automations = automationsOf(await definitionFacts(reader, hidden), filter);
-  for (const run of (await reader.list<RunRecord['data']>(KINDS.run)) as RunRecord[]) {
-    if (!automations.has(run.data.attributes.automationId)) continue;
-    const at = Date.parse(run.data.attributes.startedAt);
-    if (at < from || at >= to) continue;
-    const row = rows[Math.floor((at - from) / width)];
-    if (row === undefined) continue;
-    const state = stateOf(run);
-    row[state] = Number(row[state] ?? 0) + 1;
+  // One count per bucket, each a range of the store's timeline of runs: the runs are never read.
+  const scope = timelineFilter(automationsOf(await definitionFacts(reader, hidden), filter), filter, hidden);
+  for (const [i, row] of rows.entries()) {
+    const start = from + i * width;
+    const end = Math.min(to, start + width);
+    if (start >= end) continue;
+    const counts = await reader.timelineCounts('run', {
+      ...scope,
+      from: new Date(start).toISOString(),
+      to: new Date(end).toISOString(),
+    });
+    for (const [state, n] of Object.entries(counts)) row[state] = Number(row[state] ?? 0) + n;
   }
   return {
     from: new Date(from).toISOString(),

@@ -3,8 +3,8 @@ import { OccurrenceState, RunState } from '../../machines/index.js';
 import { OCCURRENCE_STATES, RUN_STATES } from '../../machines/index.js';
 import type { Clock } from '../clock/clock.js';
 import type { Engine, TickReport } from '../engine/engine.js';
-import { KINDS, stateOf, type OccurrenceRecord, type RunRecord } from '../domain/records.js';
-import { forEachPage, type Store } from '../store/store.js';
+import { KINDS, stateOf, type RunRecord } from '../domain/records.js';
+import type { Store } from '../store/store.js';
 import { heldRuns } from './doctor-view.js';
 import { attemptOutcomes, heldRunGauges, setHeldRuns } from './failure-metrics.js';
 import { PassFacts, passDurationMs, type PassFactsSnapshot } from './pass-facts.js';
@@ -16,7 +16,6 @@ const PASS_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5
 const LATENCY_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 900];
 /** A durable commit is an fsync or two: sub-millisecond on tmpfs, tens of milliseconds on a slow disk. */
 const COMMIT_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
-const PAGE = 500;
 const WAITING = new Set<string>([OccurrenceState.planned, OccurrenceState.eligible]);
 const ACTIVE_RUN = new Set<string>([RunState.accepted, RunState.running]);
 
@@ -126,40 +125,34 @@ function storeGauges(registers: Registry[], collect: () => Promise<void>) {
 
 type StoreGauges = ReturnType<typeof storeGauges>;
 
+/**
+ * The store gauges from its indexes: counts by state from the timelines, the queue from the live work, holds from
+ * the run-hold records. A scrape never reads the occurrences or runs whole.
+ */
 async function readStoreGauges(store: Store, clock: Clock, gauges: StoreGauges): Promise<void> {
   const now = clock.now().getTime();
-  const occurrences = new Map<string, number>(OCCURRENCE_STATES.map((s) => [s, 0]));
-  const runs = new Map<string, number>(RUN_STATES.map((s) => [s, 0]));
   let depth = 0;
   let oldestDue = Infinity;
   const holds: { since: string | null }[] = [];
-  await store.read(async (reader) => {
-    const held = await heldRuns(reader);
-    await forEachPage<OccurrenceRecord['data']>(reader, KINDS.occurrence, PAGE, (page) => {
-      for (const o of page as OccurrenceRecord[]) {
-        const state = stateOf(o);
-        occurrences.set(state, (occurrences.get(state) ?? 0) + 1);
-        const due = Date.parse(o.data.attributes.scheduledFor);
-        if (WAITING.has(state) && due <= now) {
-          depth += 1;
-          oldestDue = Math.min(oldestDue, due);
-        }
+  const { occurrences, runs } = await store.read(async (reader) => {
+    for (const work of await reader.liveWork('occurrence')) {
+      const due = Date.parse(work.scheduledFor ?? '');
+      if (WAITING.has(work.state) && due <= now) {
+        depth += 1;
+        oldestDue = Math.min(oldestDue, due);
       }
-    });
-    await forEachPage<RunRecord['data']>(reader, KINDS.run, PAGE, (page) => {
-      for (const r of page as RunRecord[]) {
-        const state = stateOf(r);
-        runs.set(state, (runs.get(state) ?? 0) + 1);
-        const hold = held.get(r.id);
-        if (hold !== undefined && state === RunState.running) holds.push(hold);
-      }
-    });
+    }
+    for (const [runId, hold] of await heldRuns(reader)) {
+      const run = await reader.get<RunRecord['data']>(KINDS.run, runId);
+      if (run !== undefined && stateOf(run as RunRecord) === RunState.running) holds.push(hold);
+    }
+    return { occurrences: await reader.timelineCounts('occurrence', {}), runs: await reader.timelineCounts('run', {}) };
   });
   gauges.queueDepth.set(depth);
   gauges.oldestEligible.set(depth === 0 ? 0 : Math.max(0, now - oldestDue) / 1000);
-  gauges.activeRuns.set([...ACTIVE_RUN].reduce((sum, s) => sum + (runs.get(s) ?? 0), 0));
-  for (const [state, n] of occurrences) gauges.occurrences.set({ state }, n);
-  for (const [state, n] of runs) gauges.runs.set({ state }, n);
+  gauges.activeRuns.set([...ACTIVE_RUN].reduce((sum, s) => sum + (runs[s] ?? 0), 0));
+  for (const state of OCCURRENCE_STATES) gauges.occurrences.set({ state }, occurrences[state] ?? 0);
+  for (const state of RUN_STATES) gauges.runs.set({ state }, runs[state] ?? 0);
   setHeldRuns(gauges, holds, now);
 }
 

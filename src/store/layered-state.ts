@@ -1,4 +1,5 @@
-import type { LiveWork, LogEntry, StoredRecord } from './store.js';
+import type { LiveWork, LogEntry, StoredRecord, TimelineEntry, TimelineFilter, TimelineOptions } from './store.js';
+import { TimelineIndex } from './timeline.js';
 import { LiveWorkIndex } from './live-work.js';
 import {
   ColdEntry,
@@ -32,6 +33,11 @@ export interface StateLayer {
   sortedIds(kind: string): readonly string[];
   /** The live work of a kind (of one automation), in id order: see {@link LiveWorkIndex}. */
   heldLiveWork(kind: string, automationId?: string): LiveWork[];
+  /** A page of a kind's timeline: see {@link TimelineIndex}. */
+  heldTimeline(kind: string, options: TimelineOptions): TimelineEntry[];
+  heldTimelineCounts(kind: string, filter: TimelineFilter): Record<string, number>;
+  /** A record's timeline entry as this layer holds it (undefined: none). */
+  timelineEntry(kind: string, id: string): TimelineEntry | undefined;
   streamHead(stream: string): number;
   /** The stream's retained entries as held, oldest first (retention may have trimmed a prefix; some may be cold). */
   heldStreamEntries(stream: string): readonly HeldEntry[];
@@ -89,6 +95,7 @@ export interface SnapshotSource<F extends ColdFile = ColdFile> {
 export class CommittedState<F extends ColdFile = ColdFile> implements StateLayer, SnapshotSource<F> {
   private readonly records = new Map<string, Map<string, HeldRecord<F>>>();
   private readonly live = new LiveWorkIndex();
+  private readonly timeline = new TimelineIndex();
   /** Sorted ids per kind, rebuilt on the next range read after an id came or went (updates keep them). */
   private readonly sorted = new Map<string, string[]>();
   private readonly streams = new Map<string, HeldEntry<F>[]>();
@@ -177,15 +184,42 @@ export class CommittedState<F extends ColdFile = ColdFile> implements StateLayer
     records.set(record.id, record instanceof ColdRecord ? record : deepFreeze(record));
     // A cold record is sealed history: never live work.
     this.live.update(record.kind, record.id, record instanceof ColdRecord ? undefined : record);
+    // A record folded into the file keeps its data: its entry stands. One first met cold is read once.
+    if (record instanceof ColdRecord && !this.timeline.has(record.kind, record.id)) {
+      if (this.timeline.isBuilt(record.kind)) this.timeline.update(record.kind, record.id, warmRecord(record));
+    } else if (!(record instanceof ColdRecord)) this.timeline.update(record.kind, record.id, record);
   }
 
   /** Removes one record (a delete, or retention's expiry). */
   removeRecord(kind: string, id: string): void {
     if (this.records.get(kind)?.delete(id) === true) this.sorted.delete(kind);
     this.live.update(kind, id, undefined);
+    this.timeline.update(kind, id, undefined);
   }
   heldLiveWork(kind: string, automationId?: string): LiveWork[] {
     return this.live.list(kind, automationId);
+  }
+  heldTimeline(kind: string, options: TimelineOptions): TimelineEntry[] {
+    return this.builtTimeline(kind).page(kind, options);
+  }
+  heldTimelineCounts(kind: string, filter: TimelineFilter): Record<string, number> {
+    return this.builtTimeline(kind).counts(kind, filter);
+  }
+  timelineEntry(kind: string, id: string): TimelineEntry | undefined {
+    return this.builtTimeline(kind).entry(kind, id);
+  }
+  /** The timeline index with `kind` in it: built on the first read, reading sealed records on disk once. */
+  private builtTimeline(kind: string): TimelineIndex {
+    if (!this.timeline.isBuilt(kind)) {
+      const held = this.records.get(kind)?.values() ?? [];
+      this.timeline.build(
+        kind,
+        (function* () {
+          for (const record of held) yield record instanceof ColdRecord ? warmRecord(record) : record;
+        })(),
+      );
+    }
+    return this.timeline;
   }
 
   /** Loads one log entry as read from durable storage; entries must arrive in position order. */

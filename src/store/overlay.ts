@@ -1,6 +1,7 @@
 import { warmEntries, type HeldEntry } from './cold-lines.js';
 import { deepFreeze } from './deep-freeze.js';
 import { byId, liveWorkOfRecord } from './live-work.js';
+import { overlaidCounts, overlaidPage, timelineEntryOf } from './timeline.js';
 import { CommittedState, type CommittedChanges, type RecordMeta, type StateLayer } from './layered-state.js';
 import {
   LogRetireError,
@@ -18,6 +19,10 @@ import {
   type RecordVersion,
   type StoredRecord,
   type StoreTransaction,
+  type TimelineEntry,
+  type TimelineFilter,
+  type TimelineKind,
+  type TimelineOptions,
 } from './store.js';
 
 /** Entries of one stream after `after` (a sequence); the retained entries may start past sequence 0. */
@@ -93,6 +98,22 @@ export class Overlay implements StateLayer, StoreTransaction {
     }
     return [...works.values()].sort(byId);
   }
+  heldTimeline(kind: string, options: TimelineOptions): TimelineEntry[] {
+    const own = this.writes.get(kind);
+    if (own === undefined) return this.parent.heldTimeline(kind, options);
+    return overlaidPage((o) => this.parent.heldTimeline(kind, o), own, options);
+  }
+  heldTimelineCounts(kind: string, filter: TimelineFilter): Record<string, number> {
+    const below = this.parent.heldTimelineCounts(kind, filter);
+    const own = this.writes.get(kind);
+    if (own === undefined) return below;
+    return overlaidCounts(below, (id) => this.parent.timelineEntry(kind, id), own, filter);
+  }
+  timelineEntry(kind: string, id: string): TimelineEntry | undefined {
+    const own = this.writes.get(kind)?.get(id);
+    if (own === undefined) return this.parent.timelineEntry(kind, id);
+    return own === null ? undefined : timelineEntryOf(own);
+  }
   streamHead(stream: string): number {
     const own = this.appendedByStream.get(stream)?.at(-1);
     if (own !== undefined) return own.sequence + 1;
@@ -163,6 +184,12 @@ export class Overlay implements StateLayer, StoreTransaction {
   }
   async liveWork(kind: LiveKind, options: LiveWorkOptions = {}): Promise<LiveWork[]> {
     return this.heldLiveWork(kind, options.automationId);
+  }
+  async timeline(kind: TimelineKind, options: TimelineOptions): Promise<TimelineEntry[]> {
+    return this.heldTimeline(kind, options);
+  }
+  async timelineCounts(kind: TimelineKind, filter: TimelineFilter): Promise<Record<string, number>> {
+    return this.heldTimelineCounts(kind, filter);
   }
   async head(stream: string): Promise<number> {
     return this.streamHead(stream);

@@ -73,6 +73,37 @@ export interface LiveWorkOptions {
   automationId?: string;
 }
 
+/** The kinds every store keeps in time order for the operator's reads: see {@link StoreReader.timeline}. */
+export type TimelineKind = 'occurrence' | 'run';
+
+/** One occurrence (at its slot) or run (at its start) as a timeline lists it, without its record. */
+export interface TimelineEntry {
+  readonly id: string;
+  /** An occurrence's slot or a run's start: an ISO instant. */
+  readonly at: string;
+  readonly state: string;
+  readonly automationId: string;
+}
+
+/** Which entries of a timeline a read keeps; an empty list keeps none. */
+export interface TimelineFilter {
+  /** Only entries of these automations. */
+  automationIds?: readonly string[];
+  /** Only entries in these machine states. */
+  states?: readonly string[];
+  /** Only entries at or after this ISO instant. */
+  from?: string;
+  /** Only entries before this ISO instant. */
+  to?: string;
+}
+
+/** One page of a timeline, newest first. */
+export interface TimelineOptions extends TimelineFilter {
+  /** Only entries older than this one (an earlier instant, or the same instant and a lower id): the next page. */
+  before?: { at: string; id: string };
+  limit: number;
+}
+
 /** Consistent reads: inside a transaction they see its own writes; outside, the last durable commit. */
 export interface StoreReader {
   get<T>(kind: string, id: string): Promise<StoredRecord<T> | undefined>;
@@ -94,6 +125,14 @@ export interface StoreReader {
    * reads every live record to find the few it must act on.
    */
   liveWork(kind: LiveKind, options?: LiveWorkOptions): Promise<LiveWork[]>;
+  /**
+   * Occurrences by slot or runs by start, newest first (same instant: id descending), one page of those the
+   * filter keeps: answered from an index every store keeps (expression indexes on SQL, a sorted array in
+   * memory), so a page costs about its size and never a read of the whole kind.
+   */
+  timeline(kind: TimelineKind, options: TimelineOptions): Promise<TimelineEntry[]>;
+  /** How many entries of a timeline the filter keeps, by state (states with none are left out). */
+  timelineCounts(kind: TimelineKind, filter: TimelineFilter): Promise<Record<string, number>>;
   /** The sequence the next append to `stream` will get (0 for an empty stream). */
   head(stream: string): Promise<number>;
   readLog<T>(stream: string, options?: ReadLogOptions): Promise<Array<LogEntry<T>>>;

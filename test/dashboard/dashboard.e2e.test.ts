@@ -93,6 +93,7 @@ describe.skipIf(browserMissing !== undefined)('the dashboard in a real browser (
     await definition.filter({ hasText: 'active' }).waitFor(WAIT);
     expect(await definition.getByTestId('revision').textContent()).toBe('3');
     expect(await definition.getByTestId('next-run').getAttribute('data-testid')).toBe('next-run');
+    await page.getByTestId('doctor-run').click();
     await page.getByTestId('doctor-unavailable').waitFor(WAIT);
 
     await page.getByTestId('run-now-daily-notes').click();
@@ -159,6 +160,7 @@ describe.skipIf(browserMissing !== undefined)('the dashboard in a real browser (
     const doctorPage = await browser.context.newPage();
     try {
       await doctorPage.goto(`${doctorWorld.url}/?token=${doctorWorld.daemon.token}`);
+      await doctorPage.getByTestId('doctor-run').click();
       await doctorPage.locator('[data-testid="doctor-ok"][data-ok="false"]').waitFor(WAIT);
       const finding = doctorPage.getByTestId('finding-occurrences.recovery-required');
       await finding.filter({ hasText: 'error occurrences.recovery-required' }).waitFor(WAIT);

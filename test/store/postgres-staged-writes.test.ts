@@ -1,6 +1,6 @@
 import { afterEach, beforeAll, expect, test, vi } from 'vitest';
 import { PostgresStore } from '../../src/store/postgres/index.js';
-import { Connection } from '../../src/store/postgres/postgres-transaction.js';
+import { Connection } from '../../src/store/postgres/connection.js';
 import { StoreConflictError, type Store } from '../../src/store/store.js';
 import { describePostgres, freshDatabase } from '../support/postgres.js';
 

@@ -10,6 +10,7 @@ import {
 } from '../../src/store/store.js';
 import { describeLiveWorkConformance } from './live-work-conformance.js';
 import { describeStagedWritesConformance } from './staged-writes-conformance.js';
+import { describeTimelineConformance } from './timeline-conformance.js';
 
 export interface StoreHarness {
   /** A fresh, empty store. */
@@ -36,6 +37,7 @@ export function describeStoreConformance(name: string, harness: StoreHarness): v
   const given = () => new Given(harness.gappedPositions === true);
   describeLiveWorkConformance(name, harness);
   describeStagedWritesConformance(name, harness);
+  describeTimelineConformance(name, harness);
   describe(`${name} store conformance`, () => {
     test('a committed transaction is visible to later reads', async () => {
       await using(await harness.create(), async (store) => {

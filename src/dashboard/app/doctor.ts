@@ -27,8 +27,24 @@ function findingItem(f: Finding): HTMLLIElement {
   );
 }
 
+/**
+ * The doctor's panel: a button that asks for its findings. The doctor judges every record the store holds, so
+ * the page asks only when the operator does, never on a refresh (a loaded store would be read whole each time).
+ */
+export function showDoctor(dashboard: Dashboard, target: HTMLElement): void {
+  const check = el('button', { 'data-testid': 'doctor-run', onclick: () => void run() }, 'run the doctor');
+  const report = el('div', { 'data-testid': 'doctor-report' });
+  const run = async () => {
+    check.setAttribute('disabled', '');
+    fill(report, el('p', { class: 'muted' }, 'reading the whole store…'));
+    await renderDoctor(dashboard, report);
+    check.removeAttribute('disabled');
+  };
+  fill(target, el('p', { class: 'muted' }, 'Reads every record once: ', check), report);
+}
+
 /** The doctor's findings (`GET /api/v1/doctor`), or "doctor unavailable" when the daemon does not serve one. */
-export async function renderDoctor(dashboard: Dashboard, target: HTMLElement): Promise<void> {
+async function renderDoctor(dashboard: Dashboard, target: HTMLElement): Promise<void> {
   try {
     const report = await dashboard.api.get<DoctorReport>('/api/v1/doctor');
     if (report === undefined)

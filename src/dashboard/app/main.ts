@@ -5,7 +5,7 @@ import { DaemonApi } from './api.js';
 import type { Dashboard } from './context.js';
 import { renderDefinitions } from './definitions.js';
 import { DefinitionEditor } from './definition-editor.js';
-import { renderDoctor } from './doctor.js';
+import { showDoctor } from './doctor.js';
 import { byId } from './dom.js';
 import { LiveFeed } from './feed.js';
 import { MachineView } from './machine-view.js';
@@ -129,13 +129,13 @@ async function start(): Promise<void> {
       renderDefinitions(dashboard, byId('definitions'), definitionPages),
       renderOccurrences(dashboard, byId('occurrences'), view, occurrencePages),
       detail.render(selected),
-      renderDoctor(dashboard, byId('doctor')),
       machines.refresh(),
       chart.refresh(),
       editor.refresh(),
     ]);
   });
   renderViews(byId('views'), view, chooseView);
+  showDoctor(dashboard, byId('doctor'));
   refresh();
   const onTokenRefused = (): void => {
     canAct = false;

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
 import type { PostgresDriver } from './driver.js';
-import type { Connection } from './postgres-transaction.js';
+import type { Connection } from './connection.js';
 
 /** How often the fallback poll reads the feed's position while the notification connection is down. */
 export const DEFAULT_POLL_MS = 1000;

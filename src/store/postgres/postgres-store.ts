@@ -3,7 +3,8 @@ import { CommitQueue, type QueuedTransaction } from '../commit-queue.js';
 import { loadPostgresDriver, type PostgresDriver } from './driver.js';
 import { asStoreError, isConnectionFailure, redactUrl, StoreUnavailableError } from './postgres-errors.js';
 import { prepareSchema, quoteSchema } from './postgres-schema.js';
-import { Connection, PostgresReader, PostgresTransaction } from './postgres-transaction.js';
+import { Connection } from './connection.js';
+import { PostgresReader, PostgresTransaction } from './postgres-transaction.js';
 import { readFeedClock, type FeedClock } from './feed-clock.js';
 import { CommitNotifier, DEFAULT_POLL_MS } from './commit-notifier.js';
 import {

@@ -1,10 +1,11 @@
-import type pg from 'pg';
 import { deepFreeze } from '../deep-freeze.js';
-import { firstPositionOf, horizonSql, positionAt, SLOTS_PER_TRANSACTION, type FeedClock } from './feed-clock.js';
+import { firstPositionOf, horizonSql, positionAt, SLOTS_PER_TRANSACTION } from './feed-clock.js';
+import type { Connection } from './connection.js';
 import { liveWorkRow } from '../live-work.js';
 import { CLAIM_DUE_SQL, LIVE_WORK_OF_AUTOMATION_SQL, LIVE_WORK_SQL } from './live-work-queries.js';
 import { TransactionRecords, type StagedWrite } from './transaction-records.js';
 import { sendStagedAppends, sendStagedWrites } from './send-staged.js';
+import { readTimeline, readTimelineCounts } from './timeline-queries.js';
 import {
   LogRetireError,
   LogTrimError,
@@ -22,39 +23,13 @@ import {
   type StoredRecord,
   type StoreReader,
   type StoreTransaction,
+  type TimelineFilter,
+  type TimelineKind,
+  type TimelineOptions,
 } from '../store.js';
 
 type RecordRow = { kind: string; id: string; version: number; terminal: boolean; data: unknown };
 type LogRow = { stream: string; sequence: number; position: number; data: unknown };
-
-const statementNames = new Map<string, string>();
-/** Named statements: node-postgres prepares each once per connection and then only binds and executes it. */
-function named(text: string): string {
-  let name = statementNames.get(text);
-  if (name === undefined) statementNames.set(text, (name = `coven_${statementNames.size}`));
-  return name;
-}
-
-/** One connection's statements against one store schema. */
-export class Connection {
-  constructor(
-    readonly client: pg.ClientBase,
-    /** The quoted schema name. */
-    readonly schema: string,
-    /** Where the store's feed positions start. */
-    readonly feed: FeedClock,
-    /** How messages name the store (its connection string without the password). */
-    readonly location: string,
-  ) {}
-
-  async rows<R extends pg.QueryResultRow>(text: string, values: unknown[]): Promise<R[]> {
-    return (await this.run<R>(text, values)).rows;
-  }
-  async run<R extends pg.QueryResultRow>(text: string, values: unknown[]): Promise<pg.QueryResult<R>> {
-    const sql = text.replaceAll('{s}', this.schema);
-    return this.client.query<R>({ name: named(sql), text: sql, values });
-  }
-}
 
 function range(columns: string, kind: string, options: ListOptions): [string, unknown[]] {
   const values: unknown[] = [kind];
@@ -102,6 +77,12 @@ export class PostgresReader implements StoreReader {
       options.automationId === undefined ? [kind] : [kind, options.automationId],
     );
     return rows.map((row) => liveWorkRow(row.id, (field) => row[field]));
+  }
+  timeline(kind: TimelineKind, options: TimelineOptions) {
+    return readTimeline(this.db, kind, options);
+  }
+  timelineCounts(kind: TimelineKind, filter: TimelineFilter) {
+    return readTimelineCounts(this.db, kind, filter);
   }
   async head(stream: string): Promise<number> {
     const [row] = await this.db.rows<{ s: number | null }>('SELECT MAX(sequence) AS s FROM {s}.log WHERE stream = $1', [
@@ -203,6 +184,12 @@ export class PostgresTransaction extends PostgresReader implements StoreTransact
     }
   }
 
+  /** A read of many rows: the staged writes go first, so it sees them. */
+  private async flushed<R>(read: () => Promise<R>): Promise<R> {
+    await this.flush();
+    return this.guarded(read);
+  }
+
   override async get<T>(kind: string, id: string): Promise<StoredRecord<T> | undefined> {
     const known = this.records.lookup<T>(kind, id);
     if (known !== undefined) return known ?? undefined;
@@ -216,16 +203,19 @@ export class PostgresTransaction extends PostgresReader implements StoreTransact
     return this.guarded(() => super.version(kind, id));
   }
   override async list<T>(kind: string, options?: ListOptions) {
-    await this.flush();
-    return this.guarded(() => super.list<T>(kind, options));
+    return this.flushed(() => super.list<T>(kind, options));
   }
   override async versions(kind: string, options?: ListOptions) {
-    await this.flush();
-    return this.guarded(() => super.versions(kind, options));
+    return this.flushed(() => super.versions(kind, options));
   }
   override async liveWork(kind: LiveKind, options?: LiveWorkOptions) {
-    await this.flush();
-    return this.guarded(() => super.liveWork(kind, options));
+    return this.flushed(() => super.liveWork(kind, options));
+  }
+  override async timeline(kind: TimelineKind, options: TimelineOptions) {
+    return this.flushed(() => super.timeline(kind, options));
+  }
+  override async timelineCounts(kind: TimelineKind, filter: TimelineFilter) {
+    return this.flushed(() => super.timelineCounts(kind, filter));
   }
   /** One statement: see {@link CLAIM_DUE_SQL}. */
   async lockDueOccurrences(now: string, limit: number, skip: readonly string[]): Promise<string[]> {
@@ -234,12 +224,10 @@ export class PostgresTransaction extends PostgresReader implements StoreTransact
     return rows.map((row) => row.id);
   }
   override async readLog<T>(stream: string, options?: ReadLogOptions) {
-    await this.flush();
-    return this.guarded(() => super.readLog<T>(stream, options));
+    return this.flushed(() => super.readLog<T>(stream, options));
   }
   override async readFeed<T>(options?: ReadLogOptions) {
-    await this.flush();
-    return this.guarded(() => super.readFeed<T>(options));
+    return this.flushed(() => super.readFeed<T>(options));
   }
   override async head(stream: string): Promise<number> {
     const known = this.heads.get(stream);

@@ -24,10 +24,11 @@ import { readCommitCount, type CommitCount } from './sqlite-watermark.js';
 /**
  * 2 adds a CRC-32 column (`crc`) to `records` and `log`, checked on every read of a row. A store of
  * version 1 gets it on its first open by this build, computed from the rows as they are then. 3 indexes live
- * work (records not terminal) and removes the index records that earlier engines rewrote for it.
+ * work (records not terminal) and removes the index records that earlier engines rewrote for it. 4 indexes
+ * occurrences by slot and runs by start (the operator's timelines); its migration is the CREATE INDEX alone.
  */
-export const SCHEMA_VERSION = 3;
-const MIGRATES_FROM = new Set(['1', '2']);
+export const SCHEMA_VERSION = 4;
+const MIGRATES_FROM = new Set(['1', '2', '3']);
 /** The first 16 bytes of every SQLite database file. */
 const SQLITE_MAGIC = Buffer.from('SQLite format 3\0', 'latin1');
 /** Files beside the database: SQLite's, and the commit watermark (`sqlite-watermark.ts`). */

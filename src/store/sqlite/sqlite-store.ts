@@ -19,6 +19,7 @@ import {
   SCHEMA_VERSION,
 } from './sqlite-open.js';
 import { asStoreError } from './sqlite-rows.js';
+import { TIMELINE_INDEXES } from './timeline-queries.js';
 import {
   checkCommitWatermark,
   checkpointWhole,
@@ -114,6 +115,8 @@ CREATE UNIQUE INDEX IF NOT EXISTS one_session_per_attempt
 ${[...VERSIONS_INDEXED].map(([kind, index]) => versionsIndex(kind, index)).join('\n')}
 -- What every pass asks: the live occurrences and attempts, and an automation's (schema version 3).
 ${LIVE_WORK_INDEXES}
+-- What the operator pages through: occurrences by slot and runs by start, newest first (schema version 4).
+${TIMELINE_INDEXES}
 `;
 
 /** The writer's settings; WAL mode is the file's own (set when it was created) and kept by this. */

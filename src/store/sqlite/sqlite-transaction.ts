@@ -3,6 +3,7 @@ import type { WriterCache } from './sqlite-writer-cache.js';
 import { deepFreeze } from '../deep-freeze.js';
 import { StagedWrites, type StagedWrite } from '../staged-writes.js';
 import { LIVE_WORK_PATHS, liveWorkColumns, liveWorkRow, sqliteField } from '../live-work.js';
+import { timelineCountsQuery, timelineQuery } from './timeline-queries.js';
 import {
   checkedEntry,
   checkedPage,
@@ -31,6 +32,10 @@ import {
   type StoredRecord,
   type StoreReader,
   type StoreTransaction,
+  type TimelineEntry,
+  type TimelineFilter,
+  type TimelineKind,
+  type TimelineOptions,
 } from '../store.js';
 
 /**
@@ -137,6 +142,15 @@ export class SqliteReader implements StoreReader {
     ) as Array<Record<string, unknown> & { id: string }>;
     return rows.map((row) => liveWorkRow(row.id, (field) => row[field]));
   }
+  async timeline(kind: TimelineKind, options: TimelineOptions): Promise<TimelineEntry[]> {
+    const [sql, values] = timelineQuery(kind, options);
+    return this.sql.get(sql).all(...values) as TimelineEntry[];
+  }
+  async timelineCounts(kind: TimelineKind, filter: TimelineFilter): Promise<Record<string, number>> {
+    const [sql, values] = timelineCountsQuery(kind, filter);
+    const rows = this.sql.get(sql).all(...values) as Array<{ state: string; n: number }>;
+    return Object.fromEntries(rows.map((row) => [row.state, row.n]));
+  }
   async head(stream: string): Promise<number> {
     const row = this.sql.get('SELECT MAX(sequence) AS s FROM log WHERE stream = ?').get(stream) as { s: number | null };
     return row.s === null ? 0 : row.s + 1;
@@ -206,6 +220,16 @@ export class SqliteTransaction extends SqliteReader implements StoreTransaction 
   override async liveWork(kind: LiveKind, options?: LiveWorkOptions): Promise<LiveWork[]> {
     this.flush();
     return super.liveWork(kind, options);
+  }
+
+  override async timeline(kind: TimelineKind, options: TimelineOptions): Promise<TimelineEntry[]> {
+    this.flush();
+    return super.timeline(kind, options);
+  }
+
+  override async timelineCounts(kind: TimelineKind, filter: TimelineFilter): Promise<Record<string, number>> {
+    this.flush();
+    return super.timelineCounts(kind, filter);
   }
 
   override async head(stream: string): Promise<number> {

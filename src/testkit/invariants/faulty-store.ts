@@ -80,6 +80,8 @@ export class FaultyStore implements Store {
       head: (s) => r.head(s),
       readLog: (s, o) => r.readLog(s, o),
       readFeed: (o) => r.readFeed(o),
+      timeline: (k, o) => r.timeline(k, o),
+      timelineCounts: (k, f) => r.timelineCounts(k, f),
       liveWork: async (k, o = {}) => {
         const works = await r.liveWork(k, o);
         return this.fault.presentLiveWork?.(works, o) ?? works;

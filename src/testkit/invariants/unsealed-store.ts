@@ -18,6 +18,8 @@ export class UnsealedStore implements Store {
         readLog: (s, o) => tx.readLog(s, o),
         readFeed: (o) => tx.readFeed(o),
         liveWork: (k, o) => tx.liveWork(k, o),
+        timeline: (k, o) => tx.timeline(k, o),
+        timelineCounts: (k, f) => tx.timelineCounts(k, f),
         append: (s, d, e) => tx.append(s, d, e),
         delete: (k, i, v) => tx.delete(k, i, v),
         expire: (k, i, v) => tx.expire(k, i, v),

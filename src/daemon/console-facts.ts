@@ -1,0 +1,47 @@
+import { DEFINITION_KIND, type DefinitionAttributes, type DefinitionRecord } from '../domain/definition-records.js';
+import type { EntityRecord } from '../actors/entity-transition.js';
+import { stateOf } from '../domain/records.js';
+import type { StoreReader } from '../store/store.js';
+import type { ConsoleFilter } from './console-query.js';
+
+/** What the console shows beside any row of an automation: its name, its schedule's zone and its tags. */
+export interface DefinitionFacts {
+  automationId: string;
+  name: string;
+  lifecycleState: string;
+  revision: number;
+  timezone: string;
+  tags: string[];
+}
+
+/** Every definition the caller may read, by id: one pass over the definitions (hundreds, not thousands). */
+export async function definitionFacts(
+  reader: StoreReader,
+  hidden: ReadonlySet<string>,
+): Promise<Map<string, DefinitionFacts>> {
+  const facts = new Map<string, DefinitionFacts>();
+  for (const record of await reader.list<EntityRecord<DefinitionAttributes>>(DEFINITION_KIND)) {
+    if (hidden.has(record.id)) continue;
+    const body = record.data.attributes.definition;
+    facts.set(record.id, {
+      automationId: record.id,
+      name: body.display.name,
+      lifecycleState: stateOf(record as DefinitionRecord),
+      revision: body.revision,
+      timezone: body.trigger.schedule.timezone,
+      tags: body.display.tags ?? [],
+    });
+  }
+  return facts;
+}
+
+/** The automations a filter keeps: those the caller may read, of the named automation and tag. */
+export function automationsOf(facts: Map<string, DefinitionFacts>, filter: ConsoleFilter): Set<string> {
+  const kept = new Set<string>();
+  for (const [id, f] of facts) {
+    if (filter.automationId !== undefined && id !== filter.automationId) continue;
+    if (filter.tag !== undefined && !f.tags.includes(filter.tag)) continue;
+    kept.add(id);
+  }
+  return kept;
+}
