@@ -228,9 +228,9 @@ test('a foreign SQLite database and a store of a newer schema are refused untouc
   const newer = fresh('newer.sqlite');
   await realStore(newer);
   const db = new Database(newer);
-  db.prepare("UPDATE meta SET value = '4' WHERE key = 'schemaVersion'").run();
+  db.prepare("UPDATE meta SET value = ? WHERE key = 'schemaVersion'").run(String(SCHEMA_VERSION + 1));
   db.close();
-  await refusedUntouched(newer, StoreCorruptError, /schema version 4 is not supported/);
+  await refusedUntouched(newer, StoreCorruptError, new RegExp(`schema version ${SCHEMA_VERSION + 1} is not supported`));
 });
 
 test("a store SQLite's integrity check finds broken is refused at open, untouched", async () => {
