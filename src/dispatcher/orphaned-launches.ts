@@ -5,6 +5,7 @@ import { KINDS, attemptContext, sessionKeyOf, type AttemptRecord } from '../doma
 import { moveOutbox, readAttemptLaunch, readOutbox } from '../domain/outbox.js';
 import { OutboxState } from '../../machines/extension-states.js';
 import type { StepContext } from '../domain/lifecycle.js';
+import { WorkPartition } from '../domain/work-partition.js';
 import type { EngineServices } from '../domain/services.js';
 import { canReadEvidence } from '../domain/evidence-access.js';
 import { describeLocation } from '../runtime/evidence-location.js';
@@ -128,7 +129,14 @@ export interface OrphanResolution {
 export async function resolveOrphanedLaunches(svc: EngineServices, errors: Error[]): Promise<OrphanResolution> {
   const outcomes: LaunchOutcome[] = [];
   const undecided = new Set<string>();
-  const live = await svc.store.read((r) => r.liveWork('attempt'));
+  // Only a dispatching attempt can hold a launch in flight: the index says which, without reading the others.
+  // Each engine looks at its own launches and its share of those whose sender is gone (see WorkPartition).
+  const live = await svc.store.read(async (r) => {
+    const partition = await WorkPartition.read(svc, r);
+    return (await r.liveWork('attempt')).filter(
+      (w) => w.state === AttemptState.dispatching && partition.mine(w.id, w.launchedBy),
+    );
+  });
   await forEachConcurrently(live, svc.passConcurrency, async ({ id }) => {
     try {
       const orphan = await findOrphan(svc, id);

@@ -53,15 +53,23 @@ function processAlive(pid: number): boolean {
 }
 
 /**
- * Renews this engine's owner lease when a third of it has passed and live work exists (or always, with
- * `force`): one small commit per renewal, never one per pass, and none while the store is idle. A claim's
+ * Renews this engine's owner lease when a third of it has passed and live work exists (always on a store engines
+ * share, and with `force`): one small commit per renewal, never one per pass, and none while a single-engine
+ * store is idle. A claim's
  * recorded term does not move (the contract has no renewal event); what keeps a live engine's claims from
  * lapsing is this lease, which every other engine checks first.
  */
 export async function renewOwnerLease(svc: EngineServices, force = false): Promise<void> {
   const now = svc.clock.now().getTime();
   if (!force && now < svc.ownerLeaseRenewedAt + svc.leaseMs / RENEWALS_PER_LEASE) return;
-  if (!force && (await svc.store.read((r) => r.liveWork('occurrence'))).length === 0) return;
+  // On a store engines share the lease also says who shares the work (WorkPartition), so it is kept while idle:
+  // a burst's first pass must already know the live engines. Elsewhere an idle store gets no commits.
+  if (
+    !force &&
+    svc.store.sharedByEngines !== true &&
+    (await svc.store.read((r) => r.liveWork('occurrence'))).length === 0
+  )
+    return;
   await svc.store.transact(async (tx) => {
     const current = await tx.get<OwnerLease>(OWNER_LEASE_KIND, svc.instanceId);
     // A newer generation of this instance id holds the lease: renewing would take it back from a live restart.
@@ -86,10 +94,14 @@ export async function ownerAlive(
 ): Promise<boolean> {
   if (ownerId === svc.instanceId) return true;
   const lease = await reader.get<OwnerLease>(OWNER_LEASE_KIND, ownerId);
-  if (lease === undefined) return false;
-  if (Date.parse(lease.data.expiresAt) <= svc.clock.now().getTime()) return false;
-  if (lease.data.host !== svc.host) return true;
-  return lease.data.pid === process.pid ? liveHere.has(ownerId) : processAlive(lease.data.pid);
+  return lease !== undefined && leaseHolds(svc, ownerId, lease.data);
+}
+
+/** Whether an owner lease read already still holds: see {@link ownerAlive}. */
+export function leaseHolds(svc: EngineServices, ownerId: string, lease: OwnerLease): boolean {
+  if (Date.parse(lease.expiresAt) <= svc.clock.now().getTime()) return false;
+  if (lease.host !== svc.host) return true;
+  return lease.pid === process.pid ? liveHere.has(ownerId) : processAlive(lease.pid);
 }
 
 /**

@@ -13,6 +13,7 @@ import { forEachConcurrently } from '../domain/concurrency.js';
 import { DEFAULT_LEASE_SECONDS, EngineServices } from '../domain/services.js';
 import { nextWakeAt, OBSERVE_INTERVAL_MS } from './next-wake.js';
 import { registerLiveInstance, renewOwnerLease, RENEWALS_PER_LEASE } from '../domain/owner-lease.js';
+import { WorkPartition } from '../domain/work-partition.js';
 import type { PassRun, TickReport } from './pass-phases.js';
 import { confineCwd } from '../command-handler/cwd-requirements.js';
 import { InspectionFeed } from '../domain/inspection-feed.js';
@@ -220,18 +221,25 @@ export class Engine {
     for (const { id } of await this.services.store.read((r) => r.list(PENDING_LAUNCH)))
       await attempt(`launch ${id}`, () => this.release(id));
     // Only claimed and dispatching occurrences can be dispatched: the index says which, without reading the rest.
-    const live = (await this.services.store.read((r) => r.liveWork('occurrence'))).filter(
-      (w) => w.state === OccurrenceState.claimed || w.state === OccurrenceState.dispatching,
+    // Each engine dispatches what it claimed (and its share of what no live engine holds): see WorkPartition.
+    const { live, partition } = await this.services.store.read(async (r) => ({
+      live: await r.liveWork('occurrence'),
+      partition: await WorkPartition.read(this.services, r),
+    }));
+    const dispatchable = live.filter(
+      (w) =>
+        (w.state === OccurrenceState.claimed || w.state === OccurrenceState.dispatching) &&
+        partition.mine(w.automationId ?? w.id, w.claimedBy),
     );
-    await forEachConcurrently(live, this.services.passConcurrency, async ({ id }) => {
-      const dispatchable = await this.services.store.read(async (r) => {
+    await forEachConcurrently(dispatchable, this.services.passConcurrency, async ({ id }) => {
+      const due = await this.services.store.read(async (r) => {
         const occurrence = await r.get<OccurrenceRecord['data']>(KINDS.occurrence, id);
         if (occurrence === undefined) return false;
         const state = stateOf(occurrence as OccurrenceRecord);
         if (state !== OccurrenceState.claimed && state !== OccurrenceState.dispatching) return false;
         return !(await isRunHeld(r, occurrence as OccurrenceRecord));
       });
-      if (dispatchable) await attempt(`occurrence ${id}`, () => this.dispatch(id));
+      if (due) await attempt(`occurrence ${id}`, () => this.dispatch(id));
     });
     return outcomes;
   }

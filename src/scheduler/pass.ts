@@ -2,6 +2,7 @@ import { DefinitionState, OccurrenceState } from '../../machines/index.js';
 import type { LiveWork, StoreReader } from '../store/store.js';
 import { KINDS } from '../domain/records.js';
 import type { EngineServices } from '../domain/services.js';
+import { WorkPartition } from '../domain/work-partition.js';
 import { forEachConcurrently } from '../domain/concurrency.js';
 import { loadOccurrence } from '../domain/entities.js';
 import { advanceOccurrence, claimWhenEligible, type SessionStop } from './occurrences.js';
@@ -107,11 +108,14 @@ export async function advanceAll(
   const stops: SessionStop[] = [];
   if (svc.store.sharedByEngines === true) await claimDueInBatches(svc);
   const now = svc.clock.now().getTime();
-  const { live, facts } = await svc.store.read(async (r) => ({
+  const { live, facts, partition } = await svc.store.read(async (r) => ({
     live: await r.liveWork(KINDS.occurrence),
     facts: await passFacts(svc, r),
+    partition: await WorkPartition.read(svc, r),
   }));
-  const due = live.filter((work) => needsAttention(work, now, facts));
+  const due = live.filter(
+    (work) => partition.mine(work.automationId ?? work.id, work.claimedBy) && needsAttention(work, now, facts),
+  );
   await forEachConcurrently(due, svc.passConcurrency, async ({ id }) => {
     const mine: SessionStop[] = [];
     try {

@@ -4,6 +4,7 @@ import { appendEvent } from '../changefeed/event-envelope.js';
 import { createExecutionEntity, type StepContext } from '../domain/lifecycle.js';
 import { KINDS, type OccurrenceAttributes } from '../domain/records.js';
 import { isQuarantined, type EngineServices } from '../domain/services.js';
+import { WorkPartition } from '../domain/work-partition.js';
 import type { PlannableDefinition, PlanningTerms } from '../domain/definition-directory.js';
 import {
   PLANNING_LOOKBACK_DAYS,
@@ -166,8 +167,10 @@ export async function planDueSlots(svc: EngineServices, errors: Error[] = []): P
   const planned: string[] = [];
   await svc.store.read(async (r) => {
     const cursors = new Map((await svc.planCursors.current(r)).map((c) => [c.id, c.lastSlot]));
+    // Engines sharing the store each plan their share of the automations, not all of them (see WorkPartition).
+    const partition = await WorkPartition.read(svc, r);
     const due = (await svc.definitions.current(r)).filter(
-      (d) => d.state === DefinitionState.active && mayBeDue(svc, d, cursors.get(d.id), now),
+      (d) => d.state === DefinitionState.active && partition.mine(d.id) && mayBeDue(svc, d, cursors.get(d.id), now),
     );
     await forEachConcurrently(due, svc.planConcurrency, async (seen) => {
       try {

@@ -15,6 +15,8 @@ export const LIVE_WORK_PATHS = {
   leaseExpiresAt: ['snapshot', 'context', 'fence', 'leaseExpiresAt'],
   deadlineAt: ['snapshot', 'context', 'deadlineAt'],
   automationRevision: ['attributes', 'automationRevision'],
+  claimedBy: ['snapshot', 'context', 'fence', 'claimedBy'],
+  launchedBy: ['attributes', 'workerCorrelation', 'workerId'],
 } as const satisfies Record<Exclude<keyof LiveWork, 'id'>, readonly string[]>;
 
 export type LiveWorkField = keyof typeof LIVE_WORK_PATHS;
@@ -52,6 +54,8 @@ export function liveWorkRow(id: string, field: (name: LiveWorkField) => unknown)
     leaseExpiresAt: text('leaseExpiresAt'),
     deadlineAt: text('deadlineAt'),
     automationRevision: revision === null || Number.isNaN(revision) ? null : revision,
+    claimedBy: text('claimedBy'),
+    launchedBy: text('launchedBy'),
   };
 }
 

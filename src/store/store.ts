@@ -66,6 +66,10 @@ export interface LiveWork {
   readonly deadlineAt: string | null;
   /** The definition revision an occurrence was planned for. */
   readonly automationRevision: number | null;
+  /** The engine instance whose claim fences an occurrence (null: unclaimed). */
+  readonly claimedBy: string | null;
+  /** The engine instance that launched an attempt's session (null: not launched). */
+  readonly launchedBy: string | null;
 }
 
 export interface LiveWorkOptions {

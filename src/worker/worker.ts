@@ -8,6 +8,7 @@ import { openEvidenceStream } from './evidence-stream.js';
 import { settleOnExit } from './exit-settlement.js';
 import { interruptOrphanedDeliveries, settleDelivering } from './delivery.js';
 import { ownerAlive } from '../domain/owner-lease.js';
+import { WorkPartition } from '../domain/work-partition.js';
 import { loadAttempt } from '../domain/entities.js';
 import { canReadEvidence } from '../domain/evidence-access.js';
 
@@ -29,7 +30,11 @@ export class Worker {
     } catch (error) {
       errors.push(new Error(`worker: pending deliveries: ${(error as Error).message}`, { cause: error }));
     }
-    const live = await this.svc.store.read((r) => r.liveWork('attempt'));
+    // Each engine observes the sessions it launched, and its share of those whose launcher is gone.
+    const live = await this.svc.store.read(async (r) => {
+      const partition = await WorkPartition.read(this.svc, r);
+      return (await r.liveWork('attempt')).filter((w) => partition.mine(w.id, w.launchedBy));
+    });
     let settled = 0;
     await forEachConcurrently(live, this.svc.passConcurrency, async ({ id }) => {
       try {

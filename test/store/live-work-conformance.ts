@@ -56,6 +56,8 @@ export function describeLiveWorkConformance(name: string, harness: StoreHarness)
           leaseExpiresAt: null,
           deadlineAt: null,
           automationRevision: 2,
+          claimedBy: null,
+          launchedBy: null,
         };
         const check = async (s: Store) =>
           s.read(async (r) => {
