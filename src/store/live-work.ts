@@ -21,7 +21,8 @@ export const LIVE_WORK_PATHS = {
 
 export type LiveWorkField = keyof typeof LIVE_WORK_PATHS;
 
-function at(data: unknown, path: readonly string[]): unknown {
+/** The value at a JSON path of a record's data (null where the path ends early). */
+export function valueAt(data: unknown, path: readonly string[]): unknown {
   let value = data;
   for (const key of path) {
     if (typeof value !== 'object' || value === null) return null;
@@ -33,7 +34,7 @@ function at(data: unknown, path: readonly string[]): unknown {
 /** A record's live-work summary, or undefined when it is not live work (terminal, or of another kind). */
 export function liveWorkOfRecord(record: StoredRecord): LiveWork | undefined {
   if (record.terminal || !LIVE_KINDS.has(record.kind)) return undefined;
-  return liveWorkRow(record.id, (field) => at(record.data, LIVE_WORK_PATHS[field]));
+  return liveWorkRow(record.id, (field) => valueAt(record.data, LIVE_WORK_PATHS[field]));
 }
 
 /** A summary from a row of the SQL stores' live-work query (any non-string field is null). */

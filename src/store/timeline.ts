@@ -1,3 +1,4 @@
+import { valueAt } from './live-work.js';
 import type { StoredRecord, TimelineEntry, TimelineFilter, TimelineKind, TimelineOptions } from './store.js';
 
 /**
@@ -14,22 +15,13 @@ export const STATE_PATH = ['snapshot', 'value'] as const;
 
 export const TIMELINE_KINDS: ReadonlySet<string> = new Set<TimelineKind>(['occurrence', 'run']);
 
-function at(data: unknown, path: readonly string[]): unknown {
-  let value = data;
-  for (const key of path) {
-    if (typeof value !== 'object' || value === null) return undefined;
-    value = (value as Record<string, unknown>)[key];
-  }
-  return value;
-}
-
 /** A record's timeline entry, or undefined for a record of another kind or without the fields. */
 export function timelineEntryOf(record: StoredRecord): TimelineEntry | undefined {
   if (!TIMELINE_KINDS.has(record.kind)) return undefined;
   const paths = TIMELINE_PATHS[record.kind as TimelineKind];
-  const instant = at(record.data, paths.at);
-  const automationId = at(record.data, paths.automationId);
-  const state = at(record.data, STATE_PATH);
+  const instant = valueAt(record.data, paths.at);
+  const automationId = valueAt(record.data, paths.automationId);
+  const state = valueAt(record.data, STATE_PATH);
   if (typeof instant !== 'string' || typeof automationId !== 'string' || typeof state !== 'string') return undefined;
   return { id: record.id, at: instant, state, automationId };
 }
