@@ -148,18 +148,11 @@ export function nextUnplannedSlot(
 }
 
 /**
- * False only when the definition's next slot is provably still ahead, so a pass skips it without opening a
- * transaction (most definitions, most passes). Anything else goes to {@link planLatestSlot}, which decides.
+ * How long a due slot is left to the engine whose share it is before any engine plans it. Long enough for a burst's
+ * owners to reach their own slots in their first pass, short next to a lease (15 s), which is how long an engine on
+ * another host takes to be known dead.
  */
-function mayBeDue(
-  svc: EngineServices,
-  definition: PlannableDefinition,
-  lastSlot: string | undefined,
-  now: number,
-): boolean {
-  const next = nextUnplannedSlot(svc, definition, lastSlot);
-  return next === null || next <= now;
-}
+export const PLAN_STEAL_AFTER_MS = 2_000;
 
 /** Plans every active definition with a due slot, one transaction each. Returns the ids of the occurrences planned. */
 export async function planDueSlots(svc: EngineServices, errors: Error[] = []): Promise<string[]> {
@@ -167,11 +160,15 @@ export async function planDueSlots(svc: EngineServices, errors: Error[] = []): P
   const planned: string[] = [];
   await svc.store.read(async (r) => {
     const cursors = new Map((await svc.planCursors.current(r)).map((c) => [c.id, c.lastSlot]));
-    // Engines sharing the store each plan their share of the automations, not all of them (see WorkPartition).
+    // Engines sharing the store each plan their share of the automations (see WorkPartition), and any slot left
+    // unplanned past PLAN_STEAL_AFTER_MS: its engine died or is slow, or the engines disagree on who is live.
     const partition = await WorkPartition.read(svc, r);
-    const due = (await svc.definitions.current(r)).filter(
-      (d) => d.state === DefinitionState.active && partition.mine(d.id) && mayBeDue(svc, d, cursors.get(d.id), now),
-    );
+    const due = (await svc.definitions.current(r)).filter((d) => {
+      if (d.state !== DefinitionState.active) return false;
+      const next = nextUnplannedSlot(svc, d, cursors.get(d.id));
+      if (next !== null && next > now) return false;
+      return partition.mine(d.id) || next === null || next <= now - PLAN_STEAL_AFTER_MS;
+    });
     await forEachConcurrently(due, svc.planConcurrency, async (seen) => {
       try {
         const id = await svc.step(async (step) => {

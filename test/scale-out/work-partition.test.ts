@@ -3,6 +3,7 @@ import { SimulatedClock } from '../../src/clock/clock.js';
 import { createEngine, type Engine } from '../../src/engine/engine.js';
 import type { TickReport } from '../../src/engine/pass-phases.js';
 import { renewOwnerLease } from '../../src/domain/owner-lease.js';
+import { PLAN_STEAL_AFTER_MS } from '../../src/scheduler/planning.js';
 import { SimulatedRuntime } from '../../src/runtime/simulated-runtime.js';
 import { PostgresStore } from '../../src/store/postgres/index.js';
 import { definition } from '../../bench/fixtures.js';
@@ -10,7 +11,7 @@ import { command } from '../support/commands.js';
 import { describePostgres, freshDatabase } from '../support/postgres.js';
 
 const AUTOMATIONS = 40;
-const RULE = 'FREQ=DAILY;BYHOUR=9,10';
+const RULE = 'FREQ=DAILY;BYHOUR=9,10,11';
 const ids = Array.from({ length: AUTOMATIONS }, (_, i) => `split-${String(i).padStart(2, '0')}`);
 
 async function ok(engine: Engine, name: string, payload: Record<string, unknown>, expectedRevision?: number) {
@@ -24,7 +25,7 @@ async function together(engines: Engine[]): Promise<TickReport[]> {
 }
 
 describePostgres('engines sharing one PostgreSQL split the work instead of racing for it', (socketDir) => {
-  test('each due automation is planned, claimed and launched by one engine; none lost; a stopped engine’s share moves', async () => {
+  test('each due automation is planned, claimed and launched by one engine; none lost; a stopped engine’s share moves, a silent one’s is taken after a grace', async () => {
     const url = await freshDatabase(socketDir, 'partition');
     const clock = new SimulatedClock('2026-03-02T08:00:00.000Z');
     const runtime = new SimulatedRuntime({ runtimeId: 'coven-code', durationMs: 60_000 });
@@ -66,6 +67,18 @@ describePostgres('engines sharing one PostgreSQL split the work instead of racin
       let plannedAlone = 0;
       for (let i = 0; i < 3; i++) plannedAlone += (await engines[0]!.tick()).planned;
       expect(plannedAlone).toBe(AUTOMATIONS);
+
+      // A live engine that does not plan its share (hung, or slow): its slots wait PLAN_STEAL_AFTER_MS, then the
+      // other engine plans them too.
+      const silent = createEngine({ store: stores[1]!, clock, runtimes: [runtime], instanceId: 'engine-silent' });
+      engines.push(silent);
+      clock.set('2026-03-02T11:00:01.000Z');
+      for (const engine of [engines[0]!, silent]) await renewOwnerLease(engine.services, true);
+      const own = (await engines[0]!.tick()).planned;
+      expect(own).toBeGreaterThan(0);
+      expect(own).toBeLessThan(AUTOMATIONS);
+      clock.set(new Date(Date.parse('2026-03-02T11:00:01.000Z') + PLAN_STEAL_AFTER_MS).toISOString());
+      expect(own + (await engines[0]!.tick()).planned).toBe(AUTOMATIONS);
     } finally {
       for (const engine of engines) await engine.stop();
       for (const store of stores) await store.close();
