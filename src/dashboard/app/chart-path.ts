@@ -97,6 +97,8 @@ export class EntityPath {
   /** The stream was compacted before the first step shown (retention keeps a snapshot, not every event). */
   compacted = false;
   private after = -1;
+  /** The update under way: updates run one after another, so two refreshes never read the same events twice. */
+  private pending: Promise<number> = Promise.resolve(0);
 
   constructor(readonly ref: ChartRef) {}
 
@@ -106,7 +108,16 @@ export class EntityPath {
   }
 
   /** Reads what the stream committed after the last event seen; answers how many steps were added. */
-  async update(api: DaemonApi): Promise<number> {
+  update(api: DaemonApi): Promise<number> {
+    const next = this.pending.then(
+      () => this.readNew(api),
+      () => this.readNew(api),
+    );
+    this.pending = next;
+    return next;
+  }
+
+  private async readNew(api: DaemonApi): Promise<number> {
     const machine = machineOf(this.ref.entity);
     const before = this.steps.length;
     for (;;) {
@@ -116,7 +127,8 @@ export class EntityPath {
         limit: PAGE,
       });
       for (const event of page.events) {
-        this.after = Math.max(this.after, event.sequence);
+        if (event.sequence <= this.after) continue;
+        this.after = event.sequence;
         if (event.kind === 'feed.snapshot') this.compacted = true;
         const step = stepOf(this.ref, event, this.last ?? 'none');
         if (step === undefined) continue;
