@@ -166,15 +166,53 @@ describe.skipIf(browserMissing !== undefined)('operating failures from the conso
     }
   }, 60_000);
 
-  test('bulk cancel over the failures filter: every held run matching, one cancel each', async () => {
+  /** How many runs the daemon holds for retry now. */
+  const heldCount = async (): Promise<number> => {
+    const answer = await fetch(`${world.url}/api/v1/console/runs?state=held&limit=100`, {
+      headers: { authorization: `Bearer ${world.daemon.token}` },
+    });
+    return ((await answer.json()) as { runs: unknown[] }).runs.length;
+  };
+  const heldShown = (count: number) =>
+    page
+      .getByTestId('failures-pager')
+      .filter({ hasText: `${count} shown of ${count} matching` })
+      .waitFor(WAIT);
+
+  test('a slow read of an earlier filter never paints over the filter chosen after it', async () => {
     failing.add('ops-a');
     expect((await handle('occurrence.runNow.v1', { automationId: 'ops-a' })).outcome).toBe('committed');
     await settle();
+    const count = await heldCount();
+    expect(count).toBeGreaterThan(1);
+    // The read of "failed" is held back until the read of "held", asked for after it, has painted.
+    let release: () => void = () => undefined;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const slow = '**/api/v1/console/runs?state=failed&**';
+    await page.route(slow, async (route) => {
+      await released;
+      await route.continue();
+    });
+    const slowDone = page.waitForEvent('requestfinished', (r) => r.url().includes('state=failed&'));
+    await page.getByTestId('failures-kind').selectOption('failed');
     await page.getByTestId('failures-kind').selectOption('held');
-    const held = page.locator('[data-testid^="failed-run-"][data-held="true"]');
-    await held.first().waitFor(WAIT);
-    const count = await held.count();
+    await heldShown(count);
+    release();
+    await slowDone;
+    // One more round trip through the page, so the slow answer's continuation has run before looking.
+    await page.evaluate(async () => void (await fetch('/healthz')).status);
+    await page.unroute(slow);
+    expect(await page.getByTestId('failures-kind').inputValue()).toBe('held');
+    expect(await page.locator('[data-testid^="failed-run-"][data-held="true"]').count()).toBe(count);
+    expect(await page.locator('[data-testid^="failed-run-"][data-held="false"]').count()).toBe(0);
+  }, 60_000);
+
+  test('bulk cancel over the failures filter: every held run matching, one cancel each', async () => {
+    await page.getByTestId('failures-kind').selectOption('held');
+    // The page must list exactly the runs the daemon holds before "cancel matching" is asked.
+    const count = await heldCount();
     expect(count).toBeGreaterThan(0);
+    await heldShown(count);
     await page.getByTestId('failures-bulk-cancel-matching').click();
     await page.getByTestId('failures-bulk-confirm').click();
     await page

@@ -3,6 +3,7 @@ import 'uplot/dist/uPlot.min.css';
 import { queryOf, type Filter } from './console-api.js';
 import type { Dashboard } from './context.js';
 import { el, fill } from './dom.js';
+import { NewestRead } from './newest-read.js';
 
 interface Counts {
   occurrences: Record<string, number>;
@@ -86,6 +87,7 @@ function overTimeChart(into: HTMLElement, answer: OverTime): uPlot {
  */
 export class Charts {
   private plots: uPlot[] = [];
+  private readonly reads = new NewestRead();
 
   constructor(
     private readonly dashboard: Dashboard,
@@ -94,11 +96,13 @@ export class Charts {
 
   async render(filter: Filter): Promise<void> {
     const scoped: Filter = { ...filter, state: undefined, q: undefined };
+    const stillNewest = this.reads.begin();
     try {
       const [counts, overTime] = await Promise.all([
         this.dashboard.api.get<Counts>(`/api/v1/console/counts?${queryOf(scoped)}`),
         this.dashboard.api.get<OverTime>(`/api/v1/console/runs-over-time?${queryOf(scoped)}`),
       ]);
+      if (!stillNewest()) return;
       if (counts === undefined || overTime === undefined) return fill(this.target);
       for (const plot of this.plots) plot.destroy();
       const countsBox = el('div', { class: 'chart', 'data-testid': 'chart-counts' });
@@ -134,7 +138,8 @@ export class Charts {
       );
       this.plots = [countsChart(countsBox, counts.occurrences), overTimeChart(timeBox, overTime)];
     } catch (error) {
-      fill(this.target, el('p', { class: 'not-verified' }, `charts unavailable: ${(error as Error).message}`));
+      if (stillNewest())
+        fill(this.target, el('p', { class: 'not-verified' }, `charts unavailable: ${(error as Error).message}`));
     }
   }
 }

@@ -7,6 +7,7 @@ import { act, failureText, type Dashboard } from './context.js';
 import { exitSummary, type FailureRow, type HoldRow } from './failure-panel.js';
 import { editButton } from './definition-editor.js';
 import { chartButton } from './statechart.js';
+import { newestReadOf } from './newest-read.js';
 
 interface DefinitionRow {
   automationId: string;
@@ -145,6 +146,7 @@ const PAGE = 20;
  * run, last result and the lifecycle actions.
  */
 export async function renderDefinitions(dashboard: Dashboard, target: HTMLElement, pager: CursorPager): Promise<void> {
+  const stillNewest = newestReadOf(target).begin();
   try {
     const query = new URLSearchParams({ limit: String(PAGE) });
     if (pager.cursor !== undefined) query.set('cursor', pager.cursor);
@@ -153,17 +155,20 @@ export async function renderDefinitions(dashboard: Dashboard, target: HTMLElemen
       matched: number;
       cursor: { next?: string };
     }>(`/api/v1/console/definitions?${query.toString()}`);
+    if (!stillNewest()) return;
     if (list === undefined || list.definitions.length === 0)
       return fill(target, el('p', { class: 'muted' }, 'No definitions yet.'));
     pager.seen(list.cursor.next);
     for (const row of list.definitions) learnZone(row.automationId, row.timezone);
     const rows = await Promise.all(list.definitions.map((row) => rowFor(dashboard, row)));
+    if (!stillNewest()) return;
     fill(
       target,
       table('definitions-table', ['automation', 'state', 'rev', 'next run', 'last result', 'note', 'actions'], rows),
       pager.controls(rows.length, list.matched),
     );
   } catch (error) {
-    fill(target, el('p', { class: 'not-verified' }, `definitions unavailable: ${failureText(error)}`));
+    if (stillNewest())
+      fill(target, el('p', { class: 'not-verified' }, `definitions unavailable: ${failureText(error)}`));
   }
 }

@@ -6,6 +6,7 @@ import { exitSummary } from './failure-panel.js';
 import { CursorPager } from './pager.js';
 import { allPages, bulkBar, Selection, type BulkVerb, type NotApplicable } from './selection.js';
 import type { BulkItem } from './bulk.js';
+import { NewestRead } from './newest-read.js';
 import { learnZone } from './zones.js';
 
 /** The failure kinds the view lists: runs held for an operator retry, and runs that ended failing. */
@@ -94,6 +95,7 @@ export class FailuresView {
   private readonly bar = el('div');
   private kind = Object.keys(KINDS)[0]!;
   private matched = 0;
+  private readonly reads = new NewestRead();
 
   constructor(
     private readonly dashboard: Dashboard,
@@ -170,11 +172,13 @@ export class FailuresView {
   }
 
   async render(): Promise<void> {
+    const stillNewest = this.reads.begin();
     try {
       const page = await readPage(this.dashboard.api, 'runs', this.filter(), {
         limit: PAGE,
         ...(this.pager.cursor === undefined ? {} : { cursor: this.pager.cursor }),
       });
+      if (!stillNewest()) return;
       this.pager.seen(page.cursor.next);
       this.matched = page.matched;
       this.renderBar();
@@ -192,7 +196,8 @@ export class FailuresView {
         this.pager.controls(page.rows.length, page.matched),
       );
     } catch (error) {
-      fill(this.target, el('p', { class: 'not-verified' }, `failures unavailable: ${failureText(error)}`));
+      if (stillNewest())
+        fill(this.target, el('p', { class: 'not-verified' }, `failures unavailable: ${failureText(error)}`));
     }
   }
 }

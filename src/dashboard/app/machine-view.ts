@@ -2,6 +2,7 @@ import { failureText, type Dashboard } from './context.js';
 import { el, fill, stateBadge, table } from './dom.js';
 import { annotate, drawMachine, ENTITIES, machineOf, type Entity } from './machine-diagram.js';
 import { zoned } from './zoned.js';
+import { NewestRead } from './newest-read.js';
 
 /** One machine's counts, as `GET /api/v1/machines/counts` answers them. */
 interface MachineCount {
@@ -35,6 +36,7 @@ function countRows(machine: MachineCount): HTMLTableRowElement[] {
  * event the page receives.
  */
 export class MachineView {
+  private readonly reads = new NewestRead();
   private entity: Entity = 'occurrence';
 
   constructor(
@@ -49,11 +51,14 @@ export class MachineView {
 
   async refresh(): Promise<void> {
     let counts: Counts | undefined;
+    const stillNewest = this.reads.begin();
     try {
       counts = await this.dashboard.api.get<Counts>('/api/v1/machines/counts');
     } catch (error) {
+      if (!stillNewest()) return;
       return fill(this.target, el('p', { class: 'not-verified' }, `counts unavailable: ${failureText(error)}`));
     }
+    if (!stillNewest()) return;
     if (counts === undefined)
       return fill(this.target, el('p', { class: 'muted' }, 'this daemon serves no machine counts'));
     const machine = counts.machines.find((m) => m.machine === machineOf(this.entity).id);

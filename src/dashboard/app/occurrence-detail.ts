@@ -5,6 +5,7 @@ import type { OccurrenceRow } from './occurrences.js';
 import { verifyReceipt } from './receipt.js';
 import { failurePanel, OutputViews, type FailureRow, type HoldRow } from './failure-panel.js';
 import { chartButton } from './statechart.js';
+import { NewestRead } from './newest-read.js';
 
 interface AttemptRow {
   attemptId: string;
@@ -154,6 +155,7 @@ function recoverForm(dashboard: Dashboard, occurrenceId: string): HTMLFormElemen
 export class OccurrenceDetail {
   private form: HTMLFormElement | undefined;
   private readonly outputs: OutputViews;
+  private readonly reads = new NewestRead();
 
   constructor(
     private readonly dashboard: Dashboard,
@@ -163,17 +165,20 @@ export class OccurrenceDetail {
   }
 
   async render(occurrenceId: string | undefined): Promise<void> {
+    const stillNewest = this.reads.begin();
     if (occurrenceId === undefined) return fill(this.target);
     let detail: Detail;
     try {
       detail = await this.dashboard.api.read<Detail>('occurrence.get.v1', { occurrenceId });
     } catch (error) {
+      if (!stillNewest()) return;
       return fill(this.target, el('p', { class: 'not-verified' }, `occurrence ${occurrenceId}: ${failureText(error)}`));
     }
     const o = detail.occurrence;
     if (o.state !== OccurrenceState.recovery_required || !this.dashboard.canAct) this.form = undefined;
     else if (this.form?.dataset.occurrence !== occurrenceId) this.form = recoverForm(this.dashboard, occurrenceId);
     const rows = (await Promise.all(detail.runs.map((run) => attemptRows(this.dashboard, run)))).flat();
+    if (!stillNewest()) return;
     fill(
       this.target,
       el(

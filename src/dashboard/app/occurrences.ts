@@ -3,6 +3,7 @@ import type { CursorPager } from './pager.js';
 import { el, fill, instant, stateBadge, table } from './dom.js';
 import { act, failureText, type Dashboard } from './context.js';
 import { chartButton } from './statechart.js';
+import { newestReadOf } from './newest-read.js';
 
 /** The operator's views (occurrence.list.v1), the scheduler's queues by stage. */
 export const VIEWS = ['due', 'eligible', 'claimed', 'running', 'recovery_required', 'all'] as const;
@@ -94,11 +95,13 @@ export async function renderOccurrences(
   view: View,
   pager: CursorPager,
 ): Promise<void> {
+  const stillNewest = newestReadOf(target).begin();
   try {
     const page = await dashboard.api.read<{ occurrences: OccurrenceRow[]; cursor?: { next?: string } }>(
       'occurrence.list.v1',
       { view, limit: PAGE, ...(pager.cursor === undefined ? {} : { cursor: pager.cursor }) },
     );
+    if (!stillNewest()) return;
     pager.seen(page.cursor?.next);
     if (page.occurrences.length === 0)
       return fill(target, el('p', { class: 'muted', 'data-testid': 'no-occurrences' }, `Nothing in ${view}.`));
@@ -112,6 +115,7 @@ export async function renderOccurrences(
       pager.controls(page.occurrences.length, undefined),
     );
   } catch (error) {
-    fill(target, el('p', { class: 'not-verified' }, `occurrences unavailable: ${failureText(error)}`));
+    if (stillNewest())
+      fill(target, el('p', { class: 'not-verified' }, `occurrences unavailable: ${failureText(error)}`));
   }
 }

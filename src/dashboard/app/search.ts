@@ -14,6 +14,7 @@ import { el, fill, instant, stateBadge, table } from './dom.js';
 import { exitSummary } from './failure-panel.js';
 import { RUN_VERBS } from './failures-view.js';
 import { CursorPager } from './pager.js';
+import { NewestRead } from './newest-read.js';
 import { allPages, bulkBar, Selection, type BulkVerb, type NotApplicable } from './selection.js';
 import { learnZone, viewerZone } from './zones.js';
 
@@ -130,6 +131,7 @@ export class FindPanel {
   private readonly chartBox = el('div', { class: 'charts', 'data-testid': 'charts' });
   private readonly charts: Charts;
   private matched = 0;
+  private readonly reads = new NewestRead();
 
   constructor(
     private readonly dashboard: Dashboard,
@@ -215,11 +217,13 @@ export class FindPanel {
 
   private async renderResults(): Promise<void> {
     const scope = this.scope;
+    const stillNewest = this.reads.begin();
     try {
       const page = await readPage(this.dashboard.api, scope, this.filter, {
         limit: PAGE,
         ...(this.pager.cursor === undefined ? {} : { cursor: this.pager.cursor }),
       });
+      if (!stillNewest()) return;
       this.pager.seen(page.cursor.next);
       this.matched = page.matched;
       this.renderBar();
@@ -241,7 +245,8 @@ export class FindPanel {
         this.pager.controls(rows.length, page.matched),
       );
     } catch (error) {
-      fill(this.results, el('p', { class: 'not-verified', 'data-testid': 'find-refused' }, failureText(error)));
+      if (stillNewest())
+        fill(this.results, el('p', { class: 'not-verified', 'data-testid': 'find-refused' }, failureText(error)));
     }
   }
 
