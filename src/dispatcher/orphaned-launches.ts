@@ -126,15 +126,19 @@ export interface OrphanResolution {
  * Finds every orphaned launch among the live attempts and decides each from evidence, up to `passConcurrency`
  * at once so their commits share durable writes (after a crash in a burst there may be hundreds).
  */
-export async function resolveOrphanedLaunches(svc: EngineServices, errors: Error[]): Promise<OrphanResolution> {
+export async function resolveOrphanedLaunches(
+  svc: EngineServices,
+  errors: Error[],
+  partition?: WorkPartition,
+): Promise<OrphanResolution> {
   const outcomes: LaunchOutcome[] = [];
   const undecided = new Set<string>();
   // Only a dispatching attempt can hold a launch in flight: the index says which, without reading the others.
   // Each engine looks at its own launches and its share of those whose sender is gone (see WorkPartition).
   const live = await svc.store.read(async (r) => {
-    const partition = await WorkPartition.read(svc, r);
+    const share = partition ?? (await WorkPartition.read(svc, r));
     return (await r.liveWork('attempt')).filter(
-      (w) => w.state === AttemptState.dispatching && partition.mine(w.id, w.launchedBy),
+      (w) => w.state === AttemptState.dispatching && share.mine(w.id, w.launchedBy),
     );
   });
   await forEachConcurrently(live, svc.passConcurrency, async ({ id }) => {

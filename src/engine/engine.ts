@@ -153,11 +153,13 @@ export class Engine {
     const cued = this.cues.takeReport();
     report.settled = cued.settled;
     report.errors.push(...cued.failures);
+    const partition = await svc.store.read((r) => WorkPartition.read(svc, r));
     const pass: PassRun = {
       svc,
       report,
-      dispatchAll: (errors) => this.dispatchAll(errors),
-      observeAll: (errors) => this.worker.observeAll(errors),
+      partition,
+      dispatchAll: (errors) => this.dispatchAll(errors, partition),
+      observeAll: (errors) => this.worker.observeAll(errors, partition),
       sweepRetentionIfDue: (errors) => this.sweepRetentionIfDue(errors),
     };
     const passedOverBefore = svc.passedOver;
@@ -206,7 +208,7 @@ export class Engine {
    * Releases launches committed but never sent (a crash between the commit and the launch) and
    * dispatches every claimed occurrence. A launch already `sending` is never re-sent.
    */
-  private async dispatchAll(errors: Error[]): Promise<LaunchOutcome[]> {
+  private async dispatchAll(errors: Error[], partition: WorkPartition): Promise<LaunchOutcome[]> {
     const outcomes: LaunchOutcome[] = [];
     const attempt = async (what: string, work: () => Promise<LaunchOutcome | undefined>) => {
       try {
@@ -222,10 +224,7 @@ export class Engine {
       await attempt(`launch ${id}`, () => this.release(id));
     // Only claimed and dispatching occurrences can be dispatched: the index says which, without reading the rest.
     // Each engine dispatches what it claimed (and its share of what no live engine holds): see WorkPartition.
-    const { live, partition } = await this.services.store.read(async (r) => ({
-      live: await r.liveWork('occurrence'),
-      partition: await WorkPartition.read(this.services, r),
-    }));
+    const live = await this.services.store.read((r) => r.liveWork('occurrence'));
     const dispatchable = live.filter(
       (w) =>
         (w.state === OccurrenceState.claimed || w.state === OccurrenceState.dispatching) &&

@@ -1,5 +1,6 @@
 import { resolveOrphanedLaunches } from '../dispatcher/orphaned-launches.js';
 import type { LaunchOutcome } from '../domain/launch-outcome.js';
+import type { WorkPartition } from '../domain/work-partition.js';
 import type { EngineServices } from '../domain/services.js';
 import { renewOwnerLease } from '../domain/owner-lease.js';
 import { advanceAll } from '../scheduler/pass.js';
@@ -40,6 +41,8 @@ export type PassPhaseName = keyof TickReport['phaseMs'];
 export interface PassRun {
   svc: EngineServices;
   report: TickReport;
+  /** This engine's share of the work, read once at the pass's start (every phase works the same share). */
+  partition: WorkPartition;
   /** Releases committed launches and dispatches every claimed occurrence. */
   dispatchAll(errors: Error[]): Promise<LaunchOutcome[]>;
   /** The worker observes every started session. */
@@ -54,11 +57,11 @@ export interface PassPhase {
   run(pass: PassRun): Promise<void>;
 }
 
-async function advance({ svc, report }: PassRun): Promise<void> {
+async function advance({ svc, report, partition }: PassRun): Promise<void> {
   // Before leases are judged: an orphaned launch that evidence can decide must never be treated as unknown.
-  const orphans = await resolveOrphanedLaunches(svc, report.errors);
+  const orphans = await resolveOrphanedLaunches(svc, report.errors, partition);
   report.launches.push(...orphans.outcomes);
-  const stops = await advanceAll(svc, report.errors, orphans.undecided);
+  const stops = await advanceAll(svc, report.errors, orphans.undecided, partition);
   for (const stop of stops)
     await svc
       .runtime(stop.runtimeId)
@@ -77,8 +80,8 @@ async function dispatch(pass: PassRun): Promise<void> {
 export const PASS_PHASES: readonly PassPhase[] = [
   {
     name: 'plan',
-    run: async ({ svc, report }) => {
-      report.planned = (await planDueSlots(svc, report.errors)).length;
+    run: async ({ svc, report, partition }) => {
+      report.planned = (await planDueSlots(svc, report.errors, partition)).length;
     },
   },
   { name: 'advance', run: advance },

@@ -104,17 +104,18 @@ export async function advanceAll(
   svc: EngineServices,
   errors: Error[] = [],
   evidenceUndecided: ReadonlySet<string> = new Set(),
+  partition?: WorkPartition,
 ): Promise<SessionStop[]> {
   const stops: SessionStop[] = [];
   if (svc.store.sharedByEngines === true) await claimDueInBatches(svc);
   const now = svc.clock.now().getTime();
-  const { live, facts, partition } = await svc.store.read(async (r) => ({
+  const { live, facts, share } = await svc.store.read(async (r) => ({
     live: await r.liveWork(KINDS.occurrence),
     facts: await passFacts(svc, r),
-    partition: await WorkPartition.read(svc, r),
+    share: partition ?? (await WorkPartition.read(svc, r)),
   }));
   const due = live.filter(
-    (work) => partition.mine(work.automationId ?? work.id, work.claimedBy) && needsAttention(work, now, facts),
+    (work) => share.mine(work.automationId ?? work.id, work.claimedBy) && needsAttention(work, now, facts),
   );
   await forEachConcurrently(due, svc.passConcurrency, async ({ id }) => {
     const mine: SessionStop[] = [];

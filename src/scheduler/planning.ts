@@ -155,19 +155,23 @@ export function nextUnplannedSlot(
 export const PLAN_STEAL_AFTER_MS = 2_000;
 
 /** Plans every active definition with a due slot, one transaction each. Returns the ids of the occurrences planned. */
-export async function planDueSlots(svc: EngineServices, errors: Error[] = []): Promise<string[]> {
+export async function planDueSlots(
+  svc: EngineServices,
+  errors: Error[] = [],
+  partition?: WorkPartition,
+): Promise<string[]> {
   const now = svc.clock.now().getTime();
   const planned: string[] = [];
   await svc.store.read(async (r) => {
     const cursors = new Map((await svc.planCursors.current(r)).map((c) => [c.id, c.lastSlot]));
     // Engines sharing the store each plan their share of the automations (see WorkPartition), and any slot left
     // unplanned past PLAN_STEAL_AFTER_MS: its engine died or is slow, or the engines disagree on who is live.
-    const partition = await WorkPartition.read(svc, r);
+    const share = partition ?? (await WorkPartition.read(svc, r));
     const due = (await svc.definitions.current(r)).filter((d) => {
       if (d.state !== DefinitionState.active) return false;
       const next = nextUnplannedSlot(svc, d, cursors.get(d.id));
       if (next !== null && next > now) return false;
-      return partition.mine(d.id) || next === null || next <= now - PLAN_STEAL_AFTER_MS;
+      return share.mine(d.id) || next === null || next <= now - PLAN_STEAL_AFTER_MS;
     });
     await forEachConcurrently(due, svc.planConcurrency, async (seen) => {
       try {

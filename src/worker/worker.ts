@@ -24,7 +24,7 @@ export class Worker {
   constructor(private readonly svc: EngineServices) {}
 
   /** Observes every live attempt; one attempt's failure is reported and does not stop the others. */
-  async observeAll(errors: Error[] = []): Promise<number> {
+  async observeAll(errors: Error[] = [], partition?: WorkPartition): Promise<number> {
     try {
       await interruptOrphanedDeliveries(this.svc);
     } catch (error) {
@@ -32,8 +32,8 @@ export class Worker {
     }
     // Each engine observes the sessions it launched, and its share of those whose launcher is gone.
     const live = await this.svc.store.read(async (r) => {
-      const partition = await WorkPartition.read(this.svc, r);
-      return (await r.liveWork('attempt')).filter((w) => partition.mine(w.id, w.launchedBy));
+      const share = partition ?? (await WorkPartition.read(this.svc, r));
+      return (await r.liveWork('attempt')).filter((w) => share.mine(w.id, w.launchedBy));
     });
     let settled = 0;
     await forEachConcurrently(live, this.svc.passConcurrency, async ({ id }) => {
