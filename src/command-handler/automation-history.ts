@@ -1,6 +1,7 @@
 import { RunState } from '../../machines/index.js';
 import { KINDS, OCCURRENCE_LIVE, stateOf, type OccurrenceRecord, type RunRecord } from '../domain/records.js';
 import type { StoreReader, TimelineFilter, TimelineKind } from '../store/store.js';
+import { recordsNamed } from './timeline-page.js';
 
 /** Runs read per step of {@link recentRuns}, and the most it reads for one automation. */
 const RUNS_STEP = 50;
@@ -15,11 +16,11 @@ async function newest<R>(
   before?: { at: string; id: string },
 ): Promise<{ records: R[]; entries: number; last?: { at: string; id: string } }> {
   const page = await reader.timeline(kind, { ...filter, limit, ...(before === undefined ? {} : { before }) });
-  const records: R[] = [];
-  for (const { id } of page) {
-    const record = await reader.get(kind, id);
-    if (record !== undefined) records.push(record as R);
-  }
+  const records = await recordsNamed<R>(
+    reader,
+    kind,
+    page.map((e) => e.id),
+  );
   const last = page.at(-1);
   return last === undefined ? { records, entries: 0 } : { records, entries: page.length, last };
 }

@@ -15,7 +15,7 @@ import type { StoreReader } from '../store/store.js';
 import { missingEntity } from './operator-lookups.js';
 import { attemptFailureView, runFailureFields } from './failure-view.js';
 import { attemptReceipt } from './receipt-reads.js';
-import { timelinePage } from './timeline-page.js';
+import { recordsNamed, timelinePage } from './timeline-page.js';
 
 /** The operator's views of occurrences: the scheduler's queues by stage, or every occurrence the store holds. */
 export const OCCURRENCE_VIEWS = ['due', 'eligible', 'claimed', 'running', 'recovery_required', 'all'] as const;
@@ -153,11 +153,11 @@ async function everyOccurrence(
     },
     hidden.size === 0 ? undefined : (entry) => !hidden.has(entry.automationId),
   );
-  const page: OccurrenceRecord[] = [];
-  for (const { id } of found.entries) {
-    const record = await reader.get<OccurrenceRecord['data']>(KINDS.occurrence, id);
-    if (record !== undefined) page.push(record as OccurrenceRecord);
-  }
+  const page = await recordsNamed<OccurrenceRecord>(
+    reader,
+    'occurrence',
+    found.entries.map((e) => e.id),
+  );
   return found.next === undefined
     ? { page }
     : { page, next: { scheduledFor: found.next.at, occurrenceId: found.next.id } };

@@ -56,3 +56,21 @@ export async function timelinePage(
   }
   return before === undefined ? { entries } : { entries, next: before };
 }
+
+/**
+ * The records `ids` name, in their order, passing over any gone meanwhile (one read each: callers hand a page,
+ * never a whole kind).
+ *
+ * @example
+ * ```ts
+ * const runs = await recordsNamed<RunRecord>(reader, 'run', page.entries.map((e) => e.id));
+ * ```
+ */
+export async function recordsNamed<R>(reader: StoreReader, kind: TimelineKind, ids: Iterable<string>): Promise<R[]> {
+  const records: R[] = [];
+  for (const id of ids) {
+    const record = await reader.get(kind, id);
+    if (record !== undefined) records.push(record as R);
+  }
+  return records;
+}

@@ -1,6 +1,6 @@
 import { OCCURRENCE_STATES, RUN_STATES } from '../../machines/index.js';
 import { attemptFailureView, runHoldView } from '../command-handler/failure-view.js';
-import { timelinePage } from '../command-handler/timeline-page.js';
+import { recordsNamed, timelinePage } from '../command-handler/timeline-page.js';
 import {
   KINDS,
   renderOccurrence,
@@ -10,7 +10,7 @@ import {
   type OccurrenceRecord,
   type RunRecord,
 } from '../domain/records.js';
-import type { StoreReader, TimelineEntry, TimelineKind } from '../store/store.js';
+import type { StoreReader, TimelineKind } from '../store/store.js';
 import { automationsOf, definitionFacts, type DefinitionFacts } from './console-facts.js';
 import { decodeCursor, encodeCursor, inRange, pageOf, type ConsoleFilter, type ConsolePage } from './console-query.js';
 import { HELD, heldCheck, heldCount, isHeld, timelineScope, type TimelineScope } from './console-timeline.js';
@@ -36,16 +36,6 @@ interface Found<R> {
   cursor: { hasMore: boolean; next?: string };
 }
 
-/** The records a timeline page names, in its order (one read each: a page is at most 100). */
-async function recordsOf<R>(reader: StoreReader, kind: TimelineKind, entries: TimelineEntry[]): Promise<R[]> {
-  const rows: R[] = [];
-  for (const { id } of entries) {
-    const record = await reader.get(kind, id);
-    if (record !== undefined) rows.push(record as R);
-  }
-  return rows;
-}
-
 /** The records an exact id names that the rest of the filter keeps, as one page. */
 async function exactPage<R extends OccurrenceRecord | RunRecord>(
   reader: StoreReader,
@@ -56,11 +46,7 @@ async function exactPage<R extends OccurrenceRecord | RunRecord>(
   at: (record: R) => string,
 ): Promise<Found<R>> {
   const rows: R[] = [];
-  for (const record of await recordsOf<R>(
-    reader,
-    kind,
-    ids.map((id) => ({ id, at: '', state: '', automationId: '' })),
-  )) {
+  for (const record of await recordsNamed<R>(reader, kind, ids)) {
     const state = stateOf(record);
     const wanted =
       filter.states.length === 0 ||
@@ -89,18 +75,22 @@ async function searchTimeline<R extends OccurrenceRecord | RunRecord>(
   const scope: TimelineScope = await timelineScope(reader, kind, facts, filter, hidden.size > 0, STATES[kind]);
   if ('ids' in scope) return exactPage(reader, kind, scope.ids, filter, automationsOf(facts, filter), at);
   const after = page.cursor === undefined ? undefined : decodeCursor(page.cursor, kind);
+  const keepHeld = heldCheck(reader, scope, filter.states);
   const found = await timelinePage(
     reader,
     kind,
     { ...scope.filter, limit: page.limit, ...(after === undefined ? {} : { before: { at: after.key, id: after.id } }) },
-    heldCheck(reader, scope, filter.states),
+    keepHeld,
   );
   const counts = await reader.timelineCounts(kind, scope.filter);
   let matched = Object.values(counts).reduce((sum, n) => sum + n, 0);
-  if (heldCheck(reader, scope, filter.states) !== undefined)
-    matched += (await heldCount(reader, scope.filter)) - (counts.running ?? 0);
+  if (keepHeld !== undefined) matched += (await heldCount(reader, scope.filter)) - (counts.running ?? 0);
   return {
-    rows: await recordsOf<R>(reader, kind, found.entries),
+    rows: await recordsNamed<R>(
+      reader,
+      kind,
+      found.entries.map((e) => e.id),
+    ),
     matched,
     cursor: {
       hasMore: found.next !== undefined,
