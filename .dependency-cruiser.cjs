@@ -140,6 +140,12 @@ module.exports = {
       to: { path: '^src/domain/lifecycle-done\\.ts$' },
     },
     {
+      comment:
+        "The page reads the console's rows through the types the daemon writes them with; that file imports nothing.",
+      from: { path: '^src/dashboard/' },
+      to: { path: '^src/daemon/console-rows\\.ts$' },
+    },
+    {
       comment: 'The page and the CLI format wall times alike; that file imports nothing.',
       from: { path: '^src/dashboard/' },
       to: { path: '^src/domain/wall-time\\.ts$' },

@@ -4,15 +4,9 @@ import { stateOf } from '../domain/records.js';
 import type { StoreReader } from '../store/store.js';
 import type { ConsoleFilter } from './console-query.js';
 
-/** What the console shows beside any row of an automation: its name, its schedule's zone and its tags. */
-export interface DefinitionFacts {
-  automationId: string;
-  name: string;
-  lifecycleState: string;
-  revision: number;
-  timezone: string;
-  tags: string[];
-}
+import type { DefinitionFacts } from './console-rows.js';
+
+export type { DefinitionFacts };
 
 /** Every definition the caller may read, by id: one pass over the definitions (hundreds, not thousands). */
 export async function definitionFacts(

@@ -1,3 +1,4 @@
+import type { DefinitionFacts } from '../../daemon/console-rows.js';
 import type { DaemonApi } from './api.js';
 import type { FailureRow, HoldRow } from './failure-panel.js';
 
@@ -44,14 +45,8 @@ export interface ConsoleRun {
   hold?: HoldRow;
 }
 
-export interface ConsoleDefinition {
-  automationId: string;
-  name: string;
-  lifecycleState: string;
-  revision: number;
-  timezone: string;
-  tags: string[];
-}
+/** A definitions row of the console's find panel: the same facts the daemon shows beside any row. */
+export type ConsoleDefinition = DefinitionFacts;
 
 export type Scope = 'occurrences' | 'runs' | 'definitions';
 

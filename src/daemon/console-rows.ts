@@ -1,0 +1,14 @@
+/**
+ * The rows the console's HTTP reads answer with, shared by the daemon that writes them and the page that reads
+ * them. Types only, importing nothing, so the browser bundle takes no engine code from here.
+ */
+
+/** What the console shows beside any row of an automation: its name, its schedule's zone and its tags. */
+export interface DefinitionFacts {
+  automationId: string;
+  name: string;
+  lifecycleState: string;
+  revision: number;
+  timezone: string;
+  tags: string[];
+}
