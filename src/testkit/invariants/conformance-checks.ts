@@ -137,10 +137,12 @@ export const CONFORMANCE_CHECKS: InvariantCheck[] = [
         const passedSince = h.passes.filter((p) => p.feedEnd > effective);
         const lastPass = passedSince.at(-1);
         if (lastPass === undefined) continue;
+        // Engines sharing a store plan each other's share once its slot waited the grace (see PassMark).
+        const plannedUntil = Math.max(...passedSince.map((p) => Date.parse(p.at) - p.planGraceMs));
         const since = Math.max(Date.parse(from) - 1, Date.parse(lastPass.at) - 15 * 86_400_000);
         const slots = new Schedule(body.trigger.schedule.rrule, body.trigger.schedule.timezone).slotsBetween(
           new Date(since),
-          new Date(lastPass.at),
+          new Date(plannedUntil),
         );
         for (const s of slots)
           if (!covered.has(`${d.id}@${s.toISOString()}`))

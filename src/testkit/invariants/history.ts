@@ -43,8 +43,19 @@ export interface History {
   sequences: number[];
   runtime: RuntimeLog;
   /** Full engine passes: their instant and the feed position after the last commit before each began. */
-  passes: Array<{ at: string; feedEnd: number }>;
+  passes: PassMark[];
   compacted: Compacted;
+}
+
+/**
+ * One full engine pass. `planGraceMs`: how long a due slot may wait for the engine whose share it is when engines
+ * share a store (PLAN_STEAL_AFTER_MS): such a pass must have planned every slot due that long before it began,
+ * its own share's at once (which slots are whose the history does not say).
+ */
+export interface PassMark {
+  at: string;
+  feedEnd: number;
+  planGraceMs: number;
 }
 
 const isCompaction = (e: EventEnvelope) => e.kind === 'feed.snapshot' && e.payload.reason === 'retention_compaction';

@@ -15,7 +15,8 @@ import type { Store, StoreReader } from '../../store/store.js';
 import type { Runtime } from '../../runtime/runtime.js';
 import type { RetentionOptions } from '../../retention/policy.js';
 import type { CommandResponse } from '../../command-handler/envelope.js';
-import { captureHistory, type History } from './history.js';
+import { captureHistory, type History, type PassMark } from './history.js';
+import { PLAN_STEAL_AFTER_MS } from '../../scheduler/planning.js';
 import { INVARIANTS } from './checks.js';
 import { ProbeRuntime } from './probe-runtime.js';
 import { UnsealedStore } from './unsealed-store.js';
@@ -118,7 +119,7 @@ export class World {
   readonly engines: Engine[] = [];
   /** Each engine's crash switch: a crash stops only the pass of the engine it is aimed at. */
   private readonly crashes = new WeakMap<Engine, CrashSwitch>();
-  readonly passes: Array<{ at: string; feedEnd: number }> = [];
+  readonly passes: PassMark[] = [];
   readonly usedKeys: string[] = [];
   private previous: History | undefined;
   private keyCounter = 0;
@@ -303,7 +304,7 @@ export class World {
         : await this.crashes.get(running)!.tickCrashing(running, crashBefore);
     // Counted beside the checks, so a retention property can show it compacted anything at all.
     if (report.compacted > 0) this.checked.set(COMPACTIONS, (this.checked.get(COMPACTIONS) ?? 0) + report.compacted);
-    if (crashBefore === undefined) this.passes.push({ at: this.clock.now().toISOString(), feedEnd: end });
+    if (crashBefore === undefined) this.passes.push(this.passMark(running, end));
   }
 
   /**
@@ -313,11 +314,17 @@ export class World {
   async tickTogether(): Promise<void> {
     const end = await this.store.read(feedEnd);
     const reports = await Promise.all(this.engines.map((e) => e.tick()));
-    for (const report of reports) {
+    for (const [i, report] of reports.entries()) {
       this.checked.set(CONTENDED, (this.checked.get(CONTENDED) ?? 0) + report.contended);
       if (report.compacted > 0) this.checked.set(COMPACTIONS, (this.checked.get(COMPACTIONS) ?? 0) + report.compacted);
-      this.passes.push({ at: this.clock.now().toISOString(), feedEnd: end });
+      this.passes.push(this.passMark(this.engines[i]!, end));
     }
+  }
+
+  /** A pass of `engine` that began at feed position `feedEnd`, now (see {@link PassMark}). */
+  private passMark(engine: Engine, feedEnd: number): PassMark {
+    const shared = engine.services.store.sharedByEngines === true;
+    return { at: this.clock.now().toISOString(), feedEnd, planGraceMs: shared ? PLAN_STEAL_AFTER_MS : 0 };
   }
 
   /** A process dies mid-pass and a new engine takes its place on the same store and runtime. */
