@@ -78,6 +78,11 @@ export interface NewEvent {
   adoptionKey?: string;
   correlationId?: string;
   observedAt?: string;
+  /**
+   * The stream is new (its entity is being created in this transaction): its first entry is sequence 0, so no
+   * store needs to look its head up; a store refuses the append if the stream has entries after all.
+   */
+  newStream?: boolean;
 }
 
 export interface ChangefeedContext {
@@ -103,7 +108,7 @@ export async function appendEvent(
   event: NewEvent,
 ): Promise<EventEnvelope> {
   const key = storeStream(event.stream);
-  const sequence = await tx.head(key);
+  const sequence = event.newStream === true ? 0 : await tx.head(key);
   const envelope: EventEnvelope = {
     schemaVersion: SCHEMA_VERSION,
     eventId: eventIdFor(context.storeId, event.stream, sequence),

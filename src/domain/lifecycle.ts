@@ -99,10 +99,15 @@ async function transitionedEvent(
   to: string,
   reason: string,
   context: Record<string, unknown>,
+  created = false,
 ): Promise<EventEnvelope> {
   const l = links(entity, id, context);
   return appendEvent(step.tx, step.feed, {
     stream: l.stream,
+    // An occurrence or run being created starts its own stream: ids are derived so that a second creation
+    // conflicts, and a re-created one's earlier streams were retired first (docs/operations.md, the replay
+    // guarantee). An attempt's events go to its run's stream.
+    newStream: created && entity !== 'attempt',
     kind: `${entity}.transitioned`,
     summary: `${entity} ${id} ${from} -> ${to}`,
     payload: {
@@ -132,7 +137,8 @@ export async function createExecutionEntity<T>(
   reason: string,
 ): Promise<StoredRecord<EntityRecord<T>>> {
   const record = await createEntity(step.tx, machineOf(entity), KINDS[entity], id, input, attributes);
-  await transitionedEvent(step, entity, id, 'none', record.data.snapshot.value, reason, record.data.snapshot.context);
+  const { value, context } = record.data.snapshot;
+  await transitionedEvent(step, entity, id, 'none', value, reason, context, true);
   step.committed?.push({
     entity,
     id,

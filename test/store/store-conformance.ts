@@ -185,6 +185,26 @@ export function describeStoreConformance(name: string, harness: StoreHarness): v
       });
     });
 
+    test('an append expecting a new stream (sequence 0) on one with entries is refused whole, whatever else the job wrote', async () => {
+      await using(await harness.create(), async (store) => {
+        await store.transact((tx) => tx.append('run/r', { i: 0 }));
+        const refused = store.transact(async (tx) => {
+          await tx.put('run', 'r2', { n: 1 }, { expectedVersion: null });
+          await tx.append('occurrence/fresh', { i: 'kept?' }, 0);
+          await tx.append('run/r', { i: 'doubled?' }, 0);
+        });
+        await expect(refused).rejects.toBeInstanceOf(StreamSequenceError);
+        await store.read(async (r) => {
+          expect((await r.readLog<{ i: unknown }>('run/r')).map((e) => [e.sequence, e.data.i])).toEqual([[0, 0]]);
+          expect(await r.head('occurrence/fresh')).toBe(0);
+          expect(await r.get('run', 'r2')).toBeUndefined();
+        });
+        // A stream that is new takes its first entry at sequence 0.
+        const first = await store.transact((tx) => tx.append('occurrence/fresh', { i: 'first' }, 0));
+        expect(first.sequence).toBe(0);
+      });
+    });
+
     test('streams get gapless sequences from 0 and the feed increasing global positions', async () => {
       await using(await harness.create(), async (store) => {
         const p = given();

@@ -135,6 +135,8 @@ export class PostgresTransaction extends PostgresReader implements StoreTransact
   /** The first database error of the current job. */
   failure: unknown;
   private readonly heads = new Map<string, number>();
+  /** Records this group's transaction created: rows no other transaction can see, let alone hold. */
+  private readonly created = new Set<string>();
   /** The first feed position of this group's transaction id, known from its first append. */
   private firstPosition: bigint | undefined;
   /** Positions of the group's range taken so far: a rolled-back job's stay taken (the feed may have gaps). */
@@ -240,6 +242,7 @@ export class PostgresTransaction extends PostgresReader implements StoreTransact
   async put<T>(kind: string, id: string, data: T, options: PutOptions): Promise<StoredRecord<T>> {
     if (this.failure !== undefined) throw this.failure;
     const record = this.records.stage(kind, id, data, options);
+    if (options.expectedVersion === null) this.created.add(`${kind}\u0000${id}`);
     this.writes++;
     return record;
   }
@@ -274,6 +277,9 @@ export class PostgresTransaction extends PostgresReader implements StoreTransact
    * (a {@link StoreConflictError}), as any write to it would.
    */
   async lockUnlessBusy(kind: string, id: string): Promise<boolean> {
+    // A row this transaction inserts is invisible to every other until it commits (a racing insert of the same key
+    // is refused when this one is sent): it is this engine's already, and asking costs a round trip.
+    if (this.created.has(`${kind}\u0000${id}`)) return true;
     await this.flush();
     const locked = await this.guarded(
       async () =>
@@ -313,7 +319,9 @@ export class PostgresTransaction extends PostgresReader implements StoreTransact
   }
 
   async append<T>(stream: string, data: T, expectedSequence?: number): Promise<LogEntry<T>> {
-    const sequence = await this.head(stream);
+    // A stream the caller knows is new (its entity is created here) is not looked up: were it not new, the sent
+    // append breaks UNIQUE(stream, sequence) and the job is refused with StreamSequenceError, as a lookup would.
+    const sequence = expectedSequence === 0 && !this.heads.has(stream) ? 0 : await this.head(stream);
     if (expectedSequence !== undefined && expectedSequence !== sequence)
       throw new StreamSequenceError(stream, expectedSequence, sequence);
     const position = await this.takePosition();
