@@ -2,6 +2,8 @@ import { jcsSha256 } from '../contract/digest.js';
 import { ContractError } from '../contract/errors.js';
 import type { StoreTransaction } from '../store/store.js';
 import { ADOPTION_KIND, type AdoptionRecord } from '../domain/adoptions.js';
+import { DEFINITION_KIND } from '../domain/definition-records.js';
+import { KINDS } from '../domain/records.js';
 import type { CommandEnvelope } from './envelope.js';
 
 export { ADOPTION_KIND, type AdoptionRecord };
@@ -18,8 +20,24 @@ export function requestDigest(envelope: Pick<CommandEnvelope, 'command' | 'expec
   });
 }
 
-export async function findAdoption(tx: StoreTransaction, key: string): Promise<AdoptionRecord | undefined> {
-  return (await tx.get<AdoptionRecord>(ADOPTION_KIND, key))?.data;
+/**
+ * The adoption record of the command's key, if any. Where each read is a round trip it is fetched together with
+ * what a command naming an automation reads next: its definition and its quarantine.
+ */
+export async function findAdoption(
+  tx: StoreTransaction,
+  envelope: Pick<CommandEnvelope, 'adoptionKey' | 'payload'>,
+): Promise<AdoptionRecord | undefined> {
+  const { automationId } = envelope.payload;
+  const named: Array<readonly [string, string]> =
+    typeof automationId === 'string'
+      ? [
+          [DEFINITION_KIND, automationId],
+          [KINDS.quarantine, automationId],
+        ]
+      : [];
+  await tx.prefetch?.([[ADOPTION_KIND, envelope.adoptionKey], ...named], []);
+  return (await tx.get<AdoptionRecord>(ADOPTION_KIND, envelope.adoptionKey))?.data;
 }
 
 export async function recordAdoption(tx: StoreTransaction, key: string, record: AdoptionRecord): Promise<void> {

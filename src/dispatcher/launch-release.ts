@@ -4,7 +4,9 @@ import type { AutomationDefinition } from '../domain/definition-body.js';
 import { loadAttempt, loadOccurrence, loadRun } from '../domain/entities.js';
 import type { LaunchOutcome } from '../domain/launch-outcome.js';
 import { moveEntity, type StepContext } from '../domain/lifecycle.js';
-import { moveOutbox, readOutbox } from '../domain/outbox.js';
+import { moveOutbox, PENDING_LAUNCH, readOutbox } from '../domain/outbox.js';
+import { DEFINITION_REVISION_KIND, revisionId } from '../domain/definition-records.js';
+import { storeStream } from '../changefeed/event-envelope.js';
 import { updateEntityAttributes } from '../actors/entity-transition.js';
 import {
   KINDS,
@@ -111,24 +113,27 @@ async function sendPrepared(
   const exit = result.outcome === 'started' && exitCued() ? await exitOf(svc, prepared, result.sessionId) : undefined;
   const apply = (settle: typeof exit) =>
     svc.step(async (step) => {
+      await prefetchAnswer(step, outboxId, prepared);
       const sessionKey = sessionKeyOf(outboxId, prepared.outbox);
       const exhausted = await applyLaunchResult(svc, step, outboxId, result, sessionKey);
-      if (settle !== undefined)
-        await svc.actors.worker.settleOnExit(svc, step, prepared.attempt.id, settle.sessionId, settle);
+      const settled =
+        settle !== undefined &&
+        (await svc.actors.worker.settleOnExit(svc, step, prepared.attempt.id, settle.sessionId, settle));
       const request = refused ?? exhausted;
       if (request !== undefined) await quarantineAutomation(step, request);
-      return request;
+      return { request, settled };
     });
   // The answer must not wait on the settle: if the two together fail, the answer commits alone and the exit is
   // settled the ordinary way (the cue's own observation, or a pass).
-  const quarantine = await apply(exit).catch((error: unknown) => {
+  const applied = await apply(exit).catch((error: unknown) => {
     if (exit === undefined) throw error;
     return apply(undefined);
   });
   return {
     outboxId,
     result,
-    ...(quarantine === undefined ? {} : { quarantine }),
+    ...(applied.request === undefined ? {} : { quarantine: applied.request }),
+    ...(applied.settled ? { exitSettled: true } : {}),
     ...(integrity === undefined ? {} : { error: integrity }),
   };
 }
@@ -252,6 +257,27 @@ async function sendLaunch(
 
 /** A launch marked `sending` and what its runtime call needs (opaque outside the dispatcher). */
 export type SendingLaunch = Prepared;
+
+/**
+ * What committing a launch's answer reads, and settling its exit in the same commit: asked for at once, where
+ * each read is a round trip (see `StoreTransaction.prefetch`).
+ */
+async function prefetchAnswer(step: StepContext, outboxId: string, prepared: Prepared): Promise<void> {
+  const { attemptId, runId, occurrenceId } = prepared.outbox;
+  const { automationId, revision } = prepared.definition;
+  await step.tx.prefetch?.(
+    [
+      [KINDS.outbox, outboxId],
+      [PENDING_LAUNCH, outboxId],
+      [KINDS.attempt, attemptId],
+      [KINDS.run, runId],
+      [KINDS.occurrence, occurrenceId],
+      [KINDS.runHold, runId],
+      [DEFINITION_REVISION_KIND, revisionId(automationId, revision)],
+    ],
+    [storeStream({ kind: 'run', id: runId }), storeStream({ kind: 'occurrence', id: occurrenceId })],
+  );
+}
 
 type Prepared = {
   outbox: OutboxEntry;

@@ -15,6 +15,8 @@ export interface LaunchOutcome {
   quarantine?: QuarantineRequest;
   /** Why nothing was launched, when the engine itself refused (the definition failed its integrity check). */
   error?: DefinitionIntegrityError;
+  /** The session's exit, cued before the runtime answered, was settled in the answer's own commit. */
+  exitSettled?: true;
 }
 
 /**

@@ -197,8 +197,10 @@ export class Engine {
     if (sending === undefined) return undefined;
     return {
       release: () =>
-        this.cues.whileSending(attemptOfOutbox(outboxId), (exitCued) =>
-          sendMarkedLaunch(svc, outboxId, sending, exitCued),
+        this.cues.whileSending(
+          attemptOfOutbox(outboxId),
+          (exitCued) => sendMarkedLaunch(svc, outboxId, sending, exitCued),
+          exitSettledIn,
         ),
       abandon: () => disownLaunch(svc, outboxId),
     };
@@ -244,8 +246,10 @@ export class Engine {
   }
 
   private async release(outboxId: string): Promise<LaunchOutcome> {
-    return this.cues.whileSending(attemptOfOutbox(outboxId), (exitCued) =>
-      releaseLaunch(this.services, outboxId, exitCued),
+    return this.cues.whileSending(
+      attemptOfOutbox(outboxId),
+      (exitCued) => releaseLaunch(this.services, outboxId, exitCued),
+      exitSettledIn,
     );
   }
 
@@ -362,3 +366,6 @@ export function createEngine(options: EngineOptions): Engine {
 }
 
 export { stateOf };
+
+/** Whether a release settled its session's cued exit in the answer's own commit (see ExitCues.whileSending). */
+const exitSettledIn = (outcome: LaunchOutcome | undefined): boolean => outcome?.exitSettled === true;

@@ -44,16 +44,24 @@ export class ExitCues {
    * Runs the release of one of `attemptId`'s launches; a cue heard meanwhile is acted on once it answered.
    * `release` is told whether one was heard so far, to settle the exit in the launch answer's own commit.
    */
-  async whileSending<T>(attemptId: string, release: (exitCued: () => boolean) => Promise<T>): Promise<T> {
+  async whileSending<T>(
+    attemptId: string,
+    release: (exitCued: () => boolean) => Promise<T>,
+    settledExit: (released: T) => boolean = () => false,
+  ): Promise<T> {
     this.sending.set(attemptId, (this.sending.get(attemptId) ?? 0) + 1);
+    // A cue the release settled in its own commit is spent: observing the attempt again would only read it.
+    let spent = false;
     try {
-      return await release(() => this.early.has(attemptId));
+      const released = await release(() => this.early.has(attemptId));
+      spent = settledExit(released);
+      return released;
     } finally {
       const left = this.sending.get(attemptId)! - 1;
       if (left > 0) this.sending.set(attemptId, left);
       else {
         this.sending.delete(attemptId);
-        if (this.early.delete(attemptId)) this.settle(attemptId);
+        if (this.early.delete(attemptId) && !spent) this.settle(attemptId);
       }
     }
   }

@@ -184,6 +184,12 @@ export interface StoreTransaction extends StoreReader {
    */
   lockUnlessBusy?(kind: string, id: string): Promise<boolean>;
   /**
+   * Stores whose every read is a round trip (PostgreSQL) have it: reads the records (`[kind, id]`) and stream
+   * heads a step is about to ask for, in one statement each, so its `get`s and `head`s answer from what this
+   * transaction holds. A hint only: what it returns is what those reads would have returned.
+   */
+  prefetch?(records: ReadonlyArray<readonly [kind: string, id: string]>, streams: readonly string[]): Promise<void>;
+  /**
    * Stores several engines share (PostgreSQL): in one statement, locks for the rest of this transaction up to
    * `limit` planned or eligible occurrences due at `now`, earliest first, passing over those another engine's
    * transaction holds and those named in `skip`; returns their ids. Only locks: every change to them is still

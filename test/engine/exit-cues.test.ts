@@ -8,6 +8,7 @@ import { MemoryStore } from '../../src/store/memory-store.js';
 import { StoreConflictError, type StoreTransaction } from '../../src/store/store.js';
 import { COMMIT_WAKE_MS, type TickReport } from '../../src/engine/engine.js';
 import { KINDS } from '../../src/domain/records.js';
+import { Worker } from '../../src/worker/worker.js';
 
 /** Sessions that run until the test ends them; each end is cued (unless made without cues) and then observed. */
 class CueingRuntime implements Runtime {
@@ -115,6 +116,7 @@ async function runningEngine<R extends Runtime>(options: HarnessOptions<R>) {
 describe('session-exit cues (a running engine settles on the runtime evidence as it arrives)', () => {
   afterEach(() => {
     vi.useRealTimers();
+    vi.restoreAllMocks();
   });
   const fakeTimers = () =>
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'performance'] });
@@ -144,6 +146,7 @@ describe('session-exit cues (a running engine settles on the runtime evidence as
     const runtime = new CueingRuntime();
     runtime.exitDuringLaunch = true;
     const h = await runningEngine({ runtime });
+    const observed = vi.spyOn(Worker.prototype, 'observe');
     const commits: string[][] = [];
     h.engine.services.observer = (transitions) => commits.push(transitions.map((t) => `${t.entity} ${t.to}`));
     await h.runNow();
@@ -157,6 +160,8 @@ describe('session-exit cues (a running engine settles on the runtime evidence as
     const attemptMoves = feed.filter((e) => e.kind === 'attempt.transitioned').map((e) => e.payload.to);
     expect(attemptMoves.slice(-2)).toEqual(['started', 'succeeded']);
     await h.engine.stop();
+    // The cue was spent by that commit: the worker was never sent to observe the attempt again.
+    expect(observed).toHaveBeenCalledTimes(0);
   });
 
   test('when the settle fails inside the launch answer, the answer commits alone and the exit settles after it', async () => {

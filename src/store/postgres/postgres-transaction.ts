@@ -6,6 +6,7 @@ import { CLAIM_DUE_SQL, LIVE_WORK_OF_AUTOMATION_SQL, LIVE_WORK_SQL } from './liv
 import { TransactionRecords, type StagedWrite } from './transaction-records.js';
 import { sendStagedAppends, sendStagedWrites } from './send-staged.js';
 import { readTimeline, readTimelineCounts } from './timeline-queries.js';
+import { recordRows, streamHeads, type RecordRow } from './prefetch.js';
 import {
   LogRetireError,
   LogTrimError,
@@ -28,7 +29,6 @@ import {
   type TimelineOptions,
 } from '../store.js';
 
-type RecordRow = { kind: string; id: string; version: number; terminal: boolean; data: unknown };
 type LogRow = { stream: string; sequence: number; position: number; data: unknown };
 
 function range(columns: string, kind: string, options: ListOptions): [string, unknown[]] {
@@ -237,6 +237,19 @@ export class PostgresTransaction extends PostgresReader implements StoreTransact
     const next = await this.guarded(() => super.head(stream));
     this.heads.set(stream, next);
     return next;
+  }
+
+  async prefetch(records: ReadonlyArray<readonly [kind: string, id: string]>, streams: readonly string[]) {
+    const keys = records.filter(([kind, id]) => this.records.lookup(kind, id) === undefined);
+    if (keys.length > 0) {
+      const rows = await this.guarded(() => recordRows(this.db, keys));
+      const found = new Map(rows.map((row) => [`${row.kind}\u0000${row.id}`, toRecord(row)]));
+      for (const [kind, id] of keys) this.records.remember(kind, id, found.get(`${kind}\u0000${id}`));
+    }
+    const unknown = streams.filter((stream) => !this.heads.has(stream));
+    if (unknown.length > 0)
+      for (const [stream, next] of await this.guarded(() => streamHeads(this.db, unknown)))
+        this.heads.set(stream, next);
   }
 
   async put<T>(kind: string, id: string, data: T, options: PutOptions): Promise<StoredRecord<T>> {

@@ -1,0 +1,80 @@
+import { afterEach, beforeAll, expect, test, vi } from 'vitest';
+import { Connection } from '../../src/store/postgres/connection.js';
+import { PostgresStore } from '../../src/store/postgres/index.js';
+import { describePostgres, freshDatabase } from '../support/postgres.js';
+
+describePostgres('prefetch on PostgreSQL: many records and stream heads in one statement each', (socketDir) => {
+  let url: string;
+  let store: PostgresStore;
+  beforeAll(async () => {
+    url = await freshDatabase(socketDir, 'prefetch');
+  });
+  afterEach(async () => {
+    vi.restoreAllMocks();
+    await store?.close();
+  });
+
+  test('gets and heads then answer what they would have read, with no further round trip', async () => {
+    store = await PostgresStore.open(url, { schema: 'prefetch' });
+    await store.transact(async (tx) => {
+      await tx.put('occurrence', 'o1', { n: 1 }, { expectedVersion: null });
+      await tx.put('run', 'r1', { n: 1 }, { expectedVersion: null, terminal: true });
+      for (let i = 0; i < 3; i++) await tx.append('run/r1', { i });
+    });
+    const statements = vi.spyOn(Connection.prototype, 'run');
+    const seen = await store.transact(async (tx) => {
+      // Written in this transaction before the prefetch: what it staged wins over the stored row.
+      await tx.put('occurrence', 'o1', { n: 2 }, { expectedVersion: 1 });
+      const before = statements.mock.calls.length;
+      await tx.prefetch!(
+        [
+          ['occurrence', 'o1'],
+          ['run', 'r1'],
+          ['run', 'missing'],
+        ],
+        ['run/r1', 'run/new'],
+      );
+      const prefetched = statements.mock.calls.length - before;
+      const answers = {
+        o1: (await tx.get<{ n: number }>('occurrence', 'o1'))?.data.n,
+        r1: await tx.get('run', 'r1'),
+        missing: await tx.get('run', 'missing'),
+        headR1: await tx.head('run/r1'),
+        headNew: await tx.head('run/new'),
+      };
+      const after = statements.mock.calls.length - before - prefetched;
+      const appended = await tx.append('run/r1', { i: 3 });
+      return { prefetched, after, answers, appended: appended.sequence };
+    });
+    expect(seen.prefetched).toBe(2);
+    expect(seen.after).toBe(0);
+    expect(seen.answers).toEqual({
+      o1: 2,
+      r1: { kind: 'run', id: 'r1', version: 1, terminal: true, data: { n: 1 } },
+      missing: undefined,
+      headR1: 3,
+      headNew: 0,
+    });
+    expect(seen.appended).toBe(3);
+    // Nothing the prefetch read was written: the staged put and the append are what committed.
+    await store.read(async (r) => {
+      expect((await r.get<{ n: number }>('occurrence', 'o1'))?.data.n).toBe(2);
+      expect(await r.head('run/r1')).toBe(4);
+      expect(await r.get('run', 'missing')).toBeUndefined();
+    });
+  });
+
+  test('keys already known to the transaction are not asked again; nothing new to ask sends nothing', async () => {
+    store = await PostgresStore.open(url, { schema: 'prefetch_known' });
+    await store.transact((tx) => tx.put('occurrence', 'o1', { n: 1 }, { expectedVersion: null }));
+    const statements = vi.spyOn(Connection.prototype, 'run');
+    const sent = await store.transact(async (tx) => {
+      await tx.get('occurrence', 'o1');
+      await tx.head('run/r1');
+      const before = statements.mock.calls.length;
+      await tx.prefetch!([['occurrence', 'o1']], ['run/r1']);
+      return statements.mock.calls.length - before;
+    });
+    expect(sent).toBe(0);
+  });
+});
