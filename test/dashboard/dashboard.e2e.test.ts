@@ -1,7 +1,7 @@
 import { copyFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import type { Page } from 'playwright-core';
+import type { Page, Request } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { packageRoot } from '../../src/contract/package-root.js';
 import { dashboardRoutes } from '../../src/daemon/dashboard-routes.js';
@@ -121,6 +121,20 @@ describe.skipIf(browserMissing !== undefined)('the dashboard in a real browser (
     await page.getByTestId('view-running').click();
     await page.getByTestId('run-now-daily-notes').click();
     const occurrenceId = await occurrenceIn(page, 'running');
+    // A read of the occurrence made while it still ran is held back until after the recover form is drawn and
+    // filled in: arriving late, overtaken, it must not take the form away from what the operator typed.
+    const isDetailRead = (request: Request) => (request.postData() ?? '').includes('"occurrence.get.v1"');
+    let release: () => void = () => undefined;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let heldRead: Request | undefined;
+    await page.route('**/api/v1/actions', async (route) => {
+      if (heldRead === undefined && isDetailRead(route.request())) {
+        heldRead = route.request();
+        await released;
+      }
+      await route.continue();
+    });
+    await page.getByTestId(`open-${occurrenceId}`).click();
     await world.pass(2);
 
     await page.getByTestId('view-recovery_required').click();
@@ -130,6 +144,19 @@ describe.skipIf(browserMissing !== undefined)('the dashboard in a real browser (
     await page.getByTestId('detail').filter({ hasText: 'recovery evidence: runtime_lost' }).waitFor(WAIT);
     await page.getByTestId('recover-determination').selectOption('retry_with_new_attempt');
     await page.getByTestId('recover-statement').fill('Checked the notes folder: nothing was written.');
+    expect(heldRead).toBeDefined();
+    const overtaken = page.waitForEvent('requestfinished', (request) => request === heldRead);
+    release();
+    await overtaken;
+    await page.unroute('**/api/v1/actions');
+    const redrawn = page.waitForEvent('requestfinished', isDetailRead);
+    await page.getByTestId(`recover-open-${occurrenceId}`).click();
+    await redrawn;
+    // One more round trip through the page, so the redraw's continuation has run before looking.
+    await page.evaluate(async () => void (await fetch('/healthz')).status);
+    expect(await page.getByTestId('recover-statement').inputValue()).toBe(
+      'Checked the notes folder: nothing was written.',
+    );
     await page.getByTestId('recover-submit').click();
     await message(page, `recover ${occurrenceId}: committed`);
 

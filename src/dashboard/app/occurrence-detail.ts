@@ -174,6 +174,9 @@ export class OccurrenceDetail {
       if (!stillNewest()) return;
       return fill(this.target, el('p', { class: 'not-verified' }, `occurrence ${occurrenceId}: ${failureText(error)}`));
     }
+    // A read that a later one overtook must not touch the recover form either: the later one may have drawn it,
+    // with what the operator is typing.
+    if (!stillNewest()) return;
     const o = detail.occurrence;
     if (o.state !== OccurrenceState.recovery_required || !this.dashboard.canAct) this.form = undefined;
     else if (this.form?.dataset.occurrence !== occurrenceId) this.form = recoverForm(this.dashboard, occurrenceId);
