@@ -3,7 +3,6 @@ import { busyElsewhere, forEachConcurrently } from '../domain/concurrency.js';
 import { appendEvent } from '../changefeed/event-envelope.js';
 import { createExecutionEntity, type StepContext } from '../domain/lifecycle.js';
 import { KINDS, type OccurrenceAttributes } from '../domain/records.js';
-import { DEFINITION_KIND } from '../domain/definition-records.js';
 import { isQuarantined, type EngineServices } from '../domain/services.js';
 import { WorkPartition } from '../domain/work-partition.js';
 import type { PlannableDefinition, PlanningTerms } from '../domain/definition-directory.js';
@@ -49,13 +48,6 @@ export async function planLatestSlot(
 
   const key = occurrenceKeyFor(automationId, latest);
   const occurrenceId = occurrenceIdFor(automationId, latest);
-  await step.tx.prefetch?.(
-    [
-      [KINDS.occurrence, occurrenceId],
-      [KINDS.occurrenceKey, key],
-    ],
-    [],
-  );
   if (await slotTaken(step, occurrenceId, key)) return undefined;
   const collapsed = slots.slice(0, -1).map((d) => d.toISOString());
   const attributes: OccurrenceAttributes = {
@@ -186,15 +178,6 @@ export async function planDueSlots(
         const id = await svc.step(async (step) => {
           // Another engine is planning this automation now: its slot is planned once, by it.
           if (await busyElsewhere(svc, step.tx, KINDS.planCursor, seen.id)) return undefined;
-          // What planning reads of the automation, in one statement where each read is a round trip.
-          await step.tx.prefetch?.(
-            [
-              [KINDS.planCursor, seen.id],
-              [DEFINITION_KIND, seen.id],
-              [KINDS.quarantine, seen.id],
-            ],
-            [],
-          );
           const fresh = await svc.definitions.inTransaction(step.tx, seen.id, seen);
           return fresh === undefined ? undefined : planLatestSlot(svc, step, fresh);
         });
