@@ -6,7 +6,7 @@ import type { LaunchOutcome } from '../domain/launch-outcome.js';
 import { moveEntity, type StepContext } from '../domain/lifecycle.js';
 import { moveOutbox, PENDING_LAUNCH, readOutbox } from '../domain/outbox.js';
 import { DEFINITION_REVISION_KIND, revisionId } from '../domain/definition-records.js';
-import { prefetchAttemptParties } from '../domain/prefetch.js';
+import { storeStream } from '../changefeed/event-envelope.js';
 import { updateEntityAttributes } from '../actors/entity-transition.js';
 import {
   KINDS,
@@ -151,7 +151,6 @@ async function startSending(
 ): Promise<Prepared | undefined> {
   const outbox = await readOutbox(step.tx, outboxId);
   if (outbox === undefined || outbox.state !== OutboxState.pending) return undefined;
-  await prefetchAttemptParties(step.tx, outbox.entry, [[PENDING_LAUNCH, outboxId]]);
   const attempt = await loadAttempt(step.tx, outbox.entry.attemptId);
   const attemptState = stateOf(attempt);
   if (attemptState !== AttemptState.dispatching) {
@@ -264,12 +263,20 @@ export type SendingLaunch = Prepared;
  * each read is a round trip (see `StoreTransaction.prefetch`).
  */
 async function prefetchAnswer(step: StepContext, outboxId: string, prepared: Prepared): Promise<void> {
+  const { attemptId, runId, occurrenceId } = prepared.outbox;
   const { automationId, revision } = prepared.definition;
-  await prefetchAttemptParties(step.tx, prepared.outbox, [
-    [KINDS.outbox, outboxId],
-    [PENDING_LAUNCH, outboxId],
-    [DEFINITION_REVISION_KIND, revisionId(automationId, revision)],
-  ]);
+  await step.tx.prefetch?.(
+    [
+      [KINDS.outbox, outboxId],
+      [PENDING_LAUNCH, outboxId],
+      [KINDS.attempt, attemptId],
+      [KINDS.run, runId],
+      [KINDS.occurrence, occurrenceId],
+      [KINDS.runHold, runId],
+      [DEFINITION_REVISION_KIND, revisionId(automationId, revision)],
+    ],
+    [storeStream({ kind: 'run', id: runId }), storeStream({ kind: 'occurrence', id: occurrenceId })],
+  );
 }
 
 type Prepared = {

@@ -1,8 +1,6 @@
 import { DefinitionState, OccurrenceState } from '../../machines/index.js';
-import type { LiveWork, StoreReader, StoreTransaction } from '../store/store.js';
-import { KINDS, type OccurrenceRecord } from '../domain/records.js';
-import { DEFINITION_KIND } from '../domain/definition-records.js';
-import { storeStream } from '../changefeed/event-envelope.js';
+import type { LiveWork, StoreReader } from '../store/store.js';
+import { KINDS } from '../domain/records.js';
 import type { EngineServices } from '../domain/services.js';
 import { WorkPartition } from '../domain/work-partition.js';
 import { forEachConcurrently } from '../domain/concurrency.js';
@@ -80,25 +78,6 @@ export const CLAIM_BATCH = 32;
  * occurrence's claim is then its machine's transition, all in one transaction. Returns the ids taken; a batch
  * that fails is rolled back whole and left to the one-occurrence-per-transaction path, which reports errors.
  */
-/**
- * A claim batch's occurrences, fetched together with their streams' heads and then their automations' definitions
- * and quarantines, which each claim reads (four statements for the batch instead of four per occurrence).
- */
-async function loadBatch(tx: StoreTransaction, ids: readonly string[]): Promise<OccurrenceRecord[]> {
-  await tx.prefetch?.(
-    ids.map((id) => [KINDS.occurrence, id] as const),
-    ids.map((id) => storeStream({ kind: 'occurrence', id })),
-  );
-  const occurrences: OccurrenceRecord[] = [];
-  for (const id of ids) occurrences.push(await loadOccurrence(tx, id));
-  const automations = new Set(occurrences.map((o) => o.data.attributes.automationId));
-  await tx.prefetch?.(
-    [...automations].flatMap((id) => [[DEFINITION_KIND, id] as const, [KINDS.quarantine, id] as const]),
-    [],
-  );
-  return occurrences;
-}
-
 async function claimDueInBatches(svc: EngineServices): Promise<void> {
   const taken: string[] = [];
   for (;;) {
@@ -106,7 +85,7 @@ async function claimDueInBatches(svc: EngineServices): Promise<void> {
     try {
       await svc.step(async (step) => {
         locked = (await step.tx.lockDueOccurrences?.(step.now, CLAIM_BATCH, taken)) ?? [];
-        for (const occurrence of await loadBatch(step.tx, locked)) await claimWhenEligible(svc, step, occurrence);
+        for (const id of locked) await claimWhenEligible(svc, step, await loadOccurrence(step.tx, id));
       });
     } catch {
       return;

@@ -5,7 +5,6 @@ import { moveEntity, type StepContext } from '../domain/lifecycle.js';
 import { attemptContext, stateOf, type AttemptAttributes, type Receipt } from '../domain/records.js';
 import { receiptIdFor, recordReceipt } from '../domain/receipts.js';
 import { pinnedOutputTarget } from '../domain/delivery.js';
-import { prefetchAttemptParties } from '../domain/prefetch.js';
 import type { TerminalEvidence } from '../guards/common.js';
 import type { Observation } from '../runtime/runtime.js';
 import { failureOfExit } from './failure-summary.js';
@@ -44,7 +43,6 @@ export async function settleOnExit(
   const attempt = await loadAttempt(step.tx, attemptId);
   const state = stateOf(attempt);
   if (state !== AttemptState.started && state !== AttemptState.observing) return false;
-  await prefetchAttemptParties(step.tx, attemptContext(attempt));
   // Only the runtime's word makes a cancellation acknowledged: a session that ran to its own end after a
   // cancel was requested settles by its evidence (completion won the race).
   if (observation.cancelled && state === AttemptState.observing) {
