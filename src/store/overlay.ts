@@ -14,6 +14,7 @@ import {
   type LiveWork,
   type LiveWorkOptions,
   type LogEntry,
+  type LogPosition,
   type PutOptions,
   type ReadLogOptions,
   type RecordVersion,
@@ -241,7 +242,7 @@ export class Overlay implements StateLayer, StoreTransaction {
     this.ownWrites(kind).set(id, null);
   }
 
-  async append<T>(stream: string, data: T, expectedSequence?: number): Promise<LogEntry<T>> {
+  async append<T>(stream: string, data: T, expectedSequence?: number): Promise<LogPosition> {
     const sequence = this.streamHead(stream);
     // The journal replays a group's trims after its appends: an entry appended after a retirement in the same
     // commit would vanish with it. The append waits for the retirement to commit (a lost race, run again).

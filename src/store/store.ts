@@ -12,11 +12,15 @@ export interface StoredRecord<T = unknown> {
   readonly data: T;
 }
 
-/** One entry of an append-only stream: `sequence` is gapless per stream from 0, `position` global. */
-export interface LogEntry<T = unknown> {
+/** Where an entry of an append-only stream sits: `sequence` is gapless per stream from 0, `position` global. */
+export interface LogPosition {
   readonly stream: string;
   readonly sequence: number;
   readonly position: number;
+}
+
+/** One entry of an append-only stream, with its data. */
+export interface LogEntry<T = unknown> extends LogPosition {
   readonly data: T;
 }
 
@@ -153,10 +157,11 @@ export interface StoreTransaction extends StoreReader {
   put<T>(kind: string, id: string, data: T, options: PutOptions): Promise<StoredRecord<T>>;
   delete(kind: string, id: string, expectedVersion: number): Promise<void>;
   /**
-   * Appends to a stream. With `expectedSequence` the append is a compare-and-set on the stream head:
+   * Appends a copy of `data` to a stream and answers where it went (the data is the caller's: no store hands
+   * back a copy nobody reads). With `expectedSequence` the append is a compare-and-set on the stream head:
    * it fails unless the entry would get exactly that sequence.
    */
-  append<T>(stream: string, data: T, expectedSequence?: number): Promise<LogEntry<T>>;
+  append<T>(stream: string, data: T, expectedSequence?: number): Promise<LogPosition>;
   /**
    * Retention only: removes a record whether or not it is sealed (compare-and-set on its version). Nothing
    * else may remove a sealed record; history leaves the store through retention alone.

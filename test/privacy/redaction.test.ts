@@ -1,5 +1,7 @@
+import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { REDACTED, redactPublished, redactText } from '../../src/contract/redaction.js';
+import { REDACTED, redactEveryRule, redactPublished, redactText } from '../../src/contract/redaction.js';
+import { propertyParameters } from '../support/property.js';
 import { verifyIntegrity } from '../../src/contract/digest.js';
 import { createEngineLogger } from '../../src/observability/logger.js';
 import { runDoctor } from '../../src/observability/run-doctor.js';
@@ -14,6 +16,53 @@ const PROMPT = 'Summarize the private family calendar.';
 const ABSOLUTE = '/home/ana/private-notes';
 
 describe('the redaction rules', () => {
+  test("the lead test never passes a string a rule would change (strings built from the rules' own pieces)", () => {
+    const pieces = fc.constantFrom(
+      ...[
+        '-----BEGIN RSA PRIVATE KEY-----',
+        'sk-',
+        'pk-',
+        'ghp_',
+        'xoxb-',
+        'AKIA',
+        'Bearer ',
+        'bearer ',
+        'PASSWORD',
+        'token',
+      ],
+      ...[
+        'api_key',
+        'Access-Key',
+        '=',
+        ':',
+        '/',
+        '/home/ana',
+        'C:\\',
+        'c:\\x',
+        ' ',
+        '"',
+        '(',
+        'a',
+        'Z9',
+        '_',
+        '-',
+        'ABCDEFGHIJKLMNOP',
+      ],
+      ...['occ-manual-03cd8946', '2026-12-04T18:17:26.097Z', 'succeeded', 'task-1', 'desk-ABCDEFGHIJKLMNOPQ'],
+    );
+    fc.assert(
+      fc.property(fc.array(pieces, { maxLength: 8 }), (parts) => {
+        const text = parts.join('');
+        expect(redactText(text)).toBe(redactEveryRule(text));
+      }),
+      propertyParameters('redaction lead test', 2000),
+    );
+    // And it does pass what has nothing to redact, returning the very string.
+    expect(redactText('occ-manual-03cd8946 succeeded at 2026-12-04T18:17:26.097Z')).toBe(
+      'occ-manual-03cd8946 succeeded at 2026-12-04T18:17:26.097Z',
+    );
+  });
+
   test('prompt-like keys, absolute path keys and credential patterns are replaced; ids and relative paths stay', () => {
     expect(
       redactPublished({

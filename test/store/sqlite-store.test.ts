@@ -1,10 +1,10 @@
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, expect, test } from 'vitest';
 import { SqliteStore } from '../../src/store/sqlite/index.js';
-import { CHECKPOINT_AFTER_WRITES } from '../../src/store/sqlite/sqlite-store.js';
+import { CHECKPOINT_AFTER_WRITES } from '../../src/store/sqlite/log-folder.js';
 import { StoreConflictError, StoreCorruptError, StoreLockedError, type Store } from '../../src/store/store.js';
 import { describeStoreConformance } from './store-conformance.js';
 import { entryChecksum, recordChecksum } from '../../src/store/sqlite/sqlite-rows.js';
@@ -185,7 +185,7 @@ test('a store made with the earlier records layout (WITHOUT ROWID) opens and kee
   await store.close();
 });
 
-test('commits stay in the write-ahead log until checkpoint() folds them, once enough rows were written; an open group is left alone', async () => {
+test('commits stay in the write-ahead log until checkpoint() folds them, once enough rows were written, while a group is open too', async () => {
   const file = join(dir, 'checkpoint.sqlite');
   const store = await SqliteStore.open(file);
   const dbBytes = () => statSync(file).size;
@@ -205,17 +205,39 @@ test('commits stay in the write-ahead log until checkpoint() folds them, once en
   // ≈ 500 KB in all: far below the log's own bound, so SQLite folds nothing by itself.
   for (let batch = 1; batch <= 4; batch++) await write(batch, CHECKPOINT_AFTER_WRITES / 4);
   expect(dbBytes()).toBe(before);
-  // Inside a transaction the writer holds an open group: the checkpoint waits for a later call.
+  // The checkpoint runs on a connection of its own: inside a transaction it folds what was committed, and
+  // neither waits for the open group nor takes its uncommitted row.
   await store.transact(async (tx) => {
     await tx.put('k', 'inside', { n: 1 }, { expectedVersion: null });
     await store.checkpoint();
-    expect(dbBytes()).toBe(before);
+    expect(dbBytes()).toBeGreaterThan(before + 400_000);
+    expect(await store.read((r) => r.get('k', 'inside'))).toBeUndefined();
   });
-  await store.checkpoint();
-  expect(dbBytes()).toBeGreaterThan(before + 400_000);
   expect((await store.read((r) => r.list('k'))).length).toBe(1 + 10 + CHECKPOINT_AFTER_WRITES + 1);
+  // Below the bound again: the next call folds nothing.
+  const folded = dbBytes();
+  await write(5, 10);
+  await store.checkpoint();
+  expect(dbBytes()).toBe(folded);
   await store.close();
   await store.checkpoint();
+});
+
+test('a store closed while its checkpoint thread folds the log waits for it, then closes last and leaves no log', async () => {
+  const file = join(dir, 'checkpoint-close.sqlite');
+  const store = await SqliteStore.open(file);
+  await store.transact(async (tx) => {
+    for (let i = 0; i < CHECKPOINT_AFTER_WRITES; i++)
+      await tx.put('k', `r-${i}`, { text: 'x'.repeat(400) }, { expectedVersion: null });
+  });
+  const folding = store.checkpoint();
+  await store.close();
+  await folding;
+  // The writer was the last connection: closing it copied the whole log into the file and removed it.
+  expect(existsSync(`${file}-wal`)).toBe(false);
+  const reopened = await SqliteStore.open(file);
+  expect((await reopened.read((r) => r.list('k'))).length).toBe(CHECKPOINT_AFTER_WRITES);
+  await reopened.close();
 });
 
 test('ids and versions of definitions and plan cursors come from covering partial indexes, on new and existing stores', async () => {

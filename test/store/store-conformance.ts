@@ -6,6 +6,7 @@ import {
   StoreConflictError,
   StreamSequenceError,
   TerminalRecordError,
+  type LogPosition,
   type Store,
 } from '../../src/store/store.js';
 import { describeLiveWorkConformance } from './live-work-conformance.js';
@@ -371,10 +372,12 @@ export function describeStoreConformance(name: string, harness: StoreHarness): v
 
     test("a transaction's feed reads include its own appends, after what was committed before it", async () => {
       await using(await harness.create(), async (store) => {
-        const before = await store.transact((tx) => tx.append('automation/a', { i: 0 }));
+        // An append answers where its entry went; the entry read back is that place with the data given.
+        const entry = async (at: Promise<LogPosition>, data: unknown) => ({ ...(await at), data });
+        const before = await store.transact((tx) => entry(tx.append('automation/a', { i: 0 }), { i: 0 }));
         const own = await store.transact(async (tx) => {
-          const first = await tx.append('occurrence/o', { i: 1 });
-          const second = await tx.append('automation/a', { i: 2 });
+          const first = await entry(tx.append('occurrence/o', { i: 1 }), { i: 1 });
+          const second = await entry(tx.append('automation/a', { i: 2 }), { i: 2 });
           expect(await tx.readFeed()).toEqual([before, first, second]);
           expect(await tx.readFeed({ after: before.position })).toEqual([first, second]);
           return [first, second];

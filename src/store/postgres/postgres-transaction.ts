@@ -18,6 +18,7 @@ import {
   type LiveWork,
   type LiveWorkOptions,
   type LogEntry,
+  type LogPosition,
   type PutOptions,
   type ReadLogOptions,
   type RecordVersion,
@@ -331,7 +332,7 @@ export class PostgresTransaction extends PostgresReader implements StoreTransact
     this.writes++;
   }
 
-  async append<T>(stream: string, data: T, expectedSequence?: number): Promise<LogEntry<T>> {
+  async append<T>(stream: string, data: T, expectedSequence?: number): Promise<LogPosition> {
     // A stream the caller knows is new (its entity is created here) is not looked up: were it not new, the sent
     // append breaks UNIQUE(stream, sequence) and the job is refused with StreamSequenceError, as a lookup would.
     const sequence = expectedSequence === 0 && !this.heads.has(stream) ? 0 : await this.head(stream);
@@ -344,7 +345,7 @@ export class PostgresTransaction extends PostgresReader implements StoreTransact
     this.records.stageAppend({ stream, sequence, position, text });
     this.writes++;
     this.heads.set(stream, sequence + 1);
-    return deepFreeze({ stream, sequence, position, data: JSON.parse(text) as T });
+    return { stream, sequence, position };
   }
 
   /**

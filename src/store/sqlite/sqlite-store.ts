@@ -4,6 +4,7 @@ import type Database from 'better-sqlite3';
 import { ContractError } from '../../contract/errors.js';
 import { CommitQueue, type QueuedTransaction } from '../commit-queue.js';
 import { WriterCache } from './sqlite-writer-cache.js';
+import { LogFolder } from './log-folder.js';
 import { loadSqliteDriver, type SqliteDriver } from './driver.js';
 import { acquireStoreLock, type HeldLock } from '../file-lock.js';
 import { makePrivateFolder, PRIVATE_FILE_MODE, refuseReadOnly } from '../private-files.js';
@@ -67,12 +68,6 @@ const MAX_GROUP = 256;
  * log (and its file, via journal_size_limit) when no pass ends.
  */
 const WAL_CHECKPOINT_BYTES = 32 * 1_048_576;
-/**
- * Rows written before a pass's end folds the log: about what SQLite's default 1000-page bound held. A daemon
- * under a steady trickle passes often; folding a few pages each time cost more (a database-file fsync each)
- * than it saved, raising claim latency.
- */
-export const CHECKPOINT_AFTER_WRITES = 1_024;
 /** Long enough to outlast a WAL checkpoint or a brief outside reader; short enough that a stuck lock surfaces. */
 const BUSY_TIMEOUT_MS = 5_000;
 /**
@@ -177,7 +172,7 @@ export class SqliteStore implements Store {
   private readonly cache = new WriterCache();
   private seenDataVersion = -1;
   private busy = 0;
-  private writesSinceCheckpoint = 0;
+  private readonly folder: LogFolder;
   /** Commits in the database, as `meta.commits` counts them (each one that wrote something). */
   private commits = 0;
   /** Why commits stopped: the watermark could not be written after one. */
@@ -198,6 +193,10 @@ export class SqliteStore implements Store {
     this.queue = new CommitQueue(maxGroup, (batch) => this.writeBatch(batch));
     this.writeSql = new Statements(writer, file);
     this.readSql = new Statements(reader, file);
+    this.folder = new LogFolder(file, writer, (error) => {
+      this.noteBusy(error);
+      return isBusy(error);
+    });
   }
 
   /**
@@ -300,7 +299,7 @@ export class SqliteStore implements Store {
       for (const [job] of done) job.reject(error);
       return;
     }
-    this.writesSinceCheckpoint += tx.writes;
+    this.folder.wrote(tx.writes);
     if (tx.writes > 0 && !(await this.acknowledgeCommit(done))) return;
     if (tx.writes > 0) this.committed.notify();
     for (const [job, result] of done) job.resolve(result);
@@ -353,25 +352,18 @@ export class SqliteStore implements Store {
   }
 
   /**
-   * Folds the write-ahead log into the database file without waiting for anyone (a PASSIVE checkpoint), once
-   * {@link CHECKPOINT_AFTER_WRITES} rows were written since the last. Skipped while a group of transactions is
-   * open on the writer; the next call, or SQLite's own bound, folds it.
+   * Folds the write-ahead log into the database file once enough rows were written since the last fold, on a
+   * connection in a thread of its own ({@link LogFolder}): commits go on meanwhile.
    */
   async checkpoint(): Promise<void> {
-    if (this.queue.isClosed || this.writer.inTransaction || this.writesSinceCheckpoint < CHECKPOINT_AFTER_WRITES)
-      return;
-    try {
-      this.writer.pragma('wal_checkpoint(PASSIVE)');
-      this.writesSinceCheckpoint = 0;
-    } catch (error) {
-      this.noteBusy(error);
-      if (!isBusy(error)) throw error;
-    }
+    if (!this.queue.isClosed) await this.folder.fold();
   }
 
   async close(): Promise<void> {
     if (this.queue.isClosed) return;
     await this.queue.close();
+    // The writer must close last: closing the last connection is what copies the whole log into the file.
+    await this.folder.close();
     try {
       // Closing the last connection copies the log into the database file: with it, this mark (a file alone
       // is a clean copy).

@@ -1,6 +1,5 @@
 import type Database from 'better-sqlite3';
 import type { WriterCache } from './sqlite-writer-cache.js';
-import { deepFreeze } from '../deep-freeze.js';
 import { StagedWrites, type StagedWrite } from '../staged-writes.js';
 import { LIVE_WORK_PATHS, liveWorkColumns, liveWorkRow, sqliteField } from '../live-work.js';
 import { timelineCountsQuery, timelineQuery } from './timeline-queries.js';
@@ -26,6 +25,7 @@ import {
   type LiveWork,
   type LiveWorkOptions,
   type LogEntry,
+  type LogPosition,
   type PutOptions,
   type ReadLogOptions,
   type RecordVersion,
@@ -340,7 +340,7 @@ export class SqliteTransaction extends SqliteReader implements StoreTransaction 
     this.cache.remember(kind, id, null);
   }
 
-  async append<T>(stream: string, data: T, expectedSequence?: number): Promise<LogEntry<T>> {
+  async append<T>(stream: string, data: T, expectedSequence?: number): Promise<LogPosition> {
     const sequence = await this.head(stream);
     if (expectedSequence !== undefined && expectedSequence !== sequence)
       throw new StreamSequenceError(stream, expectedSequence, sequence);
@@ -357,7 +357,7 @@ export class SqliteTransaction extends SqliteReader implements StoreTransaction 
     this.writes++;
     this.cache.rememberHead(stream, sequence + 1);
     this.cache.nextPosition = position + 1;
-    return deepFreeze({ stream, sequence, position, data: JSON.parse(text) as T });
+    return { stream, sequence, position };
   }
 
   async trimLog(stream: string, before: number): Promise<number> {

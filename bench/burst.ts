@@ -1,0 +1,132 @@
+// The peer bench's burst workload for coven alone, in this process, so it can run under a profiler
+// (`node --cpu-prof --import tsx bench/burst.ts`): n definitions, one run-now of each with `--concurrency`
+// requests in flight, a runtime whose sessions exit at once and cue that exit, on one engine running as a daemon
+// runs it. Prints the makespan (first request → last `succeeded` commit) and the process's CPU over that window
+// (PostgreSQL's server CPU is not counted: see bench/peers for worker + server). `--profile FILE` writes a CPU
+// profile of that window alone (set-up excluded), for Chrome DevTools or any .cpuprofile reader.
+//
+//   npx tsx bench/burst.ts [--store sqlite|json|postgres] [--jobs 1000] [--concurrency 16] [--profile FILE]
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createEngine, type Engine } from '../src/engine/engine.js';
+import { openStore } from '../src/store/open-store.js';
+import type { LaunchRequest, LaunchResult, Observation, Runtime, SessionExit } from '../src/runtime/runtime.js';
+import { startCluster, type PostgresCluster } from '../test/support/postgres-cluster.js';
+import { command, definition, send } from './fixtures.js';
+
+/** A runtime whose sessions have exited 0 by the time their launch answers, and that says so at once. */
+class ExitingRuntime implements Runtime {
+  readonly runtimeId = 'coven-code';
+  readonly sideEffectClass = 'local_write' as const;
+  readonly sideEffectBoundProven = true;
+  private readonly listeners = new Set<(exit: SessionExit) => void>();
+  readonly onSessionExit: Runtime['onSessionExit'] = (listener) => {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  };
+
+  async launch(request: LaunchRequest): Promise<LaunchResult> {
+    const sessionId = `s-${request.attemptId}`;
+    for (const listener of this.listeners) listener({ sessionId, attemptId: request.attemptId });
+    return { outcome: 'started', sessionId, cursors: {} };
+  }
+
+  async observe(): Promise<Observation> {
+    return { status: 'exited', outcome: 'succeeded', exitCode: 0, cancelled: false };
+  }
+
+  async cancel(): Promise<void> {}
+}
+
+const option = (name: string, fallback: string) => {
+  const at = process.argv.indexOf(`--${name}`);
+  return at === -1 ? fallback : process.argv[at + 1]!;
+};
+
+/** Runs `work` over 0..n-1 with at most `inFlight` at once. */
+async function pooled(n: number, inFlight: number, work: (i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  const lane = async () => {
+    for (let i = next++; i < n; i = next++) await work(i);
+  };
+  await Promise.all(Array.from({ length: Math.min(inFlight, n) }, lane));
+}
+
+async function defineAll(engine: Engine, jobs: number): Promise<void> {
+  // Due once a day, twelve hours from now: the scheduler plans nothing while the burst runs.
+  const rrule = `FREQ=DAILY;BYHOUR=${(new Date().getUTCHours() + 12) % 24}`;
+  await pooled(jobs, 32, async (i) => {
+    const id = `burst-${String(i).padStart(5, '0')}`;
+    await command(engine, 'definition.create.v1', { definition: definition(id, 1, 'draft', rrule) });
+    await command(engine, 'definition.revise.v1', { definition: definition(id, 2, 'paused', rrule) }, 1);
+    await command(engine, 'definition.activate.v1', { automationId: id }, 2);
+  });
+}
+
+async function location(kind: string, dir: string): Promise<{ at: string; cluster?: PostgresCluster }> {
+  if (kind !== 'postgres') return { at: join(dir, `store.${kind}`) };
+  const cluster = await startCluster();
+  return { at: cluster.url, cluster };
+}
+
+/** Starts the CPU profiler when a file is named; answers how to stop it and write the profile there. */
+async function startProfiler(file: string): Promise<(() => Promise<void>) | undefined> {
+  if (file === '') return undefined;
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
+  return async () => {
+    const { profile } = await session.post('Profiler.stop');
+    writeFileSync(file, JSON.stringify(profile));
+    session.disconnect();
+  };
+}
+
+async function main(): Promise<void> {
+  const kind = option('store', 'sqlite');
+  const jobs = Number(option('jobs', '1000'));
+  const concurrency = Number(option('concurrency', '16'));
+  const dir = mkdtempSync(join(tmpdir(), 'coven-burst-'));
+  const { at, cluster } = await location(kind, dir);
+  try {
+    const store = await openStore(at, kind === 'postgres' ? undefined : (kind as 'sqlite' | 'json'));
+    const engine = createEngine({ store, runtimes: [new ExitingRuntime()], passConcurrency: concurrency });
+    await defineAll(engine, jobs);
+    let succeeded = 0;
+    let allDone: () => void = () => {};
+    const done = new Promise<void>((resolve) => (allDone = resolve));
+    engine.services.observer = (transitions) => {
+      for (const t of transitions)
+        if (t.entity === 'occurrence' && t.to === 'succeeded' && ++succeeded === jobs) allDone();
+    };
+    engine.start();
+    const profiler = await startProfiler(option('profile', ''));
+    const began = performance.now();
+    const cpuBefore = process.cpuUsage();
+    await pooled(jobs, concurrency, async (i) => {
+      const response = await send(engine, 'occurrence.runNow.v1', {
+        automationId: `burst-${String(i).padStart(5, '0')}`,
+      });
+      if (response.outcome === 'rejected') throw new Error(`run-now ${i}: ${response.error!.code}`);
+    });
+    await done;
+    const makespanS = (performance.now() - began) / 1000;
+    const cpu = process.cpuUsage(cpuBefore);
+    await profiler?.();
+    await engine.stop();
+    await store.close();
+    const cpuS = (cpu.user + cpu.system) / 1e6;
+    console.log(
+      `${kind}: ${jobs} run-nows, ${concurrency} in flight: makespan ${makespanS.toFixed(2)} s, ` +
+        `process CPU ${cpuS.toFixed(2)} s (${((cpuS * 1000) / jobs).toFixed(2)} ms per job), load ${loadavg()[0]!.toFixed(2)}`,
+    );
+  } finally {
+    await cluster?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+await main();
