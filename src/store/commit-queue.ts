@@ -16,18 +16,22 @@ export interface QueuedTransaction {
 const settledCallers = () => new Promise<void>((resolve) => process.nextTick(resolve));
 
 /**
- * The group-commit queue both durable stores share: transactions queue while a batch is being written, and
+ * The group-commit queue the durable stores share: transactions queue while batches are being written, and
  * the next batch takes up to `maxGroup` of them, so many callers share one durable write. `writeBatch`
- * answers every job of its batch (resolve or reject); the queue only orders and batches.
+ * answers every job of its batch (resolve or reject); the queue only orders and batches. With `maxInFlight`
+ * above 1 (PostgreSQL: each batch on a connection of its own) several batches are written at once and their
+ * bodies may interleave; with 1 (the file stores' single writer) batches and bodies run one at a time, in order.
  */
 export class CommitQueue {
   private readonly pending: QueuedTransaction[] = [];
-  private draining: Promise<void> | undefined;
+  private readonly writing = new Set<Promise<void>>();
+  private gathering: Promise<void> | undefined;
   private closed = false;
 
   constructor(
     private readonly maxGroup: number,
     private readonly writeBatch: (batch: QueuedTransaction[]) => Promise<void>,
+    private readonly maxInFlight = 1,
   ) {}
 
   get isClosed(): boolean {
@@ -45,22 +49,33 @@ export class CommitQueue {
   /** Refuses new transactions and waits until every queued one was answered. */
   async close(): Promise<void> {
     this.closed = true;
-    while (this.draining !== undefined) await this.draining;
+    while (this.gathering !== undefined || this.writing.size > 0)
+      await Promise.allSettled([this.gathering, ...this.writing]);
   }
 
+  /** Starts a batch when jobs wait and a batch may start: after the callers of the moment have queued theirs. */
   private kick(): void {
-    if (this.draining !== undefined) return;
-    this.draining = this.drain().finally(() => {
-      this.draining = undefined;
-      // A job queued after the loop's last check but before this callback still gets its turn.
-      if (this.pending.length > 0) this.kick();
+    if (this.gathering !== undefined || this.pending.length === 0 || this.writing.size >= this.maxInFlight) return;
+    this.gathering = settledCallers().then(() => {
+      this.gathering = undefined;
+      if (this.pending.length > 0 && this.writing.size < this.maxInFlight)
+        this.start(this.pending.splice(0, this.maxGroup));
+      // More jobs than one batch takes, or jobs queued meanwhile: the next batch gathers now if a place is free.
+      this.kick();
     });
   }
 
-  private async drain(): Promise<void> {
-    while (this.pending.length > 0) {
-      await settledCallers();
-      await this.writeBatch(this.pending.splice(0, this.maxGroup));
-    }
+  private start(batch: QueuedTransaction[]): void {
+    const written: Promise<void> = this.writeBatch(batch)
+      .catch((error: unknown) => {
+        // writeBatch answers its jobs itself; one that threw past that leaves none unanswered (a second answer is
+        // ignored by the promise it settles).
+        for (const job of batch) job.reject(error);
+      })
+      .finally(() => {
+        this.writing.delete(written);
+        this.kick();
+      });
+    this.writing.add(written);
   }
 }

@@ -3,19 +3,27 @@ import { CommitQueue, type QueuedTransaction } from '../../src/store/commit-queu
 import { StoreClosedError, type StoreTransaction } from '../../src/store/store.js';
 
 /** A queue whose batches answer each job with its body's result and record their sizes. */
-function recordingQueue(maxGroup: number) {
+function recordingQueue(maxGroup: number, maxInFlight?: number) {
   const batches: number[] = [];
-  const queue = new CommitQueue(maxGroup, async (batch: QueuedTransaction[]) => {
-    batches.push(batch.length);
-    for (const job of batch) {
-      try {
-        job.resolve(await job.body({} as StoreTransaction));
-      } catch (error) {
-        job.reject(error);
+  let inFlight = 0;
+  let mostInFlight = 0;
+  const queue = new CommitQueue(
+    maxGroup,
+    async (batch: QueuedTransaction[]) => {
+      batches.push(batch.length);
+      mostInFlight = Math.max(mostInFlight, ++inFlight);
+      for (const job of batch) {
+        try {
+          job.resolve(await job.body({} as StoreTransaction));
+        } catch (error) {
+          job.reject(error);
+        }
       }
-    }
-  });
-  return { queue, batches };
+      inFlight--;
+    },
+    maxInFlight,
+  );
+  return { queue, batches, mostInFlight: () => mostInFlight };
 }
 
 describe('group commit queue', () => {
@@ -52,5 +60,61 @@ describe('group commit queue', () => {
     await queue.close();
     await expect(Promise.all(queued)).resolves.toEqual(['a', 'b', 'c']);
     await expect(queue.enqueue(() => 'd')).rejects.toBeInstanceOf(StoreClosedError);
+  });
+
+  test('with one batch in flight, a batch whose body waits holds every later one back', async () => {
+    const { queue, batches, mostInFlight } = recordingQueue(1);
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const order: string[] = [];
+    const first = queue.enqueue(async () => (await held, order.push('first')));
+    await Promise.resolve();
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    const second = queue.enqueue(() => order.push('second'));
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    expect(order).toEqual([]);
+    release();
+    await Promise.all([first, second]);
+    expect(order).toEqual(['first', 'second']);
+    expect(batches).toEqual([1, 1]);
+    expect(mostInFlight()).toBe(1);
+  });
+
+  test('with several batches in flight, later batches are written while an earlier one waits, up to the bound', async () => {
+    const { queue, batches, mostInFlight } = recordingQueue(2, 3);
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const order: string[] = [];
+    const first = queue.enqueue(async () => (await held, order.push('first')));
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    const free = [queue.enqueue(() => order.push('free-0')), queue.enqueue(() => order.push('free-1'))];
+    await Promise.all(free);
+    // A batch behind the waiting one was written meanwhile.
+    expect(order).toEqual(['free-0', 'free-1']);
+    // Batches that wait too fill the places; the next waits for one.
+    const waiting = Array.from({ length: 6 }, (_, i) => queue.enqueue(async () => (await held, order.push(`w-${i}`))));
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    expect(batches).toEqual([1, 2, 2, 2]);
+    expect(mostInFlight()).toBe(3);
+    release();
+    await Promise.all([first, ...waiting]);
+    expect(batches).toEqual([1, 2, 2, 2, 2]);
+    expect(order.slice(2).sort()).toEqual(['first', 'w-0', 'w-1', 'w-2', 'w-3', 'w-4', 'w-5']);
+    await queue.close();
+  });
+
+  test('close waits for every batch in flight', async () => {
+    const { queue } = recordingQueue(1, 4);
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const jobs = [queue.enqueue(async () => (await held, 'held')), queue.enqueue(() => 'free')];
+    let closed = false;
+    const closing = queue.close().then(() => (closed = true));
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    expect(closed).toBe(false);
+    release();
+    await closing;
+    await expect(Promise.all(jobs)).resolves.toEqual(['held', 'free']);
   });
 });

@@ -66,6 +66,8 @@ describePostgres('PostgreSQL store: one live occurrence per automation, kept by 
     const firstClaimed = new Promise<void>((resolve) => (claimed = resolve));
     const first = a.transact(async (tx) => {
       await tx.put('occurrence', 'p1', occurrence('nightly', 'claimed'), { expectedVersion: 1 });
+      // A read through SQL sends the staged claim: the first's row is in the index before the second is sent.
+      await tx.liveWork('occurrence');
       claimed();
       await held;
     });
