@@ -54,11 +54,23 @@ function options() {
   };
 }
 
-/** With `--baseline`, coven on SQLite runs on both engines: the baseline's right after this checkout's. */
+/**
+ * With `--baseline`, coven on SQLite and on PostgreSQL (each when selected) run on both engines: the baseline's
+ * right after this checkout's.
+ */
 function withBaseline(systems: SystemName[], baseline: string | undefined): SystemName[] {
-  if (baseline === undefined || systems.includes('coven-sqlite-baseline')) return systems;
-  const at = systems.indexOf('coven-sqlite');
-  return at === -1 ? [...systems, 'coven-sqlite-baseline'] : systems.toSpliced(at + 1, 0, 'coven-sqlite-baseline');
+  if (baseline === undefined) return systems;
+  let out = systems;
+  for (const [system, base] of [
+    ['coven-sqlite', 'coven-sqlite-baseline'],
+    ['coven-postgres', 'coven-postgres-baseline'],
+  ] as const) {
+    const at = out.indexOf(system);
+    if (at !== -1 && !out.includes(base)) out = out.toSpliced(at + 1, 0, base);
+  }
+  return out.includes('coven-sqlite-baseline') || out.includes('coven-postgres-baseline')
+    ? out
+    : [...out, 'coven-sqlite-baseline'];
 }
 
 /**

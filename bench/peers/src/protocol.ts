@@ -10,12 +10,15 @@ export const SYSTEMS = [
   'coven-postgres',
   'coven-sqlite-polled',
   'coven-sqlite-baseline',
+  'coven-postgres-baseline',
 ] as const;
 export type SystemName = (typeof SYSTEMS)[number];
 /** What runs without `--systems`: `coven-sqlite-polled` (coven without exit cues, for comparison) only on request. */
 export const DEFAULT_SYSTEMS: readonly SystemName[] = SYSTEMS.filter(
-  (s) => s !== 'coven-sqlite-polled' && s !== 'coven-sqlite-baseline',
+  (s) => s !== 'coven-sqlite-polled' && !BASELINES.includes(s),
 );
+/** coven on the engine of the baseline revision (`--baseline`), each beside the same store's system. */
+export const BASELINES: readonly SystemName[] = ['coven-sqlite-baseline', 'coven-postgres-baseline'];
 export const PEERS: readonly SystemName[] = ['graphile-worker', 'bullmq', 'pg-boss'];
 export const COVENS: readonly SystemName[] = [
   'coven-sqlite',
@@ -23,6 +26,7 @@ export const COVENS: readonly SystemName[] = [
   'coven-postgres',
   'coven-sqlite-polled',
   'coven-sqlite-baseline',
+  'coven-postgres-baseline',
 ];
 
 export const WORKLOADS = ['burst', 'steady', 'crash'] as const;
@@ -56,7 +60,7 @@ export interface ChildSpec {
   /** A directory the run may write to (the coven file stores, the crash workload's execution log). */
   dir: string;
   servers: Servers;
-  /** `coven-sqlite-baseline`: the checkout of the baseline revision (`--baseline`) whose engine it runs. */
+  /** The baseline systems: the checkout of the baseline revision (`--baseline`) whose engine they run. */
   baselineRoot?: string;
 }
 

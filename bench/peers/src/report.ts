@@ -1,6 +1,6 @@
 // The table: rows are the workloads' measures, columns the systems, each cell the median over rounds with its
 // min–max; under each measure, ratio rows give every coven column's median over each peer's.
-import { COVENS, PEERS, type RunResult, type SystemName, type WorkloadName } from './protocol.js';
+import { BASELINES, COVENS, PEERS, type RunResult, type SystemName, type WorkloadName } from './protocol.js';
 import { spread, type Spread } from './stats.js';
 
 export interface RunRecord {
@@ -88,6 +88,10 @@ const cell = (s: Spread | undefined) =>
       ? format(s.median)
       : `${format(s.median)} (${format(s.min)}–${format(s.max)})`;
 
+/** Whether a ratio row against `reference` has a cell for `system`: every coven against a peer, a store against its baseline. */
+const comparable = (system: SystemName, reference: SystemName, covens: SystemName[]) =>
+  BASELINES.includes(reference) ? `${system}-baseline` === reference : covens.includes(system) && system !== reference;
+
 /** A markdown table (aligned, so it reads in a terminal too). */
 export function renderTable(summary: Summary, systems: SystemName[]): string {
   const peers = systems.filter((s) => PEERS.includes(s));
@@ -98,14 +102,14 @@ export function renderTable(summary: Summary, systems: SystemName[]): string {
     if (line === undefined) continue;
     rows.push([m.label, ...systems.map((s) => cell(line[s]))]);
     if (!m.ratio || covens.length === 0) continue;
-    // With a baseline, the first reference row is this engine against the baseline's.
-    const references = systems.includes('coven-sqlite-baseline') ? ['coven-sqlite-baseline' as const, ...peers] : peers;
+    // With a baseline, the first reference rows are this engine against the baseline's.
+    const references = [...systems.filter((s) => BASELINES.includes(s)), ...peers];
     for (const peer of references) {
       const base = line[peer]?.median ?? Number.NaN;
       rows.push([
         `  coven ÷ ${peer}`,
         ...systems.map((s) =>
-          covens.includes(s) && s !== peer ? `${format((line[s]?.median ?? Number.NaN) / base)}×` : '',
+          comparable(s, peer, covens) ? `${format((line[s]?.median ?? Number.NaN) / base)}×` : '',
         ),
       ]);
     }

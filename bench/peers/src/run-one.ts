@@ -32,7 +32,7 @@ export interface Settings {
   ratePerMinute: number;
   seconds: number;
   recoverSeconds: number;
-  /** The baseline checkout `coven-sqlite-baseline` runs (`--baseline`). */
+  /** The baseline checkout the baseline systems run (`--baseline`). */
   baselineRoot?: string;
 }
 
@@ -41,7 +41,8 @@ export interface Servers {
   redis?: RedisServer;
 }
 
-const usesPostgres = (s: SystemName) => s === 'graphile-worker' || s === 'pg-boss' || s === 'coven-postgres';
+const usesPostgres = (s: SystemName) =>
+  s === 'graphile-worker' || s === 'pg-boss' || s === 'coven-postgres' || s === 'coven-postgres-baseline';
 
 interface Child {
   kill(): void;

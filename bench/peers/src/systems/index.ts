@@ -38,5 +38,14 @@ export async function openSystem(spec: ChildSpec): Promise<SystemUnderTest> {
         true,
         need(spec.baselineRoot, '--baseline'),
       );
+    case 'coven-postgres-baseline':
+      return new CovenSystem(
+        'postgres',
+        spec.dir,
+        spec.concurrency,
+        need(pgUrl, 'PostgreSQL'),
+        true,
+        need(spec.baselineRoot, '--baseline'),
+      );
   }
 }
