@@ -13,12 +13,12 @@ export const SYSTEMS = [
   'coven-postgres-baseline',
 ] as const;
 export type SystemName = (typeof SYSTEMS)[number];
+/** coven on the engine of the baseline revision (`--baseline`), each beside the same store's system. */
+export const BASELINES: readonly SystemName[] = ['coven-sqlite-baseline', 'coven-postgres-baseline'];
 /** What runs without `--systems`: `coven-sqlite-polled` (coven without exit cues, for comparison) only on request. */
 export const DEFAULT_SYSTEMS: readonly SystemName[] = SYSTEMS.filter(
   (s) => s !== 'coven-sqlite-polled' && !BASELINES.includes(s),
 );
-/** coven on the engine of the baseline revision (`--baseline`), each beside the same store's system. */
-export const BASELINES: readonly SystemName[] = ['coven-sqlite-baseline', 'coven-postgres-baseline'];
 export const PEERS: readonly SystemName[] = ['graphile-worker', 'bullmq', 'pg-boss'];
 export const COVENS: readonly SystemName[] = [
   'coven-sqlite',
