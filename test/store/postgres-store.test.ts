@@ -13,21 +13,51 @@ describePostgres('PostgreSQL store', (socketDir) => {
   let schemas = 0;
   const database = () => (url ??= freshDatabase(socketDir, 'conformance'));
   const stores = new WeakMap<Store, string>();
-  describeStoreConformance('PostgreSQL', {
-    gappedPositions: true,
-    create: async () => {
-      const schema = `conformance_${schemas++}`;
-      const store = await PostgresStore.open(await database(), { schema });
-      stores.set(store, schema);
-      return store;
-    },
-    reopen: async (store: Store) => {
-      await store.close();
-      const schema = stores.get(store)!;
-      const again = await PostgresStore.open(await database(), { schema });
-      stores.set(again, schema);
-      return again;
-    },
+  // The same port, with the default of one group at a time and with four groups written at once.
+  for (const parallelGroups of [1, 4]) {
+    describeStoreConformance(parallelGroups === 1 ? 'PostgreSQL' : `PostgreSQL, ${parallelGroups} groups at once`, {
+      gappedPositions: true,
+      create: async () => {
+        const schema = `conformance_${schemas++}`;
+        const store = await PostgresStore.open(await database(), { schema, parallelGroups });
+        stores.set(store, schema);
+        return store;
+      },
+      reopen: async (store: Store) => {
+        await store.close();
+        const schema = stores.get(store)!;
+        const again = await PostgresStore.open(await database(), { schema, parallelGroups });
+        stores.set(again, schema);
+        return again;
+      },
+    });
+  }
+
+  test('with several groups at once, a group whose body waits does not hold back the next', async () => {
+    const store = await PostgresStore.open(await database(), { schema: 'parallel_groups', parallelGroups: 4 });
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let entered!: () => void;
+    const inside = new Promise<void>((resolve) => (entered = resolve));
+    const waiting = store.transact(async (tx) => {
+      await tx.put('k', 'waiting', { n: 1 }, { expectedVersion: null });
+      entered();
+      await held;
+    });
+    await inside;
+    await store.transact((tx) => tx.put('k', 'free', { n: 2 }, { expectedVersion: null }));
+    expect(await store.read((r) => r.get('k', 'waiting'))).toBeUndefined();
+    expect((await store.read((r) => r.get('k', 'free')))?.data).toEqual({ n: 2 });
+    release();
+    await waiting;
+    expect((await store.read((r) => r.get('k', 'waiting')))?.data).toEqual({ n: 1 });
+    await store.close();
+  });
+
+  test('parallelGroups that is not a positive integer is refused before anything connects', async () => {
+    await expect(PostgresStore.open(await database(), { parallelGroups: 0 })).rejects.toMatchObject({
+      code: 'VALIDATION_FAILED',
+    });
   });
 });
 

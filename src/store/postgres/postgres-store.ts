@@ -25,8 +25,8 @@ export interface PostgresStoreOptions {
   /** Connections in the pool, shared by the groups being written and the reads (default 8). */
   poolSize?: number;
   /**
-   * Groups of queued transactions written at once, each on a connection of its own (default 4; at most
-   * `poolSize` − 1, so a read always finds a connection). 1 writes one group at a time, bodies in order.
+   * Groups of queued transactions written at once, each on a connection of its own (default 1: one group at a
+   * time, bodies in order; at most `poolSize` − 1, so a read always finds a connection).
    */
   parallelGroups?: number;
   /**
@@ -44,11 +44,11 @@ export interface PostgresStoreOptions {
 const MAX_GROUP = 256;
 const POOL_SIZE = 8;
 /**
- * Groups in flight by default. One group at a time left the engine idle for most of a burst, waiting on the
- * server's round trips (a 500 run-now burst: 60 % of the process's time idle); groups on their own
- * connections keep the engine's CPU and the server's busy at once.
+ * Groups in flight by default: one, bodies in order. More keep the engine busy while the server answers (an
+ * in-process burst of 1,000 run-nows: 16.6 s at one, 10.4–11.1 s at four), but cost CPU in more, smaller commits
+ * and in the peer bench ran slower than one at its best (bench/README.md, session 24).
  */
-const PARALLEL_GROUPS = 4;
+const PARALLEL_GROUPS = 1;
 /** Groups in flight for the options given: at least one, and one connection fewer than the pool has. */
 function parallelGroupsOf(given: number | undefined, poolSize: number): number {
   if (given !== undefined && (!Number.isInteger(given) || given < 1))
@@ -64,8 +64,8 @@ const INT8_OID = 20;
 /**
  * The Store port on PostgreSQL (node-postgres, pooled). Each group of queued transactions is one REPEATABLE
  * READ database transaction (one snapshot) with a savepoint per transaction, so each still commits or rolls
- * back alone and many share one commit. Several groups are written at once (`parallelGroups`), each on its own
- * connection: bodies of different groups may interleave, and one group's write to a row another group of this
+ * back alone and many share one commit. By default one group is written at a time, bodies in order; with
+ * `parallelGroups` above 1 several are, each on its own connection: bodies of different groups may interleave, and one group's write to a row another group of this
  * store committed after its snapshot is refused as another store's would be (below). A body that must see
  * another's writes waits for that body's commit, as it must with any store. Compare-and-set is a conditional
  * UPDATE (or an INSERT … ON CONFLICT DO NOTHING); terminal records are sealed by the same condition; per-stream
