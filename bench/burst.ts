@@ -12,33 +12,8 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createEngine, type Engine } from '../src/engine/engine.js';
 import { openStore } from '../src/store/open-store.js';
-import type { LaunchRequest, LaunchResult, Observation, Runtime, SessionExit } from '../src/runtime/runtime.js';
 import { startCluster, type PostgresCluster } from '../test/support/postgres-cluster.js';
-import { command, definition, send } from './fixtures.js';
-
-/** A runtime whose sessions have exited 0 by the time their launch answers, and that says so at once. */
-class ExitingRuntime implements Runtime {
-  readonly runtimeId = 'coven-code';
-  readonly sideEffectClass = 'local_write' as const;
-  readonly sideEffectBoundProven = true;
-  private readonly listeners = new Set<(exit: SessionExit) => void>();
-  readonly onSessionExit: Runtime['onSessionExit'] = (listener) => {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
-  };
-
-  async launch(request: LaunchRequest): Promise<LaunchResult> {
-    const sessionId = `s-${request.attemptId}`;
-    for (const listener of this.listeners) listener({ sessionId, attemptId: request.attemptId });
-    return { outcome: 'started', sessionId, cursors: {} };
-  }
-
-  async observe(): Promise<Observation> {
-    return { status: 'exited', outcome: 'succeeded', exitCode: 0, cancelled: false };
-  }
-
-  async cancel(): Promise<void> {}
-}
+import { command, definition, ExitingRuntime, send } from './fixtures.js';
 
 const option = (name: string, fallback: string) => {
   const at = process.argv.indexOf(`--${name}`);

@@ -2,6 +2,7 @@
 import { integrityOf } from '../src/contract/digest.js';
 import type { CommandResponse } from '../src/command-handler/envelope.js';
 import type { Engine } from '../src/engine/engine.js';
+import type { LaunchRequest, LaunchResult, Observation, Runtime, SessionExit } from '../src/runtime/runtime.js';
 
 /** A valid definition, due at every instant `rrule` names (UTC), with one attempt and no overlap. */
 export function definition(
@@ -66,4 +67,38 @@ export async function command(
 ): Promise<void> {
   const response = await send(engine, name, payload, expectedRevision);
   if (response.outcome === 'rejected') throw new Error(`${name}: ${response.error!.code} ${response.error!.message}`);
+}
+
+/** Sessions that have exited by the time their launch answers, with or without telling the engine so. */
+export class ExitingRuntime implements Runtime {
+  readonly runtimeId = 'coven-code';
+  readonly sideEffectClass = 'local_write' as const;
+  readonly sideEffectBoundProven = true;
+  readonly onSessionExit: Runtime['onSessionExit'];
+  private readonly listeners = new Set<(exit: SessionExit) => void>();
+
+  constructor(
+    push = true,
+    private readonly launched: (occurrenceId: string) => void = () => {},
+  ) {
+    this.onSessionExit = push
+      ? (listener) => {
+          this.listeners.add(listener);
+          return () => this.listeners.delete(listener);
+        }
+      : undefined;
+  }
+
+  async launch(request: LaunchRequest): Promise<LaunchResult> {
+    this.launched(request.occurrenceId);
+    const sessionId = `s-${request.attemptId}`;
+    for (const listener of this.listeners) listener({ sessionId, attemptId: request.attemptId });
+    return { outcome: 'started', sessionId, cursors: {} };
+  }
+
+  async observe(): Promise<Observation> {
+    return { status: 'exited', outcome: 'succeeded', exitCode: 0, cancelled: false };
+  }
+
+  async cancel(): Promise<void> {}
 }

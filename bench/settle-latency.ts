@@ -12,48 +12,13 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createEngine, type Engine } from '../src/engine/engine.js';
 import { SqliteStore } from '../src/store/sqlite/index.js';
-import type { LaunchRequest, LaunchResult, Observation, Runtime, SessionExit } from '../src/runtime/runtime.js';
 import { sha256Hex } from '../src/contract/digest.js';
-import { command, definition } from './fixtures.js';
+import { command, definition, ExitingRuntime } from './fixtures.js';
 import { table } from './stats.js';
 
 /** Definitions taken in turn (overlap is forbidden, so each needs its previous run settled first). */
 const SLOTS = 200;
 const DRAIN_LIMIT_MS = 30_000;
-
-/** Sessions that have exited by the time their launch answers, with or without telling the engine so. */
-class ExitingRuntime implements Runtime {
-  readonly runtimeId = 'coven-code';
-  readonly sideEffectClass = 'local_write' as const;
-  readonly sideEffectBoundProven = true;
-  readonly onSessionExit: Runtime['onSessionExit'];
-  private readonly listeners = new Set<(exit: SessionExit) => void>();
-
-  constructor(
-    push: boolean,
-    private readonly launched: (occurrenceId: string) => void,
-  ) {
-    this.onSessionExit = push
-      ? (listener) => {
-          this.listeners.add(listener);
-          return () => this.listeners.delete(listener);
-        }
-      : undefined;
-  }
-
-  async launch(request: LaunchRequest): Promise<LaunchResult> {
-    this.launched(request.occurrenceId);
-    const sessionId = `s-${request.attemptId}`;
-    for (const listener of this.listeners) listener({ sessionId, attemptId: request.attemptId });
-    return { outcome: 'started', sessionId, cursors: {} };
-  }
-
-  async observe(): Promise<Observation> {
-    return { status: 'exited', outcome: 'succeeded', exitCode: 0, cancelled: false };
-  }
-
-  async cancel(): Promise<void> {}
-}
 
 interface Timeline {
   due: number;
