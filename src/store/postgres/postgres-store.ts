@@ -65,9 +65,10 @@ const INT8_OID = 20;
  * The Store port on PostgreSQL (node-postgres, pooled). Each group of queued transactions is one REPEATABLE
  * READ database transaction (one snapshot) with a savepoint per transaction, so each still commits or rolls
  * back alone and many share one commit. By default one group is written at a time, bodies in order; with
- * `parallelGroups` above 1 several are, each on its own connection: bodies of different groups may interleave, and one group's write to a row another group of this
- * store committed after its snapshot is refused as another store's would be (below). A body that must see
- * another's writes waits for that body's commit, as it must with any store. Compare-and-set is a conditional
+ * `parallelGroups` above 1 several are, each on its own connection: bodies of different groups may interleave,
+ * and one group's write to a row another group of this store committed after its snapshot is refused as another
+ * store's would be (below). A body that must see another's writes waits for that body's commit, as it must with
+ * any store. Compare-and-set is a conditional
  * UPDATE (or an INSERT … ON CONFLICT DO NOTHING); terminal records are sealed by the same condition; per-stream
  * sequences are gapless under UNIQUE (stream, sequence), the head read from the snapshot.
  *
