@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterAll, expect, test } from 'vitest';
+import { afterAll, expect, test, vi } from 'vitest';
 import { SqliteStore } from '../../src/store/sqlite/index.js';
 import { CHECKPOINT_AFTER_WRITES } from '../../src/store/sqlite/log-folder.js';
 import { StoreConflictError, StoreCorruptError, StoreLockedError, type Store } from '../../src/store/store.js';
@@ -238,6 +238,30 @@ test('a store closed while its checkpoint thread folds the log waits for it, the
   const reopened = await SqliteStore.open(file);
   expect((await reopened.read((r) => r.list('k'))).length).toBe(CHECKPOINT_AFTER_WRITES);
   await reopened.close();
+});
+
+test('a checkpoint thread that died leaves the folding to the writer: the log is still folded', async () => {
+  const file = join(dir, 'checkpoint-died.sqlite');
+  const store = await SqliteStore.open(file);
+  const write = (batch: number) =>
+    store.transact(async (tx) => {
+      for (let i = 0; i < CHECKPOINT_AFTER_WRITES; i++)
+        await tx.put('k', `r-${batch}-${i}`, { text: 'x'.repeat(400) }, { expectedVersion: null });
+    });
+  await write(0);
+  await store.checkpoint();
+  // The thread dies as a crashed worker would (reached through the store's private parts: nothing public kills it).
+  const thread = (
+    store as unknown as { folder: { thread: { worker: { terminate(): Promise<number> }; ended: boolean } } }
+  ).folder.thread;
+  await thread.worker.terminate();
+  await vi.waitFor(() => expect(thread.ended).toBe(true));
+  const before = statSync(file).size;
+  await write(1);
+  await store.checkpoint();
+  expect(statSync(file).size).toBeGreaterThan(before + 400_000);
+  await store.close();
+  expect(existsSync(`${file}-wal`)).toBe(false);
 });
 
 test('ids and versions of definitions and plan cursors come from covering partial indexes, on new and existing stores', async () => {

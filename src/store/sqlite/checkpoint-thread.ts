@@ -67,6 +67,11 @@ export class CheckpointThread {
     this.worker.on('exit', () => this.fail('the checkpoint thread exited'));
   }
 
+  /** Whether the thread has ended (closed, or failed): it takes no further checkpoint. */
+  get ended(): boolean {
+    return this.exited;
+  }
+
   /** A thread for the database at `path` (opened there, so the file must exist). */
   static start(path: string): CheckpointThread {
     return new CheckpointThread(path);

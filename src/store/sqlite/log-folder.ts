@@ -20,6 +20,8 @@ export class LogFolder {
   private thread: CheckpointThread | undefined;
   /** The fold in flight, which close waits for. */
   private folding: Promise<void> | undefined;
+  /** No thread could be started: the writer folds the log. */
+  private inline = false;
 
   /**
    * @param tolerated answers whether a failed fold may be let go (SQLite busy: the next fold tries again);
@@ -60,13 +62,16 @@ export class LogFolder {
   }
 
   private async checkpoint(): Promise<void> {
-    try {
-      this.thread ??= CheckpointThread.start(this.file);
-    } catch {
-      // No thread to be had (a runtime without worker threads): the writer folds the log itself.
-      this.writer.pragma('wal_checkpoint(PASSIVE)');
-      return;
+    if (this.thread === undefined && !this.inline) {
+      try {
+        this.thread = CheckpointThread.start(this.file);
+      } catch {
+        // No thread to be had (a runtime without worker threads): the writer folds the log itself from now on.
+        this.inline = true;
+      }
     }
-    await this.thread.checkpoint();
+    // A thread that ended (its connection failed to open, or it died) leaves the folding to the writer.
+    if (this.thread !== undefined && !this.thread.ended) await this.thread.checkpoint();
+    else this.writer.pragma('wal_checkpoint(PASSIVE)');
   }
 }
