@@ -13,27 +13,17 @@ import { join } from 'node:path';
 import { createEngine, type Engine } from '../src/engine/engine.js';
 import { openStore } from '../src/store/open-store.js';
 import { startCluster, type PostgresCluster } from '../test/support/postgres-cluster.js';
-import { command, definition, ExitingRuntime, send } from './fixtures.js';
+import { command, definition, ExitingRuntime, pooled, send } from './fixtures.js';
 
 const option = (name: string, fallback: string) => {
   const at = process.argv.indexOf(`--${name}`);
   return at === -1 ? fallback : process.argv[at + 1]!;
 };
 
-/** Runs `work` over 0..n-1 with at most `inFlight` at once. */
-async function pooled(n: number, inFlight: number, work: (i: number) => Promise<void>): Promise<void> {
-  let next = 0;
-  const lane = async () => {
-    for (let i = next++; i < n; i = next++) await work(i);
-  };
-  await Promise.all(Array.from({ length: Math.min(inFlight, n) }, lane));
-}
-
-async function defineAll(engine: Engine, jobs: number): Promise<void> {
+async function defineAll(engine: Engine, ids: string[]): Promise<void> {
   // Due once a day, twelve hours from now: the scheduler plans nothing while the burst runs.
   const rrule = `FREQ=DAILY;BYHOUR=${(new Date().getUTCHours() + 12) % 24}`;
-  await pooled(jobs, 32, async (i) => {
-    const id = `burst-${String(i).padStart(5, '0')}`;
+  await pooled(ids, 32, async (id) => {
     await command(engine, 'definition.create.v1', { definition: definition(id, 1, 'draft', rrule) });
     await command(engine, 'definition.revise.v1', { definition: definition(id, 2, 'paused', rrule) }, 1);
     await command(engine, 'definition.activate.v1', { automationId: id }, 2);
@@ -69,7 +59,8 @@ async function main(): Promise<void> {
   try {
     const store = await openStore(at, kind === 'postgres' ? undefined : (kind as 'sqlite' | 'json'));
     const engine = createEngine({ store, runtimes: [new ExitingRuntime()], passConcurrency: concurrency });
-    await defineAll(engine, jobs);
+    const ids = Array.from({ length: jobs }, (_, i) => `burst-${String(i).padStart(5, '0')}`);
+    await defineAll(engine, ids);
     let succeeded = 0;
     let allDone: () => void = () => {};
     const done = new Promise<void>((resolve) => (allDone = resolve));
@@ -81,11 +72,9 @@ async function main(): Promise<void> {
     const profiler = await startProfiler(option('profile', ''));
     const began = performance.now();
     const cpuBefore = process.cpuUsage();
-    await pooled(jobs, concurrency, async (i) => {
-      const response = await send(engine, 'occurrence.runNow.v1', {
-        automationId: `burst-${String(i).padStart(5, '0')}`,
-      });
-      if (response.outcome === 'rejected') throw new Error(`run-now ${i}: ${response.error!.code}`);
+    await pooled(ids, concurrency, async (automationId) => {
+      const response = await send(engine, 'occurrence.runNow.v1', { automationId });
+      if (response.outcome === 'rejected') throw new Error(`run-now ${automationId}: ${response.error!.code}`);
     });
     await done;
     const makespanS = (performance.now() - began) / 1000;

@@ -69,6 +69,17 @@ export async function command(
   if (response.outcome === 'rejected') throw new Error(`${name}: ${response.error!.code} ${response.error!.message}`);
 }
 
+/** Runs `work` over `items` with at most `inFlight` at once, in order of start; answers results in item order. */
+export async function pooled<T, R>(items: T[], inFlight: number, work: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array(items.length);
+  let next = 0;
+  const lane = async () => {
+    for (let i = next++; i < items.length; i = next++) results[i] = await work(items[i]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(inFlight, items.length) }, lane));
+  return results;
+}
+
 /** Sessions that have exited by the time their launch answers, with or without telling the engine so. */
 export class ExitingRuntime implements Runtime {
   readonly runtimeId = 'coven-code';

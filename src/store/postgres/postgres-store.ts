@@ -68,9 +68,9 @@ const INT8_OID = 20;
  * `parallelGroups` above 1 several are, each on its own connection: bodies of different groups may interleave,
  * and one group's write to a row another group of this store committed after its snapshot is refused as another
  * store's would be (below). A body that must see another's writes waits for that body's commit, as it must with
- * any store. Compare-and-set is a conditional
- * UPDATE (or an INSERT … ON CONFLICT DO NOTHING); terminal records are sealed by the same condition; per-stream
- * sequences are gapless under UNIQUE (stream, sequence), the head read from the snapshot.
+ * any store. Compare-and-set is a conditional UPDATE (or an INSERT … ON CONFLICT DO NOTHING); terminal records are
+ * sealed by the same condition; per-stream sequences are gapless under UNIQUE (stream, sequence), the head read
+ * from the snapshot.
  *
  * Feed positions never appear out of order to a reader, and no lock orders them: a group's positions are its
  * transaction id's range (feed-clock.ts), and readers serve only positions below the horizon of the oldest

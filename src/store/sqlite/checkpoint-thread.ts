@@ -1,13 +1,6 @@
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 
-/** What a PASSIVE checkpoint reports: whether it was kept from starting, frames in the log, frames copied. */
-export interface CheckpointResult {
-  busy: number;
-  log: number;
-  checkpointed: number;
-}
-
 /** A checkpoint the thread could not run: SQLite's error code and message, raised again on the caller's side. */
 class CheckpointError extends Error {
   constructor(
@@ -18,7 +11,7 @@ class CheckpointError extends Error {
   }
 }
 
-type Reply = { result: CheckpointResult } | { error: string; code?: string } | { closed: true };
+type Reply = { folded: true } | { error: string; code?: string } | { closed: true };
 
 /**
  * The thread's own program, evaluated as CommonJS (so it needs no loader: the same text runs under tsx, vitest
@@ -38,8 +31,8 @@ parentPort.on('message', (message) => {
     return;
   }
   try {
-    const [result] = db.pragma('wal_checkpoint(PASSIVE)');
-    parentPort.postMessage({ result });
+    db.pragma('wal_checkpoint(PASSIVE)');
+    parentPort.postMessage({ folded: true });
   } catch (error) {
     parentPort.postMessage({ error: String(error && error.message), code: error && error.code });
   }
@@ -78,10 +71,10 @@ export class CheckpointThread {
   }
 
   /** One PASSIVE checkpoint; rejects with SQLite's error (its `code` kept) when the thread could not run it. */
-  async checkpoint(): Promise<CheckpointResult> {
+  async checkpoint(): Promise<void> {
     const reply = await this.ask('checkpoint');
-    if ('result' in reply) return reply.result;
-    throw new CheckpointError('error' in reply ? reply.error : 'the checkpoint thread closed', reply.code);
+    if ('error' in reply) throw new CheckpointError(reply.error, reply.code);
+    if (!('folded' in reply)) throw new CheckpointError('the checkpoint thread closed', undefined);
   }
 
   /** Closes the thread's connection and ends the thread; a checkpoint in flight finishes first. */
@@ -90,15 +83,15 @@ export class CheckpointThread {
     await this.worker.terminate();
   }
 
-  private ask(message: 'checkpoint' | 'close'): Promise<Reply & { code?: string }> {
+  private ask(message: 'checkpoint' | 'close'): Promise<Reply> {
     if (this.exited) return Promise.resolve({ error: 'the checkpoint thread has ended' });
-    return new Promise((resolve) => {
+    return new Promise<Reply>((resolve) => {
       this.waiting.push(resolve);
       this.worker.ref();
       this.worker.postMessage(message);
     }).finally(() => {
       if (this.waiting.length === 0 && !this.exited) this.worker.unref();
-    }) as Promise<Reply & { code?: string }>;
+    });
   }
 
   private fail(reason: string): void {

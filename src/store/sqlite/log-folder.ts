@@ -43,7 +43,7 @@ export class LogFolder {
     if (this.folding !== undefined || this.writes < CHECKPOINT_AFTER_WRITES) return;
     const writes = this.writes;
     this.folding = this.checkpoint().then(
-      () => void (this.writes -= writes),
+      (folded) => void (folded && (this.writes -= writes)),
       (error: unknown) => {
         if (!this.tolerated(error)) throw error;
       },
@@ -61,7 +61,8 @@ export class LogFolder {
     await this.thread?.close();
   }
 
-  private async checkpoint(): Promise<void> {
+  /** Folds the log; false when it cannot now (no thread, and the writer holds a group open: the next fold). */
+  private async checkpoint(): Promise<boolean> {
     if (this.thread === undefined && !this.inline) {
       try {
         this.thread = CheckpointThread.start(this.file);
@@ -72,6 +73,8 @@ export class LogFolder {
     }
     // A thread that ended (its connection failed to open, or it died) leaves the folding to the writer.
     if (this.thread !== undefined && !this.thread.ended) await this.thread.checkpoint();
+    else if (this.writer.inTransaction) return false;
     else this.writer.pragma('wal_checkpoint(PASSIVE)');
+    return true;
   }
 }

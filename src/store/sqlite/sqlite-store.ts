@@ -362,7 +362,7 @@ export class SqliteStore implements Store {
   async close(): Promise<void> {
     if (this.queue.isClosed) return;
     await this.queue.close();
-    // The writer must close last: closing the last connection is what copies the whole log into the file.
+    // The checkpoint thread's connection closes first, so the writer's close below is the last one.
     await this.folder.close();
     try {
       // Closing the last connection copies the log into the database file: with it, this mark (a file alone

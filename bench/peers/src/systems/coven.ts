@@ -9,7 +9,7 @@
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Engine, FileStore } from '../../../../src/index.js';
-import { definition } from '../../../fixtures.js';
+import { definition, pooled } from '../../../fixtures.js';
 import { ImmediateRuntime } from './coven-runtime.js';
 import type { HeldJobs, JobHooks, SystemUnderTest, WorkerSettings } from './system.js';
 
@@ -31,17 +31,6 @@ interface Response {
   outcome: 'committed' | 'replayed' | 'rejected';
   result?: Record<string, unknown>;
   error?: { code: string; message: string };
-}
-
-/** Runs `work` over `items` with at most `inFlight` at once, in order of start; answers results in item order. */
-async function pooled<T, R>(items: T[], inFlight: number, work: (item: T) => Promise<R>): Promise<R[]> {
-  const results: R[] = new Array(items.length);
-  let next = 0;
-  const lane = async () => {
-    for (let i = next++; i < items.length; i = next++) results[i] = await work(items[i]!);
-  };
-  await Promise.all(Array.from({ length: Math.min(inFlight, items.length) }, lane));
-  return results;
 }
 
 export class CovenSystem implements SystemUnderTest {
