@@ -5,12 +5,13 @@
 // (PostgreSQL's server CPU is not counted: see bench/peers for worker + server). `--profile FILE` writes a CPU
 // profile of that window alone (set-up excluded), for Chrome DevTools or any .cpuprofile reader.
 //
-//   npx tsx bench/burst.ts [--store sqlite|json|postgres] [--jobs 1000] [--concurrency 16] [--profile FILE]
+//   npx tsx bench/burst.ts [--store sqlite|json|postgres] [--jobs 1000] [--concurrency 16] [--profile FILE] [--passes]
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createEngine, type Engine } from '../src/engine/engine.js';
+import type { TickReport } from '../src/engine/pass-phases.js';
 import { openStore } from '../src/store/open-store.js';
 import { startCluster, type PostgresCluster } from '../test/support/postgres-cluster.js';
 import { command, definition, ExitingRuntime, pooled, send } from './fixtures.js';
@@ -50,6 +51,17 @@ async function startProfiler(file: string): Promise<(() => Promise<void>) | unde
   };
 }
 
+/** The passes that ran during the burst, summed: what a burst costs the scheduler beside the run-nows. */
+function passSummary(passes: TickReport[]): string {
+  const sum = (f: (r: TickReport) => number) => passes.reduce((total, r) => total + f(r), 0);
+  const phases = Object.keys(passes[0]?.phaseMs ?? {}) as (keyof TickReport['phaseMs'])[];
+  const byPhase = phases.map((phase) => `${phase} ${sum((r) => r.phaseMs[phase]).toFixed(0)}`).join(', ');
+  return (
+    `passes: ${passes.length}, launched ${sum((r) => r.launched)}, settled ${sum((r) => r.settled)}; ` +
+    `phase ms: ${byPhase}`
+  );
+}
+
 async function main(): Promise<void> {
   const kind = option('store', 'sqlite');
   const jobs = Number(option('jobs', '1000'));
@@ -68,7 +80,8 @@ async function main(): Promise<void> {
       for (const t of transitions)
         if (t.entity === 'occurrence' && t.to === 'succeeded' && ++succeeded === jobs) allDone();
     };
-    engine.start();
+    const passes: TickReport[] = [];
+    engine.start((report) => passes.push(report));
     const profiler = await startProfiler(option('profile', ''));
     const began = performance.now();
     const cpuBefore = process.cpuUsage();
@@ -87,6 +100,7 @@ async function main(): Promise<void> {
       `${kind}: ${jobs} run-nows, ${concurrency} in flight: makespan ${makespanS.toFixed(2)} s, ` +
         `process CPU ${cpuS.toFixed(2)} s (${((cpuS * 1000) / jobs).toFixed(2)} ms per job), load ${loadavg()[0]!.toFixed(2)}`,
     );
+    if (process.argv.includes('--passes')) console.log(passSummary(passes));
   } finally {
     await cluster?.stop();
     rmSync(dir, { recursive: true, force: true });

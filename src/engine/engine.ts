@@ -63,6 +63,8 @@ export class Engine {
   private readonly worker: Worker;
   /** Runtimes' session-exit cues, heard while the engine runs (see {@link Engine.start}). */
   private readonly cues: ExitCues;
+  /** Occurrences whose manual launch this process is releasing, with how many releases are in flight for each. */
+  private readonly releasing = new Map<string, number>();
   private readonly retention: RetentionPolicy | undefined;
   /** Engine-clock instant of the next retention sweep (0: the first pass sweeps). */
   private nextSweepAt = 0;
@@ -197,13 +199,30 @@ export class Engine {
     if (sending === undefined) return undefined;
     return {
       release: () =>
-        this.cues.whileSending(
-          attemptOfOutbox(outboxId),
-          (exitCued) => sendMarkedLaunch(svc, outboxId, sending, exitCued),
-          exitSettledIn,
+        this.releasingHere(occurrenceId, () =>
+          this.cues.whileSending(
+            attemptOfOutbox(outboxId),
+            (exitCued) => sendMarkedLaunch(svc, outboxId, sending, exitCued),
+            exitSettledIn,
+          ),
         ),
       abandon: () => disownLaunch(svc, outboxId),
     };
+  }
+
+  /**
+   * Runs a manual launch's release with its occurrence marked as in this process's hands: a pass has nothing to
+   * do for it meanwhile (its launch is `sending`, never sent twice), so it skips the transaction that would say so.
+   */
+  private async releasingHere<T>(occurrenceId: string, release: () => Promise<T>): Promise<T> {
+    this.releasing.set(occurrenceId, (this.releasing.get(occurrenceId) ?? 0) + 1);
+    try {
+      return await release();
+    } finally {
+      const left = this.releasing.get(occurrenceId)! - 1;
+      if (left > 0) this.releasing.set(occurrenceId, left);
+      else this.releasing.delete(occurrenceId);
+    }
   }
 
   /**
@@ -230,7 +249,8 @@ export class Engine {
     const dispatchable = live.filter(
       (w) =>
         (w.state === OccurrenceState.claimed || w.state === OccurrenceState.dispatching) &&
-        partition.mine(w.automationId ?? w.id, w.claimedBy),
+        partition.mine(w.automationId ?? w.id, w.claimedBy) &&
+        !this.releasing.has(w.id),
     );
     await forEachConcurrently(dispatchable, this.services.passConcurrency, async ({ id }) => {
       const due = await this.services.store.read(async (r) => {

@@ -95,6 +95,11 @@ async function claimDueInBatches(svc: EngineServices): Promise<void> {
   }
 }
 
+async function anythingDue(svc: EngineServices): Promise<boolean> {
+  const now = svc.clock.now().toISOString();
+  return svc.store.read(async (r) => (await r.hasDueOccurrences?.(now)) ?? true);
+}
+
 /**
  * Every live occurrence the pass has something to do for (see {@link needsAttention}), one transaction each,
  * after the set-based claims where the store has them; one occurrence's failure is reported and does not stop
@@ -107,7 +112,8 @@ export async function advanceAll(
   partition?: WorkPartition,
 ): Promise<SessionStop[]> {
   const stops: SessionStop[] = [];
-  if (svc.store.sharedByEngines === true) await claimDueInBatches(svc);
+  // The claim is a write transaction, queued behind every other commit: a read asks first whether it would take any.
+  if (svc.store.sharedByEngines === true && (await anythingDue(svc))) await claimDueInBatches(svc);
   const now = svc.clock.now().getTime();
   const { live, facts, share } = await svc.store.read(async (r) => ({
     live: await r.liveWork(KINDS.occurrence),

@@ -133,6 +133,8 @@ export interface StoreReader {
    * reads every live record to find the few it must act on.
    */
   liveWork(kind: LiveKind, options?: LiveWorkOptions): Promise<LiveWork[]>;
+  /** Whether {@link StoreTransaction.lockDueOccurrences} would find anything due at `now` (held rows too). */
+  hasDueOccurrences?(now: string): Promise<boolean>;
   /**
    * Occurrences by slot or runs by start, newest first (same instant: id descending), one page of those the
    * filter keeps: answered from an index every store keeps (expression indexes on SQL, a sorted array in

@@ -101,3 +101,34 @@ test('a run-now whose commit fails launches nothing, leaves nothing, and the eng
   expect(runtime.launches).toHaveLength(1);
   expect(h.engine.services.launchesInFlight.size).toBe(0);
 });
+
+test('a pass leaves a run-now’s launch to the release in flight, and looks at it again once that release ended', async () => {
+  const runtime = new WatchedRuntime();
+  const h = await harness({ runtime });
+  const dispatched: string[] = [];
+  const dispatch = h.engine.dispatch.bind(h.engine);
+  h.engine.dispatch = async (occurrenceId) => {
+    dispatched.push(occurrenceId);
+    return dispatch(occurrenceId);
+  };
+  let duringRelease: string[] | undefined;
+  runtime.onLaunch = async () => {
+    await h.engine.tick();
+    duringRelease = [...dispatched];
+    // The runtime fails: the launch stays `sending` (it may have happened) and its occurrence claimed.
+    throw new Error('runtime unreachable');
+  };
+  const response = await h.engine.commands.handle(
+    command('occurrence.runNow.v1', { automationId: 'daily' }, { adoptionKey: 'manual-held' }),
+  );
+  expect(response.error).toBeUndefined();
+  const [occurrence] = await h.read.occurrences();
+  expect(occurrence!.state).toBe('claimed');
+  // While this process was sending it, the pass had nothing to do for it and opened no transaction to say so.
+  expect(duringRelease).toEqual([]);
+  runtime.onLaunch = async () => undefined;
+  await h.engine.tick();
+  // Once the release ended, the occurrence is the passes' again (a launch already `sending` is still not re-sent).
+  expect(dispatched).toEqual([occurrence!.occurrenceId]);
+  expect(runtime.launches).toHaveLength(0);
+});

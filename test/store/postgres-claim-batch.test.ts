@@ -1,6 +1,8 @@
+import fc from 'fast-check';
 import { afterEach, beforeAll, expect, test } from 'vitest';
 import { PostgresStore } from '../../src/store/postgres/index.js';
 import { describePostgres, freshDatabase } from '../support/postgres.js';
+import { propertyParameters } from '../support/property.js';
 
 const NOW = '2026-01-01T09:00:00.000Z';
 const minute = (m: number) => new Date(Date.parse(NOW) + m * 60_000).toISOString();
@@ -65,5 +67,31 @@ describePostgres('PostgreSQL store: set-based claims', (socketDir) => {
       'due-3',
       'due-4',
     ]);
+  });
+
+  // A pass asks in a read whether the claim would take anything before it queues the claim's write transaction:
+  // if the two disagreed, due work would wait for the one-occurrence path (or idle passes would claim for nothing).
+  test('the read a pass asks first agrees with the claim statement, for any mix of states and instants', async () => {
+    const states = ['planned', 'eligible', 'claimed', 'dispatching', 'running', 'recovery_required'];
+    const instant = fc.integer({ min: -5, max: 5 }).map(minute);
+    const row = fc.record({ state: fc.constantFrom(...states), at: instant, notBefore: fc.option(instant) });
+    let round = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.array(row, { maxLength: 8 }), async (rows) => {
+        const store = await open(`gate_${round++}`);
+        await store.transact(async (tx) => {
+          for (const [i, r] of rows.entries()) {
+            const data = occurrence(`a${i}`, r.state, r.at, r.notBefore ?? undefined);
+            await tx.put('occurrence', `o${i}`, data, { expectedVersion: null });
+          }
+        });
+        const asked = await store.read((r) => r.hasDueOccurrences!(NOW));
+        const claimed = await store.transact((tx) => tx.lockDueOccurrences!(NOW, 100, []));
+        expect(asked).toBe(claimed.length > 0);
+        opened.splice(opened.indexOf(store), 1);
+        await store.close();
+      }),
+      propertyParameters('a pass’s due probe = the claim statement', 30),
+    );
   });
 });

@@ -40,7 +40,9 @@ export const LIVE_WORK_OF_AUTOMATION_SQL =
  * theirs), earliest first, locked for this transaction; rows another engine holds are skipped, not waited for,
  * so engines sharing a burst each take their own. `$3`: ids this pass already took.
  */
+const DUE = `${CLAIMABLE} AND ${SCHEDULED_FOR} <= $1 AND (${NOT_BEFORE} IS NULL OR ${NOT_BEFORE} <= $1)`;
 export const CLAIM_DUE_SQL =
-  `SELECT id FROM {s}.records WHERE ${CLAIMABLE} AND ${SCHEDULED_FOR} <= $1 ` +
-  `AND (${NOT_BEFORE} IS NULL OR ${NOT_BEFORE} <= $1) AND NOT (id = ANY($3::text[])) ` +
+  `SELECT id FROM {s}.records WHERE ${DUE} AND NOT (id = ANY($3::text[])) ` +
   `ORDER BY ${SCHEDULED_FOR}, id LIMIT $2 FOR UPDATE SKIP LOCKED`;
+/** Whether the claim's selection would find anything due at `$1`, locked or not: one probe of the same index. */
+export const ANY_DUE_SQL = `SELECT EXISTS (SELECT 1 FROM {s}.records WHERE ${DUE}) AS due`;
