@@ -5,14 +5,16 @@
 // (PostgreSQL's server CPU is not counted: see bench/peers for worker + server). `--profile FILE` writes a CPU
 // profile of that window alone (set-up excluded), for Chrome DevTools or any .cpuprofile reader.
 //
-//   npx tsx bench/burst.ts [--store sqlite|json|postgres] [--jobs 1000] [--concurrency 16] [--profile FILE] [--passes]
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+//   npx tsx bench/burst.ts [--store sqlite|json|postgres] [--jobs 1000] [--concurrency 16] [--groups N] [--profile FILE]
+//     [--passes]
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createEngine, type Engine } from '../src/engine/engine.js';
 import type { TickReport } from '../src/engine/pass-phases.js';
 import { openStore } from '../src/store/open-store.js';
+import { PostgresStore } from '../src/store/postgres/index.js';
 import { startCluster, type PostgresCluster } from '../test/support/postgres-cluster.js';
 import { command, definition, ExitingRuntime, pooled, send } from './fixtures.js';
 
@@ -35,6 +37,22 @@ async function location(kind: string, dir: string): Promise<{ at: string; cluste
   if (kind !== 'postgres') return { at: join(dir, `store.${kind}`) };
   const cluster = await startCluster();
   return { at: cluster.url, cluster };
+}
+
+/** CPU seconds of every `postgres` process now (Linux /proc): the server's share of a burst, by difference. */
+function serverCpuSeconds(): number {
+  let ticks = 0;
+  for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      if (!stat.includes('(postgres)')) continue;
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      ticks += Number(fields[11]) + Number(fields[12]);
+    } catch {
+      // The process ended meanwhile.
+    }
+  }
+  return ticks / 100;
 }
 
 /** Starts the CPU profiler when a file is named; answers how to stop it and write the profile there. */
@@ -69,7 +87,11 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'coven-burst-'));
   const { at, cluster } = await location(kind, dir);
   try {
-    const store = await openStore(at, kind === 'postgres' ? undefined : (kind as 'sqlite' | 'json'));
+    const groups = Number(option('groups', '1'));
+    const store =
+      kind === 'postgres'
+        ? await PostgresStore.open(at, { parallelGroups: groups })
+        : await openStore(at, kind as 'sqlite' | 'json');
     const engine = createEngine({ store, runtimes: [new ExitingRuntime()], passConcurrency: concurrency });
     const ids = Array.from({ length: jobs }, (_, i) => `burst-${String(i).padStart(5, '0')}`);
     await defineAll(engine, ids);
@@ -85,6 +107,7 @@ async function main(): Promise<void> {
     const profiler = await startProfiler(option('profile', ''));
     const began = performance.now();
     const cpuBefore = process.cpuUsage();
+    const serverBefore = serverCpuSeconds();
     await pooled(ids, concurrency, async (automationId) => {
       const response = await send(engine, 'occurrence.runNow.v1', { automationId });
       if (response.outcome === 'rejected') throw new Error(`run-now ${automationId}: ${response.error!.code}`);
@@ -92,13 +115,15 @@ async function main(): Promise<void> {
     await done;
     const makespanS = (performance.now() - began) / 1000;
     const cpu = process.cpuUsage(cpuBefore);
+    const serverS = serverCpuSeconds() - serverBefore;
     await profiler?.();
     await engine.stop();
     await store.close();
     const cpuS = (cpu.user + cpu.system) / 1e6;
     console.log(
       `${kind}: ${jobs} run-nows, ${concurrency} in flight: makespan ${makespanS.toFixed(2)} s, ` +
-        `process CPU ${cpuS.toFixed(2)} s (${((cpuS * 1000) / jobs).toFixed(2)} ms per job), load ${loadavg()[0]!.toFixed(2)}`,
+        `process CPU ${cpuS.toFixed(2)} s (${((cpuS * 1000) / jobs).toFixed(2)} ms per job)` +
+        `${kind === 'postgres' ? `, server CPU ${serverS.toFixed(2)} s` : ''}, load ${loadavg()[0]!.toFixed(2)}`,
     );
     if (process.argv.includes('--passes')) console.log(passSummary(passes));
   } finally {

@@ -60,6 +60,10 @@ function parallelGroupsOf(given: number | undefined, poolSize: number): number {
 
 /** int8 (bigint) columns as numbers: sequences and positions stay far below 2^53. */
 const INT8_OID = 20;
+// Snapshot isolation, not SERIALIZABLE: SERIALIZABLE's predicate locks are page-grained on small indexes, so two
+// stores appending to different streams aborted each other (the feed-order contention test). What a group writes
+// is guarded row by row instead (see the class comment).
+const BEGIN = 'BEGIN ISOLATION LEVEL REPEATABLE READ';
 
 /**
  * The Store port on PostgreSQL (node-postgres, pooled). Each group of queued transactions is one REPEATABLE
@@ -218,13 +222,14 @@ export class PostgresStore implements Store {
     // One job alone needs no savepoint: its rollback is the transaction's.
     const savepoints = batch.length > 1;
     try {
-      // Snapshot isolation, not SERIALIZABLE: SERIALIZABLE's predicate locks are page-grained on small indexes,
-      // so two stores appending to different streams aborted each other (the feed-order contention test).
-      // What a group writes is guarded row by row instead (see the class comment).
-      await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
-      for (const job of batch) {
+      // Each job of several runs under the savepoint `job`. Savepoint statements travel with a neighbour (BEGIN,
+      // the previous job's RELEASE) in one message, and one a failed job rolled back to still stands for the next.
+      await client.query(savepoints ? `${BEGIN}; SAVEPOINT job` : BEGIN);
+      for (const [i, job] of batch.entries()) {
         const result = await this.runJob(client, tx, job, savepoints);
-        if (result !== undefined) done.push([job, result.value]);
+        if (result === undefined) continue;
+        done.push([job, result.value]);
+        if (savepoints && i < batch.length - 1) await client.query('RELEASE job; SAVEPOINT job');
       }
       if (done.length === 0) {
         await client.query('ROLLBACK');
@@ -266,20 +271,17 @@ export class PostgresStore implements Store {
     job: QueuedTransaction,
     savepoint: boolean,
   ): Promise<{ value: unknown } | undefined> {
-    if (savepoint) await client.query('SAVEPOINT job');
     tx.beginJob();
     try {
       const value = await job.body(tx);
       await tx.flush();
       // The database aborted the transaction even though the body carried on: nothing of it may commit.
       if (tx.failure !== undefined) throw tx.failure;
-      if (savepoint) await client.query('RELEASE job');
       return { value };
     } catch (error) {
       job.reject(asStoreError(this.file, error));
       if (!savepoint) throw new JobRolledBack(error);
       await client.query('ROLLBACK TO job');
-      await client.query('RELEASE job');
       tx.rollbackJob();
       return undefined;
     }
