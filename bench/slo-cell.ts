@@ -1,8 +1,7 @@
 // One bench cell: one store kind at one history size, in its own process so RSS belongs to this cell alone.
 // Run by bench/slo.ts (compiled to .bench-build/); alone: tsx bench/slo-cell.ts --store sqlite --history 10000 --definitions 1000
 // Prints one JSON line (CellResult) last on stdout.
-import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { Session } from 'node:inspector/promises';
 import { dirname, join } from 'node:path';
@@ -12,14 +11,14 @@ import { nextWakeAt } from '../src/engine/next-wake.js';
 import { SimulatedClock } from '../src/clock/clock.js';
 import type { CommittedTransition } from '../src/domain/inspection.js';
 import { SimulatedRuntime } from '../src/runtime/simulated-runtime.js';
-import { openStore, type FileStoreKind } from '../src/store/open-store.js';
 import type { Store } from '../src/store/store.js';
 import { command, definition } from './fixtures.js';
 import { cloneHistory } from './history.js';
 import { percentile } from './stats.js';
+import { cellStore, type CellStore, type CellStoreKind } from './slo-store.js';
 
 export interface CellResult {
-  store: FileStoreKind;
+  store: CellStoreKind;
   history: number;
   definitions: number;
   definitionsPerMinute: number;
@@ -82,10 +81,6 @@ const HOURLY = `FREQ=DAILY;BYHOUR=${Array.from({ length: 24 }, (_, h) => h).join
 /** Loops timed for the idle-loop figure; the median is reported. */
 const IDLE_LOOPS = 7;
 
-function storeBytes(dir: string): number {
-  return readdirSync(dir).reduce((sum, f) => sum + statSync(join(dir, f)).size, 0);
-}
-
 const rssMb = () => process.memoryUsage().rss / 1_048_576;
 type Stats = { p50: number; p95: number; p99: number; samples: number };
 const stats = (xs: number[]): Stats => ({
@@ -121,7 +116,7 @@ function occurrenceLatencies(milestones: Map<string, Milestones>): CellResult['o
 let reads = 0;
 
 /** RSS of a new process that opens the store, runs idle passes and collects garbage (bench/slo-idle.ts). */
-function idleDaemonRssMb(kind: FileStoreKind, file: string, at: string, retentionHours: number): number {
+function idleDaemonRssMb(kind: CellStoreKind, file: string, at: string, retentionHours: number): number {
   const script = join(dirname(fileURLToPath(import.meta.url)), 'slo-idle.js');
   const child = spawnSync(
     process.execPath,
@@ -133,15 +128,14 @@ function idleDaemonRssMb(kind: FileStoreKind, file: string, at: string, retentio
 }
 
 async function main(): Promise<void> {
-  const kind = arg('store', 'sqlite') as FileStoreKind;
+  const kind = arg('store', 'sqlite') as CellStoreKind;
   const history = Number(arg('history', '1000'));
   const count = Number(arg('definitions', '1000'));
-  const dir = mkdtempSync(join(tmpdir(), 'coven-bench-slo-'));
-  const file = join(dir, kind === 'sqlite' ? 'store.sqlite' : 'store.json');
+  const where: CellStore = await cellStore(kind);
   const clock = new SimulatedClock(START);
   const runtime = new SimulatedRuntime({ runtimeId: 'coven-code', durationMs: 60_000 });
   const transitions: CommittedTransition[] = [];
-  let store: Store = await openStore(file, kind);
+  let store: Store = await where.open();
   let ids = 0;
   // --concurrency N overrides the engine's pass concurrency, and planning's with it (default: the engine's own).
   const concurrency = arg('concurrency', '');
@@ -209,8 +203,8 @@ async function main(): Promise<void> {
     // Reopen so the growth figure starts from a checkpointed file (SQLite folds its WAL back on close).
     await engine.stop();
     await store.close();
-    store = await openStore(file, kind);
-    const bytesBefore = storeBytes(dir);
+    store = await where.open();
+    const bytesBefore = await where.bytes();
 
     // Measured hours: passes timed by phase, commits counted, transitions recorded for the XState baseline.
     const samples = {
@@ -313,9 +307,9 @@ async function main(): Promise<void> {
     for (let i = 0; i < 5; i++) {
       await engine.stop();
       await store.close();
-      if (i === 0) grownBytes = storeBytes(dir) - bytesBefore;
+      if (i === 0) grownBytes = (await where.bytes()) - bytesBefore;
       const t0 = performance.now();
-      store = await openStore(file, kind);
+      store = await where.open();
       engine = engineOn(store);
       await engine.tick();
       recoveryMs.push(performance.now() - t0);
@@ -338,7 +332,7 @@ async function main(): Promise<void> {
     const rssInCellIdleMb = rssMb();
     await engine.stop();
     await store.close();
-    const rssIdleMb = idleDaemonRssMb(kind, file, clock.now().toISOString(), retentionHours);
+    const rssIdleMb = idleDaemonRssMb(kind, where.location, clock.now().toISOString(), retentionHours);
     const result: CellResult = {
       store: kind,
       history,
@@ -365,7 +359,7 @@ async function main(): Promise<void> {
       changefeedEvents: events,
       replayP95Ms: percentile(replay, 0.95),
       recoveryMs,
-      storeBytes: storeBytes(dir),
+      storeBytes: await where.bytes(),
       bytesPerOccurrence: grownBytes / Math.max(1, measured),
       rssIdleMb,
       rssInCellIdleMb,
@@ -378,7 +372,7 @@ async function main(): Promise<void> {
   } finally {
     await engine.stop();
     await store.close();
-    rmSync(dir, { recursive: true, force: true });
+    await where.dispose();
   }
 }
 

@@ -19,7 +19,9 @@ const arg = (name: string, fallback?: string) => {
 /** Passes run before measuring: the restart's recovery pass, then passes with nothing due, as a daemon idles. */
 const IDLE_PASSES = 3;
 
-const store = await openStore(arg('file'), arg('store') as FileStoreKind);
+// A PostgreSQL cell's `--file` is its cluster's connection string, which names the store's kind itself.
+const kind = arg('store');
+const store = await openStore(arg('file'), kind === 'postgres' ? undefined : (kind as FileStoreKind));
 const clock = new SimulatedClock(arg('at'));
 const retentionHours = Number(arg('retention-hours', '0'));
 const retention = retentionHours > 0 ? { windowDays: { standard: retentionHours / 24 }, sweepEveryMinutes: 0 } : false;

@@ -17,9 +17,10 @@ import { measureScaleOut, SCALE_OUT_HEADER, scaleOutRows, type ScaleOutResults }
 import type { CellResult } from './slo-cell.js';
 import { sideBySide } from './slo-side-by-side.js';
 import { table } from './stats.js';
+import type { CellStoreKind } from './slo-store.js';
 
 interface Cell {
-  store: 'json' | 'sqlite';
+  store: CellStoreKind;
   history: number;
   definitions: number;
   /** Measured hours; 0 = definitions and restart only (the 10k-definition recovery figure). */
@@ -57,6 +58,7 @@ const CELLS: Cell[] = quick
       { store: 'json', history: 1_000, definitions: 100 },
       { store: 'sqlite', history: 1_000, definitions: 200 },
       { store: 'sqlite', history: 0, definitions: 200, hours: 2, retentionHours: 1, warmupHours: 2 },
+      { store: 'postgres', history: 1_000, definitions: 200 },
     ]
   : [
       { store: 'json', history: 1_000, definitions: 100 },
@@ -67,7 +69,10 @@ const CELLS: Cell[] = quick
       { store: 'sqlite', history: 100_000, definitions: 1_000 },
       { store: 'json', history: 0, definitions: 100, hours: 3, retentionHours: 1, warmupHours: 2 },
       { store: 'sqlite', history: 0, definitions: 1_000, hours: 3, retentionHours: 1, warmupHours: 2 },
+      { store: 'postgres', history: 1_000, definitions: 1_000 },
     ];
+/** `--burst-stores json,sqlite,postgres` (default all): the burst cells' stores. */
+const BURST_STORES = (option('burst-stores') ?? 'json,sqlite,postgres').split(',');
 
 /**
  * The scale-out cells (bench/scale-out/measure.ts): `--scale-due` definitions due at one instant, worked by one
@@ -128,6 +133,14 @@ function runCell(cell: Cell): CellResult {
   return result;
 }
 
+/** Whether a burst cell is selected (`--burst-stores`) and can run here (PostgreSQL's server binaries for its cells). */
+function burstCellRuns(cell: Cell): boolean {
+  if (!BURST_STORES.includes(cell.store)) return false;
+  const missing = cell.store === 'postgres' ? missingServerBinaries() : undefined;
+  if (missing !== undefined) console.log(`postgres burst cell not run: ${missing}`);
+  return missing === undefined;
+}
+
 /** The scale-out cells and their table, when selected and PostgreSQL's server binaries are here. */
 async function scaleOutCells(): Promise<ScaleOutResults | undefined> {
   if (!cellKinds.has('scale-out')) return undefined;
@@ -159,7 +172,7 @@ async function main(): Promise<void> {
     const sideOut = option('out') ?? join('bench', 'results', 'slo.daemon-side-by-side.json');
     return sideBySide({ stores: ARRIVAL_STORES, rounds: ROUNDS, seconds, buildDir: BUILD_DIR, out: sideOut, ...idle });
   }
-  const burst = cellKinds.has('burst') ? CELLS : [];
+  const burst = cellKinds.has('burst') ? CELLS.filter(burstCellRuns) : [];
   console.error(`coven-automata SLO bench: ${burst.length} burst cells${quick ? ' (quick)' : ''}`);
   const results = burst.map(runCell);
   const arrivals = cellKinds.has('arrivals')
