@@ -63,7 +63,7 @@ export class Engine {
   private readonly worker: Worker;
   /** Runtimes' session-exit cues, heard while the engine runs (see {@link Engine.start}). */
   private readonly cues: ExitCues;
-  /** Occurrences whose manual launch this process is releasing, with how many releases are in flight for each. */
+  /** Occurrences whose launch this process is releasing, with how many releases are in flight for each. */
   private readonly releasing = new Map<string, number>();
   private readonly retention: RetentionPolicy | undefined;
   /** Engine-clock instant of the next retention sweep (0: the first pass sweeps). */
@@ -127,7 +127,7 @@ export class Engine {
         confineCwd(options.runtimes, defaultRequirements(options.runtimes.map((r) => r.runtimeId))),
       operator: operatorCommands(this.services, {
         dispatch: (occurrenceId) => this.dispatch(occurrenceId),
-        queue: (step, occurrenceId) => this.queueManualLaunch(step, occurrenceId),
+        queue: (step, occurrenceId) => this.queueLaunchHere(step, occurrenceId),
       }),
     });
   }
@@ -187,11 +187,14 @@ export class Engine {
 
   /** Accepts and launches one claimed occurrence now (runNow and operator recovery use this). */
   async dispatch(occurrenceId: string): Promise<LaunchOutcome | undefined> {
-    return this.parts.dispatchOccurrence(this.services, occurrenceId, (outboxId) => this.release(outboxId));
+    return this.parts.dispatchOccurrence(this.services, occurrenceId, (step, id) => this.queueLaunchHere(step, id));
   }
 
-  /** A manual run's launch: accepted, queued and marked `sending` in its command's transaction (run-now.ts). */
-  private async queueManualLaunch(step: StepContext, occurrenceId: string): Promise<QueuedLaunch | undefined> {
+  /**
+   * A launch accepted, queued and marked `sending` in `step`'s transaction: a manual run's command (run-now.ts) or
+   * a pass's dispatch, one commit before the runtime is called either way.
+   */
+  private async queueLaunchHere(step: StepContext, occurrenceId: string): Promise<QueuedLaunch | undefined> {
     const svc = this.services;
     const outboxId = await this.parts.queueLaunch(svc, step, occurrenceId);
     if (outboxId === undefined) return undefined;
@@ -211,7 +214,7 @@ export class Engine {
   }
 
   /**
-   * Runs a manual launch's release with its occurrence marked as in this process's hands: a pass has nothing to
+   * Runs a launch's release with its occurrence marked as in this process's hands: a pass has nothing to
    * do for it meanwhile (its launch is `sending`, never sent twice), so it skips the transaction that would say so.
    */
   private async releasingHere<T>(occurrenceId: string, release: () => Promise<T>): Promise<T> {

@@ -1,6 +1,7 @@
 import { COMMAND_HANDLER_STEPS } from '../command-handler/steps.js';
 import { acceptAndDispatch } from '../dispatcher/dispatcher.js';
 import { DISPATCHER_STEPS } from '../dispatcher/steps.js';
+import type { QueuedLaunch } from '../command-handler/context.js';
 import type { ActorSteps } from '../domain/actor-steps.js';
 import type { LaunchOutcome } from '../domain/launch-outcome.js';
 import type { StepContext } from '../domain/lifecycle.js';
@@ -21,13 +22,13 @@ export interface EngineParts {
   /** The four contract actors' cross-actor steps. */
   actors: ActorSteps;
   /**
-   * The dispatcher's handling of one claimed occurrence: the run's acceptance, the attempt's adoption and the
-   * queued launch in one commit, then `release` sends the launch.
+   * The dispatcher's handling of one claimed occurrence: `queue` accepts the run, adopts the attempt, queues the
+   * launch and marks it `sending`, all in one commit of its own; once that commit is durable the launch is released.
    */
   dispatchOccurrence(
     svc: EngineServices,
     occurrenceId: string,
-    release: (outboxId: string) => Promise<LaunchOutcome>,
+    queue: (step: StepContext, occurrenceId: string) => Promise<QueuedLaunch | undefined>,
   ): Promise<LaunchOutcome | undefined>;
   /**
    * The same acceptance, adoption and queued launch in the caller's transaction (a manual run claims and queues
@@ -48,9 +49,16 @@ export const ENGINE_PARTS: EngineParts = {
     commandHandler: COMMAND_HANDLER_STEPS,
     worker: WORKER_STEPS,
   },
-  async dispatchOccurrence(svc, occurrenceId, release) {
-    const outboxId = await svc.step((step) => acceptAndDispatch(svc, step, occurrenceId));
-    return outboxId === undefined ? undefined : release(outboxId);
+  async dispatchOccurrence(svc, occurrenceId, queue) {
+    let queued: QueuedLaunch | undefined;
+    try {
+      await svc.step(async (step) => void (queued = await queue(step, occurrenceId)));
+    } catch (error) {
+      // Nothing of the step committed: the launch it marked is not this engine's to answer for.
+      queued?.abandon();
+      throw error;
+    }
+    return queued?.release();
   },
   queueLaunch: acceptAndDispatch,
   sweepRetention: compactExpiredHistory,

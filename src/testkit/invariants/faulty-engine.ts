@@ -38,13 +38,9 @@ export function faultyParts(faults: Partial<EngineFaults>): EngineParts {
           }
         : scheduler,
     },
-    dispatchOccurrence: faults.launchBeforeAdoptionCommit
-      ? async (svc, occurrenceId, release) => {
-          await launchAhead(svc, await svc.store.read((r) => undispatchedDefinition(r, occurrenceId)), occurrenceId);
-          return real.dispatchOccurrence(svc, occurrenceId, release);
-        }
-      : real.dispatchOccurrence,
-    // A manual run queues its launch in its command's transaction: the early launch reads what that one holds.
+    dispatchOccurrence: real.dispatchOccurrence,
+    // A pass and a manual run both queue a launch inside a transaction (the pass's dispatch step, the command's):
+    // the early launch reads what that one holds, before it commits.
     queueLaunch: faults.launchBeforeAdoptionCommit
       ? async (svc, step, occurrenceId) => {
           await launchAhead(svc, await undispatchedDefinition(step.tx, occurrenceId), occurrenceId);

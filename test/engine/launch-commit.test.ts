@@ -7,6 +7,8 @@ import type { StoreTransaction } from '../../src/store/store.js';
 import { KINDS } from '../../src/domain/records.js';
 import type { EventEnvelope } from '../../src/changefeed/event-envelope.js';
 
+const stateOf = (rendered: Record<string, unknown>) => rendered.state as string;
+
 /** Sessions that keep running; each launch call runs `onLaunch` first, so a test can look at the store then. */
 class WatchedRuntime implements Runtime {
   readonly runtimeId = 'coven-code';
@@ -38,6 +40,34 @@ class FailingStore extends MemoryStore {
     return super.transact(async (tx) => {
       await body(tx);
       throw new Error('disk full');
+    });
+  }
+}
+
+/** A memory store whose first transaction that writes a launch (an outbox record) runs its body, then fails. */
+class FailingFirstLaunchStore extends MemoryStore {
+  failed = false;
+
+  override transact<R>(body: (tx: StoreTransaction) => Promise<R> | R): Promise<R> {
+    return super.transact(async (tx) => {
+      let launchWritten = false;
+      const watching = new Proxy(tx, {
+        get(target, property) {
+          const value = Reflect.get(target, property) as unknown;
+          if (typeof value !== 'function') return value;
+          if (property !== 'put') return value.bind(target);
+          return (kind: string, ...rest: unknown[]) => {
+            if (kind === KINDS.outbox) launchWritten = true;
+            return (value as (...args: unknown[]) => unknown).call(target, kind, ...rest);
+          };
+        },
+      });
+      const result = await body(watching);
+      if (launchWritten && !this.failed) {
+        this.failed = true;
+        throw new Error('disk full');
+      }
+      return result;
     });
   }
 }
@@ -131,4 +161,45 @@ test('a pass leaves a run-now’s launch to the release in flight, and looks at 
   // Once the release ended, the occurrence is the passes' again (a launch already `sending` is still not re-sent).
   expect(dispatched).toEqual([occurrence!.occurrenceId]);
   expect(runtime.launches).toHaveLength(0);
+});
+
+test('a pass dispatches a scheduled slot in one commit before the runtime is called: acceptance, adoption and the sending launch', async () => {
+  const runtime = new WatchedRuntime();
+  const h = await harness({ runtime, start: '2026-03-02T09:00:00.000Z' });
+  let commits = 0;
+  h.store.onCommit(() => (commits += 1));
+  let atLaunch: { commits: number; outbox: string[]; runs: string[] } | undefined;
+  let claimedAt: number | undefined;
+  h.engine.services.observer = (transitions) => {
+    if (transitions.some((t) => t.entity === 'occurrence' && t.to === 'claimed')) claimedAt = commits;
+  };
+  runtime.onLaunch = async () => {
+    const outbox = await h.store.read((r) => r.list<{ snapshot: { value: string } }>(KINDS.outbox));
+    atLaunch = { commits, outbox: outbox.map((o) => o.data.snapshot.value), runs: (await h.read.runs()).map(stateOf) };
+  };
+  const report = await h.engine.tick();
+  expect(report.launched).toBe(1);
+  // The claim's commit, then one more before the side effect, and it already holds the `sending` mark.
+  expect(atLaunch!.commits).toBe(claimedAt! + 1);
+  expect(atLaunch!.outbox).toEqual(['sending']);
+  expect(atLaunch!.runs).toEqual(['running']);
+  // The launch answer is the next commit.
+  expect(commits).toBe(claimedAt! + 2);
+  expect((await h.read.attempts()).map(stateOf)).toEqual(['started']);
+});
+
+test('a pass’s dispatch whose commit fails launches nothing and leaves the engine owning no launch; the next pass launches once', async () => {
+  const runtime = new WatchedRuntime();
+  const store = new FailingFirstLaunchStore();
+  const h = await harness({ runtime, store, start: '2026-03-02T09:00:00.000Z' });
+  const failed = await h.engine.tick();
+  expect(store.failed).toBe(true);
+  expect(failed.errors.map((e) => e.message)).toEqual([expect.stringContaining('disk full')]);
+  expect(runtime.launches).toEqual([]);
+  expect(await h.store.read((r) => r.list(KINDS.outbox))).toEqual([]);
+  expect(h.engine.services.launchesInFlight.size).toBe(0);
+  const retried = await h.engine.tick();
+  expect(retried.launched).toBe(1);
+  expect(runtime.launches).toHaveLength(1);
+  expect(h.engine.services.launchesInFlight.size).toBe(0);
 });
