@@ -155,11 +155,16 @@ export class Engine {
     const cued = this.cues.takeReport();
     report.settled = cued.settled;
     report.errors.push(...cued.failures);
-    const partition = await svc.store.read((r) => WorkPartition.read(svc, r));
+    const { partition, dueAtStart } = await svc.store.read(async (r) => ({
+      partition: await WorkPartition.read(svc, r),
+      // Asked with this read, not in a transaction of its own: whether the set-based claim has anything to take.
+      dueAtStart: svc.store.sharedByEngines === true && ((await r.hasDueOccurrences?.(report.at)) ?? true),
+    }));
     const pass: PassRun = {
       svc,
       report,
       partition,
+      dueAtStart,
       dispatchAll: (errors) => this.dispatchAll(errors, partition),
       observeAll: (errors) => this.worker.observeAll(errors, partition),
       sweepRetentionIfDue: (errors) => this.sweepRetentionIfDue(errors),

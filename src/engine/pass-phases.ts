@@ -43,6 +43,8 @@ export interface PassRun {
   report: TickReport;
   /** This engine's share of the work, read once at the pass's start (every phase works the same share). */
   partition: WorkPartition;
+  /** Whether the store's set-based claim had anything due when the pass began (stores that have one). */
+  dueAtStart: boolean;
   /** Releases committed launches and dispatches every claimed occurrence. */
   dispatchAll(errors: Error[]): Promise<LaunchOutcome[]>;
   /** The worker observes every started session. */
@@ -57,11 +59,14 @@ export interface PassPhase {
   run(pass: PassRun): Promise<void>;
 }
 
-async function advance({ svc, report, partition }: PassRun): Promise<void> {
+async function advance({ svc, report, partition, dueAtStart }: PassRun): Promise<void> {
   // Before leases are judged: an orphaned launch that evidence can decide must never be treated as unknown.
   const orphans = await resolveOrphanedLaunches(svc, report.errors, partition);
   report.launches.push(...orphans.outcomes);
-  const stops = await advanceAll(svc, report.errors, orphans.undecided, partition);
+  // What this pass planned is due now; what came due otherwise since its start waits for the next pass's claim
+  // (or is taken one occurrence at a time below, as on a store without set-based claims).
+  const claim = dueAtStart || report.planned > 0;
+  const stops = await advanceAll(svc, report.errors, orphans.undecided, partition, claim);
   for (const stop of stops)
     await svc
       .runtime(stop.runtimeId)

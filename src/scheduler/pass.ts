@@ -95,6 +95,7 @@ async function claimDueInBatches(svc: EngineServices): Promise<void> {
   }
 }
 
+/** Whether the set-based claim would take anything now, asked in a read of its own (callers without a pass's). */
 async function anythingDue(svc: EngineServices): Promise<boolean> {
   const now = svc.clock.now().toISOString();
   return svc.store.read(async (r) => (await r.hasDueOccurrences?.(now)) ?? true);
@@ -110,10 +111,11 @@ export async function advanceAll(
   errors: Error[] = [],
   evidenceUndecided: ReadonlySet<string> = new Set(),
   partition?: WorkPartition,
+  claimWanted?: boolean,
 ): Promise<SessionStop[]> {
   const stops: SessionStop[] = [];
-  // The claim is a write transaction, queued behind every other commit: a read asks first whether it would take any.
-  if (svc.store.sharedByEngines === true && (await anythingDue(svc))) await claimDueInBatches(svc);
+  // The claim is a write transaction, queued behind every other commit: only when a read said it would take any.
+  if (svc.store.sharedByEngines === true && (claimWanted ?? (await anythingDue(svc)))) await claimDueInBatches(svc);
   const now = svc.clock.now().getTime();
   const { live, facts, share } = await svc.store.read(async (r) => ({
     live: await r.liveWork(KINDS.occurrence),
