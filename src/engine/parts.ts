@@ -51,11 +51,18 @@ export const ENGINE_PARTS: EngineParts = {
   },
   async dispatchOccurrence(svc, occurrenceId, queue) {
     let queued: QueuedLaunch | undefined;
+    let committed = false;
     try {
-      await svc.step(async (step) => void (queued = await queue(step, occurrenceId)));
+      await svc.step(async (step) => {
+        // First of the step's after-commit hooks: whatever runs after it, the commit is known durable.
+        step.afterCommit?.push(() => (committed = true));
+        queued = await queue(step, occurrenceId);
+      });
     } catch (error) {
-      // Nothing of the step committed: the launch it marked is not this engine's to answer for.
-      queued?.abandon();
+      // Nothing committed: the launch marked is not this engine's to answer for. Committed, and a hook after it
+      // failed: the launch is durably `sending` and this engine's, so it is sent before the failure is reported.
+      if (committed) await queued?.release();
+      else queued?.abandon();
       throw error;
     }
     return queued?.release();

@@ -203,3 +203,23 @@ test('a pass’s dispatch whose commit fails launches nothing and leaves the eng
   expect(runtime.launches).toHaveLength(1);
   expect(h.engine.services.launchesInFlight.size).toBe(0);
 });
+
+test('a pass’s dispatch whose commit stood but whose after-commit observer threw still sends its launch, once', async () => {
+  const runtime = new WatchedRuntime();
+  const h = await harness({ runtime, start: '2026-03-02T09:00:00.000Z' });
+  let broken = false;
+  h.engine.services.observer = (transitions) => {
+    if (broken || !transitions.some((t) => t.entity === 'attempt' && t.to === 'dispatching')) return;
+    broken = true;
+    throw new Error('observer broke');
+  };
+  const report = await h.engine.tick();
+  expect(broken).toBe(true);
+  expect(report.errors.map((e) => e.message)).toEqual([expect.stringContaining('observer broke')]);
+  // The commit is durable and holds the `sending` mark: left unsent, only lease expiry could have decided it.
+  expect(runtime.launches).toHaveLength(1);
+  expect(h.engine.services.launchesInFlight.size).toBe(0);
+  await h.engine.tick();
+  expect(runtime.launches).toHaveLength(1);
+  expect((await h.read.attempts()).map(stateOf)).toEqual(['started']);
+});
