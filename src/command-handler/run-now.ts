@@ -104,9 +104,13 @@ export async function runNow(
     automationId,
     result: { automationId, occurrenceId, occurrenceKey, status: 'claimed', leaseExpiresAt },
     afterCommit: async () => {
-      for (const learn of dispatched.afterCommit!) learn();
-      if (dispatched.committed!.length > 0) svc.observer?.(dispatched.committed!);
-      await launch?.release();
+      try {
+        for (const learn of dispatched.afterCommit!) learn();
+        if (dispatched.committed!.length > 0) svc.observer?.(dispatched.committed!);
+      } finally {
+        // The commit is durable and the launch `sending`: it is sent whatever a hook before it did.
+        await launch?.release();
+      }
     },
     ...(launch === undefined ? {} : { onRollback: () => launch.abandon() }),
   };

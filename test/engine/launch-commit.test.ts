@@ -223,3 +223,22 @@ test('a pass’s dispatch whose commit stood but whose after-commit observer thr
   expect(runtime.launches).toHaveLength(1);
   expect((await h.read.attempts()).map(stateOf)).toEqual(['started']);
 });
+
+test('a run-now whose after-commit observer threw still sends its launch, once, and the engine owns no launch after', async () => {
+  const runtime = new WatchedRuntime();
+  const h = await harness({ runtime });
+  let broken = false;
+  h.engine.services.observer = (transitions) => {
+    if (broken || !transitions.some((t) => t.entity === 'attempt' && t.to === 'dispatching')) return;
+    broken = true;
+    throw new Error('observer broke');
+  };
+  const response = await h.engine.commands.handle(
+    command('occurrence.runNow.v1', { automationId: 'daily' }, { adoptionKey: 'manual-observer-broke' }),
+  );
+  expect(response.outcome).toBe('committed');
+  expect(broken).toBe(true);
+  expect(runtime.launches).toHaveLength(1);
+  expect(h.engine.services.launchesInFlight.size).toBe(0);
+  expect((await h.read.attempts()).map(stateOf)).toEqual(['started']);
+});
