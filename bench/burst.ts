@@ -1,22 +1,21 @@
 // The peer bench's burst workload for coven alone, in this process, so it can run under a profiler
 // (`node --cpu-prof --import tsx bench/burst.ts`): n definitions, one run-now of each with `--concurrency`
 // requests in flight, a runtime whose sessions exit at once and cue that exit, on one engine running as a daemon
-// runs it. Prints the makespan (first request → last `succeeded` commit) and the process's CPU over that window
-// (PostgreSQL's server CPU is not counted: see bench/peers for worker + server). `--profile FILE` writes a CPU
-// profile of that window alone (set-up excluded), for Chrome DevTools or any .cpuprofile reader.
+// runs it. Prints the makespan (first request → last `succeeded` commit) and the process's CPU over that window,
+// on PostgreSQL its cluster's too. `--profile FILE` writes a CPU profile of that window alone (set-up excluded), for
+// Chrome DevTools or any .cpuprofile reader; `--passes` sums the passes that ran in it.
 //
 //   npx tsx bench/burst.ts [--store sqlite|json|postgres] [--jobs 1000] [--concurrency 16] [--groups N] [--profile FILE]
 //     [--passes]
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
-import { loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { loadavg } from 'node:os';
 import { createEngine, type Engine } from '../src/engine/engine.js';
 import type { TickReport } from '../src/engine/pass-phases.js';
-import { openStore } from '../src/store/open-store.js';
 import { PostgresStore } from '../src/store/postgres/index.js';
-import { startCluster, type PostgresCluster } from '../test/support/postgres-cluster.js';
 import { command, definition, ExitingRuntime, pooled, send } from './fixtures.js';
+import { serverCpuSeconds } from './server-cpu.js';
+import { cellStore, type CellStoreKind } from './slo-store.js';
 
 const option = (name: string, fallback: string) => {
   const at = process.argv.indexOf(`--${name}`);
@@ -31,28 +30,6 @@ async function defineAll(engine: Engine, ids: string[]): Promise<void> {
     await command(engine, 'definition.revise.v1', { definition: definition(id, 2, 'paused', rrule) }, 1);
     await command(engine, 'definition.activate.v1', { automationId: id }, 2);
   });
-}
-
-async function location(kind: string, dir: string): Promise<{ at: string; cluster?: PostgresCluster }> {
-  if (kind !== 'postgres') return { at: join(dir, `store.${kind}`) };
-  const cluster = await startCluster();
-  return { at: cluster.url, cluster };
-}
-
-/** CPU seconds of every `postgres` process now (Linux /proc): the server's share of a burst, by difference. */
-function serverCpuSeconds(): number {
-  let ticks = 0;
-  for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      if (!stat.includes('(postgres)')) continue;
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      ticks += Number(fields[11]) + Number(fields[12]);
-    } catch {
-      // The process ended meanwhile.
-    }
-  }
-  return ticks / 100;
 }
 
 /** Starts the CPU profiler when a file is named; answers how to stop it and write the profile there. */
@@ -84,14 +61,12 @@ async function main(): Promise<void> {
   const kind = option('store', 'sqlite');
   const jobs = Number(option('jobs', '1000'));
   const concurrency = Number(option('concurrency', '16'));
-  const dir = mkdtempSync(join(tmpdir(), 'coven-burst-'));
-  const { at, cluster } = await location(kind, dir);
+  const where = await cellStore(kind as CellStoreKind);
+  const cluster = where.cluster;
   try {
     const groups = Number(option('groups', '1'));
     const store =
-      kind === 'postgres'
-        ? await PostgresStore.open(at, { parallelGroups: groups })
-        : await openStore(at, kind as 'sqlite' | 'json');
+      cluster === undefined ? await where.open() : await PostgresStore.open(cluster.url, { parallelGroups: groups });
     const engine = createEngine({ store, runtimes: [new ExitingRuntime()], passConcurrency: concurrency });
     const ids = Array.from({ length: jobs }, (_, i) => `burst-${String(i).padStart(5, '0')}`);
     await defineAll(engine, ids);
@@ -107,7 +82,7 @@ async function main(): Promise<void> {
     const profiler = await startProfiler(option('profile', ''));
     const began = performance.now();
     const cpuBefore = process.cpuUsage();
-    const serverBefore = serverCpuSeconds();
+    const serverBefore = cluster === undefined ? 0 : serverCpuSeconds(cluster);
     await pooled(ids, concurrency, async (automationId) => {
       const response = await send(engine, 'occurrence.runNow.v1', { automationId });
       if (response.outcome === 'rejected') throw new Error(`run-now ${automationId}: ${response.error!.code}`);
@@ -115,7 +90,7 @@ async function main(): Promise<void> {
     await done;
     const makespanS = (performance.now() - began) / 1000;
     const cpu = process.cpuUsage(cpuBefore);
-    const serverS = serverCpuSeconds() - serverBefore;
+    const serverS = cluster === undefined ? 0 : serverCpuSeconds(cluster) - serverBefore;
     await profiler?.();
     await engine.stop();
     await store.close();
@@ -127,8 +102,7 @@ async function main(): Promise<void> {
     );
     if (process.argv.includes('--passes')) console.log(passSummary(passes));
   } finally {
-    await cluster?.stop();
-    rmSync(dir, { recursive: true, force: true });
+    await where.dispose();
   }
 }
 

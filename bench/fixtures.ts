@@ -80,19 +80,13 @@ export async function pooled<T, R>(items: T[], inFlight: number, work: (item: T)
   return results;
 }
 
-/** Sessions that have exited by the time their launch answers, with or without telling the engine so. */
-export class ExitingRuntime implements Runtime {
-  readonly runtimeId = 'coven-code';
-  readonly sideEffectClass = 'local_write' as const;
-  readonly sideEffectBoundProven = true;
+/** A runtime's session-exit cues: `onSessionExit` for the engine (undefined when made without cues), `cue` to send. */
+export class ExitCueSource {
   readonly onSessionExit: Runtime['onSessionExit'];
   private readonly listeners = new Set<(exit: SessionExit) => void>();
 
-  constructor(
-    push = true,
-    private readonly launched: (occurrenceId: string) => void = () => {},
-  ) {
-    this.onSessionExit = push
+  constructor(enabled: boolean) {
+    this.onSessionExit = enabled
       ? (listener) => {
           this.listeners.add(listener);
           return () => this.listeners.delete(listener);
@@ -100,10 +94,31 @@ export class ExitingRuntime implements Runtime {
       : undefined;
   }
 
+  cue(exit: SessionExit): void {
+    for (const listener of this.listeners) listener(exit);
+  }
+}
+
+/** Sessions that have exited by the time their launch answers, with or without telling the engine so. */
+export class ExitingRuntime implements Runtime {
+  readonly runtimeId = 'coven-code';
+  readonly sideEffectClass = 'local_write' as const;
+  readonly sideEffectBoundProven = true;
+  readonly onSessionExit: Runtime['onSessionExit'];
+  private readonly cues: ExitCueSource;
+
+  constructor(
+    push = true,
+    private readonly launched: (occurrenceId: string) => void = () => {},
+  ) {
+    this.cues = new ExitCueSource(push);
+    this.onSessionExit = this.cues.onSessionExit;
+  }
+
   async launch(request: LaunchRequest): Promise<LaunchResult> {
     this.launched(request.occurrenceId);
     const sessionId = `s-${request.attemptId}`;
-    for (const listener of this.listeners) listener({ sessionId, attemptId: request.attemptId });
+    this.cues.cue({ sessionId, attemptId: request.attemptId });
     return { outcome: 'started', sessionId, cursors: {} };
   }
 

@@ -1,4 +1,4 @@
-// Where a bench cell keeps its store: a file in a temporary folder, or a PostgreSQL cluster of its own started for
+// Where a bench cell (or bench/burst.ts) keeps its store: a file in a temporary folder, or a PostgreSQL cluster of its own started for
 // the cell (server binaries from test/support/postgres-cluster.ts), with how to open it and measure its size.
 import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { openStore, type FileStoreKind } from '../src/store/open-store.js';
 import type { Store } from '../src/store/store.js';
-import { startCluster } from '../test/support/postgres-cluster.js';
+import { startCluster, type PostgresCluster } from '../test/support/postgres-cluster.js';
 
 /** The stores a cell can measure. */
 export type CellStoreKind = FileStoreKind | 'postgres';
@@ -14,6 +14,8 @@ export type CellStoreKind = FileStoreKind | 'postgres';
 export interface CellStore {
   /** What `openStore` is given: the file's path or the cluster's connection string. */
   readonly location: string;
+  /** The cell's own PostgreSQL cluster (PostgreSQL cells only). */
+  readonly cluster?: PostgresCluster;
   open(): Promise<Store>;
   /** Bytes the store holds now: its folder's files, or the relations of the store's schema (tables, indexes, TOAST). */
   bytes(): Promise<number>;
@@ -44,6 +46,7 @@ export async function cellStore(kind: CellStoreKind): Promise<CellStore> {
     const cluster = await startCluster();
     return {
       location: cluster.url,
+      cluster,
       open: () => openStore(cluster.url),
       bytes: () => schemaBytes(cluster.url),
       dispose: async () => {

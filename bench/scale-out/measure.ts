@@ -4,13 +4,14 @@
 // CPU per occurrence: the engine processes' own CPU plus the PostgreSQL server's. Used by bench/scale-out.ts and
 // by `npm run bench` (its scale-out cells).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { openStore } from '../../src/store/open-store.js';
 import { PostgresStore } from '../../src/store/postgres/index.js';
 import { startCluster, type PostgresCluster } from '../../test/support/postgres-cluster.js';
+import { serverCpuSeconds } from '../server-cpu.js';
 import { LedgerRuntime } from './ledger-runtime.js';
 import { defineAll, DUE_DAILY_AT_TEN, offsetToSlot } from './setup.js';
 
@@ -22,28 +23,7 @@ export const SCALE_OUT_CONFIGS = [
 ];
 type Config = (typeof SCALE_OUT_CONFIGS)[number];
 
-const TICKS = 100;
 const START_IN_MS = 10_000;
-
-/** CPU seconds of a process and the children it reaped, from /proc (clock ticks at 100 Hz). */
-function procCpuSeconds(pid: number, withReaped: boolean): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    const [utime, stime, cutime, cstime] = [11, 12, 13, 14].map((i) => Number(fields[i]));
-    return (utime! + stime! + (withReaped ? cutime! + cstime! : 0)) / TICKS;
-  } catch {
-    return 0;
-  }
-}
-
-/** The PostgreSQL server's CPU so far: the postmaster, its reaped backends, and the live ones. */
-function serverCpuSeconds(cluster: PostgresCluster): number {
-  const postmaster = Number(readFileSync(join(cluster.dir, 'data', 'postmaster.pid'), 'utf8').split('\n')[0]);
-  const children = readdirSync(`/proc/${postmaster}/task`).flatMap((task) =>
-    readFileSync(`/proc/${postmaster}/task/${task}/children`, 'utf8').split(' ').filter(Boolean).map(Number),
-  );
-  return procCpuSeconds(postmaster, true) + children.reduce((sum, pid) => sum + procCpuSeconds(pid, false), 0);
-}
 
 interface EngineProcess {
   child: ChildProcess;

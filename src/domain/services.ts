@@ -198,8 +198,9 @@ export function notFound(kind: string, id: string): ContractError {
 }
 
 /**
- * Outbox ids this engine answers for, each with how many of its holders (a release, a command's marking) hold
- * it; an id is in flight until every holder let go.
+ * Launches this engine answers for, each with how many of its holders (a release, a command's marking) hold it;
+ * one is in flight until every holder let go. Keyed by outbox id ({@link EngineServices.launchesInFlight}), or by
+ * occurrence id where the engine marks the occurrences whose launch it is releasing.
  *
  * @example
  * ```ts
@@ -213,19 +214,19 @@ export function notFound(kind: string, id: string): ContractError {
 export class LaunchesInFlight {
   private readonly holders = new Map<string, number>();
 
-  add(outboxId: string): void {
-    this.holders.set(outboxId, (this.holders.get(outboxId) ?? 0) + 1);
+  add(id: string): void {
+    this.holders.set(id, (this.holders.get(id) ?? 0) + 1);
   }
 
   /** One holder lets go. */
-  delete(outboxId: string): void {
-    const left = (this.holders.get(outboxId) ?? 0) - 1;
-    if (left > 0) this.holders.set(outboxId, left);
-    else this.holders.delete(outboxId);
+  delete(id: string): void {
+    const left = (this.holders.get(id) ?? 0) - 1;
+    if (left > 0) this.holders.set(id, left);
+    else this.holders.delete(id);
   }
 
-  has(outboxId: string): boolean {
-    return this.holders.has(outboxId);
+  has(id: string): boolean {
+    return this.holders.has(id);
   }
 
   /** How many launches are held. */

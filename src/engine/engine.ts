@@ -10,7 +10,7 @@ import { KINDS, stateOf, type OccurrenceRecord } from '../domain/records.js';
 import { PENDING_LAUNCH } from '../domain/outbox.js';
 import { isRunHeld } from '../domain/run-hold.js';
 import { forEachConcurrently } from '../domain/concurrency.js';
-import { DEFAULT_LEASE_SECONDS, EngineServices } from '../domain/services.js';
+import { DEFAULT_LEASE_SECONDS, EngineServices, LaunchesInFlight } from '../domain/services.js';
 import { nextWakeAt, OBSERVE_INTERVAL_MS } from './next-wake.js';
 import { registerLiveInstance, renewOwnerLease, RENEWALS_PER_LEASE } from '../domain/owner-lease.js';
 import { WorkPartition } from '../domain/work-partition.js';
@@ -64,7 +64,7 @@ export class Engine {
   /** Runtimes' session-exit cues, heard while the engine runs (see {@link Engine.start}). */
   private readonly cues: ExitCues;
   /** Occurrences whose launch this process is releasing, with how many releases are in flight for each. */
-  private readonly releasing = new Map<string, number>();
+  private readonly releasing = new LaunchesInFlight();
   private readonly retention: RetentionPolicy | undefined;
   /** Engine-clock instant of the next retention sweep (0: the first pass sweeps). */
   private nextSweepAt = 0;
@@ -223,13 +223,11 @@ export class Engine {
    * do for it meanwhile (its launch is `sending`, never sent twice), so it skips the transaction that would say so.
    */
   private async releasingHere<T>(occurrenceId: string, release: () => Promise<T>): Promise<T> {
-    this.releasing.set(occurrenceId, (this.releasing.get(occurrenceId) ?? 0) + 1);
+    this.releasing.add(occurrenceId);
     try {
       return await release();
     } finally {
-      const left = this.releasing.get(occurrenceId)! - 1;
-      if (left > 0) this.releasing.set(occurrenceId, left);
-      else this.releasing.delete(occurrenceId);
+      this.releasing.delete(occurrenceId);
     }
   }
 

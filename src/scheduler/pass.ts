@@ -95,12 +95,6 @@ async function claimDueInBatches(svc: EngineServices): Promise<void> {
   }
 }
 
-/** Whether the set-based claim would take anything now, asked in a read of its own (callers without a pass's). */
-async function anythingDue(svc: EngineServices): Promise<boolean> {
-  const now = svc.clock.now().toISOString();
-  return svc.store.read(async (r) => (await r.hasDueOccurrences?.(now)) ?? true);
-}
-
 /**
  * Every live occurrence the pass has something to do for (see {@link needsAttention}), one transaction each,
  * after the set-based claims where the store has them; one occurrence's failure is reported and does not stop
@@ -111,11 +105,12 @@ export async function advanceAll(
   errors: Error[] = [],
   evidenceUndecided: ReadonlySet<string> = new Set(),
   partition?: WorkPartition,
-  claimWanted?: boolean,
+  claimWanted = true,
 ): Promise<SessionStop[]> {
   const stops: SessionStop[] = [];
-  // The claim is a write transaction, queued behind every other commit: only when a read said it would take any.
-  if (svc.store.sharedByEngines === true && (claimWanted ?? (await anythingDue(svc)))) await claimDueInBatches(svc);
+  // The claim is a write transaction, queued behind every other commit: a pass asks for it only when its first
+  // read found something due or it planned something itself (pass-phases.ts).
+  if (svc.store.sharedByEngines === true && claimWanted) await claimDueInBatches(svc);
   const now = svc.clock.now().getTime();
   const { live, facts, share } = await svc.store.read(async (r) => ({
     live: await r.liveWork(KINDS.occurrence),

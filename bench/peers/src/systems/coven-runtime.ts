@@ -5,7 +5,8 @@
 // (Runtime.onSessionExit) as it launches it, unless made without cues.
 import { createHash } from 'node:crypto';
 import { appendFileSync, existsSync, readFileSync } from 'node:fs';
-import type { LaunchRequest, LaunchResult, Observation, Runtime, SessionExit } from '../../../../src/index.js';
+import type { LaunchRequest, LaunchResult, Observation, Runtime } from '../../../../src/index.js';
+import { ExitCueSource } from '../../../fixtures.js';
 import type { JobHooks } from './system.js';
 
 type LaunchEvidence = Awaited<ReturnType<NonNullable<Runtime['launchEvidence']>>>;
@@ -22,16 +23,12 @@ export class ImmediateRuntime implements Runtime {
   executionLog: string | undefined;
   /** Launches this runtime proved never started: they may not start later. */
   private readonly fenced = new Set<string>();
-  private readonly exitListeners = new Set<(exit: SessionExit) => void>();
+  private readonly cues: ExitCueSource;
   readonly onSessionExit: Runtime['onSessionExit'];
 
   constructor(cuesExits: boolean) {
-    this.onSessionExit = cuesExits
-      ? (listener) => {
-          this.exitListeners.add(listener);
-          return () => this.exitListeners.delete(listener);
-        }
-      : undefined;
+    this.cues = new ExitCueSource(cuesExits);
+    this.onSessionExit = this.cues.onSessionExit;
   }
 
   async launch(request: LaunchRequest): Promise<LaunchResult> {
@@ -41,7 +38,7 @@ export class ImmediateRuntime implements Runtime {
       appendFileSync(this.executionLog, `${request.occurrenceId} ${request.sessionKey}\n`);
     this.hooks?.started(request.occurrenceId);
     const sessionId = sessionIdOf(request.sessionKey);
-    for (const listener of this.exitListeners) listener({ sessionId, attemptId: request.attemptId });
+    this.cues.cue({ sessionId, attemptId: request.attemptId });
     return { outcome: 'started', sessionId, cursors: {} };
   }
 
