@@ -4,6 +4,7 @@ import { LIVE_WORK_MIGRATION } from './live-work-index.js';
 import { FEED_HORIZON_MIGRATION } from './feed-clock.js';
 import { LIVE_WORK_QUERY_MIGRATION } from './live-work-queries.js';
 import { TIMELINE_MIGRATION } from './timeline-queries.js';
+import { RECORD_COLUMNS_MIGRATION } from './record-columns-migration.js';
 
 /** What the `store_schema` row names as its format: a table of that name in any other shape is foreign. */
 export const STORE_FORMAT = 'coven-automata';
@@ -51,6 +52,7 @@ export const MIGRATIONS: readonly Migration[] = [
   FEED_HORIZON_MIGRATION,
   LIVE_WORK_QUERY_MIGRATION,
   TIMELINE_MIGRATION,
+  RECORD_COLUMNS_MIGRATION,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.at(-1)!.version;

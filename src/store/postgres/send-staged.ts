@@ -1,3 +1,4 @@
+import { RECORD_COLUMNS, recordColumns } from '../record-columns.js';
 import type { StagedAppend, StagedWrite } from './transaction-records.js';
 
 /** What sending needs of a connection (the transaction's `Connection`). */
@@ -8,14 +9,19 @@ interface Connection {
 // One statement per kind of write for a whole job, whatever its size: the rows travel as arrays. ON CONFLICT DO
 // NOTHING: a taken id, a uniqueness rule or a taken stream sequence refuses its row without aborting the
 // transaction, and the rows that came back say which were refused.
+// The record's columns (record-columns.ts) travel as arrays of their own after the five the record has.
+const COLUMNS = RECORD_COLUMNS.join(', ');
+const COLUMN_ARRAYS = RECORD_COLUMNS.map((_, i) => `$${i + 6}::text[]`).join(', ');
 const INSERT_RECORDS_SQL =
-  'INSERT INTO {s}.records (kind, id, version, terminal, data) ' +
-  'SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::bool[], $5::json[]) ' +
+  `INSERT INTO {s}.records (kind, id, version, terminal, data, ${COLUMNS}) ` +
+  `SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::bool[], $5::json[], ${COLUMN_ARRAYS}) ` +
   'ON CONFLICT DO NOTHING RETURNING kind, id';
+const STORED = `$${RECORD_COLUMNS.length + 6}::int[]`;
 const UPDATE_RECORDS_SQL =
-  'UPDATE {s}.records AS r SET version = u.version, terminal = u.terminal, data = u.data ' +
-  'FROM unnest($1::text[], $2::text[], $3::int[], $4::bool[], $5::json[], $6::int[]) ' +
-  'AS u (kind, id, version, terminal, data, stored) ' +
+  'UPDATE {s}.records AS r SET version = u.version, terminal = u.terminal, data = u.data, ' +
+  `${RECORD_COLUMNS.map((c) => `${c} = u.${c}`).join(', ')} ` +
+  `FROM unnest($1::text[], $2::text[], $3::int[], $4::bool[], $5::json[], ${COLUMN_ARRAYS}, ${STORED}) ` +
+  `AS u (kind, id, version, terminal, data, ${COLUMNS}, stored) ` +
   'WHERE r.kind = u.kind AND r.id = u.id AND r.version = u.stored AND NOT r.terminal RETURNING r.kind, r.id';
 const INSERT_LOG_SQL =
   'INSERT INTO {s}.log (position, stream, sequence, data) ' +
@@ -30,6 +36,8 @@ async function sendRecords(db: Connection, sql: string, writes: StagedWrite[]): 
     writes.map((w) => w.record.terminal),
     writes.map((w) => w.text),
   ];
+  const values = writes.map((w) => recordColumns(w.record));
+  columns.push(...RECORD_COLUMNS.map((_, i) => values.map((v) => v[i])));
   if (sql === UPDATE_RECORDS_SQL) columns.push(writes.map((w) => w.stored));
   const rows = await db.rows<{ kind: string; id: string }>(sql, columns);
   if (rows.length === writes.length) return undefined;

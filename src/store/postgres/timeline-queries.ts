@@ -1,12 +1,18 @@
 import { postgresField } from '../live-work.js';
-import { STATE_PATH, TIMELINE_PATHS } from '../timeline.js';
+import { TIMELINE_PATHS } from '../timeline.js';
 import type { TimelineEntry, TimelineFilter, TimelineKind, TimelineOptions } from '../store.js';
 
 const KINDS = Object.keys(TIMELINE_PATHS) as TimelineKind[];
+// Schema version 6's expressions, kept for its migration's text (version 7 moved these fields to columns).
 /** Byte order, as ids and the other stores' strings compare (an ISO instant sorts the same either way). */
-const AT = (kind: TimelineKind) => `(${postgresField(TIMELINE_PATHS[kind].at)} COLLATE "C")`;
-const AUTOMATION = (kind: TimelineKind) => postgresField(TIMELINE_PATHS[kind].automationId);
-const STATE = postgresField(STATE_PATH);
+const V6_AT = (kind: TimelineKind) => `(${postgresField(TIMELINE_PATHS[kind].at)} COLLATE "C")`;
+const V6_AUTOMATION = (kind: TimelineKind) => postgresField(TIMELINE_PATHS[kind].automationId);
+
+// The columns (schema version 7, collated "C": byte order, as ids and the other stores' strings compare). A record
+// has a timeline instant only when it has all a timeline entry needs, as the memory stores' entries do.
+const AT = 'timeline_at';
+const AUTOMATION = 'timeline_automation_id';
+const STATE = 'state';
 
 /**
  * Schema version 6: occurrences by slot and runs by start, of every automation and of each, so the operator's
@@ -17,8 +23,8 @@ export const TIMELINE_MIGRATION = {
   sql: (s: string) =>
     KINDS.map(
       (kind) =>
-        `CREATE INDEX ${kind}_timeline ON ${s}.records (${AT(kind)}, id) WHERE kind = '${kind}';
-         CREATE INDEX ${kind}_timeline_by_automation ON ${s}.records (${AUTOMATION(kind)}, ${AT(kind)}, id)
+        `CREATE INDEX ${kind}_timeline ON ${s}.records (${V6_AT(kind)}, id) WHERE kind = '${kind}';
+         CREATE INDEX ${kind}_timeline_by_automation ON ${s}.records (${V6_AUTOMATION(kind)}, ${V6_AT(kind)}, id)
            WHERE kind = '${kind}';`,
     ).join('\n'),
 };
@@ -26,13 +32,13 @@ export const TIMELINE_MIGRATION = {
 /** The conditions of a filter; `values` gets what they bind, numbered after what it already holds. */
 function conditions(kind: TimelineKind, filter: TimelineFilter, values: unknown[]): string[] {
   const bind = (value: unknown) => `$${values.push(value)}`;
-  const where = [`kind = '${kind}'`];
+  const where = [`kind = '${kind}'`, `${AT} IS NOT NULL`];
   const ids = filter.automationIds;
-  if (ids !== undefined && ids.length === 1) where.push(`${AUTOMATION(kind)} = ${bind(ids[0])}`);
-  else if (ids !== undefined) where.push(`${AUTOMATION(kind)} = ANY(${bind(ids)}::text[])`);
+  if (ids !== undefined && ids.length === 1) where.push(`${AUTOMATION} = ${bind(ids[0])}`);
+  else if (ids !== undefined) where.push(`${AUTOMATION} = ANY(${bind(ids)}::text[])`);
   if (filter.states !== undefined) where.push(`${STATE} = ANY(${bind(filter.states)}::text[])`);
-  if (filter.from !== undefined) where.push(`${AT(kind)} >= ${bind(filter.from)}`);
-  if (filter.to !== undefined) where.push(`${AT(kind)} < ${bind(filter.to)}`);
+  if (filter.from !== undefined) where.push(`${AT} >= ${bind(filter.from)}`);
+  if (filter.to !== undefined) where.push(`${AT} < ${bind(filter.to)}`);
   return where;
 }
 
@@ -41,10 +47,10 @@ export function timelineQuery(kind: TimelineKind, options: TimelineOptions): [st
   const values: unknown[] = [];
   const where = conditions(kind, options, values);
   if (options.before !== undefined)
-    where.push(`(${AT(kind)}, id) < ($${values.push(options.before.at)}, $${values.push(options.before.id)})`);
+    where.push(`(${AT}, id) < ($${values.push(options.before.at)}, $${values.push(options.before.id)})`);
   const sql =
-    `SELECT id, ${AT(kind)} AS at, ${STATE} AS state, ${AUTOMATION(kind)} AS "automationId" FROM {s}.records ` +
-    `WHERE ${where.join(' AND ')} ORDER BY ${AT(kind)} DESC, id DESC LIMIT $${values.push(options.limit)}`;
+    `SELECT id, ${AT} AS at, ${STATE} AS state, ${AUTOMATION} AS "automationId" FROM {s}.records ` +
+    `WHERE ${where.join(' AND ')} ORDER BY ${AT} DESC, id DESC LIMIT $${values.push(options.limit)}`;
   return [sql, values];
 }
 
