@@ -137,7 +137,7 @@ export async function resolveOrphanedLaunches(
   // Each engine looks at its own launches and its share of those whose sender is gone (see WorkPartition).
   const live = await svc.store.read(async (r) => {
     const share = partition ?? (await WorkPartition.read(svc, r));
-    return (await r.liveWork('attempt')).filter(
+    return (await r.liveWork('attempt', { exceptHeldBy: share.others })).filter(
       (w) => w.state === AttemptState.dispatching && share.mine(w.id, w.launchedBy),
     );
   });

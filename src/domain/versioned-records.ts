@@ -52,7 +52,13 @@ export class VersionedRecords<T extends { readonly id: string; readonly version:
   async current(reader: StoreReader): Promise<T[]> {
     const versions = await reader.versions(this.kind);
     const stale = versions.filter((v) => this.known.get(v.id)?.version !== v.version);
-    if (stale.length > REREAD_PAGE) {
+    if (reader.getMany !== undefined) {
+      // One statement per page of moved records, instead of a round trip each (another engine moved them).
+      for (let i = 0; i < stale.length; i += REREAD_PAGE) {
+        const ids = stale.slice(i, i + REREAD_PAGE).map((v) => v.id);
+        for (const record of await reader.getMany<D>(this.kind, ids)) this.known.set(record.id, this.project(record));
+      }
+    } else if (stale.length > REREAD_PAGE) {
       // Mostly unknown or moved: pages of whole records cost less than one read per record.
       await forEachPage<D>(reader, this.kind, REREAD_PAGE, (page) => {
         for (const record of page) this.known.set(record.id, this.project(record));

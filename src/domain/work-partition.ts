@@ -58,6 +58,11 @@ export class WorkPartition {
     return memberFor(key, this.members) === this.self;
   }
 
+  /** The other live engines: what they claimed or launched is theirs, so a pass need not even read it. */
+  get others(): readonly string[] {
+    return this.members?.filter((member) => member !== this.self) ?? [];
+  }
+
   /** How many live engines share the work. */
   get size(): number {
     return this.members?.length ?? 1;

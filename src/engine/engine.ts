@@ -251,7 +251,7 @@ export class Engine {
       await attempt(`launch ${id}`, () => this.release(id));
     // Only claimed and dispatching occurrences can be dispatched: the index says which, without reading the rest.
     // Each engine dispatches what it claimed (and its share of what no live engine holds): see WorkPartition.
-    const live = await this.services.store.read((r) => r.liveWork('occurrence'));
+    const live = await this.services.store.read((r) => r.liveWork('occurrence', { exceptHeldBy: partition.others }));
     const dispatchable = live.filter(
       (w) =>
         (w.state === OccurrenceState.claimed || w.state === OccurrenceState.dispatching) &&

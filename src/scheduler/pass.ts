@@ -112,11 +112,11 @@ export async function advanceAll(
   // read found something due or it planned something itself (pass-phases.ts).
   if (svc.store.sharedByEngines === true && claimWanted) await claimDueInBatches(svc);
   const now = svc.clock.now().getTime();
-  const { live, facts, share } = await svc.store.read(async (r) => ({
-    live: await r.liveWork(KINDS.occurrence),
-    facts: await passFacts(svc, r),
-    share: partition ?? (await WorkPartition.read(svc, r)),
-  }));
+  const { live, facts, share } = await svc.store.read(async (r) => {
+    const share = partition ?? (await WorkPartition.read(svc, r));
+    const live = await r.liveWork(KINDS.occurrence, { exceptHeldBy: share.others });
+    return { live, facts: await passFacts(svc, r), share };
+  });
   const due = live.filter(
     (work) => share.mine(work.automationId ?? work.id, work.claimedBy) && needsAttention(work, now, facts),
   );

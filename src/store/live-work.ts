@@ -1,4 +1,4 @@
-import type { LiveKind, LiveWork, StoredRecord } from './store.js';
+import type { LiveKind, LiveWork, LiveWorkOptions, StoredRecord } from './store.js';
 
 /** The kinds whose live records are indexed, as {@link LiveKind} names them. */
 export const LIVE_KINDS: ReadonlySet<string> = new Set<LiveKind>(['occurrence', 'attempt']);
@@ -58,6 +58,17 @@ export function liveWorkRow(id: string, field: (name: LiveWorkField) => unknown)
     claimedBy: text('claimedBy'),
     launchedBy: text('launchedBy'),
   };
+}
+
+/** The engine instance that holds a live summary of `kind`: an occurrence's claimer, an attempt's launcher. */
+export const holderOf = (kind: string, work: LiveWork): string | null =>
+  kind === 'attempt' ? work.launchedBy : work.claimedBy;
+
+/** `work` without what {@link LiveWorkOptions.exceptHeldBy} leaves out. */
+export function exceptHeld(kind: string, work: LiveWork[], options: LiveWorkOptions): LiveWork[] {
+  const others = options.exceptHeldBy;
+  if (others === undefined || others.length === 0) return work;
+  return work.filter((w) => !others.includes(holderOf(kind, w) ?? ''));
 }
 
 export const byId = (a: { id: string }, b: { id: string }) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);

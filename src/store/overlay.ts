@@ -1,6 +1,6 @@
 import { warmEntries, type HeldEntry } from './cold-lines.js';
 import { deepFreeze } from './deep-freeze.js';
-import { byId, liveWorkOfRecord } from './live-work.js';
+import { byId, exceptHeld, liveWorkOfRecord } from './live-work.js';
 import { overlaidCounts, overlaidPage, timelineEntryOf } from './timeline.js';
 import { CommittedState, type CommittedChanges, type RecordMeta, type StateLayer } from './layered-state.js';
 import {
@@ -184,7 +184,7 @@ export class Overlay implements StateLayer, StoreTransaction {
     return out;
   }
   async liveWork(kind: LiveKind, options: LiveWorkOptions = {}): Promise<LiveWork[]> {
-    return this.heldLiveWork(kind, options.automationId);
+    return exceptHeld(kind, this.heldLiveWork(kind, options.automationId), options);
   }
   async timeline(kind: TimelineKind, options: TimelineOptions): Promise<TimelineEntry[]> {
     return this.heldTimeline(kind, options);

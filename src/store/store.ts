@@ -25,10 +25,7 @@ export interface LogEntry<T = unknown> extends LogPosition {
 }
 
 /** A record's id and version, without its data. */
-export interface RecordVersion {
-  readonly id: string;
-  readonly version: number;
-}
+export type RecordVersion = { readonly id: string; readonly version: number };
 
 export interface PutOptions {
   /** `null`: the record must not exist yet. A number: the stored version must equal it. */
@@ -79,6 +76,8 @@ export interface LiveWork {
 export interface LiveWorkOptions {
   /** Only the live work of this automation. */
   automationId?: string;
+  /** Leave out what these engine instances hold: the occurrences they claimed, the attempts they launched. */
+  exceptHeldBy?: readonly string[];
 }
 
 /** The kinds every store keeps in time order for the operator's reads: see {@link StoreReader.timeline}. */
@@ -115,10 +114,9 @@ export interface TimelineOptions extends TimelineFilter {
 /** Consistent reads: inside a transaction they see its own writes; outside, the last durable commit. */
 export interface StoreReader {
   get<T>(kind: string, id: string): Promise<StoredRecord<T> | undefined>;
-  /**
-   * A record's version without its data (undefined when absent): checks that a copy read earlier is still
-   * current without parsing the record again.
-   */
+  /** Stores whose every read is a round trip (PostgreSQL): the records of `kind` among `ids` that exist, at once. */
+  getMany?<T>(kind: string, ids: readonly string[]): Promise<Array<StoredRecord<T>>>;
+  /** A record's version without its data (undefined when absent): a copy read earlier, checked unparsed. */
   version(kind: string, id: string): Promise<number | undefined>;
   /** The records of a kind in id order: all of them, or the range `options` names. */
   list<T>(kind: string, options?: ListOptions): Promise<Array<StoredRecord<T>>>;
@@ -137,8 +135,8 @@ export interface StoreReader {
   hasDueOccurrences?(now: string): Promise<boolean>;
   /**
    * Occurrences by slot or runs by start, newest first (same instant: id descending), one page of those the
-   * filter keeps: answered from an index every store keeps (expression indexes on SQL, a sorted array in
-   * memory), so a page costs about its size and never a read of the whole kind.
+   * filter keeps: answered from an index every store keeps (indexes on SQL, a sorted array in memory), so a
+   * page costs about its size and never a read of the whole kind.
    */
   timeline(kind: TimelineKind, options: TimelineOptions): Promise<TimelineEntry[]>;
   /** How many entries of a timeline the filter keeps, by state (states with none are left out). */

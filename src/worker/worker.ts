@@ -33,7 +33,8 @@ export class Worker {
     // Each engine observes the sessions it launched, and its share of those whose launcher is gone.
     const live = await this.svc.store.read(async (r) => {
       const share = partition ?? (await WorkPartition.read(this.svc, r));
-      return (await r.liveWork('attempt')).filter((w) => share.mine(w.id, w.launchedBy));
+      const work = await r.liveWork('attempt', { exceptHeldBy: share.others });
+      return work.filter((w) => share.mine(w.id, w.launchedBy));
     });
     let settled = 0;
     await forEachConcurrently(live, this.svc.passConcurrency, async ({ id }) => {

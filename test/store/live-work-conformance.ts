@@ -105,5 +105,43 @@ export function describeLiveWorkConformance(name: string, harness: StoreHarness)
         await store.close();
       }
     });
+
+    test('leaves out what the engines named hold: occurrences they claimed, attempts they launched', async () => {
+      const store = await harness.create();
+      try {
+        // One live occurrence per automation: the claimed ones are of two automations.
+        const held = (state: string, claimedBy: string | null, workerId?: string, automationId = 'a') => {
+          const record = entity(state, { automationId });
+          return {
+            ...record,
+            snapshot: { ...record.snapshot, context: { ...record.snapshot.context, fence: { claimedBy } } },
+            attributes: {
+              ...record.attributes,
+              ...(workerId === undefined ? {} : { workerCorrelation: { workerId } }),
+            },
+          };
+        };
+        await store.transact(async (tx) => {
+          await tx.put('occurrence', 'o1', held('claimed', 'e1'), { expectedVersion: null });
+          await tx.put('occurrence', 'o2', held('claimed', 'e2', undefined, 'b'), { expectedVersion: null });
+          await tx.put('occurrence', 'o3', held('planned', null), { expectedVersion: null });
+          await tx.put('attempt', 't1', held('started', null, 'e1'), { expectedVersion: null });
+          await tx.put('attempt', 't2', held('started', null, 'e3'), { expectedVersion: null });
+          await tx.put('attempt', 't3', held('adopted', null), { expectedVersion: null });
+        });
+        await store.read(async (r) => {
+          expect(ids(await r.liveWork('occurrence', { exceptHeldBy: ['e1', 'e3'] }))).toEqual(['o2', 'o3']);
+          expect(ids(await r.liveWork('occurrence', { automationId: 'a', exceptHeldBy: ['e2'] }))).toEqual([
+            'o1',
+            'o3',
+          ]);
+          expect(ids(await r.liveWork('occurrence', { automationId: 'a', exceptHeldBy: ['e1'] }))).toEqual(['o3']);
+          expect(ids(await r.liveWork('occurrence', { exceptHeldBy: [] }))).toEqual(['o1', 'o2', 'o3']);
+          expect(ids(await r.liveWork('attempt', { exceptHeldBy: ['e1', 'e2'] }))).toEqual(['t2', 't3']);
+        });
+      } finally {
+        await store.close();
+      }
+    });
   });
 }

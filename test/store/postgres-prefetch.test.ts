@@ -77,4 +77,38 @@ describePostgres('prefetch on PostgreSQL: many records and stream heads in one s
     });
     expect(sent).toBe(0);
   });
+
+  test('getMany answers the records among the ids that exist, in one statement, with what the transaction wrote', async () => {
+    store = await PostgresStore.open(url, { schema: 'get_many' });
+    await store.transact(async (tx) => {
+      for (const id of ['c1', 'c2', 'c3']) await tx.put('plan-cursor', id, { id }, { expectedVersion: null });
+    });
+    const ids = ['c3', 'missing', 'c1', 'c2'];
+    const statements = vi.spyOn(Connection.prototype, 'run');
+    const outside = await store.read(async (r) =>
+      (await r.getMany!<{ id: string }>('plan-cursor', ids)).map((x) => x.id),
+    );
+    expect(outside).toEqual(['c1', 'c2', 'c3']);
+    expect(statements.mock.calls.filter(([sql]) => sql.includes('ANY($2::text[])'))).toHaveLength(1);
+    const inside = await store.transact(async (tx) => {
+      await tx.put('plan-cursor', 'c2', { id: 'moved' }, { expectedVersion: 1 });
+      await tx.delete('plan-cursor', 'c3', 1);
+      const first = await tx.getMany!<{ id: string }>('plan-cursor', ['c1', 'c2', 'c3', 'missing']);
+      const before = statements.mock.calls.length;
+      const again = await tx.getMany!<{ id: string }>('plan-cursor', ['c1', 'missing']);
+      return {
+        first: first.map((x) => [x.id, x.version, x.data.id]),
+        again: again.length,
+        sent: statements.mock.calls.length - before,
+      };
+    });
+    expect(inside).toEqual({
+      first: [
+        ['c1', 1, 'c1'],
+        ['c2', 2, 'moved'],
+      ],
+      again: 1,
+      sent: 0,
+    });
+  });
 });

@@ -1,5 +1,6 @@
 import { LIVE_WORK_PATHS, postgresField, RETIRED_INDEX_KINDS } from '../live-work.js';
 import { LIVE_WORK_COLUMNS } from '../record-columns.js';
+import type { LiveKind, LiveWorkOptions } from '../store.js';
 
 // Schema version 5's expressions, kept for its migration's text (version 7 moved these fields to columns).
 const AUTOMATION = postgresField(LIVE_WORK_PATHS.automationId);
@@ -30,9 +31,21 @@ export const LIVE_WORK_QUERY_MIGRATION = {
 const COLUMNS = `id, ${Object.entries(LIVE_WORK_COLUMNS)
   .map(([field, column]) => `${column} AS "${field}"`)
   .join(', ')}`;
-export const LIVE_WORK_SQL = `SELECT ${COLUMNS} FROM {s}.records WHERE kind = $1 AND NOT terminal ORDER BY id`;
-export const LIVE_WORK_OF_AUTOMATION_SQL =
-  `SELECT ${COLUMNS} FROM {s}.records ` + 'WHERE kind = $1 AND automation_id = $2 AND NOT terminal ORDER BY id';
+
+/**
+ * A kind's live work, or an automation's, without what the engines named hold (`exceptHeldBy`: the work another
+ * engine claimed or launched is never this engine's, so it is not sent at all).
+ */
+export function liveWorkQuery(kind: LiveKind, options: LiveWorkOptions): [string, unknown[]] {
+  const values: unknown[] = [kind];
+  const where = ['kind = $1', 'NOT terminal'];
+  if (options.automationId !== undefined) where.push(`automation_id = $${values.push(options.automationId)}`);
+  if (options.exceptHeldBy !== undefined && options.exceptHeldBy.length > 0) {
+    const holder = kind === 'attempt' ? 'launched_by' : 'claimed_by';
+    where.push(`(${holder} IS NULL OR ${holder} <> ALL($${values.push(options.exceptHeldBy)}::text[]))`);
+  }
+  return [`SELECT ${COLUMNS} FROM {s}.records WHERE ${where.join(' AND ')} ORDER BY id`, values];
+}
 
 /**
  * The set-based claim's selection: up to `$2` occurrences due at `$1` (an ISO instant, as the records hold

@@ -2,7 +2,7 @@ import { deepFreeze } from '../deep-freeze.js';
 import { horizonSql } from './feed-clock.js';
 import type { Connection } from './connection.js';
 import { liveWorkRow } from '../live-work.js';
-import { ANY_DUE_SQL, LIVE_WORK_OF_AUTOMATION_SQL, LIVE_WORK_SQL } from './live-work-queries.js';
+import { ANY_DUE_SQL, liveWorkQuery } from './live-work-queries.js';
 import { readTimeline, readTimelineCounts } from './timeline-queries.js';
 import type { RecordRow } from './prefetch.js';
 import type {
@@ -47,6 +47,13 @@ export class PostgresReader implements StoreReader {
     const [row] = await this.db.rows<RecordRow>('SELECT * FROM {s}.records WHERE kind = $1 AND id = $2', [kind, id]);
     return row === undefined ? undefined : toRecord<T>(row);
   }
+  async getMany<T>(kind: string, ids: readonly string[]): Promise<Array<StoredRecord<T>>> {
+    const rows = await this.db.rows<RecordRow>(
+      'SELECT * FROM {s}.records WHERE kind = $1 AND id = ANY($2::text[]) ORDER BY id',
+      [kind, ids],
+    );
+    return rows.map((row) => toRecord<T>(row));
+  }
   async version(kind: string, id: string): Promise<number | undefined> {
     const [row] = await this.db.rows<{ version: number }>(
       'SELECT version FROM {s}.records WHERE kind = $1 AND id = $2',
@@ -63,10 +70,8 @@ export class PostgresReader implements StoreReader {
     return this.db.rows<{ id: string; version: number }>(sql, values);
   }
   async liveWork(kind: LiveKind, options: LiveWorkOptions = {}): Promise<LiveWork[]> {
-    const rows = await this.db.rows<Record<string, unknown> & { id: string }>(
-      options.automationId === undefined ? LIVE_WORK_SQL : LIVE_WORK_OF_AUTOMATION_SQL,
-      options.automationId === undefined ? [kind] : [kind, options.automationId],
-    );
+    const [sql, values] = liveWorkQuery(kind, options);
+    const rows = await this.db.rows<Record<string, unknown> & { id: string }>(sql, values);
     return rows.map((row) => liveWorkRow(row.id, (field) => row[field]));
   }
   /** One probe: see {@link ANY_DUE_SQL}. */

@@ -100,6 +100,14 @@ export class PostgresTransaction extends PostgresReader implements StoreTransact
     this.records.remember(kind, id, record);
     return record;
   }
+  override async getMany<T>(kind: string, ids: readonly string[]): Promise<Array<StoredRecord<T>>> {
+    const unknown = ids.filter((id) => this.records.lookup(kind, id) === undefined);
+    if (unknown.length > 0) {
+      const found = new Map((await this.guarded(() => super.getMany<T>(kind, unknown))).map((r) => [r.id, r]));
+      for (const id of unknown) this.records.remember(kind, id, found.get(id));
+    }
+    return ids.flatMap((id) => this.records.lookup<T>(kind, id) ?? []);
+  }
   override async version(kind: string, id: string): Promise<number | undefined> {
     const known = this.records.lookup(kind, id);
     if (known !== undefined) return known?.version;

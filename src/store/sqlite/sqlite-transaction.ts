@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { WriterCache } from './sqlite-writer-cache.js';
 import { StagedWrites, type StagedWrite } from '../staged-writes.js';
-import { LIVE_WORK_PATHS, liveWorkColumns, liveWorkRow, sqliteField } from '../live-work.js';
+import { exceptHeld, LIVE_WORK_PATHS, liveWorkColumns, liveWorkRow, sqliteField } from '../live-work.js';
 import { timelineCountsQuery, timelineQuery } from './timeline-queries.js';
 import {
   checkedEntry,
@@ -140,7 +140,11 @@ export class SqliteReader implements StoreReader {
         ? this.sql.get(LIVE_WORK_QUERY).all(kind)
         : this.sql.get(LIVE_WORK_OF_AUTOMATION_QUERY).all(kind, options.automationId)
     ) as Array<Record<string, unknown> & { id: string }>;
-    return rows.map((row) => liveWorkRow(row.id, (field) => row[field]));
+    return exceptHeld(
+      kind,
+      rows.map((row) => liveWorkRow(row.id, (field) => row[field])),
+      options,
+    );
   }
   async timeline(kind: TimelineKind, options: TimelineOptions): Promise<TimelineEntry[]> {
     const [sql, values] = timelineQuery(kind, options);
