@@ -71,6 +71,8 @@ export async function renewOwnerLease(svc: EngineServices, force = false): Promi
   )
     return;
   await svc.store.transact(async (tx) => {
+    // Nothing a pass does depends on a renewal: other engines read the leases when their passes begin.
+    tx.quiet?.();
     const current = await tx.get<OwnerLease>(OWNER_LEASE_KIND, svc.instanceId);
     // A newer generation of this instance id holds the lease: renewing would take it back from a live restart.
     const held = current?.data.generation ?? 0;

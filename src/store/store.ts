@@ -188,6 +188,8 @@ export interface StoreTransaction extends StoreReader {
    * engines from doing the same work at once. Stores with one writer leave it out.
    */
   lockUnlessBusy?(kind: string, id: string): Promise<boolean>;
+  /** Stores engines share: this transaction's commit wakes no commit listener, here or in another engine. */
+  quiet?(): void;
   /**
    * Stores whose every read is a round trip (PostgreSQL) have it: reads the records (`[kind, id]`) and stream
    * heads a step is about to ask for, in one statement each, so its `get`s and `head`s answer from what this

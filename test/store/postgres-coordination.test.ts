@@ -57,6 +57,33 @@ describePostgres('engines sharing one PostgreSQL store', (socketDir) => {
     expect(heardByA).toBe(quiet + 1);
   });
 
+  test('a quiet commit (an owner lease renewed) is durable and wakes no listener, here or in another store', async () => {
+    const [a, b] = [await open('quiet'), await open('quiet')];
+    let heardByA = 0;
+    let heardByB = 0;
+    a.onCommit(() => (heardByA += 1));
+    b.onCommit(() => (heardByB += 1));
+    await until(() => a.listening && b.listening);
+    // Each store's listener looked once when it began listening.
+    const [beforeA, beforeB] = [heardByA, heardByB];
+    const renew = (version: number | null) =>
+      b.transact(async (tx) => {
+        tx.quiet!();
+        await tx.put('owner-lease', 'b', { version }, { expectedVersion: version });
+      });
+    await renew(null);
+    expect(heardByB).toBe(beforeB);
+    // b's next commit is heard by a after anything b sent before it: a heard nothing of the renewal.
+    await b.transact((tx) => tx.put('definition', 'd1', { n: 1 }, { expectedVersion: null }));
+    await until(() => heardByA === beforeA + 1);
+    expect(heardByB).toBe(beforeB + 1);
+    // Grouped with a job that is not quiet, or not, the other job's commit wakes as usual.
+    await Promise.all([renew(1), b.transact((tx) => tx.put('definition', 'd2', { n: 2 }, { expectedVersion: null }))]);
+    await until(() => heardByA === beforeA + 2);
+    expect(heardByB).toBe(beforeB + 2);
+    expect(await a.read((r) => r.version('owner-lease', 'b'))).toBe(2);
+  });
+
   test('with the listening connection cut, commits are still heard (polled) and listening resumes', async () => {
     const [a, b] = [await open('poll', 50), await open('poll', 50)];
     let heard = 0;

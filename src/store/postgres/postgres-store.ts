@@ -245,9 +245,9 @@ export class PostgresStore implements Store {
       const cause = error instanceof JobRolledBack ? error.cause : error;
       return isConnectionFailure(cause) ? cause : undefined;
     }
-    if (tx.writes > 0) this.committed.notify();
+    if (tx.wakingWrites > 0) this.committed.notify();
     for (const [job, result] of done) job.resolve(result);
-    if (tx.writes === 0) return undefined;
+    if (tx.wakingWrites === 0) return undefined;
     // Sent after COMMIT, as a statement of its own: a NOTIFY inside the transaction holds the cluster's
     // notification lock from before the commit's flush to its end, so the writing groups of every engine would
     // commit one at a time. A notification lost to a crash right here costs the peers at most their poll or
@@ -277,6 +277,7 @@ export class PostgresStore implements Store {
       await tx.flush();
       // The database aborted the transaction even though the body carried on: nothing of it may commit.
       if (tx.failure !== undefined) throw tx.failure;
+      tx.finishJob();
       return { value };
     } catch (error) {
       job.reject(asStoreError(this.file, error));

@@ -43,12 +43,31 @@ export class PostgresTransaction extends PostgresReader implements StoreTransact
   /** Positions of the group's range taken so far: a rolled-back job's stay taken (the feed may have gaps). */
   private slots = 0;
   private jobStartWrites = 0;
+  private jobQuiet = false;
+  /** Rows written by jobs that asked for quiet: their commit wakes nobody. */
+  private quietWrites = 0;
   private readonly records = new TransactionRecords();
 
   /** Starts a job of the group: what its rollback returns to. */
   beginJob(): void {
     this.failure = undefined;
     this.jobStartWrites = this.writes;
+    this.jobQuiet = false;
+  }
+  /** The current job's body and its writes went through: it is part of what the group commits. */
+  finishJob(): void {
+    if (this.jobQuiet) this.quietWrites += this.writes - this.jobStartWrites;
+  }
+  /** Rows written by the group's finished jobs that should wake commit listeners (see {@link quiet}). */
+  get wakingWrites(): number {
+    return this.writes - this.quietWrites;
+  }
+  /**
+   * This job's writes matter to no engine's pass (an owner lease renewed): its commit neither notifies the other
+   * engines nor wakes this store's listeners, so idle engines stop waking one another with every renewal.
+   */
+  quiet(): void {
+    this.jobQuiet = true;
   }
   /** The job's savepoint was rolled back: forget what it wrote. */
   rollbackJob(): void {
