@@ -34,14 +34,17 @@ test('records moved by another writer are read again in one getMany per page whe
   });
   const withMany = cursors();
   const without = cursors();
-  const fresh = await store.read(async (r) => {
-    const many = counting(r, true);
-    const singles = counting(r, false);
-    return {
-      many: [await withMany.current(many.wrapped), many.counts] as const,
-      singles: [await without.current(singles.wrapped), singles.counts] as const,
-    };
-  });
+  /** Each directory brought current in one read: the one whose reader has getMany, and the one without. */
+  const bothCurrent = () =>
+    store.read(async (r) => {
+      const many = counting(r, true);
+      const singles = counting(r, false);
+      return {
+        many: [await withMany.current(many.wrapped), many.counts] as const,
+        singles: [await without.current(singles.wrapped), singles.counts] as const,
+      };
+    });
+  const fresh = await bothCurrent();
   expect(fresh.many[0]).toEqual(fresh.singles[0]);
   expect(fresh.many[1]).toEqual({ get: 0, getMany: 2, list: 0 });
   // Another writer moves some and removes one: only those are read again, and the removed one is forgotten.
@@ -49,14 +52,7 @@ test('records moved by another writer are read again in one getMany per page whe
     for (const id of ids.slice(0, 30)) await tx.put('plan-cursor', id, { lastSlot: 'b' }, { expectedVersion: 1 });
     await tx.delete('plan-cursor', ids.at(-1)!, 1);
   });
-  const moved = await store.read(async (r) => {
-    const many = counting(r, true);
-    const singles = counting(r, false);
-    return {
-      many: [await withMany.current(many.wrapped), many.counts] as const,
-      singles: [await without.current(singles.wrapped), singles.counts] as const,
-    };
-  });
+  const moved = await bothCurrent();
   expect(moved.many[0]).toEqual(moved.singles[0]);
   expect(moved.many[0]).toHaveLength(ids.length - 1);
   expect(moved.many[0].filter((c) => c.lastSlot === 'b').map((c) => c.id)).toEqual(ids.slice(0, 30));

@@ -36,51 +36,50 @@ describePostgres('engines sharing one PostgreSQL store', (socketDir) => {
   afterEach(async () => {
     for (const store of opened.splice(0)) await store.close();
   });
+  /** Two stores on one schema, both listening, and how many commits each one's listeners heard. */
+  const listeningPair = async (schema: string) => {
+    const [a, b] = [await open(schema), await open(schema)];
+    const heard = { a: 0, b: 0 };
+    a.onCommit(() => (heard.a += 1));
+    b.onCommit(() => (heard.b += 1));
+    await until(() => a.listening && b.listening);
+    return { a, b, heard };
+  };
 
   test("another store's commit wakes this store's commit listeners (LISTEN/NOTIFY); its own commits wake it once", async () => {
-    const [a, b] = [await open('notify'), await open('notify')];
-    let heardByA = 0;
-    let heardByB = 0;
-    a.onCommit(() => (heardByA += 1));
-    b.onCommit(() => (heardByB += 1));
-    await until(() => a.listening && b.listening);
-    const [beforeA, beforeB] = [heardByA, heardByB];
+    const { a, b, heard } = await listeningPair('notify');
+    const [beforeA, beforeB] = [heard.a, heard.b];
     await b.transact((tx) => tx.put('definition', 'd1', { n: 1 }, { expectedVersion: null }));
-    await until(() => heardByA > beforeA);
+    await until(() => heard.a > beforeA);
     // b heard its own commit directly, and not a second time through the database.
-    expect(heardByB).toBe(beforeB + 1);
+    expect(heard.b).toBe(beforeB + 1);
     // A group that only read notifies nobody.
-    const quiet = heardByA;
+    const quiet = heard.a;
     await b.transact((tx) => tx.get('definition', 'd1'));
     await a.transact((tx) => tx.put('definition', 'd2', { n: 2 }, { expectedVersion: null }));
-    await until(() => heardByB === beforeB + 2);
-    expect(heardByA).toBe(quiet + 1);
+    await until(() => heard.b === beforeB + 2);
+    expect(heard.a).toBe(quiet + 1);
   });
 
   test('a quiet commit (an owner lease renewed) is durable and wakes no listener, here or in another store', async () => {
-    const [a, b] = [await open('quiet'), await open('quiet')];
-    let heardByA = 0;
-    let heardByB = 0;
-    a.onCommit(() => (heardByA += 1));
-    b.onCommit(() => (heardByB += 1));
-    await until(() => a.listening && b.listening);
+    const { a, b, heard } = await listeningPair('quiet');
     // Each store's listener looked once when it began listening.
-    const [beforeA, beforeB] = [heardByA, heardByB];
+    const [beforeA, beforeB] = [heard.a, heard.b];
     const renew = (version: number | null) =>
       b.transact(async (tx) => {
         tx.quiet!();
         await tx.put('owner-lease', 'b', { version }, { expectedVersion: version });
       });
     await renew(null);
-    expect(heardByB).toBe(beforeB);
+    expect(heard.b).toBe(beforeB);
     // b's next commit is heard by a after anything b sent before it: a heard nothing of the renewal.
     await b.transact((tx) => tx.put('definition', 'd1', { n: 1 }, { expectedVersion: null }));
-    await until(() => heardByA === beforeA + 1);
-    expect(heardByB).toBe(beforeB + 1);
+    await until(() => heard.a === beforeA + 1);
+    expect(heard.b).toBe(beforeB + 1);
     // Grouped with a job that is not quiet, or not, the other job's commit wakes as usual.
     await Promise.all([renew(1), b.transact((tx) => tx.put('definition', 'd2', { n: 2 }, { expectedVersion: null }))]);
-    await until(() => heardByA === beforeA + 2);
-    expect(heardByB).toBe(beforeB + 2);
+    await until(() => heard.a === beforeA + 2);
+    expect(heard.b).toBe(beforeB + 2);
     expect(await a.read((r) => r.version('owner-lease', 'b'))).toBe(2);
   });
 
