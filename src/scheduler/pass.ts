@@ -1,6 +1,7 @@
 import { DefinitionState, OccurrenceState } from '../../machines/index.js';
-import type { LiveWork, StoreReader } from '../store/store.js';
-import { KINDS } from '../domain/records.js';
+import type { LiveWork, StoreReader, StoreTransaction } from '../store/store.js';
+import { DEFINITION_KIND } from '../domain/definition-records.js';
+import { KINDS, type OccurrenceRecord } from '../domain/records.js';
 import type { EngineServices } from '../domain/services.js';
 import { WorkPartition } from '../domain/work-partition.js';
 import { forEachConcurrently } from '../domain/concurrency.js';
@@ -73,6 +74,25 @@ function definitionMoved(work: LiveWork, facts: PassFacts): boolean {
 export const CLAIM_BATCH = 32;
 
 /**
+ * A claim batch's occurrences, with what their claims read next (definition, quarantine) fetched for all of them
+ * at once where each read is a round trip: two statements for the batch instead of about three per occurrence.
+ */
+async function loadBatch(tx: StoreTransaction, ids: readonly string[]): Promise<OccurrenceRecord[]> {
+  await tx.prefetch?.(
+    ids.map((id) => [KINDS.occurrence, id] as const),
+    [],
+  );
+  const occurrences: OccurrenceRecord[] = [];
+  for (const id of ids) occurrences.push(await loadOccurrence(tx, id));
+  const automations = [...new Set(occurrences.map((o) => o.data.attributes.automationId))];
+  await tx.prefetch?.(
+    automations.flatMap((id) => [[DEFINITION_KIND, id] as const, [KINDS.quarantine, id] as const]),
+    [],
+  );
+  return occurrences;
+}
+
+/**
  * Claims the occurrences due now in batches, on stores several engines share: one statement locks a batch
  * (rows another engine holds are skipped, see {@link StoreTransaction.lockDueOccurrences}) and each locked
  * occurrence's claim is then its machine's transition, all in one transaction. Returns the ids taken; a batch
@@ -85,7 +105,7 @@ async function claimDueInBatches(svc: EngineServices): Promise<void> {
     try {
       await svc.step(async (step) => {
         locked = (await step.tx.lockDueOccurrences?.(step.now, CLAIM_BATCH, taken)) ?? [];
-        for (const id of locked) await claimWhenEligible(svc, step, await loadOccurrence(step.tx, id));
+        for (const occurrence of await loadBatch(step.tx, locked)) await claimWhenEligible(svc, step, occurrence);
       });
     } catch {
       return;

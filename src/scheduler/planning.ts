@@ -2,6 +2,7 @@ import { DefinitionState } from '../../machines/index.js';
 import { busyElsewhere, forEachConcurrently } from '../domain/concurrency.js';
 import { appendEvent } from '../changefeed/event-envelope.js';
 import { createExecutionEntity, type StepContext } from '../domain/lifecycle.js';
+import { DEFINITION_KIND } from '../domain/definition-records.js';
 import { KINDS, type OccurrenceAttributes } from '../domain/records.js';
 import { isQuarantined, type EngineServices } from '../domain/services.js';
 import { WorkPartition } from '../domain/work-partition.js';
@@ -117,6 +118,13 @@ function dueSlots(svc: EngineServices, definition: PlanningTerms, after: number,
  * their keys, which this reads too.
  */
 async function slotTaken(step: StepContext, occurrenceId: string, key: string): Promise<boolean> {
+  await step.tx.prefetch?.(
+    [
+      [KINDS.occurrence, occurrenceId],
+      [KINDS.occurrenceKey, key],
+    ],
+    [],
+  );
   return (
     (await step.tx.get(KINDS.occurrence, occurrenceId)) !== undefined ||
     (await step.tx.get(KINDS.occurrenceKey, key)) !== undefined
@@ -154,6 +162,9 @@ export function nextUnplannedSlot(
  */
 export const PLAN_STEAL_AFTER_MS = 2_000;
 
+/** The records of an automation its planning reads: its definition, quarantine and plan cursor. */
+const PLANNING_READS = [DEFINITION_KIND, KINDS.quarantine, KINDS.planCursor];
+
 /** Plans every active definition with a due slot, one transaction each. Returns the ids of the occurrences planned. */
 export async function planDueSlots(
   svc: EngineServices,
@@ -176,6 +187,12 @@ export async function planDueSlots(
     await forEachConcurrently(due, svc.planConcurrency, async (seen) => {
       try {
         const id = await svc.step(async (step) => {
+          // What planning reads of the automation, in one statement where each read is a round trip (the lock below
+          // then knows from it whether the cursor exists).
+          await step.tx.prefetch?.(
+            PLANNING_READS.map((kind) => [kind, seen.id] as const),
+            [],
+          );
           // Another engine is planning this automation now: its slot is planned once, by it.
           if (await busyElsewhere(svc, step.tx, KINDS.planCursor, seen.id)) return undefined;
           const fresh = await svc.definitions.inTransaction(step.tx, seen.id, seen);

@@ -1,6 +1,8 @@
 import { afterEach, expect, test, vi } from 'vitest';
 import { SimulatedClock } from '../../src/clock/clock.js';
-import { createEngine } from '../../src/engine/engine.js';
+import { createEngine, type Engine } from '../../src/engine/engine.js';
+import { advanceAll } from '../../src/scheduler/pass.js';
+import { Connection } from '../../src/store/postgres/connection.js';
 import { planDueSlots } from '../../src/scheduler/planning.js';
 import { SimulatedRuntime } from '../../src/runtime/simulated-runtime.js';
 import { PostgresStore } from '../../src/store/postgres/index.js';
@@ -12,6 +14,19 @@ import { describePostgres, freshDatabase } from '../support/postgres.js';
 afterEach(() => {
   vi.restoreAllMocks();
 });
+
+/** An active definition due daily at `hour` (UTC). */
+async function define(engine: Engine, id: string, hour: number): Promise<void> {
+  const rule = `FREQ=DAILY;BYHOUR=${hour}`;
+  for (const [name, payload, revision] of [
+    ['definition.create.v1', { definition: definition(id, 1, 'draft', rule) }, undefined],
+    ['definition.revise.v1', { definition: definition(id, 2, 'paused', rule) }, 1],
+    ['definition.activate.v1', { automationId: id }, 2],
+  ] as const) {
+    const response = await engine.commands.handle(command(name, payload, { expectedRevision: revision }));
+    expect(response.outcome, JSON.stringify(response.error)).not.toBe('rejected');
+  }
+}
 
 // The set-based claim is a write transaction, queued behind every other commit: a pass opens it only when the read
 // at its start found something due, or when it planned something itself. Without a claim the work would still be
@@ -25,20 +40,8 @@ describePostgres('a pass on a shared store claims in batches only when something
     const engine = createEngine({ store, clock, runtimes: [runtime], instanceId: 'engine-0', retention: false });
     const claims = vi.spyOn(PostgresTransaction.prototype, 'lockDueOccurrences');
     try {
-      for (const [id, hour] of [
-        ['gate-a', 9],
-        ['gate-b', 10],
-      ] as const) {
-        const rule = `FREQ=DAILY;BYHOUR=${hour}`;
-        for (const [name, payload, revision] of [
-          ['definition.create.v1', { definition: definition(id, 1, 'draft', rule) }, undefined],
-          ['definition.revise.v1', { definition: definition(id, 2, 'paused', rule) }, 1],
-          ['definition.activate.v1', { automationId: id }, 2],
-        ] as const) {
-          const response = await engine.commands.handle(command(name, payload, { expectedRevision: revision }));
-          expect(response.outcome, JSON.stringify(response.error)).not.toBe('rejected');
-        }
-      }
+      await define(engine, 'gate-a', 9);
+      await define(engine, 'gate-b', 10);
       await engine.tick();
       expect(claims).not.toHaveBeenCalled();
 
@@ -57,6 +60,35 @@ describePostgres('a pass on a shared store claims in batches only when something
       expect(report.planned).toBe(0);
       expect(report.launched).toBe(1);
       expect(claims).toHaveBeenCalled();
+    } finally {
+      await engine.stop();
+      await store.close();
+    }
+  });
+
+  test('planning and a claim batch read what they need a few statements at a time, not a round trip per record', async () => {
+    const url = await freshDatabase(socketDir, 'claim_reads');
+    const store = await PostgresStore.open(url, { schema: 'reads' });
+    const clock = new SimulatedClock('2026-03-02T08:00:00.000Z');
+    const runtime = new SimulatedRuntime({ runtimeId: 'coven-code', durationMs: 60_000 });
+    const engine = createEngine({ store, clock, runtimes: [runtime], instanceId: 'engine-0', retention: false });
+    try {
+      for (let i = 0; i < 6; i++) await define(engine, `batch-${i}`, 9);
+      clock.set('2026-03-02T09:00:01.000Z');
+      const statements = vi.spyOn(Connection.prototype, 'run');
+      /** Reads of one record (or its version) of these kinds since the last call. */
+      const singleReads = (kinds: string[]) =>
+        statements.mock.calls
+          .splice(0)
+          .filter(([sql, values]) => sql.endsWith('WHERE kind = $1 AND id = $2') && kinds.includes(values[0] as string))
+          .map(([, values]) => values.slice(0, 2).join(' '));
+      singleReads([]);
+      expect(await planDueSlots(engine.services)).toHaveLength(6);
+      expect(singleReads(['definition', 'quarantine', 'plan-cursor', 'occurrence', 'occurrence-key'])).toEqual([]);
+      await advanceAll(engine.services);
+      expect(singleReads(['occurrence', 'definition', 'quarantine'])).toEqual([]);
+      const live = await store.read((r) => r.liveWork('occurrence'));
+      expect(live.map((w) => w.state)).toEqual(Array(6).fill('claimed'));
     } finally {
       await engine.stop();
       await store.close();
