@@ -60,15 +60,16 @@ export function liveWorkRow(id: string, field: (name: LiveWorkField) => unknown)
   };
 }
 
-/** The engine instance that holds a live summary of `kind`: an occurrence's claimer, an attempt's launcher. */
-export const holderOf = (kind: string, work: LiveWork): string | null =>
-  kind === 'attempt' ? work.launchedBy : work.claimedBy;
+/** The field naming the engine that holds live work of `kind`: an occurrence's claimer, an attempt's launcher. */
+export const holderField = (kind: string): 'claimedBy' | 'launchedBy' =>
+  kind === 'attempt' ? 'launchedBy' : 'claimedBy';
 
 /** `work` without what {@link LiveWorkOptions.exceptHeldBy} leaves out. */
 export function exceptHeld(kind: string, work: LiveWork[], options: LiveWorkOptions): LiveWork[] {
   const others = options.exceptHeldBy;
   if (others === undefined || others.length === 0) return work;
-  return work.filter((w) => !others.includes(holderOf(kind, w) ?? ''));
+  const holder = holderField(kind);
+  return work.filter((w) => !others.includes(w[holder] ?? ''));
 }
 
 export const byId = (a: { id: string }, b: { id: string }) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);

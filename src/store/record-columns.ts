@@ -40,6 +40,11 @@ export const LIVE_WORK_COLUMNS = {
   launchedBy: 'launched_by',
 } as const satisfies Record<LiveWorkField, RecordColumn>;
 
+/** The live-work fields beside the state, each with its column. */
+const LIVE_FIELDS = (Object.entries(LIVE_WORK_COLUMNS) as Array<[LiveWorkField, RecordColumn]>).filter(
+  ([field]) => field !== 'state',
+);
+
 /** The kinds whose records have columns: the entities with a machine state. */
 const ENTITY_KINDS: ReadonlySet<string> = new Set(['occurrence', 'run', 'attempt']);
 
@@ -52,20 +57,17 @@ function revisionText(value: unknown): string | null {
 
 /** A record's column values, in {@link RECORD_COLUMNS} order (all null for a kind without columns). */
 export function recordColumns(record: StoredRecord): Array<string | null> {
-  const values: Array<string | null> = RECORD_COLUMNS.map(() => null);
-  if (!ENTITY_KINDS.has(record.kind)) return values;
-  const set = (column: RecordColumn, value: string | null) => (values[RECORD_COLUMNS.indexOf(column)] = value);
-  set('state', text(valueAt(record.data, LIVE_WORK_PATHS.state)));
-  if (LIVE_KINDS.has(record.kind))
-    for (const [field, column] of Object.entries(LIVE_WORK_COLUMNS) as Array<[LiveWorkField, RecordColumn]>) {
-      if (field === 'state') continue;
-      const value = valueAt(record.data, LIVE_WORK_PATHS[field]);
-      set(column, field === 'automationRevision' ? revisionText(value) : text(value));
-    }
-  const entry = timelineEntryOf(record);
-  if (entry !== undefined) {
-    set('timeline_at', entry.at);
-    set('timeline_automation_id', entry.automationId);
+  const values: Partial<Record<RecordColumn, string | null>> = {};
+  if (ENTITY_KINDS.has(record.kind)) {
+    values.state = text(valueAt(record.data, LIVE_WORK_PATHS.state));
+    if (LIVE_KINDS.has(record.kind))
+      for (const [field, column] of LIVE_FIELDS) {
+        const value = valueAt(record.data, LIVE_WORK_PATHS[field]);
+        values[column] = field === 'automationRevision' ? revisionText(value) : text(value);
+      }
+    const entry = timelineEntryOf(record);
+    values.timeline_at = entry?.at ?? null;
+    values.timeline_automation_id = entry?.automationId ?? null;
   }
-  return values;
+  return RECORD_COLUMNS.map((column) => values[column] ?? null);
 }

@@ -15,6 +15,15 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 
+/** An engine on a PostgreSQL store at `url`, its clock at 08:00 on 2026-03-02, sessions lasting a minute. */
+async function engineAt8(url: string, schema: string) {
+  const store = await PostgresStore.open(url, { schema });
+  const clock = new SimulatedClock('2026-03-02T08:00:00.000Z');
+  const runtime = new SimulatedRuntime({ runtimeId: 'coven-code', durationMs: 60_000 });
+  const engine = createEngine({ store, clock, runtimes: [runtime], instanceId: 'engine-0', retention: false });
+  return { store, clock, engine };
+}
+
 /** An active definition due daily at `hour` (UTC). */
 async function define(engine: Engine, id: string, hour: number): Promise<void> {
   const rule = `FREQ=DAILY;BYHOUR=${hour}`;
@@ -33,11 +42,7 @@ async function define(engine: Engine, id: string, hour: number): Promise<void> {
 // taken one occurrence at a time, so only the count of claims shows the gate.
 describePostgres('a pass on a shared store claims in batches only when something is due', (socketDir) => {
   test('nothing due: no claim; due at the pass’s start or planned by it: claimed in a batch', async () => {
-    const url = await freshDatabase(socketDir, 'claim_gate');
-    const store = await PostgresStore.open(url, { schema: 'gate' });
-    const clock = new SimulatedClock('2026-03-02T08:00:00.000Z');
-    const runtime = new SimulatedRuntime({ runtimeId: 'coven-code', durationMs: 60_000 });
-    const engine = createEngine({ store, clock, runtimes: [runtime], instanceId: 'engine-0', retention: false });
+    const { store, clock, engine } = await engineAt8(await freshDatabase(socketDir, 'claim_gate'), 'gate');
     const claims = vi.spyOn(PostgresTransaction.prototype, 'lockDueOccurrences');
     try {
       await define(engine, 'gate-a', 9);
@@ -67,11 +72,7 @@ describePostgres('a pass on a shared store claims in batches only when something
   });
 
   test('planning and a claim batch read what they need a few statements at a time, not a round trip per record', async () => {
-    const url = await freshDatabase(socketDir, 'claim_reads');
-    const store = await PostgresStore.open(url, { schema: 'reads' });
-    const clock = new SimulatedClock('2026-03-02T08:00:00.000Z');
-    const runtime = new SimulatedRuntime({ runtimeId: 'coven-code', durationMs: 60_000 });
-    const engine = createEngine({ store, clock, runtimes: [runtime], instanceId: 'engine-0', retention: false });
+    const { store, clock, engine } = await engineAt8(await freshDatabase(socketDir, 'claim_reads'), 'reads');
     try {
       for (let i = 0; i < 6; i++) await define(engine, `batch-${i}`, 9);
       clock.set('2026-03-02T09:00:01.000Z');

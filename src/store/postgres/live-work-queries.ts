@@ -1,4 +1,4 @@
-import { LIVE_WORK_PATHS, postgresField, RETIRED_INDEX_KINDS } from '../live-work.js';
+import { holderField, LIVE_WORK_PATHS, postgresField, RETIRED_INDEX_KINDS } from '../live-work.js';
 import { LIVE_WORK_COLUMNS } from '../record-columns.js';
 import type { LiveKind, LiveWorkOptions } from '../store.js';
 
@@ -41,7 +41,7 @@ export function liveWorkQuery(kind: LiveKind, options: LiveWorkOptions): [string
   const where = ['kind = $1', 'NOT terminal'];
   if (options.automationId !== undefined) where.push(`automation_id = $${values.push(options.automationId)}`);
   if (options.exceptHeldBy !== undefined && options.exceptHeldBy.length > 0) {
-    const holder = kind === 'attempt' ? 'launched_by' : 'claimed_by';
+    const holder = LIVE_WORK_COLUMNS[holderField(kind)];
     where.push(`(${holder} IS NULL OR ${holder} <> ALL($${values.push(options.exceptHeldBy)}::text[]))`);
   }
   return [`SELECT ${COLUMNS} FROM {s}.records WHERE ${where.join(' AND ')} ORDER BY id`, values];
