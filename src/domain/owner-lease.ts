@@ -71,9 +71,10 @@ export async function renewOwnerLease(svc: EngineServices, force = false): Promi
   )
     return;
   await svc.store.transact(async (tx) => {
-    // Nothing a pass does depends on a renewal: other engines read the leases when their passes begin.
-    tx.quiet?.();
     const current = await tx.get<OwnerLease>(OWNER_LEASE_KIND, svc.instanceId);
+    // A renewal changes no engine's share (they read the leases when their passes begin), so it wakes nobody; a
+    // lease written anew does: the others' partition changes with it.
+    if (current !== undefined) tx.quiet?.();
     // A newer generation of this instance id holds the lease: renewing would take it back from a live restart.
     const held = current?.data.generation ?? 0;
     if (held > (svc.generation ?? 0)) throw new StaleGenerationError(svc.instanceId, svc.generation ?? null, held);
