@@ -1,17 +1,20 @@
-// Where a run-now's time goes, on one engine over a SQLite store (synchronous=FULL) with an in-process runtime
+// Where a run-now's time goes, on one engine over a SQLite store (synchronous=FULL; `--store postgres`: a throwaway
+// PostgreSQL cluster, fsync on) with an in-process runtime
 // whose sessions exit at once: steady open-loop arrivals of run-now requests, as the peer bench's steady
 // workload sends them, with each occurrence's milestones timed (request sent, launch called, launch answer
 // committed, run settled), every pass counted, and the process's CPU time (engine and this harness alike) from the
 // first arrival until every run settled, per settled run. `--push` gives the runtime the session-exit capability,
 // `--poll` hides it (settling then waits for a pass); both by default, one after the other, on fresh stores.
 //
-//   npx tsx bench/settle-latency.ts [--rate 2000] [--seconds 10] [--push | --poll]
+//   npx tsx bench/settle-latency.ts [--rate 2000] [--seconds 10] [--push | --poll] [--store sqlite|postgres]
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createEngine, type Engine } from '../src/engine/engine.js';
 import { SqliteStore } from '../src/store/sqlite/index.js';
+import { openStore, type FileStore } from '../src/store/open-store.js';
+import { startCluster } from '../test/support/postgres-cluster.js';
 import { sha256Hex } from '../src/contract/digest.js';
 import { command, definition, ExitingRuntime } from './fixtures.js';
 import { table } from './stats.js';
@@ -48,7 +51,11 @@ async function setUp(engine: Engine): Promise<void> {
 /** One measured run on a fresh store: each occurrence's timeline, the passes run, and the requests refused. */
 async function measure(push: boolean, rate: number, seconds: number) {
   const dir = mkdtempSync(join(tmpdir(), 'coven-settle-'));
-  const store = await SqliteStore.open(join(dir, 'store.sqlite'));
+  const cluster = process.argv.includes('postgres') ? await startCluster() : undefined;
+  const store: FileStore =
+    cluster === undefined
+      ? await SqliteStore.open(join(dir, 'store.sqlite'))
+      : await openStore(cluster.url as `postgres://${string}`);
   const byOccurrence = new Map<string, Timeline>();
   const runtime = new ExitingRuntime(push, (id) => {
     const t = byOccurrence.get(id);
@@ -77,6 +84,7 @@ async function measure(push: boolean, rate: number, seconds: number) {
   const cpu = process.cpuUsage(cpuBefore);
   await engine.stop();
   await store.close();
+  await cluster?.stop();
   rmSync(dir, { recursive: true, force: true });
   return { lines, refused, passes: passes - passesBefore, cpuMs: (cpu.user + cpu.system) / 1000 };
 }

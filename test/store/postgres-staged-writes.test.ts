@@ -1,7 +1,7 @@
 import { afterEach, beforeAll, expect, test, vi } from 'vitest';
 import { PostgresStore } from '../../src/store/postgres/index.js';
 import { Connection } from '../../src/store/postgres/connection.js';
-import { StoreConflictError, type Store } from '../../src/store/store.js';
+import { StoreConflictError, type Store, type StoreTransaction } from '../../src/store/store.js';
 import { describePostgres, freshDatabase } from '../support/postgres.js';
 
 /** The statements a store sends while `body` runs, by their first words. */
@@ -78,5 +78,58 @@ describePostgres('PostgreSQL staged writes', (socketDir) => {
     await expect(refused).rejects.toBeInstanceOf(StoreConflictError);
     expect(await first.read((r) => r.get('occurrence', 'o1'))).toMatchObject({ version: 2, data: { by: 'second' } });
     expect(await first.read((r) => r.head('occurrence/o1'))).toBe(0);
+  });
+
+  test("a job's inserts, updates and appends travel in one statement", async () => {
+    const { store } = await openStore();
+    await store.transact((tx) => tx.put('occurrence', 'o1', { n: 1 }, { expectedVersion: null }));
+    const sent = await statementsDuring(() =>
+      store.transact(async (tx) => {
+        await tx.put('occurrence', 'o2', { n: 1 }, { expectedVersion: null });
+        await tx.put('occurrence', 'o1', { n: 2 }, { expectedVersion: 1 });
+        await tx.append('occurrence/o1', { type: 'moved' });
+        await tx.append('occurrence/o2', { type: 'made' });
+      }),
+    );
+    expect(sent.filter((s) => /records|log/.test(s) || s.startsWith('WITH'))).toEqual(['WITH inserted AS']);
+    const [o1, o2, heads] = await store.read(async (r) => [
+      await r.get('occurrence', 'o1'),
+      await r.get('occurrence', 'o2'),
+      [await r.head('occurrence/o1'), await r.head('occurrence/o2')],
+    ]);
+    expect([o1?.version, o2?.version, heads]).toEqual([2, 1, [1, 1]]);
+  });
+
+  test('past a refused write nothing later of the job is sent, even when the body carries on', async () => {
+    const { store: first, schema } = await openStore();
+    const { store: second } = await openStore(schema);
+    await first.transact(async (tx) => {
+      await tx.put('occurrence', 'stale', { by: 'first' }, { expectedVersion: null });
+      await tx.put('occurrence', 'taken', { by: 'first' }, { expectedVersion: null });
+    });
+    await second.transact((tx) => tx.put('occurrence', 'stale', { by: 'second' }, { expectedVersion: 1 }));
+    const carriedOn = (staging: (tx: StoreTransaction) => Promise<unknown>) =>
+      first.transact(async (tx) => {
+        await staging(tx);
+        await tx.append('occurrence/stale', { type: 'moved' });
+        // A list sends the staged writes first: the refusal surfaces here and the body swallows it.
+        await expect(tx.list('occurrence')).rejects.toBeInstanceOf(StoreConflictError);
+      });
+    // A refused update: the insert before it went, the append after it did not.
+    await carriedOn(async (tx) => {
+      await tx.put('occurrence', 'fresh', { n: 1 }, { expectedVersion: null });
+      await tx.put('occurrence', 'stale', { by: 'first again' }, { expectedVersion: 1 });
+    });
+    // A refused insert: neither the update nor the append after it went.
+    await carriedOn(async (tx) => {
+      await tx.put('occurrence', 'taken', { by: 'again' }, { expectedVersion: null });
+      await tx.put('occurrence', 'fresh', { n: 2 }, { expectedVersion: 1 });
+    });
+    const [stale, fresh, head] = await first.read(async (r) => [
+      await r.get('occurrence', 'stale'),
+      await r.get('occurrence', 'fresh'),
+      await r.head('occurrence/stale'),
+    ]);
+    expect([stale?.data, fresh?.version, head]).toEqual([{ by: 'second' }, 1, 0]);
   });
 });

@@ -27,12 +27,17 @@ export interface CommitNotifierPorts {
 
 /**
  * Carries commits between processes sharing one PostgreSQL store: each write group that changed something
- * sends `NOTIFY` right after it commits (never inside the transaction: the server's notification lock would be
+ * announces it with `NOTIFY` after it commits (never inside the transaction: the server's notification lock would be
  * held through every group's commit, one group at a time across all engines), and one dedicated connection per store
  * `LISTEN`s and wakes the store's commit listeners for commits made by any other store. Notifications are a
  * latency path, not a correctness one: while the listening connection is down the notifier polls the feed's
  * position every `pollMs` and reconnects with backoff, and it wakes listeners once on every reconnect, since a
  * commit may have gone unheard in between.
+ *
+ * While it listens, the notifier also sends the store's announcements on that connection, so a group's connection
+ * goes straight back to the next group instead of waiting a round trip, and announcements made while one is on the
+ * wire are folded into one more sent after it (a notification says "something committed", not what): every commit is
+ * followed by a notification sent after it, however many commits a burst makes.
  *
  * Started lazily by the first commit listener, so a one-shot command opens no extra connection.
  */
@@ -46,12 +51,43 @@ export class CommitNotifier {
   private reconnectTimer: NodeJS.Timeout | undefined;
   private pollTimer: NodeJS.Timeout | undefined;
   private lastPosition: number | undefined;
+  /** The announcement on the wire on the listening connection, if any. */
+  private sending: Promise<void> | undefined;
+  /** A commit came after the announcement on the wire was sent: one more is owed. */
+  private owed = false;
 
   constructor(private readonly ports: CommitNotifierPorts) {}
 
-  /** Tells the other stores that this store committed (called after the commit, outside any transaction). */
+  /**
+   * Tells the other stores that this store committed (called after the commit, outside any transaction). While
+   * the notifier listens it returns at once and sends on its own connection; otherwise it sends on `db`.
+   */
   async announce(db: Connection): Promise<void> {
-    await db.run('SELECT pg_notify($1, $2)', [commitChannel(this.ports.schema), this.origin]);
+    if (this.client === undefined || this.closed) {
+      await db.run('SELECT pg_notify($1, $2)', [commitChannel(this.ports.schema), this.origin]);
+      return;
+    }
+    if (this.sending !== undefined) {
+      this.owed = true;
+      return;
+    }
+    this.sending = this.sendWhileOwed(this.client);
+  }
+
+  /** Sends one notification, then one more for as long as commits arrived while the last was on the wire. */
+  private async sendWhileOwed(client: pg.Client): Promise<void> {
+    try {
+      do {
+        this.owed = false;
+        // A failure here is the connection's: its error handler starts polling and reconnecting; the peers then
+        // hear this commit at their poll or maximum sleep, as after a crash.
+        await client.query('SELECT pg_notify($1, $2)', [commitChannel(this.ports.schema), this.origin]);
+      } while (this.owed && this.client === client);
+    } catch {
+      this.owed = false;
+    } finally {
+      this.sending = undefined;
+    }
   }
 
   /** Starts listening (once); later calls do nothing. */
@@ -134,6 +170,8 @@ export class CommitNotifier {
   }
 
   async close(): Promise<void> {
+    // The store's last commits are announced before the connection goes.
+    await this.sending;
     this.closed = true;
     this.stopPolling();
     if (this.reconnectTimer !== undefined) clearTimeout(this.reconnectTimer);

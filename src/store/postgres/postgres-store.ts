@@ -248,10 +248,9 @@ export class PostgresStore implements Store {
     if (tx.wakingWrites > 0) this.committed.notify();
     for (const [job, result] of done) job.resolve(result);
     if (tx.wakingWrites === 0) return undefined;
-    // Sent after COMMIT, as a statement of its own: a NOTIFY inside the transaction holds the cluster's
-    // notification lock from before the commit's flush to its end, so the writing groups of every engine would
-    // commit one at a time. A notification lost to a crash right here costs the peers at most their poll or
-    // maximum sleep.
+    // Sent after COMMIT, never inside the transaction (see CommitNotifier): on the notifier's own connection when it
+    // listens, else here. A notification lost to a crash right here costs the peers at most their poll or maximum
+    // sleep.
     try {
       await this.notifier.announce(db);
     } catch (error) {

@@ -1,7 +1,7 @@
 import { firstPositionOf, positionAt, SLOTS_PER_TRANSACTION } from './feed-clock.js';
 import { CLAIM_DUE_SQL } from './live-work-queries.js';
 import { TransactionRecords, type StagedWrite } from './transaction-records.js';
-import { sendStagedAppends, sendStagedWrites } from './send-staged.js';
+import { sendStaged } from './send-staged.js';
 import { recordRows, streamHeads } from './prefetch.js';
 import { PostgresReader, toRecord } from './postgres-reader.js';
 import {
@@ -81,9 +81,8 @@ export class PostgresTransaction extends PostgresReader implements StoreTransact
   async flush(): Promise<void> {
     const writes = this.records.takeStaged();
     const appends = this.records.takeAppends();
-    const refused = await this.guarded(() => sendStagedWrites(this.db, writes));
+    const { refused, lost } = await this.guarded(() => sendStaged(this.db, writes, appends));
     if (refused !== undefined) await this.refused(refused);
-    const lost = await this.guarded(() => sendStagedAppends(this.db, appends));
     if (lost !== undefined) {
       this.records.clear();
       this.heads.delete(lost.stream);

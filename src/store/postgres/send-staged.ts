@@ -27,8 +27,8 @@ const INSERT_LOG_SQL =
   'INSERT INTO {s}.log (position, stream, sequence, data) ' +
   'SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::json[]) ON CONFLICT DO NOTHING RETURNING position';
 
-async function sendRecords(db: Connection, sql: string, writes: StagedWrite[]): Promise<StagedWrite | undefined> {
-  if (writes.length === 0) return undefined;
+/** The arrays of one statement's record rows: the five every record has, then its columns. */
+function recordArrays(writes: StagedWrite[]): unknown[][] {
   const columns: unknown[][] = [
     writes.map((w) => w.record.kind),
     writes.map((w) => w.record.id),
@@ -38,18 +38,42 @@ async function sendRecords(db: Connection, sql: string, writes: StagedWrite[]): 
   ];
   const values = writes.map((w) => recordColumns(w.record));
   columns.push(...RECORD_COLUMNS.map((_, i) => values.map((v) => v[i])));
-  if (sql === UPDATE_RECORDS_SQL) columns.push(writes.map((w) => w.stored));
-  const rows = await db.rows<{ kind: string; id: string }>(sql, columns);
+  return columns;
+}
+
+const appendArrays = (appends: StagedAppend[]): unknown[][] => [
+  appends.map((a) => String(a.position)),
+  appends.map((a) => a.stream),
+  appends.map((a) => a.sequence),
+  appends.map((a) => a.text),
+];
+
+/** The first write `rows` (kind and id of each written) leaves out, if any. */
+function firstRefused(writes: StagedWrite[], rows: ReadonlyArray<{ kind: string | null; id: string | null }>) {
   if (rows.length === writes.length) return undefined;
   const written = new Set(rows.map((row) => `${row.kind}\u0000${row.id}`));
   return writes.find((w) => !written.has(`${w.record.kind}\u0000${w.record.id}`));
+}
+
+/** The first append `positions` (those written) leaves out, if any. */
+function firstLost(appends: StagedAppend[], positions: readonly number[]): StagedAppend | undefined {
+  if (positions.length === appends.length) return undefined;
+  const written = new Set(positions.map(Number));
+  return appends.find((a) => !written.has(a.position));
+}
+
+async function sendRecords(db: Connection, sql: string, writes: StagedWrite[]): Promise<StagedWrite | undefined> {
+  if (writes.length === 0) return undefined;
+  const columns = recordArrays(writes);
+  if (sql === UPDATE_RECORDS_SQL) columns.push(writes.map((w) => w.stored));
+  return firstRefused(writes, await db.rows<{ kind: string; id: string }>(sql, columns));
 }
 
 /**
  * Sends a job's staged record writes: new records in one statement, changed ones in another (each compared with
  * the version its row held before the job). Answers the first write refused, if any.
  */
-export async function sendStagedWrites(db: Connection, writes: StagedWrite[]): Promise<StagedWrite | undefined> {
+async function sendStagedWrites(db: Connection, writes: StagedWrite[]): Promise<StagedWrite | undefined> {
   const inserts = writes.filter((w) => w.stored === null);
   const updates = writes.filter((w) => w.stored !== null);
   return (await sendRecords(db, INSERT_RECORDS_SQL, inserts)) ?? (await sendRecords(db, UPDATE_RECORDS_SQL, updates));
@@ -59,15 +83,76 @@ export async function sendStagedWrites(db: Connection, writes: StagedWrite[]): P
  * Sends a job's staged appends in one statement. Answers the first append refused (a sequence another writer
  * took first), if any.
  */
-export async function sendStagedAppends(db: Connection, appends: StagedAppend[]): Promise<StagedAppend | undefined> {
+async function sendStagedAppends(db: Connection, appends: StagedAppend[]): Promise<StagedAppend | undefined> {
   if (appends.length === 0) return undefined;
-  const rows = await db.rows<{ position: string }>(INSERT_LOG_SQL, [
-    appends.map((a) => String(a.position)),
-    appends.map((a) => a.stream),
-    appends.map((a) => a.sequence),
-    appends.map((a) => a.text),
+  const rows = await db.rows<{ position: string }>(INSERT_LOG_SQL, appendArrays(appends));
+  return firstLost(
+    appends,
+    rows.map((row) => Number(row.position)),
+  );
+}
+
+// A job's inserts, updates and appends in one statement, one round trip instead of three. Each part runs only if
+// the one before wrote every row (the conditions read the earlier parts' RETURNING, which also orders them): a
+// refused insert leaves the updates and appends unsent and a refused update the appends, as sending them one
+// statement after another and stopping at the first refusal does.
+const N = RECORD_COLUMNS.length + 5;
+const arrays = (from: number, types: readonly string[]) => types.map((t, i) => `$${from + i}::${t}[]`).join(', ');
+const RECORD_TYPES = ['text', 'text', 'int', 'bool', 'json', ...RECORD_COLUMNS.map(() => 'text')];
+const INSERTS_WANTED = `$${2 * N + 2}`;
+const UPDATES_WANTED = `$${2 * N + 3}`;
+const SEND_JOB_SQL =
+  `WITH inserted AS (INSERT INTO {s}.records (kind, id, version, terminal, data, ${COLUMNS}) ` +
+  `SELECT * FROM unnest(${arrays(1, RECORD_TYPES)}) ON CONFLICT DO NOTHING RETURNING kind, id), ` +
+  'updated AS (UPDATE {s}.records AS r SET version = u.version, terminal = u.terminal, data = u.data, ' +
+  `${RECORD_COLUMNS.map((c) => `${c} = u.${c}`).join(', ')} ` +
+  `FROM unnest(${arrays(N + 1, [...RECORD_TYPES, 'int'])}) ` +
+  `AS u (kind, id, version, terminal, data, ${COLUMNS}, stored) ` +
+  'WHERE r.kind = u.kind AND r.id = u.id AND r.version = u.stored AND NOT r.terminal ' +
+  `AND (SELECT count(*) FROM inserted) = ${INSERTS_WANTED} RETURNING r.kind, r.id), ` +
+  'appended AS (INSERT INTO {s}.log (position, stream, sequence, data) ' +
+  `SELECT * FROM unnest(${arrays(2 * N + 4, ['bigint', 'text', 'bigint', 'json'])}) ` +
+  `WHERE (SELECT count(*) FROM inserted) = ${INSERTS_WANTED} AND (SELECT count(*) FROM updated) = ${UPDATES_WANTED} ` +
+  'ON CONFLICT DO NOTHING RETURNING position) ' +
+  'SELECT kind, id, NULL::bigint AS position FROM inserted UNION ALL SELECT kind, id, NULL FROM updated ' +
+  'UNION ALL SELECT NULL, NULL, position FROM appended';
+
+/** What sending a job found refused: a record write, or else an append (a stream sequence another took first). */
+export interface Refusals {
+  readonly refused?: StagedWrite;
+  readonly lost?: StagedAppend;
+}
+
+/**
+ * Sends a job's staged record writes and appends: new records, changed ones (each compared with the version its
+ * row held before the job) and the appends, in one statement when more than one of them has rows. Answers what was
+ * refused, if anything; past a refused record write nothing later was sent.
+ */
+export async function sendStaged(db: Connection, writes: StagedWrite[], appends: StagedAppend[]): Promise<Refusals> {
+  const inserts = writes.filter((w) => w.stored === null);
+  const updates = writes.filter((w) => w.stored !== null);
+  const parts = [inserts, updates, appends].filter((part) => part.length > 0).length;
+  if (parts <= 1) {
+    const refused = await sendStagedWrites(db, writes);
+    return refused !== undefined ? { refused } : { lost: await sendStagedAppends(db, appends) };
+  }
+  const rows = await db.rows<{ kind: string | null; id: string | null; position: number | null }>(SEND_JOB_SQL, [
+    ...recordArrays(inserts),
+    ...recordArrays(updates),
+    updates.map((w) => w.stored),
+    inserts.length,
+    updates.length,
+    ...appendArrays(appends),
   ]);
-  if (rows.length === appends.length) return undefined;
-  const written = new Set(rows.map((row) => Number(row.position)));
-  return appends.find((a) => !written.has(a.position));
+  const refused = firstRefused(
+    [...inserts, ...updates],
+    rows.filter((row) => row.position === null),
+  );
+  if (refused !== undefined) return { refused };
+  return {
+    lost: firstLost(
+      appends,
+      rows.flatMap((row) => (row.position === null ? [] : [row.position])),
+    ),
+  };
 }
