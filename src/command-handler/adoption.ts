@@ -36,7 +36,8 @@ export async function findAdoption(
           [KINDS.quarantine, automationId],
         ]
       : [];
-  await tx.prefetch?.([[ADOPTION_KIND, envelope.adoptionKey], ...named], []);
+  // A command that commits appends its events: the prefetch fetches what numbering them needs too.
+  await tx.prefetch?.([[ADOPTION_KIND, envelope.adoptionKey], ...named], [], { appending: true });
   return (await tx.get<AdoptionRecord>(ADOPTION_KIND, envelope.adoptionKey))?.data;
 }
 

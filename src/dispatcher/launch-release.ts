@@ -276,6 +276,7 @@ async function prefetchAnswer(step: StepContext, outboxId: string, prepared: Pre
       [DEFINITION_REVISION_KIND, revisionId(automationId, revision)],
     ],
     [storeStream({ kind: 'run', id: runId }), storeStream({ kind: 'occurrence', id: occurrenceId })],
+    { appending: true },
   );
 }
 

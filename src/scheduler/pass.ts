@@ -81,6 +81,7 @@ async function loadBatch(tx: StoreTransaction, ids: readonly string[]): Promise<
   await tx.prefetch?.(
     ids.map((id) => [KINDS.occurrence, id] as const),
     [],
+    { appending: true },
   );
   const occurrences: OccurrenceRecord[] = [];
   for (const id of ids) occurrences.push(await loadOccurrence(tx, id));

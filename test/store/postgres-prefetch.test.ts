@@ -3,7 +3,7 @@ import { Connection } from '../../src/store/postgres/connection.js';
 import { PostgresStore } from '../../src/store/postgres/index.js';
 import { describePostgres, freshDatabase } from '../support/postgres.js';
 
-describePostgres('prefetch on PostgreSQL: many records and stream heads in one statement each', (socketDir) => {
+describePostgres('prefetch on PostgreSQL: many records and stream heads in one statement', (socketDir) => {
   let url: string;
   let store: PostgresStore;
   beforeAll(async () => {
@@ -46,7 +46,7 @@ describePostgres('prefetch on PostgreSQL: many records and stream heads in one s
       const appended = await tx.append('run/r1', { i: 3 });
       return { prefetched, after, answers, appended: appended.sequence };
     });
-    expect(seen.prefetched).toBe(2);
+    expect(seen.prefetched).toBe(1);
     expect(seen.after).toBe(0);
     expect(seen.answers).toEqual({
       o1: 2,
@@ -76,6 +76,26 @@ describePostgres('prefetch on PostgreSQL: many records and stream heads in one s
       return statements.mock.calls.length - before;
     });
     expect(sent).toBe(0);
+  });
+
+  test('an appending prefetch fetches the feed numbering with the reads: the appends after it ask nothing', async () => {
+    store = await PostgresStore.open(url, { schema: 'prefetch_appending' });
+    await store.transact((tx) => tx.append('automation/a0', { n: 0 }, 0));
+    const statements = vi.spyOn(Connection.prototype, 'run');
+    const { sent, positions } = await store.transact(async (tx) => {
+      const before = statements.mock.calls.length;
+      await tx.prefetch!([['occurrence', 'o1']], [], { appending: true });
+      const appended = [];
+      for (let n = 0; n < 3; n++) appended.push(await tx.append('occurrence/o1', { n }, n));
+      return { sent: statements.mock.calls.length - before, positions: appended.map((a) => a.position) };
+    });
+    expect(sent).toBe(1);
+    const later = await store.transact(async (tx) => (await tx.append('automation/a0', { n: 1 }, 1)).position);
+    const feed = await store.read((r) => r.readFeed());
+    expect(feed.map((e) => e.position)).toEqual([feed[0]!.position, ...positions, later]);
+    expect(positions[1]! - positions[0]!).toBe(1);
+    expect(positions[2]! - positions[1]!).toBe(1);
+    expect(feed.map((e) => e.stream)).toEqual(['automation/a0', ...Array(3).fill('occurrence/o1'), 'automation/a0']);
   });
 
   test('getMany answers the records among the ids that exist, in one statement, with what the transaction wrote', async () => {

@@ -2,7 +2,7 @@ import { firstPositionOf, positionAt, SLOTS_PER_TRANSACTION } from './feed-clock
 import { CLAIM_DUE_SQL } from './live-work-queries.js';
 import { TransactionRecords, type StagedWrite } from './transaction-records.js';
 import { sendStaged } from './send-staged.js';
-import { recordRows, streamHeads } from './prefetch.js';
+import { prefetchRows } from './prefetch.js';
 import { PostgresReader, toRecord } from './postgres-reader.js';
 import {
   LogRetireError,
@@ -14,6 +14,7 @@ import {
   type LiveKind,
   type LiveWorkOptions,
   type LogPosition,
+  type PrefetchOptions,
   type PutOptions,
   type ReadLogOptions,
   type StoredRecord,
@@ -169,17 +170,21 @@ export class PostgresTransaction extends PostgresReader implements StoreTransact
     return next;
   }
 
-  async prefetch(records: ReadonlyArray<readonly [kind: string, id: string]>, streams: readonly string[]) {
+  async prefetch(
+    records: ReadonlyArray<readonly [kind: string, id: string]>,
+    streams: readonly string[],
+    options?: PrefetchOptions,
+  ) {
     const keys = records.filter(([kind, id]) => this.records.lookup(kind, id) === undefined);
-    if (keys.length > 0) {
-      const rows = await this.guarded(() => recordRows(this.db, keys));
-      const found = new Map(rows.map((row) => [`${row.kind}\u0000${row.id}`, toRecord(row)]));
-      for (const [kind, id] of keys) this.records.remember(kind, id, found.get(`${kind}\u0000${id}`));
-    }
     const unknown = streams.filter((stream) => !this.heads.has(stream));
-    if (unknown.length > 0)
-      for (const [stream, next] of await this.guarded(() => streamHeads(this.db, unknown)))
-        this.heads.set(stream, next);
+    // The transaction id fixes this group's feed positions: asked for here, the first append costs no round trip.
+    const withXid = options?.appending === true && this.firstPosition === undefined;
+    if (keys.length === 0 && unknown.length === 0 && !withXid) return;
+    const found = await this.guarded(() => prefetchRows(this.db, keys, unknown, withXid));
+    const byKey = new Map(found.records.map((row) => [`${row.kind}\u0000${row.id}`, toRecord(row)]));
+    for (const [kind, id] of keys) this.records.remember(kind, id, byKey.get(`${kind}\u0000${id}`));
+    for (const [stream, next] of found.heads) this.heads.set(stream, next);
+    if (found.xid !== undefined) this.firstPosition ??= firstPositionOf(this.db.feed, found.xid);
   }
 
   async put<T>(kind: string, id: string, data: T, options: PutOptions): Promise<StoredRecord<T>> {
