@@ -45,6 +45,11 @@ export class VersionedRecords<T extends { readonly id: string; readonly version:
     return this.known.get(id);
   }
 
+  /** The ids of the records known (as of the last {@link current}, plus those learned since). */
+  knownIds(): string[] {
+    return [...this.known.keys()];
+  }
+
   /**
    * Every record of the kind, in id order, current as of `reader`: unchanged ones from memory, the others read
    * again.

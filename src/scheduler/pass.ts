@@ -99,13 +99,16 @@ async function loadBatch(tx: StoreTransaction, ids: readonly string[]): Promise<
  * occurrence's claim is then its machine's transition, all in one transaction. Returns the ids taken; a batch
  * that fails is rolled back whole and left to the one-occurrence-per-transaction path, which reports errors.
  */
-async function claimDueInBatches(svc: EngineServices): Promise<void> {
+async function claimDueInBatches(svc: EngineServices, partition: WorkPartition | undefined): Promise<void> {
   const taken: string[] = [];
+  // Another live engine's share is its to claim: taken here, it would only be passed over there while this
+  // transaction holds it. Automations this engine has not heard of yet are anyone's, as before the partition.
+  const othersShare = partition === undefined ? [] : svc.definitions.knownIds().filter((id) => !partition.mine(id));
   for (;;) {
     let locked: string[] = [];
     try {
       await svc.step(async (step) => {
-        locked = (await step.tx.lockDueOccurrences?.(step.now, CLAIM_BATCH, taken)) ?? [];
+        locked = (await step.tx.lockDueOccurrences?.(step.now, CLAIM_BATCH, taken, othersShare)) ?? [];
         for (const occurrence of await loadBatch(step.tx, locked)) await claimWhenEligible(svc, step, occurrence);
       });
     } catch {
@@ -131,7 +134,7 @@ export async function advanceAll(
   const stops: SessionStop[] = [];
   // The claim is a write transaction, queued behind every other commit: a pass asks for it only when its first
   // read found something due or it planned something itself (pass-phases.ts).
-  if (svc.store.sharedByEngines === true && claimWanted) await claimDueInBatches(svc);
+  if (svc.store.sharedByEngines === true && claimWanted) await claimDueInBatches(svc, partition);
   const now = svc.clock.now().getTime();
   const { live, facts, share } = await svc.store.read(async (r) => {
     const share = partition ?? (await WorkPartition.read(svc, r));

@@ -207,10 +207,16 @@ export interface StoreTransaction extends StoreReader {
   /**
    * Stores several engines share (PostgreSQL): in one statement, locks for the rest of this transaction up to
    * `limit` planned or eligible occurrences due at `now`, earliest first, passing over those another engine's
-   * transaction holds and those named in `skip`; returns their ids. Only locks: every change to them is still
-   * their machine's transition, written by the caller in this transaction.
+   * transaction holds, those named in `skip` and those of the automations in `othersShare` (another live engine's
+   * to claim); returns their ids. Only locks: every change to them is still their machine's transition, written by
+   * the caller in this transaction.
    */
-  lockDueOccurrences?(now: string, limit: number, skip: readonly string[]): Promise<string[]>;
+  lockDueOccurrences?(
+    now: string,
+    limit: number,
+    skip: readonly string[],
+    othersShare?: readonly string[],
+  ): Promise<string[]>;
 }
 
 /**

@@ -50,6 +50,12 @@ describePostgres('engines sharing one PostgreSQL split the work instead of racin
       const planned = engines.map((_, e) => rounds.reduce((n, round) => n + round[e]!.planned, 0));
       const launched = engines.map((_, e) => rounds.reduce((n, round) => n + round[e]!.launched, 0));
       const contended = rounds.flat().reduce((n, r) => n + r.contended + r.passedOver, 0);
+      console.log(
+        `lost ${rounds
+          .flat()
+          .map((r) => `${r.contended}+${r.passedOver}`)
+          .join(' ')}`,
+      );
       const errors = rounds.flat().flatMap((r) => r.errors.map((e) => e.message));
       console.log(`planned ${planned.join('/')}, launched ${launched.join('/')}, lost races ${contended}`);
       expect(errors).toEqual([]);

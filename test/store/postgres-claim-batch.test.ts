@@ -71,6 +71,20 @@ describePostgres('PostgreSQL store: set-based claims', (socketDir) => {
 
   // A pass asks in a read whether the claim would take anything before it queues the claim's write transaction:
   // if the two disagreed, due work would wait for the one-occurrence path (or idle passes would claim for nothing).
+  test("another live engine's share is left to it: its automations' occurrences are not locked", async () => {
+    const store = await open('shares');
+    await store.transact(async (tx) => {
+      for (const automation of ['mine-1', 'theirs-1', 'mine-2', 'theirs-2'])
+        await tx.put('occurrence', `due-${automation}`, occurrence(automation, 'planned', minute(-1)), {
+          expectedVersion: null,
+        });
+    });
+    const locked = await store.transact((tx) => tx.lockDueOccurrences!(NOW, 10, [], ['theirs-1', 'theirs-2']));
+    expect(locked.sort()).toEqual(['due-mine-1', 'due-mine-2']);
+    const all = await store.transact((tx) => tx.lockDueOccurrences!(NOW, 10, []));
+    expect(all).toHaveLength(4);
+  });
+
   test('the read a pass asks first agrees with the claim statement, for any mix of states and instants', async () => {
     const states = ['planned', 'eligible', 'claimed', 'dispatching', 'running', 'recovery_required'];
     const instant = fc.integer({ min: -5, max: 5 }).map(minute);

@@ -86,6 +86,8 @@ describePostgres('PostgreSQL store faults', (socketDir) => {
     // Queued together, so they share one group: the first holds the group open, the others wait their turn in it.
     const group = [
       store.transact(async (tx) => {
+        // A read sends the group's BEGIN (which otherwise waits for the first statement), so the group is open.
+        await tx.get('definition', 'first');
         await tx.put('definition', 'first', { n: 1 }, { expectedVersion: null });
         await held;
         await tx.put('definition', 'first', { n: 2 }, { expectedVersion: 1 });

@@ -1,7 +1,13 @@
 import { afterEach, beforeAll, expect, test, vi } from 'vitest';
+import fc from 'fast-check';
+import pg from 'pg';
 import { Connection } from '../../src/store/postgres/connection.js';
 import { PostgresStore } from '../../src/store/postgres/index.js';
 import { describePostgres, freshDatabase } from '../support/postgres.js';
+import { propertyParameters } from '../support/property.js';
+
+/** Every message a store sends the server (a statement, or several in one simple query), as node-postgres sends it. */
+const roundTrips = () => vi.spyOn(pg.Client.prototype, 'query');
 
 describePostgres('prefetch on PostgreSQL: many records and stream heads in one statement', (socketDir) => {
   let url: string;
@@ -21,7 +27,7 @@ describePostgres('prefetch on PostgreSQL: many records and stream heads in one s
       await tx.put('run', 'r1', { n: 1 }, { expectedVersion: null, terminal: true });
       for (let i = 0; i < 3; i++) await tx.append('run/r1', { i });
     });
-    const statements = vi.spyOn(Connection.prototype, 'run');
+    const statements = roundTrips();
     const seen = await store.transact(async (tx) => {
       // Written in this transaction before the prefetch: what it staged wins over the stored row.
       await tx.put('occurrence', 'o1', { n: 2 }, { expectedVersion: 1 });
@@ -67,7 +73,7 @@ describePostgres('prefetch on PostgreSQL: many records and stream heads in one s
   test('keys already known to the transaction are not asked again; nothing new to ask sends nothing', async () => {
     store = await PostgresStore.open(url, { schema: 'prefetch_known' });
     await store.transact((tx) => tx.put('occurrence', 'o1', { n: 1 }, { expectedVersion: null }));
-    const statements = vi.spyOn(Connection.prototype, 'run');
+    const statements = roundTrips();
     const sent = await store.transact(async (tx) => {
       await tx.get('occurrence', 'o1');
       await tx.head('run/r1');
@@ -81,7 +87,7 @@ describePostgres('prefetch on PostgreSQL: many records and stream heads in one s
   test('an appending prefetch fetches the feed numbering with the reads: the appends after it ask nothing', async () => {
     store = await PostgresStore.open(url, { schema: 'prefetch_appending' });
     await store.transact((tx) => tx.append('automation/a0', { n: 0 }, 0));
-    const statements = vi.spyOn(Connection.prototype, 'run');
+    const statements = roundTrips();
     const { sent, positions } = await store.transact(async (tx) => {
       const before = statements.mock.calls.length;
       await tx.prefetch!([['occurrence', 'o1']], [], { appending: true });
@@ -96,6 +102,75 @@ describePostgres('prefetch on PostgreSQL: many records and stream heads in one s
     expect(positions[1]! - positions[0]!).toBe(1);
     expect(positions[2]! - positions[1]!).toBe(1);
     expect(feed.map((e) => e.stream)).toEqual(['automation/a0', ...Array(3).fill('occurrence/o1'), 'automation/a0']);
+  });
+
+  test("a group's BEGIN travels with its first prefetch; a group that asks nothing sends nothing", async () => {
+    store = await PostgresStore.open(url, { schema: 'prefetch_begin' });
+    await store.transact((tx) => tx.put('occurrence', 'o1', { n: 1 }, { expectedVersion: null }));
+    const sent = roundTrips();
+    const seen = await store.transact(async (tx) => {
+      await tx.prefetch!([['occurrence', 'o1']], ['occurrence/o1'], { appending: true });
+      const record = await tx.get<{ n: number }>('occurrence', 'o1');
+      await tx.put('occurrence', 'o1', { n: record!.data.n + 1 }, { expectedVersion: record!.version });
+      await tx.append('occurrence/o1', { n: 2 });
+      return record!.data.n;
+    });
+    const texts = sent.mock.calls.map(([query]) =>
+      typeof query === 'string' ? query : (query as pg.QueryConfig).text,
+    );
+    expect(seen).toBe(1);
+    expect(
+      texts
+        .filter((t) => !t.includes('pg_notify'))
+        .map((t) => t.replace(/\s+/g, ' ').trim().split(' ').slice(0, 6).join(' ')),
+    ).toEqual([
+      'BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT',
+      'WITH inserted AS (INSERT INTO "prefetch_begin".records',
+      'COMMIT',
+    ]);
+    sent.mockClear();
+    expect(await store.transact(() => 42)).toBe(42);
+    expect(sent).not.toHaveBeenCalled();
+    expect(await store.read((r) => r.head('occurrence/o1'))).toBe(1);
+  });
+
+  test('a prefetch sent with its BEGIN, its values written in as literals, reads what gets would, for any id', async () => {
+    store = await PostgresStore.open(url, { schema: 'prefetch_literals' });
+    // Quotes, backslashes (which make the driver write E'…'), braces, commas, the schema's placeholder, anything.
+    const id = fc.stringMatching(/^[\s\S]{1,12}$/).map((text) => text.replaceAll('\u0000', ''));
+    const hostile = fc.oneof(id, fc.constantFrom("it's", 'back\\slash', "\\'", '{a,b}', '"q"', 'NULL', 'é💥', '{s}'));
+    let round = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.uniqueArray(
+          hostile.filter((text) => text !== ''),
+          { minLength: 1, maxLength: 6 },
+        ),
+        async (ids) => {
+          const stream = `round/${round++}`;
+          const written = ids.filter((_, i) => i % 2 === 0);
+          await store.transact(async (tx) => {
+            for (const key of written) {
+              const current = await tx.version('occurrence', key);
+              await tx.put('occurrence', key, { key, round }, { expectedVersion: current ?? null });
+            }
+            await tx.append(stream, { round }, 0);
+          });
+          const direct = await store.read(async (r) => Promise.all(ids.map((key) => r.get('occurrence', key))));
+          const prefetched = await store.transact(async (tx) => {
+            await tx.prefetch!(
+              ids.map((key) => ['occurrence', key] as const),
+              [stream, ...ids],
+            );
+            const heads = await Promise.all([stream, ...ids].map((s) => tx.head(s)));
+            return { records: await Promise.all(ids.map((key) => tx.get('occurrence', key))), heads };
+          });
+          expect(prefetched.records).toEqual(direct);
+          expect(prefetched.heads).toEqual([1, ...ids.map(() => 0)]);
+        },
+      ),
+      propertyParameters('prefetch with its BEGIN, hostile ids', 40),
+    );
   });
 
   test('getMany answers the records among the ids that exist, in one statement, with what the transaction wrote', async () => {

@@ -50,7 +50,8 @@ export function liveWorkQuery(kind: LiveKind, options: LiveWorkOptions): [string
 /**
  * The set-based claim's selection: up to `$2` occurrences due at `$1` (an ISO instant, as the records hold
  * theirs), earliest first, locked for this transaction; rows another engine holds are skipped, not waited for,
- * so engines sharing a burst each take their own. `$3`: ids this pass already took. The predicate is the
+ * so engines sharing a burst each take their own. `$3`: ids this pass already took; `$4`: automations another live
+ * engine claims for (its share: locking them here would only make it pass them over). The predicate is the
  * `claimable_occurrences` index's own.
  */
 const DUE =
@@ -58,6 +59,7 @@ const DUE =
   'AND scheduled_for <= $1 AND (not_before IS NULL OR not_before <= $1)';
 export const CLAIM_DUE_SQL =
   `SELECT id FROM {s}.records WHERE ${DUE} AND NOT (id = ANY($3::text[])) ` +
+  'AND (automation_id IS NULL OR automation_id <> ALL($4::text[])) ' +
   'ORDER BY scheduled_for, id LIMIT $2 FOR UPDATE SKIP LOCKED';
 /** Whether the claim's selection would find anything due at `$1`, locked or not: one probe of the same index. */
 export const ANY_DUE_SQL = `SELECT EXISTS (SELECT 1 FROM {s}.records WHERE ${DUE}) AS due`;

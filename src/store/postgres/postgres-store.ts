@@ -224,20 +224,21 @@ export class PostgresStore implements Store {
     try {
       // Each job of several runs under the savepoint `job`. Savepoint statements travel with a neighbour (BEGIN,
       // the previous job's RELEASE) in one message, and one a failed job rolled back to still stands for the next.
-      await client.query(savepoints ? `${BEGIN}; SAVEPOINT job` : BEGIN);
+      // BEGIN itself waits for the group's first statement and, where it can, travels with it.
+      db.openLazily(savepoints ? `${BEGIN}; SAVEPOINT job` : BEGIN);
       for (const [i, job] of batch.entries()) {
-        const result = await this.runJob(client, tx, job, savepoints);
+        const result = await this.runJob(db, tx, job, savepoints);
         if (result === undefined) continue;
         done.push([job, result.value]);
-        if (savepoints && i < batch.length - 1) await client.query('RELEASE job; SAVEPOINT job');
+        if (savepoints && i < batch.length - 1) await db.control('RELEASE job; SAVEPOINT job');
       }
       if (done.length === 0) {
-        await client.query('ROLLBACK');
+        await db.end('ROLLBACK');
         return undefined;
       }
-      await client.query('COMMIT');
+      await db.end('COMMIT');
     } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
+      await db.end('ROLLBACK').catch(() => undefined);
       const failure = asStoreError(this.file, error);
       // Every job of the group is answered: those that ran (nothing of them committed) and those the failure
       // kept from running (a lost connection mid-group); a job already refused keeps its own answer.
@@ -265,7 +266,7 @@ export class PostgresStore implements Store {
 
   /** Runs one job of a group; its result, or undefined when it failed (the job was answered and rolled back). */
   private async runJob(
-    client: pg.PoolClient,
+    db: Connection,
     tx: PostgresTransaction,
     job: QueuedTransaction,
     savepoint: boolean,
@@ -281,7 +282,7 @@ export class PostgresStore implements Store {
     } catch (error) {
       job.reject(asStoreError(this.file, error));
       if (!savepoint) throw new JobRolledBack(error);
-      await client.query('ROLLBACK TO job');
+      await db.control('ROLLBACK TO job');
       tx.rollbackJob();
       return undefined;
     }

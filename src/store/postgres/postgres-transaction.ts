@@ -151,9 +151,15 @@ export class PostgresTransaction extends PostgresReader implements StoreTransact
     return this.flushed(() => super.hasDueOccurrences(now));
   }
   /** One statement: see {@link CLAIM_DUE_SQL}. */
-  async lockDueOccurrences(now: string, limit: number, skip: readonly string[]): Promise<string[]> {
+  async lockDueOccurrences(
+    now: string,
+    limit: number,
+    skip: readonly string[],
+    othersShare: readonly string[] = [],
+  ): Promise<string[]> {
     await this.flush();
-    const rows = await this.guarded(() => this.db.rows<{ id: string }>(CLAIM_DUE_SQL, [now, limit, skip]));
+    const values = [now, limit, skip, othersShare];
+    const rows = await this.guarded(() => this.db.rows<{ id: string }>(CLAIM_DUE_SQL, values));
     return rows.map((row) => row.id);
   }
   override async readLog<T>(stream: string, options?: ReadLogOptions) {
