@@ -9,20 +9,14 @@ export type RecordRow = { kind: string; id: string; version: number; terminal: b
  * this transaction's id (which assigns it one: only a transaction that will append asks). A row is one of the three
  * by which of its columns are set.
  */
-const prefetchSql = (kinds: string, ids: string, streams: string, withXid: string, schema = '{s}') => `
+const PREFETCH_SQL = `
   SELECT r.kind, r.id, r.version, r.terminal, r.data, NULL::text AS stream, NULL::bigint AS newest
-    FROM ${schema}.records AS r
-    JOIN unnest(${kinds}::text[], ${ids}::text[]) AS wanted(kind, id) ON r.kind = wanted.kind AND r.id = wanted.id
+    FROM {s}.records AS r
+    JOIN unnest($1::text[], $2::text[]) AS wanted(kind, id) ON r.kind = wanted.kind AND r.id = wanted.id
   UNION ALL
-  SELECT NULL, NULL, NULL, NULL, NULL, stream, MAX(sequence) FROM ${schema}.log WHERE stream = ANY(${streams}::text[])
-    GROUP BY stream
+  SELECT NULL, NULL, NULL, NULL, NULL, stream, MAX(sequence) FROM {s}.log WHERE stream = ANY($3::text[]) GROUP BY stream
   UNION ALL
-  SELECT NULL, NULL, NULL, NULL, NULL, NULL, pg_current_xact_id()::text::bigint WHERE ${withXid}::bool`;
-const PREFETCH_SQL = prefetchSql('$1', '$2', '$3', '$4');
-
-/** A text array written in as a literal: each element quoted by the driver's own literal escaping. */
-const arrayLiteral = (values: readonly string[], literal: (value: string) => string) =>
-  `ARRAY[${values.map(literal).join(', ')}]`;
+  SELECT NULL, NULL, NULL, NULL, NULL, NULL, pg_current_xact_id()::text::bigint WHERE $4::bool`;
 
 type PrefetchRow = Omit<RecordRow, 'kind'> & { kind: string | null; stream: string | null; newest: number | null };
 
@@ -40,18 +34,13 @@ export async function prefetchRows(
   streams: readonly string[],
   withXid: boolean,
 ): Promise<Prefetched> {
-  const kinds = keys.map(([kind]) => kind);
-  const ids = keys.map(([, id]) => id);
-  // Often a step's first statement: then its transaction's BEGIN travels with it, the values written in.
-  const rows = await db.rowsOpening<PrefetchRow>(PREFETCH_SQL, [kinds, ids, streams, withXid], (literal, schema) =>
-    prefetchSql(
-      arrayLiteral(kinds, literal),
-      arrayLiteral(ids, literal),
-      arrayLiteral(streams, literal),
-      String(withXid),
-      schema,
-    ),
-  );
+  // Often a step's first statement: then its transaction's BEGIN travels with it (see Connection.rowsOpening).
+  const rows = await db.rowsOpening<PrefetchRow>(PREFETCH_SQL, [
+    keys.map(([kind]) => kind),
+    keys.map(([, id]) => id),
+    [...streams],
+    withXid,
+  ]);
   const heads = new Map(streams.map((stream) => [stream, 0]));
   const records: RecordRow[] = [];
   let xid: bigint | undefined;
