@@ -10,8 +10,9 @@ import { propertyParameters } from '../support/property.js';
 const roundTrips = () => vi.spyOn(pg.Client.prototype, 'query');
 /** How many of `spy`'s calls from `from` on are a step's own: a statement's one-time PREPARE on a connection is not. */
 const stepRoundTrips = (spy: ReturnType<typeof roundTrips>, from = 0) =>
-  spy.mock.calls.slice(from).filter(([query]) => !String((query as pg.QueryConfig).text ?? query).startsWith('PREPARE'))
-    .length;
+  spy.mock.calls.slice(from).filter(([query]) => !queryText(query).startsWith('PREPARE')).length;
+/** The SQL of a call to `Client.query`: a string, or a config's text. */
+const queryText = (query: unknown): string => (typeof query === 'string' ? query : (query as pg.QueryConfig).text);
 
 describePostgres('prefetch on PostgreSQL: many records and stream heads in one statement', (socketDir) => {
   let url: string;
@@ -119,9 +120,7 @@ describePostgres('prefetch on PostgreSQL: many records and stream heads in one s
       await tx.append('occurrence/o1', { n: 2 });
       return record!.data.n;
     });
-    const texts = sent.mock.calls.map(([query]) =>
-      typeof query === 'string' ? query : (query as pg.QueryConfig).text,
-    );
+    const texts = sent.mock.calls.map(([query]) => queryText(query));
     expect(seen).toBe(1);
     expect(
       texts
