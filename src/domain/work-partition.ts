@@ -5,6 +5,8 @@ import type { EngineServices } from './services.js';
 
 /** The engine instance a key falls to among `members`: the highest hash of member and key (rendezvous hashing). */
 export function memberFor(key: string, members: readonly string[]): string | undefined {
+  // One live engine (a shared store worked alone) has every key: no hash can choose another.
+  if (members.length === 1) return members[0];
   let chosen: string | undefined;
   let best = '';
   for (const member of members) {

@@ -58,7 +58,7 @@ function firstRefused(writes: StagedWrite[], rows: ReadonlyArray<{ kind: string 
 /** The first append `positions` (those written) leaves out, if any. */
 function firstLost(appends: StagedAppend[], positions: readonly number[]): StagedAppend | undefined {
   if (positions.length === appends.length) return undefined;
-  const written = new Set(positions.map(Number));
+  const written = new Set(positions);
   return appends.find((a) => !written.has(a.position));
 }
 
@@ -67,16 +67,6 @@ async function sendRecords(db: Connection, sql: string, writes: StagedWrite[]): 
   const columns = recordArrays(writes);
   if (sql === UPDATE_RECORDS_SQL) columns.push(writes.map((w) => w.stored));
   return firstRefused(writes, await db.rows<{ kind: string; id: string }>(sql, columns));
-}
-
-/**
- * Sends a job's staged record writes: new records in one statement, changed ones in another (each compared with
- * the version its row held before the job). Answers the first write refused, if any.
- */
-async function sendStagedWrites(db: Connection, writes: StagedWrite[]): Promise<StagedWrite | undefined> {
-  const inserts = writes.filter((w) => w.stored === null);
-  const updates = writes.filter((w) => w.stored !== null);
-  return (await sendRecords(db, INSERT_RECORDS_SQL, inserts)) ?? (await sendRecords(db, UPDATE_RECORDS_SQL, updates));
 }
 
 /**
@@ -133,7 +123,8 @@ export async function sendStaged(db: Connection, writes: StagedWrite[], appends:
   const updates = writes.filter((w) => w.stored !== null);
   const parts = [inserts, updates, appends].filter((part) => part.length > 0).length;
   if (parts <= 1) {
-    const refused = await sendStagedWrites(db, writes);
+    const refused =
+      (await sendRecords(db, INSERT_RECORDS_SQL, inserts)) ?? (await sendRecords(db, UPDATE_RECORDS_SQL, updates));
     return refused !== undefined ? { refused } : { lost: await sendStagedAppends(db, appends) };
   }
   const rows = await db.rows<{ kind: string | null; id: string | null; position: number | null }>(SEND_JOB_SQL, [
