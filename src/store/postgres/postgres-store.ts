@@ -63,7 +63,13 @@ const INT8_OID = 20;
 // Snapshot isolation, not SERIALIZABLE: SERIALIZABLE's predicate locks are page-grained on small indexes, so two
 // stores appending to different streams aborted each other (the feed-order contention test). What a group writes
 // is guarded row by row instead (see the class comment).
-const BEGIN = 'BEGIN ISOLATION LEVEL REPEATABLE READ';
+// Generic plans for the store's own transactions: each statement is a named one whose shape never changes, and with
+// custom plans (the server's choice for array parameters, whose custom estimates always look cheaper) every
+// execution was planned again; a job's one-statement write cost more to plan than to run. SET LOCAL: the setting
+// ends with the transaction and travels in BEGIN's message, no round trip of its own.
+const GENERIC_PLANS = 'SET LOCAL plan_cache_mode = force_generic_plan';
+const BEGIN = `BEGIN ISOLATION LEVEL REPEATABLE READ; ${GENERIC_PLANS}`;
+const BEGIN_READ = `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; ${GENERIC_PLANS}`;
 
 /**
  * The Store port on PostgreSQL (node-postgres, pooled). Each group of queued transactions is one REPEATABLE
@@ -295,7 +301,7 @@ export class PostgresStore implements Store {
     let broken: unknown;
     try {
       // One snapshot for the whole body: what it reads is one moment's committed state.
-      await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+      await client.query(BEGIN_READ);
       const result = await body(new PostgresReader(this.connection(client)));
       await client.query('COMMIT');
       return result;
