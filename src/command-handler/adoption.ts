@@ -26,7 +26,7 @@ export function requestDigest(envelope: Pick<CommandEnvelope, 'command' | 'expec
  */
 export async function findAdoption(
   tx: StoreTransaction,
-  envelope: Pick<CommandEnvelope, 'adoptionKey' | 'payload'>,
+  envelope: Pick<CommandEnvelope, 'adoptionKey' | 'command' | 'payload'>,
 ): Promise<AdoptionRecord | undefined> {
   const { automationId } = envelope.payload;
   const named: Array<readonly [string, string]> =
@@ -36,8 +36,14 @@ export async function findAdoption(
           [KINDS.quarantine, automationId],
         ]
       : [];
-  // A command that commits appends its events: the prefetch fetches what numbering them needs too.
-  await tx.prefetch?.([[ADOPTION_KIND, envelope.adoptionKey], ...named], [], { appending: true });
+  // A command that commits appends its events: the prefetch fetches what numbering them needs too, and for a
+  // manual run the automation's live occurrences, which its overlap check reads before writing.
+  const liveOf =
+    envelope.command === 'occurrence.runNow.v1' && typeof automationId === 'string' ? automationId : undefined;
+  await tx.prefetch?.([[ADOPTION_KIND, envelope.adoptionKey], ...named], [], {
+    appending: true,
+    ...(liveOf === undefined ? {} : { liveOccurrencesOf: liveOf }),
+  });
   return (await tx.get<AdoptionRecord>(ADOPTION_KIND, envelope.adoptionKey))?.data;
 }
 

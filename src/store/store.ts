@@ -82,6 +82,11 @@ export interface LiveWorkOptions {
 export interface PrefetchOptions {
   /** The step will append to the feed: a store that numbers feed entries per transaction fetches that with it. */
   readonly appending?: boolean;
+  /**
+   * The step will ask this automation's live occurrences (`liveWork('occurrence', { automationId })`) before it
+   * writes anything: a store where each read is a round trip fetches them with the rest.
+   */
+  readonly liveOccurrencesOf?: string;
 }
 
 /** The kinds every store keeps in time order for the operator's reads: see {@link StoreReader.timeline}. */

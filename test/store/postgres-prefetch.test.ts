@@ -212,3 +212,64 @@ describePostgres('prefetch on PostgreSQL: many records and stream heads in one s
     });
   });
 });
+
+describePostgres("prefetch on PostgreSQL: an automation's live occurrences", (socketDir) => {
+  let url: string;
+  let store: PostgresStore;
+  beforeAll(async () => {
+    url = await freshDatabase(socketDir, 'prefetch_live');
+  });
+  afterEach(async () => {
+    vi.restoreAllMocks();
+    await store?.close();
+  });
+  const occurrence = (automationId: string, state: string, revision: number) => ({
+    snapshot: { value: state, context: { automationId, fence: { claimedBy: 'engine-a' } } },
+    attributes: { scheduledFor: '2026-12-05T08:00:00.000Z', automationRevision: revision },
+  });
+
+  test('answer liveWork with no round trip of its own, as the database would, until the job writes', async () => {
+    store = await PostgresStore.open(url, { schema: 'prefetch_live' });
+    await store.transact(async (tx) => {
+      await tx.put('occurrence', 'o2', occurrence('auto-a', 'running', 3), { expectedVersion: null });
+      await tx.put('occurrence', 'o1', occurrence('auto-a', 'planned', 3), { expectedVersion: null });
+      await tx.put('occurrence', 'o3', occurrence('auto-b', 'running', 1), { expectedVersion: null });
+      await tx.put('occurrence', 'o4', occurrence('auto-a', 'succeeded', 3), { expectedVersion: null, terminal: true });
+    });
+    const fromDatabase = await store.read((r) => r.liveWork('occurrence', { automationId: 'auto-a' }));
+    expect(fromDatabase.map((w) => w.id)).toEqual(['o1', 'o2']);
+    const statements = roundTrips();
+    const seen = await store.transact(async (tx) => {
+      await tx.prefetch!([], [], { liveOccurrencesOf: 'auto-a' });
+      const before = stepRoundTrips(statements);
+      const prefetched = await tx.liveWork('occurrence', { automationId: 'auto-a' });
+      const answeredAlone = stepRoundTrips(statements) - before;
+      // Another automation, or another question, is the database's to answer.
+      const other = await tx.liveWork('occurrence', { automationId: 'auto-b' });
+      const askedOther = stepRoundTrips(statements) - before - answeredAlone;
+      // After a write the prefetched answer no longer stands: the database answers with the write in it.
+      await tx.put('occurrence', 'o5', occurrence('auto-a', 'eligible', 3), { expectedVersion: null });
+      const afterWrite = await tx.liveWork('occurrence', { automationId: 'auto-a' });
+      return { prefetched, answeredAlone, other, askedOther, afterWrite };
+    });
+    expect(seen.prefetched).toEqual(fromDatabase);
+    expect(seen.answeredAlone).toBe(0);
+    expect(seen.other.map((w) => w.id)).toEqual(['o3']);
+    expect(seen.askedOther).toBe(1);
+    expect(seen.afterWrite.map((w) => [w.id, w.state])).toEqual([
+      ['o1', 'planned'],
+      ['o2', 'running'],
+      ['o5', 'eligible'],
+    ]);
+  });
+
+  test('a prefetch after the job wrote leaves liveWork to the database, which sees the staged write', async () => {
+    store = await PostgresStore.open(url, { schema: 'prefetch_live' });
+    const live = await store.transact(async (tx) => {
+      await tx.put('occurrence', 'o6', occurrence('auto-c', 'running', 1), { expectedVersion: null });
+      await tx.prefetch!([], [], { liveOccurrencesOf: 'auto-c' });
+      return tx.liveWork('occurrence', { automationId: 'auto-c' });
+    });
+    expect(live.map((w) => w.id)).toEqual(['o6']);
+  });
+});

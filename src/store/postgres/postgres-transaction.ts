@@ -12,6 +12,7 @@ import {
   TerminalRecordError,
   type ListOptions,
   type LiveKind,
+  type LiveWork,
   type LiveWorkOptions,
   type LogPosition,
   type PrefetchOptions,
@@ -48,10 +49,17 @@ export class PostgresTransaction extends PostgresReader implements StoreTransact
   /** Rows written by jobs that asked for quiet: their commit wakes nobody. */
   private quietWrites = 0;
   private readonly records = new TransactionRecords();
+  /**
+   * An automation's live occurrences as this job's prefetch found them, and the job's write count then: the answer
+   * stands for as long as the job writes nothing more (nothing staged, nothing sent: the database would answer
+   * the same within this transaction's one snapshot).
+   */
+  private prefetchedLive: { automationId: string; writes: number; work: LiveWork[] } | undefined;
 
   /** Starts a job of the group: what its rollback returns to. */
   beginJob(): void {
     this.failure = undefined;
+    this.prefetchedLive = undefined;
     this.jobStartWrites = this.writes;
     this.jobQuiet = false;
   }
@@ -72,6 +80,7 @@ export class PostgresTransaction extends PostgresReader implements StoreTransact
   }
   /** The job's savepoint was rolled back: forget what it wrote. */
   rollbackJob(): void {
+    this.prefetchedLive = undefined;
     this.writes = this.jobStartWrites;
     this.heads.clear();
     this.records.clear();
@@ -139,6 +148,15 @@ export class PostgresTransaction extends PostgresReader implements StoreTransact
     return this.flushed(() => super.versions(kind, options));
   }
   override async liveWork(kind: LiveKind, options?: LiveWorkOptions) {
+    const known = this.prefetchedLive;
+    if (
+      known !== undefined &&
+      known.writes === this.writes &&
+      kind === 'occurrence' &&
+      options?.automationId === known.automationId &&
+      options.exceptHeldBy === undefined
+    )
+      return [...known.work];
     return this.flushed(() => super.liveWork(kind, options));
   }
   override async timeline(kind: TimelineKind, options: TimelineOptions) {
@@ -185,8 +203,12 @@ export class PostgresTransaction extends PostgresReader implements StoreTransact
     const unknown = streams.filter((stream) => !this.heads.has(stream));
     // The transaction id fixes this group's feed positions: asked for here, the first append costs no round trip.
     const withXid = options?.appending === true && this.firstPosition === undefined;
-    if (keys.length === 0 && unknown.length === 0 && !withXid) return;
-    const found = await this.guarded(() => prefetchRows(this.db, keys, unknown, withXid));
+    // Only before the job's first write: the database does not hold what the job has staged.
+    const liveOf = options?.liveOccurrencesOf;
+    const asksLive = liveOf !== undefined && this.writes === this.jobStartWrites;
+    if (keys.length === 0 && unknown.length === 0 && !withXid && !asksLive) return;
+    const found = await this.guarded(() => prefetchRows(this.db, keys, unknown, withXid, asksLive ? [liveOf] : []));
+    if (asksLive) this.prefetchedLive = { automationId: liveOf, writes: this.writes, work: found.live.get(liveOf)! };
     const byKey = new Map(found.records.map((row) => [`${row.kind}\u0000${row.id}`, toRecord(row)]));
     for (const [kind, id] of keys) this.records.remember(kind, id, byKey.get(`${kind}\u0000${id}`));
     for (const [stream, next] of found.heads) this.heads.set(stream, next);

@@ -1,24 +1,42 @@
+import { liveWorkRow } from '../live-work.js';
+import { LIVE_WORK_COLUMNS } from '../record-columns.js';
+import type { LiveWork } from '../store.js';
 import type { Connection } from './connection.js';
 
 /** A record row as the records table holds it. */
 export type RecordRow = { kind: string; id: string; version: number; terminal: boolean; data: unknown };
 
+/** The live-work summary of an occurrence row, as {@link liveWorkQuery} selects it. */
+const LIVE_SUMMARY = `json_build_object(${Object.entries(LIVE_WORK_COLUMNS)
+  .map(([field, column]) => `'${field}', ${column}`)
+  .join(', ')})`;
+
 /**
  * What a step is about to read, in one statement: each wanted record by its primary key (kind, id), as one `get`
- * would; the newest sequence of each wanted stream from the UNIQUE (stream, sequence) index; and, when `$4` asks,
- * this transaction's id (which assigns it one: only a transaction that will append asks). A row is one of the three
+ * would; the newest sequence of each wanted stream from the UNIQUE (stream, sequence) index; when `$4` asks, this
+ * transaction's id (which assigns it one: only a transaction that will append asks); and the live occurrences of
+ * the automations in `$5`, as `liveWork('occurrence', { automationId })` would answer them. A row is one of the four
  * by which of its columns are set.
  */
 const PREFETCH_SQL = `
-  SELECT r.kind, r.id, r.version, r.terminal, r.data, NULL::text AS stream, NULL::bigint AS newest
+  SELECT r.kind, r.id, r.version, r.terminal, r.data, NULL::text AS stream, NULL::bigint AS newest, NULL::json AS live
     FROM {s}.records AS r
     JOIN unnest($1::text[], $2::text[]) AS wanted(kind, id) ON r.kind = wanted.kind AND r.id = wanted.id
   UNION ALL
-  SELECT NULL, NULL, NULL, NULL, NULL, stream, MAX(sequence) FROM {s}.log WHERE stream = ANY($3::text[]) GROUP BY stream
+  SELECT NULL, NULL, NULL, NULL, NULL, stream, MAX(sequence), NULL FROM {s}.log WHERE stream = ANY($3::text[])
+    GROUP BY stream
   UNION ALL
-  SELECT NULL, NULL, NULL, NULL, NULL, NULL, pg_current_xact_id()::text::bigint WHERE $4::bool`;
+  SELECT NULL, NULL, NULL, NULL, NULL, NULL, pg_current_xact_id()::text::bigint, NULL WHERE $4::bool
+  UNION ALL
+  SELECT NULL, id, NULL, NULL, NULL, NULL, NULL, ${LIVE_SUMMARY} FROM {s}.records
+    WHERE kind = 'occurrence' AND NOT terminal AND automation_id = ANY($5::text[])`;
 
-type PrefetchRow = Omit<RecordRow, 'kind'> & { kind: string | null; stream: string | null; newest: number | null };
+type PrefetchRow = Omit<RecordRow, 'kind'> & {
+  kind: string | null;
+  stream: string | null;
+  newest: number | null;
+  live: Record<string, unknown> | null;
+};
 
 /** What one prefetch found: the records present, the next sequence of each stream asked for, the transaction id. */
 export interface Prefetched {
@@ -26,6 +44,8 @@ export interface Prefetched {
   /** The sequence the next append to each stream gets (0 for an empty one), as `head` answers it. */
   readonly heads: Map<string, number>;
   readonly xid?: bigint;
+  /** The live occurrences of each automation asked for, ordered by id. */
+  readonly live: Map<string, LiveWork[]>;
 }
 
 export async function prefetchRows(
@@ -33,6 +53,7 @@ export async function prefetchRows(
   keys: ReadonlyArray<readonly [kind: string, id: string]>,
   streams: readonly string[],
   withXid: boolean,
+  liveOf: readonly string[] = [],
 ): Promise<Prefetched> {
   // Often a step's first statement: then its transaction's BEGIN travels with it (see Connection.rowsOpening).
   const rows = await db.rowsOpening<PrefetchRow>(PREFETCH_SQL, [
@@ -40,14 +61,20 @@ export async function prefetchRows(
     keys.map(([, id]) => id),
     [...streams],
     withXid,
+    [...liveOf],
   ]);
   const heads = new Map(streams.map((stream) => [stream, 0]));
   const records: RecordRow[] = [];
+  const live = new Map(liveOf.map((automationId): [string, LiveWork[]] => [automationId, []]));
   let xid: bigint | undefined;
   for (const row of rows) {
-    if (row.kind !== null) records.push(row as RecordRow);
+    if (row.live !== null) {
+      const work = liveWorkRow(row.id, (field) => row.live![field]);
+      live.get(work.automationId!)?.push(work);
+    } else if (row.kind !== null) records.push(row as RecordRow);
     else if (row.stream !== null) heads.set(row.stream, row.newest! + 1);
     else xid = BigInt(row.newest!);
   }
-  return { records, heads, ...(xid === undefined ? {} : { xid }) };
+  for (const works of live.values()) works.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  return { records, heads, live, ...(xid === undefined ? {} : { xid }) };
 }
