@@ -4,6 +4,7 @@ import type { StoreTransaction } from '../store/store.js';
 import { ADOPTION_KIND, type AdoptionRecord } from '../domain/adoptions.js';
 import { DEFINITION_KIND } from '../domain/definition-records.js';
 import { KINDS } from '../domain/records.js';
+import type { CommandReads } from './context.js';
 import type { CommandEnvelope } from './envelope.js';
 
 export { ADOPTION_KIND, type AdoptionRecord };
@@ -22,11 +23,13 @@ export function requestDigest(envelope: Pick<CommandEnvelope, 'command' | 'expec
 
 /**
  * The adoption record of the command's key, if any. Where each read is a round trip it is fetched together with
- * what a command naming an automation reads next: its definition and its quarantine.
+ * what a command naming an automation reads next (its definition and its quarantine) and what the command says
+ * it reads first (`reads`).
  */
 export async function findAdoption(
   tx: StoreTransaction,
-  envelope: Pick<CommandEnvelope, 'adoptionKey' | 'command' | 'payload'>,
+  envelope: Pick<CommandEnvelope, 'adoptionKey' | 'payload'>,
+  reads: CommandReads = {},
 ): Promise<AdoptionRecord | undefined> {
   const { automationId } = envelope.payload;
   const named: Array<readonly [string, string]> =
@@ -36,13 +39,10 @@ export async function findAdoption(
           [KINDS.quarantine, automationId],
         ]
       : [];
-  // A command that commits appends its events: the prefetch fetches what numbering them needs too, and for a
-  // manual run the automation's live occurrences, which its overlap check reads before writing.
-  const liveOf =
-    envelope.command === 'occurrence.runNow.v1' && typeof automationId === 'string' ? automationId : undefined;
-  await tx.prefetch?.([[ADOPTION_KIND, envelope.adoptionKey], ...named], [], {
+  // A command that commits appends its events: the prefetch fetches what numbering them needs too.
+  await tx.prefetch?.([[ADOPTION_KIND, envelope.adoptionKey], ...named, ...(reads.records ?? [])], [], {
     appending: true,
-    ...(liveOf === undefined ? {} : { liveOccurrencesOf: liveOf }),
+    ...(reads.liveOccurrencesOf === undefined ? {} : { liveOccurrencesOf: reads.liveOccurrencesOf }),
   });
   return (await tx.get<AdoptionRecord>(ADOPTION_KIND, envelope.adoptionKey))?.data;
 }

@@ -249,7 +249,7 @@ export class CommandHandler {
     let storeId: string | undefined;
     let onRollback: (() => void) | undefined;
     const transaction = this.store.transact(async (tx: StoreTransaction) => {
-      const prior = await findAdoption(tx, envelope);
+      const prior = await findAdoption(tx, envelope, this.operator?.reads?.[envelope.command]?.(envelope.payload));
       if (prior !== undefined) {
         if (prior.requestDigest !== digest) throw replayMismatch(envelope.adoptionKey, prior);
         return this.replayed(envelope, prior);

@@ -24,10 +24,23 @@ export interface CommandHandlerOptions {
   operator?: OperatorCommands;
 }
 
+/**
+ * What a mutation reads before it writes, named before it runs: a store where each read is a round trip fetches
+ * it with the command's adoption record (see `StoreTransaction.prefetch`). A guess that turns out wrong costs only
+ * its row: the mutation still reads what it reads.
+ */
+export interface CommandReads {
+  readonly records?: ReadonlyArray<readonly [kind: string, id: string]>;
+  /** The automation whose live occurrences the mutation asks (its overlap check). */
+  readonly liveOccurrencesOf?: string;
+}
+
 /** Commands whose effects need the scheduler, dispatcher and worker. */
 export interface OperatorCommands {
   mutations: Partial<Record<string, (ctx: CommandContext) => Promise<CommandOutcome>>>;
   queries: Partial<Record<string, (payload: Record<string, unknown>) => Promise<Record<string, unknown>>>>;
+  /** What some of the mutations read first (see {@link CommandReads}), by command. */
+  reads?: Partial<Record<string, (payload: Record<string, unknown>) => CommandReads>>;
 }
 
 /** How an engine's dispatcher launches a claimed occurrence at once, as the operator commands ask it to. */

@@ -5,7 +5,7 @@ import { definitionHealth, runHistory } from './execution-reads.js';
 import { runOutput } from './output-reads.js';
 import { recover } from './recover.js';
 import { retryAttempt } from './retry-attempt.js';
-import { runNow } from './run-now.js';
+import { runNow, runNowReads } from './run-now.js';
 import { unquarantine } from './unquarantine.js';
 
 /** The occurrence/run/attempt commands, bound to an engine's services and its immediate launches. */
@@ -25,6 +25,9 @@ export function operatorCommands(svc: EngineServices, launches: ImmediateLaunche
       'run.history.v1': (payload) => svc.store.read((r) => runHistory(r, payload as never)),
       'definition.health.v1': (payload) => svc.store.read((r) => definitionHealth(svc, r, payload as never)),
       'x-coven-automata.run.output.v1': (payload) => runOutput(svc, payload),
+    },
+    reads: {
+      'occurrence.runNow.v1': (payload) => runNowReads(svc, payload),
     },
   };
 }

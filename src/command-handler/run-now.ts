@@ -2,12 +2,17 @@ import { DefinitionState } from '../../machines/index.js';
 import { sha256Hex } from '../contract/digest.js';
 import { ContractError } from '../contract/errors.js';
 import type { AutomationDefinition } from '../domain/definition-body.js';
-import { DEFINITION_KIND, type DefinitionRecord } from '../domain/definition-records.js';
+import {
+  DEFINITION_KIND,
+  DEFINITION_REVISION_KIND,
+  revisionId,
+  type DefinitionRecord,
+} from '../domain/definition-records.js';
 import { createExecutionEntity, liveWorkOf, type StepContext } from '../domain/lifecycle.js';
 import { occurrenceInput } from '../domain/occurrence-input.js';
 import { KINDS, type OccurrenceAttributes } from '../domain/records.js';
 import { isQuarantined, type EngineServices } from '../domain/services.js';
-import type { CommandContext, CommandOutcome, ImmediateLaunches } from './context.js';
+import type { CommandContext, CommandOutcome, CommandReads, ImmediateLaunches } from './context.js';
 import { commandStep, notFound } from './operator-lookups.js';
 
 /**
@@ -76,6 +81,20 @@ async function createManualOccurrence(
     'manual_request',
   );
   return { occurrenceId, occurrenceKey };
+}
+
+/**
+ * What a manual run reads before it writes: the automation's live occurrences (its overlap check) and the
+ * revision its launch pins, at the revision this engine last saw the definition at (a stale guess costs a row).
+ */
+export function runNowReads(svc: EngineServices, payload: Record<string, unknown>): CommandReads {
+  const { automationId } = payload;
+  if (typeof automationId !== 'string') return {};
+  const known = svc.definitions.remembered(automationId);
+  return {
+    liveOccurrencesOf: automationId,
+    records: known === undefined ? [] : [[DEFINITION_REVISION_KIND, revisionId(automationId, known.terms.revision)]],
+  };
 }
 
 /**
