@@ -1,12 +1,12 @@
-// Where a run-now's time goes, on one engine over a SQLite store (synchronous=FULL; `--store postgres`: a throwaway
-// PostgreSQL cluster, fsync on) with an in-process runtime
+// Where a run-now's time goes, on one engine over a SQLite store (synchronous=FULL; `--store json`: the JSON store,
+// fsync per commit; `--store postgres`: a throwaway PostgreSQL cluster, fsync on) with an in-process runtime
 // whose sessions exit at once: steady open-loop arrivals of run-now requests, as the peer bench's steady
 // workload sends them, with each occurrence's milestones timed (request sent, launch called, launch answer
 // committed, run settled), every pass counted, and the process's CPU time (engine and this harness alike) from the
 // first arrival until every run settled, per settled run. `--push` gives the runtime the session-exit capability,
 // `--poll` hides it (settling then waits for a pass); both by default, one after the other, on fresh stores.
 //
-//   npx tsx bench/settle-latency.ts [--rate 2000] [--seconds 10] [--push | --poll] [--store sqlite|postgres]
+//   npx tsx bench/settle-latency.ts [--rate 2000] [--seconds 10] [--push | --poll] [--store sqlite|json|postgres]
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -53,9 +53,11 @@ async function measure(push: boolean, rate: number, seconds: number) {
   const dir = mkdtempSync(join(tmpdir(), 'coven-settle-'));
   const cluster = process.argv.includes('postgres') ? await startCluster() : undefined;
   const store: FileStore =
-    cluster === undefined
-      ? await SqliteStore.open(join(dir, 'store.sqlite'))
-      : await openStore(cluster.url as `postgres://${string}`);
+    cluster !== undefined
+      ? await openStore(cluster.url as `postgres://${string}`)
+      : process.argv.includes('json')
+        ? await openStore(join(dir, 'store.json'), 'json')
+        : await SqliteStore.open(join(dir, 'store.sqlite'));
   const byOccurrence = new Map<string, Timeline>();
   const runtime = new ExitingRuntime(push, (id) => {
     const t = byOccurrence.get(id);

@@ -4,18 +4,29 @@ import { Connection } from '../../src/store/postgres/connection.js';
 import { StoreConflictError, type Store, type StoreTransaction } from '../../src/store/store.js';
 import { describePostgres, freshDatabase } from '../support/postgres.js';
 
-/** The statements a store sends while `body` runs, by their first words. */
+/** The statements a store sends while `body` runs, by their first words (a job's last writes carry its COMMIT). */
 async function statementsDuring(body: () => Promise<unknown>): Promise<string[]> {
   const sent: string[] = [];
+  const firstWords = (text: string) => sent.push(text.split(' ').slice(0, 3).join(' '));
   const run = Connection.prototype.run;
   const spy = vi.spyOn(Connection.prototype, 'run').mockImplementation(function (this: Connection, text, values) {
-    sent.push(text.split(' ').slice(0, 3).join(' '));
+    firstWords(text);
     return run.call(this, text, values);
+  });
+  const committing = Connection.prototype.executeThenCommit;
+  const spyCommitting = vi.spyOn(Connection.prototype, 'executeThenCommit').mockImplementation(function (
+    this: Connection,
+    text,
+    values,
+  ) {
+    firstWords(text);
+    return committing.call(this, text, values);
   });
   try {
     await body();
   } finally {
     spy.mockRestore();
+    spyCommitting.mockRestore();
   }
   return sent;
 }
@@ -48,7 +59,7 @@ describePostgres('PostgreSQL staged writes', (socketDir) => {
         expect(await tx.version('occurrence', 'o1')).toBe(6);
       }),
     );
-    expect(sent.filter((s) => s.includes('records')).length).toBe(1);
+    expect(sent.filter((s) => s.includes('records') || s.startsWith('WITH')).length).toBe(1);
     const stored = await store.read((r) => r.get('occurrence', 'o1'));
     expect(stored).toMatchObject({ version: 6, data: { step: 5 }, terminal: false });
   });

@@ -1,7 +1,7 @@
 import { firstPositionOf, positionAt, SLOTS_PER_TRANSACTION } from './feed-clock.js';
 import { CLAIM_DUE_SQL } from './live-work-queries.js';
 import { TransactionRecords, type StagedWrite } from './transaction-records.js';
-import { sendStaged } from './send-staged.js';
+import { sendStaged, sendStagedThenCommit, type Refusals } from './send-staged.js';
 import { prefetchRows } from './prefetch.js';
 import { PostgresReader, toRecord } from './postgres-reader.js';
 import {
@@ -91,7 +91,31 @@ export class PostgresTransaction extends PostgresReader implements StoreTransact
   async flush(): Promise<void> {
     const writes = this.records.takeStaged();
     const appends = this.records.takeAppends();
-    const { refused, lost } = await this.guarded(() => sendStaged(this.db, writes, appends));
+    await this.explain(await this.guarded(() => sendStaged(this.db, writes, appends)));
+  }
+
+  /**
+   * The last job of a group: sends its staged writes with the group's COMMIT in one message. Answers whether it
+   * committed (false: nothing was staged, so the caller commits as usual). A refused write rolls the whole
+   * transaction back and throws as {@link flush} would: only a group of one job may end this way.
+   */
+  async flushThenCommit(): Promise<boolean> {
+    const writes = this.records.takeStaged();
+    const appends = this.records.takeAppends();
+    if (writes.length === 0 && appends.length === 0) return false;
+    const refusals = await this.guarded(() => sendStagedThenCommit(this.db, writes, appends));
+    if (refusals === 'unsent') {
+      await this.explain(await this.guarded(() => sendStaged(this.db, writes, appends)));
+      return false;
+    }
+    if (refusals === undefined) return true;
+    // Rolled back: what explains the refusal is read outside any transaction, as the current state.
+    await this.explain(refusals);
+    throw new StoreConflictError('a write was refused', {});
+  }
+
+  /** Throws why a write was refused, if one was: the record is sealed or moved, or the stream's sequence was taken. */
+  private async explain({ refused, lost }: Refusals): Promise<void> {
     if (refused !== undefined) await this.refused(refused);
     if (lost !== undefined) {
       this.records.clear();

@@ -5,6 +5,10 @@ import type { StagedAppend, StagedWrite } from './transaction-records.js';
 interface Connection {
   rows<R extends Record<string, unknown>>(text: string, values: unknown[]): Promise<R[]>;
 }
+/** What sending with the COMMIT needs of a connection. */
+interface CommittingConnection {
+  executeThenCommit(text: string, values: ReadonlyArray<readonly [value: unknown, type: string]>): Promise<void>;
+}
 
 // One statement per kind of write for a whole job, whatever its size: the rows travel as arrays. ON CONFLICT DO
 // NOTHING: a taken id, a uniqueness rule or a taken stream sequence refuses its row without aborting the
@@ -91,7 +95,7 @@ const arrays = (from: number, types: readonly string[]) => types.map((t, i) => `
 const RECORD_TYPES = ['text', 'text', 'int', 'bool', 'json', ...RECORD_COLUMNS.map(() => 'text')];
 const INSERTS_WANTED = `$${2 * N + 2}`;
 const UPDATES_WANTED = `$${2 * N + 3}`;
-const SEND_JOB_SQL =
+const SEND_JOB_WRITES =
   `WITH inserted AS (INSERT INTO {s}.records (kind, id, version, terminal, data, ${COLUMNS}) ` +
   `SELECT * FROM unnest(${arrays(1, RECORD_TYPES)}) ON CONFLICT DO NOTHING RETURNING kind, id), ` +
   'updated AS (UPDATE {s}.records AS r SET version = u.version, terminal = u.terminal, data = u.data, ' +
@@ -103,9 +107,88 @@ const SEND_JOB_SQL =
   'appended AS (INSERT INTO {s}.log (position, stream, sequence, data) ' +
   `SELECT * FROM unnest(${arrays(2 * N + 4, ['bigint', 'text', 'bigint', 'json'])}) ` +
   `WHERE (SELECT count(*) FROM inserted) = ${INSERTS_WANTED} AND (SELECT count(*) FROM updated) = ${UPDATES_WANTED} ` +
-  'ON CONFLICT DO NOTHING RETURNING position) ' +
+  'ON CONFLICT DO NOTHING RETURNING position) ';
+const SEND_JOB_SQL =
+  SEND_JOB_WRITES +
   'SELECT kind, id, NULL::bigint AS position FROM inserted UNION ALL SELECT kind, id, NULL FROM updated ' +
   'UNION ALL SELECT NULL, NULL, position FROM appended';
+
+/** Marks the error {@link SEND_JOB_COMMITTING_SQL} raises for a refused write, ahead of what was refused. */
+const REFUSED = 'coven-refused';
+/** The text the server quotes in that error: `invalid input syntax for type integer: "coven-refused update 2"`. */
+const REFUSAL = new RegExp(`"${REFUSED} (insert|update|append) (\\d+)"`);
+const APPENDS_WANTED = `$${2 * N + 8}`;
+const firstMissing = (arrays: string, returned: string) =>
+  `(SELECT min(n) FROM unnest(${arrays}) WITH ORDINALITY AS w(kind, id, n) ` +
+  `WHERE (kind, id) NOT IN (SELECT kind, id FROM ${returned}))`;
+// The job's writes as SEND_JOB_SQL sends them, for a message that commits right after: a refusal must then abort
+// the transaction instead of coming back as missing rows. It does so by casting to int a text that names the
+// first refused row (an insert, update or append, by its 1-based place in its arrays), which the server evaluates
+// only for a refusal, so the error says exactly what SEND_JOB_SQL's rows would have said.
+const SEND_JOB_COMMITTING_SQL =
+  SEND_JOB_WRITES +
+  `SELECT CASE WHEN (SELECT count(*) FROM inserted) <> ${INSERTS_WANTED} ` +
+  `THEN ('${REFUSED} insert ' || ${firstMissing('$1::text[], $2::text[]', 'inserted')})::int ` +
+  `WHEN (SELECT count(*) FROM updated) <> ${UPDATES_WANTED} ` +
+  `THEN ('${REFUSED} update ' || ${firstMissing(`$${N + 1}::text[], $${N + 2}::text[]`, 'updated')})::int ` +
+  `WHEN (SELECT count(*) FROM appended) <> ${APPENDS_WANTED} ` +
+  `THEN ('${REFUSED} append ' || (SELECT min(n) FROM unnest($${2 * N + 4}::bigint[]) WITH ORDINALITY AS a(p, n) ` +
+  'WHERE p NOT IN (SELECT position FROM appended)))::int ELSE 0 END';
+// The SQL type of each of its values, in order: what Connection.executeThenCommit writes them in as.
+const SCALARS = new Set([2 * N + 1, 2 * N + 2, 2 * N + 7]);
+const COMMITTING_TYPES = [
+  ...RECORD_TYPES,
+  ...RECORD_TYPES,
+  'int',
+  'int',
+  'int',
+  'bigint',
+  'text',
+  'bigint',
+  'json',
+  'int',
+].map((type, i) => (SCALARS.has(i) ? type : `${type}[]`));
+
+/**
+ * Sends a job's staged writes and appends and commits the transaction, in one message. Answers undefined once
+ * committed; when a write was refused, the transaction is rolled back and the answer says which, as
+ * {@link sendStaged}'s would; 'unsent' when a value cannot travel as a literal (nothing was sent). Any other error
+ * is thrown (the transaction rolled back).
+ */
+export async function sendStagedThenCommit(
+  db: CommittingConnection,
+  writes: StagedWrite[],
+  appends: StagedAppend[],
+): Promise<Refusals | undefined | 'unsent'> {
+  const inserts = writes.filter((w) => w.stored === null);
+  const updates = writes.filter((w) => w.stored !== null);
+  const values = [
+    ...recordArrays(inserts),
+    ...recordArrays(updates),
+    updates.map((w) => w.stored),
+    inserts.length,
+    updates.length,
+    ...appendArrays(appends),
+    appends.length,
+  ];
+  // A NUL ends a simple query's text: such a value (which no text column can hold anyway) goes as a parameter,
+  // where the server refuses it as it always did.
+  if (values.some((value) => Array.isArray(value) && value.some((v) => typeof v === 'string' && v.includes('\0'))))
+    return 'unsent';
+  try {
+    await db.executeThenCommit(
+      SEND_JOB_COMMITTING_SQL,
+      values.map((value, i) => [value, COMMITTING_TYPES[i]!] as const),
+    );
+    return undefined;
+  } catch (error) {
+    const refusal = (error as { code?: string }).code === '22P02' ? REFUSAL.exec((error as Error).message) : null;
+    if (refusal === null) throw error;
+    const at = Number(refusal[2]) - 1;
+    if (refusal[1] === 'append') return { lost: appends[at]! };
+    return { refused: (refusal[1] === 'insert' ? inserts : updates)[at]! };
+  }
+}
 
 /** What sending a job found refused: a record write, or else an append (a stream sequence another took first). */
 export interface Refusals {
