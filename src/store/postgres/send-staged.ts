@@ -149,6 +149,16 @@ const COMMITTING_TYPES = [
   'int',
 ].map((type, i) => (SCALARS.has(i) ? type : `${type}[]`));
 
+/** The values of {@link SEND_JOB_SQL}, in its parameters' order. */
+const jobValues = (inserts: StagedWrite[], updates: StagedWrite[], appends: StagedAppend[]): unknown[] => [
+  ...recordArrays(inserts),
+  ...recordArrays(updates),
+  updates.map((w) => w.stored),
+  inserts.length,
+  updates.length,
+  ...appendArrays(appends),
+];
+
 /**
  * Sends a job's staged writes and appends and commits the transaction, in one message. Answers undefined once
  * committed; when a write was refused, the transaction is rolled back and the answer says which, as
@@ -162,15 +172,7 @@ export async function sendStagedThenCommit(
 ): Promise<Refusals | undefined | 'unsent'> {
   const inserts = writes.filter((w) => w.stored === null);
   const updates = writes.filter((w) => w.stored !== null);
-  const values = [
-    ...recordArrays(inserts),
-    ...recordArrays(updates),
-    updates.map((w) => w.stored),
-    inserts.length,
-    updates.length,
-    ...appendArrays(appends),
-    appends.length,
-  ];
+  const values = [...jobValues(inserts, updates, appends), appends.length];
   // A NUL ends a simple query's text: such a value (which no text column can hold anyway) goes as a parameter,
   // where the server refuses it as it always did.
   if (values.some((value) => Array.isArray(value) && value.some((v) => typeof v === 'string' && v.includes('\0'))))
@@ -210,14 +212,10 @@ export async function sendStaged(db: Connection, writes: StagedWrite[], appends:
       (await sendRecords(db, INSERT_RECORDS_SQL, inserts)) ?? (await sendRecords(db, UPDATE_RECORDS_SQL, updates));
     return refused !== undefined ? { refused } : { lost: await sendStagedAppends(db, appends) };
   }
-  const rows = await db.rows<{ kind: string | null; id: string | null; position: number | null }>(SEND_JOB_SQL, [
-    ...recordArrays(inserts),
-    ...recordArrays(updates),
-    updates.map((w) => w.stored),
-    inserts.length,
-    updates.length,
-    ...appendArrays(appends),
-  ]);
+  const rows = await db.rows<{ kind: string | null; id: string | null; position: number | null }>(
+    SEND_JOB_SQL,
+    jobValues(inserts, updates, appends),
+  );
   const refused = firstRefused(
     [...inserts, ...updates],
     rows.filter((row) => row.position === null),
