@@ -3,12 +3,14 @@
 // whose sessions exit at once: steady open-loop arrivals of run-now requests, as the peer bench's steady
 // workload sends them, with each occurrence's milestones timed (request sent, launch called, launch answer
 // committed, run settled), every pass counted, and the process's CPU time (engine and this harness alike) from the
-// first arrival until every run settled, per settled run. `--push` gives the runtime the session-exit capability,
-// `--poll` hides it (settling then waits for a pass); both by default, one after the other, on fresh stores.
+// first arrival until every run settled, per settled run, with the event loop's delay over the same window. `--push`
+// gives the runtime the session-exit capability, `--poll` hides it (settling then waits for a pass); both by
+// default, one after the other, on fresh stores.
 //
 //   npx tsx bench/settle-latency.ts [--rate 2000] [--seconds 10] [--push | --poll] [--store sqlite|json|postgres]
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createEngine, type Engine } from '../src/engine/engine.js';
@@ -80,15 +82,20 @@ async function measure(push: boolean, rate: number, seconds: number) {
   await sleep(1000);
   const passesBefore = passes;
   const cpuBefore = process.cpuUsage();
+  // How long the event loop was kept from running a ready callback: a request waits at least that long.
+  const loop = monitorEventLoopDelay({ resolution: 1 });
+  loop.enable();
   const { lines, refused } = await arrivals(engine, byOccurrence, rate, seconds);
   const deadline = performance.now() + DRAIN_LIMIT_MS;
   while (lines.some((l) => l.settled === undefined) && performance.now() < deadline) await sleep(5);
   const cpu = process.cpuUsage(cpuBefore);
+  loop.disable();
+  const loopMs = { p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 };
   await engine.stop();
   await store.close();
   await cluster?.stop();
   rmSync(dir, { recursive: true, force: true });
-  return { lines, refused, passes: passes - passesBefore, cpuMs: (cpu.user + cpu.system) / 1000 };
+  return { lines, refused, passes: passes - passesBefore, cpuMs: (cpu.user + cpu.system) / 1000, loopMs };
 }
 
 async function arrivals(engine: Engine, byOccurrence: Map<string, Timeline>, rate: number, seconds: number) {
@@ -150,12 +157,13 @@ async function main(): Promise<void> {
   const head = ['ms (p50 / p95)'];
   const columns: string[][] = [];
   for (const push of modes) {
-    const { lines, refused, passes, cpuMs } = await measure(push, rate, seconds);
+    const { lines, refused, passes, cpuMs, loopMs } = await measure(push, rate, seconds);
     const done = lines.filter((l) => l.settled !== undefined);
     const perJob = (cpuMs / done.length).toFixed(2);
     head.push(
       `${push ? 'cues' : 'passes only'} (${done.length}/${lines.length + refused} settled, ${passes} passes, ` +
-        `CPU ${perJob} ms per settled run)`,
+        `CPU ${perJob} ms per settled run, event loop delay p99 ${loopMs.p99.toFixed(1)} / max ` +
+        `${loopMs.max.toFixed(1)} ms)`,
     );
     columns.push(
       SPANS.map(([, from, to]) => {
