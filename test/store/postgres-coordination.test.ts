@@ -61,6 +61,25 @@ describePostgres('engines sharing one PostgreSQL store', (socketDir) => {
     expect(heard.a).toBe(quiet + 1);
   });
 
+  test('the listening connection announces without waiting for a WAL flush; other sessions keep synchronous commit', async () => {
+    const { a, heard } = await listeningPair('async_announce');
+    // The notifier's own session, as the server has it.
+    const listener = (a as unknown as { notifier: { client: pg.Client } }).notifier.client;
+    const show = async (client: pg.ClientBase) =>
+      (await client.query<{ synchronous_commit: string }>('SHOW synchronous_commit')).rows[0]!.synchronous_commit;
+    expect(await show(listener)).toBe('off');
+    const other = new pg.Client({ connectionString: url });
+    await other.connect();
+    try {
+      expect(await show(other)).toBe('on');
+    } finally {
+      await other.end();
+    }
+    const before = heard.b;
+    await a.transact((tx) => tx.put('definition', 'announced', { n: 1 }, { expectedVersion: null }));
+    await until(() => heard.b > before);
+  });
+
   test('a quiet commit (an owner lease renewed) is durable and wakes no listener, here or in another store', async () => {
     const { a, b, heard } = await listeningPair('quiet');
     // Each store's listener looked once when it began listening.

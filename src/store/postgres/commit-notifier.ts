@@ -115,7 +115,9 @@ export class CommitNotifier {
     });
     try {
       await client.connect();
-      await client.query(`LISTEN ${commitChannel(this.ports.schema)}`);
+      // Its transactions only announce: a notifying transaction is given a transaction id, so with synchronous
+      // commit each announcement waited for a WAL flush of its own. A notification is a hint whose loss costs a poll.
+      await client.query(`SET synchronous_commit TO off; LISTEN ${commitChannel(this.ports.schema)}`);
     } catch {
       this.lost(client);
       return;
