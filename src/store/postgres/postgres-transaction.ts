@@ -1,6 +1,6 @@
 import { firstPositionOf, positionAt, SLOTS_PER_TRANSACTION } from './feed-clock.js';
 import { CLAIM_DUE_SQL } from './live-work-queries.js';
-import { TransactionRecords, type StagedWrite } from './transaction-records.js';
+import { TransactionRecords, type StagedAppend, type StagedWrite } from './transaction-records.js';
 import { sendStaged, sendStagedThenCommit, type Refusals } from './send-staged.js';
 import { prefetchRows } from './prefetch.js';
 import { PostgresReader, toRecord } from './postgres-reader.js';
@@ -109,19 +109,21 @@ export class PostgresTransaction extends PostgresReader implements StoreTransact
       return false;
     }
     if (refusals === undefined) return true;
-    // Rolled back: what explains the refusal is read outside any transaction, as the current state.
-    await this.explain(refusals);
-    throw new StoreConflictError('a write was refused', {});
+    // Rolled back: the refusal is explained from the current state, read outside any transaction.
+    return 'refused' in refusals ? this.refused(refusals.refused) : this.lostAppend(refusals.lost);
   }
 
   /** Throws why a write was refused, if one was: the record is sealed or moved, or the stream's sequence was taken. */
   private async explain({ refused, lost }: Refusals): Promise<void> {
     if (refused !== undefined) await this.refused(refused);
-    if (lost !== undefined) {
-      this.records.clear();
-      this.heads.delete(lost.stream);
-      throw new StreamSequenceError(lost.stream, lost.sequence, await this.head(lost.stream));
-    }
+    if (lost !== undefined) await this.lostAppend(lost);
+  }
+
+  /** Throws that an append's sequence was taken by another writer, with the stream's head now. */
+  private async lostAppend(lost: StagedAppend): Promise<never> {
+    this.records.clear();
+    this.heads.delete(lost.stream);
+    throw new StreamSequenceError(lost.stream, lost.sequence, await this.head(lost.stream));
   }
 
   protected override ownPositions(): readonly [bigint, bigint] | undefined {

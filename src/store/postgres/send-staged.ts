@@ -1,5 +1,6 @@
 import { RECORD_COLUMNS, recordColumns } from '../record-columns.js';
 import type { StagedAppend, StagedWrite } from './transaction-records.js';
+import type { TypedValue } from './connection.js';
 
 /** What sending needs of a connection (the transaction's `Connection`). */
 interface Connection {
@@ -7,7 +8,7 @@ interface Connection {
 }
 /** What sending with the COMMIT needs of a connection. */
 interface CommittingConnection {
-  executeThenCommit(text: string, values: ReadonlyArray<readonly [value: unknown, type: string]>): Promise<void>;
+  executeThenCommit(text: string, values: ReadonlyArray<TypedValue>): Promise<void>;
 }
 
 // One statement per kind of write for a whole job, whatever its size: the rows travel as arrays. ON CONFLICT DO
@@ -169,7 +170,7 @@ export async function sendStagedThenCommit(
   db: CommittingConnection,
   writes: StagedWrite[],
   appends: StagedAppend[],
-): Promise<Refusals | undefined | 'unsent'> {
+): Promise<Refusal | undefined | 'unsent'> {
   const inserts = writes.filter((w) => w.stored === null);
   const updates = writes.filter((w) => w.stored !== null);
   const values = [...jobValues(inserts, updates, appends), appends.length];
@@ -197,6 +198,8 @@ export interface Refusals {
   readonly refused?: StagedWrite;
   readonly lost?: StagedAppend;
 }
+/** One refusal, as {@link sendStagedThenCommit} reports it. */
+export type Refusal = { readonly refused: StagedWrite } | { readonly lost: StagedAppend };
 
 /**
  * Sends a job's staged record writes and appends: new records, changed ones (each compared with the version its
