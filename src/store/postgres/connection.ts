@@ -52,18 +52,22 @@ export class Connection {
   /**
    * Like {@link rows}; when the transaction has not begun yet, sends its `BEGIN` and an `EXECUTE` of the statement
    * (prepared once per connection with SQL's `PREPARE`, so the server plans it once as it does a named statement)
-   * as one simple query: one round trip instead of two. The values, text arrays and booleans only, are written in
-   * as literals by the driver's own escaping.
+   * as one simple query: one round trip instead of two. The values (text arrays, texts, booleans and nulls) are
+   * written in as literals by the driver's own escaping.
    */
   async rowsOpening<R extends pg.QueryResultRow>(
     text: string,
-    values: ReadonlyArray<string[] | boolean>,
+    values: ReadonlyArray<string[] | string | boolean | null>,
   ): Promise<R[]> {
     const opening = this.takeOpening();
     if (opening === undefined) return this.rows<R>(text, [...values]);
     const name = await this.preparedForExecute(text.replaceAll('{s}', this.schema));
     const literals = values.map((value) =>
-      typeof value === 'boolean' ? String(value) : `ARRAY[${value.map(quoteLiteral).join(', ')}]::text[]`,
+      value === null || typeof value === 'boolean'
+        ? String(value)
+        : typeof value === 'string'
+          ? quoteLiteral(value)
+          : `ARRAY[${value.map(quoteLiteral).join(', ')}]::text[]`,
     );
     const results = (await this.client.query(
       `${opening}; EXECUTE ${name}(${literals.join(', ')})`,

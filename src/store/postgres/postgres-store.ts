@@ -8,6 +8,7 @@ import { Connection } from './connection.js';
 import { PostgresReader, PostgresTransaction } from './postgres-transaction.js';
 import { readFeedClock, type FeedClock } from './feed-clock.js';
 import { CommitNotifier, DEFAULT_POLL_MS } from './commit-notifier.js';
+import { rowEstimateSql, TableUpkeep } from './table-upkeep.js';
 import {
   CommitListeners,
   StoreClosedError,
@@ -104,6 +105,7 @@ export class PostgresStore implements Store {
   private readonly committed = new CommitListeners();
   private readonly queue: CommitQueue;
   private readonly notifier: CommitNotifier;
+  private readonly upkeep: TableUpkeep;
 
   private constructor(
     /** The connection string without its password: how messages name this store. */
@@ -113,7 +115,15 @@ export class PostgresStore implements Store {
     private readonly feed: FeedClock,
     groups: { maxGroup: number; parallel: number },
     listen: { driver: PostgresDriver; url: string; pollMs: number; applicationName: string },
+    rowsAtOpen: number,
   ) {
+    const tables = storeTables(schema);
+    this.upkeep = new TableUpkeep(
+      (sql) => pool.query(sql),
+      tables,
+      async () => (await pool.query<{ rows: number }>(rowEstimateSql(tables))).rows[0]!.rows,
+      rowsAtOpen,
+    );
     this.queue = new CommitQueue(groups.maxGroup, (batch) => this.writeBatch(batch), groups.parallel);
     this.notifier = new CommitNotifier({
       ...listen,
@@ -141,19 +151,29 @@ export class PostgresStore implements Store {
     try {
       const client = await pool.connect();
       let feed: FeedClock;
+      let rowsAtOpen: number;
       try {
         await prepareSchema(client, location, schema);
         feed = await readFeedClock(client, quoteSchema(schema));
+        rowsAtOpen = (await client.query<{ rows: number }>(rowEstimateSql(storeTables(schema)))).rows[0]!.rows;
       } finally {
         client.release();
       }
       const groups = { maxGroup: options.maxGroupSize ?? MAX_GROUP, parallel };
-      return new PostgresStore(location, pool, schema, feed, groups, {
-        driver,
-        url,
-        pollMs: options.pollMs ?? DEFAULT_POLL_MS,
-        applicationName,
-      });
+      return new PostgresStore(
+        location,
+        pool,
+        schema,
+        feed,
+        groups,
+        {
+          driver,
+          url,
+          pollMs: options.pollMs ?? DEFAULT_POLL_MS,
+          applicationName,
+        },
+        rowsAtOpen,
+      );
     } catch (error) {
       await pool.end().catch(() => undefined);
       throw asStoreError(location, error);
@@ -253,6 +273,7 @@ export class PostgresStore implements Store {
       return isConnectionFailure(cause) ? cause : undefined;
     }
     if (tx.wakingWrites > 0) this.committed.notify();
+    this.upkeep.changed(tx.writes);
     for (const [job, result] of done) job.resolve(result);
     if (tx.wakingWrites === 0) return undefined;
     // Sent after COMMIT, never inside the transaction (see CommitNotifier): on the notifier's own connection when it
@@ -339,9 +360,13 @@ export class PostgresStore implements Store {
     if (this.queue.isClosed) return;
     await this.queue.close();
     await this.notifier.close();
+    await this.upkeep.close();
     await this.pool.end();
   }
 }
+
+/** The tables the store vacuums and analyzes while they are young (see {@link TableUpkeep}): records and the feed. */
+const storeTables = (schema: string): string[] => [`${quoteSchema(schema)}.records`, `${quoteSchema(schema)}.log`];
 
 /** A checked-out connection and how to give it back (destroyed when `broken` or when the server ended it). */
 interface Lease {

@@ -233,7 +233,9 @@ export class PostgresTransaction extends PostgresReader implements StoreTransact
     const liveOf = options?.liveOccurrencesOf;
     const asksLive = liveOf !== undefined && this.writes === this.jobStartWrites;
     if (keys.length === 0 && unknown.length === 0 && !withXid && !asksLive) return;
-    const found = await this.guarded(() => prefetchRows(this.db, keys, unknown, withXid, asksLive ? [liveOf] : []));
+    const found = await this.guarded(() =>
+      prefetchRows(this.db, keys, unknown, withXid, asksLive ? liveOf : undefined),
+    );
     if (asksLive) this.prefetchedLive = { automationId: liveOf, writes: this.writes, work: found.live.get(liveOf)! };
     const byKey = new Map(found.records.map((row) => [`${row.kind}\u0000${row.id}`, toRecord(row)]));
     for (const [kind, id] of keys) this.records.remember(kind, id, byKey.get(`${kind}\u0000${id}`));

@@ -15,21 +15,29 @@ const LIVE_SUMMARY = `json_build_object(${Object.entries(LIVE_WORK_COLUMNS)
  * What a step is about to read, in one statement: each wanted record by its primary key (kind, id), as one `get`
  * would; the newest sequence of each wanted stream from the UNIQUE (stream, sequence) index; when `$4` asks, this
  * transaction's id (which assigns it one: only a transaction that will append asks); and the live occurrences of
- * the automations in `$5`, as `liveWork('occurrence', { automationId })` would answer them. A row is one of the four
- * by which of its columns are set.
+ * the automation `$5` (none when null), as `liveWork('occurrence', { automationId })` would answer them. A row is
+ * one of the four by which of its columns are set.
+ *
+ * The statement runs on a generic plan (see postgres-store.ts), so each part is written for the plan it must get
+ * whatever the parameters: a stream's head is one backward probe of the index, not an aggregate over the stream's
+ * entries; the automation is a scalar, so the live part's index condition names it. With an array there, the
+ * generic plan scanned every live occurrence's index entries, and every dead one an update left behind (a bitmap
+ * scan never marks them dead), so the read grew with the store's history until the next vacuum.
  */
 const PREFETCH_SQL = `
   SELECT r.kind, r.id, r.version, r.terminal, r.data, NULL::text AS stream, NULL::bigint AS newest, NULL::json AS live
     FROM {s}.records AS r
     JOIN unnest($1::text[], $2::text[]) AS wanted(kind, id) ON r.kind = wanted.kind AND r.id = wanted.id
   UNION ALL
-  SELECT NULL, NULL, NULL, NULL, NULL, stream, MAX(sequence), NULL FROM {s}.log WHERE stream = ANY($3::text[])
-    GROUP BY stream
+  SELECT NULL, NULL, NULL, NULL, NULL, wanted.stream, head.sequence, NULL
+    FROM unnest($3::text[]) AS wanted(stream)
+    CROSS JOIN LATERAL (SELECT sequence FROM {s}.log WHERE log.stream = wanted.stream
+      ORDER BY sequence DESC LIMIT 1) AS head
   UNION ALL
   SELECT NULL, NULL, NULL, NULL, NULL, NULL, pg_current_xact_id()::text::bigint, NULL WHERE $4::bool
   UNION ALL
   SELECT NULL, id, NULL, NULL, NULL, NULL, NULL, ${LIVE_SUMMARY} FROM {s}.records
-    WHERE kind = 'occurrence' AND NOT terminal AND automation_id = ANY($5::text[])`;
+    WHERE kind = 'occurrence' AND NOT terminal AND automation_id = $5::text`;
 
 type PrefetchRow = Omit<RecordRow, 'kind'> & {
   kind: string | null;
@@ -53,7 +61,7 @@ export async function prefetchRows(
   keys: ReadonlyArray<readonly [kind: string, id: string]>,
   streams: readonly string[],
   withXid: boolean,
-  liveOf: readonly string[] = [],
+  liveOf?: string,
 ): Promise<Prefetched> {
   // Often a step's first statement: then its transaction's BEGIN travels with it (see Connection.rowsOpening).
   const rows = await db.rowsOpening<PrefetchRow>(PREFETCH_SQL, [
@@ -61,11 +69,11 @@ export async function prefetchRows(
     keys.map(([, id]) => id),
     [...streams],
     withXid,
-    [...liveOf],
+    liveOf ?? null,
   ]);
   const heads = new Map(streams.map((stream) => [stream, 0]));
   const records: RecordRow[] = [];
-  const live = new Map(liveOf.map((automationId): [string, LiveWork[]] => [automationId, []]));
+  const live = new Map(liveOf === undefined ? [] : [[liveOf, [] as LiveWork[]]]);
   let xid: bigint | undefined;
   for (const row of rows) {
     if (row.live !== null) {

@@ -1,0 +1,61 @@
+import { afterEach, beforeAll, expect, test } from 'vitest';
+import pg from 'pg';
+import { PostgresStore } from '../../src/store/postgres/index.js';
+import { MIN_CHANGES_BEFORE_UPKEEP } from '../../src/store/postgres/table-upkeep.js';
+import { eventually } from '../support/eventually.js';
+import { describePostgres, freshDatabase } from '../support/postgres.js';
+
+/** Vacuums and analyzes of the schema's records and feed tables so far, by the server's statistics. */
+async function upkeepCounts(url: string, schema: string): Promise<Record<string, [number, number]>> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ relname: string; vacuums: string; analyzes: string }>(
+      `SELECT relname, vacuum_count AS vacuums, analyze_count AS analyzes FROM pg_stat_user_tables
+        WHERE schemaname = $1 AND relname IN ('records', 'log')`,
+      [schema],
+    );
+    return Object.fromEntries(rows.map((r) => [r.relname, [Number(r.vacuums), Number(r.analyzes)]]));
+  } finally {
+    await client.end();
+  }
+}
+
+/** Writes `rows` rows, half records and half feed entries, in transactions of two hundred. */
+async function grow(store: PostgresStore, prefix: string, rows: number): Promise<void> {
+  for (let start = 0; start < rows; start += 200)
+    await store.transact(async (tx) => {
+      for (let i = start; i < Math.min(rows, start + 200); i += 2) {
+        await tx.put('occurrence', `${prefix}-${i}`, { n: i }, { expectedVersion: null });
+        await tx.append(`stream-${prefix}-${i}`, { n: i });
+      }
+    });
+}
+
+describePostgres('a young store keeps its tables vacuumed and analyzed as it grows them', (socketDir) => {
+  let url: string;
+  const open: PostgresStore[] = [];
+  beforeAll(async () => {
+    url = await freshDatabase(socketDir, 'table_upkeep');
+  });
+  afterEach(async () => {
+    await Promise.all(open.splice(0).map((store) => store.close()));
+  });
+
+  test('its own writes reaching the tables’ size vacuum and analyze both tables, manually, once', async () => {
+    const store = await PostgresStore.open(url, { schema: 'upkeep_young' });
+    open.push(store);
+    await grow(store, 'a', MIN_CHANGES_BEFORE_UPKEEP - 200);
+    expect(await upkeepCounts(url, 'upkeep_young')).toEqual({ records: [0, 0], log: [0, 0] });
+    await grow(store, 'b', 200);
+    const counts = await eventually(async () => {
+      const now = await upkeepCounts(url, 'upkeep_young');
+      return now.records![1] > 0 && now.log![1] > 0 ? now : undefined;
+    });
+    expect(counts).toEqual({ records: [1, 1], log: [1, 1] });
+    // The tables now hold about a thousand rows: as many changes again before the next run.
+    await grow(store, 'c', 400);
+    await store.close();
+    expect(await upkeepCounts(url, 'upkeep_young')).toEqual({ records: [1, 1], log: [1, 1] });
+  });
+});
