@@ -8,7 +8,8 @@ import { Connection } from './connection.js';
 import { PostgresReader, PostgresTransaction } from './postgres-transaction.js';
 import { readFeedClock, type FeedClock } from './feed-clock.js';
 import { CommitNotifier, DEFAULT_POLL_MS } from './commit-notifier.js';
-import { rowEstimateSql, TableUpkeep } from './table-upkeep.js';
+import { PlannerStatistics, rowEstimateSql, type AnalyzedTable } from './planner-statistics.js';
+import { RECORD_COLUMNS } from '../record-columns.js';
 import {
   CommitListeners,
   StoreClosedError,
@@ -105,7 +106,7 @@ export class PostgresStore implements Store {
   private readonly committed = new CommitListeners();
   private readonly queue: CommitQueue;
   private readonly notifier: CommitNotifier;
-  private readonly upkeep: TableUpkeep;
+  private readonly statistics: PlannerStatistics;
 
   private constructor(
     /** The connection string without its password: how messages name this store. */
@@ -118,7 +119,7 @@ export class PostgresStore implements Store {
     rowsAtOpen: number,
   ) {
     const tables = storeTables(schema);
-    this.upkeep = new TableUpkeep(
+    this.statistics = new PlannerStatistics(
       (sql) => pool.query(sql),
       tables,
       async () => (await pool.query<{ rows: number }>(rowEstimateSql(tables))).rows[0]!.rows,
@@ -273,7 +274,7 @@ export class PostgresStore implements Store {
       return isConnectionFailure(cause) ? cause : undefined;
     }
     if (tx.wakingWrites > 0) this.committed.notify();
-    this.upkeep.changed(tx.writes);
+    this.statistics.changed(tx.writes);
     for (const [job, result] of done) job.resolve(result);
     if (tx.wakingWrites === 0) return undefined;
     // Sent after COMMIT, never inside the transaction (see CommitNotifier): on the notifier's own connection when it
@@ -360,13 +361,16 @@ export class PostgresStore implements Store {
     if (this.queue.isClosed) return;
     await this.queue.close();
     await this.notifier.close();
-    await this.upkeep.close();
+    await this.statistics.close();
     await this.pool.end();
   }
 }
 
-/** The tables the store vacuums and analyzes while they are young (see {@link TableUpkeep}): records and the feed. */
-const storeTables = (schema: string): string[] => [`${quoteSchema(schema)}.records`, `${quoteSchema(schema)}.log`];
+/** The tables (and columns) the store analyzes while they are young (see {@link PlannerStatistics}). */
+const storeTables = (schema: string): AnalyzedTable[] => [
+  { name: `${quoteSchema(schema)}.records`, columns: ['kind', 'id', 'version', 'terminal', ...RECORD_COLUMNS] },
+  { name: `${quoteSchema(schema)}.log`, columns: ['position', 'stream', 'sequence'] },
+];
 
 /** A checked-out connection and how to give it back (destroyed when `broken` or when the server ended it). */
 interface Lease {
