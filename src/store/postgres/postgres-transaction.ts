@@ -236,7 +236,7 @@ export class PostgresTransaction extends PostgresReader implements StoreTransact
     const found = await this.guarded(() =>
       prefetchRows(this.db, keys, unknown, withXid, asksLive ? liveOf : undefined),
     );
-    if (asksLive) this.prefetchedLive = { automationId: liveOf, writes: this.writes, work: found.live.get(liveOf)! };
+    if (asksLive) this.prefetchedLive = { automationId: liveOf, writes: this.writes, work: found.live };
     const byKey = new Map(found.records.map((row) => [`${row.kind}\u0000${row.id}`, toRecord(row)]));
     for (const [kind, id] of keys) this.records.remember(kind, id, byKey.get(`${kind}\u0000${id}`));
     for (const [stream, next] of found.heads) this.heads.set(stream, next);

@@ -50,8 +50,8 @@ export interface Prefetched {
   /** The sequence the next append to each stream gets (0 for an empty one), as `head` answers it. */
   readonly heads: Map<string, number>;
   readonly xid?: bigint;
-  /** The live occurrences of each automation asked for, ordered by id. */
-  readonly live: Map<string, LiveWork[]>;
+  /** The live occurrences of the automation asked for, ordered by id (none when none was asked for). */
+  readonly live: LiveWork[];
 }
 
 export async function prefetchRows(
@@ -71,16 +71,14 @@ export async function prefetchRows(
   ]);
   const heads = new Map(streams.map((stream) => [stream, 0]));
   const records: RecordRow[] = [];
-  const live = new Map(liveOf === undefined ? [] : [[liveOf, [] as LiveWork[]]]);
+  const live: LiveWork[] = [];
   let xid: bigint | undefined;
   for (const row of rows) {
-    if (row.live !== null) {
-      const work = liveWorkRow(row.id, (field) => row.live![field]);
-      live.get(work.automationId!)?.push(work);
-    } else if (row.kind !== null) records.push(row as RecordRow);
+    if (row.live !== null) live.push(liveWorkRow(row.id, (field) => row.live![field]));
+    else if (row.kind !== null) records.push(row as RecordRow);
     else if (row.stream !== null) heads.set(row.stream, row.newest! + 1);
     else xid = BigInt(row.newest!);
   }
-  for (const works of live.values()) works.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  live.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   return { records, heads, live, ...(xid === undefined ? {} : { xid }) };
 }
