@@ -33,11 +33,19 @@ export function restoreSnapshot(machine: AnyStateMachine, persisted: EntityRecor
 }
 
 /**
- * The persisted form of a snapshot, sharing its context: every store copies what it is given on put
- * (SQLite and the JSON file serialise it, the memory store clones it), so a copy here would be a second one.
+ * The persisted form of a snapshot, sharing its context (a store copies or freezes what it is given on put), and
+ * without the members XState leaves undefined (`output` and `error` until the machine is done or fails): JSON
+ * leaves them out anyway, and without them the record is plain data the SQL stores take without a copy.
  */
 export function persistSnapshot(machine: AnyStateMachine, snapshot: AnyMachineSnapshot): EntityRecord['snapshot'] {
-  return machine.getPersistedSnapshot(snapshot) as unknown as EntityRecord['snapshot'];
+  return withoutUndefined(machine.getPersistedSnapshot(snapshot)) as EntityRecord['snapshot'];
+}
+
+/** `value`'s members but those that are undefined. */
+function withoutUndefined(value: object): Record<string, unknown> {
+  const kept: Record<string, unknown> = {};
+  for (const [key, member] of Object.entries(value)) if (member !== undefined) kept[key] = member;
+  return kept;
 }
 
 /** Creates a lifecycle entity in its machine's initial state inside `tx`. Fails if the id exists. */
@@ -54,7 +62,7 @@ export async function createEntity<TAttributes>(
     kind,
     id,
     { machineId: machine.id, snapshot: persistSnapshot(machine, snapshot), attributes },
-    { expectedVersion: null },
+    { expectedVersion: null, handOver: true },
   );
 }
 
@@ -129,7 +137,7 @@ export async function transitionEntity<TAttributes>(
       attributes:
         attributes === undefined ? current.data.attributes : attributes(current.data.attributes, String(next.value)),
     },
-    { expectedVersion: current.version, terminal },
+    { expectedVersion: current.version, terminal, handOver: true },
   );
   return { kind, id, from, to: String(next.value), event, terminal, record, snapshot: next };
 }
@@ -150,6 +158,6 @@ export async function updateEntityAttributes<TAttributes>(
     kind,
     id,
     { ...current.data, attributes: update(current.data.attributes) },
-    { expectedVersion, terminal: current.terminal },
+    { expectedVersion, terminal: current.terminal, handOver: true },
   );
 }

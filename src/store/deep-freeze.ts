@@ -7,3 +7,40 @@ export function deepFreeze<T>(value: T): T {
   }
   return value;
 }
+
+/** Objects {@link freezeIfPlain} froze after finding them plain: met again (a record's unchanged part), not walked. */
+const plainFrozen = new WeakSet<object>();
+/** Deeper than this, a value is copied the JSON way instead (which also refuses a cycle as it always did). */
+const PLAIN_DEPTH = 256;
+
+/**
+ * Freezes `value` in place and answers true when it is plain JSON data: what `JSON.parse(JSON.stringify(value))`
+ * gives back equal to it (nulls, booleans, finite numbers but -0, strings, arrays without holes, objects of the
+ * Object prototype or none, no undefined, function, symbol or bigint inside). Then it can be stored as it is,
+ * with no copy. False: some of it was not plain (parts already walked may be frozen): copy it the JSON way.
+ */
+export function freezeIfPlain(value: unknown, depth = 0): boolean {
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return true;
+    case 'number':
+      return Number.isFinite(value) && !Object.is(value, -0);
+    case 'object':
+      break;
+    default:
+      return false;
+  }
+  if (value === null || plainFrozen.has(value)) return true;
+  if (depth >= PLAIN_DEPTH) return false;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) if (!(i in value) || !freezeIfPlain(value[i], depth + 1)) return false;
+  } else {
+    const prototype = Object.getPrototypeOf(value) as unknown;
+    if (prototype !== Object.prototype && prototype !== null) return false;
+    for (const key in value) if (!freezeIfPlain((value as Record<string, unknown>)[key], depth + 1)) return false;
+  }
+  Object.freeze(value);
+  plainFrozen.add(value);
+  return true;
+}

@@ -1,4 +1,4 @@
-import { deepFreeze } from './deep-freeze.js';
+import { deepFreeze, freezeIfPlain } from './deep-freeze.js';
 import { StoreConflictError, TerminalRecordError, type PutOptions, type StoredRecord } from './store.js';
 
 /** A record written in this job and not yet sent: its last state and the version its stored row holds. */
@@ -16,8 +16,11 @@ export interface StagedWrite {
  * compare-and-set the caller's knowledge of the record can judge is refused at once, as a sent one would be; one
  * against a row the transaction never read is judged when sent (the job then rolls back alone).
  */
+/** A staged write whose text is written out when it is sent (see {@link StagedWrites.stage}). */
+type Staged = Omit<StagedWrite, 'text'> & { readonly text: string | undefined };
+
 export class StagedWrites {
-  private readonly writes = new Map<string, Map<string, StagedWrite>>();
+  private readonly writes = new Map<string, Map<string, Staged>>();
   private count = 0;
 
   /** The staged record, if this job wrote it. */
@@ -43,13 +46,20 @@ export class StagedWrites {
       const knownVersion = known?.version ?? null;
       if (knownVersion !== expected) throw StoreConflictError.forVersion(kind, id, expected, knownVersion);
     }
-    const text = JSON.stringify(data);
-    const record = deepFreeze({
+    // Plain data handed over is kept as given, frozen, and written out as text only when sent: once for a record the
+    // job moves several times. Anything else is copied the JSON way now.
+    let text: string | undefined;
+    let stored = data;
+    if (options.handOver !== true || !freezeIfPlain(data)) {
+      text = JSON.stringify(data);
+      stored = deepFreeze(JSON.parse(text) as T);
+    }
+    const record = Object.freeze({
       kind,
       id,
       version: (expected ?? 0) + 1,
       terminal: options.terminal === true,
-      data: JSON.parse(text) as T,
+      data: stored,
     });
     let ofKind = this.writes.get(kind);
     if (ofKind === undefined) this.writes.set(kind, (ofKind = new Map()));
@@ -83,7 +93,9 @@ export class StagedWrites {
   /** The staged writes, handed over to be sent; none are left staged. */
   take(): StagedWrite[] {
     const writes: StagedWrite[] = [];
-    for (const ofKind of this.writes.values()) writes.push(...ofKind.values());
+    for (const ofKind of this.writes.values())
+      for (const { record, text, stored } of ofKind.values())
+        writes.push({ record, text: text ?? JSON.stringify(record.data), stored });
     this.clear();
     return writes;
   }

@@ -30,6 +30,11 @@ export interface PutOptions {
   expectedVersion: number | null;
   /** Seal the record: every later put or delete of it is refused. */
   terminal?: boolean;
+  /**
+   * The caller gives `data` up: a store may keep it as it is, frozen in place, instead of a copy (when it is plain
+   * JSON data; anything else is still copied). The caller must then change neither it nor anything inside it.
+   */
+  handOver?: boolean;
 }
 
 export interface ReadLogOptions {
@@ -161,7 +166,7 @@ export interface StoreTransaction extends StoreReader {
   /**
    * Stores a copy of `data` at `expectedVersion + 1` (compare-and-set; `null` = must not exist yet) and returns
    * the stored record, frozen. Callers may hand over objects they share (a snapshot's context, say): no store
-   * keeps or freezes the object it was given.
+   * keeps or freezes the object it was given, unless told it is handed over ({@link PutOptions.handOver}).
    */
   put<T>(kind: string, id: string, data: T, options: PutOptions): Promise<StoredRecord<T>>;
   delete(kind: string, id: string, expectedVersion: number): Promise<void>;

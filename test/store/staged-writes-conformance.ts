@@ -123,5 +123,31 @@ export function describeStagedWritesConformance(name: string, harness: StoreHarn
         expect(outbox.map((r) => [r.id, r.version, r.data])).toEqual([['kept', 1, { n: 1 }]]);
       });
     });
+
+    test("data handed over reads back equal and frozen; data that is not plain JSON is copied, the caller's left be", async () => {
+      await using(harness, async (store) => {
+        const plain = { snapshot: { value: 'planned', context: { step: 1, tags: ['a'] } }, attributes: { n: 1 } };
+        const expected = structuredClone(plain);
+        const loose = { at: new Date(0), gone: undefined, nested: { zero: -0 } };
+        await store.transact(async (tx) => {
+          const kept = await tx.put('occurrence', 'plain', plain, { expectedVersion: null, handOver: true });
+          expect(kept.data).toStrictEqual(expected);
+          expect(await tx.get('occurrence', 'plain')).toStrictEqual(kept);
+          expect(Object.isFrozen(kept) && Object.isFrozen(kept.data.snapshot.context.tags)).toBe(true);
+          const copied = await tx.put('occurrence', 'loose', loose, { expectedVersion: null, handOver: true });
+          expect(copied.data).not.toBe(loose);
+          expect(Object.isFrozen(copied.data) && !Object.isFrozen(loose) && !Object.isFrozen(loose.nested)).toBe(true);
+          const again = { ...plain, attributes: { n: 2 } };
+          await tx.put('occurrence', 'plain', again, { expectedVersion: kept.version, handOver: true });
+        });
+        const stored = await store.read((r) => Promise.all(['loose', 'plain'].map((id) => r.get('occurrence', id))));
+        expect(stored.map((r) => [r?.id, r?.version])).toStrictEqual([
+          ['loose', 1],
+          ['plain', 2],
+        ]);
+        expect(stored[1]!.data).toStrictEqual({ ...expected, attributes: { n: 2 } });
+        expect(JSON.parse(JSON.stringify(stored[0]!.data))).toStrictEqual(JSON.parse(JSON.stringify(loose)));
+      });
+    });
   });
 }

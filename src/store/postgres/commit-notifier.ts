@@ -74,8 +74,13 @@ export class CommitNotifier {
     this.sending = this.sendWhileOwed(this.client);
   }
 
-  /** Sends one notification, then one more for as long as commits arrived while the last was on the wire. */
+  /**
+   * Sends one notification, then one more for as long as commits arrived while the last was on the wire. The first
+   * waits for the next turn of the event loop: the job whose commit this announces continues first (sending is a
+   * socket write, on a run-now's path twice), and commits made meanwhile are folded into it.
+   */
   private async sendWhileOwed(client: pg.Client): Promise<void> {
+    await new Promise<void>((resolve) => setImmediate(resolve));
     try {
       do {
         this.owed = false;
