@@ -260,7 +260,8 @@ export type SendingLaunch = Prepared;
 
 /**
  * What committing a launch's answer reads, and settling its exit in the same commit: asked for at once, where
- * each read is a round trip (see `StoreTransaction.prefetch`).
+ * each read is a round trip (see `StoreTransaction.prefetch`). The body may run twice (see
+ * `PrefetchOptions.recentCommits`): it only reads and writes through its step.
  */
 async function prefetchAnswer(step: StepContext, outboxId: string, prepared: Prepared): Promise<void> {
   const { attemptId, runId, occurrenceId } = prepared.outbox;
@@ -276,7 +277,8 @@ async function prefetchAnswer(step: StepContext, outboxId: string, prepared: Pre
       [DEFINITION_REVISION_KIND, revisionId(automationId, revision)],
     ],
     [storeStream({ kind: 'run', id: runId }), storeStream({ kind: 'occurrence', id: occurrenceId })],
-    { appending: true },
+    // All of it but a hold was written or read by the commit that marked the launch sending, moments ago.
+    { appending: true, recentCommits: { absentUnlessRemembered: [[KINDS.runHold, runId]] } },
   );
 }
 

@@ -92,6 +92,15 @@ export interface PrefetchOptions {
    * writes anything: a store where each read is a round trip fetches them with the rest.
    */
   readonly liveOccurrencesOf?: string;
+  /**
+   * The step reads what this store committed moments ago (a launch's answer reads what its adoption wrote). A
+   * store that remembers its own commits may answer the step's reads from that memory, without a round trip, when
+   * it holds every record and stream head named (a record in `absentUnlessRemembered` counts as absent when it
+   * does not), and check them in the statement that sends the step's writes: when one moved, nothing commits and
+   * the step's body runs again from the start, reading the database. Only for a body that may run twice; its
+   * appends' positions are known once it commits (NaN before).
+   */
+  readonly recentCommits?: { readonly absentUnlessRemembered?: ReadonlyArray<readonly [kind: string, id: string]> };
 }
 
 /** The kinds every store keeps in time order for the operator's reads: see {@link StoreReader.timeline}. */

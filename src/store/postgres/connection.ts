@@ -39,6 +39,11 @@ export class Connection {
     this.ended = false;
   }
 
+  /** Whether the transaction's BEGIN still waits for its first statement: nothing was sent in it yet. */
+  get unbegun(): boolean {
+    return this.opening !== undefined;
+  }
+
   async rows<R extends pg.QueryResultRow>(text: string, values: unknown[]): Promise<R[]> {
     return (await this.run<R>(text, values)).rows;
   }
@@ -79,15 +84,20 @@ export class Connection {
    * Executes `text` and commits in one simple-query message (with the transaction's BEGIN when it has not been
    * sent): one round trip where a statement and then COMMIT cost two. The statement must raise when what it did may
    * not be committed, since COMMIT follows it unconditionally; after such an error the transaction is rolled back
-   * and the error thrown. The values travel as literals of their SQL types ({@link literalOf}).
+   * and the error thrown. The values travel as literals of their SQL types ({@link literalOf}). Answers the
+   * statement's rows.
    */
-  async executeThenCommit(text: string, values: ReadonlyArray<TypedValue>): Promise<void> {
+  async executeThenCommit(text: string, values: ReadonlyArray<TypedValue>): Promise<Array<Record<string, unknown>>> {
     const opening = this.takeOpening();
     const name = await this.preparedForExecute(text.replaceAll('{s}', this.schema));
     const literals = values.map(([value, type]) => literalOf(value, type)).join(', ');
     const execute = `EXECUTE ${name}(${literals}); COMMIT`;
     try {
-      await this.client.query(opening === undefined ? execute : `${opening}; ${execute}`);
+      const results = (await this.client.query(
+        opening === undefined ? execute : `${opening}; ${execute}`,
+      )) as unknown as pg.QueryResult[];
+      // The statement's rows: the result before COMMIT's.
+      return results[results.length - 2]!.rows as Array<Record<string, unknown>>;
     } catch (error) {
       // The server skipped the COMMIT after the failed statement: the transaction is open and aborted.
       await this.client.query('ROLLBACK');

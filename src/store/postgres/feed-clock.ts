@@ -45,6 +45,11 @@ export function firstPositionOf(clock: FeedClock, xid: bigint): bigint {
   return clock.origin + (xid - clock.baseXid) * BigInt(SLOTS_PER_TRANSACTION);
 }
 
+/** The transaction id whose range of positions begins at `first` (see {@link firstPositionOf}). */
+export function xidOf(clock: FeedClock, first: bigint): bigint {
+  return clock.baseXid + (first - clock.origin) / BigInt(SLOTS_PER_TRANSACTION);
+}
+
 /**
  * The SQL expression for the feed's visibility horizon in the statement's snapshot, with the clock's base xid and
  * origin as parameters `$base` and `$origin`: the first position of the oldest transaction that may still commit.

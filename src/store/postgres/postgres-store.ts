@@ -7,9 +7,10 @@ import { prepareSchema, quoteSchema } from './postgres-schema.js';
 import { Connection } from './connection.js';
 import { PostgresReader, PostgresTransaction } from './postgres-transaction.js';
 import { readFeedClock, type FeedClock } from './feed-clock.js';
+import { OwnCommits, StaleOwnCommits } from './own-commits.js';
 import { CommitNotifier, DEFAULT_POLL_MS } from './commit-notifier.js';
-import { PlannerStatistics, rowEstimateSql, type AnalyzedTable } from './planner-statistics.js';
-import { RECORD_COLUMNS } from '../record-columns.js';
+import { PlannerStatistics, rowEstimateSql } from './planner-statistics.js';
+import { makePool, storeTables } from './pool.js';
 import {
   CommitListeners,
   StoreClosedError,
@@ -60,8 +61,6 @@ function parallelGroupsOf(given: number | undefined, poolSize: number): number {
   return Math.max(1, Math.min(given ?? PARALLEL_GROUPS, poolSize - 1));
 }
 
-/** int8 (bigint) columns as numbers: sequences and positions stay far below 2^53. */
-const INT8_OID = 20;
 // Snapshot isolation, not SERIALIZABLE: SERIALIZABLE's predicate locks are page-grained on small indexes, so two
 // stores appending to different streams aborted each other (the feed-order contention test). What a group writes
 // is guarded row by row instead (see the class comment).
@@ -107,6 +106,8 @@ export class PostgresStore implements Store {
   private readonly queue: CommitQueue;
   private readonly notifier: CommitNotifier;
   private readonly statistics: PlannerStatistics;
+  /** What this store committed and read last: what a launch's answer reads (see PrefetchOptions.recentCommits). */
+  private readonly own = new OwnCommits();
 
   private constructor(
     /** The connection string without its password: how messages name this store. */
@@ -244,18 +245,25 @@ export class PostgresStore implements Store {
   /** Writes one group on `client`; returns the connection failure that makes the client unfit for reuse. */
   private async writeOn(client: pg.PoolClient, batch: QueuedTransaction[]): Promise<unknown> {
     const db = this.connection(client);
-    const tx = new PostgresTransaction(db);
-    const done: Array<[QueuedTransaction, unknown]> = [];
     // One job alone needs no savepoint: its rollback is the transaction's.
     const savepoints = batch.length > 1;
+    let tx = new PostgresTransaction(db, this.own, !savepoints);
+    const done: Array<[QueuedTransaction, unknown]> = [];
     try {
       // Each job of several runs under the savepoint `job`. Savepoint statements travel with a neighbour (BEGIN,
       // the previous job's RELEASE) in one message, and one a failed job rolled back to still stands for the next.
       // BEGIN itself waits for the group's first statement and, where it can, travels with it.
       db.openLazily(savepoints ? `${BEGIN}; SAVEPOINT job` : BEGIN);
       for (const [i, job] of batch.entries()) {
-        const result = await this.runJob(db, tx, job, savepoints);
-        if (result === undefined) continue;
+        let result = await this.runJob(db, tx, job, savepoints);
+        if (result === STALE) {
+          // It relied on this store's memory of its commits and something moved: again, reading the database.
+          await db.end('ROLLBACK');
+          db.openLazily(BEGIN);
+          tx = new PostgresTransaction(db, this.own, true, false);
+          result = await this.runJob(db, tx, job, savepoints, false);
+        }
+        if (result === undefined || result === STALE) continue;
         done.push([job, result.value]);
         if (savepoints && i < batch.length - 1) await db.control('RELEASE job; SAVEPOINT job');
       }
@@ -273,6 +281,7 @@ export class PostgresStore implements Store {
       const cause = error instanceof JobRolledBack ? error.cause : error;
       return isConnectionFailure(cause) ? cause : undefined;
     }
+    tx.rememberCommitted();
     if (tx.wakingWrites > 0) this.committed.notify();
     this.statistics.changed(tx.writes);
     for (const [job, result] of done) job.resolve(result);
@@ -298,7 +307,8 @@ export class PostgresStore implements Store {
     tx: PostgresTransaction,
     job: QueuedTransaction,
     savepoint: boolean,
-  ): Promise<{ value: unknown } | undefined> {
+    mayRunAgain = true,
+  ): Promise<{ value: unknown } | typeof STALE | undefined> {
     tx.beginJob();
     try {
       const value = await job.body(tx);
@@ -310,6 +320,7 @@ export class PostgresStore implements Store {
       tx.finishJob();
       return { value };
     } catch (error) {
+      if (mayRunAgain && (error instanceof StaleOwnCommits || tx.failure instanceof StaleOwnCommits)) return STALE;
       job.reject(asStoreError(this.file, error));
       if (!savepoint) throw new JobRolledBack(error);
       await db.control('ROLLBACK TO job');
@@ -366,11 +377,8 @@ export class PostgresStore implements Store {
   }
 }
 
-/** The tables (and columns) the store analyzes while they are young (see {@link PlannerStatistics}). */
-const storeTables = (schema: string): AnalyzedTable[] => [
-  { name: `${quoteSchema(schema)}.records`, columns: ['kind', 'id', 'version', 'terminal', ...RECORD_COLUMNS] },
-  { name: `${quoteSchema(schema)}.log`, columns: ['position', 'stream', 'sequence'] },
-];
+/** A job that relied on the store's memory of its own commits met a change: it runs again (see writeOn). */
+const STALE = Symbol('stale');
 
 /** A checked-out connection and how to give it back (destroyed when `broken` or when the server ended it). */
 interface Lease {
@@ -383,18 +391,4 @@ class JobRolledBack extends Error {
   constructor(cause: unknown) {
     super('the transaction was rolled back', { cause });
   }
-}
-
-function makePool(driver: PostgresDriver, url: string, max: number, applicationName: string): pg.Pool {
-  const types = {
-    getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-      oid === INT8_OID && format !== 'binary'
-        ? Number
-        : driver.types.getTypeParser(oid, format)) as pg.CustomTypesConfig['getTypeParser'],
-  };
-  const pool = new driver.Pool({ connectionString: url, max, types, application_name: applicationName });
-  // An idle connection the server dropped (a restart, say) is removed by the pool; without a listener the
-  // error would end the process.
-  pool.on('error', () => undefined);
-  return pool;
 }

@@ -16,7 +16,8 @@ const LIVE_SUMMARY = `json_build_object(${Object.entries(LIVE_WORK_COLUMNS)
  * would; the newest sequence of each wanted stream from the UNIQUE (stream, sequence) index; when `$4` asks, this
  * transaction's id (which assigns it one: only a transaction that will append asks); and the live occurrences of
  * the automation `$5` (none when null), as `liveWork('occurrence', { automationId })` would answer them. A row is
- * one of the four by which of its columns are set.
+ * one of the four by which of its columns are set. A record comes with its row's `xmin`, which the store remembers
+ * (own-commits.ts).
  *
  * The statement runs on a generic plan (see postgres-store.ts): the automation is a scalar so that the live part's
  * index condition names it. With an array there, the generic plan scanned every live occurrence's index entries,
@@ -25,19 +26,23 @@ const LIVE_SUMMARY = `json_build_object(${Object.entries(LIVE_WORK_COLUMNS)
  * aggregate left the changefeed's replays slower afterwards in four of four alternating pairs: kept as it is.)
  */
 const PREFETCH_SQL = `
-  SELECT r.kind, r.id, r.version, r.terminal, r.data, NULL::text AS stream, NULL::bigint AS newest, NULL::json AS live
+  SELECT r.kind, r.id, r.version, r.terminal, r.data, NULL::text AS stream, NULL::bigint AS newest, NULL::json AS live,
+      r.xmin::text AS xmin
     FROM {s}.records AS r
     JOIN unnest($1::text[], $2::text[]) AS wanted(kind, id) ON r.kind = wanted.kind AND r.id = wanted.id
   UNION ALL
-  SELECT NULL, NULL, NULL, NULL, NULL, stream, MAX(sequence), NULL FROM {s}.log WHERE stream = ANY($3::text[])
+  SELECT NULL, NULL, NULL, NULL, NULL, stream, MAX(sequence), NULL, NULL FROM {s}.log WHERE stream = ANY($3::text[])
     GROUP BY stream
   UNION ALL
-  SELECT NULL, NULL, NULL, NULL, NULL, NULL, pg_current_xact_id()::text::bigint, NULL WHERE $4::bool
+  SELECT NULL, NULL, NULL, NULL, NULL, NULL, pg_current_xact_id()::text::bigint, NULL, NULL WHERE $4::bool
   UNION ALL
-  SELECT NULL, id, NULL, NULL, NULL, NULL, NULL, ${LIVE_SUMMARY} FROM {s}.records
+  SELECT NULL, id, NULL, NULL, NULL, NULL, NULL, ${LIVE_SUMMARY}, NULL FROM {s}.records
     WHERE kind = 'occurrence' AND NOT terminal AND automation_id = $5::text`;
 
-type PrefetchRow = Omit<RecordRow, 'kind'> & {
+/** A record row as a prefetch selects it: with its row's `xmin` (see own-commits.ts). */
+export type PrefetchedRecord = RecordRow & { xmin: string };
+
+type PrefetchRow = Omit<PrefetchedRecord, 'kind'> & {
   kind: string | null;
   stream: string | null;
   newest: number | null;
@@ -46,7 +51,7 @@ type PrefetchRow = Omit<RecordRow, 'kind'> & {
 
 /** What one prefetch found: the records present, the next sequence of each stream asked for, the transaction id. */
 export interface Prefetched {
-  readonly records: RecordRow[];
+  readonly records: PrefetchedRecord[];
   /** The sequence the next append to each stream gets (0 for an empty one), as `head` answers it. */
   readonly heads: Map<string, number>;
   readonly xid?: bigint;
@@ -70,12 +75,12 @@ export async function prefetchRows(
     liveOf ?? null,
   ]);
   const heads = new Map(streams.map((stream) => [stream, 0]));
-  const records: RecordRow[] = [];
+  const records: PrefetchedRecord[] = [];
   const live: LiveWork[] = [];
   let xid: bigint | undefined;
   for (const row of rows) {
     if (row.live !== null) live.push(liveWorkRow(row.id, (field) => row.live![field]));
-    else if (row.kind !== null) records.push(row as RecordRow);
+    else if (row.kind !== null) records.push(row as PrefetchedRecord);
     else if (row.stream !== null) heads.set(row.stream, row.newest! + 1);
     else xid = BigInt(row.newest!);
   }

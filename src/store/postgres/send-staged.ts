@@ -8,7 +8,7 @@ interface Connection {
 }
 /** What sending with the COMMIT needs of a connection. */
 interface CommittingConnection {
-  executeThenCommit(text: string, values: ReadonlyArray<TypedValue>): Promise<void>;
+  executeThenCommit(text: string, values: ReadonlyArray<TypedValue>): Promise<unknown>;
 }
 
 // One statement per kind of write for a whole job, whatever its size: the rows travel as arrays. ON CONFLICT DO
@@ -91,12 +91,16 @@ async function sendStagedAppends(db: Connection, appends: StagedAppend[]): Promi
 // the one before wrote every row (the conditions read the earlier parts' RETURNING, which also orders them): a
 // refused insert leaves the updates and appends unsent and a refused update the appends, as sending them one
 // statement after another and stopping at the first refusal does.
-const N = RECORD_COLUMNS.length + 5;
+export const N = RECORD_COLUMNS.length + 5;
 const arrays = (from: number, types: readonly string[]) => types.map((t, i) => `$${from + i}::${t}[]`).join(', ');
-const RECORD_TYPES = ['text', 'text', 'int', 'bool', 'json', ...RECORD_COLUMNS.map(() => 'text')];
+export const RECORD_TYPES = ['text', 'text', 'int', 'bool', 'json', ...RECORD_COLUMNS.map(() => 'text')];
 const INSERTS_WANTED = `$${2 * N + 2}`;
 const UPDATES_WANTED = `$${2 * N + 3}`;
-const SEND_JOB_WRITES =
+/**
+ * A job's three writes as CTEs `inserted`, `updated` and `appended`; `appendRows` selects the appends' rows
+ * (position, stream, sequence, data) from the parameters that follow the updates'.
+ */
+export const jobWritesSql = (appendRows: string) =>
   `WITH inserted AS (INSERT INTO {s}.records (kind, id, version, terminal, data, ${COLUMNS}) ` +
   `SELECT * FROM unnest(${arrays(1, RECORD_TYPES)}) ON CONFLICT DO NOTHING RETURNING kind, id), ` +
   'updated AS (UPDATE {s}.records AS r SET version = u.version, terminal = u.terminal, data = u.data, ' +
@@ -105,21 +109,23 @@ const SEND_JOB_WRITES =
   `AS u (kind, id, version, terminal, data, ${COLUMNS}, stored) ` +
   'WHERE r.kind = u.kind AND r.id = u.id AND r.version = u.stored AND NOT r.terminal ' +
   `AND (SELECT count(*) FROM inserted) = ${INSERTS_WANTED} RETURNING r.kind, r.id), ` +
-  'appended AS (INSERT INTO {s}.log (position, stream, sequence, data) ' +
-  `SELECT * FROM unnest(${arrays(2 * N + 4, ['bigint', 'text', 'bigint', 'json'])}) ` +
+  `appended AS (INSERT INTO {s}.log (position, stream, sequence, data) ${appendRows} ` +
   `WHERE (SELECT count(*) FROM inserted) = ${INSERTS_WANTED} AND (SELECT count(*) FROM updated) = ${UPDATES_WANTED} ` +
   'ON CONFLICT DO NOTHING RETURNING position) ';
+/** The appends' parameters: positions (or slots), streams, sequences, data. */
+export const APPEND_ARRAYS = arrays(2 * N + 4, ['bigint', 'text', 'bigint', 'json']);
+const SEND_JOB_WRITES = jobWritesSql(`SELECT * FROM unnest(${APPEND_ARRAYS})`);
 const SEND_JOB_SQL =
   SEND_JOB_WRITES +
   'SELECT kind, id, NULL::bigint AS position FROM inserted UNION ALL SELECT kind, id, NULL FROM updated ' +
   'UNION ALL SELECT NULL, NULL, position FROM appended';
 
 /** Marks the error {@link SEND_JOB_COMMITTING_SQL} raises for a refused write, ahead of what was refused. */
-const REFUSED = 'coven-refused';
+export const REFUSED = 'coven-refused';
 /** The text the server quotes in that error: `invalid input syntax for type integer: "coven-refused update 2"`. */
-const REFUSAL = new RegExp(`"${REFUSED} (insert|update|append) (\\d+)"`);
+export const REFUSAL = new RegExp(`"${REFUSED} (insert|update|append) (\\d+)"`);
 const APPENDS_WANTED = `$${2 * N + 8}`;
-const firstMissing = (arrays: string, returned: string) =>
+export const firstMissing = (arrays: string, returned: string) =>
   `(SELECT min(n) FROM unnest(${arrays}) WITH ORDINALITY AS w(kind, id, n) ` +
   `WHERE (kind, id) NOT IN (SELECT kind, id FROM ${returned}))`;
 // The job's writes as SEND_JOB_SQL sends them, for a message that commits right after: a refusal must then abort
@@ -151,7 +157,7 @@ const COMMITTING_TYPES = [
 ].map((type, i) => (SCALARS.has(i) ? type : `${type}[]`));
 
 /** The values of {@link SEND_JOB_SQL}, in its parameters' order. */
-const jobValues = (inserts: StagedWrite[], updates: StagedWrite[], appends: StagedAppend[]): unknown[] => [
+export const jobValues = (inserts: StagedWrite[], updates: StagedWrite[], appends: StagedAppend[]): unknown[] => [
   ...recordArrays(inserts),
   ...recordArrays(updates),
   updates.map((w) => w.stored),

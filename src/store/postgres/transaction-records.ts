@@ -7,7 +7,10 @@ export type { StagedWrite };
 export interface StagedAppend {
   readonly stream: string;
   readonly sequence: number;
+  /** Its feed position: NaN while the transaction's id is not known yet (the slot fixes it then). */
   readonly position: number;
+  /** Its place in the transaction's range of positions. */
+  readonly slot: number;
   readonly text: string;
 }
 
@@ -60,6 +63,11 @@ export class TransactionRecords {
   /** Stages an append whose sequence and position the caller already took. */
   stageAppend(append: StagedAppend): void {
     this.appends.push(append);
+  }
+
+  /** Gives the staged appends their positions once the transaction's first is known. */
+  placeAppends(position: (slot: number) => number): void {
+    this.appends = this.appends.map((append) => ({ ...append, position: position(append.slot) }));
   }
 
   /** The staged appends in the order made, handed over to be sent. */

@@ -1,0 +1,176 @@
+import { afterEach, beforeAll, expect, test, vi } from 'vitest';
+import pg from 'pg';
+import { PostgresStore } from '../../src/store/postgres/index.js';
+import type { StoreTransaction } from '../../src/store/store.js';
+import { describePostgres, freshDatabase } from '../support/postgres.js';
+
+/**
+ * The SQL of every message the stores send while the spy is on, but a statement's one-time PREPARE and the commit
+ * announcements (sent after the commit, on the group's connection when nothing listens).
+ */
+function messages(): { texts: () => string[] } {
+  const spy = vi.spyOn(pg.Client.prototype, 'query');
+  return {
+    texts: () =>
+      spy.mock.calls
+        .map(([query]) => (typeof query === 'string' ? query : (query as pg.QueryConfig).text))
+        .filter((text) => !text.startsWith('PREPARE') && !text.startsWith('SELECT pg_notify')),
+  };
+}
+
+/** The reads a launch's answer names: a record the adoption wrote, a hold that is usually absent, a stream. */
+const RELYING = {
+  keys: [
+    ['run', 'r1'],
+    ['run-hold', 'r1'],
+  ] as Array<[string, string]>,
+  streams: ['run/r1'],
+  options: { appending: true, recentCommits: { absentUnlessRemembered: [['run-hold', 'r1'] as const] } },
+};
+
+/** The adoption: creates the run and the first entry of its stream, alone in its group. */
+const adopt = (tx: StoreTransaction) =>
+  Promise.all([
+    tx.put('run', 'r1', { step: 1 }, { expectedVersion: null }),
+    tx.append('run/r1', { event: 'adopted' }, 0),
+  ]);
+
+/** The answer: reads what the adoption wrote and moves it on; counts its runs. */
+function answer(runs: { count: number }) {
+  return async (tx: StoreTransaction) => {
+    runs.count++;
+    await tx.prefetch!(RELYING.keys, RELYING.streams, RELYING.options);
+    const run = await tx.get<{ step: number }>('run', 'r1');
+    const hold = await tx.get('run-hold', 'r1');
+    await tx.put('run', 'r1', { step: run!.data.step + 1 }, { expectedVersion: run!.version });
+    const appended = await tx.append('run/r1', { event: 'answered', held: hold !== undefined });
+    return { step: run!.data.step + 1, held: hold !== undefined, appended };
+  };
+}
+
+describePostgres("a launch's answer reads what its store just committed, and checks it as it commits", (socketDir) => {
+  let url: string;
+  let cases = 0;
+  const open: PostgresStore[] = [];
+  const openStore = async (schema: string) => {
+    const store = await PostgresStore.open(url, { schema });
+    open.push(store);
+    return store;
+  };
+  beforeAll(async () => {
+    url = await freshDatabase(socketDir, 'recent_commits');
+  });
+  afterEach(async () => {
+    vi.restoreAllMocks();
+    for (const store of open.splice(0)) await store.close();
+  });
+
+  test('alone after its adoption, it sends one message: the checked writes with COMMIT', async () => {
+    const store = await openStore('recent_alone');
+    await store.transact(adopt);
+    const sent = messages();
+    const runs = { count: 0 };
+    const result = await store.transact(answer(runs));
+    expect(sent.texts()).toHaveLength(1);
+    expect(sent.texts()[0]).toMatch(/^BEGIN ISOLATION LEVEL REPEATABLE READ;.*EXECUTE .*; COMMIT$/s);
+    expect(runs.count).toBe(1);
+    expect(result).toMatchObject({ step: 2, held: false });
+    // Its append's position is taken as it commits.
+    expect(result.appended.sequence).toBe(1);
+    expect(Number.isNaN(result.appended.position)).toBe(true);
+    const feed = await store.read((r) => r.readLog<{ event: string }>('run/r1'));
+    expect(feed.map((e) => [e.sequence, e.data.event])).toEqual([
+      [0, 'adopted'],
+      [1, 'answered'],
+    ]);
+    expect(feed[1]!.position).toBeGreaterThan(feed[0]!.position);
+    expect(await store.read((r) => r.get('run', 'r1'))).toMatchObject({ version: 2, data: { step: 2 } });
+  });
+
+  test.each([
+    ['another store moved a record it relied on', (tx: StoreTransaction) => bump(tx)],
+    [
+      'another store appended to a stream it relied on',
+      async (tx: StoreTransaction) => void (await tx.append('run/r1', { event: 'x' })),
+    ],
+    [
+      'another store wrote a record it took as absent',
+      (tx: StoreTransaction) => tx.put('run-hold', 'r1', { by: 'operator' }, { expectedVersion: null }),
+    ],
+    ['another store deleted the record and wrote it again at the same version', (tx: StoreTransaction) => redo(tx)],
+  ] as Array<[string, (tx: StoreTransaction) => Promise<unknown>]>)(
+    '%s: nothing of the first run commits, the body runs again on what the database holds',
+    async (_, change) => {
+      const schema = `recent_stale_${++cases}`;
+      const store = await openStore(schema);
+      const other = await openStore(schema);
+      await store.transact(adopt);
+      await other.transact(change);
+      const runs = { count: 0 };
+      const result = await store.transact(answer(runs));
+      expect(runs.count).toBe(2);
+      const run = await store.read((r) => r.get<{ step: number }>('run', 'r1'));
+      expect(result.step).toBe(run!.data.step);
+      const feed = await store.read((r) => r.readLog<{ event: string; held?: boolean }>('run/r1'));
+      // Gapless, in order, the answer once and after whatever the other store appended.
+      expect(feed.map((e) => e.sequence)).toEqual(feed.map((_, i) => i));
+      expect(feed.filter((e) => e.data.event === 'answered')).toHaveLength(1);
+      expect(feed.at(-1)!.data).toEqual({ event: 'answered', held: result.held });
+      expect(feed.map((e) => e.position)).toEqual([...feed.map((e) => e.position)].sort((a, b) => a - b));
+    },
+  );
+
+  test('a step that needs the database after all reads what it relied on first and goes on once', async () => {
+    const store = await openStore('recent_reads');
+    await store.transact(adopt);
+    const runs = { count: 0 };
+    const seen = await store.transact(async (tx) => {
+      const answered = await answer(runs)(tx);
+      // A list goes to the database: the step's staged writes are sent, with positions, within its transaction.
+      const runsListed = await tx.list('run');
+      const feed = await tx.readFeed();
+      return { answered, listed: runsListed.length, positions: feed.map((e) => e.position) };
+    });
+    expect(runs.count).toBe(1);
+    expect(seen.listed).toBe(1);
+    expect(seen.positions).toHaveLength(2);
+    expect(seen.positions.every(Number.isFinite)).toBe(true);
+    expect(await store.read((r) => r.get('run', 'r1'))).toMatchObject({ version: 2 });
+  });
+
+  test('nothing is remembered of a group of several jobs: the answer after one reads the database', async () => {
+    const store = await openStore('recent_groups');
+    // A group held open while two more jobs queue: they are written together, the adoption under a savepoint.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const first = store.transact(async (tx) => {
+      await tx.put('definition', 'd', { n: 1 }, { expectedVersion: null });
+      await held;
+    });
+    const grouped = [
+      store.transact(adopt),
+      store.transact((tx) => tx.put('definition', 'e', {}, { expectedVersion: null })),
+    ];
+    release();
+    await first;
+    await Promise.all(grouped);
+    const sent = messages();
+    const runs = { count: 0 };
+    await store.transact(answer(runs));
+    expect(runs.count).toBe(1);
+    // Its prefetch went to the database, then its writes: two messages.
+    expect(sent.texts()).toHaveLength(2);
+  });
+});
+
+/** Moves run r1 on by one version, from another store. */
+async function bump(tx: StoreTransaction): Promise<void> {
+  const run = await tx.get<{ step: number }>('run', 'r1');
+  await tx.put('run', 'r1', { step: run!.data.step + 10 }, { expectedVersion: run!.version });
+}
+
+/** Deletes run r1 and writes it again: the same version, another row. */
+async function redo(tx: StoreTransaction): Promise<void> {
+  await tx.delete('run', 'r1', 1);
+  await tx.put('run', 'r1', { step: 5 }, { expectedVersion: null });
+}
