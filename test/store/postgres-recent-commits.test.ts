@@ -1,5 +1,7 @@
 import { afterEach, beforeAll, expect, test, vi } from 'vitest';
+import fc from 'fast-check';
 import pg from 'pg';
+import { propertyParameters } from '../support/property.js';
 import { PostgresStore } from '../../src/store/postgres/index.js';
 import type { StoreTransaction } from '../../src/store/store.js';
 import { describePostgres, freshDatabase } from '../support/postgres.js';
@@ -120,6 +122,42 @@ describePostgres("a launch's answer reads what its store just committed, and che
     },
   );
 
+  test('whatever another store commits between adoption and answer, the answer commits once, on what it reads', async () => {
+    const changes = { bump, redo, hold, append: appendOther, unrelated } as const;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.constantFrom(...(Object.keys(changes) as Array<keyof typeof changes>)), { maxLength: 3 }),
+        fc.boolean(),
+        async (between, midStepRead) => {
+          const schema = `recent_prop_${++cases}`;
+          const store = await openStore(schema);
+          const other = await openStore(schema);
+          await store.transact(adopt);
+          for (const change of between) await other.transact(changes[change]);
+          const runs = { count: 0 };
+          const result = await store.transact(async (tx) => {
+            const answered = await answer(runs)(tx);
+            if (midStepRead) await tx.list('run-hold');
+            return answered;
+          });
+          const relied = between.some((change) => change !== 'unrelated');
+          expect(runs.count).toBe(relied ? 2 : 1);
+          const run = await store.read((r) => r.get<{ step: number }>('run', 'r1'));
+          expect(result.step).toBe(run!.data.step);
+          expect(result.held).toBe(between.includes('hold'));
+          const feed = await store.read((r) => r.readLog<{ event: string }>('run/r1'));
+          expect(feed.map((e) => e.sequence)).toEqual(feed.map((_, i) => i));
+          expect(feed.filter((e) => e.data.event === 'answered')).toHaveLength(1);
+          expect(feed.at(-1)!.data.event).toBe('answered');
+          const positions = feed.map((e) => e.position);
+          expect(positions).toEqual([...positions].sort((a, b) => a - b));
+          for (const opened of open.splice(0)) await opened.close();
+        },
+      ),
+      propertyParameters("an answer relying on its store's memory against another store's commits", 20),
+    );
+  }, 120_000);
+
   test('a step that needs the database after all reads what it relied on first and goes on once', async () => {
     const store = await openStore('recent_reads');
     await store.transact(adopt);
@@ -169,8 +207,30 @@ async function bump(tx: StoreTransaction): Promise<void> {
   await tx.put('run', 'r1', { step: run!.data.step + 10 }, { expectedVersion: run!.version });
 }
 
-/** Deletes run r1 and writes it again: the same version, another row. */
+/** Deletes run r1 and writes it again, at the version it had: the same version, another row. */
 async function redo(tx: StoreTransaction): Promise<void> {
-  await tx.delete('run', 'r1', 1);
-  await tx.put('run', 'r1', { step: 5 }, { expectedVersion: null });
+  const run = await tx.get<{ step: number }>('run', 'r1');
+  await tx.delete('run', 'r1', run!.version);
+  let version = 0;
+  while (version < run!.version) {
+    const expectedVersion = version === 0 ? null : version;
+    version = (await tx.put('run', 'r1', { step: run!.data.step + 5 }, { expectedVersion })).version;
+  }
+}
+
+/** Places a hold on run r1 (once), from another store. */
+async function hold(tx: StoreTransaction): Promise<void> {
+  if ((await tx.get('run-hold', 'r1')) === undefined)
+    await tx.put('run-hold', 'r1', { by: 'operator' }, { expectedVersion: null });
+}
+
+/** Appends to run r1's stream, from another store. */
+async function appendOther(tx: StoreTransaction): Promise<void> {
+  await tx.append('run/r1', { event: 'other' });
+}
+
+/** Writes a record the answer never reads. */
+async function unrelated(tx: StoreTransaction): Promise<void> {
+  const current = await tx.get('definition', 'elsewhere');
+  await tx.put('definition', 'elsewhere', { at: Date.now() }, { expectedVersion: current?.version ?? null });
 }
