@@ -2,11 +2,11 @@ import { SLOTS_PER_TRANSACTION, type FeedClock } from './feed-clock.js';
 import type { Expected } from './own-commits.js';
 import {
   APPEND_ARRAYS,
+  COMMITTING_TYPES,
   firstMissing,
   jobValues,
   jobWritesSql,
   N,
-  RECORD_TYPES,
   REFUSAL,
   REFUSED,
   type Refusal,
@@ -69,27 +69,8 @@ function checkedSql(feed: FeedClock): string {
 
 const statements = new WeakMap<FeedClock, string>();
 
-// Parameter types in order: the inserts' and updates' arrays, the updates' stored versions, the counts wanted,
-// the appends' arrays, the appends wanted, then what the step relied on.
-const SCALARS = new Set([2 * N + 1, 2 * N + 2, 2 * N + 7]);
-const TYPES = [
-  ...RECORD_TYPES,
-  ...RECORD_TYPES,
-  'int',
-  'int',
-  'int',
-  'bigint',
-  'text',
-  'bigint',
-  'json',
-  'int',
-  'text',
-  'text',
-  'int',
-  'text',
-  'text',
-  'bigint',
-].map((type, i) => (SCALARS.has(i) ? type : `${type}[]`));
+// Parameter types in order: SEND_JOB_COMMITTING_SQL's, then what the step relied on (records, then heads).
+const TYPES = [...COMMITTING_TYPES, 'text[]', 'text[]', 'int[]', 'text[]', 'text[]', 'bigint[]'];
 
 /** Why a checked send did not commit: what the step relied on moved, or a write or append was refused. */
 export type CheckedOutcome = { readonly xid: bigint } | 'stale' | 'feed-full' | Refusal;

@@ -143,7 +143,7 @@ const SEND_JOB_COMMITTING_SQL =
   'WHERE p NOT IN (SELECT position FROM appended)))::int ELSE 0 END';
 // The SQL type of each of its values, in order: what Connection.executeThenCommit writes them in as.
 const SCALARS = new Set([2 * N + 1, 2 * N + 2, 2 * N + 7]);
-const COMMITTING_TYPES = [
+export const COMMITTING_TYPES = [
   ...RECORD_TYPES,
   ...RECORD_TYPES,
   'int',
