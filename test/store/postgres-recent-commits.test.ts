@@ -158,6 +158,21 @@ describePostgres("a launch's answer reads what its store just committed, and che
     );
   }, 120_000);
 
+  test('a second prefetch from memory in the same step keeps what the first relied on checked', async () => {
+    const store = await openStore('recent_twice');
+    const other = await openStore('recent_twice');
+    await store.transact(adopt);
+    await other.transact(hold);
+    const runs = { count: 0 };
+    const result = await store.transact(async (tx) => {
+      await tx.prefetch!(RELYING.keys, RELYING.streams, RELYING.options);
+      return answer(runs)(tx);
+    });
+    // The hold the first prefetch took as absent was written meanwhile: the body ran again and saw it.
+    expect(runs.count).toBe(2);
+    expect(result.held).toBe(true);
+  });
+
   test('a step that needs the database after all reads what it relied on first and goes on once', async () => {
     const store = await openStore('recent_reads');
     await store.transact(adopt);

@@ -35,7 +35,7 @@ export abstract class GroupTransaction extends PostgresReader {
     super(db);
   }
   /** What the group's jobs sent (undefined: removed) and the heads they left, for the store to remember. */
-  protected readonly sent = new Map<string, StoredRecord<unknown> | undefined>();
+  protected readonly sent = new Map<string, { kind: string; id: string; record: StoredRecord<unknown> | undefined }>();
   protected readonly sentHeads = new Map<string, number>();
   /** The transaction's id, when a commit that checked what it relied on answered it. */
   protected committedXid: bigint | undefined;
@@ -168,11 +168,15 @@ export abstract class GroupTransaction extends PostgresReader {
     this.records.placeAppends((slot) => positionAt(this.db.location, first, slot));
   }
 
-  /** Whether a prefetch may answer from the store's memory: nothing read, written or sent in this transaction. */
+  /**
+   * Whether a prefetch may answer from the store's memory: nothing read, written or sent in this transaction, and
+   * no step answered from memory already (a second would replace what the first relied on, unchecked at commit).
+   */
   protected mayRely(): boolean {
     return (
       this.relying &&
       this.own !== undefined &&
+      this.recent === undefined &&
       this.db.unbegun &&
       this.firstPosition === undefined &&
       this.slots === 0 &&
@@ -182,12 +186,14 @@ export abstract class GroupTransaction extends PostgresReader {
 
   /** A removal sent (or a created record removed before it was): the record is gone once the group commits. */
   protected noteRemoved(kind: string, id: string): void {
-    if (this.alone) this.sent.set(`${kind}\u0000${id}`, undefined);
+    if (this.alone) this.sent.set(`${kind}\u0000${id}`, { kind, id, record: undefined });
   }
 
   protected noteSent(writes: readonly StagedWrite[], appends: readonly StagedAppend[]): void {
     if (!this.alone) return;
-    for (const { record } of writes) this.sent.set(`${record.kind}\u0000${record.id}`, record);
+    for (const { record } of writes) {
+      this.sent.set(`${record.kind}\u0000${record.id}`, { kind: record.kind, id: record.id, record });
+    }
     for (const { stream, sequence } of appends) this.sentHeads.set(stream, sequence + 1);
   }
 
@@ -201,10 +207,7 @@ export abstract class GroupTransaction extends PostgresReader {
       this.committedXid ?? (this.firstPosition === undefined ? undefined : xidOf(this.db.feed, this.firstPosition));
     if (xid === undefined) return;
     const xmin = xminOf(xid);
-    for (const [key, record] of this.sent) {
-      const [kind, id] = key.split('\u0000') as [string, string];
-      this.own.rememberRecord(kind, id, record, xmin);
-    }
+    for (const { kind, id, record } of this.sent.values()) this.own.rememberRecord(kind, id, record, xmin);
     for (const [stream, next] of this.sentHeads) this.own.rememberHead(stream, next);
   }
 
