@@ -59,6 +59,42 @@ function beingServed(request: IncomingMessage | undefined): boolean {
   return request !== undefined && request.complete;
 }
 
+/** What a limited listener knows of each of its connections, for {@link refuseUnlessDaemonWasLate}. */
+interface ConnectionState {
+  readonly requestTimeoutMs: number;
+  /** Requests the connection has begun, and the latest. */
+  requests: number;
+  latest: IncomingMessage | undefined;
+  reprieved: boolean;
+}
+
+const connections = new WeakMap<Socket, ConnectionState>();
+
+/**
+ * Refuses a connection Node timed out, unless the daemon was the late one. Node checks its header and request
+ * deadlines on a timer, and a loop turn runs its timers before it reads its sockets: after the loop was held (a
+ * launch's fork on a loaded machine, a long synchronous step), a connection whose request already waited unread
+ * in the socket is judged late. So the verdict waits one turn, past the reads. Nothing arrived: refused. Bytes
+ * arrived: the connection gets one more request window (once), in which its first request must have arrived
+ * whole; Node re-arms its own deadline for a request that only began in that turn.
+ */
+export function refuseUnlessDaemonWasLate(socket: Socket, refuse: () => void): void {
+  const state = connections.get(socket);
+  if (state === undefined || state.reprieved) return refuse();
+  const readBefore = socket.bytesRead;
+  const requestsBefore = state.requests;
+  setImmediate(() => {
+    if (socket.destroyed) return;
+    if (socket.bytesRead === readBefore) return refuse();
+    state.reprieved = true;
+    setTimeout(() => {
+      const begun = state.requests - requestsBefore;
+      // A later request began after an earlier one arrived whole: Node's own deadlines cover it.
+      if (!socket.destroyed && (begun === 0 || (begun === 1 && state.latest?.complete !== true))) refuse();
+    }, state.requestTimeoutMs).unref();
+  });
+}
+
 function oldestNotServed(open: Set<Socket>, current: WeakMap<Socket, IncomingMessage>): Socket | undefined {
   for (const held of open) if (!beingServed(current.get(held))) return held;
   return undefined;
@@ -91,6 +127,11 @@ export function createLimitedServer(
   const current = new WeakMap<Socket, IncomingMessage>();
   server.on('request', (request: IncomingMessage, response: ServerResponse) => {
     current.set(request.socket, request);
+    const state = connections.get(request.socket);
+    if (state !== undefined) {
+      state.requests++;
+      state.latest = request;
+    }
     response.once('close', () => {
       if (current.get(request.socket) === request) current.delete(request.socket);
     });
@@ -114,6 +155,12 @@ export function createLimitedServer(
       oldest.destroy();
     }
     open.add(socket);
+    connections.set(socket, {
+      requestTimeoutMs: limits.requestTimeoutMs,
+      requests: 0,
+      latest: undefined,
+      reprieved: false,
+    });
     socket.once('close', () => open.delete(socket));
   });
   return server;

@@ -1,6 +1,7 @@
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ContractError, isContractError } from '../contract/errors.js';
+import { refuseUnlessDaemonWasLate } from './connection-limits.js';
 import { SCHEMA_VERSION } from '../contract/vocabulary.js';
 import { MAX_COMMAND_BYTES } from '../command-handler/plain-json.js';
 import { peekIdentity } from '../command-handler/envelope.js';
@@ -119,5 +120,7 @@ export function answerClientError(error: NodeJS.ErrnoException, socket: Socket):
     socket.destroy();
     return;
   }
-  refuseConnection(socket, parserRefusal(error));
+  const refuse = () => refuseConnection(socket, parserRefusal(error));
+  if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') refuseUnlessDaemonWasLate(socket, refuse);
+  else refuse();
 }
