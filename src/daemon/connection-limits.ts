@@ -62,9 +62,8 @@ function beingServed(request: IncomingMessage | undefined): boolean {
 /** What a limited listener knows of each of its connections, for {@link refuseUnlessDaemonWasLate}. */
 interface ConnectionState {
   readonly requestTimeoutMs: number;
-  /** Requests the connection has begun, and the latest. */
+  /** Requests the connection has begun. */
   requests: number;
-  latest: IncomingMessage | undefined;
   reprieved: boolean;
 }
 
@@ -73,25 +72,23 @@ const connections = new WeakMap<Socket, ConnectionState>();
 /**
  * Refuses a connection Node timed out, unless the daemon was the late one. Node checks its header and request
  * deadlines on a timer, and a loop turn runs its timers before it reads its sockets: after the loop was held (a
- * launch's fork on a loaded machine, a long synchronous step), a connection whose request already waited unread
- * in the socket is judged late. So the verdict waits one turn, past the reads. Nothing arrived: refused. Bytes
- * arrived: the connection gets one more request window (once), in which its first request must have arrived
- * whole; Node re-arms its own deadline for a request that only began in that turn.
+ * launch's fork on a loaded machine, a long synchronous step), a connection accepted before, whose request already
+ * waited unread in the socket, is judged late. So for a connection that had sent nothing when it timed out, the
+ * verdict waits one turn, past the reads: bytes arrived, the connection is reprieved, once. A request that begins
+ * then is under Node's deadlines afresh; bytes that begin none (blank lines) are refused after one request window.
+ * A connection that had sent anything is refused at once: a sender trickling its request gains nothing.
  */
 export function refuseUnlessDaemonWasLate(socket: Socket, refuse: () => void): void {
   const state = connections.get(socket);
-  if (state === undefined || state.reprieved) return refuse();
-  const readBefore = socket.bytesRead;
-  const requestsBefore = state.requests;
+  if (state === undefined || state.reprieved || socket.bytesRead !== 0) return refuse();
   setImmediate(() => {
     if (socket.destroyed) return;
-    if (socket.bytesRead === readBefore) return refuse();
+    if (socket.bytesRead === 0) return refuse();
     state.reprieved = true;
-    setTimeout(() => {
-      const begun = state.requests - requestsBefore;
-      // A later request began after an earlier one arrived whole: Node's own deadlines cover it.
-      if (!socket.destroyed && (begun === 0 || (begun === 1 && state.latest?.complete !== true))) refuse();
+    const fallback = setTimeout(() => {
+      if (!socket.destroyed && state.requests === 0) refuse();
     }, state.requestTimeoutMs).unref();
+    socket.once('close', () => clearTimeout(fallback));
   });
 }
 
@@ -128,10 +125,7 @@ export function createLimitedServer(
   server.on('request', (request: IncomingMessage, response: ServerResponse) => {
     current.set(request.socket, request);
     const state = connections.get(request.socket);
-    if (state !== undefined) {
-      state.requests++;
-      state.latest = request;
-    }
+    if (state !== undefined) state.requests++;
     response.once('close', () => {
       if (current.get(request.socket) === request) current.delete(request.socket);
     });
@@ -155,12 +149,7 @@ export function createLimitedServer(
       oldest.destroy();
     }
     open.add(socket);
-    connections.set(socket, {
-      requestTimeoutMs: limits.requestTimeoutMs,
-      requests: 0,
-      latest: undefined,
-      reprieved: false,
-    });
+    connections.set(socket, { requestTimeoutMs: limits.requestTimeoutMs, requests: 0, reprieved: false });
     socket.once('close', () => open.delete(socket));
   });
   return server;
