@@ -107,5 +107,6 @@ describePostgres('PostgreSQL store: set-based claims', (socketDir) => {
       }),
       propertyParameters('a pass’s due probe = the claim statement', 30),
     );
-  });
+    // Each run opens a store on a schema of its own (its migrations included): seconds on a loaded CI machine.
+  }, 120_000);
 });
