@@ -100,7 +100,8 @@ describePostgres('PostgreSQL store: record columns (schema version 7)', (socketD
       }),
       propertyParameters('record columns after migration = the writer’s', 25),
     );
-  });
+    // Each run opens stores on schemas of their own (migrations included): seconds on a loaded CI machine.
+  }, 120_000);
 
   test('live work and timelines read from the columns say what the records say, written or migrated', async () => {
     await fc.assert(
@@ -142,7 +143,8 @@ describePostgres('PostgreSQL store: record columns (schema version 7)', (socketD
       }),
       propertyParameters('live work and timelines from columns = from records', 15),
     );
-  });
+    // Each run opens stores on schemas of their own (migrations included): seconds on a loaded CI machine.
+  }, 120_000);
 });
 
 /**
