@@ -110,22 +110,15 @@ describe('a listener whose loop was held judges the daemon late, not the client'
     expect(answer).toContain('served');
   });
 
-  test('a connection that sent nothing is still refused DEADLINE_EXCEEDED', async () => {
-    const { answer } = await answeredAfterHeldLoop({ text: '' });
-    expect(answer).toMatch(/^HTTP\/1\.1 504 /);
-    expect(answer).toContain('"code":"DEADLINE_EXCEEDED"');
-  });
-
-  test('headers begun and never finished are still refused DEADLINE_EXCEEDED after the second chance', async () => {
-    const { answer } = await answeredAfterHeldLoop({ text: 'GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n' });
-    expect(answer).toMatch(/^HTTP\/1\.1 504 /);
-    expect(answer).toContain('"code":"DEADLINE_EXCEEDED"');
-  });
-
-  test('a body promised and never sent is still refused DEADLINE_EXCEEDED after the second chance', async () => {
-    const { answer } = await answeredAfterHeldLoop({
-      text: 'POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\nContent-Length: 10\r\n\r\nabc',
-    });
+  test.each([
+    ['a connection that sent nothing', ''],
+    ['headers begun and never finished', 'GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n'],
+    [
+      'a body promised and never sent',
+      'POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\nContent-Length: 10\r\n\r\nabc',
+    ],
+  ])('%s: still refused DEADLINE_EXCEEDED', async (_, text) => {
+    const { answer } = await answeredAfterHeldLoop({ text });
     expect(answer).toMatch(/^HTTP\/1\.1 504 /);
     expect(answer).toContain('"code":"DEADLINE_EXCEEDED"');
   });
