@@ -1,10 +1,10 @@
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ContractError, isContractError } from '../contract/errors.js';
-import { refuseUnlessDaemonWasLate } from './connection-limits.js';
 import { SCHEMA_VERSION } from '../contract/vocabulary.js';
 import { MAX_COMMAND_BYTES } from '../command-handler/plain-json.js';
 import { peekIdentity } from '../command-handler/envelope.js';
+import { refuseUnlessDaemonWasLate } from './connection-limits.js';
 
 /**
  * A refusal as the body of a rejected CommandResponse, so a client reads one shape whether the engine or the

@@ -30,7 +30,13 @@ export class GraphileWorkerSystem implements SystemUnderTest {
     this.pool = new pg.Pool({ connectionString: this.url, max: Math.max(10, settings.concurrency + 2) });
     // An idle client's error (the server going away at the end) must not crash the child; graphile-worker asks for it.
     this.pool.on('error', () => undefined);
-    this.pool.on('connect', (client) => reportCompletions(client, (id) => hooks.completed(keys.get(id) ?? `?${id}`)));
+    this.pool.on('connect', (client) =>
+      reportCompletions(client, (id) => {
+        // Every job's key is learned before its completion is sent; an id not known is none of this run's.
+        const key = keys.get(id);
+        if (key !== undefined) hooks.completed(key);
+      }),
+    );
     this.runner = await run({
       pgPool: this.pool,
       concurrency: settings.concurrency,
