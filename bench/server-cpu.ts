@@ -7,7 +7,7 @@ import type { PostgresCluster } from '../test/support/postgres-cluster.js';
 const TICKS = 100;
 
 /** CPU seconds of a process and the children it reaped, from /proc (clock ticks at 100 Hz). */
-function procCpuSeconds(pid: number, withReaped: boolean): number {
+export function procCpuSeconds(pid: number, withReaped: boolean): number {
   try {
     const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
     const [utime, stime, cutime, cstime] = [11, 12, 13, 14].map((i) => Number(fields[i]));

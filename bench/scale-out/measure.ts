@@ -1,8 +1,9 @@
 // The scale-out measurement: the same burst (`due` definitions due at one instant) worked by one engine process on
 // SQLite, and by 1, 2 and 4 engine processes on one PostgreSQL database, side by side (configurations interleaved
 // each round, so the machine's drift hits all alike). Wall time from the slot to the last occurrence settled, and
-// CPU per occurrence: the engine processes' own CPU plus the PostgreSQL server's. Used by bench/scale-out.ts and
-// by `npm run bench` (its scale-out cells).
+// CPU per occurrence over the same window: the engine processes' own plus the PostgreSQL server's, from /proc. With a
+// warm-up, each engine process first works a burst of its own (warm-up.ts). Used by bench/scale-out.ts and by
+// `npm run bench` (its scale-out cells, cold).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,7 +12,7 @@ import pg from 'pg';
 import { openStore } from '../../src/store/open-store.js';
 import { PostgresStore } from '../../src/store/postgres/index.js';
 import { startCluster, type PostgresCluster } from '../../test/support/postgres-cluster.js';
-import { serverCpuSeconds } from '../server-cpu.js';
+import { procCpuSeconds, serverCpuSeconds } from '../server-cpu.js';
 import { LedgerRuntime } from './ledger-runtime.js';
 import { defineAll, DUE_DAILY_AT_TEN, offsetToSlot } from './setup.js';
 
@@ -24,31 +25,45 @@ export const SCALE_OUT_CONFIGS = [
 type Config = (typeof SCALE_OUT_CONFIGS)[number];
 
 const START_IN_MS = 10_000;
+/** After warming, engines only create their engine: the slot comes this long after the `go` line. */
+const GO_IN_MS = 2_000;
 
 interface EngineProcess {
   child: ChildProcess;
   lines: string[];
+  /** Resolves once the process printed a line starting with `prefix` (at any time, before or after this call). */
+  printed(prefix: string): Promise<void>;
 }
 
-function spawnEngine(env: Record<string, string>, label: string): Promise<EngineProcess> {
+/** Starts an engine process; with `warmUp` it warms first and waits for its `go` line (engine-process.ts). */
+function spawnEngine(env: Record<string, string>, label: string, warmUp: number): EngineProcess {
   const child = spawn(process.execPath, ['--import', 'tsx', 'bench/scale-out/engine-process.ts'], {
-    env: { ...process.env, ...env, COVEN_ENGINE_LABEL: label },
-    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, ...env, COVEN_ENGINE_LABEL: label, COVEN_WARM_UP: String(warmUp) },
+    stdio: [warmUp > 0 ? 'pipe' : 'ignore', 'pipe', 'inherit'],
   });
-  const engine: EngineProcess = { child, lines: [] };
+  const lines: string[] = [];
+  const exited = new Promise<never>((_, failed) =>
+    child.once('exit', (code) => failed(new Error(`engine ${label} exited ${code}`))),
+  );
+  exited.catch(() => undefined);
+  const waiting: Array<() => void> = [];
   let partial = '';
-  return new Promise((ready, failed) => {
-    child.stdout!.on('data', (chunk: Buffer) => {
-      const text = partial + chunk.toString('utf8');
-      const lines = text.split('\n');
-      partial = lines.pop()!;
-      engine.lines.push(...lines);
-      if (process.env.COVEN_BENCH_VERBOSE === '1')
-        for (const line of lines) process.stderr.write(`[${label}] ${line}\n`);
-      if (lines.some((l) => l.startsWith('ready '))) ready(engine);
-    });
-    child.once('exit', (code) => failed(new Error(`engine ${label} exited ${code}`)));
+  child.stdout!.on('data', (chunk: Buffer) => {
+    const text = partial + chunk.toString('utf8');
+    const fresh = text.split('\n');
+    partial = fresh.pop()!;
+    lines.push(...fresh);
+    if (process.env.COVEN_BENCH_VERBOSE === '1') for (const line of fresh) process.stderr.write(`[${label}] ${line}\n`);
+    for (const wake of waiting.splice(0)) wake();
   });
+  const printed = (prefix: string): Promise<void> => {
+    const seen = new Promise<void>((done) => {
+      const check = () => (lines.some((l) => l.startsWith(prefix)) ? done() : waiting.push(check));
+      check();
+    });
+    return Promise.race([seen, exited]);
+  };
+  return { child, lines, printed };
 }
 
 /** Resolves once the engines together report `due` attempts settled (each counted by the engine that won it). */
@@ -64,18 +79,24 @@ function allSettled(engines: EngineProcess[], due: number): Promise<void> {
   });
 }
 
-async function stopAll(engines: EngineProcess[]): Promise<number> {
-  const cpu = await Promise.all(
+async function stopAll(engines: EngineProcess[]): Promise<void> {
+  await Promise.all(
     engines.map(
       (e) =>
-        new Promise<number>((done) => {
-          e.child.once('exit', () => done(Number(e.lines.find((l) => l.startsWith('cpu '))?.slice(4) ?? 0) / 1e6));
+        new Promise<void>((done) => {
+          e.child.once('exit', () => done());
           e.child.kill('SIGTERM');
         }),
     ),
   );
-  return cpu.reduce((a, b) => a + b, 0);
 }
+
+/** The engine processes' CPU so far, from /proc. */
+const enginesCpuSeconds = (engines: EngineProcess[]) =>
+  engines.reduce((sum, e) => sum + procCpuSeconds(e.child.pid!, false), 0);
+
+/** Resolves at `at` (performance.now() time base). */
+const until = (at: number) => new Promise((done) => setTimeout(done, Math.max(0, at - performance.now())));
 
 async function freshDatabase(cluster: PostgresCluster, name: string): Promise<string> {
   const admin = new pg.Client({ connectionString: cluster.url });
@@ -92,7 +113,13 @@ export interface Measured {
   serverCpuS: number;
 }
 
-async function measure(cluster: PostgresCluster, config: Config, round: number, due: number): Promise<Measured> {
+async function measure(
+  cluster: PostgresCluster,
+  config: Config,
+  round: number,
+  due: number,
+  warmUp: number,
+): Promise<Measured> {
   const ledgerUrl = await freshDatabase(cluster, `scale_${round}_${config.store}_${config.engines}`);
   await LedgerRuntime.prepare(ledgerUrl);
   const dir = mkdtempSync(join(tmpdir(), 'coven-scale-'));
@@ -107,17 +134,33 @@ async function measure(cluster: PostgresCluster, config: Config, round: number, 
   );
   await store.close();
   await setupRuntime.close();
-  // The slot arrives START_IN_MS from now on the engines' shared clock: every engine is running by then.
-  const slotAt = performance.now() + START_IN_MS;
-  const offset = offsetToSlot() - 500 - START_IN_MS;
-  const env = { COVEN_STORE: location, COVEN_LEDGER_URL: ledgerUrl, COVEN_CLOCK_OFFSET_MS: String(offset) };
-  const serverBefore = serverCpuSeconds(cluster);
-  const engines = await Promise.all(Array.from({ length: config.engines }, (_, i) => spawnEngine(env, `e${i}`)));
-  if (performance.now() > slotAt) throw new Error(`the engines took longer than ${START_IN_MS} ms to start`);
+  const env = { COVEN_STORE: location, COVEN_LEDGER_URL: ledgerUrl };
+  const labels = Array.from({ length: config.engines }, (_, i) => `e${i}`);
+  let engines: EngineProcess[];
+  let slotAt: number;
+  if (warmUp === 0) {
+    // The slot arrives START_IN_MS from now on the engines' shared clock: every engine is running by then.
+    slotAt = performance.now() + START_IN_MS;
+    const offset = offsetToSlot() - 500 - START_IN_MS;
+    engines = labels.map((label) => spawnEngine({ ...env, COVEN_CLOCK_OFFSET_MS: String(offset) }, label, 0));
+    await Promise.all(engines.map((e) => e.printed('ready ')));
+  } else {
+    engines = labels.map((label) => spawnEngine(env, label, warmUp));
+    await Promise.all(engines.map((e) => e.printed('warmed')));
+    slotAt = performance.now() + GO_IN_MS;
+    const offset = offsetToSlot() - 500 - GO_IN_MS;
+    for (const e of engines) e.child.stdin!.write(`go ${offset}\n`);
+    await Promise.all(engines.map((e) => e.printed('ready ')));
+  }
+  if (performance.now() > slotAt) throw new Error('the engines took too long to start: the slot came first');
+  // CPU is the burst's, from the slot to the last settlement: not loading code, opening stores or idle passes before.
+  await until(slotAt);
+  const [engineBefore, serverBefore] = [enginesCpuSeconds(engines), serverCpuSeconds(cluster)];
   await allSettled(engines, due);
   const wallS = (performance.now() - slotAt) / 1000;
   const serverCpuS = serverCpuSeconds(cluster) - serverBefore;
-  const engineCpuS = await stopAll(engines);
+  const engineCpuS = enginesCpuSeconds(engines) - engineBefore;
+  await stopAll(engines);
   rmSync(dir, { recursive: true, force: true });
   return { wallS, engineCpuS, serverCpuS };
 }
@@ -136,6 +179,8 @@ export type ScaleOutResults = Map<string, Measured[]>;
 export async function measureScaleOut(options: {
   rounds: number;
   due: number;
+  /** Occurrences each engine process works before the measured burst (warm-up.ts); 0: engines start cold. */
+  warmUp?: number;
   log: (line: string) => void;
 }): Promise<ScaleOutResults> {
   const cluster = await startCluster();
@@ -144,7 +189,7 @@ export async function measureScaleOut(options: {
     for (let round = 0; round < options.rounds; round++) {
       const order = SCALE_OUT_CONFIGS.map((_, i) => SCALE_OUT_CONFIGS[(i + round) % SCALE_OUT_CONFIGS.length]!);
       for (const config of order) {
-        const m = await measure(cluster, config, round, options.due);
+        const m = await measure(cluster, config, round, options.due, options.warmUp ?? 0);
         results.get(config.name)!.push(m);
         options.log(`round ${round + 1} ${config.name}: ${m.wallS.toFixed(2)} s`);
       }
