@@ -209,6 +209,8 @@ export const SCALE_OUT_HEADER = [
   'total CPU ms/occ',
   'wall vs SQLite',
   'total CPU vs SQLite',
+  'throughput vs 1 PG engine',
+  'slowest round ÷ median',
 ];
 
 /** The table's rows: median (min–max) over rounds, and each median's ratio to the SQLite engine's. */
@@ -216,8 +218,10 @@ export function scaleOutRows(results: ScaleOutResults, due: number): string[][] 
   const perOcc = (s: number) => (s * 1000) / due;
   const total = (m: Measured) => perOcc(m.engineCpuS + m.serverCpuS);
   const sqlite = results.get(SCALE_OUT_CONFIGS[0]!.name)!;
+  const onePostgres = median(results.get(SCALE_OUT_CONFIGS[1]!.name)!.map((m) => m.wallS));
   return SCALE_OUT_CONFIGS.map((c) => {
     const ms = results.get(c.name)!;
+    const wall = median(ms.map((m) => m.wallS));
     return [
       c.name,
       cell(ms.map((m) => m.wallS)),
@@ -230,6 +234,8 @@ export function scaleOutRows(results: ScaleOutResults, due: number): string[][] 
       cell(ms.map(total)),
       `${(median(ms.map((m) => m.wallS)) / median(sqlite.map((m) => m.wallS))).toFixed(2)}x`,
       `${(median(ms.map(total)) / median(sqlite.map(total))).toFixed(2)}x`,
+      c.store === 'postgres' ? `${(onePostgres / wall).toFixed(2)}x` : '',
+      `${(Math.max(...ms.map((m) => m.wallS)) / wall).toFixed(2)}x`,
     ];
   });
 }
