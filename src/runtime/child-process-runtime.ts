@@ -1,4 +1,3 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { closeSync, createReadStream, existsSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
@@ -18,10 +17,12 @@ import type {
   Runtime,
   SessionLog,
 } from './runtime.js';
+import { launchThread, type LaunchedProcess } from './launch-thread.js';
 import { SessionExitCues } from './session-exit-cues.js';
 import { WRAPPER, claimDecided } from './session-wrapper.js';
 import {
   claimantAlive,
+  closeQuietly,
   createExclusive,
   ensurePrivateDir,
   fenceText,
@@ -151,12 +152,17 @@ export class ChildProcessRuntime implements Runtime {
     const location = workingFolder(this.cwdRoots, request.cwd);
     if ('outcome' in location) return location;
     let exitTemp: string | undefined;
-    let child: ChildProcess;
+    let child: LaunchedProcess;
     try {
       const temp = (exitTemp = exitTempFor(paths));
-      child = this.cwdRoots.pinned(location, (cwd) => this.spawnWrapper(request, paths, temp, cwd));
-      // Heard from the spawn on, so an exit during the claim is not missed.
-      child.once('exit', () => this.exits.cue({ sessionId, attemptId: request.attemptId }));
+      child = await this.cwdRoots.pinnedWhile(location, async (cwd) => {
+        const spawned = this.spawnWrapper(request, paths, temp, cwd);
+        // Heard from the spawn on, so an exit during the claim is not missed.
+        spawned.child.once('exit', () => this.exits.cue({ sessionId, attemptId: request.attemptId }));
+        const failure = await spawned.lent;
+        if (failure !== undefined) throw failure;
+        return spawned.child;
+      });
       await claimDecided(child, this.options.startTimeoutMs ?? 10_000);
     } catch (error) {
       // No shell started (a file could not be made, or the spawn failed): nothing ran.
@@ -182,12 +188,18 @@ export class ChildProcessRuntime implements Runtime {
     return this.priorStart(sessionId, paths)!;
   }
 
-  private spawnWrapper(request: LaunchRequest, paths: SessionPaths, exitTemp: string, cwd: string): ChildProcess {
+  /**
+   * Starts the wrapper from the launch thread; `lent` resolves once the log's descriptor (and the pinned cwd's) the
+   * thread spawns with may close, which it then has.
+   */
+  private spawnWrapper(request: LaunchRequest, paths: SessionPaths, exitTemp: string, cwd: string) {
     const log = openPrivate(paths.log, 'a');
+    let child: LaunchedProcess;
     try {
-      return spawn('/bin/sh', ['-c', WRAPPER], {
+      child = launchThread.spawn({
+        file: '/bin/sh',
+        args: ['-c', WRAPPER],
         cwd,
-        detached: true,
         stdio: ['ignore', log, log, 'pipe'],
         env: childEnvironment(process.env, this.options, {
           COVEN_COMMAND: this.options.command,
@@ -205,9 +217,11 @@ export class ChildProcessRuntime implements Runtime {
           ...(request.model === undefined ? {} : { COVEN_MODEL: request.model }),
         }),
       });
-    } finally {
+    } catch (error) {
       closeSync(log);
+      throw error;
     }
+    return { child, lent: child.attempted.finally(() => closeQuietly(log)) };
   }
 
   /** The launch record (which key and attempt a session belongs to); written once, never rewritten. */

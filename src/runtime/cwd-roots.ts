@@ -136,8 +136,31 @@ export class CwdRoots {
    * ```
    */
   pinned<T>(location: CwdLocation, use: (cwd: string) => T): T {
+    const fd = this.pin(location);
+    try {
+      return use(fd === undefined ? location.path : `/proc/self/fd/${fd}`);
+    } finally {
+      if (fd !== undefined) closeSync(fd);
+    }
+  }
+
+  /**
+   * {@link CwdRoots.pinned} for a `use` that finishes later (a spawn on another thread): the folder stays open
+   * until its promise settles.
+   */
+  async pinnedWhile<T>(location: CwdLocation, use: (cwd: string) => Promise<T>): Promise<T> {
+    const fd = this.pin(location);
+    try {
+      return await use(fd === undefined ? location.path : `/proc/self/fd/${fd}`);
+    } finally {
+      if (fd !== undefined) closeSync(fd);
+    }
+  }
+
+  /** Opens the checked folder and re-checks what was opened; undefined where /proc/self/fd cannot name it. */
+  private pin(location: CwdLocation): number | undefined {
     if (!location.inside) throw new CwdRefusedError(this.refusal(location));
-    if (!PROC_FD) return use(location.path);
+    if (!PROC_FD) return undefined;
     const fd = openSync(location.path, DIRECTORY_FLAGS);
     try {
       const opened = readlinkSync(`/proc/self/fd/${fd}`);
@@ -146,9 +169,10 @@ export class CwdRoots {
           `action.cwd ${JSON.stringify(location.requested)} was checked at ${location.path}, but that now leads ` +
             `to ${opened}, outside the cwd roots (${this.roots.join(', ')})`,
         );
-      return use(`/proc/self/fd/${fd}`);
-    } finally {
+      return fd;
+    } catch (error) {
       closeSync(fd);
+      throw error;
     }
   }
 }

@@ -125,6 +125,15 @@ export function umaskVariable(): { COVEN_UMASK?: string } {
 }
 
 /** Removes files that may already be gone. */
+/** Closes a descriptor of this process's own; a close that fails (already closed) changes nothing for a launch. */
+export function closeQuietly(fd: number): void {
+  try {
+    closeSync(fd);
+  } catch {
+    // already closed
+  }
+}
+
 export function removeQuietly(...paths: string[]): void {
   for (const path of paths) {
     try {

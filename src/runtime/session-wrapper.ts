@@ -1,5 +1,5 @@
-import type { ChildProcess } from 'node:child_process';
 import type { Readable } from 'node:stream';
+import type { LaunchedProcess } from './launch-thread.js';
 
 // Runs as `sh -c`. The start claim is an exclusive create (noclobber) of the start file holding this shell's
 // pid and process start time (/proc/<pid>/stat field 22, so a reused pid is told apart); a shell that loses it
@@ -19,37 +19,27 @@ export const WRAPPER = [
 ].join('\n');
 
 /**
- * Resolves once the wrapper has spawned and closed fd 3 (its start claim is decided); rejects with the spawn's
- * error (nothing ran), or with a plain error when the claim takes longer than `timeoutMs` (outcome unknown).
+ * Resolves once the wrapper, started (its spawn already succeeded), has closed fd 3 (its start claim is decided);
+ * rejects with an error the process reports meanwhile, or with a plain error when the claim takes longer than
+ * `timeoutMs` (outcome unknown).
  */
-export function claimDecided(child: ChildProcess, timeoutMs: number): Promise<void> {
+export function claimDecided(child: LaunchedProcess, timeoutMs: number): Promise<void> {
   return new Promise((resolve, reject) => {
-    const pipe = child.stdio[3] as Readable | null;
-    let spawned = false;
-    let closed = pipe === null;
+    const pipe = child.stdio[3] as Readable;
     const timer = setTimeout(() => {
-      pipe?.destroy();
+      pipe.destroy();
       reject(new Error(`the session wrapper did not claim its start within ${timeoutMs} ms`));
     }, timeoutMs);
-    const settle = () => {
-      if (!spawned || !closed) return;
-      clearTimeout(timer);
-      resolve();
-    };
-    child.once('spawn', () => {
-      spawned = true;
-      settle();
-    });
     child.once('error', (error) => {
       clearTimeout(timer);
-      pipe?.destroy();
+      pipe.destroy();
       reject(error);
     });
-    pipe?.on('data', () => undefined);
-    pipe?.once('error', () => undefined);
-    pipe?.once('close', () => {
-      closed = true;
-      settle();
+    pipe.on('data', () => undefined);
+    pipe.once('error', () => undefined);
+    pipe.once('close', () => {
+      clearTimeout(timer);
+      resolve();
     });
   });
 }

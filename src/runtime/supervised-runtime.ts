@@ -1,4 +1,3 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { hostname } from 'node:os';
 import { dirname, extname, join } from 'node:path';
@@ -19,6 +18,7 @@ import type {
   Runtime,
   SessionLog,
 } from './runtime.js';
+import { launchThread, type LaunchedProcess } from './launch-thread.js';
 import { SessionExitCues } from './session-exit-cues.js';
 import { sessionIdOf } from './session-files.js';
 import type { SupervisorOrders } from './session-supervisor.js';
@@ -66,7 +66,7 @@ function supervisorArgs(): string[] {
 }
 
 /** The supervisor's one line on fd 3 (`started`, or why not), or a rejection when it says nothing in time. */
-function decision(child: ChildProcess, timeoutMs: number): Promise<string> {
+function decision(child: LaunchedProcess, timeoutMs: number): Promise<string> {
   return new Promise((resolve, reject) => {
     const pipe = child.stdio[3] as Readable;
     let text = '';
@@ -150,8 +150,13 @@ export class SupervisedRuntime implements Runtime {
     try {
       // The supervisor starts in the folder the roots pinned (opened and re-checked), and its command inherits it, so
       // a symlink swapped in after the check is never followed.
-      const child = this.cwdRoots.pinned(location, (cwd) => this.spawnSupervisor(request, sessionId, cwd));
-      child.once('exit', () => this.exits.cue({ sessionId, attemptId: request.attemptId }));
+      const child = await this.cwdRoots.pinnedWhile(location, async (cwd) => {
+        const spawned = this.spawnSupervisor(request, sessionId, cwd);
+        spawned.once('exit', () => this.exits.cue({ sessionId, attemptId: request.attemptId }));
+        const failure = await spawned.attempted;
+        if (failure !== undefined) throw failure;
+        return spawned;
+      });
       said = await decision(child, this.options.startTimeoutMs ?? 10_000);
       child.unref();
     } catch (error) {
@@ -168,10 +173,11 @@ export class SupervisedRuntime implements Runtime {
     return this.answerOf(sessionId, await this.evidence.read(sessionId))!;
   }
 
-  private spawnSupervisor(request: LaunchRequest, sessionId: string, cwd: string): ChildProcess {
-    const child = spawn(process.execPath, supervisorArgs(), {
+  private spawnSupervisor(request: LaunchRequest, sessionId: string, cwd: string): LaunchedProcess {
+    const child = launchThread.spawn({
+      file: process.execPath,
+      args: supervisorArgs(),
       cwd,
-      detached: true,
       stdio: ['pipe', 'ignore', 'ignore', 'pipe'],
     });
     const orders: SupervisorOrders = {
