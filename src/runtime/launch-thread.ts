@@ -171,7 +171,7 @@ class ThreadChild extends EventEmitter implements LaunchedProcess {
  * Starts session processes from a thread of its own. `child_process.spawn` returns only once the new process has
  * exec'd (libuv waits on a pipe for the exec to succeed or fail), and under load the new process may wait hundreds
  * of milliseconds to be scheduled: on the engine's thread that wait stopped every request, lease renewal and
- * timer (docs/security.md, "A held loop"). Here only this thread waits. The thread keeps the process alive only
+ * timer (docs/security.md, connection limits). Here only this thread waits. The thread keeps the process alive only
  * while a launch it started has not been let go ({@link LaunchedProcess.unref}), as a child process would.
  */
 export class LaunchThread {
