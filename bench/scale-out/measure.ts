@@ -232,7 +232,7 @@ export function scaleOutRows(results: ScaleOutResults, due: number): string[][] 
       cell(ms.map((m) => perOcc(m.engineCpuS))),
       cell(ms.map((m) => perOcc(m.serverCpuS))),
       cell(ms.map(total)),
-      `${(median(ms.map((m) => m.wallS)) / median(sqlite.map((m) => m.wallS))).toFixed(2)}x`,
+      `${(wall / median(sqlite.map((m) => m.wallS))).toFixed(2)}x`,
       `${(median(ms.map(total)) / median(sqlite.map(total))).toFixed(2)}x`,
       c.store === 'postgres' ? `${(onePostgres / wall).toFixed(2)}x` : '',
       `${(Math.max(...ms.map((m) => m.wallS)) / wall).toFixed(2)}x`,

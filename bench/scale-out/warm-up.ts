@@ -52,17 +52,20 @@ export async function warmUp(options: {
       retention: false,
     });
     let settled = 0;
-    await new Promise<void>((done, failed) => {
-      const limit = setTimeout(() => failed(new Error(`warm-up settled ${settled} of ${count}`)), WARM_UP_LIMIT_MS);
-      engine.start((report) => {
-        settled += report.settled;
-        if (settled >= count) {
-          clearTimeout(limit);
-          done();
-        }
+    try {
+      await new Promise<void>((done, failed) => {
+        const limit = setTimeout(() => failed(new Error(`warm-up settled ${settled} of ${count}`)), WARM_UP_LIMIT_MS);
+        engine.start((report) => {
+          settled += report.settled;
+          if (settled >= count) {
+            clearTimeout(limit);
+            done();
+          }
+        });
       });
-    });
-    await engine.stop();
+    } finally {
+      await engine.stop();
+    }
   } finally {
     await store.close();
     await runtime.close();

@@ -17,7 +17,7 @@ import type {
   Runtime,
   SessionLog,
 } from './runtime.js';
-import { launchThread, type LaunchedProcess } from './launch-thread.js';
+import { launchThread, started, type LaunchedProcess } from './launch-thread.js';
 import { SessionExitCues } from './session-exit-cues.js';
 import { WRAPPER, claimDecided } from './session-wrapper.js';
 import {
@@ -155,13 +155,11 @@ export class ChildProcessRuntime implements Runtime {
     let child: LaunchedProcess;
     try {
       const temp = (exitTemp = exitTempFor(paths));
-      child = await this.cwdRoots.pinnedWhile(location, async (cwd) => {
+      child = await this.cwdRoots.pinnedWhile(location, (cwd) => {
         const spawned = this.spawnWrapper(request, paths, temp, cwd);
         // Heard from the spawn on, so an exit during the claim is not missed.
-        spawned.child.once('exit', () => this.exits.cue({ sessionId, attemptId: request.attemptId }));
-        const failure = await spawned.lent;
-        if (failure !== undefined) throw failure;
-        return spawned.child;
+        spawned.once('exit', () => this.exits.cue({ sessionId, attemptId: request.attemptId }));
+        return started(spawned);
       });
       await claimDecided(child, this.options.startTimeoutMs ?? 10_000);
     } catch (error) {
@@ -188,11 +186,8 @@ export class ChildProcessRuntime implements Runtime {
     return this.priorStart(sessionId, paths)!;
   }
 
-  /**
-   * Starts the wrapper from the launch thread; `lent` resolves once the log's descriptor (and the pinned cwd's) the
-   * thread spawns with may close, which it then has.
-   */
-  private spawnWrapper(request: LaunchRequest, paths: SessionPaths, exitTemp: string, cwd: string) {
+  /** Starts the wrapper from the launch thread; the log's descriptor closes once the thread tried the spawn. */
+  private spawnWrapper(request: LaunchRequest, paths: SessionPaths, exitTemp: string, cwd: string): LaunchedProcess {
     const log = openPrivate(paths.log, 'a');
     let child: LaunchedProcess;
     try {
@@ -221,7 +216,8 @@ export class ChildProcessRuntime implements Runtime {
       closeSync(log);
       throw error;
     }
-    return { child, lent: child.attempted.finally(() => closeQuietly(log)) };
+    void child.attempted.finally(() => closeQuietly(log));
+    return child;
   }
 
   /** The launch record (which key and attempt a session belongs to); written once, never rewritten. */

@@ -40,7 +40,7 @@ type FromThread =
 
 /**
  * The thread's program, CommonJS so the same text runs under tsx, vitest and a built package. It spawns and relays
- * each child's events in order; `spawned` goes out before any fd-3 byte, since a child's pipes are read only on a
+ * each child's events in order; `spawn` goes out before any fd-3 byte, since a child's pipes are read only on a
  * later turn of the thread's loop than the spawn call that made them.
  */
 const THREAD_SOURCE = `
@@ -195,7 +195,7 @@ export class LaunchThread {
     const worker = new Worker(THREAD_SOURCE, { eval: true });
     const thread: Thread = { worker, children: new Map(), holding: 0, online: false };
     worker.once('online', () => (thread.online = true));
-    thread.worker.on('message', (message: FromThread) => {
+    worker.on('message', (message: FromThread) => {
       const child = thread.children.get(message.id);
       if (child === undefined) return;
       child.relay(message);
@@ -205,9 +205,9 @@ export class LaunchThread {
         thread.children.delete(message.id);
       }
     });
-    thread.worker.on('error', (error) => this.lost(thread, error.message));
-    thread.worker.on('exit', () => this.lost(thread, 'it exited'));
-    thread.worker.unref();
+    worker.on('error', (error) => this.lost(thread, error.message));
+    worker.on('exit', () => this.lost(thread, 'it exited'));
+    worker.unref();
     this.thread = thread;
     return thread;
   }
@@ -238,6 +238,13 @@ function release(thread: Thread): void {
   if (thread.holding === 0) return;
   thread.holding -= 1;
   if (thread.holding === 0) thread.worker.unref();
+}
+
+/** `child` once its spawn was tried: itself when it started, else the spawn's error thrown (nothing ran). */
+export async function started<T extends LaunchedProcess>(child: T): Promise<T> {
+  const failure = await child.attempted;
+  if (failure !== undefined) throw failure;
+  return child;
 }
 
 /** This process's launch thread, shared by its runtimes (started with the first launch, idle it holds nothing). */

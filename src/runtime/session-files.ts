@@ -124,7 +124,6 @@ export function umaskVariable(): { COVEN_UMASK?: string } {
   }
 }
 
-/** Removes files that may already be gone. */
 /** Closes a descriptor of this process's own; a close that fails (already closed) changes nothing for a launch. */
 export function closeQuietly(fd: number): void {
   try {
@@ -134,6 +133,7 @@ export function closeQuietly(fd: number): void {
   }
 }
 
+/** Removes files that may already be gone. */
 export function removeQuietly(...paths: string[]): void {
   for (const path of paths) {
     try {

@@ -18,7 +18,7 @@ import type {
   Runtime,
   SessionLog,
 } from './runtime.js';
-import { launchThread, type LaunchedProcess } from './launch-thread.js';
+import { launchThread, started, type LaunchedProcess } from './launch-thread.js';
 import { SessionExitCues } from './session-exit-cues.js';
 import { sessionIdOf } from './session-files.js';
 import type { SupervisorOrders } from './session-supervisor.js';
@@ -150,12 +150,10 @@ export class SupervisedRuntime implements Runtime {
     try {
       // The supervisor starts in the folder the roots pinned (opened and re-checked), and its command inherits it, so
       // a symlink swapped in after the check is never followed.
-      const child = await this.cwdRoots.pinnedWhile(location, async (cwd) => {
+      const child = await this.cwdRoots.pinnedWhile(location, (cwd) => {
         const spawned = this.spawnSupervisor(request, sessionId, cwd);
         spawned.once('exit', () => this.exits.cue({ sessionId, attemptId: request.attemptId }));
-        const failure = await spawned.attempted;
-        if (failure !== undefined) throw failure;
-        return spawned;
+        return started(spawned);
       });
       said = await decision(child, this.options.startTimeoutMs ?? 10_000);
       child.unref();
