@@ -1,5 +1,5 @@
 import { warmEntries, type HeldEntry } from './cold-lines.js';
-import { deepFreeze } from './deep-freeze.js';
+import { deepFreeze, freezeIfPlain } from './deep-freeze.js';
 import { byId, exceptHeld, liveWorkOfRecord } from './live-work.js';
 import { overlaidCounts, overlaidPage, timelineEntryOf } from './timeline.js';
 import { CommittedState, type CommittedChanges, type RecordMeta, type StateLayer } from './layered-state.js';
@@ -209,12 +209,14 @@ export class Overlay implements StateLayer, StoreTransaction {
     if (currentVersion !== options.expectedVersion) {
       throw StoreConflictError.forVersion(kind, id, options.expectedVersion, currentVersion);
     }
+    // Plain data handed over is kept as given, frozen in place; anything else is copied.
+    const kept = options.handOver === true && freezeIfPlain(data);
     const record: StoredRecord<T> = deepFreeze({
       kind,
       id,
       version: (currentVersion ?? 0) + 1,
       terminal: options.terminal ?? false,
-      data: structuredClone(data),
+      data: kept ? data : structuredClone(data),
     });
     this.ownWrites(kind).set(id, record);
     return record;
