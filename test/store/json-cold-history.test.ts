@@ -1,7 +1,9 @@
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, expect, test } from 'vitest';
+import { afterAll, expect, test, vi } from 'vitest';
+import { ColdRecord } from '../../src/store/cold-lines.js';
+import { ColdLineCopier, HistoryFile } from '../../src/store/json/cold-history.js';
 import { JsonFileStore, type JsonFileStoreOptions } from '../../src/store/json/index.js';
 import { dataChecksum, entryHead, recordHead } from '../../src/store/json/snapshot-lines.js';
 import { StoreCorruptError, type Store } from '../../src/store/store.js';
@@ -188,4 +190,39 @@ test('a fold meeting a journal item changed under the store refuses it and leave
   patchInPlace(`${store.file}.journal`, '["attempt","sealed",1,true,', '["attempt","sealeX",1,true,');
   await expect(store.close()).rejects.toBeInstanceOf(StoreCorruptError);
   expect(readFileSync(store.file).equals(snapshotBefore)).toBe(true);
+});
+
+test("a fold takes the journal's bytes off the event loop, before it encodes; it reads none of them synchronously", async () => {
+  const store = await settledStore();
+  const readAhead = vi.spyOn(HistoryFile.prototype, 'readHead');
+  const readInline = vi.spyOn(HistoryFile.prototype, 'readAtMost');
+  try {
+    await store.close();
+    const journal = (calls: ReadonlyArray<{ layout: string }>) => calls.filter((file) => file.layout === 'journal');
+    expect(journal(readAhead.mock.contexts as HistoryFile[])).toHaveLength(1);
+    expect(journal(readInline.mock.contexts as HistoryFile[])).toEqual([]);
+    const reopened = await JsonFileStore.open(store.file);
+    await reopened.read(async (r) =>
+      expect((await r.get('attempt', 'sealed'))?.data).toEqual({ outcome: 'marker-sealed-0' }),
+    );
+    await reopened.close();
+  } finally {
+    readAhead.mockRestore();
+    readInline.mockRestore();
+  }
+});
+
+test('a journal read ahead short of an item is read again whole: the item is copied, not refused', async () => {
+  const file = join(dir, `journal-${counter++}`);
+  const item = '["attempt","sealed",1,true,{"outcome":"x"}]';
+  writeFileSync(file, `header\n${item}\n`);
+  const history = new HistoryFile(file, 'journal');
+  try {
+    const journals = new Map([[history, await history.readHead(4)]]);
+    const cold = new ColdRecord('attempt', 'sealed', 1, history, 7, Buffer.byteLength(item));
+    expect(new ColdLineCopier(journals).bytesOf(cold).toString()).toBe(item);
+    expect(journals.get(history)!.toString()).toBe(`header\n${item}\n`);
+  } finally {
+    history.close();
+  }
 });

@@ -1,4 +1,5 @@
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, read as readCallback, readSync } from 'node:fs';
+import { promisify } from 'node:util';
 import type { AppendPlacements, ColdEntry, ColdFile, ColdRecord, FileCut } from '../cold-lines.js';
 import { deepFreeze } from '../deep-freeze.js';
 import { checksumHolds, dataText, entryHead, recordHead, type EntryHead, type RecordHead } from './snapshot-lines.js';
@@ -61,6 +62,22 @@ export class HistoryFile implements ColdFile {
     return buffer.subarray(0, done);
   }
 
+  /**
+   * Up to `length` bytes from its start, read off the event loop: a fold takes a journal's bytes this way before it
+   * encodes, rather than reading megabytes synchronously in the middle of a piece.
+   */
+  async readHead(length: number): Promise<Buffer> {
+    const buffer = Buffer.allocUnsafe(length);
+    let done = 0;
+    while (done < length) {
+      if (this.fd === undefined) throw new Error(`history file ${this.path} is closed`);
+      const { bytesRead } = await readAsync(this.fd, buffer, done, length - done, done);
+      if (bytesRead === 0) break;
+      done += bytesRead;
+    }
+    return buffer.subarray(0, done);
+  }
+
   /** The file's size now. */
   size(): number {
     if (this.fd === undefined) throw new Error(`history file ${this.path} is closed`);
@@ -80,6 +97,8 @@ export class HistoryFile implements ColdFile {
     this.fd = undefined;
   }
 }
+
+const readAsync = promisify(readCallback);
 
 function parseLine(file: HistoryFile, offset: number, text: string): unknown {
   try {
@@ -210,13 +229,17 @@ const COPY_WINDOW_BYTES = 1_048_576;
 export class ColdLineCopier {
   private readonly windows = new Map<HistoryFile, { start: number; bytes: Buffer }>();
 
-  /** `journals` holds each journal read whole: share it between the copiers of one fold. */
+  /**
+   * `journals` holds each journal read whole: share it between the copiers of one fold. It may come with a journal's
+   * first bytes read ahead ({@link HistoryFile.readHead}); one that ends before an item is read again whole.
+   */
   constructor(private readonly journals: Map<HistoryFile, Buffer>) {}
 
   bytesOf(cold: ColdRecord<HistoryFile> | ColdEntry<HistoryFile>): Buffer {
     if (cold.file.layout === 'journal') {
       let whole = this.journals.get(cold.file);
-      if (whole === undefined) this.journals.set(cold.file, (whole = cold.file.readAtMost(0, cold.file.size())));
+      if (whole === undefined || cold.offset + cold.length > whole.length)
+        this.journals.set(cold.file, (whole = cold.file.readAtMost(0, cold.file.size())));
       if (cold.offset + cold.length > whole.length)
         throw new StoreCorruptError(
           cold.file.path,

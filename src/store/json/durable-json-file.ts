@@ -128,12 +128,13 @@ export class DurableJsonFile implements Adapter<StoreDocument> {
     journalThrough: number,
     journal: JournalIdentity,
     placed: Map<StoredRecord | LogEntry, Placement>,
+    journals?: Map<HistoryFile, Buffer>,
   ): Promise<HistoryFile> {
     let history: HistoryFile | undefined;
     try {
       // Opened on the temp file once it is written: the descriptor follows the file through the rename.
       await this.replace(
-        serializeState(source, journalThrough, journal, placed),
+        serializeState(source, journalThrough, journal, placed, journals),
         () => void (history = new HistoryFile(this.path, 'snapshot', this.tempPath)),
       );
     } catch (error) {

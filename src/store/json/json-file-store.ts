@@ -203,12 +203,9 @@ export class JsonFileStore implements Store {
     // the same generation again, so the journal on disk is never more than one behind the snapshot.
     const next = { storeId: this.storeId, generation: this.journal.generation + 1 };
     const placed = new Map<StoredRecord | LogEntry, Placement>();
-    const history = await this.adapter.writeSnapshotHoldingHistory(
-      this.db.data.committed.pointInTime(),
-      through,
-      next,
-      placed,
-    );
+    const state = this.db.data.committed.pointInTime();
+    const journals = await this.journal.readAcknowledged();
+    const history = await this.adapter.writeSnapshotHoldingHistory(state, through, next, placed, journals);
     this.db.data.committed.adoptHistory(history, placed);
     this.db.data.journalThrough = through;
     this.db.data.journal = next;

@@ -118,6 +118,15 @@ export class Journal {
     return this.bytes;
   }
 
+  /**
+   * Its acknowledged bytes as they are now (through {@link end}), read off the event loop, by the file a fold's
+   * cold journal lines are copied from: the fold reads them before it encodes, not in the middle of a piece.
+   */
+  async readAcknowledged(): Promise<Map<HistoryFile, Buffer>> {
+    const history = this.history;
+    return new Map([[history, await history.readHead(this.bytes)]]);
+  }
+
   /** The generation its header names (0: a journal from before headers). */
   get generation(): number {
     return this.identity?.generation ?? 0;

@@ -22,7 +22,7 @@ import {
  * the write before it finished, so a fold never blocks the event loop for longer than one piece takes to
  * stringify, and no encoded copy of the state outlives its write.
  */
-const WRITE_PIECE_BYTES = 1_048_576;
+const WRITE_PIECE_BYTES = 262_144;
 
 /**
  * The file content for a state, produced lazily as pieces to write in order: a header line, one line per
@@ -32,18 +32,20 @@ const WRITE_PIECE_BYTES = 1_048_576;
  * copied from their file as bytes. With `placed`, the state is to leave what this file holds on disk: every
  * sealed record and log entry written is placed, the cold ones on themselves ({@link ColdRecord.placeNext}),
  * the others in `placed`, by identity. Nothing encoded is kept for the next fold: a cache of encoded lines
- * outgrew the state it encoded (bench/README.md, Store design notes).
+ * outgrew the state it encoded (bench/README.md, Store design notes). `journals` may hold journals' bytes read
+ * ahead (see {@link ColdLineCopier}).
  */
 export function* serializeState(
   state: SnapshotSource<HistoryFile>,
   journalThrough: number,
   journal: JournalIdentity,
   placed?: Map<StoredRecord | LogEntry, Placement>,
+  journals = new Map<HistoryFile, Buffer>(),
 ): Generator<Buffer> {
   let parts: Buffer[] = [];
   let size = 0;
   let written = 0;
-  for (const [text, item] of documentText(state, journalThrough, journal)) {
+  for (const [text, item] of documentText(state, journalThrough, journal, journals)) {
     const bytes = typeof text === 'string' ? Buffer.from(text, 'utf8') : text;
     if (item !== undefined && placed !== undefined) {
       if (item instanceof ColdRecord || item instanceof ColdEntry) item.placeNext(written, bytes.length);
@@ -69,8 +71,8 @@ function* documentText(
   state: SnapshotSource<HistoryFile>,
   journalThrough: number,
   journal: JournalIdentity,
+  journals: Map<HistoryFile, Buffer>,
 ): Generator<[string | Buffer, (HeldRecord<HistoryFile> | HeldEntry<HistoryFile>)?]> {
-  const journals = new Map<HistoryFile, Buffer>();
   const identity = `"storeId":${JSON.stringify(journal.storeId)},"journalGeneration":${journal.generation}`;
   yield [
     `{"format":${JSON.stringify(JSON_STORE_FORMAT)},"formatVersion":${JSON_STORE_FORMAT_VERSION},${identity},` +
