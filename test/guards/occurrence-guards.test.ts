@@ -1,102 +1,21 @@
-import type { TerminalEvidence } from '../../src/guards/common.js';
-import {
-  createOccurrenceContext,
-  occurrenceGuards,
-  type OccurrenceContext,
-  type OccurrenceEvent,
-  type SideEffectFacts,
-} from '../../src/guards/occurrence.js';
+import { occurrenceGuards } from '../../src/guards/occurrence.js';
 import { describeGuards } from './guard-cases.js';
-
-type Args = { context: OccurrenceContext; event: OccurrenceEvent };
-const now = '2026-03-01T09:10:00.000Z';
-const later = '2026-03-01T11:00:00.000Z';
-const planned = createOccurrenceContext({
-  occurrenceId: 'nightly-1',
-  automationId: 'nightly',
-  automationRevision: 2,
-  definitionDigest: 'a'.repeat(64),
-  scheduledFor: '2026-03-01T09:00:00.000Z',
-  retryPolicy: {
-    maxAttempts: 3,
-    backoffPolicy: 'fixed',
-    backoffSeconds: 30,
-    retryableClasses: ['runtime_unavailable'],
-  },
-  perRunMinutes: 60,
-});
-const claimed: OccurrenceContext = {
-  ...planned,
-  fence: { generation: 1, claimedBy: 'scheduler-1', leaseExpiresAt: '2026-03-01T10:00:00.000Z' },
-};
-const heldClaim: OccurrenceContext = { ...claimed, attemptCount: 1, deadlineAt: '2026-03-01T10:00:00.000Z' };
-const running: OccurrenceContext = { ...heldClaim, sessionId: 'session-1', runtimeEvidenceRecorded: true };
-const unheld = (c: OccurrenceContext): OccurrenceContext => ({ ...c, operatorHold: false });
-const ev = (actor: 'scheduler' | 'dispatcher' | 'command_handler', e: Record<string, unknown>) =>
-  ({ actor, now, ...e }) as OccurrenceEvent;
-const evidence = (over: Partial<TerminalEvidence> = {}): TerminalEvidence => ({
-  sessionId: 'session-1',
-  outcome: 'succeeded',
-  exitCode: 0,
-  verified: true,
-  ...over,
-});
-const retry = (over: Record<string, unknown> = {}, context = running): Args => ({
-  context,
-  event: ev('command_handler', {
-    type: 'operator_retry',
-    runId: 'run-1',
-    priorAttemptNumber: 1,
-    priorDisposition: 'failed',
-    latestAttemptTerminal: true,
-    runHeld: true,
-    quarantined: false,
-    stopUnresolved: false,
-    ...over,
-  }),
-});
-const autoRetry = (over: Record<string, unknown> = {}, context = heldClaim): Args => ({
-  context,
-  event: ev('dispatcher', {
-    type: 'automatic_retry',
-    failure: { failureClass: 'runtime_unavailable', preOwnership: true },
-    priorAttemptNumber: 1,
-    priorDisposition: 'failed',
-    notBefore: '2026-03-01T09:10:30.000Z',
-    ...over,
-  }),
-});
-const sideEffects = (over: Partial<SideEffectFacts> = {}): SideEffectFacts => ({
-  launched: true,
-  boundClass: 'local_read',
-  proven: true,
-  ...over,
-});
-const adopt = (over: Record<string, unknown> = {}, context = claimed): Args => ({
-  context,
-  event: ev('dispatcher', {
-    type: 'attempt_adopted',
-    attemptId: 'attempt-1',
-    attemptNumber: 1,
-    adoptionKey: 'automation:run-1:1',
-    fenceGeneration: 1,
-    ...over,
-  }),
-});
-const recoverAttempt = (over: Record<string, unknown> = {}): Args => ({
-  context: { ...running, ambiguousDisposition: true },
-  event: ev('command_handler', {
-    type: 'operator_recovery_attempt',
-    evidenceDetermination: 'retry_with_new_attempt',
-    statement: 'verified nothing was written',
-    attemptId: 'attempt-2',
-    attemptNumber: 2,
-    adoptionKey: 'automation:run-1:2',
-    priorDisposition: 'ambiguous',
-    leaseExpiresAt: '2026-03-01T09:50:00.000Z',
-    ...over,
-  }),
-});
+import {
+  adopt,
+  autoRetry,
+  claimed,
+  ev,
+  evidence,
+  heldClaim,
+  later,
+  now,
+  planned,
+  retry,
+  running,
+  unheld,
+  type Args,
+} from './occurrence-guard-fixtures.js';
+import { recoveryCases } from './occurrence-recovery-cases.js';
 
 describeGuards<Args>('occurrence.v1 guards', occurrenceGuards, {
   misfireDisposesSlot: {
@@ -407,75 +326,5 @@ describeGuards<Args>('occurrence.v1 guards', occurrenceGuards, {
       },
     },
   },
-  noSideEffectsPossible: {
-    pass: { context: claimed, event: ev('scheduler', { type: 'recovery_determined', sideEffects: sideEffects() }) },
-    fail: {
-      'the bound allows writes': {
-        context: claimed,
-        event: ev('scheduler', {
-          type: 'recovery_determined',
-          sideEffects: sideEffects({ boundClass: 'local_write' }),
-        }),
-      },
-      'the bound is not proven': {
-        context: claimed,
-        event: ev('scheduler', { type: 'recovery_determined', sideEffects: sideEffects({ proven: false }) }),
-      },
-    },
-  },
-  sideEffectsNotRuledOut: {
-    pass: {
-      context: claimed,
-      event: ev('scheduler', {
-        type: 'recovery_ambiguous',
-        sideEffects: sideEffects({ boundClass: 'external_mutation' }),
-      }),
-    },
-    fail: {
-      'nothing was launched': {
-        context: claimed,
-        event: ev('scheduler', {
-          type: 'recovery_ambiguous',
-          sideEffects: sideEffects({ launched: false, boundClass: 'external_mutation' }),
-        }),
-      },
-    },
-  },
-  recoverFailedDeterministic: {
-    pass: {
-      context: running,
-      event: ev('command_handler', {
-        type: 'operator_recovery_failed',
-        evidenceDetermination: 'failed_deterministic',
-        statement: 'the job never wrote',
-      }),
-    },
-    fail: {
-      'the determination asks for a retry': {
-        context: running,
-        event: ev('command_handler', {
-          type: 'operator_recovery_failed',
-          evidenceDetermination: 'retry_with_new_attempt',
-          statement: 'x',
-        }),
-      },
-      'there is no statement': {
-        context: running,
-        event: ev('command_handler', {
-          type: 'operator_recovery_failed',
-          evidenceDetermination: 'failed_deterministic',
-          statement: '',
-        }),
-      },
-    },
-  },
-  recoverWithNewAttempt: {
-    pass: recoverAttempt(),
-    fail: {
-      'the prior disposition is not ambiguous': recoverAttempt({ priorDisposition: 'failed' }),
-      'the determination is failed_deterministic': recoverAttempt({ evidenceDetermination: 'failed_deterministic' }),
-      'the deadline passed': recoverAttempt({ now: later, leaseExpiresAt: '2026-03-01T12:00:00.000Z' }),
-      'the attempt number skips': recoverAttempt({ attemptNumber: 3 }),
-    },
-  },
+  ...recoveryCases,
 });
