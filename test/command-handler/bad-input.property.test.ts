@@ -14,13 +14,8 @@ import { MemoryStore } from '../../src/store/memory-store.js';
 import { SqliteStore } from '../../src/store/sqlite/index.js';
 import type { Store } from '../../src/store/store.js';
 import { command, definitionBody } from '../support/commands.js';
-import {
-  buildHostile,
-  certainRefusal,
-  hostileRecipe,
-  validEnvelope,
-  type HostileRecipe,
-} from '../support/hostile-input.js';
+import { buildHostile, certainRefusal } from '../support/hostile-input.js';
+import { hostileRecipe, validEnvelope, type HostileRecipe } from '../support/hostile-recipes.js';
 import { propertyParameters } from '../support/property.js';
 import { jsonStoreBytes, memoryStoreState, sqliteStoreBytes } from '../support/store-bytes.js';
 
