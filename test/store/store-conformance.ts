@@ -161,6 +161,34 @@ export function describeStoreConformance(name: string, harness: StoreHarness): v
       });
     });
 
+    test('data reads back as written, key order, escapes and non-ASCII text kept: a job alone and jobs in a group', async () => {
+      await using(await harness.create(), async (store) => {
+        const data = (n: number) => ({
+          z: n,
+          a: { y: 'quote " back \\ slash', b: ['é', '😀', "it's", 'tab\t line\n'] },
+          m: null,
+        });
+        const job = (n: number) =>
+          store.transact(async (tx) => {
+            const first = await tx.put('run', `r${n}`, data(n), { expectedVersion: null });
+            await tx.put('run', `r${n}`, data(n + 100), { expectedVersion: first.version });
+            await tx.put('outbox', `o${n}`, data(n + 200), { expectedVersion: null });
+            await tx.append(`run/r${n}`, data(n + 300));
+          });
+        await job(0);
+        await Promise.all([1, 2, 3].map(job));
+        await store.read(async (r) => {
+          for (const n of [0, 1, 2, 3]) {
+            expect(JSON.stringify((await r.get('run', `r${n}`))?.data)).toBe(JSON.stringify(data(n + 100)));
+            expect(JSON.stringify((await r.get('outbox', `o${n}`))?.data)).toBe(JSON.stringify(data(n + 200)));
+            expect((await r.readLog(`run/r${n}`)).map((e) => JSON.stringify(e.data))).toEqual([
+              JSON.stringify(data(n + 300)),
+            ]);
+          }
+        });
+      });
+    });
+
     test('many concurrent transactions all commit, each exactly once', async () => {
       await using(await harness.create(), async (store) => {
         await Promise.all(Array.from({ length: 50 }, (_, i) => store.transact((tx) => tx.append('feed/test', { i }))));
