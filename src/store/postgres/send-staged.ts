@@ -11,18 +11,6 @@ interface CommittingConnection {
   executeThenCommit(text: string, values: ReadonlyArray<TypedValue>): Promise<unknown>;
 }
 
-/**
- * JSON texts as one JSON array text: they travel as one `json` value, not as a `json[]`, whose literal form would
- * escape every quote of every record (the driver's array encoding was a twentieth of an engine's CPU in a burst).
- */
-const jsonArrayText = (texts: readonly string[]) => `[${texts.join(',')}]`;
-/** The `json[]` parameter `n` carries as one JSON array text ({@link jsonArrayText}), its elements' text as sent. */
-const jsonElements = (n: number) =>
-  `ARRAY(SELECT value FROM json_array_elements($${n}::json) WITH ORDINALITY AS e(value, at) ORDER BY at)`;
-/** Parameters `from`… as arrays of `types`, each `$k::type[]`; a `json` one travels as {@link jsonElements}. */
-const arrays = (from: number, types: readonly string[]) =>
-  types.map((t, i) => (t === 'json' ? jsonElements(from + i) : `$${from + i}::${t}[]`)).join(', ');
-
 // One statement per kind of write for a whole job, whatever its size: the rows travel as arrays. ON CONFLICT DO
 // NOTHING: a taken id, a uniqueness rule or a taken stream sequence refuses its row without aborting the
 // transaction, and the rows that came back say which were refused.
@@ -31,39 +19,38 @@ const COLUMNS = RECORD_COLUMNS.join(', ');
 const COLUMN_ARRAYS = RECORD_COLUMNS.map((_, i) => `$${i + 6}::text[]`).join(', ');
 const INSERT_RECORDS_SQL =
   `INSERT INTO {s}.records (kind, id, version, terminal, data, ${COLUMNS}) ` +
-  `SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::bool[], ${jsonElements(5)}, ${COLUMN_ARRAYS}) ` +
+  `SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::bool[], $5::json[], ${COLUMN_ARRAYS}) ` +
   'ON CONFLICT DO NOTHING RETURNING kind, id';
 const STORED = `$${RECORD_COLUMNS.length + 6}::int[]`;
 const UPDATE_RECORDS_SQL =
   'UPDATE {s}.records AS r SET version = u.version, terminal = u.terminal, data = u.data, ' +
   `${RECORD_COLUMNS.map((c) => `${c} = u.${c}`).join(', ')} ` +
-  `FROM unnest($1::text[], $2::text[], $3::int[], $4::bool[], ${jsonElements(5)}, ${COLUMN_ARRAYS}, ${STORED}) ` +
+  `FROM unnest($1::text[], $2::text[], $3::int[], $4::bool[], $5::json[], ${COLUMN_ARRAYS}, ${STORED}) ` +
   `AS u (kind, id, version, terminal, data, ${COLUMNS}, stored) ` +
   'WHERE r.kind = u.kind AND r.id = u.id AND r.version = u.stored AND NOT r.terminal RETURNING r.kind, r.id';
 const INSERT_LOG_SQL =
   'INSERT INTO {s}.log (position, stream, sequence, data) ' +
-  `SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], ${jsonElements(4)}) ` +
-  'ON CONFLICT DO NOTHING RETURNING position';
+  'SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::json[]) ON CONFLICT DO NOTHING RETURNING position';
 
-/** The arrays of one statement's record rows: the five every record has (data as one JSON array), then its columns. */
-function recordArrays(writes: StagedWrite[]): unknown[] {
-  const columns: unknown[] = [
+/** The arrays of one statement's record rows: the five every record has, then its columns. */
+function recordArrays(writes: StagedWrite[]): unknown[][] {
+  const columns: unknown[][] = [
     writes.map((w) => w.record.kind),
     writes.map((w) => w.record.id),
     writes.map((w) => w.record.version),
     writes.map((w) => w.record.terminal),
-    jsonArrayText(writes.map((w) => w.text)),
+    writes.map((w) => w.text),
   ];
   const values = writes.map((w) => recordColumns(w.record));
   columns.push(...RECORD_COLUMNS.map((_, i) => values.map((v) => v[i])));
   return columns;
 }
 
-const appendArrays = (appends: StagedAppend[]): unknown[] => [
+const appendArrays = (appends: StagedAppend[]): unknown[][] => [
   appends.map((a) => String(a.position)),
   appends.map((a) => a.stream),
   appends.map((a) => a.sequence),
-  jsonArrayText(appends.map((a) => a.text)),
+  appends.map((a) => a.text),
 ];
 
 /** The first write `rows` (kind and id of each written) leaves out, if any. */
@@ -105,6 +92,7 @@ async function sendStagedAppends(db: Connection, appends: StagedAppend[]): Promi
 // refused insert leaves the updates and appends unsent and a refused update the appends, as sending them one
 // statement after another and stopping at the first refusal does.
 export const N = RECORD_COLUMNS.length + 5;
+const arrays = (from: number, types: readonly string[]) => types.map((t, i) => `$${from + i}::${t}[]`).join(', ');
 export const RECORD_TYPES = ['text', 'text', 'int', 'bool', 'json', ...RECORD_COLUMNS.map(() => 'text')];
 const INSERTS_WANTED = `$${2 * N + 2}`;
 const UPDATES_WANTED = `$${2 * N + 3}`;
@@ -166,7 +154,7 @@ export const COMMITTING_TYPES = [
   'bigint',
   'json',
   'int',
-].map((type, i) => (SCALARS.has(i) || type === 'json' ? type : `${type}[]`));
+].map((type, i) => (SCALARS.has(i) ? type : `${type}[]`));
 
 /** The values of {@link SEND_JOB_SQL}, in its parameters' order. */
 export const jobValues = (inserts: StagedWrite[], updates: StagedWrite[], appends: StagedAppend[]): unknown[] => [
@@ -194,8 +182,8 @@ export async function sendStagedThenCommit(
   const values = [...jobValues(inserts, updates, appends), appends.length];
   // A NUL ends a simple query's text: such a value (which no text column can hold anyway) goes as a parameter,
   // where the server refuses it as it always did.
-  const nul = (v: unknown) => typeof v === 'string' && v.includes('\0');
-  if (values.some((value) => nul(value) || (Array.isArray(value) && value.some(nul)))) return 'unsent';
+  if (values.some((value) => Array.isArray(value) && value.some((v) => typeof v === 'string' && v.includes('\0'))))
+    return 'unsent';
   try {
     await db.executeThenCommit(
       SEND_JOB_COMMITTING_SQL,
