@@ -155,7 +155,7 @@ export class ChildProcessRuntime implements Runtime {
     let child: LaunchedProcess;
     try {
       const temp = (exitTemp = exitTempFor(paths));
-      child = await this.cwdRoots.pinnedWhile(location, (cwd) => {
+      child = await this.cwdRoots.pinned(location, (cwd) => {
         const spawned = this.spawnWrapper(request, paths, temp, cwd);
         // Heard from the spawn on, so an exit during the claim is not missed.
         spawned.once('exit', () => this.exits.cue({ sessionId, attemptId: request.attemptId }));

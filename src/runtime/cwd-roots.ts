@@ -125,30 +125,19 @@ export class CwdRoots {
    * Runs `use` with a name of the folder `location` found that no later change to the path can redirect: the
    * folder is opened, the opened folder's own path (as the kernel reports it) is checked against the roots,
    * and `use` gets `/proc/self/fd/<n>`, which a child's chdir resolves to that very folder (fork keeps the
-   * descriptor until exec). So a symlink swapped into the path between the check and the chdir is refused,
-   * never followed. Without /proc, the checked real path is all there is. Throws {@link CwdRefusedError}, or
-   * the open's own error, before `use` runs.
+   * descriptor until exec). The folder stays open until `use`'s promise settles (a spawn on the launch thread).
+   * So a symlink swapped into the path between the check and the chdir is refused, never followed. Without /proc,
+   * the checked real path is all there is. Rejects with {@link CwdRefusedError}, or the open's own error, before
+   * `use` runs.
    *
    * @example
    * ```ts
    * const location = roots.locate('work');
-   * if (location.inside) roots.pinned(location, (cwd) => spawn('pwd', { cwd }));
+   * const stdio = ['ignore', 'ignore', 'ignore', 'pipe'] as const;
+   * await roots.pinned(location, (cwd) => started(launchThread.spawn({ file: 'pwd', args: [], cwd, stdio })));
    * ```
    */
-  pinned<T>(location: CwdLocation, use: (cwd: string) => T): T {
-    const fd = this.pin(location);
-    try {
-      return use(fd === undefined ? location.path : `/proc/self/fd/${fd}`);
-    } finally {
-      if (fd !== undefined) closeSync(fd);
-    }
-  }
-
-  /**
-   * {@link CwdRoots.pinned} for a `use` that finishes later (a spawn on another thread): the folder stays open
-   * until its promise settles.
-   */
-  async pinnedWhile<T>(location: CwdLocation, use: (cwd: string) => Promise<T>): Promise<T> {
+  async pinned<T>(location: CwdLocation, use: (cwd: string) => Promise<T>): Promise<T> {
     const fd = this.pin(location);
     try {
       return await use(fd === undefined ? location.path : `/proc/self/fd/${fd}`);

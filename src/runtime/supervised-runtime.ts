@@ -150,7 +150,7 @@ export class SupervisedRuntime implements Runtime {
     try {
       // The supervisor starts in the folder the roots pinned (opened and re-checked), and its command inherits it, so
       // a symlink swapped in after the check is never followed.
-      const child = await this.cwdRoots.pinnedWhile(location, (cwd) => {
+      const child = await this.cwdRoots.pinned(location, (cwd) => {
         const spawned = this.spawnSupervisor(request, sessionId, cwd);
         spawned.once('exit', () => this.exits.cue({ sessionId, attemptId: request.attemptId }));
         return started(spawned);

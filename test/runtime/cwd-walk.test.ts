@@ -86,7 +86,7 @@ describe('a cwd is confined where the kernel will walk it', () => {
     expect(await ranIn('swapped')).toEqual({ refused: expect.stringContaining(`resolves to ${outside},`) });
   });
 
-  test('a folder swapped for a symlink after the launch checked it is never entered: the chdir uses what was checked', () => {
+  test('a folder swapped for a symlink after the launch checked it is never entered: the chdir uses what was checked', async () => {
     const roots = new CwdRoots([root]);
     mkdirSync(join(root, 'flip', 'inside'), { recursive: true });
     const location = roots.locate('flip/inside');
@@ -94,12 +94,13 @@ describe('a cwd is confined where the kernel will walk it', () => {
     renameSync(join(root, 'flip'), join(root, 'flip.away'));
     symlinkSync(outside, join(root, 'flip'));
     let used: string | undefined;
-    expect(() => roots.pinned(location, (cwd) => (used = cwd))).toThrow(CwdRefusedError);
-    expect(() => roots.pinned(location, (cwd) => (used = cwd))).toThrow(`now leads to ${join(outside, 'inside')}`);
+    const use = async (cwd: string) => (used = cwd);
+    await expect(roots.pinned(location, use)).rejects.toThrow(CwdRefusedError);
+    await expect(roots.pinned(location, use)).rejects.toThrow(`now leads to ${join(outside, 'inside')}`);
     expect(used).toBeUndefined();
     rmSync(join(root, 'flip'));
     renameSync(join(root, 'flip.away'), join(root, 'flip'));
-    expect(roots.pinned(location, (cwd) => realpathSync(cwd))).toBe(join(root, 'flip', 'inside'));
+    expect(await roots.pinned(location, async (cwd) => realpathSync(cwd))).toBe(join(root, 'flip', 'inside'));
   });
 });
 

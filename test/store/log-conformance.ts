@@ -6,8 +6,17 @@ import {
   StreamSequenceError,
   TerminalRecordError,
   type LogPosition,
+  type Store,
 } from '../../src/store/store.js';
 import { using, type StoreHarness } from './store-harness.js';
+
+/** One commit: `count` entries to occurrence/o, then one holding `data` to `other`; each place noted in `p`. */
+async function appendThen(store: Store, p: Given, count: number, other: string, data: unknown): Promise<void> {
+  await store.transact(async (tx) => {
+    for (let i = 0; i < count; i++) p.note(await tx.append('occurrence/o', { i }));
+    p.note(await tx.append(other, data));
+  });
+}
 
 /** How every Store keeps its streams and its feed: gapless sequences, global positions, trims and retirements. */
 export function describeLogConformance(name: string, harness: StoreHarness): void {
@@ -82,10 +91,7 @@ export function describeLogConformance(name: string, harness: StoreHarness): voi
     test('trimLog drops a stream prefix: the head, later sequences and feed positions carry on', async () => {
       await using(await harness.create(), async (store) => {
         const p = given();
-        await store.transact(async (tx) => {
-          for (let i = 0; i < 4; i++) p.note(await tx.append('occurrence/o', { i }));
-          p.note(await tx.append('automation/a', { i: 'a0' }));
-        });
+        await appendThen(store, p, 4, 'automation/a', { i: 'a0' });
         await expect(store.transact((tx) => tx.trimLog('occurrence/o', 4))).rejects.toBeInstanceOf(LogTrimError);
         // A failed transaction's trim is rolled back with the rest of it.
         await expect(
@@ -123,10 +129,7 @@ export function describeLogConformance(name: string, harness: StoreHarness): voi
     test('retireLog removes a stream whole: it reads as never written, positions never come back', async () => {
       await using(await harness.create(), async (store) => {
         const p = given();
-        await store.transact(async (tx) => {
-          for (let i = 0; i < 3; i++) p.note(await tx.append('occurrence/o', { i }));
-          p.note(await tx.append('run/r', { i: 'r0' }));
-        });
+        await appendThen(store, p, 3, 'run/r', { i: 'r0' });
         // The feed's newest entry stays wherever it is: run/r holds it.
         await expect(store.transact((tx) => tx.retireLog('run/r'))).rejects.toBeInstanceOf(LogRetireError);
         await expect(
@@ -190,10 +193,7 @@ export function describeLogConformance(name: string, harness: StoreHarness): voi
       test('reopening keeps a retired stream retired, and positions past it', async () => {
         const store = await harness.create();
         const p = given();
-        await store.transact(async (tx) => {
-          for (let i = 0; i < 2; i++) p.note(await tx.append('occurrence/o', { i }));
-          p.note(await tx.append('run/r', { i: 'r0' }));
-        });
+        await appendThen(store, p, 2, 'run/r', { i: 'r0' });
         await store.transact(async (tx) => {
           await tx.trimLog('occurrence/o', 1);
           await tx.retireLog('occurrence/o');
