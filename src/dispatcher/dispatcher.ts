@@ -2,7 +2,9 @@ import { busyElsewhere } from '../domain/concurrency.js';
 import { AttemptState, OccurrenceState } from '../../machines/index.js';
 import { updateEntityAttributes } from '../actors/entity-transition.js';
 import { sha256Hex } from '../contract/digest.js';
+import { storeStream } from '../changefeed/event-envelope.js';
 import type { AutomationDefinition } from '../domain/definition-body.js';
+import { DEFINITION_REVISION_KIND, revisionId } from '../domain/definition-records.js';
 import { loadAttempt, loadOccurrence, loadRun } from '../domain/entities.js';
 import { attemptIdFor, attemptKeyFor, runIdFor } from '../domain/ids.js';
 import { createExecutionEntity, moveEntity, type StepContext } from '../domain/lifecycle.js';
@@ -40,6 +42,7 @@ export async function acceptAndDispatch(
   let runId = occurrence.data.attributes.activeRunRef;
   let attemptId: string | undefined;
   if (runId === undefined) {
+    await prefetchAcceptance(step, occurrence);
     runId = runIdFor(occurrenceId);
     attemptId = await acceptRun(step, occurrence, runId);
   } else {
@@ -76,6 +79,19 @@ async function adoptedAttemptOf(step: StepContext, runId: string): Promise<strin
   const attemptId = run.data.attributes.attemptIds.at(-1)!;
   const attempt = await loadAttempt(step.tx, attemptId);
   return stateOf(attempt) === AttemptState.adopted ? attemptId : undefined;
+}
+
+/**
+ * What accepting the occurrence's run reads beyond the occurrence, asked for at once (see
+ * `StoreTransaction.prefetch`): the pinned revision and the head of the occurrence's stream.
+ */
+async function prefetchAcceptance(step: StepContext, occurrence: OccurrenceRecord): Promise<void> {
+  const { automationId, automationRevision } = occurrence.data.attributes;
+  await step.tx.prefetch?.(
+    [[DEFINITION_REVISION_KIND, revisionId(automationId, automationRevision)]],
+    [storeStream({ kind: 'occurrence', id: occurrence.id })],
+    { appending: true },
+  );
 }
 
 /** First dispatch of an occurrence: accepts its run under the current fence and adopts attempt 1. */

@@ -29,11 +29,12 @@ export const DELIVERY_FAILED = 'delivery commit failed';
  * The session of a run that delivers ended: deliver, then settle. The delivery is committed `pending` first, the
  * target is written outside any transaction, and the delivery's outcome commits with the attempt's settlement,
  * so a crash in between leaves a pending record that the next look turns ambiguous, never a silent rewrite.
- * Undefined when the attempt's run delivers nothing (the caller settles it the ordinary way).
+ * For a run whose pin names an output target (see {@link runDelivers}); undefined when the attempt's run turns out to
+ * deliver nothing after all (the caller settles it the ordinary way).
  */
 export async function settleDelivering(
   svc: EngineServices,
-  { attemptId, runId }: { attemptId: string; runId: string },
+  attemptId: string,
   sessionId: string,
   observation: Ended,
 ): Promise<boolean | undefined> {
@@ -42,8 +43,6 @@ export async function settleDelivering(
   if (svc.deliveriesInFlight.has(attemptId)) return false;
   svc.deliveriesInFlight.add(attemptId);
   try {
-    // A read decides first, so the runs that deliver nothing (most) settle in one transaction, as before.
-    if (!(await svc.store.read((r) => runDelivers(r, runId)))) return undefined;
     const plan = await svc.step((step) => planDelivery(svc, step, attemptId, sessionId, observation));
     if (plan.kind === 'ordinary') return undefined;
     if (plan.kind === 'done') return plan.settled;
@@ -55,7 +54,8 @@ export async function settleDelivering(
   }
 }
 
-async function runDelivers(reader: StoreReader, runId: string): Promise<boolean> {
+/** Whether the revision the run pinned names an output target: then it settles through {@link settleDelivering}. */
+export async function runDelivers(reader: StoreReader, runId: string): Promise<boolean> {
   const run = await reader.get<RunRecord['data']>(KINDS.run, runId);
   if (run === undefined) return false;
   const { automationId, automationRevision } = run.data.attributes;

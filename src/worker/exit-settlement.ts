@@ -2,7 +2,8 @@ import { AttemptState, DeliveryState } from '../../machines/index.js';
 import type { ActorServices, ActorSteps } from '../domain/actor-steps.js';
 import { loadAttempt, loadOccurrence, loadRun } from '../domain/entities.js';
 import { moveEntity, type StepContext } from '../domain/lifecycle.js';
-import { attemptContext, stateOf, type AttemptAttributes, type Receipt } from '../domain/records.js';
+import { attemptContext, KINDS, stateOf, type AttemptAttributes, type Receipt } from '../domain/records.js';
+import { storeStream } from '../changefeed/event-envelope.js';
 import { receiptIdFor, recordReceipt } from '../domain/receipts.js';
 import { pinnedOutputTarget } from '../domain/delivery.js';
 import type { TerminalEvidence } from '../guards/common.js';
@@ -25,6 +26,32 @@ export const succeededExit = (o: ExitObservation): boolean =>
 
 /** Occurrence and run state reasons are at most 500 characters. */
 const reasonText = (reason: string) => (reason.length <= 500 ? reason : `${reason.slice(0, 497)}...`);
+
+/** The entities an attempt's settlement reads, by id. */
+export interface SettlementReads {
+  readonly attemptId: string;
+  readonly runId: string;
+  readonly occurrenceId: string;
+}
+
+/**
+ * Asks the store at once for what settling an attempt reads (see `StoreTransaction.prefetch`): the attempt, its run
+ * and occurrence, the run's hold, and the heads of the two streams the settlement appends to. (The revision the run
+ * pinned is named in the run, so it is read after.) A hint only: every read still answers what the store holds.
+ */
+export async function prefetchSettlement(step: StepContext, reads: SettlementReads): Promise<void> {
+  const { attemptId, runId, occurrenceId } = reads;
+  await step.tx.prefetch?.(
+    [
+      [KINDS.attempt, attemptId],
+      [KINDS.run, runId],
+      [KINDS.occurrence, occurrenceId],
+      [KINDS.runHold, runId],
+    ],
+    [storeStream({ kind: 'run', id: runId }), storeStream({ kind: 'occurrence', id: occurrenceId })],
+    { appending: true },
+  );
+}
 
 /**
  * An exited session settles its started attempt, in the caller's transaction: a cancellation the runtime

@@ -5,12 +5,16 @@ import { attemptContext, KINDS, stateOf, type AttemptRecord } from '../domain/re
 import type { EngineServices } from '../domain/services.js';
 import type { Observation } from '../runtime/runtime.js';
 import { openEvidenceStream } from './evidence-stream.js';
-import { settleOnExit } from './exit-settlement.js';
-import { interruptOrphanedDeliveries, settleDelivering } from './delivery.js';
+import { prefetchSettlement, settleOnExit, type SettlementReads } from './exit-settlement.js';
+import { interruptOrphanedDeliveries, runDelivers, settleDelivering } from './delivery.js';
 import { ownerAlive } from '../domain/owner-lease.js';
 import { WorkPartition } from '../domain/work-partition.js';
 import { loadAttempt } from '../domain/entities.js';
 import { canReadEvidence } from '../domain/evidence-access.js';
+
+type Ended = Exclude<Observation, { status: 'running' }>;
+/** A settling step's answer when the run delivers an output: nothing was written, the delivery path settles it. */
+const DELIVERS = 'delivers';
 
 /**
  * The contract's worker: observes every started session and turns runtime evidence into transitions.
@@ -80,23 +84,40 @@ export class Worker {
       }
       return false;
     }
-    const runId = attemptContext(attempt as AttemptRecord).runId;
-    const delivered = await settleDelivering(this.svc, { attemptId, runId }, sessionId, observation);
-    if (delivered !== undefined) {
-      if (delivered) this.lastSeen.delete(attemptId);
-      return delivered;
+    return this.settleEnded(attempt as AttemptRecord, sessionId, observation);
+  }
+
+  /**
+   * Settles an ended session in one transaction that asks for all it reads at once, unless its run delivers an
+   * output: then the delivery path settles it (worker/delivery.ts), and the ordinary way only if that declines.
+   */
+  private async settleEnded(attempt: AttemptRecord, sessionId: string, observation: Ended): Promise<boolean> {
+    const { runId, occurrenceId } = attemptContext(attempt);
+    const reads = { attemptId: attempt.id, runId, occurrenceId };
+    let settled = await this.svc.step((step) => this.settle(step, reads, sessionId, observation, true));
+    if (settled === DELIVERS) {
+      const delivered = await settleDelivering(this.svc, attempt.id, sessionId, observation);
+      // A delivery still being written by another engine leaves the session to be observed again.
+      if (delivered !== undefined) {
+        if (delivered) this.lastSeen.delete(attempt.id);
+        return delivered;
+      }
+      settled = await this.svc.step((step) => this.settle(step, reads, sessionId, observation, false));
     }
-    const settled = await this.svc.step((step) => this.settle(step, attemptId, sessionId, observation));
-    this.lastSeen.delete(attemptId);
-    return settled;
+    this.lastSeen.delete(attempt.id);
+    return settled === true;
   }
 
   private async settle(
     step: StepContext,
-    attemptId: string,
+    reads: SettlementReads,
     sessionId: string,
-    observation: Exclude<Observation, { status: 'running' }>,
-  ): Promise<boolean> {
+    observation: Ended,
+    unlessDelivering: boolean,
+  ): Promise<boolean | typeof DELIVERS> {
+    const { attemptId } = reads;
+    await prefetchSettlement(step, reads);
+    if (unlessDelivering && (await runDelivers(step.tx, reads.runId))) return DELIVERS;
     if (observation.status === 'exited') return settleOnExit(this.svc, step, attemptId, sessionId, observation);
     const attempt = await loadAttempt(step.tx, attemptId);
     const state = stateOf(attempt);

@@ -1,7 +1,7 @@
 import { expect, test } from 'vitest';
 import { harness } from '../support/engine-harness.js';
 import { deliveryOf } from '../../src/domain/delivery.js';
-import { attemptContext, KINDS, type AttemptRecord } from '../../src/domain/records.js';
+import { KINDS, type AttemptRecord } from '../../src/domain/records.js';
 import type { OutputDelivery } from '../../src/runtime/output-delivery.js';
 import type { SimulatedRuntime } from '../../src/runtime/simulated-runtime.js';
 import { settleDelivering } from '../../src/worker/delivery.js';
@@ -41,9 +41,8 @@ test('a cue and a pass observing the same successful exit at once deliver once a
   const observation = await (h.runtime as SimulatedRuntime).observe(sessionId, h.clock.now());
   expect(observation.status).toBe('exited');
   if (observation.status === 'running') return;
-  const ids = { attemptId, runId: attemptContext(record!).runId };
-  const cue = settleDelivering(h.engine.services, ids, sessionId, observation);
-  const pass = settleDelivering(h.engine.services, ids, sessionId, observation);
+  const cue = settleDelivering(h.engine.services, attemptId, sessionId, observation);
+  const pass = settleDelivering(h.engine.services, attemptId, sessionId, observation);
   await delivery.writing;
   delivery.finish();
   await Promise.all([cue, pass]);
