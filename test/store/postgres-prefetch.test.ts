@@ -186,7 +186,8 @@ describePostgres('prefetch on PostgreSQL: many records and stream heads in one s
       for (const id of ['c1', 'c2', 'c3']) await tx.put('plan-cursor', id, { id }, { expectedVersion: null });
     });
     const ids = ['c3', 'missing', 'c1', 'c2'];
-    const statements = vi.spyOn(Connection.prototype, 'run');
+    // Every getMany is one rowsOpening call (which sends it with the BEGIN when one waits, else as a statement).
+    const statements = vi.spyOn(Connection.prototype, 'rowsOpening');
     const outside = await store.read(async (r) =>
       (await r.getMany!<{ id: string }>('plan-cursor', ids)).map((x) => x.id),
     );

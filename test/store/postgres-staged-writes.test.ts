@@ -8,9 +8,25 @@ import { describePostgres, freshDatabase } from '../support/postgres.js';
 async function statementsDuring(body: () => Promise<unknown>): Promise<string[]> {
   const sent: string[] = [];
   const firstWords = (text: string) => sent.push(text.split(' ').slice(0, 3).join(' '));
+  // A statement that carries the transaction's BEGIN goes through rowsOpening, which otherwise calls run.
+  let carrying = 0;
+  const rowsOpening = Connection.prototype.rowsOpening;
+  const spyOpening = vi.spyOn(Connection.prototype, 'rowsOpening').mockImplementation(async function (
+    this: Connection,
+    text,
+    values,
+  ) {
+    firstWords(text);
+    carrying++;
+    try {
+      return await rowsOpening.call(this, text, values);
+    } finally {
+      carrying--;
+    }
+  });
   const run = Connection.prototype.run;
   const spy = vi.spyOn(Connection.prototype, 'run').mockImplementation(function (this: Connection, text, values) {
-    firstWords(text);
+    if (carrying === 0) firstWords(text);
     return run.call(this, text, values);
   });
   const committing = Connection.prototype.executeThenCommit;
@@ -26,6 +42,7 @@ async function statementsDuring(body: () => Promise<unknown>): Promise<string[]>
     await body();
   } finally {
     spy.mockRestore();
+    spyOpening.mockRestore();
     spyCommitting.mockRestore();
   }
   return sent;

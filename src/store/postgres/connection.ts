@@ -24,8 +24,13 @@ export class Connection {
     readonly location: string,
   ) {}
 
-  /** The statement that begins this connection's transaction, while it waits to travel with the first statement. */
+  /**
+   * What waits to travel with the next statement: the transaction's BEGIN before its first statement, or a
+   * savepoint's renewal between a group's jobs (see {@link deferControl}).
+   */
   private opening: string | undefined;
+  /** The transaction's BEGIN was sent: ending it takes a statement. */
+  private begun = false;
   /** The transaction already ended, by a statement that carried its COMMIT or by the ROLLBACK after one failed. */
   private ended = false;
 
@@ -36,12 +41,13 @@ export class Connection {
    */
   openLazily(begin: string): void {
     this.opening = begin;
+    this.begun = false;
     this.ended = false;
   }
 
   /** Whether the transaction's BEGIN still waits for its first statement: nothing was sent in it yet. */
   get unbegun(): boolean {
-    return this.opening !== undefined;
+    return this.opening !== undefined && !this.begun;
   }
 
   async rows<R extends pg.QueryResultRow>(text: string, values: unknown[]): Promise<R[]> {
@@ -124,7 +130,18 @@ export class Connection {
    * statement there is nothing for it to act on, so nothing is sent, not even the transaction's `BEGIN`.
    */
   async control(sql: string): Promise<void> {
+    // Something waiting to travel means nothing was sent since the savepoint it renews (or the BEGIN it follows).
     if (this.opening === undefined && !this.ended) await this.client.query(sql);
+  }
+
+  /**
+   * A control statement that renews the savepoint between jobs (`RELEASE job; SAVEPOINT job`), sent with the next
+   * job's first statement instead of on its own: a round trip saved per job. Nothing to renew while what is
+   * waiting already sets the savepoint (the BEGIN's, or a renewal the last job never needed), and COMMIT or
+   * ROLLBACK with it still waiting drops it, as ending the transaction would release it anyway.
+   */
+  deferControl(sql: string): void {
+    if (this.opening === undefined && this.begun && !this.ended) this.opening = sql;
   }
 
   /**
@@ -132,13 +149,15 @@ export class Connection {
    * ({@link executeThenCommit}), ends without a round trip.
    */
   async end(sql: string): Promise<void> {
-    if (this.takeOpening() === undefined && !this.ended) await this.client.query(sql);
+    this.opening = undefined;
+    if (this.begun && !this.ended) await this.client.query(sql);
     this.ended = true;
   }
 
   private takeOpening(): string | undefined {
     const opening = this.opening;
     this.opening = undefined;
+    if (opening !== undefined) this.begun = true;
     return opening;
   }
 }

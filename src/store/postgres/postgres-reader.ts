@@ -43,19 +43,23 @@ const toEntry = <T>(row: LogRow): LogEntry<T> =>
 export class PostgresReader implements StoreReader {
   constructor(protected readonly db: Connection) {}
 
+  // Record reads are often a transaction's first statement: then its BEGIN travels with them (Connection.rowsOpening).
   async get<T>(kind: string, id: string): Promise<StoredRecord<T> | undefined> {
-    const [row] = await this.db.rows<RecordRow>('SELECT * FROM {s}.records WHERE kind = $1 AND id = $2', [kind, id]);
+    const [row] = await this.db.rowsOpening<RecordRow>('SELECT * FROM {s}.records WHERE kind = $1 AND id = $2', [
+      kind,
+      id,
+    ]);
     return row === undefined ? undefined : toRecord<T>(row);
   }
   async getMany<T>(kind: string, ids: readonly string[]): Promise<Array<StoredRecord<T>>> {
-    const rows = await this.db.rows<RecordRow>(
+    const rows = await this.db.rowsOpening<RecordRow>(
       'SELECT * FROM {s}.records WHERE kind = $1 AND id = ANY($2::text[]) ORDER BY id',
-      [kind, ids],
+      [kind, [...ids]],
     );
     return rows.map((row) => toRecord<T>(row));
   }
   async version(kind: string, id: string): Promise<number | undefined> {
-    const [row] = await this.db.rows<{ version: number }>(
+    const [row] = await this.db.rowsOpening<{ version: number }>(
       'SELECT version FROM {s}.records WHERE kind = $1 AND id = $2',
       [kind, id],
     );

@@ -250,8 +250,8 @@ export class PostgresStore implements Store {
     let tx = new PostgresTransaction(db, this.own, !savepoints);
     const done: Array<[QueuedTransaction, unknown]> = [];
     try {
-      // Each job of several runs under the savepoint `job`. Savepoint statements travel with a neighbour (BEGIN,
-      // the previous job's RELEASE) in one message, and one a failed job rolled back to still stands for the next.
+      // Each job of several runs under the savepoint `job`. Savepoint statements travel with a neighbour (BEGIN, the
+      // next job's first statement) in one message, and one a failed job rolled back to still stands for the next.
       // BEGIN itself waits for the group's first statement and, where it can, travels with it.
       db.openLazily(savepoints ? `${BEGIN}; SAVEPOINT job` : BEGIN);
       for (const [i, job] of batch.entries()) {
@@ -265,7 +265,7 @@ export class PostgresStore implements Store {
         }
         if (result === undefined || result === STALE) continue;
         done.push([job, result.value]);
-        if (savepoints && i < batch.length - 1) await db.control('RELEASE job; SAVEPOINT job');
+        if (savepoints && i < batch.length - 1) db.deferControl('RELEASE job; SAVEPOINT job');
       }
       if (done.length === 0) {
         await db.end('ROLLBACK');
@@ -332,17 +332,18 @@ export class PostgresStore implements Store {
   async read<R>(body: (reader: StoreReader) => Promise<R> | R): Promise<R> {
     if (this.queue.isClosed) throw new StoreClosedError('the store is closed');
     const lease = await this.checkout();
-    const { client } = lease;
+    const db = this.connection(lease.client);
     let broken: unknown;
     try {
-      // One snapshot for the whole body: what it reads is one moment's committed state.
-      await client.query(BEGIN_READ);
-      const result = await body(new PostgresReader(this.connection(client)));
-      await client.query('COMMIT');
+      // One snapshot for the whole body: what it reads is one moment's committed state. The BEGIN travels with the
+      // body's first statement where it can, and a body that sent none ends without a round trip.
+      db.openLazily(BEGIN_READ);
+      const result = await body(new PostgresReader(db));
+      await db.end('COMMIT');
       return result;
     } catch (error) {
       if (isConnectionFailure(error)) broken = error;
-      else await client.query('ROLLBACK').catch(() => undefined);
+      else await db.end('ROLLBACK').catch(() => undefined);
       throw asStoreError(this.file, error);
     } finally {
       lease.release(broken);
