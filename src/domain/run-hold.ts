@@ -13,7 +13,8 @@ const machine = (): AnyStateMachine => machinesInUse()['run-hold'];
 
 /** A run-hold event as a folder sends it: the engine supplies `now`. */
 export type RunHoldSend = RunHoldEvent extends infer E ? (E extends unknown ? Omit<E, 'now'> : never) : never;
-type RunHoldRecord = StoredRecord<EntityRecord<Record<string, never>>>;
+/** A run's hold record, as stored. */
+export type RunHoldRecord = StoredRecord<EntityRecord<Record<string, never>>>;
 
 /**
  * Stores written before the hold had a machine kept it as `held: true` on the occurrence. Such a flag stands
@@ -40,8 +41,13 @@ function inputOf(occurrence: OccurrenceRecord, runId: string): RunHoldInput {
  */
 export async function runHoldState(reader: StoreReader, occurrence: OccurrenceRecord): Promise<RunHoldState> {
   const runId = occurrence.data.attributes.activeRunRef;
-  if (runId === undefined) return RunHoldState.clear;
-  const record = await reader.get<EntityRecord<unknown>>(KINDS.runHold, runId);
+  const record = runId === undefined ? undefined : await reader.get<RunHoldRecord['data']>(KINDS.runHold, runId);
+  return holdStateGiven(occurrence, record);
+}
+
+/** {@link runHoldState} given the hold record of the occurrence's active run as read (undefined: it has none). */
+export function holdStateGiven(occurrence: OccurrenceRecord, record: RunHoldRecord | undefined): RunHoldState {
+  if (occurrence.data.attributes.activeRunRef === undefined) return RunHoldState.clear;
   if (record !== undefined) return record.data.snapshot.value as RunHoldState;
   return legacyHeld(occurrence) ? RunHoldState.held : RunHoldState.clear;
 }

@@ -6,10 +6,10 @@ import { StoreConflictError, StreamSequenceError } from '../store/store.js';
 import { Worker } from '../worker/worker.js';
 import { systemClock } from '../clock/clock.js';
 import { type StepContext } from '../domain/lifecycle.js';
-import { KINDS, stateOf, type OccurrenceRecord } from '../domain/records.js';
+import { stateOf } from '../domain/records.js';
 import { PENDING_LAUNCH } from '../domain/outbox.js';
-import { isRunHeld } from '../domain/run-hold.js';
 import { forEachConcurrently } from '../domain/concurrency.js';
+import { dispatchCandidates } from '../dispatcher/dispatch-candidates.js';
 import { DEFAULT_LEASE_SECONDS, EngineServices, LaunchesInFlight } from '../domain/services.js';
 import { nextWakeAt, OBSERVE_INTERVAL_MS } from './next-wake.js';
 import { registerLiveInstance, renewOwnerLease, RENEWALS_PER_LEASE } from '../domain/owner-lease.js';
@@ -258,16 +258,17 @@ export class Engine {
         partition.mine(w.automationId ?? w.id, w.claimedBy) &&
         !this.releasing.has(w.id),
     );
-    await forEachConcurrently(dispatchable, this.services.passConcurrency, async ({ id }) => {
-      const due = await this.services.store.read(async (r) => {
-        const occurrence = await r.get<OccurrenceRecord['data']>(KINDS.occurrence, id);
-        if (occurrence === undefined) return false;
-        const state = stateOf(occurrence as OccurrenceRecord);
-        if (state !== OccurrenceState.claimed && state !== OccurrenceState.dispatching) return false;
-        return !(await isRunHeld(r, occurrence as OccurrenceRecord));
-      });
-      if (due) await attempt(`occurrence ${id}`, () => this.dispatch(id));
-    });
+    const due = await this.services.store.read((r) =>
+      dispatchCandidates(
+        r,
+        dispatchable.map((w) => w.id),
+      ),
+    );
+    await forEachConcurrently(
+      dispatchable.filter((w) => due.has(w.id)),
+      this.services.passConcurrency,
+      ({ id }) => attempt(`occurrence ${id}`, () => this.dispatch(id)),
+    );
     return outcomes;
   }
 

@@ -9,6 +9,8 @@ import { prefetchSettlement, settleOnExit, type SettlementReads } from './exit-s
 import { interruptOrphanedDeliveries, runDelivers, settleDelivering } from './delivery.js';
 import { ownerAlive } from '../domain/owner-lease.js';
 import { WorkPartition } from '../domain/work-partition.js';
+import { readAhead } from '../domain/read-ahead.js';
+import type { StoredRecord } from '../store/store.js';
 import { loadAttempt } from '../domain/entities.js';
 import { canReadEvidence } from '../domain/evidence-access.js';
 
@@ -35,15 +37,24 @@ export class Worker {
       errors.push(new Error(`worker: pending deliveries: ${(error as Error).message}`, { cause: error }));
     }
     // Each engine observes the sessions it launched, and its share of those whose launcher is gone.
-    const live = await this.svc.store.read(async (r) => {
+    // The attempts are read with the list where the store reads many at once: each observe starts from its record.
+    const { live, ahead } = await this.svc.store.read(async (r) => {
       const share = partition ?? (await WorkPartition.read(this.svc, r));
       const work = await r.liveWork('attempt', { exceptHeldBy: share.others });
-      return work.filter((w) => share.mine(w.id, w.launchedBy));
+      const mine = work.filter((w) => share.mine(w.id, w.launchedBy));
+      return {
+        live: mine,
+        ahead: await readAhead<AttemptRecord['data']>(
+          r,
+          KINDS.attempt,
+          mine.map((w) => w.id),
+        ),
+      };
     });
     let settled = 0;
     await forEachConcurrently(live, this.svc.passConcurrency, async ({ id }) => {
       try {
-        if (await this.observe(id)) settled += 1;
+        if (await this.observe(id, ahead === undefined ? undefined : (ahead.get(id) ?? null))) settled += 1;
       } catch (error) {
         errors.push(new Error(`worker: attempt ${id}: ${(error as Error).message}`, { cause: error }));
       }
@@ -51,11 +62,15 @@ export class Worker {
     return settled;
   }
 
-  /** Observes one attempt's session; returns true when the attempt settled. */
-  async observe(attemptId: string): Promise<boolean> {
-    const attempt = await this.svc.store.read((r) =>
-      r.get<Awaited<ReturnType<typeof loadAttempt>>['data']>(KINDS.attempt, attemptId),
-    );
+  /**
+   * Observes one attempt's session; returns true when the attempt settled. `known` is its record as a pass read it
+   * moments ago (null: absent then); without it, the record is read first.
+   */
+  async observe(attemptId: string, known?: StoredRecord<AttemptRecord['data']> | null): Promise<boolean> {
+    const attempt =
+      known === undefined
+        ? await this.svc.store.read((r) => r.get<AttemptRecord['data']>(KINDS.attempt, attemptId))
+        : (known ?? undefined);
     if (attempt === undefined) return false;
     const state = attempt.data.snapshot.value;
     const sessionId = attempt.data.attributes.workerCorrelation?.sessionId;
