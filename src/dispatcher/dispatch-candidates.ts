@@ -1,5 +1,5 @@
 import { OccurrenceState } from '../../machines/index.js';
-import { readAhead } from '../domain/read-ahead.js';
+import { lookupAhead } from '../domain/read-ahead.js';
 import { KINDS, stateOf, type OccurrenceRecord } from '../domain/records.js';
 import { RunHoldState } from '../../machines/extension-states.js';
 import { holdStateGiven, type RunHoldRecord } from '../domain/run-hold.js';
@@ -11,27 +11,19 @@ import type { StoreReader } from '../store/store.js';
  * only: each is decided again in its own transaction (acceptAndDispatch), which may still find nothing to do.
  */
 export async function dispatchCandidates(reader: StoreReader, ids: readonly string[]): Promise<Set<string>> {
-  const ahead = await readAhead<OccurrenceRecord['data']>(reader, KINDS.occurrence, ids);
+  const occurrenceOf = await lookupAhead<OccurrenceRecord['data']>(reader, KINDS.occurrence, ids);
   const occurrences: OccurrenceRecord[] = [];
   for (const id of ids) {
-    const record =
-      ahead === undefined ? await reader.get<OccurrenceRecord['data']>(KINDS.occurrence, id) : ahead.get(id);
-    if (record === undefined) continue;
-    const state = stateOf(record as OccurrenceRecord);
-    if (state === OccurrenceState.claimed || state === OccurrenceState.dispatching)
-      occurrences.push(record as OccurrenceRecord);
+    const record = (await occurrenceOf(id)) as OccurrenceRecord | undefined;
+    const state = record === undefined ? undefined : stateOf(record);
+    if (state === OccurrenceState.claimed || state === OccurrenceState.dispatching) occurrences.push(record!);
   }
   const runIds = occurrences.flatMap((o) => o.data.attributes.activeRunRef ?? []);
-  const holds = await readAhead<RunHoldRecord['data']>(reader, KINDS.runHold, runIds);
+  const holdOf = await lookupAhead<RunHoldRecord['data']>(reader, KINDS.runHold, runIds);
   const candidates = new Set<string>();
   for (const occurrence of occurrences) {
     const runId = occurrence.data.attributes.activeRunRef;
-    const hold =
-      runId === undefined
-        ? undefined
-        : holds === undefined
-          ? await reader.get<RunHoldRecord['data']>(KINDS.runHold, runId)
-          : holds.get(runId);
+    const hold = runId === undefined ? undefined : await holdOf(runId);
     if (holdStateGiven(occurrence, hold) !== RunHoldState.held) candidates.add(occurrence.id);
   }
   return candidates;

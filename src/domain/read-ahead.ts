@@ -1,6 +1,6 @@
 import type { StoredRecord, StoreReader } from '../store/store.js';
 
-/** How many records one read-ahead statement asks for. */
+/** How many records one read-ahead statement asks for, unless told otherwise. */
 const PAGE = 256;
 
 /**
@@ -17,11 +17,25 @@ export async function readAhead<T>(
   reader: StoreReader,
   kind: string,
   ids: readonly string[],
+  page = PAGE,
 ): Promise<Map<string, StoredRecord<T>> | undefined> {
   if (reader.getMany === undefined) return undefined;
   const found = new Map<string, StoredRecord<T>>();
-  for (let i = 0; i < ids.length; i += PAGE) {
-    for (const record of await reader.getMany<T>(kind, ids.slice(i, i + PAGE))) found.set(record.id, record);
+  for (let i = 0; i < ids.length; i += page) {
+    for (const record of await reader.getMany<T>(kind, ids.slice(i, i + page))) found.set(record.id, record);
   }
   return found;
+}
+
+/**
+ * How a pass over `ids` finds each record of `kind`: from one {@link readAhead} where the store has `getMany`, else
+ * a get each (in the same read).
+ */
+export async function lookupAhead<T>(
+  reader: StoreReader,
+  kind: string,
+  ids: readonly string[],
+): Promise<(id: string) => Promise<StoredRecord<T> | undefined>> {
+  const ahead = await readAhead<T>(reader, kind, ids);
+  return ahead === undefined ? (id) => reader.get<T>(kind, id) : async (id) => ahead.get(id);
 }

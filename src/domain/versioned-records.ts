@@ -1,4 +1,5 @@
 import { forEachPage, type StoredRecord, type StoreReader } from '../store/store.js';
+import { readAhead } from './read-ahead.js';
 
 /** Records read per page when most of them changed (a fresh engine): bounds what one read holds at once. */
 export const REREAD_PAGE = 500;
@@ -57,12 +58,15 @@ export class VersionedRecords<T extends { readonly id: string; readonly version:
   async current(reader: StoreReader): Promise<T[]> {
     const versions = await reader.versions(this.kind);
     const stale = versions.filter((v) => this.known.get(v.id)?.version !== v.version);
-    if (reader.getMany !== undefined) {
-      // One statement per page of moved records, instead of a round trip each (another engine moved them).
-      for (let i = 0; i < stale.length; i += REREAD_PAGE) {
-        const ids = stale.slice(i, i + REREAD_PAGE).map((v) => v.id);
-        for (const record of await reader.getMany<D>(this.kind, ids)) this.known.set(record.id, this.project(record));
-      }
+    // One statement per page of moved records where the store reads many at once (another engine moved them).
+    const ahead = await readAhead<D>(
+      reader,
+      this.kind,
+      stale.map((v) => v.id),
+      REREAD_PAGE,
+    );
+    if (ahead !== undefined) {
+      for (const record of ahead.values()) this.known.set(record.id, this.project(record));
     } else if (stale.length > REREAD_PAGE) {
       // Mostly unknown or moved: pages of whole records cost less than one read per record.
       await forEachPage<D>(reader, this.kind, REREAD_PAGE, (page) => {

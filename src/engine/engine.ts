@@ -258,12 +258,8 @@ export class Engine {
         partition.mine(w.automationId ?? w.id, w.claimedBy) &&
         !this.releasing.has(w.id),
     );
-    const due = await this.services.store.read((r) =>
-      dispatchCandidates(
-        r,
-        dispatchable.map((w) => w.id),
-      ),
-    );
+    const ids = dispatchable.map((w) => w.id);
+    const due = await this.services.store.read((r) => dispatchCandidates(r, ids));
     await forEachConcurrently(
       dispatchable.filter((w) => due.has(w.id)),
       this.services.passConcurrency,

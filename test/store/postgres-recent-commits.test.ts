@@ -1,24 +1,11 @@
 import { afterEach, beforeAll, expect, test, vi } from 'vitest';
 import fc from 'fast-check';
-import pg from 'pg';
 import { propertyParameters } from '../support/property.js';
 import { PostgresStore } from '../../src/store/postgres/index.js';
 import type { StoreTransaction } from '../../src/store/store.js';
-import { describePostgres, freshDatabase } from '../support/postgres.js';
+import { describePostgres, freshDatabase, sentMessages } from '../support/postgres.js';
 
-/**
- * The SQL of every message the stores send while the spy is on, but a statement's one-time PREPARE and the commit
- * announcements (sent after the commit, on the group's connection when nothing listens).
- */
-function messages(): { texts: () => string[] } {
-  const spy = vi.spyOn(pg.Client.prototype, 'query');
-  return {
-    texts: () =>
-      spy.mock.calls
-        .map(([query]) => (typeof query === 'string' ? query : (query as pg.QueryConfig).text))
-        .filter((text) => !text.startsWith('PREPARE') && !text.startsWith('SELECT pg_notify')),
-  };
-}
+const messages = sentMessages;
 
 /** The reads a launch's answer names: a record the adoption wrote, a hold that is usually absent, a stream. */
 const RELYING = {

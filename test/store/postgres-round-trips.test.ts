@@ -1,17 +1,12 @@
 import { afterEach, beforeAll, expect, test, vi } from 'vitest';
-import pg from 'pg';
 import { PostgresStore } from '../../src/store/postgres/index.js';
 import { StoreConflictError, type StoreTransaction } from '../../src/store/store.js';
-import { describePostgres, freshDatabase } from '../support/postgres.js';
+import { describePostgres, freshDatabase, sentMessages } from '../support/postgres.js';
 
-/** Every message the store sends the server but one-time PREPAREs and commit notifications, whitespace folded. */
+/** {@link sentMessages}, whitespace folded. */
 function messages() {
-  const spy = vi.spyOn(pg.Client.prototype, 'query');
-  return () =>
-    spy.mock.calls
-      .map(([query]) => (typeof query === 'string' ? query : (query as pg.QueryConfig).text))
-      .filter((text) => !text.startsWith('PREPARE') && !text.includes('pg_notify'))
-      .map((text) => text.replace(/\s+/g, ' ').trim());
+  const sent = sentMessages();
+  return () => sent.texts().map((text) => text.replace(/\s+/g, ' ').trim());
 }
 
 /** Runs `jobs` in one group with a first job that holds it open until every other job has queued. */

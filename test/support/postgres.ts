@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { describe, inject, test } from 'vitest';
+import { describe, inject, test, vi } from 'vitest';
 import { StoreConflictError, StreamSequenceError } from '../../src/store/store.js';
 
 /** The connection string of database `name` in the run's throwaway cluster (Unix socket, no TCP). */
@@ -53,4 +53,18 @@ export async function untilCommitted<T>(commit: () => Promise<T>, attempts = 200
       if (!lostRace || attempt >= attempts) throw error;
     }
   }
+}
+
+/**
+ * The SQL of every message the stores send while the spy is on, but a statement's one-time PREPARE and the commit
+ * announcements (sent after the commit, on the group's connection when nothing listens).
+ */
+export function sentMessages(): { texts: () => string[] } {
+  const spy = vi.spyOn(pg.Client.prototype, 'query');
+  return {
+    texts: () =>
+      spy.mock.calls
+        .map(([query]) => (typeof query === 'string' ? query : (query as pg.QueryConfig).text))
+        .filter((text) => !text.startsWith('PREPARE') && !text.startsWith('SELECT pg_notify')),
+  };
 }
