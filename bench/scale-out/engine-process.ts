@@ -43,6 +43,7 @@ const store = location.startsWith('postgres')
   ? await PostgresStore.open(location, { schema, applicationName: `coven ${label}` })
   : await openStore(location);
 const runtime = new LedgerRuntime(ledgerUrl, instanceId, location.startsWith('postgres') ? schema : undefined);
+await runtime.connectAll();
 const engine = createEngine({
   store,
   runtimes: [runtime],
