@@ -3,10 +3,11 @@
 // requests in flight, a runtime whose sessions exit at once and cue that exit, on one engine running as a daemon
 // runs it. Prints the makespan (first request → last `succeeded` commit) and the process's CPU over that window,
 // on PostgreSQL its cluster's too. `--profile FILE` writes a CPU profile of that window alone (set-up excluded), for
-// Chrome DevTools or any .cpuprofile reader; `--passes` sums the passes that ran in it.
+// Chrome DevTools or any .cpuprofile reader; `--passes` sums the passes that ran in it; `--waits` (PostgreSQL) counts
+// what the store's backends were doing through it (bench/wait-sampler.ts).
 //
 //   npx tsx bench/burst.ts [--store sqlite|json|postgres] [--jobs 1000] [--concurrency 16] [--groups N] [--profile FILE]
-//     [--passes]
+//     [--passes] [--waits]
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { loadavg } from 'node:os';
@@ -15,6 +16,7 @@ import type { TickReport } from '../src/engine/pass-phases.js';
 import { PostgresStore } from '../src/store/postgres/index.js';
 import { command, definition, ExitingRuntime, pooled, send } from './fixtures.js';
 import { serverCpuSeconds } from './server-cpu.js';
+import { sampleWaits } from './wait-sampler.js';
 import { cellStore, type CellStoreKind } from './slo-store.js';
 
 const option = (name: string, fallback: string) => {
@@ -80,6 +82,8 @@ async function main(): Promise<void> {
     const passes: TickReport[] = [];
     engine.start((report) => passes.push(report));
     const profiler = await startProfiler(option('profile', ''));
+    const stopWaits =
+      cluster !== undefined && process.argv.includes('--waits') ? await sampleWaits(cluster.url) : undefined;
     const began = performance.now();
     const cpuBefore = process.cpuUsage();
     const serverBefore = cluster === undefined ? 0 : serverCpuSeconds(cluster);
@@ -88,6 +92,7 @@ async function main(): Promise<void> {
       if (response.outcome === 'rejected') throw new Error(`run-now ${automationId}: ${response.error!.code}`);
     });
     await done;
+    const waits = await stopWaits?.();
     const makespanS = (performance.now() - began) / 1000;
     const cpu = process.cpuUsage(cpuBefore);
     const serverS = cluster === undefined ? 0 : serverCpuSeconds(cluster) - serverBefore;
@@ -101,6 +106,7 @@ async function main(): Promise<void> {
         `${kind === 'postgres' ? `, server CPU ${serverS.toFixed(2)} s` : ''}, load ${loadavg()[0]!.toFixed(2)}`,
     );
     if (process.argv.includes('--passes')) console.log(passSummary(passes));
+    if (waits !== undefined) console.log(`backend samples: ${waits.map(([c, n]) => `${c} ${n}`).join(', ')}`);
   } finally {
     await where.dispose();
   }
