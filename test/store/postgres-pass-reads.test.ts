@@ -1,8 +1,7 @@
-import { afterEach, beforeAll, expect, test, vi } from 'vitest';
+import { expect, test, vi } from 'vitest';
 import { PostgresReader } from '../../src/store/postgres/postgres-reader.js';
-import { PostgresStore } from '../../src/store/postgres/index.js';
 import { harness } from '../support/engine-harness.js';
-import { describePostgres, freshDatabase } from '../support/postgres.js';
+import { describePostgres, storePerTest } from '../support/postgres.js';
 
 /** The kinds of the records read one by one from the database (not answered by a prefetch) while `during` runs. */
 async function singleReadsDuring(during: () => Promise<unknown>): Promise<string[]> {
@@ -18,18 +17,10 @@ async function singleReadsDuring(during: () => Promise<unknown>): Promise<string
 const ENTITY_KINDS = ['occurrence', 'run', 'attempt', 'run-hold'];
 
 describePostgres("a scheduled occurrence's pass reads on PostgreSQL", (socketDir) => {
-  let url: string;
-  let store: PostgresStore | undefined;
-  beforeAll(async () => {
-    url = await freshDatabase(socketDir, 'pass_reads');
-  });
-  afterEach(async () => {
-    await store?.close();
-  });
+  const stores = storePerTest(socketDir, 'pass_reads');
 
   test('dispatch and settlement read their entities ahead and at once, not one record at a time', async () => {
-    store = await PostgresStore.open(url, { schema: 'pass_reads' });
-    const h = await harness({ store });
+    const h = await harness({ store: await stores.open() });
     h.clock.set('2026-03-02T09:00:00.000Z');
     const dispatching = await singleReadsDuring(() => h.engine.tick());
     expect(h.runtime.launches).toHaveLength(1);

@@ -5,8 +5,6 @@ import { PostgresStore } from '../../src/store/postgres/index.js';
 import type { StoreTransaction } from '../../src/store/store.js';
 import { describePostgres, freshDatabase, sentMessages } from '../support/postgres.js';
 
-const messages = sentMessages;
-
 /** The reads a launch's answer names: a record the adoption wrote, a hold that is usually absent, a stream. */
 const RELYING = {
   keys: [
@@ -57,7 +55,7 @@ describePostgres("a launch's answer reads what its store just committed, and che
   test('alone after its adoption, it sends one message: the checked writes with COMMIT', async () => {
     const store = await openStore('recent_alone');
     await store.transact(adopt);
-    const sent = messages();
+    const sent = sentMessages();
     const runs = { count: 0 };
     const result = await store.transact(answer(runs));
     expect(sent.texts()).toHaveLength(1);
@@ -194,7 +192,7 @@ describePostgres("a launch's answer reads what its store just committed, and che
     release();
     await first;
     await Promise.all(grouped);
-    const sent = messages();
+    const sent = sentMessages();
     const runs = { count: 0 };
     await store.transact(answer(runs));
     expect(runs.count).toBe(1);

@@ -1,9 +1,8 @@
-import { afterEach, beforeAll, expect, test, vi } from 'vitest';
+import { expect, test, vi } from 'vitest';
 import pg from 'pg';
-import { PostgresStore } from '../../src/store/postgres/index.js';
 import { command, expectRejected } from '../support/commands.js';
 import { harness } from '../support/engine-harness.js';
-import { describePostgres, freshDatabase } from '../support/postgres.js';
+import { describePostgres, storePerTest } from '../support/postgres.js';
 
 /** The SQL and values of every statement the store sends while `during` runs. */
 async function sentDuring(during: () => Promise<unknown>): Promise<Array<{ text: string; values: unknown[] }>> {
@@ -21,18 +20,10 @@ async function sentDuring(during: () => Promise<unknown>): Promise<Array<{ text:
 }
 
 describePostgres("a manual run's first reads on PostgreSQL", (socketDir) => {
-  let url: string;
-  let store: PostgresStore | undefined;
-  beforeAll(async () => {
-    url = await freshDatabase(socketDir, 'run_now_reads');
-  });
-  afterEach(async () => {
-    await store?.close();
-  });
+  const stores = storePerTest(socketDir, 'run_now_reads');
 
   test('its overlap check and pinned revision travel with its first statement; overlap is still refused', async () => {
-    store = await PostgresStore.open(url, { schema: 'run_now_reads' });
-    const h = await harness({ store });
+    const h = await harness({ store: await stores.open() });
     // A pass makes the engine know the definition (and so the revision a manual run will pin).
     await h.engine.tick();
     const sent = await sentDuring(() => h.ok(command('occurrence.runNow.v1', { automationId: 'daily' })));
@@ -53,8 +44,7 @@ describePostgres("a manual run's first reads on PostgreSQL", (socketDir) => {
   });
 
   test('an engine that has not seen the definition yet still reads the revision it pins', async () => {
-    store = await PostgresStore.open(url, { schema: 'run_now_reads_cold' });
-    const h = await harness({ store });
+    const h = await harness({ store: await stores.open('run_now_reads_cold') });
     const response = await h.ok(command('occurrence.runNow.v1', { automationId: 'daily' }));
     expect(response.result).toMatchObject({ status: 'claimed' });
     expect(h.runtime.launches).toHaveLength(1);

@@ -1,5 +1,6 @@
 import pg from 'pg';
-import { describe, inject, test, vi } from 'vitest';
+import { afterEach, beforeAll, describe, inject, test, vi } from 'vitest';
+import { PostgresStore } from '../../src/store/postgres/index.js';
 import { StoreConflictError, StreamSequenceError } from '../../src/store/store.js';
 
 /** The connection string of database `name` in the run's throwaway cluster (Unix socket, no TCP). */
@@ -67,4 +68,21 @@ export function sentMessages(): { texts: () => string[] } {
         .map(([query]) => (typeof query === 'string' ? query : (query as pg.QueryConfig).text))
         .filter((text) => !text.startsWith('PREPARE') && !text.startsWith('SELECT pg_notify')),
   };
+}
+
+/**
+ * Inside a describePostgres block: a fresh database named `name` for the block, and `open(schema)` giving a test a
+ * store on that schema in it (`name` unless told), closed after the test.
+ */
+export function storePerTest(socketDir: string, name: string): { open: (schema?: string) => Promise<PostgresStore> } {
+  let url: string;
+  let store: PostgresStore | undefined;
+  beforeAll(async () => {
+    url = await freshDatabase(socketDir, name);
+  });
+  afterEach(async () => {
+    await store?.close();
+    store = undefined;
+  });
+  return { open: async (schema = name) => (store = await PostgresStore.open(url, { schema })) };
 }
