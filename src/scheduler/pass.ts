@@ -1,5 +1,6 @@
 import { DefinitionState, OccurrenceState } from '../../machines/index.js';
 import type { LiveWork, StoreReader, StoreTransaction } from '../store/store.js';
+import { storeStream } from '../changefeed/event-envelope.js';
 import { DEFINITION_KIND } from '../domain/definition-records.js';
 import { KINDS, type OccurrenceRecord } from '../domain/records.js';
 import type { EngineServices } from '../domain/services.js';
@@ -74,13 +75,14 @@ function definitionMoved(work: LiveWork, facts: PassFacts): boolean {
 export const CLAIM_BATCH = 32;
 
 /**
- * A claim batch's occurrences, with what their claims read next (definition, quarantine) fetched for all of them
- * at once where each read is a round trip: two statements for the batch instead of about three per occurrence.
+ * A claim batch's occurrences, with what their claims read next (definition, quarantine) and the heads of the
+ * streams their transitions append to, fetched for all of them at once where each read is a round trip: two
+ * statements for the batch instead of about four per occurrence.
  */
 async function loadBatch(tx: StoreTransaction, ids: readonly string[]): Promise<OccurrenceRecord[]> {
   await tx.prefetch?.(
     ids.map((id) => [KINDS.occurrence, id] as const),
-    [],
+    ids.map((id) => storeStream({ kind: 'occurrence', id })),
     { appending: true },
   );
   const occurrences: OccurrenceRecord[] = [];

@@ -32,11 +32,7 @@ export async function planLatestSlot(
   const definition = plannable.terms;
   const now = new Date(step.now);
   const cursor = await step.tx.get<{ lastSlot: string }>(KINDS.planCursor, automationId);
-  const lowerBound = Math.max(
-    planningBase(plannable, cursor?.data.lastSlot),
-    now.getTime() - PLANNING_LOOKBACK_DAYS * DAY_MS,
-  );
-  const slots = dueSlots(svc, definition, lowerBound, now.getTime());
+  const slots = unplannedDueSlots(svc, plannable, cursor?.data.lastSlot, now.getTime());
   const latest = slots.at(-1);
   if (latest === undefined) return undefined;
   const moved = await step.tx.put(
@@ -118,17 +114,46 @@ function dueSlots(svc: EngineServices, definition: PlanningTerms, after: number,
  * their keys, which this reads too.
  */
 async function slotTaken(step: StepContext, occurrenceId: string, key: string): Promise<boolean> {
-  await step.tx.prefetch?.(
-    [
-      [KINDS.occurrence, occurrenceId],
-      [KINDS.occurrenceKey, key],
-    ],
-    [],
-  );
+  await step.tx.prefetch?.(slotReads(occurrenceId, key), []);
   return (
     (await step.tx.get(KINDS.occurrence, occurrenceId)) !== undefined ||
     (await step.tx.get(KINDS.occurrenceKey, key)) !== undefined
   );
+}
+
+/** The records that say whether a slot is taken (see {@link slotTaken}). */
+const slotReads = (occurrenceId: string, key: string) =>
+  [
+    [KINDS.occurrence, occurrenceId],
+    [KINDS.occurrenceKey, key],
+  ] as const;
+
+/** The due slots (oldest first) a definition has not planned, given its plan cursor's last slot. */
+function unplannedDueSlots(
+  svc: EngineServices,
+  plannable: PlannableDefinition,
+  lastSlot: string | undefined,
+  now: number,
+): Date[] {
+  const lowerBound = Math.max(planningBase(plannable, lastSlot), now - PLANNING_LOOKBACK_DAYS * DAY_MS);
+  return dueSlots(svc, plannable.terms, lowerBound, now);
+}
+
+/**
+ * What planning will read to know whether the slot it plans is taken, as the pass's listing of plan cursors
+ * foresees that slot: asked for with the automation's other planning reads, it costs a store where each read
+ * is a round trip none of its own. A guess only: when the cursor moved since the listing, the slot planned is
+ * another and its reads are asked for then.
+ */
+function foreseenSlotReads(
+  svc: EngineServices,
+  plannable: PlannableDefinition,
+  lastSlot: string | undefined,
+  now: number,
+) {
+  const latest = unplannedDueSlots(svc, plannable, lastSlot, now).at(-1);
+  if (latest === undefined) return [];
+  return slotReads(occurrenceIdFor(plannable.id, latest), occurrenceKeyFor(plannable.id, latest));
 }
 
 /**
@@ -187,11 +212,15 @@ export async function planDueSlots(
     await forEachConcurrently(due, svc.planConcurrency, async (seen) => {
       try {
         const id = await svc.step(async (step) => {
-          // What planning reads of the automation, in one statement where each read is a round trip (the lock below
-          // then knows from it whether the cursor exists).
+          // What planning reads of the automation and of the slot it will plan, and what its feed entry needs, in one
+          // statement where each read is a round trip (the lock below then knows from it whether the cursor exists).
           await step.tx.prefetch?.(
-            PLANNING_READS.map((kind) => [kind, seen.id] as const),
+            [
+              ...PLANNING_READS.map((kind) => [kind, seen.id] as const),
+              ...foreseenSlotReads(svc, seen, cursors.get(seen.id), now),
+            ],
             [],
+            { appending: true },
           );
           // Another engine is planning this automation now: its slot is planned once, by it.
           if (await busyElsewhere(svc, step.tx, KINDS.planCursor, seen.id)) return undefined;

@@ -1,7 +1,7 @@
 import { expect, test, vi } from 'vitest';
 import { PostgresReader } from '../../src/store/postgres/postgres-reader.js';
 import { harness } from '../support/engine-harness.js';
-import { describePostgres, storePerTest } from '../support/postgres.js';
+import { describePostgres, sentMessages, storePerTest } from '../support/postgres.js';
 
 /** The kinds of the records read one by one from the database (not answered by a prefetch) while `during` runs. */
 async function singleReadsDuring(during: () => Promise<unknown>): Promise<string[]> {
@@ -32,6 +32,26 @@ describePostgres("a scheduled occurrence's pass reads on PostgreSQL", (socketDir
     expect(settling.filter((kind) => ENTITY_KINDS.includes(kind))).toEqual([]);
     // What the run pinned is named in the run, so it is read after the prefetch: once.
     expect(settling.filter((kind) => kind === 'definition-revision')).toHaveLength(1);
+    await h.engine.stop();
+  });
+
+  test("planning and the claim ask for the slot's records, stream heads and transaction id with their other reads", async () => {
+    const h = await harness({ store: await stores.open('planning_reads') });
+    h.clock.set('2026-03-02T09:00:00.000Z');
+    const sent = sentMessages();
+    await h.engine.tick();
+    const texts = sent.texts();
+    vi.restoreAllMocks();
+    expect((await h.read.occurrences()).map((o) => o.scheduledFor)).toEqual(['2026-03-02T09:00:00.000Z']);
+    const naming = (kind: string) => texts.filter((text) => text.includes(`'${kind}'`));
+    // The slot's occurrence and key travel with the definition, quarantine and cursor, and so does the transaction
+    // id its feed entry's position needs: no statement of their own.
+    const [slotReads, ...more] = naming('occurrence-key');
+    expect(more).toEqual([]);
+    expect(slotReads).toContain("'plan-cursor'");
+    expect(texts).not.toContain('SELECT pg_current_xact_id()::text AS xid');
+    // The claim batch reads its occurrences' stream heads with the occurrences, not one statement per head.
+    expect(texts.filter((text) => text.startsWith('SELECT MAX(sequence)'))).toEqual([]);
     await h.engine.stop();
   });
 });
