@@ -35,7 +35,7 @@ describePostgres("a scheduled occurrence's pass reads on PostgreSQL", (socketDir
     await h.engine.stop();
   });
 
-  test("planning and the claim ask for the slot's records, stream heads and transaction id with their other reads", async () => {
+  test("a slot's planning, claim and dispatch send its reads, heads, transaction id and BEGIN with other statements", async () => {
     const h = await harness({ store: await stores.open('planning_reads') });
     h.clock.set('2026-03-02T09:00:00.000Z');
     const sent = sentMessages();
@@ -52,6 +52,9 @@ describePostgres("a scheduled occurrence's pass reads on PostgreSQL", (socketDir
     expect(texts).not.toContain('SELECT pg_current_xact_id()::text AS xid');
     // The claim batch reads its occurrences' stream heads with the occurrences, not one statement per head.
     expect(texts.filter((text) => text.startsWith('SELECT MAX(sequence)'))).toEqual([]);
+    // The dispatch's lock on its occurrence is its transaction's first statement: the BEGIN travels with it.
+    const afterBareBegin = texts.filter((_, i) => i > 0 && /^BEGIN [^;]*;[^;]*$/.test(texts[i - 1]!));
+    expect(afterBareBegin.filter((text) => text.endsWith('AND id = $2 FOR UPDATE SKIP LOCKED'))).toEqual([]);
     await h.engine.stop();
   });
 });

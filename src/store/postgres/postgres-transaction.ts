@@ -158,8 +158,9 @@ export class PostgresTransaction extends GroupTransaction implements StoreTransa
     // is refused when this one is sent): it is this engine's already, and asking costs a round trip.
     if (this.created.has(`${kind}\u0000${id}`)) return true;
     await this.flush();
+    // Often a step's first statement (a dispatch's, a settlement's): then its BEGIN travels with it.
     const [row] = await this.guarded(() =>
-      this.db.rows<RecordRow>('SELECT * FROM {s}.records WHERE kind = $1 AND id = $2 FOR UPDATE SKIP LOCKED', [
+      this.db.rowsOpening<RecordRow>('SELECT * FROM {s}.records WHERE kind = $1 AND id = $2 FOR UPDATE SKIP LOCKED', [
         kind,
         id,
       ]),
