@@ -32,7 +32,11 @@ export async function planLatestSlot(
   const definition = plannable.terms;
   const now = new Date(step.now);
   const cursor = await step.tx.get<{ lastSlot: string }>(KINDS.planCursor, automationId);
-  const slots = unplannedDueSlots(svc, plannable, cursor?.data.lastSlot, now.getTime());
+  const lowerBound = Math.max(
+    planningBase(plannable, cursor?.data.lastSlot),
+    now.getTime() - PLANNING_LOOKBACK_DAYS * DAY_MS,
+  );
+  const slots = dueSlots(svc, definition, lowerBound, now.getTime());
   const latest = slots.at(-1);
   if (latest === undefined) return undefined;
   const moved = await step.tx.put(
@@ -128,33 +132,15 @@ const slotReads = (occurrenceId: string, key: string) =>
     [KINDS.occurrenceKey, key],
   ] as const;
 
-/** The due slots (oldest first) a definition has not planned, given its plan cursor's last slot. */
-function unplannedDueSlots(
-  svc: EngineServices,
-  plannable: PlannableDefinition,
-  lastSlot: string | undefined,
-  now: number,
-): Date[] {
-  const lowerBound = Math.max(planningBase(plannable, lastSlot), now - PLANNING_LOOKBACK_DAYS * DAY_MS);
-  return dueSlots(svc, plannable.terms, lowerBound, now);
-}
-
 /**
- * What planning will read to know whether the slot it plans is taken, as the pass's listing of plan cursors
- * foresees that slot: asked for with the automation's other planning reads, it costs a store where each read
- * is a round trip none of its own. A guess only: when the cursor moved since the listing, the slot planned is
- * another and its reads are asked for then.
+ * The records planning reads to know whether the definition's first unplanned slot (epoch ms) is taken: asked for
+ * with the automation's other planning reads, they cost a store where each read is a round trip none of its own.
+ * A guess only: a misfire or a cursor moved since the pass's listing plans another slot, asked for then.
  */
-function foreseenSlotReads(
-  svc: EngineServices,
-  plannable: PlannableDefinition,
-  lastSlot: string | undefined,
-  now: number,
-) {
-  const latest = unplannedDueSlots(svc, plannable, lastSlot, now).at(-1);
-  if (latest === undefined) return [];
-  return slotReads(occurrenceIdFor(plannable.id, latest), occurrenceKeyFor(plannable.id, latest));
-}
+const firstSlotReads = (automationId: string, next: number | null) =>
+  next === null
+    ? []
+    : slotReads(occurrenceIdFor(automationId, new Date(next)), occurrenceKeyFor(automationId, new Date(next)));
 
 /**
  * Slots after this instant (epoch ms) are the definition's to plan: after activation and after the last planned
@@ -203,22 +189,19 @@ export async function planDueSlots(
     // Engines sharing the store each plan their share of the automations (see WorkPartition), and any slot left
     // unplanned past PLAN_STEAL_AFTER_MS: its engine died or is slow, or the engines disagree on who is live.
     const share = partition ?? (await WorkPartition.read(svc, r));
-    const due = (await svc.definitions.current(r)).filter((d) => {
-      if (d.state !== DefinitionState.active) return false;
-      const next = nextUnplannedSlot(svc, d, cursors.get(d.id));
-      if (next !== null && next > now) return false;
-      return share.mine(d.id) || next === null || next <= now - PLAN_STEAL_AFTER_MS;
+    const due = (await svc.definitions.current(r)).flatMap((seen) => {
+      if (seen.state !== DefinitionState.active) return [];
+      const next = nextUnplannedSlot(svc, seen, cursors.get(seen.id));
+      if (next !== null && next > now) return [];
+      return share.mine(seen.id) || next === null || next <= now - PLAN_STEAL_AFTER_MS ? [{ seen, next }] : [];
     });
-    await forEachConcurrently(due, svc.planConcurrency, async (seen) => {
+    await forEachConcurrently(due, svc.planConcurrency, async ({ seen, next }) => {
       try {
         const id = await svc.step(async (step) => {
-          // What planning reads of the automation and of the slot it will plan, and what its feed entry needs, in one
-          // statement where each read is a round trip (the lock below then knows from it whether the cursor exists).
+          // What planning reads of the automation and of the slot it will likely plan, and what its feed entry needs,
+          // in one statement where each read is a round trip (the lock below then knows from it if the cursor exists).
           await step.tx.prefetch?.(
-            [
-              ...PLANNING_READS.map((kind) => [kind, seen.id] as const),
-              ...foreseenSlotReads(svc, seen, cursors.get(seen.id), now),
-            ],
+            [...PLANNING_READS.map((kind) => [kind, seen.id] as const), ...firstSlotReads(seen.id, next)],
             [],
             { appending: true },
           );
