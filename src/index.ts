@@ -133,6 +133,7 @@ export { CHILD_ENV_ALLOWLIST } from './runtime/child-env.js';
 // Changefeed
 export { Changefeed, type ReadPage } from './changefeed/changefeed.js';
 export { StreamReducer } from './changefeed/reducer.js';
+export { readEventFeed, readEventLog } from './changefeed/stored-event.js';
 export type { EventEnvelope, EventKind, StreamRef } from './changefeed/event-envelope.js';
 
 // Machines, single entities, the contract

@@ -2,7 +2,8 @@ import { sha256Hex } from '../contract/digest.js';
 import { ContractError } from '../contract/errors.js';
 import type { Clock } from '../clock/clock.js';
 import type { LogEntry, Store, StoreReader, StoreTransaction } from '../store/store.js';
-import { envelopeOf, readStoreId, storeStream, type EventEnvelope, type StreamRef } from './event-envelope.js';
+import { readStoreId, storeStream, type EventEnvelope, type StreamRef } from './event-envelope.js';
+import { envelopeOf, recordedAtOf } from './stored-event.js';
 
 /** Checkpoints expire a day after issue, as upstream's do; a later resume gets CURSOR_EXPIRED. */
 export const CHECKPOINT_TTL_MS = 24 * 60 * 60 * 1000;
@@ -127,7 +128,7 @@ export class Changefeed {
       return {
         stream,
         after,
-        events: entries.map(envelopeOf),
+        events: entries.map((entry) => envelopeOf(entry, storeId)),
         positions: entries.map((entry) => entry.position),
         nextAfter,
         checkpoint: this.issue(storeId, stream, nextAfter, expiresAt),
@@ -150,10 +151,9 @@ export class Changefeed {
     options: { after?: number; checkpoint?: string; signal?: AbortSignal } = {},
   ): AsyncGenerator<EventEnvelope> {
     let after: number | null = options.after !== undefined && options.after >= 0 ? options.after : null;
-    if (options.checkpoint !== undefined) {
-      const storeId = (await this.store.read(readStoreId)) ?? 'empty';
-      after = this.resume(options.checkpoint, stream, storeId);
-    }
+    // An event read before the store has an id (nothing was ever appended) cannot exist: read again once it has one.
+    let storeId = await this.store.read(readStoreId);
+    if (options.checkpoint !== undefined) after = this.resume(options.checkpoint, stream, storeId ?? 'empty');
     const signal = options.signal;
     const aborted = () => signal?.aborted === true;
     while (!aborted()) {
@@ -164,10 +164,13 @@ export class Changefeed {
       const onAbort = () => wake();
       signal?.addEventListener('abort', onAbort, { once: true });
       try {
-        const entries = await this.store.read((reader) => entriesAfter(reader, stream, after, DEFAULT_PAGE));
+        const entries = await this.store.read(async (reader) => {
+          storeId ??= await readStoreId(reader);
+          return entriesAfter(reader, stream, after, DEFAULT_PAGE);
+        });
         for (const entry of entries) {
           after = cursorOf(stream, entry);
-          yield envelopeOf(entry);
+          yield envelopeOf(entry, storeId ?? 'empty');
           if (aborted()) return;
         }
         if (entries.length === 0) await committed;
@@ -228,7 +231,7 @@ export class Changefeed {
     for (;;) {
       const page = await entriesAfter(reader, stream, after, 1000);
       for (const entry of page) {
-        if (Date.parse(envelopeOf(entry).recordedAt) >= at) return after;
+        if (Date.parse(recordedAtOf(entry)) >= at) return after;
         after = cursorOf(stream, entry);
       }
       if (page.length < 1000) return after;

@@ -1,4 +1,5 @@
-import { storeStream, type EventEnvelope, type StreamRef } from './event-envelope.js';
+import type { StreamRef } from './event-envelope.js';
+import { readEventLog } from './stored-event.js';
 import type { StoreReader } from '../store/store.js';
 
 /**
@@ -9,7 +10,7 @@ export async function compactedEntity(
   reader: StoreReader,
   stream: StreamRef,
 ): Promise<{ compactedAt: string; finalState: Record<string, unknown> } | undefined> {
-  const first = (await reader.readLog<EventEnvelope>(storeStream(stream), { limit: 1 }))[0]?.data;
+  const first = (await readEventLog(reader, stream, { limit: 1 }))[0]?.data;
   if (first?.kind !== 'feed.snapshot' || first.payload.reason !== 'retention_compaction') return undefined;
   return { compactedAt: first.recordedAt, finalState: first.payload.state as Record<string, unknown> };
 }

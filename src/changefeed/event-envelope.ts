@@ -1,8 +1,7 @@
 import { sha256Hex } from '../contract/digest.js';
 import type { Digest } from '../contract/digest.js';
-import { redactPublished, redactText } from '../contract/redaction.js';
-import { SCHEMA_VERSION } from '../contract/vocabulary.js';
-import type { LogEntry, StoreReader, StoreTransaction } from '../store/store.js';
+import type { SCHEMA_VERSION } from '../contract/vocabulary.js';
+import type { StoreReader, StoreTransaction } from '../store/store.js';
 
 export type StreamKind = 'automation' | 'occurrence' | 'run' | 'feed';
 
@@ -99,48 +98,6 @@ export interface ChangefeedContext {
  */
 export function eventIdFor(storeId: string, stream: StreamRef, sequence: number): string {
   return `evt${sha256Hex(`${storeId}\u0000${storeStream(stream)}\u0000${sequence}`).slice(0, 32)}`;
-}
-
-/** Appends one event envelope inside `tx`, as a compare-and-set on the stream head. */
-export async function appendEvent(
-  tx: StoreTransaction,
-  context: ChangefeedContext,
-  event: NewEvent,
-): Promise<EventEnvelope> {
-  const key = storeStream(event.stream);
-  const sequence = event.newStream === true ? 0 : await tx.head(key);
-  const envelope: EventEnvelope = {
-    schemaVersion: SCHEMA_VERSION,
-    eventId: eventIdFor(context.storeId, event.stream, sequence),
-    stream: event.stream,
-    sequence,
-    recordedAt: context.now,
-    observedAt: event.observedAt ?? context.now,
-    producer: context.producer,
-    ...(event.adoptionKey === undefined && event.correlationId === undefined
-      ? {}
-      : {
-          causation: {
-            ...(event.adoptionKey === undefined ? {} : { adoptionKey: event.adoptionKey }),
-            ...(event.correlationId === undefined ? {} : { correlationId: event.correlationId }),
-          },
-        }),
-    ...(event.automationId === undefined ? {} : { automationId: event.automationId }),
-    ...(event.occurrenceId === undefined ? {} : { occurrenceId: event.occurrenceId }),
-    ...(event.runId === undefined ? {} : { runId: event.runId }),
-    ...(event.attemptId === undefined ? {} : { attemptId: event.attemptId }),
-    kind: event.kind,
-    // Published as is to every reader: no prompt text, absolute path or credential may ride along.
-    summary: redactText(event.summary).slice(0, 300),
-    payload: redactPublished(event.payload),
-    privacy: { classification: 'operational', retention: { classification: 'standard' } },
-  };
-  await tx.append(key, envelope, sequence);
-  return envelope;
-}
-
-export function envelopeOf(entry: LogEntry): EventEnvelope {
-  return entry.data as EventEnvelope;
 }
 
 const STORE_META_KIND = 'meta';

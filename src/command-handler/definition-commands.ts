@@ -1,7 +1,8 @@
 import { machinesInUse } from '../domain/machine-set.js';
 import { DefinitionState } from '../../machines/index.js';
 import { createEntity, type EntityRecord } from '../actors/entity-transition.js';
-import { appendEvent, type EventKind } from '../changefeed/event-envelope.js';
+import { appendEvent } from '../changefeed/append-event.js';
+import type { EventKind } from '../changefeed/event-envelope.js';
 import { ContractError } from '../contract/errors.js';
 import { pureInitialTransition } from '../actors/pure-transition.js';
 import type { StoreTransaction } from '../store/store.js';

@@ -2,7 +2,7 @@ import { machinesInUse } from '../domain/machine-set.js';
 import { AUTHORITY_EXTENSION, checkBinding } from '../domain/authority.js';
 import { DefinitionState } from '../../machines/index.js';
 import { createEntity, type EntityRecord } from '../actors/entity-transition.js';
-import { appendEvent } from '../changefeed/event-envelope.js';
+import { appendEvent } from '../changefeed/append-event.js';
 import { integrityOf } from '../contract/digest.js';
 import { ContractError, isContractError, type ErrorCode } from '../contract/errors.js';
 import type { CommandContext, CommandOutcome } from './context.js';

@@ -1,5 +1,5 @@
-import type { EventEnvelope } from '../changefeed/event-envelope.js';
-import { storeStream } from '../changefeed/event-envelope.js';
+import { storeStream, type EventEnvelope, type StreamRef } from '../changefeed/event-envelope.js';
+import { readEventLog } from '../changefeed/stored-event.js';
 import { ContractError } from '../contract/errors.js';
 import { runIdFor } from '../domain/ids.js';
 import { KINDS, occurrenceContext, type OccurrenceRecord } from '../domain/records.js';
@@ -56,12 +56,12 @@ export async function occurrenceHistory(
   payload: { occurrenceId: string; limit?: number },
 ): Promise<Record<string, unknown>> {
   const limit = payload.limit ?? DEFAULT_LIMIT;
-  const streams = [
-    storeStream({ kind: 'occurrence', id: payload.occurrenceId }),
-    ...(await runIdsOf(reader, payload.occurrenceId)).map((id) => storeStream({ kind: 'run', id })),
+  const streams: StreamRef[] = [
+    { kind: 'occurrence', id: payload.occurrenceId },
+    ...(await runIdsOf(reader, payload.occurrenceId)).map((id) => ({ kind: 'run' as const, id })),
   ];
   const entries: Array<LogEntry<EventEnvelope>> = [];
-  for (const stream of streams) entries.push(...(await reader.readLog<EventEnvelope>(stream)));
+  for (const stream of streams) entries.push(...(await readEventLog(reader, stream)));
   if (entries.length === 0)
     throw new ContractError('NOT_FOUND', `no occurrence with id ${payload.occurrenceId}`, {
       kind: 'occurrence',

@@ -1,5 +1,6 @@
 import type { Changefeed } from '../changefeed/changefeed.js';
-import { storeStream, type EventEnvelope, type StreamRef } from '../changefeed/event-envelope.js';
+import type { EventEnvelope, StreamRef } from '../changefeed/event-envelope.js';
+import { readEventFeed, readEventLog } from '../changefeed/stored-event.js';
 import type { LogEntry, Store } from '../store/store.js';
 
 /** One changefeed entry with the cursor `--after` takes: the global position on the feed, else the sequence. */
@@ -22,11 +23,11 @@ export function parseStream(text: string): StreamRef {
   return { kind: kind as StreamRef['kind'], id: rest.join('/') };
 }
 
-function entriesAfter(store: Store, stream: StreamRef, after: number): Promise<LogEntry[]> {
+function entriesAfter(store: Store, stream: StreamRef, after: number): Promise<Array<LogEntry<EventEnvelope>>> {
   return store.read((reader) =>
     stream.kind === 'feed'
-      ? reader.readFeed({ after, limit: PAGE })
-      : reader.readLog(storeStream(stream), { after, limit: PAGE }),
+      ? readEventFeed(reader, { after, limit: PAGE })
+      : readEventLog(reader, stream, { after, limit: PAGE }),
   );
 }
 
@@ -62,7 +63,7 @@ export async function* follow(
       const entries = await entriesAfter(store, stream, after);
       for (const entry of entries) {
         after = stream.kind === 'feed' ? entry.position : entry.sequence;
-        yield { position: after, feedPosition: entry.position, event: entry.data as EventEnvelope };
+        yield { position: after, feedPosition: entry.position, event: entry.data };
         if (aborted()) return;
       }
       if (entries.length === 0) await committed;

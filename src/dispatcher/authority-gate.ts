@@ -1,5 +1,5 @@
 import { OccurrenceState, RunState } from '../../machines/index.js';
-import { appendEvent } from '../changefeed/event-envelope.js';
+import { appendEvent } from '../changefeed/append-event.js';
 import {
   AUTHORITY_KINDS,
   AUTHORITY_REFUSAL_PREFIX,

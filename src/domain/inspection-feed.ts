@@ -1,4 +1,5 @@
 import type { EventEnvelope } from '../changefeed/event-envelope.js';
+import { readEventFeed } from '../changefeed/stored-event.js';
 import { StoreClosedError, type Store } from '../store/store.js';
 import { InspectionMirror, type InspectionSink, type InspectionStats } from './inspection.js';
 
@@ -101,7 +102,7 @@ export class InspectionFeed {
   private async drain(): Promise<boolean> {
     let entries: Array<{ position: number; data: EventEnvelope }>;
     try {
-      entries = await this.store.read((r) => r.readFeed<EventEnvelope>({ after: this.position, limit: PAGE }));
+      entries = await this.store.read((r) => readEventFeed(r, { after: this.position, limit: PAGE }));
     } catch (error) {
       if (error instanceof StoreClosedError) this.stopped = true;
       else this.options.onError?.(error as Error);

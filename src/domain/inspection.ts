@@ -168,7 +168,7 @@ interface Seen {
  * @example
  * ```ts
  * const mirror = new InspectionMirror(createInspector({ send: (e) => socket.send(JSON.stringify(e)) }));
- * for (const entry of await store.read((r) => r.readFeed<EventEnvelope>())) mirror.apply(entry.data, entry.position);
+ * for (const entry of await store.read((r) => readEventFeed(r))) mirror.apply(entry.data, entry.position);
  * ```
  */
 export class InspectionMirror {

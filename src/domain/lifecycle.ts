@@ -5,12 +5,8 @@ import {
   type EntityRecord,
   type EntityTransition,
 } from '../actors/entity-transition.js';
-import {
-  appendEvent,
-  type ChangefeedContext,
-  type EventEnvelope,
-  type StreamRef,
-} from '../changefeed/event-envelope.js';
+import { appendEvent, type AppendedEvent } from '../changefeed/append-event.js';
+import type { ChangefeedContext, StreamRef } from '../changefeed/event-envelope.js';
 import type { ContractActor } from '../contract/vocabulary.js';
 import type { StoredRecord, StoreReader, StoreTransaction } from '../store/store.js';
 import { KINDS, OCCURRENCE_LIVE, type OccurrenceRecord, type StateOf } from './records.js';
@@ -100,7 +96,7 @@ async function transitionedEvent(
   reason: string,
   context: Record<string, unknown>,
   created = false,
-): Promise<EventEnvelope> {
+): Promise<AppendedEvent> {
   const l = links(entity, id, context);
   return appendEvent(step.tx, step.feed, {
     stream: l.stream,

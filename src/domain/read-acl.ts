@@ -1,5 +1,5 @@
 import type { EntityRecord } from '../actors/entity-transition.js';
-import { storeStream, type EventEnvelope } from '../changefeed/event-envelope.js';
+import { readEventLog } from '../changefeed/stored-event.js';
 import type { StoreReader } from '../store/store.js';
 import { bindingOf } from './authority.js';
 import { DEFINITION_KIND, type DefinitionAttributes } from './definition-records.js';
@@ -67,7 +67,7 @@ export async function automationOfEntity(
 ): Promise<string | undefined> {
   const record = await reader.get<EntityRecord<{ automationId: string }>>(kind, id);
   if (record !== undefined) return record.data.attributes.automationId;
-  const first = await reader.readLog<EventEnvelope>(storeStream({ kind, id }), { limit: 1 });
+  const first = await readEventLog(reader, { kind, id }, { limit: 1 });
   return first[0]?.data.automationId;
 }
 

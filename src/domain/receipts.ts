@@ -1,4 +1,4 @@
-import { appendEvent } from '../changefeed/event-envelope.js';
+import { appendEvent } from '../changefeed/append-event.js';
 import { integrityOf } from '../contract/digest.js';
 import { redactPublished } from '../contract/redaction.js';
 import type { StepContext } from './lifecycle.js';

@@ -1,4 +1,5 @@
 import type { EventEnvelope } from '../changefeed/event-envelope.js';
+import { readEventFeed } from '../changefeed/stored-event.js';
 import { KINDS, type OccurrenceRecord } from '../domain/records.js';
 import type { Store, StoreReader } from '../store/store.js';
 
@@ -42,7 +43,7 @@ export class StepLatencies {
 
   private async readNew(reader: StoreReader): Promise<void> {
     for (;;) {
-      const page = await reader.readFeed<EventEnvelope>({ after: this.after, limit: PAGE });
+      const page = await readEventFeed(reader, { after: this.after, limit: PAGE });
       for (const entry of page) {
         this.after = entry.position;
         const recordedAt = Date.parse(entry.data.recordedAt);

@@ -1,6 +1,8 @@
 import { ATTEMPT_TERMINAL_STATES } from '../../machines/index.js';
 import { PENDING_DELIVERY_INDEX } from '../domain/delivery.js';
-import { appendEvent, storeStream, type EventEnvelope, type StreamRef } from '../changefeed/event-envelope.js';
+import { appendEvent } from '../changefeed/append-event.js';
+import { readEventLog } from '../changefeed/stored-event.js';
+import { storeStream, type StreamRef } from '../changefeed/event-envelope.js';
 import { advanceFeedHorizon } from '../changefeed/changefeed.js';
 import { receiptIdFor } from '../domain/receipts.js';
 import { forEachConcurrently } from '../domain/concurrency.js';
@@ -208,7 +210,7 @@ async function compactOccurrence(
   // Streams first: each keeps one snapshot event (the final state) and loses everything before it.
   const links = { automationId: occurrence.data.attributes.automationId, occurrenceId: occurrence.id };
   // Missed slots stay visibly explained after compaction (zero silent loss): the snapshot keeps them.
-  const collapsedSlots = (await step.tx.readLog<EventEnvelope>(storeStream({ kind: 'occurrence', id: occurrence.id })))
+  const collapsedSlots = (await readEventLog(step.tx, { kind: 'occurrence', id: occurrence.id }))
     .filter((e) => e.data.kind === 'occurrence.misfire_recorded')
     .flatMap((e) => e.data.payload.collapsedSlots as string[]);
   await snapshotAndTrim(

@@ -1,6 +1,6 @@
 import { DefinitionState } from '../../machines/index.js';
 import { busyElsewhere, forEachConcurrently } from '../domain/concurrency.js';
-import { appendEvent } from '../changefeed/event-envelope.js';
+import { appendEvent } from '../changefeed/append-event.js';
 import { createExecutionEntity, type StepContext } from '../domain/lifecycle.js';
 import { DEFINITION_KIND } from '../domain/definition-records.js';
 import { KINDS, type OccurrenceAttributes } from '../domain/records.js';

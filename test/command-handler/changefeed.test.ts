@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { CommandHandler } from '../../src/command-handler/command-handler.js';
 import type { EventEnvelope } from '../../src/changefeed/event-envelope.js';
+import { readEventLog } from '../../src/changefeed/stored-event.js';
 import { StreamReducer } from '../../src/changefeed/reducer.js';
 import { SimulatedClock } from '../../src/clock/clock.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
@@ -159,7 +160,7 @@ describe('legacy import', () => {
       lifecycleState: 'draft',
       definition: { provenance: { importedFrom: 'legacy:l2' }, extensions: { 'x-legacy-status': 'ACTIVE' } },
     });
-    const events = await store.read((reader) => reader.readLog<EventEnvelope>('automation/l2'));
+    const events = await store.read((reader) => readEventLog(reader, { kind: 'automation', id: 'l2' }));
     expect(events.map((e) => e.data.kind)).toEqual(['definition.imported']);
   });
 

@@ -4,7 +4,7 @@ import { defaultRequirements } from '../../src/command-handler/context.js';
 import { SimulatedClock } from '../../src/clock/clock.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import { validateAgainst } from '../../src/contract/schemas.js';
-import type { EventEnvelope } from '../../src/changefeed/event-envelope.js';
+import { readEventLog } from '../../src/changefeed/stored-event.js';
 import { command, definitionBody, expectCommitted, expectRejected, expectValidResponse } from '../support/commands.js';
 
 function setup(options: { knownRuntimes?: string[] } = {}) {
@@ -42,7 +42,7 @@ describe('definition lifecycle through the command handler', () => {
     expect(response.revision).toBe(1);
     expect(response.eventRef).toEqual({ stream: 'automation/nightly', sequence: 0 });
     expect(response.result).toMatchObject({ automationId: 'nightly', revision: 1, lifecycleState: 'draft' });
-    const events = await store.read((r) => r.readLog<EventEnvelope>('automation/nightly'));
+    const events = await store.read((r) => readEventLog(r, { kind: 'automation', id: 'nightly' }));
     expect(events.map((e) => e.data.kind)).toEqual(['definition.created']);
     expect(validateAgainst('event-envelope.schema.json', events[0]!.data).problems).toEqual([]);
     expect(events[0]!.data.causation?.adoptionKey).toBeDefined();
@@ -125,7 +125,7 @@ describe('definition lifecycle through the command handler', () => {
     );
     expect(gone.result).toMatchObject({ lifecycleState: 'tombstoned', revision: 8, tombstoned: true });
 
-    const kinds = (await store.read((r) => r.readLog<EventEnvelope>('automation/nightly'))).map(
+    const kinds = (await store.read((r) => readEventLog(r, { kind: 'automation', id: 'nightly' }))).map(
       (e) => `${e.sequence}:${e.data.kind}:${String(e.data.payload.lifecycleState)}`,
     );
     expect(kinds).toEqual([
@@ -309,7 +309,7 @@ describe('definition lifecycle through the command handler', () => {
       ),
     );
     expect(repaired.result).toMatchObject({ lifecycleState: 'paused', revision: 6 });
-    const kinds = (await store.read((r) => r.readLog<EventEnvelope>('automation/r'))).map((e) => e.data.kind);
+    const kinds = (await store.read((r) => readEventLog(r, { kind: 'automation', id: 'r' }))).map((e) => e.data.kind);
     expect(kinds.slice(-3)).toEqual(['definition.revised', 'definition.invalidated', 'definition.revised']);
   });
 

@@ -5,7 +5,6 @@ import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
 import { packageRoot } from '../../src/contract/package-root.js';
 import { openStore } from '../../src/store/open-store.js';
-import type { EventEnvelope } from '../../src/changefeed/event-envelope.js';
 import { verifyIntegrity } from '../../src/contract/digest.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'coven-kill-'));
@@ -71,7 +70,7 @@ test.each(['store.json', 'store.sqlite'])(
 
       const store = await openStore(file);
       try {
-        const feed = await store.read((r) => r.readFeed<EventEnvelope>());
+        const feed = await store.read((r) => r.readFeed());
         const byStream = new Map<string, number[]>();
         for (const entry of feed) byStream.set(entry.stream, [...(byStream.get(entry.stream) ?? []), entry.sequence]);
         for (const sequences of byStream.values()) expect(sequences).toEqual(sequences.map((_, i) => i));

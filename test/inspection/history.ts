@@ -1,6 +1,6 @@
 import { expect } from 'vitest';
 import { lifecycleMachines } from '../../machines/index.js';
-import type { EventEnvelope } from '../../src/changefeed/event-envelope.js';
+import { readEventFeed } from '../../src/changefeed/stored-event.js';
 import type { Store } from '../../src/store/store.js';
 
 /** A Stately wire message as the offline adapter or the relay delivers it (the fields the tests read). */
@@ -16,7 +16,7 @@ export interface WireMessage {
 
 /** Each entity's committed states in commit order, from the store's global feed: `<entity>/<id>` → states. */
 export async function committedStates(store: Store): Promise<{ order: string[]; states: Map<string, string[]> }> {
-  const feed = (await store.read((r) => r.readFeed<EventEnvelope>({ after: -1, limit: 100_000 }))).map((e) => e.data);
+  const feed = (await store.read((r) => readEventFeed(r, { after: -1, limit: 100_000 }))).map((e) => e.data);
   const order: string[] = [];
   const states = new Map<string, string[]>();
   for (const e of feed) {

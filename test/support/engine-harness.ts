@@ -5,7 +5,8 @@ import { MemoryStore } from '../../src/store/memory-store.js';
 import type { Store } from '../../src/store/store.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
 import type { OutputDelivery } from '../../src/runtime/output-delivery.js';
-import type { EventEnvelope } from '../../src/changefeed/event-envelope.js';
+import type { EventEnvelope, StreamRef } from '../../src/changefeed/event-envelope.js';
+import { readEventFeed, readEventLog } from '../../src/changefeed/stored-event.js';
 import {
   KINDS,
   renderAttempt,
@@ -96,9 +97,9 @@ export async function harness<R extends Runtime = SimulatedRuntime>(options: Har
     attempts: async () =>
       ((await store.read((r) => r.list<AttemptRecord['data']>(KINDS.attempt))) as AttemptRecord[]).map(renderAttempt),
     receipts: async () => (await store.read((r) => r.list<Record<string, unknown>>(KINDS.receipt))).map((r) => r.data),
-    feed: async () => (await store.read((r) => r.readFeed<EventEnvelope>())).map((e) => e.data),
+    feed: async () => (await store.read((r) => readEventFeed(r))).map((e) => e.data),
     stream: async (kind: string, id: string) =>
-      (await store.read((r) => r.readLog<EventEnvelope>(`${kind}/${id}`))).map((e) => e.data),
+      (await store.read((r) => readEventLog(r, { kind, id } as StreamRef))).map((e) => e.data),
   };
   return { clock, store, runtime, engine, ok, read, body };
 }

@@ -1,5 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import { AttemptState, OccurrenceState, RunState } from '../../../machines/index.js';
+import type { EventEnvelope } from '../../changefeed/event-envelope.js';
+import { readEventFeed } from '../../changefeed/stored-event.js';
 import { SimulatedClock } from '../../clock/clock.js';
 import type { CommandResponse } from '../../command-handler/envelope.js';
 import { AUTHORITY_KINDS } from '../../domain/authority.js';
@@ -141,7 +143,7 @@ interface View {
   runs: RunRecord[];
   receipts: Array<StoredRecord<Receipt>>;
   authority: Map<string, number>;
-  feed: Array<LogEntry<{ kind?: string }>>;
+  feed: Array<LogEntry<EventEnvelope>>;
   launchCalls: number;
   stops: number;
 }
@@ -162,7 +164,7 @@ async function viewOf(w: World, occurrenceId: string): Promise<View> {
       attempts: attempts.filter((a) => runs.some((x) => x.data.attributes.attemptIds.includes(a.id))),
       receipts: await r.list<Receipt>(KINDS.receipt),
       authority,
-      feed: await r.readFeed<{ kind?: string }>(),
+      feed: await readEventFeed(r),
     };
   });
   return { ...view, at: w.clock.now(), launchCalls: w.runtime.launchCalls, stops: w.runtime.stopRequests.length };

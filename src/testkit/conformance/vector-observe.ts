@@ -8,6 +8,7 @@ import {
 import { QuarantineState, RunHoldState } from '../../../machines/extension-states.js';
 import type { EntityRecord } from '../../actors/entity-transition.js';
 import type { EventEnvelope } from '../../changefeed/event-envelope.js';
+import { readEventFeed } from '../../changefeed/stored-event.js';
 import { quarantineView } from '../../domain/quarantine.js';
 import {
   KINDS,
@@ -77,7 +78,7 @@ export async function observe(run: VectorRun) {
   for (const a of attempts.sort((x, y) => Number(x.attemptNumber) - Number(y.attemptNumber)))
     attemptStates.set(String(a.runId), [...(attemptStates.get(String(a.runId)) ?? []), String(a.state)]);
   const receipts = (await run.store.read((r) => r.list<Record<string, unknown>>(KINDS.receipt))).map((r) => r.data);
-  const feed = (await run.store.read((r) => r.readFeed<EventEnvelope>())).map((e) => e.data);
+  const feed = (await run.store.read((r) => readEventFeed(r))).map((e) => e.data);
   const creations = feed.filter((e) => e.kind === 'definition.imported' || e.kind === 'definition.created');
   const projected = [...creations, ...feed.slice(run.setupEnd)]
     .map(projectEvent)

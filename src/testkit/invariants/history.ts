@@ -1,4 +1,5 @@
 import type { EventEnvelope } from '../../changefeed/event-envelope.js';
+import { readEventFeed } from '../../changefeed/stored-event.js';
 import type { Store, StoredRecord } from '../../store/store.js';
 import type { RuntimeLog } from './probe-runtime.js';
 
@@ -75,7 +76,7 @@ export async function captureHistory(
     const records = {} as History['records'];
     for (const kind of KINDS)
       records[kind] = new Map((await reader.list<Record<string, unknown>>(kind)).map((r) => [r.id, r]));
-    const entries = await reader.readFeed<EventEnvelope>();
+    const entries = await readEventFeed(reader);
     const compacted: Compacted = { occurrences: new Set(), runs: new Set(), attempts: new Set(), snapshots: [] };
     for (const { data: e } of entries) {
       if (!isCompaction(e)) continue;
