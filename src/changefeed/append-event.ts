@@ -27,7 +27,7 @@ export async function appendEvent(
   const key = storeStream(event.stream);
   const sequence = event.newStream === true ? 0 : await tx.head(key);
   const { adoptionKey, correlationId } = event;
-  const stored = storedEvent(context.producer, {
+  const stored = storedEvent(event.stream, context.producer, {
     recordedAt: context.now,
     ...(event.observedAt === undefined ? {} : { observedAt: event.observedAt }),
     ...(adoptionKey === undefined && correlationId === undefined
