@@ -86,7 +86,11 @@ export interface NewEvent {
 
 export interface ChangefeedContext {
   producer: ProducerIdentity;
-  /** Distinguishes this store's events from any other store's, so event ids are globally unique. */
+  /**
+   * Distinguishes this store's events from any other store's, so event ids are globally unique. Holding it means
+   * the store's meta record exists ({@link ensureStoreId}), which is where a read of an event takes it from to
+   * derive the event's id: events are stored without one.
+   */
   storeId: string;
   now: string;
 }

@@ -14,7 +14,10 @@ import {
 const ENGINE_COMPONENT = 'coven-automata';
 
 /** Every envelope this engine writes is published operationally and kept for the standard window. */
-const PRIVACY: EventEnvelope['privacy'] = { classification: 'operational', retention: { classification: 'standard' } };
+const PRIVACY: EventEnvelope['privacy'] = Object.freeze({
+  classification: 'operational',
+  retention: Object.freeze({ classification: 'standard' }),
+});
 
 /**
  * How a store keeps one changefeed event: the contract's envelope without what the entry's place and the store
