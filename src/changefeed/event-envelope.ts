@@ -64,6 +64,13 @@ export function storeStream(stream: StreamRef): string {
   return `${stream.kind}/${stream.id}`;
 }
 
+/** {@link storeStream}'s inverse: `occurrence/occ-1` → the stream it names (an id may hold slashes, a kind never). */
+export function streamRefOf(key: string): StreamRef {
+  const slash = key.indexOf('/');
+  if (slash === -1) return { kind: key as StreamKind, id: '' };
+  return { kind: key.slice(0, slash) as StreamKind, id: key.slice(slash + 1) };
+}
+
 /** What a caller supplies for one event; the changefeed fills in identity, sequence and time. */
 export interface NewEvent {
   stream: StreamRef;

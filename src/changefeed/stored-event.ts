@@ -4,6 +4,7 @@ import {
   eventIdFor,
   readStoreId,
   storeStream,
+  streamRefOf,
   type EventEnvelope,
   type ProducerIdentity,
   type StreamKind,
@@ -107,18 +108,12 @@ export function storedEvent(stream: StreamRef, producer: ProducerIdentity, event
   };
 }
 
-/** `occurrence/occ-1` → the stream it names (an id may hold slashes, a kind never does). */
-function streamOf(key: string): StreamRef {
-  const slash = key.indexOf('/');
-  return { kind: key.slice(0, slash) as StreamKind, id: key.slice(slash + 1) };
-}
-
 /** The contract's envelope of a changefeed entry of the store `storeId`, whichever form the store kept it in. */
 export function envelopeOf(entry: LogEntry, storeId: string): EventEnvelope {
   const data = entry.data as StoredEvent | EventEnvelope;
   if (isWholeEnvelope(data)) return data;
   const { recordedAt, observedAt, by, producer, causation, automationId, attemptId, kind, payload } = data;
-  const stream = streamOf(entry.stream);
+  const stream = streamRefOf(entry.stream);
   const occurrenceId = linkOf(stream, 'occurrence', data.occurrenceId);
   const runId = linkOf(stream, 'run', data.runId);
   const summary = data.summary ?? transitionSummary(kind, { occurrenceId, runId, attemptId }, payload) ?? '';

@@ -1,5 +1,5 @@
 import type { Changefeed } from '../changefeed/changefeed.js';
-import type { EventEnvelope, StreamRef } from '../changefeed/event-envelope.js';
+import { streamRefOf, type EventEnvelope, type StreamRef } from '../changefeed/event-envelope.js';
 import { readEventFeed, readEventLog } from '../changefeed/stored-event.js';
 import type { LogEntry, Store } from '../store/store.js';
 
@@ -18,10 +18,7 @@ const PAGE = 100;
 export const GLOBAL_FEED: StreamRef = { kind: 'feed', id: 'all' };
 
 /** `automation/nightly` → the stream it names; `feed/all` is the global feed. */
-export function parseStream(text: string): StreamRef {
-  const [kind, ...rest] = text.split('/');
-  return { kind: kind as StreamRef['kind'], id: rest.join('/') };
-}
+export const parseStream = (text: string): StreamRef => streamRefOf(text);
 
 function entriesAfter(store: Store, stream: StreamRef, after: number): Promise<Array<LogEntry<EventEnvelope>>> {
   return store.read((reader) =>
