@@ -44,3 +44,10 @@ export function freezeIfPlain(value: unknown, depth = 0): boolean {
   plainFrozen.add(value);
   return true;
 }
+
+/**
+ * One frozen empty object the store knows as plain: for members that are always empty (a flat machine's
+ * persisted `children` and `historyValue`), shared by every record instead of one new object each to freeze.
+ */
+export const EMPTY_PLAIN: Readonly<Record<string, never>> = Object.freeze({});
+plainFrozen.add(EMPTY_PLAIN);
