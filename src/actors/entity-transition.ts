@@ -43,7 +43,7 @@ export function persistSnapshot(machine: AnyStateMachine, snapshot: AnyMachineSn
     // The lifecycle machines are flat: no children, no history, no output or error. XState's own persisted form
     // of such a snapshot is exactly this (same members, same order; test/actors/persist-snapshot.test.ts walks
     // every generated machine to show it), built here without its generic walk of the context for actor refs,
-    // which a context with no children cannot hold. The empty members are one shared object the store need not freeze.
+    // which a context with no children cannot hold. The empty members are one shared frozen object.
     const { status, value, context } = snapshot;
     return { status, value, historyValue: EMPTY_PLAIN, context, children: EMPTY_PLAIN } as EntityRecord['snapshot'];
   }

@@ -8,8 +8,6 @@ export function deepFreeze<T>(value: T): T {
   return value;
 }
 
-/** Objects {@link freezeIfPlain} froze after finding them plain: met again (a record's unchanged part), not walked. */
-const plainFrozen = new WeakSet<object>();
 /** Deeper than this, a value is copied the JSON way instead (which also refuses a cycle as it always did). */
 const PLAIN_DEPTH = 256;
 
@@ -31,7 +29,7 @@ export function freezeIfPlain(value: unknown, depth = 0): boolean {
     default:
       return false;
   }
-  if (value === null || plainFrozen.has(value)) return true;
+  if (value === null) return true;
   if (depth >= PLAIN_DEPTH) return false;
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) if (!(i in value) || !freezeIfPlain(value[i], depth + 1)) return false;
@@ -40,14 +38,15 @@ export function freezeIfPlain(value: unknown, depth = 0): boolean {
     if (prototype !== Object.prototype && prototype !== null) return false;
     for (const key in value) if (!freezeIfPlain((value as Record<string, unknown>)[key], depth + 1)) return false;
   }
-  Object.freeze(value);
-  plainFrozen.add(value);
+  // A record's unchanged parts (met again with every put of it) are walked again rather than remembered: a
+  // WeakSet of every object frozen here cost far more per put (its adds, and the collector's work on it) than
+  // the walk, which only reads. Frozen by someone else is no proof of plain data, so the walk cannot stop there.
+  if (!Object.isFrozen(value)) Object.freeze(value);
   return true;
 }
 
 /**
- * One frozen empty object the store knows as plain: for members that are always empty (a flat machine's
- * persisted `children` and `historyValue`), shared by every record instead of one new object each to freeze.
+ * One frozen empty object: for members that are always empty (a flat machine's persisted `children` and
+ * `historyValue`), shared by every record instead of one new object each to freeze.
  */
 export const EMPTY_PLAIN: Readonly<Record<string, never>> = Object.freeze({});
-plainFrozen.add(EMPTY_PLAIN);

@@ -11,7 +11,7 @@ describe('freezeIfPlain', () => {
     expect(Object.isFrozen(value) && Object.isFrozen(value.d) && Object.isFrozen(value.d[1])).toBe(true);
     expect(roundTrip(value)).toStrictEqual(JSON.parse(JSON.stringify(value)));
     expect({ ...value, f: {} }).toStrictEqual(roundTrip(value));
-    // Met again (a record's unchanged part under a new top), it is known plain.
+    // Met again (a record's unchanged part under a new top), it is walked again and still plain.
     expect(freezeIfPlain({ again: value })).toBe(true);
   });
 
@@ -26,6 +26,9 @@ describe('freezeIfPlain', () => {
     ['Date', { a: new Date(0) }],
     ['class instance', { a: new Map() }],
     ['frozen Date', { a: Object.freeze(new Date(0)) }],
+    // Frozen by its maker is no proof of plain data: the walk looks inside.
+    ['frozen object holding a function', { a: Object.freeze({ b: Object.freeze({ c: () => 1 }) }) }],
+    ['frozen array holding undefined', { a: Object.freeze([1, undefined]) }],
     ['hole', [1, undefined, 3].filter((_, i) => i !== 1).concat(new Array<number>(1))],
     ['object with toJSON', { a: { toJSON: () => 'x' } }],
   ])('%s: not plain, the top is left unfrozen', (_, value) => {
