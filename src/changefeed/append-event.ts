@@ -47,6 +47,7 @@ export async function appendEvent(
     summary: redactText(event.summary).slice(0, 300),
     payload: redactPublished(event.payload),
   });
-  await tx.append(key, stored, sequence);
+  // Built here and given up: a store that keeps entries as objects need not copy it.
+  await tx.append(key, stored, sequence, { handOver: true });
   return { stream: event.stream, sequence };
 }

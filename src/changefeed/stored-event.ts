@@ -96,7 +96,8 @@ export function storedEvent(stream: StreamRef, producer: ProducerIdentity, event
   return {
     recordedAt,
     ...(observedAt === undefined || observedAt === recordedAt ? {} : { observedAt }),
-    ...(plain ? { by: producer.instanceId } : { producer }),
+    // A copy of the producer: the stored event is handed to the store, which may freeze it in place.
+    ...(plain ? { by: producer.instanceId } : { producer: { ...producer } }),
     ...(causation === undefined ? {} : { causation }),
     ...(automationId === undefined ? {} : { automationId }),
     ...('value' in occurrence ? { occurrenceId: occurrence.value } : {}),

@@ -9,6 +9,7 @@ import {
   StoreConflictError,
   StreamSequenceError,
   TerminalRecordError,
+  type AppendOptions,
   type ListOptions,
   type LiveKind,
   type LiveWork,
@@ -244,18 +245,20 @@ export class Overlay implements StateLayer, StoreTransaction {
     this.ownWrites(kind).set(id, null);
   }
 
-  async append<T>(stream: string, data: T, expectedSequence?: number): Promise<LogPosition> {
+  async append<T>(stream: string, data: T, expectedSequence?: number, options?: AppendOptions): Promise<LogPosition> {
     const sequence = this.streamHead(stream);
     // The journal replays a group's trims after its appends: an entry appended after a retirement in the same
     // commit would vanish with it. The append waits for the retirement to commit (a lost race, run again).
     if (this.retiredInFlight(stream)) throw new StreamSequenceError(stream, expectedSequence ?? 0, sequence);
     if (expectedSequence !== undefined && expectedSequence !== sequence)
       throw new StreamSequenceError(stream, expectedSequence, sequence);
+    // Plain data handed over is kept as given, frozen in place (deepFreeze then stops at it); anything else is copied.
+    const kept = options?.handOver === true && freezeIfPlain(data);
     const entry: LogEntry<T> = deepFreeze({
       stream,
       sequence,
       position: this.nextPosition(),
-      data: structuredClone(data),
+      data: kept ? data : structuredClone(data),
     });
     this.appended.push(entry);
     let own = this.appendedByStream.get(stream);

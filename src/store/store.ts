@@ -37,6 +37,12 @@ export interface PutOptions {
   handOver?: boolean;
 }
 
+/** Options of {@link StoreTransaction.append}. */
+export interface AppendOptions {
+  /** As {@link PutOptions.handOver}: the caller gives `data` up, and changes neither it nor anything inside it. */
+  handOver?: boolean;
+}
+
 export interface ReadLogOptions {
   /** Return entries strictly after this sequence (or global position, for the feed); -1 = from the start. */
   after?: number;
@@ -182,9 +188,10 @@ export interface StoreTransaction extends StoreReader {
   /**
    * Appends a copy of `data` to a stream and answers where it went (the data is the caller's: no store hands
    * back a copy nobody reads). With `expectedSequence` the append is a compare-and-set on the stream head:
-   * it fails unless the entry would get exactly that sequence.
+   * it fails unless the entry would get exactly that sequence. With `handOver`, a store that keeps entries as
+   * objects may keep plain data as it is, frozen in place, instead of a copy.
    */
-  append<T>(stream: string, data: T, expectedSequence?: number): Promise<LogPosition>;
+  append<T>(stream: string, data: T, expectedSequence?: number, options?: AppendOptions): Promise<LogPosition>;
   /**
    * Retention only: removes a record whether or not it is sealed (compare-and-set on its version). Nothing
    * else may remove a sealed record; history leaves the store through retention alone.
