@@ -149,5 +149,34 @@ export function describeStagedWritesConformance(name: string, harness: StoreHarn
         expect(JSON.parse(JSON.stringify(stored[0]!.data))).toStrictEqual(JSON.parse(JSON.stringify(loose)));
       });
     });
+
+    test("an entry's data handed over reads back equal and frozen; without handOver or not plain, the caller's is left be", async () => {
+      await using(harness, async (store) => {
+        const plain = { kind: 'occurrence.planned', payload: { slot: 1, tags: ['a'] } };
+        const expected = structuredClone(plain);
+        const loose = { at: new Date(0), nested: { zero: -0 } };
+        const mine = { kind: 'mine', payload: { n: 1 } };
+        await store.transact(async (tx) => {
+          await tx.append('occurrence/handed', plain, 0, { handOver: true });
+          await tx.append('occurrence/handed', loose, 1, { handOver: true });
+          await tx.append('occurrence/handed', mine, 2);
+          const entries = await tx.readLog<typeof plain>('occurrence/handed');
+          expect(entries[0]!.data).toStrictEqual(expected);
+          expect(Object.isFrozen(entries[0]!.data) && Object.isFrozen(entries[0]!.data.payload.tags)).toBe(true);
+          expect(entries[1]!.data).not.toBe(loose);
+          expect(entries[2]!.data).not.toBe(mine);
+        });
+        // Not plain, or not handed over: the caller's objects stay theirs to change.
+        expect(Object.isFrozen(loose) || Object.isFrozen(loose.nested) || Object.isFrozen(mine)).toBe(false);
+        mine.payload.n = 2;
+        const stored = await store.read((r) => r.readLog('occurrence/handed'));
+        // JSON forms: the memory store keeps a structured clone of data that is not plain (a Date stays one).
+        expect(stored.map((e) => JSON.parse(JSON.stringify(e.data)) as unknown)).toStrictEqual([
+          expected,
+          JSON.parse(JSON.stringify(loose)) as unknown,
+          { kind: 'mine', payload: { n: 1 } },
+        ]);
+      });
+    });
   });
 }
