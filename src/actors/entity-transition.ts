@@ -1,6 +1,5 @@
 import type { AnyMachineSnapshot, AnyStateMachine, EventObject } from 'xstate';
 import { ContractError } from '../contract/errors.js';
-import { EMPTY_PLAIN } from '../store/deep-freeze.js';
 import type { StoredRecord, StoreReader, StoreTransaction } from '../store/store.js';
 import { pureInitialTransition, pureTransition } from './pure-transition.js';
 
@@ -45,7 +44,7 @@ export function persistSnapshot(machine: AnyStateMachine, snapshot: AnyMachineSn
     // every generated machine to show it), built here without its generic walk of the context for actor refs,
     // which a context with no children cannot hold. The empty members are one shared frozen object.
     const { status, value, context } = snapshot;
-    return { status, value, historyValue: EMPTY_PLAIN, context, children: EMPTY_PLAIN } as EntityRecord['snapshot'];
+    return { status, value, historyValue: EMPTY, context, children: EMPTY } as EntityRecord['snapshot'];
   }
   return withoutUndefined(machine.getPersistedSnapshot(snapshot)) as EntityRecord['snapshot'];
 }
@@ -64,6 +63,9 @@ function isEmpty(members: object): boolean {
   for (const _ in members) return false;
   return true;
 }
+
+/** A flat snapshot's always-empty `children` and `historyValue`: one frozen object, not two new ones per record. */
+const EMPTY: Readonly<Record<string, never>> = Object.freeze({});
 
 /** `value`'s members but those that are undefined. */
 function withoutUndefined(value: object): Record<string, unknown> {

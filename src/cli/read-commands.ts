@@ -1,6 +1,6 @@
 import type { StreamRef } from '../changefeed/event-envelope.js';
 import { ContractError } from '../contract/errors.js';
-import { parseStream } from '../daemon/follow.js';
+import { streamRefOf } from '../changefeed/event-envelope.js';
 import { envelope, report, withEngine, type CliEngine, type CliOptions } from './context.js';
 import { historyTable } from './history-format.js';
 import type { ProgramKit } from './program-kit.js';
@@ -20,7 +20,7 @@ const STREAM_KINDS = ['feed', 'automation', 'occurrence', 'run'] as const;
 
 /** `--stream kind/id`, refused with VALIDATION_FAILED unless its kind is one the changefeed has. */
 function streamOption(text: string): StreamRef {
-  const stream = parseStream(text);
+  const stream = streamRefOf(text);
   if (!(STREAM_KINDS as readonly string[]).includes(stream.kind) || stream.id === '')
     throw new ContractError(
       'VALIDATION_FAILED',

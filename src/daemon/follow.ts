@@ -1,5 +1,5 @@
 import type { Changefeed } from '../changefeed/changefeed.js';
-import { streamRefOf, type EventEnvelope, type StreamRef } from '../changefeed/event-envelope.js';
+import type { EventEnvelope, StreamRef } from '../changefeed/event-envelope.js';
 import { readEventFeed, readEventLog } from '../changefeed/stored-event.js';
 import type { LogEntry, Store } from '../store/store.js';
 
@@ -16,9 +16,6 @@ export interface FeedFollowedEvent extends FollowedEvent {
 
 const PAGE = 100;
 export const GLOBAL_FEED: StreamRef = { kind: 'feed', id: 'all' };
-
-/** `automation/nightly` → the stream it names; `feed/all` is the global feed. */
-export const parseStream = (text: string): StreamRef => streamRefOf(text);
 
 function entriesAfter(store: Store, stream: StreamRef, after: number): Promise<Array<LogEntry<EventEnvelope>>> {
   return store.read((reader) =>

@@ -3,7 +3,8 @@ import { CAPABILITY_PROFILE } from '../contract/capabilities.js';
 import { ContractError } from '../contract/errors.js';
 import type { StreamRef } from '../changefeed/event-envelope.js';
 import type { DaemonContext } from './context.js';
-import { follow, GLOBAL_FEED, parseStream } from './follow.js';
+import { streamRefOf } from '../changefeed/event-envelope.js';
+import { follow, GLOBAL_FEED } from './follow.js';
 import { latestAttempt } from './run-reads.js';
 import { rejectionBody } from './http-errors.js';
 import { registerOutputRoutes } from './output-route.js';
@@ -36,7 +37,7 @@ function streamRequest(request: FastifyRequest): { stream: StreamRef; after: num
     throw new ContractError('VALIDATION_FAILED', `after must be an integer cursor ≥ -1, got ${JSON.stringify(text)}`, {
       field: 'after',
     });
-  const stream = typeof query.stream === 'string' ? parseStream(query.stream) : GLOBAL_FEED;
+  const stream = typeof query.stream === 'string' ? streamRefOf(query.stream) : GLOBAL_FEED;
   return { stream, after: Number(text) };
 }
 

@@ -44,9 +44,3 @@ export function freezeIfPlain(value: unknown, depth = 0): boolean {
   if (!Object.isFrozen(value)) Object.freeze(value);
   return true;
 }
-
-/**
- * One frozen empty object: for members that are always empty (a flat machine's persisted `children` and
- * `historyValue`), shared by every record instead of one new object each to freeze.
- */
-export const EMPTY_PLAIN: Readonly<Record<string, never>> = Object.freeze({});

@@ -36,7 +36,7 @@ export class FaultyStore implements Store {
       const reader = this.reader(tx);
       return body({
         ...reader,
-        append: (s, d, e) => tx.append(s, d, e),
+        append: (s, d, e, o) => tx.append(s, d, e, o),
         delete: (k, i, v) => tx.delete(k, i, v),
         expire: (k, i, v) => tx.expire(k, i, v),
         trimLog: (s, b) => tx.trimLog(s, b),

@@ -20,7 +20,7 @@ export class UnsealedStore implements Store {
         liveWork: (k, o) => tx.liveWork(k, o),
         timeline: (k, o) => tx.timeline(k, o),
         timelineCounts: (k, f) => tx.timelineCounts(k, f),
-        append: (s, d, e) => tx.append(s, d, e),
+        append: (s, d, e, o) => tx.append(s, d, e, o),
         delete: (k, i, v) => tx.delete(k, i, v),
         expire: (k, i, v) => tx.expire(k, i, v),
         trimLog: (s, b) => tx.trimLog(s, b),
