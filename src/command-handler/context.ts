@@ -5,7 +5,7 @@ import type { Clock } from '../clock/clock.js';
 import type { Store, StoreTransaction } from '../store/store.js';
 import type { CommandEnvelope } from './envelope.js';
 import type { AutomationDefinition } from '../domain/definition-body.js';
-import type { LaunchOutcome } from '../domain/launch-outcome.js';
+import type { LaunchOutcome, QueuedLaunch } from '../domain/launch-outcome.js';
 import type { StepContext } from '../domain/lifecycle.js';
 
 /** Decides whether a definition's familiar, authority and runtime requirements can be met right now. */
@@ -52,14 +52,6 @@ export interface ImmediateLaunches {
    * there, so the claim, the acceptance and the send are one commit; undefined when there is nothing to launch.
    */
   queue(step: StepContext, occurrenceId: string): Promise<QueuedLaunch | undefined>;
-}
-
-/** A launch marked `sending` in a command's transaction, not yet sent. */
-export interface QueuedLaunch {
-  /** Calls the runtime and commits its answer: only once the transaction that queued the launch is durable. */
-  release(): Promise<LaunchOutcome>;
-  /** The transaction that queued the launch rolled back: the engine forgets it. */
-  abandon(): void;
 }
 
 /** Everything one command needs while it runs inside its store transaction. */

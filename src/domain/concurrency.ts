@@ -17,6 +17,27 @@ export async function forEachConcurrently<T>(
   await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, lane));
 }
 
+/**
+ * A gate that runs at most `limit` of the calls given to it at once; the others wait, in the order they came.
+ * For work of one kind inside lanes of another (a pass's launches inside its planning lanes).
+ */
+export function concurrencyGate(limit: number): <T>(work: () => Promise<T>) => Promise<T> {
+  let running = 0;
+  const waiting: Array<() => void> = [];
+  return async (work) => {
+    if (running < Math.max(1, limit)) running++;
+    else await new Promise<void>((enter) => waiting.push(enter));
+    try {
+      return await work();
+    } finally {
+      // The place passes straight to the next waiter, so none can be overtaken by a newcomer.
+      const next = waiting.shift();
+      if (next === undefined) running--;
+      else next();
+    }
+  };
+}
+
 /** What {@link busyElsewhere} needs of the engine: where it counts the work it passed over. */
 export interface PassOverCounter {
   passedOver: number;

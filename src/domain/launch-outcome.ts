@@ -19,6 +19,14 @@ export interface LaunchOutcome {
   exitSettled?: true;
 }
 
+/** A launch marked `sending` in a transaction (a command's, a pass's), not yet sent. */
+export interface QueuedLaunch {
+  /** Calls the runtime and commits its answer: only once the transaction that queued the launch is durable. */
+  release(): Promise<LaunchOutcome>;
+  /** The transaction that queued the launch rolled back: the engine forgets it. */
+  abandon(): void;
+}
+
 /**
  * The definition revision about to be executed does not match its integrity digest: the store served bytes
  * other than those committed. Nothing is launched; the automation is quarantined until an operator looks.

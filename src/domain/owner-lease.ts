@@ -53,19 +53,24 @@ function processAlive(pid: number): boolean {
 }
 
 /**
- * Renews this engine's owner lease when a third of it has passed and live work exists (always on a store engines
- * share, and with `force`): one small commit per renewal, never one per pass, and none while a single-engine
- * store is idle. A claim's
- * recorded term does not move (the contract has no renewal event); what keeps a live engine's claims from
- * lapsing is this lease, which every other engine checks first.
+ * When {@link renewOwnerLease} renews: `due` once a third of the lease has passed and live work exists (always on a
+ * store engines share), `launching` once a third has passed even with no live work yet (launches are about to be
+ * sent), `force` now.
  */
-export async function renewOwnerLease(svc: EngineServices, force = false): Promise<void> {
+export type LeaseRenewal = 'due' | 'launching' | 'force';
+
+/**
+ * Renews this engine's owner lease (see {@link LeaseRenewal}): one small commit per renewal, never one per pass,
+ * and none while a single-engine store is idle. A claim's recorded term does not move (the contract has no renewal
+ * event); what keeps a live engine's claims from lapsing is this lease, which every other engine checks first.
+ */
+export async function renewOwnerLease(svc: EngineServices, when: LeaseRenewal = 'due'): Promise<void> {
   const now = svc.clock.now().getTime();
-  if (!force && now < svc.ownerLeaseRenewedAt + svc.leaseMs / RENEWALS_PER_LEASE) return;
+  if (when !== 'force' && now < svc.ownerLeaseRenewedAt + svc.leaseMs / RENEWALS_PER_LEASE) return;
   // On a store engines share the lease also says who shares the work (WorkPartition), so it is kept while idle:
   // a burst's first pass must already know the live engines. Elsewhere an idle store gets no commits.
   if (
-    !force &&
+    when === 'due' &&
     svc.store.sharedByEngines !== true &&
     (await svc.store.read((r) => r.liveWork('occurrence'))).length === 0
   )

@@ -18,9 +18,8 @@ import type { PassRun, TickReport } from './pass-phases.js';
 import { confineCwd } from '../command-handler/cwd-requirements.js';
 import { InspectionFeed } from '../domain/inspection-feed.js';
 import { operatorCommands } from '../command-handler/operator-commands.js';
-import type { QueuedLaunch } from '../command-handler/context.js';
 import { RetentionPolicy } from '../retention/policy.js';
-import { type LaunchOutcome } from '../domain/launch-outcome.js';
+import type { LaunchOutcome, QueuedLaunch } from '../domain/launch-outcome.js';
 import { ENGINE_PARTS, type EngineParts } from './parts.js';
 import { ExitCues } from './exit-cues.js';
 import { attemptOfOutbox } from '../domain/ids.js';
@@ -165,6 +164,13 @@ export class Engine {
       report,
       partition,
       dueAtStart,
+      carry: {
+        through: 'launched',
+        // Before the plan's launches, as before the dispatch phase's: another engine must see this one alive.
+        beforePlanning: () => renewOwnerLease(svc, 'launching'),
+        queue: (step, occurrenceId) => this.queueLaunchHere(step, occurrenceId),
+      },
+      plannedUnclaimed: 0,
       dispatchAll: (errors) => this.dispatchAll(errors, partition),
       observeAll: (errors) => this.worker.observeAll(errors, partition),
       sweepRetentionIfDue: (errors) => this.sweepRetentionIfDue(errors),

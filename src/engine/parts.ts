@@ -1,9 +1,8 @@
 import { COMMAND_HANDLER_STEPS } from '../command-handler/steps.js';
 import { acceptAndDispatch } from '../dispatcher/dispatcher.js';
 import { DISPATCHER_STEPS } from '../dispatcher/steps.js';
-import type { QueuedLaunch } from '../command-handler/context.js';
 import type { ActorSteps } from '../domain/actor-steps.js';
-import type { LaunchOutcome } from '../domain/launch-outcome.js';
+import type { LaunchOutcome, QueuedLaunch } from '../domain/launch-outcome.js';
 import type { StepContext } from '../domain/lifecycle.js';
 import type { EngineServices } from '../domain/services.js';
 import { compactExpiredHistory, type CompactionReport } from '../retention/compaction.js';

@@ -5,6 +5,7 @@ import type { EngineServices } from '../domain/services.js';
 import { renewOwnerLease } from '../domain/owner-lease.js';
 import { advanceAll } from '../scheduler/pass.js';
 import { planDueSlots } from '../scheduler/planning.js';
+import type { PlanCarry } from '../scheduler/plan-carry.js';
 import type { PassTrigger } from './timers.js';
 
 /** What one pass did. */
@@ -45,6 +46,10 @@ export interface PassRun {
   partition: WorkPartition;
   /** Whether the store's set-based claim had anything due when the pass began (stores that have one). */
   dueAtStart: boolean;
+  /** How far planning carries what it plans in the plan's own commit (see {@link PlanCarry}); none: planned only. */
+  carry: PlanCarry | undefined;
+  /** Occurrences the plan phase planned and did not claim: the advance phase's claim is for them. */
+  plannedUnclaimed: number;
   /** Releases committed launches and dispatches every claimed occurrence. */
   dispatchAll(errors: Error[]): Promise<LaunchOutcome[]>;
   /** The worker observes every started session. */
@@ -59,13 +64,13 @@ export interface PassPhase {
   run(pass: PassRun): Promise<void>;
 }
 
-async function advance({ svc, report, partition, dueAtStart }: PassRun): Promise<void> {
+async function advance({ svc, report, partition, dueAtStart, plannedUnclaimed }: PassRun): Promise<void> {
   // Before leases are judged: an orphaned launch that evidence can decide must never be treated as unknown.
   const orphans = await resolveOrphanedLaunches(svc, report.errors, partition);
   report.launches.push(...orphans.outcomes);
-  // What this pass planned is due now; what came due otherwise since its start waits for the next pass's claim
-  // (or is taken one occurrence at a time below, as on a store without set-based claims).
-  const claim = dueAtStart || report.planned > 0;
+  // What this pass planned and did not claim is due now; what came due otherwise since its start waits for the
+  // next pass's claim (or is taken one occurrence at a time below, as on a store without set-based claims).
+  const claim = dueAtStart || plannedUnclaimed > 0;
   const stops = await advanceAll(svc, report.errors, orphans.undecided, partition, claim);
   for (const stop of stops)
     await svc
@@ -81,14 +86,20 @@ async function dispatch(pass: PassRun): Promise<void> {
   pass.report.launched = pass.report.launches.filter((l) => l.result.outcome === 'started').length;
 }
 
-/** A pass: plan due slots, advance occurrences (orphaned launches, claims, leases, timeouts), dispatch, observe. */
+async function plan(pass: PassRun): Promise<void> {
+  const { svc, report } = pass;
+  const planning = await planDueSlots(svc, report.errors, pass.partition, pass.carry);
+  report.planned = planning.planned.length;
+  pass.plannedUnclaimed = planning.planned.length - planning.claimed;
+  report.launches.push(...planning.launches);
+}
+
+/**
+ * A pass: plan due slots (each carried to its launch in its planning commit), advance occurrences (orphaned
+ * launches, claims, leases, timeouts), dispatch what is still claimed, observe.
+ */
 export const PASS_PHASES: readonly PassPhase[] = [
-  {
-    name: 'plan',
-    run: async ({ svc, report, partition }) => {
-      report.planned = (await planDueSlots(svc, report.errors, partition)).length;
-    },
-  },
+  { name: 'plan', run: plan },
   { name: 'advance', run: advance },
   { name: 'dispatch', run: dispatch },
   {

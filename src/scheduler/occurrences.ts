@@ -100,12 +100,15 @@ async function definitionOf(
 /**
  * A planned or eligible occurrence: eligibility, then the claim (overlap forbid), unless its definition is
  * no longer active or was revised. Only this step reads the definition; every other live occurrence is
- * advanced without it.
+ * advanced without it. With `deferOverlap` an occurrence that finds the automation's work live stays eligible
+ * instead of being skipped: planning uses it, since that live work may be past its deadline, for the pass's
+ * advance phase to settle before it decides on the overlap.
  */
 export async function claimWhenEligible(
   svc: EngineServices,
   step: StepContext,
   planned: OccurrenceRecord,
+  deferOverlap = false,
 ): Promise<void> {
   let occurrence = planned;
   const occurrenceId = occurrence.id;
@@ -128,7 +131,7 @@ export async function claimWhenEligible(
   }
 
   if ((await liveWorkOf(step.tx, attributes.automationId, occurrenceId)) !== undefined) {
-    if (attributes.activeRunRef !== undefined) return;
+    if (attributes.activeRunRef !== undefined || deferOverlap) return;
     // overlap forbid: a slot that comes due while the automation has live work is skipped, with the reason.
     await moveEntity<OccurrenceAttributes>(
       step,

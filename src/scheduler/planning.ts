@@ -1,5 +1,5 @@
 import { DefinitionState } from '../../machines/index.js';
-import { busyElsewhere, forEachConcurrently } from '../domain/concurrency.js';
+import { busyElsewhere, concurrencyGate, forEachConcurrently } from '../domain/concurrency.js';
 import { appendEvent } from '../changefeed/append-event.js';
 import { createExecutionEntity, type StepContext } from '../domain/lifecycle.js';
 import { DEFINITION_KIND } from '../domain/definition-records.js';
@@ -13,6 +13,8 @@ import {
   occurrenceInput,
   occurrenceKeyFor,
 } from '../domain/occurrence-input.js';
+import type { LaunchOutcome } from '../domain/launch-outcome.js';
+import { commitPlan, type CarriedPlan, type PlanCarry } from './plan-carry.js';
 const DAY_MS = 86_400_000;
 
 /**
@@ -176,45 +178,93 @@ export const PLAN_STEAL_AFTER_MS = 2_000;
 /** The records of an automation its planning reads: its definition, quarantine and plan cursor. */
 const PLANNING_READS = [DEFINITION_KIND, KINDS.quarantine, KINDS.planCursor];
 
-/** Plans every active definition with a due slot, one transaction each. Returns the ids of the occurrences planned. */
+/** What planning did in one pass. */
+export interface PlanningReport {
+  /** The occurrences planned. */
+  planned: string[];
+  /** How many of them were claimed in their planning commit (see {@link PlanCarry}). */
+  claimed: number;
+  /** The launches of those carried to a launch, in the order they were sent. */
+  launches: LaunchOutcome[];
+}
+
+/**
+ * Plans every active definition with a due slot, one transaction each, carrying each occurrence planned as far as
+ * `carry` says in that same transaction (see {@link PlanCarry}); launches are sent once their commits are durable,
+ * at most `svc.passConcurrency` at once.
+ */
 export async function planDueSlots(
   svc: EngineServices,
   errors: Error[] = [],
   partition?: WorkPartition,
-): Promise<string[]> {
+  carry?: PlanCarry,
+): Promise<PlanningReport> {
   const now = svc.clock.now().getTime();
-  const planned: string[] = [];
-  await svc.store.read(async (r) => {
+  const report: PlanningReport = { planned: [], claimed: 0, launches: [] };
+  const sending = concurrencyGate(svc.passConcurrency);
+  const due = await svc.store.read(async (r) => {
     const cursors = new Map((await svc.planCursors.current(r)).map((c) => [c.id, c.lastSlot]));
     // Engines sharing the store each plan their share of the automations (see WorkPartition), and any slot left
     // unplanned past PLAN_STEAL_AFTER_MS: its engine died or is slow, or the engines disagree on who is live.
     const share = partition ?? (await WorkPartition.read(svc, r));
-    const due = (await svc.definitions.current(r)).flatMap((seen) => {
+    return (await svc.definitions.current(r)).flatMap((seen) => {
       if (seen.state !== DefinitionState.active) return [];
       const next = nextUnplannedSlot(svc, seen, cursors.get(seen.id));
       if (next !== null && next > now) return [];
       return share.mine(seen.id) || next === null || next <= now - PLAN_STEAL_AFTER_MS ? [{ seen, next }] : [];
     });
-    await forEachConcurrently(due, svc.planConcurrency, async ({ seen, next }) => {
-      try {
-        const id = await svc.step(async (step) => {
-          // What planning reads of the automation and of the slot it will likely plan, and what its feed entry needs,
-          // in one statement where each read is a round trip (the lock below then knows from it if the cursor exists).
-          await step.tx.prefetch?.(
-            [...PLANNING_READS.map((kind) => [kind, seen.id] as const), ...firstSlotReads(seen.id, next)],
-            [],
-            { appending: true },
-          );
-          // Another engine is planning this automation now: its slot is planned once, by it.
-          if (await busyElsewhere(svc, step.tx, KINDS.planCursor, seen.id)) return undefined;
-          const fresh = await svc.definitions.inTransaction(step.tx, seen.id, seen);
-          return fresh === undefined ? undefined : planLatestSlot(svc, step, fresh);
-        });
-        if (id !== undefined) planned.push(id);
-      } catch (error) {
-        errors.push(new Error(`scheduler: planning ${seen.id}: ${(error as Error).message}`, { cause: error }));
-      }
-    });
   });
-  return planned;
+  if (due.length > 0) await carry?.beforePlanning();
+  await forEachConcurrently(due, svc.planConcurrency, async ({ seen, next }) => {
+    let carried: CarriedPlan;
+    try {
+      carried = await commitPlan(svc, (step) => planDefinition(svc, step, seen, next), carry);
+    } catch (error) {
+      errors.push(new Error(`scheduler: planning ${seen.id}: ${(error as Error).message}`, { cause: error }));
+      return;
+    }
+    const { occurrenceId, claimed, release } = carried;
+    if (occurrenceId === undefined) return;
+    report.planned.push(occurrenceId);
+    if (claimed) report.claimed++;
+    if (release !== undefined) await sendLaunch(occurrenceId, () => sending(release), report.launches, errors);
+  });
+  return report;
+}
+
+/** One due definition's planning, in `step`'s transaction: the occurrence planned, if one was. */
+async function planDefinition(
+  svc: EngineServices,
+  step: StepContext,
+  seen: PlannableDefinition,
+  next: number | null,
+): Promise<string | undefined> {
+  // What planning reads of the automation and of the slot it will likely plan, and what its feed entry needs,
+  // in one statement where each read is a round trip (the lock below then knows from it if the cursor exists).
+  await step.tx.prefetch?.(
+    [...PLANNING_READS.map((kind) => [kind, seen.id] as const), ...firstSlotReads(seen.id, next)],
+    [],
+    { appending: true },
+  );
+  // Another engine is planning this automation now: its slot is planned once, by it.
+  if (await busyElsewhere(svc, step.tx, KINDS.planCursor, seen.id)) return undefined;
+  const fresh = await svc.definitions.inTransaction(step.tx, seen.id, seen);
+  return fresh === undefined ? undefined : planLatestSlot(svc, step, fresh);
+}
+
+/** Sends a launch planning queued; what fails is reported as the dispatch phase reports it. */
+async function sendLaunch(
+  occurrenceId: string,
+  release: () => Promise<LaunchOutcome>,
+  launches: LaunchOutcome[],
+  errors: Error[],
+): Promise<void> {
+  try {
+    const outcome = await release();
+    launches.push(outcome);
+    // The engine refused to launch (integrity): an operator must hear of it, not only the records.
+    if (outcome.error !== undefined) errors.push(outcome.error);
+  } catch (error) {
+    errors.push(new Error(`dispatcher: occurrence ${occurrenceId}: ${(error as Error).message}`, { cause: error }));
+  }
 }

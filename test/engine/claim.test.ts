@@ -24,7 +24,7 @@ function countDefinitionGets(h: Harness): string[] {
 test('a claim checks the definition as its own transaction holds it: paused or revised after planning, the occurrence is disposed of', async () => {
   // The pass that planned the slot remembered the definition active at revision 3; both changes come after.
   const paused = await harness({ start: '2026-03-02T09:00:00.000Z' });
-  expect(await planDueSlots(paused.engine.services)).toHaveLength(1);
+  expect((await planDueSlots(paused.engine.services)).planned).toHaveLength(1);
   await paused.ok(command('definition.pause.v1', { automationId: 'daily' }, { expectedRevision: 3 }));
   expect(await advanceAll(paused.engine.services)).toEqual([]);
   expect(await paused.read.occurrences()).toMatchObject([
@@ -32,7 +32,7 @@ test('a claim checks the definition as its own transaction holds it: paused or r
   ]);
 
   const revised = await harness({ start: '2026-03-02T09:00:00.000Z' });
-  expect(await planDueSlots(revised.engine.services)).toHaveLength(1);
+  expect((await planDueSlots(revised.engine.services)).planned).toHaveLength(1);
   await revised.ok(
     command(
       'definition.revise.v1',
@@ -71,7 +71,7 @@ test('only a claim needs the definition, and it reads the record only when its v
   await h.ok(command('definition.create.v1', other(1, 'draft')));
   await h.ok(command('definition.revise.v1', other(2, 'paused'), { expectedRevision: 1 }));
   await h.ok(command('definition.activate.v1', { automationId: 'other' }, { expectedRevision: 2 }));
-  expect(await planDueSlots(h.engine.services)).toHaveLength(1);
+  expect((await planDueSlots(h.engine.services)).planned).toHaveLength(1);
   const record = (await h.store.read((r) => r.get<Record<string, unknown>>('definition', 'other')))!;
   await h.store.transact((tx) =>
     tx.put('definition', 'other', { ...record.data }, { expectedVersion: record.version }),

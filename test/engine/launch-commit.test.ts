@@ -48,6 +48,11 @@ class FailingStore extends MemoryStore {
 class FailingFirstLaunchStore extends MemoryStore {
   failed = false;
 
+  /** `failures`: how many commits that write a launch fail before they succeed. */
+  constructor(private failures = 1) {
+    super();
+  }
+
   override transact<R>(body: (tx: StoreTransaction) => Promise<R> | R): Promise<R> {
     return super.transact(async (tx) => {
       let launchWritten = false;
@@ -63,7 +68,8 @@ class FailingFirstLaunchStore extends MemoryStore {
         },
       });
       const result = await body(watching);
-      if (launchWritten && !this.failed) {
+      if (launchWritten && this.failures > 0) {
+        this.failures -= 1;
         this.failed = true;
         throw new Error('disk full');
       }
@@ -163,7 +169,7 @@ test('a pass leaves a run-now’s launch to the release in flight, and looks at 
   expect(runtime.launches).toHaveLength(0);
 });
 
-test('a pass dispatches a scheduled slot in one commit before the runtime is called: acceptance, adoption and the sending launch', async () => {
+test('a pass plans and dispatches a scheduled slot in one commit before the runtime is called: its claim, acceptance, adoption and the sending launch', async () => {
   const runtime = new WatchedRuntime();
   const h = await harness({ runtime, start: '2026-03-02T09:00:00.000Z' });
   let commits = 0;
@@ -179,18 +185,20 @@ test('a pass dispatches a scheduled slot in one commit before the runtime is cal
   };
   const report = await h.engine.tick();
   expect(report.launched).toBe(1);
-  // The claim's commit, then one more before the side effect, and it already holds the `sending` mark.
-  expect(atLaunch!.commits).toBe(claimedAt! + 1);
+  // The claim's commit is the last before the side effect, and it already holds the `sending` mark.
+  expect(atLaunch!.commits).toBe(claimedAt!);
   expect(atLaunch!.outbox).toEqual(['sending']);
   expect(atLaunch!.runs).toEqual(['running']);
   // The launch answer is the next commit.
-  expect(commits).toBe(claimedAt! + 2);
+  expect(commits).toBe(claimedAt! + 1);
   expect((await h.read.attempts()).map(stateOf)).toEqual(['started']);
 });
 
 test('a pass’s dispatch whose commit fails launches nothing and leaves the engine owning no launch; the next pass launches once', async () => {
   const runtime = new WatchedRuntime();
-  const store = new FailingFirstLaunchStore();
+  // The planning commit that carries the launch fails (the slot is then planned alone), and so does the dispatch
+  // phase's commit of the same launch.
+  const store = new FailingFirstLaunchStore(2);
   const h = await harness({ runtime, store, start: '2026-03-02T09:00:00.000Z' });
   const failed = await h.engine.tick();
   expect(store.failed).toBe(true);

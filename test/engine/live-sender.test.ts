@@ -1,7 +1,9 @@
 import { describe, expect, test } from 'vitest';
 import { harness } from '../support/engine-harness.js';
 import { command } from '../support/commands.js';
-import { createEngine, type Engine } from '../../src/engine/engine.js';
+import { createEngine, Engine } from '../../src/engine/engine.js';
+import { ENGINE_PARTS } from '../../src/engine/parts.js';
+import { CrashSwitch } from '../../src/testkit/crash-switch.js';
 import { SimulatedRuntime } from '../../src/runtime/simulated-runtime.js';
 import type { LaunchEvidence, LaunchRequest, LaunchResult } from '../../src/runtime/runtime.js';
 
@@ -97,9 +99,18 @@ describe('a launch its live sender is still sending is never decided by another 
 
   test("an orphan re-sent by one engine is that engine's: a third engine leaves the send alone", async () => {
     const h = await harness({ runtime: new SharedRuntime({ durationMs: 60_000 }), instanceId: 'engine-dead' });
+    // Its process dies right after the launch whose answer is lost (its pass would ask the runtime in its next phase).
+    const crashes = new CrashSwitch();
+    const dying = new Engine(
+      { store: h.store, clock: h.clock, runtimes: [h.runtime], instanceId: 'engine-dead' },
+      crashes.wrap(ENGINE_PARTS),
+    );
     h.runtime.dieOnNextLaunch = true;
     h.clock.set(at('09:00:00'));
-    expect((await h.engine.tick()).launches[0]?.result.outcome).toBe('unconfirmed');
+    expect((await crashes.tickCrashing(dying, 'launched')).launches.map((l) => l.result.outcome)).toEqual([
+      'unconfirmed',
+    ]);
+    await dying.stop();
     await h.engine.stop();
     const first = engineOn(h, 'engine-first');
     const second = engineOn(h, 'engine-second');

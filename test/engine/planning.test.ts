@@ -30,13 +30,13 @@ function pauseBeforeFirstTransaction(h: Awaited<ReturnType<typeof harness>>): vo
 
 test('planning uses the definition the pass read only while its version is current', async () => {
   const due = await harness({ start: '2026-03-02T09:00:00.000Z' });
-  expect(await planDueSlots(due.engine.services)).toHaveLength(1);
+  expect((await planDueSlots(due.engine.services)).planned).toHaveLength(1);
 
   // The pass reads the definition active; by its planning transaction it is paused: nothing is planned.
   const moved = await harness({ start: '2026-03-02T09:00:00.000Z' });
   pauseBeforeFirstTransaction(moved);
   const errors: Error[] = [];
-  expect(await planDueSlots(moved.engine.services, errors)).toEqual([]);
+  expect((await planDueSlots(moved.engine.services, errors)).planned).toEqual([]);
   expect(errors).toEqual([]);
   expect(await moved.read.occurrences()).toEqual([]);
 });
@@ -67,11 +67,11 @@ test('a pass reads again only the definitions and plan cursors whose version mov
   await h.ok(command('definition.activate.v1', { automationId: 'second' }, { expectedRevision: 2 }));
   const counted = countDefinitionReads(h);
 
-  expect(await planDueSlots(h.engine.services)).toEqual([]);
+  expect((await planDueSlots(h.engine.services)).planned).toEqual([]);
   expect(counted.reads).toEqual(['get definition daily', 'get definition second']);
   counted.reads.length = 0;
   h.clock.advance({ minutes: 10 });
-  expect(await planDueSlots(h.engine.services)).toEqual([]);
+  expect((await planDueSlots(h.engine.services)).planned).toEqual([]);
   expect(counted.reads).toEqual([]);
 
   // Revised while active, to 10:00: only it is read again, and 09:00 is no longer its slot.
@@ -85,12 +85,12 @@ test('a pass reads again only the definitions and plan cursors whose version mov
     ),
   );
   h.clock.set(new Date('2026-03-02T09:00:00.000Z'));
-  expect(await planDueSlots(h.engine.services)).toEqual([`daily-${Date.parse('2026-03-02T09:00:00.000Z')}`]);
+  expect((await planDueSlots(h.engine.services)).planned).toEqual([`daily-${Date.parse('2026-03-02T09:00:00.000Z')}`]);
   expect(counted.reads).toEqual(['get definition second']);
   counted.reads.length = 0;
   h.clock.set(new Date('2026-03-02T10:00:00.000Z'));
   const tenOClock = `second-${Date.parse('2026-03-02T10:00:00.000Z')}`;
-  expect(await planDueSlots(h.engine.services)).toEqual([tenOClock]);
+  expect((await planDueSlots(h.engine.services)).planned).toEqual([tenOClock]);
   // Planning at 09:00 moved daily's cursor, and the engine learned the version it committed: nothing to read.
   expect(counted.reads).toEqual([]);
   counted.reads.length = 0;
@@ -105,7 +105,7 @@ test('a pass reads again only the definitions and plan cursors whose version mov
     );
   });
   h.clock.set(new Date('2026-03-03T10:00:00.000Z'));
-  expect(await planDueSlots(h.engine.services)).toEqual([`daily-${Date.parse('2026-03-03T09:00:00.000Z')}`]);
+  expect((await planDueSlots(h.engine.services)).planned).toEqual([`daily-${Date.parse('2026-03-03T09:00:00.000Z')}`]);
   expect(counted.reads).toEqual(['get plan-cursor second']);
   const occurrence = await h.store.read((r) =>
     r.get<{ attributes: { automationRevision: number } }>('occurrence', tenOClock),

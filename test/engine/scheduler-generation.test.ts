@@ -36,7 +36,7 @@ function fencingTests(open: OpenPair): void {
     const feedBefore = (await h.read.feed()).length;
     const leaseBefore = await leaseOf(h.store, 'engine-a');
     await expect(h.engine.tick()).rejects.toBeInstanceOf(StaleGenerationError);
-    await expect(renewOwnerLease(h.engine.services, true)).rejects.toBeInstanceOf(StaleGenerationError);
+    await expect(renewOwnerLease(h.engine.services, 'force')).rejects.toBeInstanceOf(StaleGenerationError);
     // The slot was due: a pass that ran would have planned it.
     expect(await h.read.occurrences()).toEqual([]);
     expect((await h.read.feed()).length).toBe(feedBefore);

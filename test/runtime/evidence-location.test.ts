@@ -2,7 +2,9 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, test, vi } from 'vitest';
-import { createEngine, type Engine } from '../../src/engine/engine.js';
+import { createEngine, Engine } from '../../src/engine/engine.js';
+import { ENGINE_PARTS } from '../../src/engine/parts.js';
+import { CrashSwitch } from '../../src/testkit/crash-switch.js';
 import { evidenceReadable } from '../../src/runtime/evidence-location.js';
 import { ChildProcessRuntime } from '../../src/runtime/child-process-runtime.js';
 import type { LaunchRequest, LaunchResult } from '../../src/runtime/runtime.js';
@@ -73,9 +75,18 @@ async function deadSenderAndSurvivor(deadDir: string, otherDir: string, otherHos
   const store = sharedStore();
   const dead = runtimeAt(join(deadDir, 'sessions'), hostname());
   const h = await harness({ store, runtime: dead, instanceId: 'engine-dead' });
+  // Its process dies right after the launch (its pass would ask its own runtime in the next phase).
+  const crashes = new CrashSwitch();
+  const dying = new Engine(
+    { store, clock: h.clock, runtimes: [dead], instanceId: 'engine-dead' },
+    crashes.wrap(ENGINE_PARTS),
+  );
   dead.dieOnNextLaunch = true;
   h.clock.set(at('09:00:00'));
-  expect((await h.engine.tick()).launches[0]?.result.outcome).toBe('unconfirmed');
+  expect((await crashes.tickCrashing(dying, 'launched')).launches.map((l) => l.result.outcome)).toEqual([
+    'unconfirmed',
+  ]);
+  await dying.stop();
   await h.engine.stop();
   const survivorDir = join(otherDir, 'sessions');
   const survivor = runtimeAt(survivorDir, otherHost);

@@ -45,13 +45,11 @@ export interface Operation {
 }
 
 /**
- * What a {@link GatedStore} does to its transactions. `hold`: after the first operation it matches, the
- * transaction waits at its barrier (once). `busy`: occurrences it names are reported held by another engine, so
- * this engine passes them over (a set-up engine that plans slots but never claims them).
+ * What a {@link GatedStore} does to its transactions: after the first operation `hold` matches, the transaction
+ * waits at its barrier (once).
  */
 export interface Gate {
   hold?: { matches: (operation: Operation) => boolean; barrier: Barrier };
-  busy?: (occurrenceId: string) => boolean;
 }
 
 /** A store whose transactions meet `gate` (changed between races); reads and commits pass straight through. */
@@ -84,7 +82,6 @@ export class GatedStore implements Store {
       get: (target, prop, receiver) => {
         if (prop === 'lockUnlessBusy' && target.lockUnlessBusy !== undefined)
           return async (kind: string, id: string) => {
-            if (kind === 'occurrence' && this.gate.busy?.(id) === true) return false;
             const locked = await target.lockUnlessBusy!(kind, id);
             await after('lockUnlessBusy', kind, id, locked);
             return locked;

@@ -7,6 +7,7 @@ import { SimulatedClock } from '../../src/clock/clock.js';
 import type { CommandResponse } from '../../src/command-handler/envelope.js';
 import { createEngine, type Engine } from '../../src/engine/engine.js';
 import { PostgresStore } from '../../src/store/postgres/index.js';
+import { planDueSlots } from '../../src/scheduler/planning.js';
 import { INVARIANTS } from '../../src/testkit/invariants/checks.js';
 import { captureHistory } from '../../src/testkit/invariants/history.js';
 import { definition } from '../../bench/fixtures.js';
@@ -115,12 +116,11 @@ async function prepare(s: SetUp, n: number, automationId: string, slots: number)
   await ok(s.engine, 'definition.create.v1', { definition: definition(automationId, 1, 'draft', TWO_SLOTS) });
   await ok(s.engine, 'definition.revise.v1', { definition: definition(automationId, 2, 'paused', TWO_SLOTS) }, 1);
   await ok(s.engine, 'definition.activate.v1', { automationId }, 2);
-  s.store.gate = { busy: () => true };
+  // Planned, never claimed: planning alone, without the rest of a pass (which claims a slot in its planning commit).
   for (const hour of ['09', '10'].slice(0, slots)) {
     s.clock.set(at(n, `${hour}:00:01`));
-    await s.engine.tick();
+    await planDueSlots(s.engine.services);
   }
-  s.store.gate = {};
 }
 
 /** One race between two engine processes (and a third's pass, when the race has a bystander). */

@@ -44,7 +44,7 @@ describePostgres('engines sharing one PostgreSQL split the work instead of racin
       }
       clock.set('2026-03-02T09:00:01.000Z');
       // Both engines live: each has its owner lease (a started engine renews it on a timer, idle or not).
-      for (const engine of engines) await renewOwnerLease(engine.services, true);
+      for (const engine of engines) await renewOwnerLease(engine.services, 'force');
       const rounds: TickReport[][] = [];
       for (let i = 0; i < 3; i++) rounds.push(await together(engines));
       const planned = engines.map((_, e) => rounds.reduce((n, round) => n + round[e]!.planned, 0));
@@ -79,7 +79,7 @@ describePostgres('engines sharing one PostgreSQL split the work instead of racin
       const silent = createEngine({ store: stores[1]!, clock, runtimes: [runtime], instanceId: 'engine-silent' });
       engines.push(silent);
       clock.set('2026-03-02T11:00:01.000Z');
-      for (const engine of [engines[0]!, silent]) await renewOwnerLease(engine.services, true);
+      for (const engine of [engines[0]!, silent]) await renewOwnerLease(engine.services, 'force');
       const own = (await engines[0]!.tick()).planned;
       expect(own).toBeGreaterThan(0);
       expect(own).toBeLessThan(AUTOMATIONS);

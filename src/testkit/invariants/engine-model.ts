@@ -69,7 +69,7 @@ const BEHAVIORS: SimulatedBehavior[] = [
   'duplicate-response',
   'out-of-order-response',
 ];
-const CRASH_POINTS: CrashPoint[] = ['plan', 'claim', 'dispatch', 'observe'];
+const CRASH_POINTS: CrashPoint[] = ['plan', 'claim', 'launched', 'dispatch', 'observe'];
 
 /** Defining, revising and moving definitions through their lifecycle (sometimes with a stale revision). */
 function definitionCommands(): Array<fc.Arbitrary<fc.AsyncCommand<Model, World>>> {
