@@ -48,7 +48,7 @@ async function claimPlanned(svc: EngineServices, step: StepContext, occurrenceId
  */
 export async function commitPlan(
   svc: EngineServices,
-  plan: (step: StepContext) => Promise<string | undefined>,
+  plan: (step: StepContext, carrying: PlanCarry['through'] | undefined) => Promise<string | undefined>,
   carry: PlanCarry | undefined,
 ): Promise<CarriedPlan> {
   let committed = false;
@@ -60,7 +60,7 @@ export async function commitPlan(
       // The store may run a transaction's body again: a launch queued by a run that did not commit is forgotten.
       queued?.abandon();
       queued = undefined;
-      const occurrenceId = await plan(step);
+      const occurrenceId = await plan(step, carrying?.through);
       const claimed =
         occurrenceId !== undefined && carrying !== undefined && (await claimPlanned(svc, step, occurrenceId));
       if (claimed && carrying.through === 'launched') queued = await carrying.queue(step, occurrenceId);

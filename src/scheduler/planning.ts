@@ -2,7 +2,7 @@ import { DefinitionState } from '../../machines/index.js';
 import { busyElsewhere, concurrencyGate, forEachConcurrently } from '../domain/concurrency.js';
 import { appendEvent } from '../changefeed/append-event.js';
 import { createExecutionEntity, type StepContext } from '../domain/lifecycle.js';
-import { DEFINITION_KIND } from '../domain/definition-records.js';
+import { DEFINITION_KIND, DEFINITION_REVISION_KIND, revisionId } from '../domain/definition-records.js';
 import { KINDS, type OccurrenceAttributes } from '../domain/records.js';
 import { isQuarantined, type EngineServices } from '../domain/services.js';
 import { WorkPartition } from '../domain/work-partition.js';
@@ -218,7 +218,7 @@ export async function planDueSlots(
   await forEachConcurrently(due, svc.planConcurrency, async ({ seen, next }) => {
     let carried: CarriedPlan;
     try {
-      carried = await commitPlan(svc, (step) => planDefinition(svc, step, seen, next), carry);
+      carried = await commitPlan(svc, (step, carrying) => planDefinition(svc, step, seen, next, carrying), carry);
     } catch (error) {
       errors.push(new Error(`scheduler: planning ${seen.id}: ${(error as Error).message}`, { cause: error }));
       return;
@@ -232,19 +232,27 @@ export async function planDueSlots(
   return report;
 }
 
-/** One due definition's planning, in `step`'s transaction: the occurrence planned, if one was. */
+/**
+ * One due definition's planning, in `step`'s transaction: the occurrence planned, if one was. `carrying`: the step
+ * goes on to claim it (reading the automation's live occurrences) and, when `launched`, to accept its run (reading the
+ * pinned revision).
+ */
 async function planDefinition(
   svc: EngineServices,
   step: StepContext,
   seen: PlannableDefinition,
   next: number | null,
+  carrying: PlanCarry['through'] | undefined,
 ): Promise<string | undefined> {
-  // What planning reads of the automation and of the slot it will likely plan, and what its feed entry needs,
-  // in one statement where each read is a round trip (the lock below then knows from it if the cursor exists).
+  // What planning reads of the automation and of the slot it will likely plan, what its feed entry needs, and what
+  // the carry reads next, in one statement where each read is a round trip (the lock below then knows from it if
+  // the cursor exists). The revision is the one the pass saw: a revision since costs its own read.
+  const revision =
+    carrying === 'launched' ? [[DEFINITION_REVISION_KIND, revisionId(seen.id, seen.terms.revision)] as const] : [];
   await step.tx.prefetch?.(
-    [...PLANNING_READS.map((kind) => [kind, seen.id] as const), ...firstSlotReads(seen.id, next)],
+    [...PLANNING_READS.map((kind) => [kind, seen.id] as const), ...firstSlotReads(seen.id, next), ...revision],
     [],
-    { appending: true },
+    { appending: true, ...(carrying === undefined ? {} : { liveOccurrencesOf: seen.id }) },
   );
   // Another engine is planning this automation now: its slot is planned once, by it.
   if (await busyElsewhere(svc, step.tx, KINDS.planCursor, seen.id)) return undefined;

@@ -70,6 +70,43 @@ describePostgres('a pass on a shared store claims in batches only when something
     }
   });
 
+  test('a due slot is planned, claimed and its launch queued in one transaction of three statements', async () => {
+    const { store, clock, engine } = await engineAt8(await freshDatabase(socketDir, 'plan_carry'), 'carry');
+    try {
+      for (let i = 0; i < 4; i++) await define(engine, `carry-${i}`, 9);
+      await engine.tick();
+      clock.set('2026-03-02T09:00:01.000Z');
+      const statements = vi.spyOn(Connection.prototype, 'run');
+      const opening = vi.spyOn(Connection.prototype, 'rowsOpening');
+      expect((await engine.tick()).launched).toBe(4);
+      const shape = (sql: string) =>
+        sql.includes('FOR UPDATE SKIP LOCKED')
+          ? 'lock'
+          : sql.startsWith('WITH inserted')
+            ? 'write'
+            : sql.trimStart().startsWith('SELECT r.kind')
+              ? 'prefetch'
+              : sql;
+      for (let i = 0; i < 4; i++) {
+        // The automation, its revision (`@`) and its occurrence's records (`-`), wherever a statement names them.
+        const names = (value: unknown): boolean =>
+          Array.isArray(value)
+            ? value.some(names)
+            : typeof value === 'string' &&
+              [`carry-${i}`, `carry-${i}@`, `carry-${i}-`].some((p) => value.startsWith(p));
+        const about = (calls: Array<[string, unknown[]?]>) => calls.filter(([, values]) => (values ?? []).some(names));
+        // The planning transaction: its prefetch (definition, cursor, slot, revision and live occurrences) with
+        // BEGIN, the plan cursor's lock, its writes with COMMIT. Then the launch's answer: its prefetch and writes.
+        const shapes = (calls: unknown[][]) => about(calls as Array<[string, unknown[]?]>).map(([sql]) => shape(sql));
+        expect(shapes(opening.mock.calls)).toEqual(['prefetch', 'lock', 'prefetch']);
+        expect(shapes(statements.mock.calls)).toEqual(['lock', 'write', 'write']);
+      }
+    } finally {
+      await engine.stop();
+      await store.close();
+    }
+  });
+
   test('planning and a claim batch read what they need a few statements at a time, not a round trip per record', async () => {
     const { store, clock, engine } = await engineAt8(await freshDatabase(socketDir, 'claim_reads'), 'reads');
     try {

@@ -231,7 +231,7 @@ describePostgres("prefetch on PostgreSQL: an automation's live occurrences", (so
     attributes: { scheduledFor: '2026-12-05T08:00:00.000Z', automationRevision: revision },
   });
 
-  test('answer liveWork with no round trip of its own, as the database would, until the job writes', async () => {
+  test("answer liveWork with no round trip of its own, as the database would, the job's own writes included", async () => {
     store = await PostgresStore.open(url, { schema: 'prefetch_live' });
     await store.transact(async (tx) => {
       await tx.put('occurrence', 'o2', occurrence('auto-a', 'running', 3), { expectedVersion: null });
@@ -243,27 +243,52 @@ describePostgres("prefetch on PostgreSQL: an automation's live occurrences", (so
     expect(fromDatabase.map((w) => w.id)).toEqual(['o1', 'o2']);
     const statements = roundTrips();
     const seen = await store.transact(async (tx) => {
-      await tx.prefetch!([], [], { liveOccurrencesOf: 'auto-a' });
+      // Appending too: the feed numbering comes with it, so the append below asks nothing either.
+      await tx.prefetch!([], [], { liveOccurrencesOf: 'auto-a', appending: true });
       const before = stepRoundTrips(statements);
       const prefetched = await tx.liveWork('occurrence', { automationId: 'auto-a' });
       const answeredAlone = stepRoundTrips(statements) - before;
       // Another automation, or another question, is the database's to answer.
       const other = await tx.liveWork('occurrence', { automationId: 'auto-b' });
       const askedOther = stepRoundTrips(statements) - before - answeredAlone;
-      // After a write the prefetched answer no longer stands: the database answers with the write in it.
+      // The job's own writes since are followed: an occurrence created, one settled, one removed, another
+      // automation's and other kinds' writes, an append. The answer is still the job's view, with no round trip.
+      const beforeWrites = stepRoundTrips(statements);
       await tx.put('occurrence', 'o5', occurrence('auto-a', 'eligible', 3), { expectedVersion: null });
-      const afterWrite = await tx.liveWork('occurrence', { automationId: 'auto-a' });
-      return { prefetched, answeredAlone, other, askedOther, afterWrite };
+      await tx.put('occurrence', 'o1', occurrence('auto-a', 'skipped', 3), { expectedVersion: 1, terminal: true });
+      await tx.put('occurrence', 'o7', occurrence('auto-b', 'planned', 1), { expectedVersion: null });
+      await tx.put('plan-cursor', 'auto-a', { lastSlot: '2026-12-05T08:00:00.000Z' }, { expectedVersion: null });
+      await tx.append('occurrence/o5', { kind: 'occurrence.transitioned' }, 0);
+      const afterWrites = await tx.liveWork('occurrence', { automationId: 'auto-a' });
+      const answeredAfterWrites = stepRoundTrips(statements) - beforeWrites;
+      return { prefetched, answeredAlone, other, askedOther, afterWrites, answeredAfterWrites };
     });
     expect(seen.prefetched).toEqual(fromDatabase);
     expect(seen.answeredAlone).toBe(0);
     expect(seen.other.map((w) => w.id)).toEqual(['o3']);
     expect(seen.askedOther).toBe(1);
-    expect(seen.afterWrite.map((w) => [w.id, w.state])).toEqual([
-      ['o1', 'planned'],
+    expect(seen.afterWrites.map((w) => [w.id, w.state])).toEqual([
       ['o2', 'running'],
       ['o5', 'eligible'],
     ]);
+    expect(seen.answeredAfterWrites).toBe(0);
+    // What the database says once those writes committed.
+    expect(seen.afterWrites).toEqual(await store.read((r) => r.liveWork('occurrence', { automationId: 'auto-a' })));
+  });
+
+  test('a removal the job sends ends the followed answer only for the removed occurrence', async () => {
+    store = await PostgresStore.open(url, { schema: 'prefetch_live' });
+    await store.transact(async (tx) => {
+      await tx.put('occurrence', 'r1', occurrence('auto-r', 'running', 1), { expectedVersion: null });
+      await tx.put('occurrence', 'r2', occurrence('auto-r', 'planned', 1), { expectedVersion: null });
+    });
+    const live = await store.transact(async (tx) => {
+      await tx.prefetch!([], [], { liveOccurrencesOf: 'auto-r' });
+      await tx.delete('occurrence', 'r2', 1);
+      return tx.liveWork('occurrence', { automationId: 'auto-r' });
+    });
+    expect(live.map((w) => w.id)).toEqual(['r1']);
+    expect(await store.read((r) => r.liveWork('occurrence', { automationId: 'auto-r' }))).toEqual(live);
   });
 
   test('a prefetch after the job wrote leaves liveWork to the database, which sees the staged write', async () => {

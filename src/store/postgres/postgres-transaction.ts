@@ -4,6 +4,7 @@ import { prefetchRows, type RecordRow } from './prefetch.js';
 import { RecentCommitsStep } from './own-commits.js';
 import { GroupTransaction } from './group-transaction.js';
 import { toRecord } from './postgres-reader.js';
+import { liveWorkOfRecord } from '../live-work.js';
 import {
   LogRetireError,
   LogTrimError,
@@ -144,7 +145,26 @@ export class PostgresTransaction extends GroupTransaction implements StoreTransa
     const record = this.records.stage(kind, id, data, options);
     if (options.expectedVersion === null) this.created.add(`${kind}\u0000${id}`);
     this.writes++;
+    this.followLive(kind, id, record);
     return record;
+  }
+
+  /**
+   * Keeps the automation's live occurrences this step's prefetch read true of the write just made: an occurrence
+   * put moves in or out of them, one removed leaves them, any other write changes nothing. A planning step that
+   * claims the occurrence it created then asks for them (its overlap check) without a round trip.
+   */
+  private followLive(kind: string, id: string, record: StoredRecord | undefined): void {
+    const known = this.prefetchedLive;
+    if (known === undefined || known.writes !== this.writes - 1) return;
+    let work = known.work;
+    if (kind === 'occurrence') {
+      work = work.filter((w) => w.id !== id);
+      const summary = record === undefined ? undefined : liveWorkOfRecord(record);
+      if (summary?.automationId === known.automationId)
+        work = [...work, summary].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    }
+    this.prefetchedLive = { ...known, writes: this.writes, work };
   }
 
   /**
@@ -185,6 +205,7 @@ export class PostgresTransaction extends GroupTransaction implements StoreTransa
       this.records.forget(kind, id);
       this.noteRemoved(kind, id);
       this.writes++;
+      this.followLive(kind, id, undefined);
       return;
     }
     const expectedVersion = stored ?? expected;
@@ -199,6 +220,7 @@ export class PostgresTransaction extends GroupTransaction implements StoreTransa
     this.records.forget(kind, id);
     this.noteRemoved(kind, id);
     this.writes++;
+    this.followLive(kind, id, undefined);
   }
 
   async append<T>(stream: string, data: T, expectedSequence?: number): Promise<LogPosition> {
@@ -213,6 +235,7 @@ export class PostgresTransaction extends GroupTransaction implements StoreTransa
     // refused, not doubled.
     this.records.stageAppend({ stream, sequence, position, slot, text });
     this.writes++;
+    this.followLive('', stream, undefined);
     this.heads.set(stream, sequence + 1);
     return { stream, sequence, position };
   }
