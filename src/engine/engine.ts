@@ -20,6 +20,7 @@ import { InspectionFeed } from '../domain/inspection-feed.js';
 import { operatorCommands } from '../command-handler/operator-commands.js';
 import { RetentionPolicy } from '../retention/policy.js';
 import type { LaunchOutcome, QueuedLaunch } from '../domain/launch-outcome.js';
+import { reportLaunch } from '../domain/launch-commit.js';
 import { ENGINE_PARTS, type EngineParts } from './parts.js';
 import { ExitCues } from './exit-cues.js';
 import { attemptOfOutbox } from '../domain/ids.js';
@@ -170,7 +171,7 @@ export class Engine {
         beforePlanning: () => renewOwnerLease(svc, 'launching'),
         queue: (step, occurrenceId) => this.queueLaunchHere(step, occurrenceId),
       },
-      plannedUnclaimed: 0,
+      findings: { plannedUnclaimed: 0 },
       dispatchAll: (errors) => this.dispatchAll(errors, partition),
       observeAll: (errors) => this.worker.observeAll(errors, partition),
       sweepRetentionIfDue: (errors) => this.sweepRetentionIfDue(errors),
@@ -243,18 +244,8 @@ export class Engine {
    */
   private async dispatchAll(errors: Error[], partition: WorkPartition): Promise<LaunchOutcome[]> {
     const outcomes: LaunchOutcome[] = [];
-    const attempt = async (what: string, work: () => Promise<LaunchOutcome | undefined>) => {
-      try {
-        const outcome = await work();
-        if (outcome !== undefined) outcomes.push(outcome);
-        // The engine refused to launch (integrity): an operator must hear of it, not only the records.
-        if (outcome?.error !== undefined) errors.push(outcome.error);
-      } catch (error) {
-        errors.push(new Error(`dispatcher: ${what}: ${(error as Error).message}`, { cause: error }));
-      }
-    };
     for (const { id } of await this.services.store.read((r) => r.list(PENDING_LAUNCH)))
-      await attempt(`launch ${id}`, () => this.release(id));
+      await reportLaunch(`launch ${id}`, () => this.release(id), outcomes, errors);
     // Only claimed and dispatching occurrences can be dispatched: the index says which, without reading the rest.
     // Each engine dispatches what it claimed (and its share of what no live engine holds): see WorkPartition.
     const live = await this.services.store.read((r) => r.liveWork('occurrence', { exceptHeldBy: partition.others }));
@@ -269,7 +260,7 @@ export class Engine {
     await forEachConcurrently(
       dispatchable.filter((w) => due.has(w.id)),
       this.services.passConcurrency,
-      ({ id }) => attempt(`occurrence ${id}`, () => this.dispatch(id)),
+      ({ id }) => reportLaunch(`occurrence ${id}`, () => this.dispatch(id), outcomes, errors),
     );
     return outcomes;
   }

@@ -2,6 +2,7 @@ import { COMMAND_HANDLER_STEPS } from '../command-handler/steps.js';
 import { acceptAndDispatch } from '../dispatcher/dispatcher.js';
 import { DISPATCHER_STEPS } from '../dispatcher/steps.js';
 import type { ActorSteps } from '../domain/actor-steps.js';
+import { commitLaunching } from '../domain/launch-commit.js';
 import type { LaunchOutcome, QueuedLaunch } from '../domain/launch-outcome.js';
 import type { StepContext } from '../domain/lifecycle.js';
 import type { EngineServices } from '../domain/services.js';
@@ -49,21 +50,10 @@ export const ENGINE_PARTS: EngineParts = {
     worker: WORKER_STEPS,
   },
   async dispatchOccurrence(svc, occurrenceId, queue) {
-    let queued: QueuedLaunch | undefined;
-    let committed = false;
-    try {
-      await svc.step(async (step) => {
-        // First of the step's after-commit hooks: whatever runs after it, the commit is known durable.
-        step.afterCommit?.push(() => (committed = true));
-        queued = await queue(step, occurrenceId);
-      });
-    } catch (error) {
-      // Nothing committed: the launch marked is not this engine's to answer for. Committed, and a hook after it
-      // failed: the launch is durably `sending` and this engine's, so it is sent before the failure is reported.
-      if (committed) await queued?.release();
-      else queued?.abandon();
-      throw error;
-    }
+    const { queued } = await commitLaunching(svc, async (step) => ({
+      value: undefined,
+      queued: await queue(step, occurrenceId),
+    }));
     return queued?.release();
   },
   queueLaunch: acceptAndDispatch,

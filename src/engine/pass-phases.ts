@@ -47,9 +47,9 @@ export interface PassRun {
   /** Whether the store's set-based claim had anything due when the pass began (stores that have one). */
   dueAtStart: boolean;
   /** How far planning carries what it plans in the plan's own commit (see {@link PlanCarry}); none: planned only. */
-  carry: PlanCarry | undefined;
-  /** Occurrences the plan phase planned and did not claim: the advance phase's claim is for them. */
-  plannedUnclaimed: number;
+  readonly carry: PlanCarry | undefined;
+  /** What one phase leaves for the later ones, shared by every phase of the pass. */
+  readonly findings: PassFindings;
   /** Releases committed launches and dispatches every claimed occurrence. */
   dispatchAll(errors: Error[]): Promise<LaunchOutcome[]>;
   /** The worker observes every started session. */
@@ -58,19 +58,25 @@ export interface PassRun {
   sweepRetentionIfDue(errors: Error[]): Promise<number>;
 }
 
+/** What a pass's phases learn for the phases after them. */
+export interface PassFindings {
+  /** Occurrences the plan phase planned and did not claim: the advance phase's claim is for them. */
+  plannedUnclaimed: number;
+}
+
 /** One phase of a pass; a pass runs them in order. */
 export interface PassPhase {
   name: PassPhaseName;
   run(pass: PassRun): Promise<void>;
 }
 
-async function advance({ svc, report, partition, dueAtStart, plannedUnclaimed }: PassRun): Promise<void> {
+async function advance({ svc, report, partition, dueAtStart, findings }: PassRun): Promise<void> {
   // Before leases are judged: an orphaned launch that evidence can decide must never be treated as unknown.
   const orphans = await resolveOrphanedLaunches(svc, report.errors, partition);
   report.launches.push(...orphans.outcomes);
   // What this pass planned and did not claim is due now; what came due otherwise since its start waits for the
   // next pass's claim (or is taken one occurrence at a time below, as on a store without set-based claims).
-  const claim = dueAtStart || plannedUnclaimed > 0;
+  const claim = dueAtStart || findings.plannedUnclaimed > 0;
   const stops = await advanceAll(svc, report.errors, orphans.undecided, partition, claim);
   for (const stop of stops)
     await svc
@@ -90,7 +96,7 @@ async function plan(pass: PassRun): Promise<void> {
   const { svc, report } = pass;
   const planning = await planDueSlots(svc, report.errors, pass.partition, pass.carry);
   report.planned = planning.planned.length;
-  pass.plannedUnclaimed = planning.planned.length - planning.claimed;
+  pass.findings.plannedUnclaimed = planning.planned.length - planning.claimed;
   report.launches.push(...planning.launches);
 }
 

@@ -102,24 +102,24 @@ async function definitionOf(
  * no longer active or was revised. Only this step reads the definition; every other live occurrence is
  * advanced without it. With `deferOverlap` an occurrence that finds the automation's work live stays eligible
  * instead of being skipped: planning uses it, since that live work may be past its deadline, for the pass's
- * advance phase to settle before it decides on the overlap.
+ * advance phase to settle before it decides on the overlap. Whether it claimed the occurrence.
  */
 export async function claimWhenEligible(
   svc: EngineServices,
   step: StepContext,
   planned: OccurrenceRecord,
   deferOverlap = false,
-): Promise<void> {
+): Promise<boolean> {
   let occurrence = planned;
   const occurrenceId = occurrence.id;
   const attributes = occurrence.data.attributes;
   const now = Date.parse(step.now);
   // Once, before either transition: nothing the eligibility transition writes changes what it checks.
-  if (await disposeIfStale(step, occurrence, await definitionOf(svc, step, attributes.automationId))) return;
+  if (await disposeIfStale(step, occurrence, await definitionOf(svc, step, attributes.automationId))) return false;
 
   if (stateOf(occurrence) === OccurrenceState.planned) {
-    if (Date.parse(attributes.scheduledFor) > now) return;
-    if (attributes.notBefore !== undefined && Date.parse(attributes.notBefore) > now) return;
+    if (Date.parse(attributes.scheduledFor) > now) return false;
+    if (attributes.notBefore !== undefined && Date.parse(attributes.notBefore) > now) return false;
     await moveEntity<OccurrenceAttributes>(
       step,
       'occurrence',
@@ -131,7 +131,7 @@ export async function claimWhenEligible(
   }
 
   if ((await liveWorkOf(step.tx, attributes.automationId, occurrenceId)) !== undefined) {
-    if (attributes.activeRunRef !== undefined || deferOverlap) return;
+    if (attributes.activeRunRef !== undefined || deferOverlap) return false;
     // overlap forbid: a slot that comes due while the automation has live work is skipped, with the reason.
     await moveEntity<OccurrenceAttributes>(
       step,
@@ -143,7 +143,7 @@ export async function claimWhenEligible(
         misfireDisposition: 'skipped_overlap',
       }),
     );
-    return;
+    return false;
   }
   const leaseExpiresAt = svc.leaseExpiresAt(now);
   await moveEntity<OccurrenceAttributes>(
@@ -162,6 +162,7 @@ export async function claimWhenEligible(
       claimMetadata: { claimedAt: step.now, leaseMinutes: svc.leaseMinutes },
     }),
   );
+  return true;
 }
 
 /**
@@ -180,8 +181,10 @@ export async function advanceOccurrence(
   const occurrence = await loadOccurrence(step.tx, occurrenceId);
   const now = Date.parse(step.now);
   let state = stateOf(occurrence);
-  if (state === OccurrenceState.planned || state === OccurrenceState.eligible)
-    return claimWhenEligible(svc, step, occurrence);
+  if (state === OccurrenceState.planned || state === OccurrenceState.eligible) {
+    await claimWhenEligible(svc, step, occurrence);
+    return;
+  }
 
   const o = occurrenceContext(occurrence);
   const deadlinePassed = o.deadlineAt !== null && Date.parse(o.deadlineAt) <= now;

@@ -1,8 +1,7 @@
-import { OccurrenceState } from '../../machines/index.js';
 import { loadOccurrence } from '../domain/entities.js';
+import { commitLaunching, type LaunchingCommit } from '../domain/launch-commit.js';
 import type { LaunchOutcome, QueuedLaunch } from '../domain/launch-outcome.js';
 import type { StepContext } from '../domain/lifecycle.js';
-import { stateOf } from '../domain/records.js';
 import type { EngineServices } from '../domain/services.js';
 import { claimWhenEligible } from './occurrences.js';
 
@@ -32,15 +31,6 @@ export interface CarriedPlan {
 }
 
 /**
- * Claims an occurrence planned in this same transaction when it is eligible now and its automation has no live
- * work; with live work it is left eligible for the advance phase, which first settles what is past its deadline.
- */
-async function claimPlanned(svc: EngineServices, step: StepContext, occurrenceId: string): Promise<boolean> {
-  await claimWhenEligible(svc, step, await loadOccurrence(step.tx, occurrenceId), true);
-  return stateOf(await loadOccurrence(step.tx, occurrenceId)) === OccurrenceState.claimed;
-}
-
-/**
  * Commits one definition's planning (`plan`), carried as far as `carry` says. What the carry adds can fail on its
  * own (a claim or dispatch that throws): then the plan is committed alone and the later phases of the pass claim
  * and dispatch it, reporting what fails there, so a dispatch problem never costs a slot its planning. The launch
@@ -51,33 +41,24 @@ export async function commitPlan(
   plan: (step: StepContext, carrying: PlanCarry['through'] | undefined) => Promise<string | undefined>,
   carry: PlanCarry | undefined,
 ): Promise<CarriedPlan> {
-  let committed = false;
-  let queued: QueuedLaunch | undefined;
-  const commit = (carrying: PlanCarry | undefined) =>
-    svc.step(async (step) => {
-      // First of the step's after-commit hooks: whatever runs after it, the commit is known durable.
-      step.afterCommit?.push(() => (committed = true));
-      // The store may run a transaction's body again: a launch queued by a run that did not commit is forgotten.
-      queued?.abandon();
-      queued = undefined;
-      const occurrenceId = await plan(step, carrying?.through);
-      const claimed =
-        occurrenceId !== undefined && carrying !== undefined && (await claimPlanned(svc, step, occurrenceId));
-      if (claimed && carrying.through === 'launched') queued = await carrying.queue(step, occurrenceId);
-      return { occurrenceId, claimed };
-    });
-  let done: Omit<CarriedPlan, 'release'>;
-  try {
-    done = await commit(carry);
-  } catch (error) {
-    if (committed) {
-      await queued?.release();
-      throw error;
-    }
-    queued?.abandon();
-    if (carry === undefined) throw error;
-    return commit(undefined);
-  }
-  const launch: QueuedLaunch | undefined = queued;
-  return launch === undefined ? done : { ...done, release: () => launch.release() };
+  type Planned = Omit<CarriedPlan, 'release'>;
+  const commit = (carrying: PlanCarry | undefined): Promise<LaunchingCommit<Planned>> =>
+    commitLaunching(
+      svc,
+      async (step) => {
+        const occurrenceId = await plan(step, carrying?.through);
+        // Claimed now when eligible and its automation has no live work; with live work it is left eligible for
+        // the advance phase, which first settles what is past its deadline.
+        const claimed =
+          occurrenceId !== undefined &&
+          carrying !== undefined &&
+          (await claimWhenEligible(svc, step, await loadOccurrence(step.tx, occurrenceId), true));
+        const queued =
+          claimed && carrying.through === 'launched' ? await carrying.queue(step, occurrenceId) : undefined;
+        return { value: { occurrenceId, claimed }, queued };
+      },
+      (error) => (carrying === undefined ? Promise.reject(error) : commit(undefined)),
+    );
+  const { value, queued } = await commit(carry);
+  return queued === undefined ? value : { ...value, release: () => queued.release() };
 }

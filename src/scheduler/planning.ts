@@ -14,6 +14,7 @@ import {
   occurrenceKeyFor,
 } from '../domain/occurrence-input.js';
 import type { LaunchOutcome } from '../domain/launch-outcome.js';
+import { reportLaunch } from '../domain/launch-commit.js';
 import { commitPlan, type CarriedPlan, type PlanCarry } from './plan-carry.js';
 const DAY_MS = 86_400_000;
 
@@ -227,7 +228,9 @@ export async function planDueSlots(
     if (occurrenceId === undefined) return;
     report.planned.push(occurrenceId);
     if (claimed) report.claimed++;
-    if (release !== undefined) await sendLaunch(occurrenceId, () => sending(release), report.launches, errors);
+    // What fails is reported as the dispatch phase reports it.
+    if (release !== undefined)
+      await reportLaunch(`occurrence ${occurrenceId}`, () => sending(release), report.launches, errors);
   });
   return report;
 }
@@ -258,21 +261,4 @@ async function planDefinition(
   if (await busyElsewhere(svc, step.tx, KINDS.planCursor, seen.id)) return undefined;
   const fresh = await svc.definitions.inTransaction(step.tx, seen.id, seen);
   return fresh === undefined ? undefined : planLatestSlot(svc, step, fresh);
-}
-
-/** Sends a launch planning queued; what fails is reported as the dispatch phase reports it. */
-async function sendLaunch(
-  occurrenceId: string,
-  release: () => Promise<LaunchOutcome>,
-  launches: LaunchOutcome[],
-  errors: Error[],
-): Promise<void> {
-  try {
-    const outcome = await release();
-    launches.push(outcome);
-    // The engine refused to launch (integrity): an operator must hear of it, not only the records.
-    if (outcome.error !== undefined) errors.push(outcome.error);
-  } catch (error) {
-    errors.push(new Error(`dispatcher: occurrence ${occurrenceId}: ${(error as Error).message}`, { cause: error }));
-  }
 }

@@ -45,12 +45,11 @@ export class CrashSwitch {
     };
   }
 
-  /** The pass with its plan carry cut back to what the crash leaves. */
+  /** The pass with its plan carry cut back to what the crash leaves (its findings still shared by every phase). */
   private carried(pass: PassRun): PassRun {
     const upTo = this.crash === undefined ? undefined : CRASHES[this.crash].carry;
     if (upTo === undefined || pass.carry === undefined) return pass;
-    pass.carry = upTo === 'planned' ? undefined : { ...pass.carry, through: 'claimed' };
-    return pass;
+    return { ...pass, carry: upTo === 'planned' ? undefined : { ...pass.carry, through: 'claimed' } };
   }
 
   /** One pass of `engine` (built with {@link CrashSwitch.wrap}) that crashes at `point`. */
