@@ -8,7 +8,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DEFAULT_SYSTEMS, SYSTEMS, WORKLOADS, type SystemName, type WorkloadName } from './protocol.js';
+import { DEFAULT_SYSTEMS, NOT_DURABLE, SYSTEMS, WORKLOADS, type SystemName, type WorkloadName } from './protocol.js';
 import { renderTable, summarize, type RunRecord } from './report.js';
 import { needsPostgres, needsRedis, runOne, type Servers, type Settings } from './run-one.js';
 import { PostgresServer, RedisServer } from './servers.js';
@@ -123,6 +123,11 @@ async function main(): Promise<void> {
     for (let round = 0; round < o.rounds; round++)
       for (const workload of o.workloads)
         for (const system of rotate(o.systems, round)) {
+          if (workload === 'crash' && NOT_DURABLE.includes(system)) {
+            if (round === 0)
+              process.stderr.write(`crash ${system}: skipped, it keeps nothing across a killed process\n`);
+            continue;
+          }
           const load = await quiet(o.quietLoad, o.quietWaitS);
           process.stderr.write(`round ${round + 1}/${o.rounds} ${workload} ${system} (load ${load.toFixed(2)})\n`);
           const record: RunRecord = { round, system, workload, load };

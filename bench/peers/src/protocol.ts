@@ -9,15 +9,23 @@ export const SYSTEMS = [
   'coven-json',
   'coven-postgres',
   'coven-sqlite-polled',
+  'coven-memory',
   'coven-sqlite-baseline',
   'coven-postgres-baseline',
 ] as const;
 export type SystemName = (typeof SYSTEMS)[number];
 /** coven on the engine of the baseline revision (`--baseline`), each beside the same store's system. */
 export const BASELINES: readonly SystemName[] = ['coven-sqlite-baseline', 'coven-postgres-baseline'];
-/** What runs without `--systems`: `coven-sqlite-polled` (coven without exit cues, for comparison) only on request. */
+/**
+ * Run only on request: `coven-sqlite-polled` (coven without exit cues) and `coven-memory` (coven on the memory store,
+ * nothing durable: what the engine's own work costs, the floor under each durable store's figures), for comparison.
+ */
+export const ON_REQUEST: readonly SystemName[] = ['coven-sqlite-polled', 'coven-memory'];
+/** Systems that keep nothing across a killed process: the crash workload has nothing to measure on them. */
+export const NOT_DURABLE: readonly SystemName[] = ['coven-memory'];
+/** What runs without `--systems`. */
 export const DEFAULT_SYSTEMS: readonly SystemName[] = SYSTEMS.filter(
-  (s) => s !== 'coven-sqlite-polled' && !BASELINES.includes(s),
+  (s) => !ON_REQUEST.includes(s) && !BASELINES.includes(s),
 );
 export const PEERS: readonly SystemName[] = ['graphile-worker', 'bullmq', 'pg-boss'];
 export const COVENS: readonly SystemName[] = [
@@ -25,6 +33,7 @@ export const COVENS: readonly SystemName[] = [
   'coven-json',
   'coven-postgres',
   'coven-sqlite-polled',
+  'coven-memory',
   'coven-sqlite-baseline',
   'coven-postgres-baseline',
 ];

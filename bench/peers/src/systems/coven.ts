@@ -1,6 +1,6 @@
 // coven-automata through its public entry (the repository's src/index.ts, run by tsx): an engine running as a
 // daemon does (Engine.start on the real clock) over one durable store: SQLite (synchronous=FULL, the store's
-// default), JSON (fsync per commit) or PostgreSQL. A job is a run-now request of a definition of its own
+// default), JSON (fsync per commit) or PostgreSQL, or for comparison the memory store (nothing durable). A job is a run-now request of a definition of its own
 // (overlap is forbidden, so a burst of n needs n definitions); a run-now answers once its launch was
 // acknowledged, so `concurrency` requests in flight bound the launches in flight as a peer's worker slots do.
 // Completion is the occurrence's `succeeded` commit, which the engine makes as soon as the runtime cues the
@@ -8,13 +8,14 @@
 // the session (passes run within 100 ms of an outside commit, and every second while sessions run).
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { Engine, FileStore } from '../../../../src/index.js';
+import type { Engine, Store } from '../../../../src/index.js';
 import { definition, pooled } from '../../../fixtures.js';
 import { ImmediateRuntime } from './coven-runtime.js';
 import type { HeldJobs, JobHooks, SystemUnderTest, WorkerSettings } from './system.js';
 
-export type CovenStoreKind = 'sqlite' | 'json' | 'postgres';
-type EngineModule = Pick<typeof import('../../../../src/index.js'), 'createEngine' | 'openStore'>;
+/** `memory`: nothing durable (the engine's own work alone), for comparison, never for the crash workload. */
+export type CovenStoreKind = 'sqlite' | 'json' | 'postgres' | 'memory';
+type EngineModule = Pick<typeof import('../../../../src/index.js'), 'createEngine' | 'openStore' | 'MemoryStore'>;
 
 /**
  * The engine's public entry: this repository's, or a baseline checkout's (`--baseline`), so the same harness runs
@@ -34,7 +35,7 @@ interface Response {
 }
 
 export class CovenSystem implements SystemUnderTest {
-  private store: FileStore | undefined;
+  private store: Store | undefined;
   private engine: Engine | undefined;
   private readonly runtime: ImmediateRuntime;
   private slots = 0;
@@ -70,11 +71,13 @@ export class CovenSystem implements SystemUnderTest {
 
   async prepare(slots: number, fresh: boolean): Promise<void> {
     this.slots = slots;
-    const { createEngine, openStore } = await engineModule(this.root);
+    const { createEngine, openStore, MemoryStore } = await engineModule(this.root);
     this.store =
-      this.kind === 'postgres'
-        ? await openStore(this.pgUrl as `postgres://${string}`)
-        : await openStore(join(this.dir, `store.${this.kind}`), this.kind);
+      this.kind === 'memory'
+        ? new MemoryStore()
+        : this.kind === 'postgres'
+          ? await openStore(this.pgUrl as `postgres://${string}`)
+          : await openStore(join(this.dir, `store.${this.kind}`), this.kind);
     this.engine = createEngine({
       store: this.store,
       runtimes: [this.runtime],

@@ -23,6 +23,8 @@ export async function openSystem(spec: ChildSpec): Promise<SystemUnderTest> {
       return new CovenSystem('sqlite', spec.dir, spec.concurrency, undefined);
     case 'coven-json':
       return new CovenSystem('json', spec.dir, spec.concurrency, undefined);
+    case 'coven-memory':
+      return new CovenSystem('memory', spec.dir, spec.concurrency, undefined);
     case 'coven-postgres':
       return new CovenSystem('postgres', spec.dir, spec.concurrency, need(pgUrl, 'PostgreSQL'));
     // Its runtime gives no session-exit cues: each exit waits for the engine's next pass, as before issue 27.
