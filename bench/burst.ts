@@ -6,8 +6,8 @@
 // Chrome DevTools or any .cpuprofile reader; `--passes` sums the passes that ran in it; `--waits` (PostgreSQL) counts
 // what the store's backends were doing through it (bench/wait-sampler.ts).
 //
-//   npx tsx bench/burst.ts [--store sqlite|json|postgres|memory] [--jobs 1000] [--concurrency 16] [--groups N] [--profile FILE]
-//     [--passes] [--waits]
+//   npx tsx bench/burst.ts [--store sqlite|json|postgres|memory] [--jobs 1000] [--concurrency 16] [--groups N]
+//     [--profile FILE] [--passes] [--waits]
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { loadavg } from 'node:os';

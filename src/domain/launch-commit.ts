@@ -16,7 +16,8 @@ export interface LaunchingCommit<T> {
  * Runs `body` in one step whose transaction may queue a launch, and settles that launch by whether the commit
  * stood. Committed: the launch is durably `sending` and this engine's to answer for, so when something after the
  * commit fails it is sent before the failure is reported. Not committed: the launch is not this engine's and is
- * forgotten; `uncommitted` says what the caller gets instead (by default, the failure).
+ * forgotten; `uncommitted` says what the caller gets instead (by default, the failure). `body` queues its launch as
+ * its last step: a launch queued by a body that then throws is not known here, so it would stay held.
  *
  * @example
  * const { queued } = await commitLaunching(svc, async (step) => ({ value: undefined, queued: await queue(step, id) }));

@@ -102,7 +102,9 @@ async function definitionOf(
  * no longer active or was revised. Only this step reads the definition; every other live occurrence is
  * advanced without it. With `deferOverlap` an occurrence that finds the automation's work live stays eligible
  * instead of being skipped: planning uses it, since that live work may be past its deadline, for the pass's
- * advance phase to settle before it decides on the overlap. Whether it claimed the occurrence.
+ * advance phase to settle before it decides on the overlap.
+ *
+ * @returns whether it claimed the occurrence.
  */
 export async function claimWhenEligible(
   svc: EngineServices,

@@ -67,6 +67,17 @@ describe('a step that queues a launch settles it by whether its commit stood', (
     expect(fate).toEqual(['abandoned a']);
   });
 
+  test('a body run again whose commit then fails: each run forgets its own launch, once', async () => {
+    const fate: string[] = [];
+    let run = 0;
+    await expect(
+      commitLaunching(runner({ retries: 1, failAt: 'commit' }), () =>
+        Promise.resolve({ value: run, queued: launch(`run ${++run}`, fate) }),
+      ),
+    ).rejects.toThrow('commit failed');
+    expect(fate).toEqual(['abandoned run 1', 'abandoned run 2']);
+  });
+
   test('not committed, with a fallback: the caller gets what the fallback answers instead', async () => {
     const fate: string[] = [];
     const done = await commitLaunching(
@@ -78,7 +89,7 @@ describe('a step that queues a launch settles it by whether its commit stood', (
     expect(fate).toEqual(['abandoned a']);
   });
 
-  test('committed and then failed: the launch is sent before the failure is reported, the fallback not asked', async () => {
+  test('committed, then failed: the launch is sent before the failure is reported, no fallback', async () => {
     const fate: string[] = [];
     let fellBack = false;
     await expect(

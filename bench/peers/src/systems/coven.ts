@@ -1,8 +1,9 @@
 // coven-automata through its public entry (the repository's src/index.ts, run by tsx): an engine running as a
 // daemon does (Engine.start on the real clock) over one durable store: SQLite (synchronous=FULL, the store's
-// default), JSON (fsync per commit) or PostgreSQL, or for comparison the memory store (nothing durable). A job is a run-now request of a definition of its own
-// (overlap is forbidden, so a burst of n needs n definitions); a run-now answers once its launch was
-// acknowledged, so `concurrency` requests in flight bound the launches in flight as a peer's worker slots do.
+// default), JSON (fsync per commit) or PostgreSQL, or for comparison the memory store (nothing durable). A job
+// is a run-now request of a definition of its own (overlap is forbidden, so a burst of n needs n definitions);
+// a run-now answers once its launch was acknowledged, so `concurrency` requests in flight bound the launches in
+// flight as a peer's worker slots do.
 // Completion is the occurrence's `succeeded` commit, which the engine makes as soon as the runtime cues the
 // session's exit (Runtime.onSessionExit); without cues (`coven-sqlite-polled`), at its next pass after observing
 // the session (passes run within 100 ms of an outside commit, and every second while sessions run).
