@@ -65,12 +65,12 @@ async function main(): Promise<void> {
   const jobs = Number(option('jobs', '1000'));
   const concurrency = Number(option('concurrency', '16'));
   // `memory`: the engine's own work with a store that keeps nothing durable, the floor under every store's figure.
-  const where = await cellStore(kind === 'memory' ? 'json' : (kind as CellStoreKind));
-  const cluster = where.cluster;
+  const where = kind === 'memory' ? undefined : await cellStore(kind as CellStoreKind);
+  const cluster = where?.cluster;
   try {
     const groups = Number(option('groups', '1'));
     const store =
-      kind === 'memory'
+      where === undefined
         ? new MemoryStore()
         : cluster === undefined
           ? await where.open()
@@ -114,7 +114,7 @@ async function main(): Promise<void> {
     if (process.argv.includes('--passes')) console.log(passSummary(passes));
     if (waits !== undefined) console.log(`backend samples: ${waits.map(([c, n]) => `${c} ${n}`).join(', ')}`);
   } finally {
-    await where.dispose();
+    await where?.dispose();
   }
 }
 

@@ -59,11 +59,11 @@ export abstract class GroupTransaction extends PostgresReader {
   protected quietWrites = 0;
   protected readonly records = new TransactionRecords();
   /**
-   * An automation's live occurrences as this job's prefetch found them, and the job's write count then: the answer
-   * stands for as long as the job writes nothing more (nothing staged, nothing sent: the database would answer
-   * the same within this transaction's one snapshot).
+   * An automation's live occurrences as this job's prefetch found them, kept true of the job's own occurrence writes
+   * since (PostgresTransaction.followLive): within this transaction's one snapshot the database would answer the
+   * same. Dropped by a log trim or retirement, and at the job's end.
    */
-  protected prefetchedLive: { automationId: string; writes: number; work: LiveWork[] } | undefined;
+  protected prefetchedLive: { automationId: string; work: LiveWork[] } | undefined;
 
   /** Starts a job of the group: what its rollback returns to. */
   beginJob(): void {

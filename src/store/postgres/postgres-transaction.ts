@@ -61,7 +61,6 @@ export class PostgresTransaction extends GroupTransaction implements StoreTransa
     const known = this.prefetchedLive;
     if (
       known !== undefined &&
-      known.writes === this.writes &&
       kind === 'occurrence' &&
       options?.automationId === known.automationId &&
       options.exceptHeldBy === undefined
@@ -128,7 +127,7 @@ export class PostgresTransaction extends GroupTransaction implements StoreTransa
     const found = await this.guarded(() =>
       prefetchRows(this.db, keys, unknown, withXid, asksLive ? liveOf : undefined),
     );
-    if (asksLive) this.prefetchedLive = { automationId: liveOf, writes: this.writes, work: found.live };
+    if (asksLive) this.prefetchedLive = { automationId: liveOf, work: found.live };
     const byKey = new Map(found.records.map((row) => [`${row.kind}\u0000${row.id}`, row]));
     for (const [kind, id] of keys) {
       const row = byKey.get(`${kind}\u0000${id}`);
@@ -151,20 +150,17 @@ export class PostgresTransaction extends GroupTransaction implements StoreTransa
 
   /**
    * Keeps the automation's live occurrences this step's prefetch read true of the write just made: an occurrence
-   * put moves in or out of them, one removed leaves them, any other write changes nothing. A planning step that
-   * claims the occurrence it created then asks for them (its overlap check) without a round trip.
+   * put moves in or out of them, one removed leaves them; other kinds' writes and appends change nothing. A
+   * planning step that claims the occurrence it created then asks for them (its overlap check) without a round trip.
    */
   private followLive(kind: string, id: string, record: StoredRecord | undefined): void {
     const known = this.prefetchedLive;
-    if (known === undefined || known.writes !== this.writes - 1) return;
-    let work = known.work;
-    if (kind === 'occurrence') {
-      work = work.filter((w) => w.id !== id);
-      const summary = record === undefined ? undefined : liveWorkOfRecord(record);
-      if (summary?.automationId === known.automationId)
-        work = [...work, summary].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-    }
-    this.prefetchedLive = { ...known, writes: this.writes, work };
+    if (known === undefined || kind !== 'occurrence') return;
+    let work = known.work.filter((w) => w.id !== id);
+    const summary = record === undefined ? undefined : liveWorkOfRecord(record);
+    if (summary?.automationId === known.automationId)
+      work = [...work, summary].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    this.prefetchedLive = { ...known, work };
   }
 
   /**
@@ -235,7 +231,6 @@ export class PostgresTransaction extends GroupTransaction implements StoreTransa
     // refused, not doubled.
     this.records.stageAppend({ stream, sequence, position, slot, text });
     this.writes++;
-    this.followLive('', stream, undefined);
     this.heads.set(stream, sequence + 1);
     return { stream, sequence, position };
   }
@@ -250,6 +245,8 @@ export class PostgresTransaction extends GroupTransaction implements StoreTransa
         (await this.db.run('DELETE FROM {s}.log WHERE stream = $1 AND sequence < $2', [stream, before])).rowCount,
     );
     this.writes += dropped ?? 0;
+    // Kept conservative: a trim is not a write the followed live occurrences account for.
+    this.prefetchedLive = undefined;
     return dropped ?? 0;
   }
 
@@ -270,6 +267,7 @@ export class PostgresTransaction extends GroupTransaction implements StoreTransa
       async () => (await this.db.run('DELETE FROM {s}.log WHERE stream = $1', [stream])).rowCount,
     );
     this.writes += dropped ?? 0;
+    this.prefetchedLive = undefined;
     this.heads.set(stream, 0);
     return dropped ?? 0;
   }
