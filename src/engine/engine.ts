@@ -212,6 +212,8 @@ export class Engine {
     if (outboxId === undefined) return undefined;
     const sending = await markLaunchSending(svc, step, outboxId);
     if (sending === undefined) return undefined;
+    // Released by this engine once the commit is durable: nothing in the commit waits for a pass.
+    step.tx.routine?.();
     return {
       release: () =>
         this.releasingHere(occurrenceId, () =>
@@ -277,17 +279,19 @@ export class Engine {
    * Runs passes until {@link Engine.stop}: one now (reconciling whatever a previous process left: expired
    * leases, launches committed but not sent, sessions to re-observe), then each time something is due —
    * the next slot, lease expiry, deadline or backoff, or every second while sessions run — and within
-   * {@link COMMIT_WAKE_MS} of any outside commit (a command, another engine). Meant for the real clock.
+   * {@link COMMIT_WAKE_MS} of any outside commit (a command, another engine); a routine commit (a manual run
+   * whose launch this engine sends itself, a launch's answer) within the observation interval instead, since
+   * nothing in it waits for a pass (see `StoreTransaction.routine`). Meant for the real clock.
    * While it runs, a runtime that cues session exits (`Runtime.onSessionExit`) has each exited attempt settled
    * at once, between passes; passes still observe every session, for runtimes without cues and lost cues.
    */
   start(onPass?: (report: TickReport) => void): void {
     if (this.stopped === false) return;
     this.stopped = false;
-    this.unsubscribe = this.services.store.onCommit((source) => {
+    this.unsubscribe = this.services.store.onCommit((source, routine) => {
       // Commits made by a pass itself would wake it forever; only outside commits reschedule. Another engine's
       // commit heard while this pass runs is kept for after it: the pass may have read before it.
-      if (this.running === undefined) this.wakeWithin(COMMIT_WAKE_MS);
+      if (this.running === undefined) this.wakeWithin(routine === true ? this.routineWakeMs() : COMMIT_WAKE_MS);
       else if (source === 'outside') this.outsideCommitDuringPass = true;
     });
     this.cues.listen(this.services.runtimes.values());
@@ -332,6 +336,11 @@ export class Engine {
     const cues = this.cues.close();
     await this.running?.catch(() => undefined);
     await cues;
+  }
+
+  /** A routine commit waits for no pass, but came after the next wake-up was computed: a pass looks within this. */
+  private routineWakeMs(): number {
+    return Math.min(OBSERVE_INTERVAL_MS, this.services.leaseMs);
   }
 
   /** Makes sure a pass starts within `delayMs`, keeping a timer that already fires sooner. */

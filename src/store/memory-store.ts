@@ -1,6 +1,13 @@
 import { CommittedState } from './layered-state.js';
 import { Overlay } from './overlay.js';
-import { CommitListeners, StoreClosedError, type Store, type StoreReader, type StoreTransaction } from './store.js';
+import {
+  CommitListeners,
+  StoreClosedError,
+  type CommitListener,
+  type Store,
+  type StoreReader,
+  type StoreTransaction,
+} from './store.js';
 
 /**
  * A store that keeps everything in memory, with the same transaction semantics as the file stores:
@@ -25,7 +32,7 @@ export class MemoryStore implements Store {
       const result = await body(overlay);
       if (!overlay.isEmpty) {
         overlay.mergeInto(this.state);
-        this.committed.notify();
+        this.committed.notify('local', overlay.isRoutine);
       }
       return result;
     };
@@ -39,7 +46,7 @@ export class MemoryStore implements Store {
     return body(new Overlay(this.state));
   }
 
-  onCommit(listener: () => void): () => void {
+  onCommit(listener: CommitListener): () => void {
     return this.committed.add(listener);
   }
 

@@ -58,10 +58,17 @@ export class Overlay implements StateLayer, StoreTransaction {
   /** Retention trims of this overlay: stream → entries below this sequence are gone. */
   private readonly trims = new Map<string, number>();
 
+  /** Whether the transaction called {@link routine}: read by the store when it tells its commit listeners. */
+  isRoutine = false;
+
   constructor(private readonly parent: StateLayer) {}
 
   get isEmpty(): boolean {
     return this.writes.size === 0 && this.appended.length === 0 && this.trims.size === 0;
+  }
+
+  routine(): void {
+    this.isRoutine = true;
   }
 
   kinds(): string[] {

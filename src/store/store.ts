@@ -221,6 +221,13 @@ export interface StoreTransaction extends StoreReader {
   /** Stores engines share: this transaction's commit wakes no commit listener, here or in another engine. */
   quiet?(): void;
   /**
+   * Says this transaction's commit is routine: its writer carries on itself with what it commits (a launch it
+   * sends once the commit is durable, a launch answer that leaves its session running or its run settled), so
+   * nothing in it waits for a pass. {@link Store.onCommit} listeners hear a commit as routine only when every
+   * transaction in it that wrote said so; a store without this method hears none as routine.
+   */
+  routine?(): void;
+  /**
    * Stores whose every read is a round trip (PostgreSQL) have it: reads the records (`[kind, id]`) and stream
    * heads a step is about to ask for, in one statement each, so its `get`s and `head`s answer from what this
    * transaction holds. A hint only: what it returns is what those reads would have returned.
@@ -269,9 +276,10 @@ export interface Store {
   read<R>(body: (reader: StoreReader) => Promise<R> | R): Promise<R>;
   /**
    * Calls `listener` after every durable commit that changed something; returns the unsubscribe. `source` is
-   * `outside` for a commit another store made on the same data (PostgreSQL's other engines), else `local`.
+   * `outside` for a commit another store made on the same data (PostgreSQL's other engines), else `local`;
+   * `routine` is true for a local commit whose every writing transaction called {@link StoreTransaction.routine}.
    */
-  onCommit(listener: (source?: CommitSource) => void): () => void;
+  onCommit(listener: CommitListener): () => void;
   /**
    * Upkeep a store defers to the end of a burst of commits, never needed for correctness (SQLite: folds its
    * write-ahead log into the database file). The engine calls it after each pass.
@@ -302,17 +310,20 @@ export async function forEachPage<T>(
 /** Who made a commit a {@link Store.onCommit} listener hears of: this store, or another store on the same data. */
 export type CommitSource = 'local' | 'outside';
 
+/** What a {@link Store.onCommit} listener is told of a commit: who made it, and whether it was routine. */
+export type CommitListener = (source?: CommitSource, routine?: boolean) => void;
+
 /** The listener set every store keeps for {@link Store.onCommit}. */
 export class CommitListeners {
-  private readonly listeners = new Set<(source?: CommitSource) => void>();
+  private readonly listeners = new Set<CommitListener>();
 
-  add(listener: (source?: CommitSource) => void): () => void {
+  add(listener: CommitListener): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }
 
-  notify(source: CommitSource = 'local'): void {
-    for (const listener of [...this.listeners]) listener(source);
+  notify(source: CommitSource = 'local', routine = false): void {
+    for (const listener of [...this.listeners]) listener(source, routine);
   }
 }
 

@@ -13,6 +13,7 @@ import { readAhead } from '../domain/read-ahead.js';
 import type { StoredRecord } from '../store/store.js';
 import { loadAttempt } from '../domain/entities.js';
 import { canReadEvidence } from '../domain/evidence-access.js';
+import { routineWhenSettledOrRunning } from '../domain/routine-commit.js';
 
 type Ended = Exclude<Observation, { status: 'running' }>;
 /** A settling step's answer when the run delivers an output: nothing was written, the delivery path settles it. */
@@ -133,7 +134,11 @@ export class Worker {
     const { attemptId } = reads;
     await prefetchSettlement(step, reads);
     if (unlessDelivering && (await runDelivers(step.tx, reads.runId))) return DELIVERS;
-    if (observation.status === 'exited') return settleOnExit(this.svc, step, attemptId, sessionId, observation);
+    if (observation.status === 'exited') {
+      const settled = await settleOnExit(this.svc, step, attemptId, sessionId, observation);
+      if (settled) await routineWhenSettledOrRunning(step, reads.occurrenceId);
+      return settled;
+    }
     const attempt = await loadAttempt(step.tx, attemptId);
     const state = stateOf(attempt);
     if (state !== AttemptState.started && state !== AttemptState.observing) return false;

@@ -91,5 +91,41 @@ describe('the engine loop', () => {
       expect(passes).toBe(3);
       await h.engine.stop();
     });
+
+    /** An engine started with nothing due for an hour, its first pass run; counts the passes after it. */
+    async function startedIdle() {
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+      const h = await harness();
+      h.clock.set(at('08:00:00'));
+      const counted = { passes: 0 };
+      h.engine.start(() => void counted.passes++);
+      await vi.advanceTimersByTimeAsync(0);
+      expect(counted.passes).toBe(1);
+      return { h, counted };
+    }
+
+    test('a manual run the engine launches itself wakes a pass only at the observation interval', async () => {
+      const { h, counted } = await startedIdle();
+      h.runtime.enqueue('hang');
+      // Its command commits the launch `sending` and the engine sends it; the answer leaves the session running.
+      await h.ok(command('occurrence.runNow.v1', { automationId: 'daily' }));
+      expect((await h.read.occurrences())[0]).toMatchObject({ state: 'running' });
+      await vi.advanceTimersByTimeAsync(OBSERVE_INTERVAL_MS - 1);
+      expect(counted.passes).toBe(1);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(counted.passes).toBe(2);
+      await h.engine.stop();
+    });
+
+    test('a launch answered with a retry to plan wakes a pass within COMMIT_WAKE_MS', async () => {
+      const { h, counted } = await startedIdle();
+      h.runtime.enqueue('unavailable');
+      await h.ok(command('occurrence.runNow.v1', { automationId: 'daily' }));
+      // A retryable refusal plans the occurrence again: that answer is no routine commit.
+      expect((await h.read.occurrences())[0]).toMatchObject({ state: 'planned' });
+      await vi.advanceTimersByTimeAsync(COMMIT_WAKE_MS);
+      expect(counted.passes).toBe(2);
+      await h.engine.stop();
+    });
   });
 });

@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { StoreConflictError, TerminalRecordError } from '../../src/store/store.js';
+import { describeCommitNoticeConformance } from './commit-notice-conformance.js';
 import { describeLiveWorkConformance } from './live-work-conformance.js';
 import { describeLogConformance } from './log-conformance.js';
 import { using, type StoreHarness } from './store-harness.js';
@@ -14,6 +15,7 @@ export function describeStoreConformance(name: string, harness: StoreHarness): v
   describeStagedWritesConformance(name, harness);
   describeTimelineConformance(name, harness);
   describeLogConformance(name, harness);
+  describeCommitNoticeConformance(name, harness);
   describe(`${name} store conformance`, () => {
     test('a committed transaction is visible to later reads', async () => {
       await using(await harness.create(), async (store) => {

@@ -16,6 +16,7 @@ import { CommittedState } from '../layered-state.js';
 import { Overlay } from '../overlay.js';
 import {
   CommitListeners,
+  type CommitListener,
   StoreClosedError,
   StoreCorruptError,
   type LogEntry,
@@ -158,7 +159,7 @@ export class JsonFileStore implements Store {
     return body(new Overlay(this.db.data.committed));
   }
 
-  onCommit(listener: () => void): () => void {
+  onCommit(listener: CommitListener): () => void {
     return this.committed.add(listener);
   }
 
@@ -223,10 +224,12 @@ export class JsonFileStore implements Store {
     }
     const group = new Overlay(this.db.data.committed);
     const succeeded: Array<[QueuedTransaction, unknown]> = [];
+    let routine = true;
     for (const job of batch) {
       const tx = new Overlay(group);
       try {
         const result = await job.body(tx);
+        if (!tx.isEmpty && !tx.isRoutine) routine = false;
         tx.mergeInto(group);
         succeeded.push([job, result]);
       } catch (error) {
@@ -243,7 +246,7 @@ export class JsonFileStore implements Store {
       }
       group.mergeInto(this.db.data.committed);
       this.db.data.committed.leaveInJournal(placed);
-      this.committed.notify();
+      this.committed.notify('local', routine);
     }
     for (const [job, result] of succeeded) job.resolve(result);
     if (

@@ -57,6 +57,9 @@ export abstract class GroupTransaction extends PostgresReader {
   protected jobQuiet = false;
   /** Rows written by jobs that asked for quiet: their commit wakes nobody. */
   protected quietWrites = 0;
+  protected jobRoutine = false;
+  /** Rows written by finished jobs that were neither quiet nor routine (see {@link routine}). */
+  protected pressingWrites = 0;
   protected readonly records = new TransactionRecords();
   /**
    * An automation's live occurrences as this job's prefetch found them, kept true of the job's own occurrence writes
@@ -72,14 +75,20 @@ export abstract class GroupTransaction extends PostgresReader {
     this.prefetchedLive = undefined;
     this.jobStartWrites = this.writes;
     this.jobQuiet = false;
+    this.jobRoutine = false;
   }
   /** The current job's body and its writes went through: it is part of what the group commits. */
   finishJob(): void {
     if (this.jobQuiet) this.quietWrites += this.writes - this.jobStartWrites;
+    else if (!this.jobRoutine) this.pressingWrites += this.writes - this.jobStartWrites;
   }
   /** Rows written by the group's finished jobs that should wake commit listeners (see {@link quiet}). */
   get wakingWrites(): number {
     return this.writes - this.quietWrites;
+  }
+  /** Whether every finished job that wakes commit listeners called {@link routine}. */
+  get isRoutine(): boolean {
+    return this.pressingWrites === 0;
   }
   /**
    * This job's writes matter to no engine's pass (an owner lease renewed): its commit neither notifies the other
@@ -87,6 +96,10 @@ export abstract class GroupTransaction extends PostgresReader {
    */
   quiet(): void {
     this.jobQuiet = true;
+  }
+  /** This job's commit is routine (see `StoreTransaction.routine`); other engines still hear of it. */
+  routine(): void {
+    this.jobRoutine = true;
   }
   /** The job's savepoint was rolled back: forget what it wrote. */
   rollbackJob(): void {

@@ -14,7 +14,7 @@ import { makePool, storeTables } from './pool.js';
 import {
   CommitListeners,
   StoreClosedError,
-  type CommitSource,
+  type CommitListener,
   type Store,
   type StoreReader,
   type StoreTransaction,
@@ -282,7 +282,7 @@ export class PostgresStore implements Store {
       return isConnectionFailure(cause) ? cause : undefined;
     }
     tx.rememberCommitted();
-    if (tx.wakingWrites > 0) this.committed.notify();
+    if (tx.wakingWrites > 0) this.committed.notify('local', tx.isRoutine);
     this.statistics.changed(tx.writes);
     for (const [job, result] of done) job.resolve(result);
     if (tx.wakingWrites === 0) return undefined;
@@ -351,7 +351,7 @@ export class PostgresStore implements Store {
   }
 
   /** Calls `listener` after every commit of this store, and of every other store on the same schema. */
-  onCommit(listener: (source?: CommitSource) => void): () => void {
+  onCommit(listener: CommitListener): () => void {
     this.notifier.start();
     return this.committed.add(listener);
   }

@@ -39,6 +39,7 @@ import {
 } from './sqlite-transaction.js';
 import {
   CommitListeners,
+  type CommitListener,
   StoreClosedError,
   StoreCorruptError,
   type Store,
@@ -271,6 +272,7 @@ export class SqliteStore implements Store {
     const dataVersion = this.writeSql.get('PRAGMA data_version').pluck().get() as number;
     if (dataVersion !== this.seenDataVersion) this.cache.forget();
     this.seenDataVersion = dataVersion;
+    let routine = true;
     for (const job of batch) {
       run('SAVEPOINT job');
       const writesBefore = tx.writes;
@@ -278,9 +280,12 @@ export class SqliteStore implements Store {
         const result = await job.body(tx);
         tx.flush();
         run('RELEASE job');
+        if (!tx.jobRoutine && tx.writes > writesBefore) routine = false;
+        tx.jobRoutine = false;
         done.push([job, result]);
       } catch (error) {
         this.noteBusy(error);
+        tx.jobRoutine = false;
         tx.discardStaged();
         run('ROLLBACK TO job');
         run('RELEASE job');
@@ -301,7 +306,7 @@ export class SqliteStore implements Store {
     }
     this.folder.wrote(tx.writes);
     if (tx.writes > 0 && !(await this.acknowledgeCommit(done))) return;
-    if (tx.writes > 0) this.committed.notify();
+    if (tx.writes > 0) this.committed.notify('local', routine);
     for (const [job, result] of done) job.resolve(result);
   }
 
@@ -347,7 +352,7 @@ export class SqliteStore implements Store {
     if (isBusy(error)) this.busy++;
   }
 
-  onCommit(listener: () => void): () => void {
+  onCommit(listener: CommitListener): () => void {
     return this.committed.add(listener);
   }
 

@@ -190,6 +190,8 @@ export class SqliteTransaction extends SqliteReader implements StoreTransaction 
   writes = 0;
   /** The current job's puts, sent once per record (see {@link StagedWrites}). */
   private readonly staged = new StagedWrites();
+  /** Whether the current job called {@link routine}: the store reads it and resets it between jobs. */
+  jobRoutine = false;
 
   constructor(
     sql: Statements,
@@ -258,6 +260,10 @@ export class SqliteTransaction extends SqliteReader implements StoreTransaction 
    */
   flush(): void {
     for (const write of this.staged.take()) this.send(write);
+  }
+
+  routine(): void {
+    this.jobRoutine = true;
   }
 
   /** The job rolled back: what it staged is gone with it. */
