@@ -88,29 +88,40 @@ async function burst(spec: ChildSpec, system: SystemUnderTest, tracker: Tracker)
   };
 }
 
-async function steady(spec: ChildSpec, system: SystemUnderTest, tracker: Tracker): Promise<SteadyResult> {
-  const total = Math.round((spec.ratePerMinute / 60) * spec.seconds);
-  const interval = 60_000 / spec.ratePerMinute;
+/**
+ * Sends `count` requests open loop, `interval` ms apart from `begin`, whether or not earlier ones were answered (as
+ * clients' would), numbered from `first`; `keys[i]` is request i's job key once accepted, `due[i]` when it left.
+ */
+async function arrivals(system: SystemUnderTest, first: number, count: number, begin: number, interval: number) {
   const due: number[] = [];
   const keys: Array<string | undefined> = [];
-  const cpu0 = ownCpuSeconds();
-  const server0 = serversCpuSeconds(serverPids(spec));
-  const begin = now();
   const sent: Array<Promise<void>> = [];
-  // Open loop: a request leaves on schedule whether or not earlier ones were answered, as clients' would.
-  for (let i = 0; i < total; i++) {
+  for (let i = 0; i < count; i++) {
     due[i] = begin + i * interval;
     const wait = due[i]! - now();
     if (wait > 1) await sleep(wait);
-    sent.push(system.submitOne(i).then((key) => void (keys[i] = key)));
+    sent.push(system.submitOne(first + i).then((key) => void (keys[i] = key)));
   }
-  await Promise.all(sent);
+  return { due, keys, sent: Promise.all(sent) };
+}
+
+async function steady(spec: ChildSpec, system: SystemUnderTest, tracker: Tracker): Promise<SteadyResult> {
+  const total = Math.round((spec.ratePerMinute / 60) * spec.seconds);
+  const interval = 60_000 / spec.ratePerMinute;
+  // A steady state is what follows a fresh process's first requests (its JIT, caches, pools): the same arrivals
+  // go first for every system, answered and not measured, and the measured ones follow on the same schedule.
+  const warmUpCount = Math.round((spec.ratePerMinute / 60) * spec.warmUpSeconds);
+  const warmUp = await arrivals(system, 0, warmUpCount, now(), interval);
+  const begin = warmUp.due.length === 0 ? now() : warmUp.due.at(-1)! + interval;
+  const cpu0 = ownCpuSeconds();
+  const server0 = serversCpuSeconds(serverPids(spec));
+  const { due, keys, sent } = await arrivals(system, warmUpCount, total, begin, interval);
+  await Promise.all([warmUp.sent, sent]);
   const accepted = keys.flatMap((k, i) => (k === undefined ? [] : [{ key: k, due: due[i]! }]));
-  const done = await completions(
-    system,
-    tracker,
-    accepted.map((a) => a.key),
-  );
+  // Every accepted request is waited for (a system's completion count covers the warm-up's too); the measured ones
+  // are timed.
+  const warmedKeys = warmUp.keys.filter((k): k is string => k !== undefined);
+  const done = await completions(system, tracker, [...warmedKeys, ...accepted.map((a) => a.key)]);
   const wallS = (now() - begin) / 1000;
   const cpuWorkerS = ownCpuSeconds() - cpu0;
   const cpuServerS = serversCpuSeconds(serverPids(spec)) - server0;

@@ -39,6 +39,7 @@ function options() {
     concurrency: num('concurrency', 16, 16),
     ratePerMinute: num('rate', 2000, 2000),
     seconds: num('seconds', 60, 10),
+    warmUpSeconds: num('warm-up-s', 5, 2),
     recoverSeconds: num('recover-seconds', 90, 30),
   };
   return {
@@ -148,7 +149,7 @@ async function main(): Promise<void> {
   const s = o.settings;
   process.stdout.write(
     `\nPeer bench, ${o.rounds} round(s): burst ${s.jobs} jobs at concurrency ${s.concurrency}; steady ` +
-      `${s.ratePerMinute}/min for ${s.seconds} s; crash: SIGKILL after half of ${s.jobs}, restart for up to ` +
+      `${s.ratePerMinute}/min for ${s.seconds} s after ${s.warmUpSeconds} s unmeasured; crash: SIGKILL after half of ${s.jobs}, restart for up to ` +
       `${s.recoverSeconds} s. Cells: median (min–max) over rounds.\n\n${table}\n`,
   );
   const failed = records.filter((r) => r.error !== undefined);

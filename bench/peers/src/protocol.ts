@@ -64,6 +64,8 @@ export interface ChildSpec {
   /** Steady arrivals per minute and for how long. */
   ratePerMinute: number;
   seconds: number;
+  /** Steady arrivals before the measured window, at the same rate: answered, not measured. */
+  warmUpSeconds: number;
   /** The crash workload's restart: how long the restarted system may take to finish what it can. */
   recoverSeconds: number;
   /** A directory the run may write to (the coven file stores, the crash workload's execution log). */

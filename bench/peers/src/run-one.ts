@@ -31,6 +31,8 @@ export interface Settings {
   concurrency: number;
   ratePerMinute: number;
   seconds: number;
+  /** Steady arrivals sent before the measured window, at the same rate, and not measured. */
+  warmUpSeconds: number;
   recoverSeconds: number;
   /** The baseline checkout the baseline systems run (`--baseline`). */
   baselineRoot?: string;
