@@ -24,7 +24,7 @@ import type { LaunchRequest, LaunchResult, Observation } from '../runtime/runtim
 import { checkAuthority, refuseDispatch } from './authority-gate.js';
 import { pinnedDefinition } from './pinned-definition.js';
 import { applyLaunchResult } from './launch-answer.js';
-import { routineWhenSettledOrRunning } from '../domain/routine-commit.js';
+import { routineWhenSettled } from '../domain/routine-commit.js';
 import { integrityProblem } from './launch-integrity.js';
 import { integrityQuarantine, quarantineAutomation } from './quarantine.js';
 
@@ -122,7 +122,8 @@ async function sendPrepared(
         (await svc.actors.worker.settleOnExit(svc, step, prepared.attempt.id, settle.sessionId, settle));
       const request = refused ?? exhausted;
       if (request !== undefined) await quarantineAutomation(step, request);
-      else if (result.outcome === 'started') await routineWhenSettledOrRunning(step, prepared.outbox.occurrenceId);
+      // Running counts only while no exit was heard: one heard and left unsettled is a pass's to settle.
+      else if (result.outcome === 'started') await routineWhenSettled(step, prepared.outbox.occurrenceId, !settle);
       return { request, settled };
     });
   // The answer must not wait on the settle: if the two together fail, the answer commits alone and the exit is

@@ -2,6 +2,7 @@ import type { ProducerIdentity } from '../changefeed/event-envelope.js';
 import type { Clock } from '../clock/clock.js';
 import type { RequirementsCheck } from '../command-handler/context.js';
 import type { InspectionSink } from '../domain/inspection.js';
+import { DEFAULT_LEASE_SECONDS } from '../domain/services.js';
 import type { RetentionOptions } from '../retention/policy.js';
 import type { OutputDelivery } from '../runtime/output-delivery.js';
 import type { Runtime } from '../runtime/runtime.js';
@@ -62,4 +63,10 @@ export interface EngineOptions {
    * `AtomicFileDelivery` rooted at a folder). Without one, such runs settle failed: their output cannot commit.
    */
   delivery?: OutputDelivery;
+}
+
+/** A claim's lease in milliseconds, as the options give it (seconds first, then minutes, else the default). */
+export function leaseMsOf(options: Pick<EngineOptions, 'leaseSeconds' | 'leaseMinutes'>): number {
+  if (options.leaseSeconds !== undefined) return options.leaseSeconds * 1000;
+  return options.leaseMinutes !== undefined ? options.leaseMinutes * 60_000 : DEFAULT_LEASE_SECONDS * 1000;
 }

@@ -10,7 +10,7 @@ import { stateOf } from '../domain/records.js';
 import { PENDING_LAUNCH } from '../domain/outbox.js';
 import { forEachConcurrently } from '../domain/concurrency.js';
 import { dispatchCandidates } from '../dispatcher/dispatch-candidates.js';
-import { DEFAULT_LEASE_SECONDS, EngineServices, LaunchesInFlight } from '../domain/services.js';
+import { EngineServices, LaunchesInFlight } from '../domain/services.js';
 import { nextWakeAt, OBSERVE_INTERVAL_MS } from './next-wake.js';
 import { registerLiveInstance, renewOwnerLease, RENEWALS_PER_LEASE } from '../domain/owner-lease.js';
 import { WorkPartition } from '../domain/work-partition.js';
@@ -32,7 +32,7 @@ import { holdGeneration, leadershipOf, StaleGenerationError, type Leadership } f
  */
 export const COMMIT_WAKE_MS = 100;
 
-import type { EngineOptions } from './engine-options.js';
+import { leaseMsOf, type EngineOptions } from './engine-options.js';
 
 export type { EngineOptions };
 
@@ -81,6 +81,8 @@ export class Engine {
   private readonly unregister: () => void;
   /** Another store's commit arrived while a pass ran (see {@link Engine.start}). */
   private outsideCommitDuringPass = false;
+  /** Local commits, not routine, heard while a pass counted as running (its own among them). */
+  private localCommitsDuringPass = 0;
 
   private readonly parts: EngineParts;
 
@@ -98,11 +100,7 @@ export class Engine {
       new Map(options.runtimes.map((r) => [r.runtimeId, r])),
       instanceId,
       producer,
-      options.leaseSeconds !== undefined
-        ? options.leaseSeconds * 1000
-        : options.leaseMinutes !== undefined
-          ? options.leaseMinutes * 60_000
-          : DEFAULT_LEASE_SECONDS * 1000,
+      leaseMsOf(options),
       newId,
       parts.actors,
     );
@@ -279,20 +277,20 @@ export class Engine {
    * Runs passes until {@link Engine.stop}: one now (reconciling whatever a previous process left: expired
    * leases, launches committed but not sent, sessions to re-observe), then each time something is due —
    * the next slot, lease expiry, deadline or backoff, or every second while sessions run — and within
-   * {@link COMMIT_WAKE_MS} of any outside commit (a command, another engine); a routine commit (a manual run
-   * whose launch this engine sends itself, a launch's answer) within the observation interval instead, since
-   * nothing in it waits for a pass (see `StoreTransaction.routine`). Meant for the real clock.
-   * While it runs, a runtime that cues session exits (`Runtime.onSessionExit`) has each exited attempt settled
-   * at once, between passes; passes still observe every session, for runtimes without cues and lost cues.
+   * {@link COMMIT_WAKE_MS} of any commit made outside a pass (a command, another engine); of a routine one (a
+   * manual run whose launch this engine sends itself, its answer, a cued exit settled) within the observation
+   * interval (see `StoreTransaction.routine`). Meant for the real clock. While it runs, a runtime that cues
+   * session exits (`Runtime.onSessionExit`) has each exited attempt settled at once, between passes; passes still
+   * observe every session, for runtimes without cues and lost cues.
    */
   start(onPass?: (report: TickReport) => void): void {
     if (this.stopped === false) return;
     this.stopped = false;
     this.unsubscribe = this.services.store.onCommit((source, routine) => {
-      // Commits made by a pass itself would wake it forever; only outside commits reschedule. Another engine's
-      // commit heard while this pass runs is kept for after it: the pass may have read before it.
+      // A pass's own commits would wake it forever: those it may have read before are kept for its end (below).
       if (this.running === undefined) this.wakeWithin(routine === true ? this.routineWakeMs() : COMMIT_WAKE_MS);
       else if (source === 'outside') this.outsideCommitDuringPass = true;
+      else if (routine !== true) this.localCommitsDuringPass++;
     });
     this.cues.listen(this.services.runtimes.values());
     this.schedule(0, 'startup');
@@ -358,17 +356,19 @@ export class Engine {
       this.running = this.tick(trigger)
         .then(async (report) => {
           this.onPass?.(report);
+          // The pass made its commits; one heard from here on is another's (a command), which this read may miss.
+          const heard = this.localCommitsDuringPass;
           const wake = await this.services.store.read((r) => nextWakeAt(this.services, r));
           const delay = Math.max(0, wake.getTime() - this.services.clock.now().getTime());
           // Work another engine held or won may be left half done (claimed, not dispatched): look again soon.
           const raced = report.contended > 0 || report.passedOver > 0 || this.outsideCommitDuringPass;
           this.outsideCommitDuringPass = false;
-          return { report, delay: raced ? Math.min(delay, COMMIT_WAKE_MS) : delay };
+          return { report, delay: raced ? Math.min(delay, COMMIT_WAKE_MS) : delay, heard };
         })
         .then(
-          ({ report, delay }) => {
+          ({ report, delay, heard }) => {
             this.running = undefined;
-            this.schedule(delay, 'wait');
+            this.schedule(this.localCommitsDuringPass === heard ? delay : Math.min(delay, COMMIT_WAKE_MS), 'wait');
             return report;
           },
           (error: unknown) => {

@@ -224,7 +224,7 @@ export interface StoreTransaction extends StoreReader {
    * Says this transaction's commit is routine: its writer carries on itself with what it commits (a launch it
    * sends once the commit is durable, a launch answer that leaves its session running or its run settled), so
    * nothing in it waits for a pass. {@link Store.onCommit} listeners hear a commit as routine only when every
-   * transaction in it that wrote said so; a store without this method hears none as routine.
+   * transaction in it that wrote (a quiet one aside) said so; a store without this method hears none as routine.
    */
   routine?(): void;
   /**

@@ -13,7 +13,7 @@ import { readAhead } from '../domain/read-ahead.js';
 import type { StoredRecord } from '../store/store.js';
 import { loadAttempt } from '../domain/entities.js';
 import { canReadEvidence } from '../domain/evidence-access.js';
-import { routineWhenSettledOrRunning } from '../domain/routine-commit.js';
+import { routineWhenSettled } from '../domain/routine-commit.js';
 
 type Ended = Exclude<Observation, { status: 'running' }>;
 /** A settling step's answer when the run delivers an output: nothing was written, the delivery path settles it. */
@@ -136,7 +136,7 @@ export class Worker {
     if (unlessDelivering && (await runDelivers(step.tx, reads.runId))) return DELIVERS;
     if (observation.status === 'exited') {
       const settled = await settleOnExit(this.svc, step, attemptId, sessionId, observation);
-      if (settled) await routineWhenSettledOrRunning(step, reads.occurrenceId);
+      if (settled) await routineWhenSettled(step, reads.occurrenceId);
       return settled;
     }
     const attempt = await loadAttempt(step.tx, attemptId);

@@ -6,7 +6,7 @@ import { SessionExitCues } from '../../src/runtime/session-exit-cues.js';
 import { FunctionRuntime } from '../../src/runtime/function-runtime.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import { StoreConflictError, type StoreTransaction } from '../../src/store/store.js';
-import type { TickReport } from '../../src/engine/engine.js';
+import { COMMIT_WAKE_MS, type TickReport } from '../../src/engine/engine.js';
 import { OBSERVE_INTERVAL_MS } from '../../src/engine/next-wake.js';
 import { KINDS } from '../../src/domain/records.js';
 import { Worker } from '../../src/worker/worker.js';
@@ -131,6 +131,9 @@ describe('session-exit cues (a running engine settles on the runtime evidence as
     runtime.end(runtime.sessions[0]!);
     const ms = await turnsUntil(async () => (await h.occurrenceState()) === 'succeeded');
     expect(ms).toBeLessThan(2_000);
+    expect(h.passes).toHaveLength(1);
+    // The settle was a routine commit (the occurrence settled for good): no pass is woken for it within 100 ms.
+    await vi.advanceTimersByTimeAsync(COMMIT_WAKE_MS);
     expect(h.passes).toHaveLength(1);
     expect((await h.read.runs()).map((r) => r.state)).toEqual(['succeeded']);
     expect((await h.read.attempts()).map((a) => a.state)).toEqual(['succeeded']);

@@ -2,6 +2,8 @@ import { afterEach, describe, expect, test, vi } from 'vitest';
 import { nextWakeAt, MAX_SLEEP_MS, OBSERVE_INTERVAL_MS } from '../../src/engine/next-wake.js';
 import { COMMIT_WAKE_MS, type TickReport } from '../../src/engine/engine.js';
 import { harness } from '../support/engine-harness.js';
+import { MemoryStore } from '../../src/store/memory-store.js';
+import type { Store } from '../../src/store/store.js';
 import { command, definitionBody } from '../support/commands.js';
 
 const at = (time: string) => `2026-03-02T${time}.000Z`;
@@ -89,6 +91,39 @@ describe('the engine loop', () => {
       );
       await vi.advanceTimersByTimeAsync(COMMIT_WAKE_MS);
       expect(passes).toBe(3);
+      await h.engine.stop();
+    });
+
+    test('a command committed as a pass reads its next wake-up wakes another pass within COMMIT_WAKE_MS', async () => {
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+      const inner = new MemoryStore();
+      let afterRead: (() => Promise<unknown>) | undefined;
+      // The read right after a pass is its next wake-up's: the command commits once that read is done, before the
+      // pass ends, so the wake-up it computed knows nothing of it.
+      const store: Store = {
+        transact: (body) => inner.transact(body),
+        read: async (body) => {
+          const result = await inner.read(body);
+          const hook = afterRead;
+          afterRead = undefined;
+          await hook?.();
+          return result;
+        },
+        onCommit: (listener) => inner.onCommit(listener),
+        close: () => inner.close(),
+      };
+      const h = await harness({ store });
+      h.clock.set(at('08:00:00'));
+      let passes = 0;
+      const late = definitionBody('late', { revision: 1, lifecycleState: 'draft' });
+      h.engine.start(() => {
+        if (++passes === 1) afterRead = () => h.ok(command('definition.create.v1', { definition: late }));
+      });
+      await vi.advanceTimersByTimeAsync(0);
+      expect(passes).toBe(1);
+      expect(await h.store.read((r) => r.get('definition', 'late'))).toBeDefined();
+      await vi.advanceTimersByTimeAsync(COMMIT_WAKE_MS);
+      expect(passes).toBe(2);
       await h.engine.stop();
     });
 

@@ -19,8 +19,8 @@ async function noticesDuring(store: Store, body: () => Promise<unknown>): Promis
 const write = (tx: StoreTransaction, id: string) => tx.put('definition', id, { id }, { expectedVersion: null });
 
 /**
- * Runs the bodies as one group where the store groups transactions: a first transaction holds the store's writer
- * (it writes nothing) while the others are queued behind it, so they are written together once it ends.
+ * Queues the bodies in one turn of the event loop behind a transaction that writes nothing, so a store that groups
+ * queued transactions writes them as one group (a store that does not, one after another).
  */
 async function queuedTogether(store: Store, bodies: Array<(tx: StoreTransaction) => Promise<unknown>>) {
   let open!: () => void;
@@ -87,8 +87,19 @@ export function describeCommitNoticeConformance(name: string, harness: StoreHarn
               await write(tx, 'c');
             },
           ]);
+          // The other way round: a plain transaction that rolled back does not count against a routine one.
+          await queuedTogether(store, [
+            async (tx) => {
+              tx.routine!();
+              await write(tx, 'd');
+            },
+            async (tx) => {
+              await write(tx, 'e');
+              throw new Error('rolled back');
+            },
+          ]);
         });
-        expect(notices).toEqual([false, true]);
+        expect(notices).toEqual([false, true, true]);
       });
     });
   });
