@@ -5,6 +5,7 @@ import { FEED_HORIZON_MIGRATION } from './feed-clock.js';
 import { LIVE_WORK_QUERY_MIGRATION } from './live-work-queries.js';
 import { TIMELINE_MIGRATION } from './timeline-queries.js';
 import { RECORD_COLUMNS_MIGRATION } from './record-columns-migration.js';
+import { LIVE_TURNS_MIGRATION } from './live-turns.js';
 
 /** What the `store_schema` row names as its format: a table of that name in any other shape is foreign. */
 export const STORE_FORMAT = 'coven-automata';
@@ -53,6 +54,7 @@ export const MIGRATIONS: readonly Migration[] = [
   LIVE_WORK_QUERY_MIGRATION,
   TIMELINE_MIGRATION,
   RECORD_COLUMNS_MIGRATION,
+  LIVE_TURNS_MIGRATION,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.at(-1)!.version;
