@@ -4,10 +4,12 @@
 // runs it. Prints the makespan (first request → last `succeeded` commit) and the process's CPU over that window,
 // on PostgreSQL its cluster's too. `--profile FILE` writes a CPU profile of that window alone (set-up excluded), for
 // Chrome DevTools or any .cpuprofile reader; `--passes` sums the passes that ran in it; `--waits` (PostgreSQL) counts
-// what the store's backends were doing through it (bench/wait-sampler.ts).
+// what the store's backends were doing through it (bench/wait-sampler.ts); `--peers N` (PostgreSQL) starts N more
+// engines in this process, each with its own store on the same schema and nothing asked of it, and counts the passes
+// the burst's commits woke in them (their CPU is in the process's).
 //
 //   npx tsx bench/burst.ts [--store sqlite|json|postgres|memory] [--jobs 1000] [--concurrency 16] [--groups N]
-//     [--profile FILE] [--passes] [--waits]
+//     [--profile FILE] [--passes] [--waits] [--peers N]
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { loadavg } from 'node:os';
@@ -60,6 +62,23 @@ function passSummary(passes: TickReport[]): string {
   );
 }
 
+/** `count` engines on their own stores of the database at `url`, started with nothing to do; counting passes. */
+async function idlePeers(url: string, count: number) {
+  return Promise.all(
+    Array.from({ length: count }, async (_, i) => {
+      const store = await PostgresStore.open(url, { applicationName: `coven peer ${i}` });
+      const engine = createEngine({ store, runtimes: [new ExitingRuntime()], instanceId: `peer-${i}` });
+      const peer = { passes: 0, close: async () => (await engine.stop(), await store.close()) };
+      // Its first pass (startup) runs before the burst; only passes the burst woke are counted.
+      let started = false;
+      await new Promise<void>((resolve) =>
+        engine.start(() => (started ? peer.passes++ : ((started = true), resolve()))),
+      );
+      return peer;
+    }),
+  );
+}
+
 async function main(): Promise<void> {
   const kind = option('store', 'sqlite');
   const jobs = Number(option('jobs', '1000'));
@@ -87,6 +106,7 @@ async function main(): Promise<void> {
     };
     const passes: TickReport[] = [];
     engine.start((report) => passes.push(report));
+    const peers = cluster === undefined ? [] : await idlePeers(cluster.url, Number(option('peers', '0')));
     const profiler = await startProfiler(option('profile', ''));
     const stopWaits =
       cluster !== undefined && process.argv.includes('--waits') ? await sampleWaits(cluster.url) : undefined;
@@ -103,6 +123,8 @@ async function main(): Promise<void> {
     const cpu = process.cpuUsage(cpuBefore);
     const serverS = cluster === undefined ? 0 : serverCpuSeconds(cluster) - serverBefore;
     await profiler?.();
+    const peerPasses = peers.reduce((total, peer) => total + peer.passes, 0);
+    for (const peer of peers) await peer.close();
     await engine.stop();
     await store.close();
     const cpuS = (cpu.user + cpu.system) / 1e6;
@@ -112,6 +134,7 @@ async function main(): Promise<void> {
         `${kind === 'postgres' ? `, server CPU ${serverS.toFixed(2)} s` : ''}, load ${loadavg()[0]!.toFixed(2)}`,
     );
     if (process.argv.includes('--passes')) console.log(passSummary(passes));
+    if (peers.length > 0) console.log(`passes of ${peers.length} idle peer engines during the burst: ${peerPasses}`);
     if (waits !== undefined) console.log(`backend samples: ${waits.map(([c, n]) => `${c} ${n}`).join(', ')}`);
   } finally {
     await where?.dispose();

@@ -277,11 +277,11 @@ export class Engine {
    * Runs passes until {@link Engine.stop}: one now (reconciling whatever a previous process left: expired
    * leases, launches committed but not sent, sessions to re-observe), then each time something is due —
    * the next slot, lease expiry, deadline or backoff, or every second while sessions run — and within
-   * {@link COMMIT_WAKE_MS} of any commit made outside a pass (a command, another engine); of a routine one (a
-   * manual run whose launch this engine sends itself, its answer, a cued exit settled) within the observation
-   * interval (see `StoreTransaction.routine`). Meant for the real clock. While it runs, a runtime that cues
-   * session exits (`Runtime.onSessionExit`) has each exited attempt settled at once, between passes; passes still
-   * observe every session, for runtimes without cues and lost cues.
+   * {@link COMMIT_WAKE_MS} of any commit made outside a pass (a command, another engine); of a routine one, here or
+   * by another engine (a manual run whose launch its engine sends itself, its answer, a cued exit settled), within
+   * the observation interval (see `StoreTransaction.routine`). Meant for the real clock. While it runs, a runtime
+   * that cues session exits (`Runtime.onSessionExit`) has each exited attempt settled at once, between passes;
+   * passes still observe every session, for runtimes without cues and lost cues.
    */
   start(onPass?: (report: TickReport) => void): void {
     if (this.stopped === false) return;
@@ -289,7 +289,7 @@ export class Engine {
     this.unsubscribe = this.services.store.onCommit((source, routine) => {
       // A pass's own commits would wake it forever: those it may have read before are kept for its end (below).
       if (this.running === undefined) this.wakeWithin(routine === true ? this.routineWakeMs() : COMMIT_WAKE_MS);
-      else if (source === 'outside') this.outsideCommitDuringPass = true;
+      else if (routine !== true && source === 'outside') this.outsideCommitDuringPass = true;
       else if (routine !== true) this.localCommitsDuringPass++;
     });
     this.cues.listen(this.services.runtimes.values());

@@ -3,7 +3,7 @@ import { nextWakeAt, MAX_SLEEP_MS, OBSERVE_INTERVAL_MS } from '../../src/engine/
 import { COMMIT_WAKE_MS, type TickReport } from '../../src/engine/engine.js';
 import { harness } from '../support/engine-harness.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
-import type { Store } from '../../src/store/store.js';
+import type { CommitListener, Store } from '../../src/store/store.js';
 import { command, definitionBody } from '../support/commands.js';
 
 const at = (time: string) => `2026-03-02T${time}.000Z`;
@@ -124,6 +124,50 @@ describe('the engine loop', () => {
       expect(await h.store.read((r) => r.get('definition', 'late'))).toBeDefined();
       await vi.advanceTimersByTimeAsync(COMMIT_WAKE_MS);
       expect(passes).toBe(2);
+      await h.engine.stop();
+    });
+
+    test.each([
+      [true, 'only at the observation interval'],
+      [false, 'within COMMIT_WAKE_MS'],
+    ])("another engine's commit (routine: %s), heard in a pass or between passes, wakes one %s", async (routine) => {
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+      const inner = new MemoryStore();
+      const listeners: CommitListener[] = [];
+      let afterRead: (() => void) | undefined;
+      // Stands in for the notifier: another engine's commit is heard during the read that ends the first pass.
+      const store: Store = {
+        transact: (body) => inner.transact(body),
+        read: async (body) => {
+          const result = await inner.read(body);
+          afterRead?.();
+          afterRead = undefined;
+          return result;
+        },
+        onCommit: (listener) => {
+          listeners.push(listener);
+          return inner.onCommit(listener);
+        },
+        close: () => inner.close(),
+      };
+      const h = await harness({ store });
+      h.clock.set(at('08:00:00'));
+      let passes = 0;
+      const heard = () => listeners.forEach((listener) => listener('outside', routine));
+      h.engine.start(() => {
+        if (++passes === 1) afterRead = heard;
+      });
+      await vi.advanceTimersByTimeAsync(0);
+      expect(passes).toBe(1);
+      await vi.advanceTimersByTimeAsync(COMMIT_WAKE_MS);
+      expect(passes).toBe(routine ? 1 : 2);
+      // Between passes: the same.
+      const before = passes;
+      heard();
+      await vi.advanceTimersByTimeAsync(COMMIT_WAKE_MS);
+      expect(passes).toBe(routine ? before : before + 1);
+      await vi.advanceTimersByTimeAsync(OBSERVE_INTERVAL_MS);
+      expect(passes).toBe(before + 1);
       await h.engine.stop();
     });
 

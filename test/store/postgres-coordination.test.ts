@@ -102,6 +102,36 @@ describePostgres('engines sharing one PostgreSQL store', (socketDir) => {
     expect(await a.read((r) => r.version('owner-lease', 'b'))).toBe(2);
   });
 
+  test("another store's routine commit is heard as routine, any other not; announcements folded with one are not", async () => {
+    const [a, b] = [await open('routine_notify'), await open('routine_notify')];
+    const heardByA: Array<[string, boolean]> = [];
+    const heardByB: string[] = [];
+    a.onCommit((source, routine) => heardByA.push([source ?? 'local', routine === true]));
+    b.onCommit((source) => heardByB.push(source ?? 'local'));
+    await until(() => a.listening && b.listening);
+    heardByA.length = heardByB.length = 0;
+    const put = (id: string, routine: boolean) =>
+      b.transact((tx) => {
+        if (routine) tx.routine?.();
+        return tx.put('definition', id, { id }, { expectedVersion: null });
+      });
+    await put('routine', true);
+    await until(() => heardByA.length > 0);
+    expect(heardByA).toEqual([['outside', true]]);
+    // b's own routine announcement is not taken for another store's.
+    expect(heardByB).toEqual(['local']);
+    heardByA.length = 0;
+    await put('plain', false);
+    await until(() => heardByA.length > 0);
+    expect(heardByA).toEqual([['outside', false]]);
+    // Commits made while an announcement is on the wire are folded into the next: one plain commit among many
+    // routine ones is still heard as not routine, after every one of them committed.
+    heardByA.length = 0;
+    const ids = Array.from({ length: 21 }, (_, i) => i);
+    await Promise.all(ids.map((i) => put(`burst-${i}`, i !== 10)));
+    await until(() => heardByA.some(([, routine]) => !routine));
+  });
+
   test('with the listening connection cut, commits are still heard (polled) and listening resumes', async () => {
     const [a, b] = [await open('poll', 50), await open('poll', 50)];
     let heard = 0;

@@ -12,6 +12,13 @@ const MAX_RECONNECT_MS = 10_000;
 /** The notification channel of one store schema: every store on it hears every other store's commits. */
 export const commitChannel = (schema: string): string => `coven_commit_${schema}`;
 
+/**
+ * What follows the origin in the payload of a commit that was routine: its writer carries on itself, so the other
+ * engines need not look at once. A payload without it (an older build's, or a folded commit that was not routine)
+ * wakes them as any commit does.
+ */
+const ROUTINE_SUFFIX = ':routine';
+
 /** What a store tells the notifier about itself. */
 export interface CommitNotifierPorts {
   readonly driver: PostgresDriver;
@@ -21,8 +28,8 @@ export interface CommitNotifierPorts {
   readonly applicationName: string;
   /** The feed's newest position as the database has it now (the poll compares it with the last one seen). */
   readonly feedPosition: () => Promise<number>;
-  /** Another store committed: wake this store's commit listeners. */
-  readonly outsideCommit: () => void;
+  /** Another store committed (`routine`: only routine work, see `StoreTransaction.routine`): wake the listeners. */
+  readonly outsideCommit: (routine: boolean) => void;
 }
 
 /**
@@ -36,8 +43,8 @@ export interface CommitNotifierPorts {
  *
  * While it listens, the notifier also sends the store's announcements on that connection, so a group's connection
  * goes straight back to the next group instead of waiting a round trip, and announcements made while one is on the
- * wire are folded into one more sent after it (a notification says "something committed", not what): every commit is
- * followed by a notification sent after it, however many commits a burst makes.
+ * wire are folded into one more sent after it (a notification says "something committed" and whether all of it was
+ * routine, not what): every commit is followed by a notification sent after it, however many commits a burst makes.
  *
  * Started lazily by the first commit listener, so a one-shot command opens no extra connection.
  */
@@ -55,6 +62,8 @@ export class CommitNotifier {
   private sending: Promise<void> | undefined;
   /** A commit came after the announcement on the wire was sent: one more is owed. */
   private owed = false;
+  /** Whether every commit folded into the owed announcement was routine. */
+  private owedRoutine = true;
 
   constructor(private readonly ports: CommitNotifierPorts) {}
 
@@ -62,16 +71,21 @@ export class CommitNotifier {
    * Tells the other stores that this store committed (called after the commit, outside any transaction). While
    * the notifier listens it returns at once and sends on its own connection; otherwise it sends on `db`.
    */
-  async announce(db: Connection): Promise<void> {
+  async announce(db: Connection, routine = false): Promise<void> {
     if (this.client === undefined || this.closed) {
-      await db.run('SELECT pg_notify($1, $2)', [commitChannel(this.ports.schema), this.origin]);
+      await db.run('SELECT pg_notify($1, $2)', [commitChannel(this.ports.schema), this.payload(routine)]);
       return;
     }
+    this.owedRoutine &&= routine;
     if (this.sending !== undefined) {
       this.owed = true;
       return;
     }
     this.sending = this.sendWhileOwed(this.client);
+  }
+
+  private payload(routine: boolean): string {
+    return routine ? this.origin + ROUTINE_SUFFIX : this.origin;
   }
 
   /**
@@ -83,13 +97,16 @@ export class CommitNotifier {
     await new Promise<void>((resolve) => setImmediate(resolve));
     try {
       do {
+        const payload = this.payload(this.owedRoutine);
         this.owed = false;
+        this.owedRoutine = true;
         // A failure here is the connection's: its error handler starts polling and reconnecting; the peers then
         // hear this commit at their poll or maximum sleep, as after a crash.
-        await client.query('SELECT pg_notify($1, $2)', [commitChannel(this.ports.schema), this.origin]);
+        await client.query('SELECT pg_notify($1, $2)', [commitChannel(this.ports.schema), payload]);
       } while (this.owed && this.client === client);
     } catch {
       this.owed = false;
+      this.owedRoutine = true;
     } finally {
       this.sending = undefined;
     }
@@ -115,8 +132,10 @@ export class CommitNotifier {
     });
     client.on('error', () => this.lost(client));
     client.on('end', () => this.lost(client));
-    client.on('notification', (message) => {
-      if (message.payload !== this.origin) this.ports.outsideCommit();
+    client.on('notification', ({ payload = '' }) => {
+      const routine = payload.endsWith(ROUTINE_SUFFIX);
+      if ((routine ? payload.slice(0, -ROUTINE_SUFFIX.length) : payload) !== this.origin)
+        this.ports.outsideCommit(routine);
     });
     try {
       await client.connect();
@@ -135,7 +154,7 @@ export class CommitNotifier {
     this.reconnectMs = FIRST_RECONNECT_MS;
     this.stopPolling();
     // Commits made while no connection listened were not heard: let listeners look once.
-    this.ports.outsideCommit();
+    this.ports.outsideCommit(false);
   }
 
   /** The listening connection failed or ended: poll until a new one listens. */
@@ -173,7 +192,7 @@ export class CommitNotifier {
     }
     const moved = this.lastPosition !== undefined && position !== this.lastPosition;
     this.lastPosition = position;
-    if (moved) this.ports.outsideCommit();
+    if (moved) this.ports.outsideCommit(false);
   }
 
   async close(): Promise<void> {

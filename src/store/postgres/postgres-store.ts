@@ -131,7 +131,7 @@ export class PostgresStore implements Store {
       ...listen,
       schema,
       feedPosition: () => this.feedPosition(),
-      outsideCommit: () => this.committed.notify('outside'),
+      outsideCommit: (routine) => this.committed.notify('outside', routine),
     });
   }
 
@@ -290,7 +290,7 @@ export class PostgresStore implements Store {
     // listens, else here. A notification lost to a crash right here costs the peers at most their poll or maximum
     // sleep.
     try {
-      await this.notifier.announce(db);
+      await this.notifier.announce(db, tx.isRoutine);
     } catch (error) {
       return isConnectionFailure(error) ? error : undefined;
     }
