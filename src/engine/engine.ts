@@ -11,7 +11,7 @@ import { PENDING_LAUNCH } from '../domain/outbox.js';
 import { forEachConcurrently } from '../domain/concurrency.js';
 import { dispatchCandidates } from '../dispatcher/dispatch-candidates.js';
 import { EngineServices, LaunchesInFlight } from '../domain/services.js';
-import { nextWakeAt, OBSERVE_INTERVAL_MS } from './next-wake.js';
+import { COMMIT_WAKE_MS, PassLoop } from './pass-loop.js';
 import { registerLiveInstance, renewOwnerLease, RENEWALS_PER_LEASE } from '../domain/owner-lease.js';
 import { WorkPartition } from '../domain/work-partition.js';
 import type { PassRun, TickReport } from './pass-phases.js';
@@ -25,21 +25,13 @@ import { ENGINE_PARTS, type EngineParts } from './parts.js';
 import { ExitCues } from './exit-cues.js';
 import { attemptOfOutbox } from '../domain/ids.js';
 import { systemTimers, type EngineTimers, type PassTrigger } from './timers.js';
-import { holdGeneration, leadershipOf, StaleGenerationError, type Leadership } from '../domain/scheduler-generation.js';
-/**
- * Outside commits come in bursts (a client's commands, a storm of run-now requests): one pass this long after
- * the first serves the whole burst, instead of a pass per commit. Well inside the planning latency gate.
- */
-export const COMMIT_WAKE_MS = 100;
-
+import { holdGeneration, leadershipOf, type Leadership } from '../domain/scheduler-generation.js';
 import { leaseMsOf, type EngineOptions } from './engine-options.js';
+
+export { COMMIT_WAKE_MS };
 
 export type { EngineOptions };
 
-/**
- * Fault injection for conformance scenarios: the pass stops right after the named phase's commits, as if
- * the process died there; whatever later phases would have committed is lost.
- */
 export type { TickReport } from './pass-phases.js';
 
 /**
@@ -68,21 +60,12 @@ export class Engine {
   private readonly retention: RetentionPolicy | undefined;
   /** Engine-clock instant of the next retention sweep (0: the first pass sweeps). */
   private nextSweepAt = 0;
-  private timer: unknown;
   private readonly timers: EngineTimers;
-  /** When the pending timer fires (performance.now() time base). */
-  private timerDueAt = 0;
-  private running: Promise<TickReport> | undefined;
-  private stopped = true;
+  /** When passes run once started (see {@link Engine.start}). */
+  private readonly loop: PassLoop;
   private inspection: InspectionFeed | undefined;
-  private unsubscribe: (() => void) | undefined;
-  private onPass: ((report: TickReport) => void) | undefined;
   private renewal: unknown;
   private readonly unregister: () => void;
-  /** Another store's commit arrived while a pass ran (see {@link Engine.start}). */
-  private outsideCommitDuringPass = false;
-  /** Local commits, not routine, heard while a pass counted as running (its own among them). */
-  private localCommitsDuringPass = 0;
 
   private readonly parts: EngineParts;
 
@@ -112,6 +95,7 @@ export class Engine {
     this.retention = options.retention === false ? undefined : RetentionPolicy.from(options.retention);
     this.worker = new Worker(this.services);
     this.cues = new ExitCues((attemptId) => this.worker.observe(attemptId));
+    this.loop = new PassLoop(this.services, this.timers, (trigger) => this.tick(trigger));
     this.unregister = registerLiveInstance(instanceId);
     if (options.inspector !== undefined) this.inspection = new InspectionFeed(options.store, options.inspector).start();
     this.commands = new CommandHandler({
@@ -284,17 +268,9 @@ export class Engine {
    * passes still observe every session, for runtimes without cues and lost cues.
    */
   start(onPass?: (report: TickReport) => void): void {
-    if (this.stopped === false) return;
-    this.stopped = false;
-    this.unsubscribe = this.services.store.onCommit((source, routine) => {
-      // A pass's own commits would wake it forever: those it may have read before are kept for its end (below).
-      if (this.running === undefined) this.wakeWithin(routine === true ? this.routineWakeMs() : COMMIT_WAKE_MS);
-      else if (routine !== true && source === 'outside') this.outsideCommitDuringPass = true;
-      else if (routine !== true) this.localCommitsDuringPass++;
-    });
+    if (this.loop.started) return;
     this.cues.listen(this.services.runtimes.values());
-    this.schedule(0, 'startup');
-    this.onPass = onPass;
+    this.loop.start(onPass);
     // Passes renew too; the timer keeps the lease while one pass runs long.
     this.renewal = this.timers.setInterval(
       () => void renewOwnerLease(this.services).catch(() => undefined),
@@ -324,63 +300,13 @@ export class Engine {
   /** Stops passes and the inspector; other engines of this process then know this instance is gone. */
   async stop(): Promise<void> {
     await this.inspection?.stop();
-    this.stopped = true;
     this.unregister();
-    this.unsubscribe?.();
-    if (this.timer !== undefined) this.timers.clearTimeout(this.timer);
-    this.timer = undefined;
+    const loop = this.loop.stop();
     if (this.renewal !== undefined) this.timers.clearInterval(this.renewal);
     this.renewal = undefined;
     const cues = this.cues.close();
-    await this.running?.catch(() => undefined);
+    await loop;
     await cues;
-  }
-
-  /** A routine commit waits for no pass, but came after the next wake-up was computed: a pass looks within this. */
-  private routineWakeMs(): number {
-    return Math.min(OBSERVE_INTERVAL_MS, this.services.leaseMs);
-  }
-
-  /** Makes sure a pass starts within `delayMs`, keeping a timer that already fires sooner. */
-  private wakeWithin(delayMs: number): void {
-    if (this.timer !== undefined && this.timerDueAt <= performance.now() + delayMs) return;
-    this.schedule(delayMs, 'wake');
-  }
-
-  private schedule(delayMs: number, trigger: PassTrigger): void {
-    if (this.stopped) return;
-    if (this.timer !== undefined) this.timers.clearTimeout(this.timer);
-    this.timerDueAt = performance.now() + delayMs;
-    const fire = () => {
-      this.timer = undefined;
-      this.running = this.tick(trigger)
-        .then(async (report) => {
-          this.onPass?.(report);
-          // The pass made its commits; one heard from here on is another's (a command), which this read may miss.
-          const heard = this.localCommitsDuringPass;
-          const wake = await this.services.store.read((r) => nextWakeAt(this.services, r));
-          const delay = Math.max(0, wake.getTime() - this.services.clock.now().getTime());
-          // Work another engine held or won may be left half done (claimed, not dispatched): look again soon.
-          const raced = report.contended > 0 || report.passedOver > 0 || this.outsideCommitDuringPass;
-          this.outsideCommitDuringPass = false;
-          return { report, delay: raced ? Math.min(delay, COMMIT_WAKE_MS) : delay, heard };
-        })
-        .then(
-          ({ report, delay, heard }) => {
-            this.running = undefined;
-            this.schedule(this.localCommitsDuringPass === heard ? delay : Math.min(delay, COMMIT_WAKE_MS), 'wait');
-            return report;
-          },
-          (error: unknown) => {
-            this.running = undefined;
-            // A replaced instance never passes again; any other failure is looked at again shortly.
-            if (!(error instanceof StaleGenerationError)) this.schedule(OBSERVE_INTERVAL_MS, 'retry');
-            throw error;
-          },
-        );
-      this.running.catch(() => undefined);
-    };
-    this.timer = this.timers.setTimeout(fire, delayMs, trigger);
   }
 }
 
