@@ -202,7 +202,7 @@ describePostgres('one live run per automation across engine processes on one Pos
     const plan = racePlan(
       seed,
       RACES,
-      races.map((r) => ({ ...r, forced: false })),
+      races.map((r) => ({ ...r, forced: false, through: false })),
     );
     const s = await setUp(url);
     const engines = await Promise.all([0, 1, 2].map((i) => spawnEngine(url, `proc-engine-${i}`)));

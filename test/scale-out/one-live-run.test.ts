@@ -12,6 +12,7 @@ import { captureHistory } from '../../src/testkit/invariants/history.js';
 import { ProbeRuntime } from '../../src/testkit/invariants/probe-runtime.js';
 import { definition } from '../../bench/fixtures.js';
 import { command } from '../support/commands.js';
+import { eventually } from '../support/eventually.js';
 import { propertySeed } from '../support/property.js';
 import { describePostgres, freshDatabase } from '../support/postgres.js';
 import {
@@ -86,38 +87,72 @@ async function planSlots(w: World, n: number, automationId: string, slots: numbe
 }
 
 type Claim = () => Promise<TickReport | CommandResponse>;
+/** Which race this is (its day) and the hour its claims are made in. */
+interface RaceRun {
+  n: number;
+  hour: string;
+}
 
-/** The two claims of a race, each held at its overlap check when the race is forced. */
+/**
+ * The two claims of a race, each held at its overlap check when the race is forced; when it goes `through`, only
+ * the first is held, after its snapshot (a slot's claim batch reads the slot, a single claim locks it), until the
+ * second's occurrence has run and settled.
+ */
 function claims(w: World, race: Race, automationId: string, planned: string[]) {
-  const barrier = new Barrier(2, 3_000);
+  const barrier = new Barrier(2, race.through ? 30_000 : 3_000);
   const sides = race.pair.split('+') as Array<'slot' | 'runNow'>;
   const made: Claim[] = sides.map((side, i) => {
     const engine = w.engines[race.engines[i]!]!;
     const store = w.stores[race.engines[i]!]!;
+    const held = race.through ? i === 0 : race.forced;
     if (side === 'slot') {
-      const matches = (o: Operation) => o.op === 'lockUnlessBusy' && o.result === true && planned.includes(o.id);
-      if (race.forced) store.gate = { hold: { matches, barrier } };
+      const matches = (o: Operation) =>
+        planned.includes(o.id) &&
+        ((o.op === 'lockUnlessBusy' && o.result === true) ||
+          (race.through && o.op === 'get' && o.kind === 'occurrence'));
+      if (held) store.gate = { hold: { matches, barrier } };
       return () => engine.tick();
     }
     const envelope = command('occurrence.runNow.v1', { automationId });
     const matches = (o: Operation) => o.op === 'get' && o.kind === 'adoption' && o.id === envelope.adoptionKey;
-    if (race.forced) store.gate = { hold: { matches, barrier } };
+    if (held) store.gate = { hold: { matches, barrier } };
     return () => engine.commands.handle(envelope);
   });
   return { made, barrier };
 }
 
+/**
+ * A race that goes through: the first claim starts and is held; the second claims, and its occurrence runs and is
+ * settled by its engine's next pass; then the first goes on. Answers both claims' answers and that pass's report.
+ */
+async function through(w: World, r: Race, n: number, made: Claim[], barrier: Barrier, hour: string) {
+  const gate = w.stores[r.engines[0]!]!.gate;
+  let firstDone = false;
+  const first = made[0]!().finally(() => (firstDone = true));
+  await eventually(async () => (gate.hold === undefined || firstDone ? true : undefined), 30_000);
+  const second = await made[1]!();
+  w.clock.set(at(n, `${hour}:31:30`));
+  const settling = await w.engines[r.engines[1]!]!.tick();
+  await barrier.arrive();
+  return [await first, second, settling];
+}
+
 /** Starts both claims (and a bystander's pass), polling the automation's live occurrences until all answered. */
-async function race(w: World, r: Race, automationId: string, made: Claim[]) {
+async function race(w: World, r: Race, automationId: string, claimed: ReturnType<typeof claims>, run: RaceRun) {
+  const { made } = claimed;
   let racing = true;
   let polled = 0;
   const poller = (async () => {
     while (racing) polled = Math.max(polled, (await w.stores[0]!.read((x) => liveNow(x, automationId))).length);
   })();
-  const first = made[0]!();
-  for (let i = 0; i < (r.forced ? 0 : r.yields); i++) await new Promise((resolve) => setImmediate(resolve));
-  const bystander = w.engines[3 - r.engines[0]! - r.engines[1]!]!;
-  const answers = await Promise.all([first, made[1]!(), ...(r.bystander && !r.forced ? [bystander.tick()] : [])]);
+  let answers: Array<TickReport | CommandResponse>;
+  if (r.through) answers = await through(w, r, run.n, made, claimed.barrier, run.hour);
+  else {
+    const first = made[0]!();
+    for (let i = 0; i < (r.forced ? 0 : r.yields); i++) await new Promise((resolve) => setImmediate(resolve));
+    const bystander = w.engines[3 - r.engines[0]! - r.engines[1]!]!;
+    answers = await Promise.all([first, made[1]!(), ...(r.bystander && !r.forced ? [bystander.tick()] : [])]);
+  }
   racing = false;
   await poller;
   for (const store of w.stores) store.gate = {};
@@ -132,9 +167,11 @@ async function runRace(w: World, n: number, r: Race): Promise<RaceFigures> {
   await ok(w.engines[0]!, 'definition.activate.v1', { automationId }, 2);
   const slots = r.pair === 'slot+slot' ? 2 : r.pair === 'slot+runNow' ? 1 : 0;
   const planned = await planSlots(w, n, automationId, slots);
-  w.clock.set(at(n, `${['08', '09', '10'][slots]}:30:00`));
-  const { made, barrier } = claims(w, r, automationId, planned);
-  const { answers, polled } = await race(w, r, automationId, made);
+  const hour = ['08', '09', '10'][slots]!;
+  w.clock.set(at(n, `${hour}:30:00`));
+  const claimed = claims(w, r, automationId, planned);
+  const { answers, polled } = await race(w, r, automationId, claimed, { n, hour });
+  const barrier = claimed.barrier;
 
   // Passes until no slot waits: one whose claim lost is decided the contract's way (skipped, overlap forbidden).
   const reports = answers.filter((a): a is TickReport => 'phaseMs' in a);
@@ -156,7 +193,7 @@ async function runRace(w: World, n: number, r: Race): Promise<RaceFigures> {
     race: r,
     mostLive: { polled, final },
     problems,
-    barrierTimedOut: r.forced && barrier.timedOut,
+    barrierTimedOut: (r.forced || r.through) && barrier.timedOut,
     contended: reports.reduce((sum, x) => sum + x.contended, 0),
   };
 }
