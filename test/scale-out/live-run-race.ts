@@ -168,8 +168,9 @@ export const races: fc.Arbitrary<Race> = fc.record({
 /** `count` races from `seed`, the pairs taken in turn so that every pair races however few there are. */
 export function racePlan(seed: number, count: number, arbitrary: fc.Arbitrary<Race> = races): Race[] {
   const pairs: Pair[] = ['slot+runNow', 'slot+slot', 'runNow+runNow'];
-  // Two slots never go through: a pass that finds both due collapses the earlier into the later (misfire: latest)
-  // without claiming it, so there is no first claim to hold while the second runs.
+  // Two slots never go through: the second engine's pass may need a slot row the held first claim has locked (a
+  // pass finding both due also decides the earlier, misfire: latest) and then waits for that transaction, which is
+  // held until the second's occurrence settles: only the barrier's deadline would end it.
   return fc.sample(arbitrary, { seed, numRuns: count }).map((r, i) => {
     const pair = pairs[i % pairs.length]!;
     const through = r.through && pair !== 'slot+slot';
