@@ -72,7 +72,13 @@ async function idlePeers(url: string, count: number) {
       // Its first pass (startup) runs before the burst; only passes the burst woke are counted.
       let started = false;
       await new Promise<void>((resolve) =>
-        engine.start(() => (started ? peer.passes++ : ((started = true), resolve()))),
+        engine.start(() => {
+          if (started) peer.passes++;
+          else {
+            started = true;
+            resolve();
+          }
+        }),
       );
       return peer;
     }),

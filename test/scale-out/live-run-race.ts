@@ -55,6 +55,11 @@ export interface Gate {
 /** A store whose transactions meet `gate` (changed between races); reads and commits pass straight through. */
 export class GatedStore implements Store {
   gate: Gate = {};
+  /**
+   * Left undefined, the engine claims one due occurrence per transaction, locking it with `lockUnlessBusy` where a
+   * gate can hold; true has it claim in batches, as it does on a PostgreSQL store (`Store.sharedByEngines`).
+   */
+  sharedByEngines: boolean | undefined = undefined;
 
   constructor(readonly inner: Store) {}
 

@@ -95,8 +95,8 @@ interface RaceRun {
 
 /**
  * The two claims of a race, each held at its overlap check when the race is forced; when it goes `through`, only
- * the first is held, after its snapshot (a slot's claim batch reads the slot, a single claim locks it), until the
- * second's occurrence has run and settled.
+ * the first is held, after its snapshot (a slot's pass reads or locks the slot), until the second's occurrence has
+ * run and settled.
  */
 function claims(w: World, race: Race, automationId: string, planned: string[]) {
   const barrier = new Barrier(2, race.through ? 30_000 : 3_000);
@@ -125,13 +125,13 @@ function claims(w: World, race: Race, automationId: string, planned: string[]) {
  * A race that goes through: the first claim starts and is held; the second claims, and its occurrence runs and is
  * settled by its engine's next pass; then the first goes on. Answers both claims' answers and that pass's report.
  */
-async function through(w: World, r: Race, n: number, made: Claim[], barrier: Barrier, hour: string) {
+async function through(w: World, r: Race, run: RaceRun, { made, barrier }: ReturnType<typeof claims>) {
   const gate = w.stores[r.engines[0]!]!.gate;
   let firstDone = false;
   const first = made[0]!().finally(() => (firstDone = true));
   await eventually(async () => (gate.hold === undefined || firstDone ? true : undefined), 30_000);
   const second = await made[1]!();
-  w.clock.set(at(n, `${hour}:31:30`));
+  w.clock.set(at(run.n, `${run.hour}:31:30`));
   const settling = await w.engines[r.engines[1]!]!.tick();
   await barrier.arrive();
   return [await first, second, settling];
@@ -146,7 +146,7 @@ async function race(w: World, r: Race, automationId: string, claimed: ReturnType
     while (racing) polled = Math.max(polled, (await w.stores[0]!.read((x) => liveNow(x, automationId))).length);
   })();
   let answers: Array<TickReport | CommandResponse>;
-  if (r.through) answers = await through(w, r, run.n, made, claimed.barrier, run.hour);
+  if (r.through) answers = await through(w, r, run, claimed);
   else {
     const first = made[0]!();
     for (let i = 0; i < (r.forced ? 0 : r.yields); i++) await new Promise((resolve) => setImmediate(resolve));
@@ -171,7 +171,6 @@ async function runRace(w: World, n: number, r: Race): Promise<RaceFigures> {
   w.clock.set(at(n, `${hour}:30:00`));
   const claimed = claims(w, r, automationId, planned);
   const { answers, polled } = await race(w, r, automationId, claimed, { n, hour });
-  const barrier = claimed.barrier;
 
   // Passes until no slot waits: one whose claim lost is decided the contract's way (skipped, overlap forbidden).
   const reports = answers.filter((a): a is TickReport => 'phaseMs' in a);
@@ -193,7 +192,7 @@ async function runRace(w: World, n: number, r: Race): Promise<RaceFigures> {
     race: r,
     mostLive: { polled, final },
     problems,
-    barrierTimedOut: (r.forced || r.through) && barrier.timedOut,
+    barrierTimedOut: (r.forced || r.through) && claimed.barrier.timedOut,
     contended: reports.reduce((sum, x) => sum + x.contended, 0),
   };
 }
