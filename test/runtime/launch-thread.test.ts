@@ -52,6 +52,7 @@ async function longestStall(body: () => Promise<unknown>): Promise<number> {
 }
 
 const SPAWNS = 30;
+const ROUNDS = 3;
 const MODULE = pathToFileURL(resolve('src/runtime/launch-thread.ts')).href;
 
 /** Runs `body` (ES module text, `launchThread` imported) in a node process of its own; what it printed, as JSON. */
@@ -122,26 +123,37 @@ describe('the launch thread', () => {
   });
 
   test(`${SPAWNS} launches leave the event loop free, where the same spawns on it hold it`, async () => {
-    const onThread = await longestStall(async () => {
-      const children = Array.from({ length: SPAWNS }, () =>
-        launchThread.spawn({
-          file: '/bin/sh',
-          args: ['-c', 'exit 0'],
-          cwd: dir,
-          stdio: ['ignore', 'ignore', 'ignore', 'pipe'],
-        }),
+    const exits = (children: { once(event: 'exit', listener: () => void): unknown }[]) =>
+      Promise.all(children.map((child) => new Promise<void>((done) => child.once('exit', () => done()))));
+    const fromThread = () =>
+      exits(
+        Array.from({ length: SPAWNS }, () =>
+          launchThread.spawn({
+            file: '/bin/sh',
+            args: ['-c', 'exit 0'],
+            cwd: dir,
+            stdio: ['ignore', 'ignore', 'ignore', 'pipe'],
+          }),
+        ),
       );
-      await Promise.all(children.map((child) => new Promise((done) => child.once('exit', done))));
-    });
-    const onLoop = await longestStall(async () => {
-      const children = Array.from({ length: SPAWNS }, () =>
-        spawn('/bin/sh', ['-c', 'exit 0'], { cwd: dir, stdio: ['ignore', 'ignore', 'ignore', 'pipe'] }),
+    const onTheLoop = () =>
+      exits(
+        Array.from({ length: SPAWNS }, () =>
+          spawn('/bin/sh', ['-c', 'exit 0'], { cwd: dir, stdio: ['ignore', 'ignore', 'ignore', 'pipe'] }),
+        ),
       );
-      await Promise.all(children.map((child) => new Promise((done) => child.once('exit', done))));
-    });
+    // Another process taking the CPU only lengthens a stall, so the shortest of a few rounds is each way's own cost
+    // (one round on a loaded CI machine once measured 196 ms from the thread, against 10–18 ms alone).
+    const rounds = { thread: [] as number[], loop: [] as number[] };
+    for (let round = 0; round < ROUNDS; round++) {
+      rounds.thread.push(await longestStall(fromThread));
+      rounds.loop.push(await longestStall(onTheLoop));
+    }
+    const onThread = Math.min(...rounds.thread);
+    const onLoop = Math.min(...rounds.loop);
     console.log(
-      `longest event-loop stall over ${SPAWNS} spawns: ${onThread.toFixed(1)} ms from the launch thread, ` +
-        `${onLoop.toFixed(1)} ms on the loop`,
+      `longest event-loop stall over ${SPAWNS} spawns, shortest of ${ROUNDS} rounds: ${onThread.toFixed(1)} ms from ` +
+        `the launch thread, ${onLoop.toFixed(1)} ms on the loop`,
     );
     expect(onThread).toBeLessThan(onLoop / 2);
   });
