@@ -10,6 +10,7 @@ import { createEngine } from '../engine/engine.js';
 import { MemoryStore } from '../store/memory-store.js';
 import { CliError, envelope, report, type CliEngine, type CliOptions, type CliOutput } from './context.js';
 import { listProblems } from './error-line.js';
+import { extensionTrigger, SCHEDULE_EXTENSION } from '../schedule/schedule-extension.js';
 
 /**
  * A JSON file as plain data, checked like a command's body (size, nesting depth, syntax), and refused with
@@ -89,6 +90,17 @@ const userFields = (body: Record<string, unknown>): string =>
   canonicalize(Object.fromEntries(Object.entries(body).filter(([key]) => !KEPT_BY_THE_STORE.has(key)))) ?? '';
 
 /**
+ * A file scheduled by the schedule extension may leave out the trigger the contract requires: it is the one that
+ * names the extension, in the extension's zone.
+ */
+function withExtensionTrigger(body: Record<string, unknown>): Record<string, unknown> {
+  const extension = (body.extensions as Record<string, unknown> | undefined)?.[SCHEDULE_EXTENSION];
+  if (body.trigger !== undefined || extension === null || typeof extension !== 'object') return body;
+  const timezone = (extension as { timezone?: unknown }).timezone;
+  return typeof timezone === 'string' ? { ...body, trigger: extensionTrigger(timezone) } : body;
+}
+
+/**
  * Creates (draft, then paused) or revises a rich definition, recomputing its revision and integrity. A new
  * definition takes two commands, so the second body is checked before the first is sent: a body only the
  * paused revision would refuse leaves no draft behind. A file that says what the current revision says
@@ -101,7 +113,7 @@ async function applyRich(
   out: CliOutput,
 ): Promise<number> {
   const current = await engine.commands.handle(envelope('definition.get.v1', { automationId: body.automationId }));
-  const { integrity: _ignored, ...rest } = body;
+  const { integrity: _ignored, ...rest } = withExtensionTrigger(body);
   const withIntegrity = (b: Record<string, unknown>) => ({ ...b, integrity: integrityOf(b) });
   if (current.outcome === 'rejected') {
     const paused = withIntegrity({ ...rest, revision: 2, lifecycleState: 'paused' });

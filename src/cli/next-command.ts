@@ -3,14 +3,19 @@ import { DefinitionState } from '../../machines/index.js';
 import { envelope, report, withEngine, type CliEngine, type CliOptions } from './context.js';
 import { wholeNumber } from './occurrence-commands.js';
 import type { ProgramKit } from './program-kit.js';
+import type { ScheduleTerms } from '../schedule/schedule-extension.js';
 
 const MAX_COUNT = 1000;
 
-/** A preview of when a definition's trigger fires: its rule, zone and the next slots from `from` on. */
+/**
+ * A preview of when a definition's schedule fires: its rule (the v1 trigger's or the schedule extension's RFC 5545
+ * rule) or cron expression, its zone and the next slots from `from` on.
+ */
 export interface SchedulePreview {
   automationId: string;
   lifecycleState: string;
-  rrule: string;
+  rrule?: string;
+  cron?: string;
   timezone: string;
   from: string;
   scheduledTimes: string[];
@@ -18,17 +23,24 @@ export interface SchedulePreview {
 
 /**
  * The next `count` slots after `from` of the schedule of a definition.get.v1 result, expanded with the
- * engine's own Schedule (loaded on use): what the scheduler plans while the definition is active.
+ * engine's own schedule (loaded on use): what the scheduler plans while the definition is active.
  */
 export async function previewSchedule(
   got: Record<string, unknown>,
   count: number,
   from: Date,
 ): Promise<SchedulePreview> {
-  const definition = got.definition as { trigger: { schedule: { rrule: string; timezone: string } } };
-  const { rrule, timezone } = definition.trigger.schedule;
-  const { Schedule } = await import('../schedule/schedule.js');
-  const schedule = new Schedule(rrule, timezone);
+  const definition = got.definition as ScheduleTerms;
+  const { makeSchedule, scheduleExtensionOf } = await import('../schedule/schedule-extension.js');
+  const schedule = makeSchedule(definition);
+  const extension = scheduleExtensionOf(definition);
+  const rule =
+    extension === undefined
+      ? { rrule: definition.trigger.schedule.rrule }
+      : extension.cron !== undefined
+        ? { cron: extension.cron }
+        : { rrule: extension.rrule! };
+  const timezone = definition.trigger.schedule.timezone;
   const scheduledTimes: string[] = [];
   for (let after = from; scheduledTimes.length < count;) {
     const next = schedule.nextAfter(after);
@@ -39,7 +51,7 @@ export async function previewSchedule(
   return {
     automationId: String(got.automationId),
     lifecycleState: String(got.lifecycleState),
-    rrule,
+    ...rule,
     timezone,
     from: from.toISOString(),
     scheduledTimes,
@@ -53,7 +65,8 @@ const wallTime = (iso: string, timezone: string): string =>
 /** The human preview: a header naming the rule, then one line per slot (UTC and the zone's wall time). */
 export function previewLines(preview: SchedulePreview): string {
   const lines = [
-    `${preview.automationId} (${preview.lifecycleState}): ${preview.rrule} in ${preview.timezone}, ` +
+    `${preview.automationId} (${preview.lifecycleState}): ` +
+      `${preview.cron === undefined ? preview.rrule : `cron ${preview.cron}`} in ${preview.timezone}, ` +
       `next ${preview.scheduledTimes.length} after ${preview.from}`,
     ...preview.scheduledTimes.map((t) => `  ${t}  ${wallTime(t, preview.timezone)}`),
   ];

@@ -188,7 +188,7 @@ export async function definitionHealth(
   const quarantined = quarantine.state === QuarantineState.quarantined;
   const live = await liveOccurrencesOf(reader, payload.automationId);
   const leased = live.map((o) => occurrenceContext(o)).find((c) => c.fence.claimedBy !== null);
-  const schedule = svc.schedule(definition.trigger.schedule.rrule, definition.trigger.schedule.timezone);
+  const schedule = svc.schedule(definition);
   const nextDueAt =
     state === DefinitionState.active && !quarantined
       ? (schedule.nextAfter(svc.clock.now())?.toISOString() ?? null)

@@ -53,6 +53,22 @@ export const CAPABILITY_PROFILE = {
       },
     ],
   },
+  /**
+   * This engine's own extensions, beyond the contract: each carried in the object's `extensions` bag under its
+   * name, validated by its schema (spec/coven-automata/v1), refused by an engine that does not list it here.
+   */
+  extensions: [
+    {
+      name: 'x-coven-automata.schedule.v1',
+      carriedIn: 'definition.extensions',
+      schema: 'spec/coven-automata/v1/schedule-extension.schema.json',
+      notes:
+        'a 5-field cron expression (cron-parser) or an RFC 5545 rule (FREQ MINUTELY to YEARLY, INTERVAL, BY* ' +
+        'parts, BYSETPOS, COUNT, UNTIL, dtstart, exdate) in utc or an IANA zone; the trigger then carries ' +
+        'FREQ=MINUTELY;X-COVEN-AUTOMATA-SCHEDULE=V1 in the same zone; slots on whole minutes (minimum interval one ' +
+        'minute); dst.gap.skip and dst.fold.first as for the v1 trigger',
+    },
+  ],
   refused: [
     { variant: 'trigger.webhook', reason: 'not a v1 trigger' },
     { variant: 'action.pipeline', reason: 'not a v1 action' },
@@ -61,6 +77,22 @@ export const CAPABILITY_PROFILE = {
     { variant: 'outputTarget.home-relative', reason: HOME_RELATIVE },
   ],
 } as const;
+
+/**
+ * The `x-coven-automata.*` extensions a definition may carry, each advertised in {@link CAPABILITY_PROFILE}. Any other
+ * key under this engine's prefix is refused: it was meant for a build that interprets it, and running the definition
+ * without it would run something its author did not ask for. Other namespaces are the contract's: preserved.
+ */
+export const DEFINITION_EXTENSIONS: readonly string[] = CAPABILITY_PROFILE.extensions
+  .filter((extension) => extension.carriedIn === 'definition.extensions')
+  .map((extension) => extension.name);
+
+/** Fails closed on an `x-coven-automata.*` definition extension this engine does not interpret. */
+export function refuseUnknownExtensions(extensions: Record<string, unknown> | undefined): void {
+  for (const key of Object.keys(extensions ?? {}))
+    if (key.startsWith('x-coven-automata.') && !DEFINITION_EXTENSIONS.includes(key))
+      refuse(key, `this engine does not interpret ${key}; it interprets ${DEFINITION_EXTENSIONS.join(', ')}`);
+}
 
 function refuse(variant: string, reason: string): never {
   throw new ContractError('CAPABILITY_UNSUPPORTED', `variant ${variant} is not supported: ${reason}`, {

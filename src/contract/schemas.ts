@@ -67,3 +67,23 @@ export function validateAgainst(schema: SchemaName, value: unknown): SchemaVerdi
   const valid = validate(value) as boolean;
   return { valid, problems: valid ? [] : [...new Set((validate.errors ?? []).map(describe))] };
 }
+
+/** This engine's own extension schemas (spec/coven-automata/v1), by file name. */
+export type ExtensionSchemaName = 'schedule-extension.schema.json';
+
+const EXTENSION_SCHEMA_DIR = join('spec', 'coven-automata', 'v1');
+const extensionValidators = new Map<ExtensionSchemaName, ValidateFunction>();
+
+/** Validates the body of one of this engine's `x-coven-automata.*` extensions against its own schema. */
+export function validateExtension(schema: ExtensionSchemaName, value: unknown): SchemaVerdict {
+  let validate = extensionValidators.get(schema);
+  if (validate === undefined) {
+    const text = readFileSync(join(packageRoot(), EXTENSION_SCHEMA_DIR, schema), 'utf8');
+    validate = new Ajv2020({ strict: true, strictRequired: false, allErrors: true }).compile(
+      JSON.parse(text) as object,
+    );
+    extensionValidators.set(schema, validate);
+  }
+  const valid = validate(value) as boolean;
+  return { valid, problems: valid ? [] : [...new Set((validate.errors ?? []).map(describe))] };
+}

@@ -2,6 +2,7 @@ import { DEFINITION_KIND, type DefinitionAttributes, type DefinitionRecord } fro
 import type { EntityRecord } from '../actors/entity-transition.js';
 import { stateOf } from '../domain/records.js';
 import type { StoreReader } from '../store/store.js';
+import { scheduleText } from '../schedule/schedule-extension.js';
 import type { ConsoleFilter } from './console-query.js';
 
 import type { DefinitionFacts } from './console-rows.js';
@@ -23,6 +24,7 @@ export async function definitionFacts(
       lifecycleState: stateOf(record as DefinitionRecord),
       revision: body.revision,
       timezone: body.trigger.schedule.timezone,
+      schedule: scheduleText(body),
       tags: body.display.tags ?? [],
     });
   }

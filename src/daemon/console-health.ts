@@ -33,10 +33,9 @@ async function healthOf(
   const state = stateOf(record);
   const quarantine = await readQuarantine(reader, record.id);
   const quarantined = quarantine.state === QuarantineState.quarantined;
-  const { rrule, timezone } = record.data.attributes.definition.trigger.schedule;
   const nextDueAt =
     state === DefinitionState.active && !quarantined
-      ? (svc.schedule(rrule, timezone).nextAfter(svc.clock.now())?.toISOString() ?? null)
+      ? (svc.schedule(record.data.attributes.definition).nextAfter(svc.clock.now())?.toISOString() ?? null)
       : null;
   return {
     nextDueAt,

@@ -1,7 +1,13 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ContractError } from '../contract/errors.js';
 import { hiddenAutomations } from '../domain/read-acl.js';
-import { Schedule } from '../schedule/schedule.js';
+import {
+  extensionTrigger,
+  makeSchedule,
+  SCHEDULE_EXTENSION,
+  type ScheduleExtension,
+  type ScheduleTerms,
+} from '../schedule/schedule-extension.js';
 import type { DaemonContext } from './context.js';
 import { machineCounts } from './machine-counts.js';
 import { callerOf } from './trust.js';
@@ -35,10 +41,9 @@ function countParam(query: Record<string, unknown>): number {
  */
 export function schedulePreview(request: FastifyRequest, now: Date): Record<string, unknown> {
   const query = request.query as Record<string, unknown>;
-  const rrule = textParam(query, 'rrule', 200);
-  const timezone = textParam(query, 'timezone', 64);
   const count = countParam(query);
-  const schedule = new Schedule(rrule, timezone);
+  const { terms, shown } = previewTerms(query);
+  const schedule = makeSchedule(terms);
   const scheduledTimes: string[] = [];
   for (let after = now; scheduledTimes.length < count;) {
     const next = schedule.nextAfter(after);
@@ -46,13 +51,41 @@ export function schedulePreview(request: FastifyRequest, now: Date): Record<stri
     scheduledTimes.push(next.toISOString());
     after = next;
   }
-  return { rrule, timezone, from: now.toISOString(), scheduledTimes };
+  return { ...shown, timezone: terms.trigger.schedule.timezone, from: now.toISOString(), scheduledTimes };
+}
+
+/**
+ * The schedule a preview asks for: `rrule` and `timezone` (the v1 trigger), or `schedule`, the JSON body of the
+ * schedule extension (checked as a definition's would be).
+ */
+function previewTerms(query: Record<string, unknown>): { terms: ScheduleTerms; shown: Record<string, string> } {
+  if (query.schedule === undefined) {
+    const rrule = textParam(query, 'rrule', 200);
+    const timezone = textParam(query, 'timezone', 64);
+    return { terms: { trigger: { schedule: { rrule, timezone } } }, shown: { rrule } };
+  }
+  let extension: ScheduleExtension;
+  try {
+    extension = JSON.parse(textParam(query, 'schedule', 20_000)) as ScheduleExtension;
+  } catch (error) {
+    if (error instanceof ContractError) throw error;
+    throw new ContractError('VALIDATION_FAILED', 'schedule must be the JSON of a schedule extension', {
+      field: 'schedule',
+    });
+  }
+  const timezone = typeof extension?.timezone === 'string' ? extension.timezone : 'utc';
+  const terms = { trigger: extensionTrigger(timezone), extensions: { [SCHEDULE_EXTENSION]: extension } };
+  return {
+    terms,
+    shown: extension?.cron !== undefined ? { cron: extension.cron } : { rrule: String(extension?.rrule) },
+  };
 }
 
 /**
  * The console's own reads, beside the command API:
- * - `GET /api/v1/schedule/preview?rrule=…&timezone=…&count=N`: the next N slots (1–50, default 5) of a
- *   schedule after the engine's now, for the definition editor's preview before it saves;
+ * - `GET /api/v1/schedule/preview?rrule=…&timezone=…&count=N` (or `?schedule=<the schedule extension's JSON>`):
+ *   the next N slots (1–50, default 5) of a schedule after the engine's now, for the editor's preview before it
+ *   saves;
  * - `GET /api/v1/machines/counts`: how many live entities of each machine sit in each state (see
  *   {@link machineCounts}), for the machine-wide statechart view.
  *

@@ -10,5 +10,7 @@ export interface DefinitionFacts {
   lifecycleState: string;
   revision: number;
   timezone: string;
+  /** The schedule as written: the v1 trigger's rule, or the schedule extension's cron expression or rule. */
+  schedule: string;
   tags: string[];
 }

@@ -2,7 +2,8 @@ import { ContractError } from '../contract/errors.js';
 import { integrityOf, verifyIntegrity, type Digest } from '../contract/digest.js';
 import { validateAgainst } from '../contract/schemas.js';
 import { checkTimezone, parseRrule } from '../schedule/rrule.js';
-import { negotiateDefinition, refuseUnexecutedShapes } from '../contract/capabilities.js';
+import { checkScheduleTerms, scheduleExtensionOf } from '../schedule/schedule-extension.js';
+import { negotiateDefinition, refuseUnexecutedShapes, refuseUnknownExtensions } from '../contract/capabilities.js';
 import { AUTHORITY_EXTENSION, checkBinding } from './authority.js';
 
 export type LifecycleState = 'draft' | 'paused' | 'active' | 'disabled' | 'invalid';
@@ -88,8 +89,11 @@ export function checkDefinitionSemantics(definition: AutomationDefinition, field
 /** Variants the schema admits but this engine refuses to execute (see the capability profile). */
 export function checkCapabilities(definition: AutomationDefinition): void {
   refuseUnexecutedShapes(definition);
-  parseRrule(definition.trigger.schedule.rrule);
-  checkTimezone(definition.trigger.schedule.timezone);
+  refuseUnknownExtensions(definition.extensions);
+  if (scheduleExtensionOf(definition) === undefined) {
+    parseRrule(definition.trigger.schedule.rrule);
+    checkTimezone(definition.trigger.schedule.timezone);
+  } else checkScheduleTerms(definition);
   checkAuthorityBinding(definition);
 }
 

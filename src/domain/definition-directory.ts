@@ -2,6 +2,7 @@ import { AUTHORITY_EXTENSION, bindingOf } from './authority.js';
 import type { DefinitionState } from '../../machines/index.js';
 import type { AutomationDefinition } from './definition-body.js';
 import { stateOf } from './records.js';
+import { SCHEDULE_EXTENSION, scheduleExtensionOf } from '../schedule/schedule-extension.js';
 import type { StoreTransaction } from '../store/store.js';
 import { VersionedRecords } from './versioned-records.js';
 import { DEFINITION_KIND, type DefinitionRecord } from './definition-records.js';
@@ -9,7 +10,10 @@ import { DEFINITION_KIND, type DefinitionRecord } from './definition-records.js'
 /** The terms of a definition revision that planning pins on an occurrence. */
 export type PlanningTerms = Pick<AutomationDefinition, 'automationId' | 'revision' | 'integrity' | 'trigger'> & {
   policies: Pick<AutomationDefinition['policies'], 'timeout' | 'retry'>;
-  /** Only the Runtime Authority binding, when there is one: it decides whether runs may be held for an operator. */
+  /**
+   * Only the Runtime Authority binding (it decides whether runs may be held for an operator) and the schedule
+   * extension, when the definition has them.
+   */
   extensions?: AutomationDefinition['extensions'];
 };
 
@@ -28,6 +32,13 @@ export interface PlannableDefinition {
   readonly plannableAfter: number;
 }
 
+/** The extensions planning reads: the Runtime Authority binding and the schedule, when the definition has them. */
+function planningExtensions(d: AutomationDefinition): Pick<PlanningTerms, 'extensions'> {
+  const kept = Object.entries({ [AUTHORITY_EXTENSION]: bindingOf(d), [SCHEDULE_EXTENSION]: scheduleExtensionOf(d) });
+  const extensions = Object.fromEntries(kept.filter(([, value]) => value !== undefined));
+  return Object.keys(extensions).length === 0 ? {} : { extensions };
+}
+
 export function plannableDefinition(record: DefinitionRecord): PlannableDefinition {
   const attributes = record.data.attributes;
   const d = attributes.definition;
@@ -41,7 +52,7 @@ export function plannableDefinition(record: DefinitionRecord): PlannableDefiniti
       integrity: d.integrity,
       trigger: d.trigger,
       policies: { timeout: d.policies.timeout, retry: d.policies.retry },
-      ...(bindingOf(d) === undefined ? {} : { extensions: { [AUTHORITY_EXTENSION]: bindingOf(d) } }),
+      ...planningExtensions(d),
     },
     plannableAfter: Date.parse(attributes.scheduleEffectiveFrom ?? attributes.createdAt) - 1,
   };

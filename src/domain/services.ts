@@ -7,7 +7,8 @@ import { ContractError } from '../contract/errors.js';
 import type { Store, StoreReader, StoreTransaction } from '../store/store.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { OutputDelivery } from '../runtime/output-delivery.js';
-import { Schedule } from '../schedule/schedule.js';
+import { makeSchedule, scheduleKey, type ScheduleTerms } from '../schedule/schedule-extension.js';
+import type { SlotSchedule } from '../schedule/zoned-schedule.js';
 import { DefinitionDirectory, type PlanCursor } from './definition-directory.js';
 import { VersionedRecords } from './versioned-records.js';
 import { isoNow, type Clock } from '../clock/clock.js';
@@ -41,7 +42,7 @@ export const DEFAULT_PLAN_CONCURRENCY = 256;
 /** What the scheduler, dispatcher and worker share: the store, time, runtimes and identity. */
 export class EngineServices {
   private storeIdPromise: Promise<string> | undefined;
-  private readonly schedules = new Map<string, Schedule>();
+  private readonly schedules = new Map<string, SlotSchedule>();
 
   constructor(
     readonly store: Store,
@@ -143,30 +144,24 @@ export class EngineServices {
    * The first slot of a definition revision strictly after `after` (epoch ms), or null when none falls in the
    * next 15 days. Remembered per definition until its revision or `after` changes: a pure function of both.
    */
-  firstSlotAfter(
-    automationId: string,
-    revision: number,
-    rrule: string,
-    timezone: string,
-    after: number,
-  ): number | null {
+  firstSlotAfter(automationId: string, revision: number, terms: ScheduleTerms, after: number): number | null {
     const known = this.firstSlots.get(automationId);
     if (known !== undefined && known.revision === revision && known.after === after) return known.next;
-    const next = this.schedule(rrule, timezone).nextAfter(new Date(after))?.getTime() ?? null;
+    const next = this.schedule(terms).nextAfter(new Date(after))?.getTime() ?? null;
     this.firstSlots.set(automationId, { revision, after, next });
     return next;
   }
 
   /**
-   * The expander of a rule in a zone. A schedule is a pure function of both, so definitions that share a rule
-   * share one; the cache keeps the most recently used {@link SCHEDULE_CACHE_SIZE}, so revisions and deleted
-   * definitions do not pile up (each holds rrule-temporal state).
+   * A definition's schedule (its v1 trigger's, or its schedule extension's). A schedule is a pure function of
+   * its rule and zone, so definitions that share them share one; the cache keeps the most recently used
+   * {@link SCHEDULE_CACHE_SIZE}, so revisions and deleted definitions do not pile up (each holds expander state).
    */
-  schedule(rrule: string, timezone: string): Schedule {
-    const key = `${timezone}\u0000${rrule}`;
+  schedule(terms: ScheduleTerms): SlotSchedule {
+    const key = scheduleKey(terms);
     let schedule = this.schedules.get(key);
     if (schedule === undefined) {
-      schedule = new Schedule(rrule, timezone);
+      schedule = makeSchedule(terms);
       if (this.schedules.size >= SCHEDULE_CACHE_SIZE) this.schedules.delete(this.schedules.keys().next().value!);
     } else {
       this.schedules.delete(key);

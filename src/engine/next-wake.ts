@@ -39,10 +39,7 @@ export async function nextWakeAt(svc: EngineServices, reader: StoreReader): Prom
     const next = nextUnplannedSlot(svc, definition, cursors.get(definition.id));
     if (next !== null && next > now) consider(next);
     else if (next !== null) consider(now + OBSERVE_INTERVAL_MS);
-    else {
-      const { rrule, timezone } = definition.terms.trigger.schedule;
-      consider(svc.schedule(rrule, timezone).nextAfter(new Date(now))?.getTime());
-    }
+    else consider(svc.schedule(definition.terms).nextAfter(new Date(now))?.getTime());
   }
   return new Date(wake);
 }

@@ -1,6 +1,7 @@
 import { RRuleTemporal } from 'rrule-temporal';
 import { Temporal } from 'temporal-polyfill';
 import { checkTimezone, parseRrule, type ScheduleRule } from './rrule.js';
+import type { SlotSchedule } from './zoned-schedule.js';
 
 /** Any fixed instant works as DTSTART: v1 rules have no COUNT/INTERVAL, so the phase never matters. */
 const ANCHOR = '20000103T000000';
@@ -29,7 +30,7 @@ const REMEMBERED_NEXT_SLOTS = 8;
  * schedule.latestAtOrBefore(new Date('2026-03-04T12:00:00Z')); // 2026-03-02T07:00:00.000Z
  * ```
  */
-export class Schedule {
+export class Schedule implements SlotSchedule {
   readonly rule: ScheduleRule;
   private readonly expander: RRuleTemporal;
   /** `after` (epoch ms) → the first slot after it (epoch ms, null for none): a pure function of the rule. */

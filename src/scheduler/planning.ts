@@ -6,6 +6,7 @@ import { DEFINITION_KIND, DEFINITION_REVISION_KIND, revisionId } from '../domain
 import { KINDS, type OccurrenceAttributes } from '../domain/records.js';
 import { isQuarantined, type EngineServices } from '../domain/services.js';
 import { WorkPartition } from '../domain/work-partition.js';
+import { scheduleRef } from '../schedule/schedule-extension.js';
 import type { PlannableDefinition, PlanningTerms } from '../domain/definition-directory.js';
 import {
   PLANNING_LOOKBACK_DAYS,
@@ -60,7 +61,7 @@ export async function planLatestSlot(
     definitionDigest: definition.integrity,
     occurrenceKey: key,
     scheduledFor: latest.toISOString(),
-    triggerIdentity: { kind: 'schedule.slot', rruleRef: definition.trigger.schedule.rrule },
+    triggerIdentity: { kind: 'schedule.slot', rruleRef: scheduleRef(definition) },
     stateReason: 'slot_fenced',
     misfireDisposition: collapsed.length > 0 ? 'collapsed_to_latest' : 'none',
     createdAt: step.now,
@@ -104,13 +105,12 @@ async function recordMisfire(
  * docs/performance.md). When more are due (a misfire), the whole window is expanded at once.
  */
 function dueSlots(svc: EngineServices, definition: PlanningTerms, after: number, now: number): Date[] {
-  const { automationId, revision, trigger } = definition;
-  const { rrule, timezone } = trigger.schedule;
-  const first = svc.firstSlotAfter(automationId, revision, rrule, timezone, after);
+  const { automationId, revision } = definition;
+  const first = svc.firstSlotAfter(automationId, revision, definition, after);
   if (first === null || first > now) return [];
-  const second = svc.firstSlotAfter(automationId, revision, rrule, timezone, first);
+  const second = svc.firstSlotAfter(automationId, revision, definition, first);
   if (second === null || second > now) return [new Date(first)];
-  return svc.schedule(rrule, timezone).slotsBetween(new Date(after), new Date(now));
+  return svc.schedule(definition).slotsBetween(new Date(after), new Date(now));
 }
 
 /**
@@ -159,14 +159,8 @@ export function nextUnplannedSlot(
   definition: PlannableDefinition,
   lastSlot: string | undefined,
 ): number | null {
-  const { automationId, revision, trigger } = definition.terms;
-  return svc.firstSlotAfter(
-    automationId,
-    revision,
-    trigger.schedule.rrule,
-    trigger.schedule.timezone,
-    planningBase(definition, lastSlot),
-  );
+  const { automationId, revision } = definition.terms;
+  return svc.firstSlotAfter(automationId, revision, definition.terms, planningBase(definition, lastSlot));
 }
 
 /**

@@ -1,4 +1,5 @@
 import { createEngine } from '../../src/engine/engine.js';
+import { extensionTrigger, SCHEDULE_EXTENSION, type ScheduleExtension } from '../../src/schedule/schedule-extension.js';
 import { SimulatedClock } from '../../src/clock/clock.js';
 import { SimulatedRuntime, type SimulatedBehavior } from '../../src/runtime/simulated-runtime.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
@@ -29,6 +30,8 @@ export interface HarnessOptions<R extends Runtime = SimulatedRuntime> {
   perRunMinutes?: number;
   rrule?: string;
   timezone?: string;
+  /** An x-coven-automata.schedule.v1 body: the definition is scheduled by it instead of `rrule`. */
+  schedule?: ScheduleExtension;
   instanceId?: string;
   activate?: boolean;
   retention?: RetentionOptions | false;
@@ -39,6 +42,15 @@ export interface HarnessOptions<R extends Runtime = SimulatedRuntime> {
   /** The definition's atomic `policies.delivery.outputTarget` (default: none). */
   outputTarget?: string;
 }
+
+/** The trigger and extensions of a definition scheduled by the schedule extension (nothing without one). */
+export const scheduledBy = (schedule: ScheduleExtension | undefined) =>
+  schedule === undefined
+    ? {}
+    : {
+        trigger: extensionTrigger(schedule.timezone),
+        extensions: { 'x-test': { kept: true }, [SCHEDULE_EXTENSION]: schedule },
+      };
 
 /** An engine on a simulated clock and runtime, with one automation `daily` created and activated. */
 export async function harness<R extends Runtime = SimulatedRuntime>(options: HarnessOptions<R> = {}) {
@@ -74,7 +86,7 @@ export async function harness<R extends Runtime = SimulatedRuntime>(options: Har
       lifecycleState,
       rrule: options.rrule ?? 'FREQ=DAILY;BYHOUR=9',
       timezone: options.timezone ?? 'utc',
-      extra: { policies },
+      extra: { policies, ...scheduledBy(options.schedule) },
     });
   const ok = async (input: unknown) => {
     const r = await engine.commands.handle(input);

@@ -16,6 +16,8 @@ interface DefinitionRow {
   revision: number;
   /** The schedule's zone (the console read names it): the zone the row's times are shown in. */
   timezone?: string;
+  /** The schedule as written: the trigger's rule, or the schedule extension's cron expression or rule. */
+  schedule?: string;
   /** Health and latest run, when the console read carried them for the whole page at once. */
   health?: Health;
   lastRun?: RunSummary;
@@ -128,7 +130,15 @@ async function rowFor(dashboard: Dashboard, row: DefinitionRow): Promise<HTMLTab
   return el(
     'tr',
     { 'data-testid': `definition-${row.automationId}` },
-    el('td', {}, el('code', {}, row.automationId), el('div', { class: 'muted' }, row.name)),
+    el(
+      'td',
+      {},
+      el('code', {}, row.automationId),
+      el('div', { class: 'muted' }, row.name),
+      row.schedule === undefined
+        ? ''
+        : el('div', { class: 'muted', 'data-testid': 'schedule' }, `${row.schedule} · ${row.timezone ?? 'utc'}`),
+    ),
     el('td', {}, stateBadge(row.lifecycleState)),
     el('td', { 'data-testid': 'revision' }, row.revision),
     el('td', { 'data-testid': 'next-run' }, instant(health?.nextDueAt, row)),

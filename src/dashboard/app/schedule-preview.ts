@@ -5,15 +5,24 @@ import { wallTime } from './zoned.js';
 /** How many upcoming slots the editor previews. */
 const PREVIEW_COUNT = 5;
 
+/** The definition extension that schedules by a cron expression or a full RFC 5545 rule (docs/schedules.md). */
+const SCHEDULE_EXTENSION = 'x-coven-automata.schedule.v1';
+
 interface Preview {
-  rrule: string;
+  rrule?: string;
+  cron?: string;
   timezone: string;
   from: string;
   scheduledTimes: string[];
 }
 
-/** The schedule an edited body names, or a sentence saying why it names none. */
-function scheduleOf(fields: Record<string, unknown>): { rrule: string; timezone: string } | string {
+/**
+ * The preview query of the schedule an edited body names (its schedule extension's, else its trigger's), or a
+ * sentence saying why it names none.
+ */
+function scheduleOf(fields: Record<string, unknown>): Record<string, string> | string {
+  const extension = (fields.extensions as Record<string, unknown> | undefined)?.[SCHEDULE_EXTENSION];
+  if (extension !== undefined) return { schedule: JSON.stringify(extension) };
   const trigger = fields.trigger as
     { variant?: string; schedule?: { rrule?: unknown; timezone?: unknown } } | undefined;
   if (trigger?.variant !== 'schedule') return 'no schedule: this trigger runs only when asked (run now)';
@@ -44,7 +53,11 @@ export async function schedulePreview(api: DaemonApi, fields: Record<string, unk
       'div',
       { 'data-testid': 'preview' },
       el('strong', {}, `next ${preview.scheduledTimes.length} runs`),
-      el('span', { class: 'muted' }, ` of ${preview.rrule} in ${preview.timezone}`),
+      el(
+        'span',
+        { class: 'muted' },
+        ` of ${preview.cron === undefined ? preview.rrule : `cron ${preview.cron}`} in ${preview.timezone}`,
+      ),
       el(
         'ol',
         {},

@@ -3,7 +3,7 @@ import { outboxView } from '../../domain/outbox.js';
 import { quarantineView } from '../../domain/quarantine.js';
 import { DefinitionState, type OccurrenceState } from '../../../machines/index.js';
 import { OCCURRENCE_LIVE } from '../../domain/records.js';
-import { Schedule } from '../../schedule/schedule.js';
+import { makeSchedule, type ScheduleTerms } from '../../schedule/schedule-extension.js';
 import { attrs, ctx, state, TERMINAL, transitions, type Any, type InvariantCheck } from './check-helpers.js';
 
 /**
@@ -140,10 +140,7 @@ export const CONFORMANCE_CHECKS: InvariantCheck[] = [
         // Engines sharing a store plan each other's share once its slot waited the grace (see PassMark).
         const plannedUntil = Math.max(...passedSince.map((p) => Date.parse(p.at) - p.planGraceMs));
         const since = Math.max(Date.parse(from) - 1, Date.parse(lastPass.at) - 15 * 86_400_000);
-        const slots = new Schedule(body.trigger.schedule.rrule, body.trigger.schedule.timezone).slotsBetween(
-          new Date(since),
-          new Date(plannedUntil),
-        );
+        const slots = makeSchedule(body as ScheduleTerms).slotsBetween(new Date(since), new Date(plannedUntil));
         for (const s of slots)
           if (!covered.has(`${d.id}@${s.toISOString()}`))
             problems.push(`slot ${s.toISOString()} of active ${d.id} was neither planned nor recorded as a misfire`);
