@@ -167,5 +167,14 @@ export { validateAgainst, type SchemaName } from './contract/schemas.js';
 export { CAPABILITY_PROFILE } from './contract/capabilities.js';
 export { AtomicFileDelivery, type DeliveryCommit, type OutputDelivery } from './runtime/output-delivery.js';
 export { Schedule } from './schedule/schedule.js';
+export {
+  EXTENSION_TRIGGER_RRULE,
+  extensionTrigger,
+  makeSchedule,
+  SCHEDULE_EXTENSION,
+  type ScheduleExtension,
+  type ScheduleTerms,
+} from './schedule/schedule-extension.js';
+export type { SlotSchedule } from './schedule/zoned-schedule.js';
 export { parseRrule, type ScheduleRule } from './schedule/rrule.js';
 export { loadLifecycleSpec, type LifecycleSpec } from './spec/lifecycle-spec.js';

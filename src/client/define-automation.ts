@@ -3,12 +3,22 @@ import { checkDefinitionBody, type AutomationDefinition } from '../domain/defini
 import type { RetentionClass } from '../retention/policy.js';
 import { FunctionRuntime, type FunctionResult } from '../runtime/function-runtime.js';
 import type { LaunchRequest } from '../runtime/runtime.js';
+import { parseRrule } from '../schedule/rrule.js';
+import { extensionTrigger, SCHEDULE_EXTENSION } from '../schedule/schedule-extension.js';
 
 /** The approval policy a built definition binds unless it names its own. */
 export const EMBEDDED_APPROVAL_POLICY = 'policy://coven-automata/embedded';
 
-/** A schedule: an RFC 5545 RRULE (in UTC), or a rule with the IANA time zone it is read in. */
-export type ScheduleSpec = string | { rrule: string; timezone?: string };
+/**
+ * A schedule: an RFC 5545 RRULE (in UTC), a rule with the IANA time zone it is read in (and optionally its
+ * `dtstart` and `exdate`), or a 5-field cron expression in a zone. A rule the contract's v1 trigger carries
+ * (`FREQ=DAILY|WEEKLY`, `BYHOUR`, `BYDAY`) is put there, so any v1 engine runs it; anything else goes in the
+ * `x-coven-automata.schedule.v1` extension (docs/schedules.md).
+ */
+export type ScheduleSpec =
+  | string
+  | { rrule: string; timezone?: string; dtstart?: string; exdate?: string[] }
+  | { cron: string; timezone?: string; exdate?: string[] };
 
 /** What every built automation may say besides its id, schedule and work; everything has a default. */
 export interface AutomationOptions {
@@ -69,10 +79,28 @@ export interface FunctionAutomation {
   runtime: FunctionRuntime;
 }
 
-function scheduleOf(schedule: ScheduleSpec): { rrule: string; timezone: string } {
-  return typeof schedule === 'string'
-    ? { rrule: schedule, timezone: 'utc' }
-    : { rrule: schedule.rrule, timezone: schedule.timezone ?? 'utc' };
+/** The trigger, and the schedule extension when the contract's trigger cannot carry the schedule alone. */
+function scheduleOf(spec: ScheduleSpec): Pick<AutomationDefinition, 'trigger' | 'extensions'> {
+  const schedule = typeof spec === 'string' ? { rrule: spec } : spec;
+  const timezone = schedule.timezone ?? 'utc';
+  if (
+    'rrule' in schedule &&
+    schedule.dtstart === undefined &&
+    schedule.exdate === undefined &&
+    isV1Rule(schedule.rrule)
+  )
+    return { trigger: { variant: 'schedule', version: 1, schedule: { rrule: schedule.rrule, timezone } } };
+  const extension = Object.fromEntries(Object.entries({ ...schedule, timezone }).filter(([, v]) => v !== undefined));
+  return { trigger: extensionTrigger(timezone), extensions: { [SCHEDULE_EXTENSION]: extension } };
+}
+
+function isV1Rule(rrule: string): boolean {
+  try {
+    parseRrule(rrule);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** The body before its digest: every field the contract requires, from the spec and the defaults. */
@@ -88,7 +116,7 @@ function bodyOf(spec: AutomationSpec): Omit<AutomationDefinition, 'integrity'> {
     revision: 1,
     lifecycleState: 'draft',
     display,
-    trigger: { variant: 'schedule', version: 1, schedule: scheduleOf(spec.schedule) },
+    ...scheduleOf(spec.schedule),
     action: {
       variant: 'familiarInvocation',
       version: 1,
@@ -131,6 +159,12 @@ function bodyOf(spec: AutomationSpec): Omit<AutomationDefinition, 'integrity'> {
  *   id: 'daily-notes',
  *   schedule: { rrule: 'FREQ=DAILY;BYHOUR=9', timezone: 'Europe/Berlin' },
  *   prompt: 'Write the daily notes.',
+ *   runtime: 'coven-code',
+ * });
+ * const quarterHourly = defineAutomation({
+ *   id: 'quarter-hour-notes',
+ *   schedule: { cron: '*\/15 * * * *', timezone: 'Europe/Berlin' },
+ *   prompt: 'Jot down what changed.',
  *   runtime: 'coven-code',
  * });
  * ```

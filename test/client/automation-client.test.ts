@@ -5,12 +5,15 @@ import {
   createEngine,
   defineAutomation,
   defineFunctionAutomation,
+  extensionTrigger,
   FunctionRuntime,
   MemoryStore,
+  SCHEDULE_EXTENSION,
   SimulatedClock,
   validateAgainst,
   verifyIntegrity,
   type CommandPort,
+  type ScheduleSpec,
 } from '../../src/index.js';
 import { launchRequests } from '../support/launch-request.js';
 
@@ -58,9 +61,28 @@ describe('defineAutomation', () => {
     });
   });
 
+  test('puts a rule the v1 trigger carries there, and a cron expression or a wider rule in the schedule extension', () => {
+    const build = (schedule: ScheduleSpec) =>
+      defineAutomation({ id: 'report', schedule, prompt: 'Report.', runtime: 'reports' });
+    expect(report().extensions).toBeUndefined();
+    const cron = build({ cron: '*/15 * * * *', timezone: 'Europe/Berlin' });
+    const hourly = build('FREQ=HOURLY;BYMINUTE=30');
+    const skipping = build({ rrule: 'FREQ=DAILY;BYHOUR=9', exdate: ['2026-12-25T09:00'], timezone: 'Europe/Berlin' });
+    for (const [definition, extension] of [
+      [cron, { cron: '*/15 * * * *', timezone: 'Europe/Berlin' }],
+      [hourly, { rrule: 'FREQ=HOURLY;BYMINUTE=30', timezone: 'utc' }],
+      [skipping, { rrule: 'FREQ=DAILY;BYHOUR=9', exdate: ['2026-12-25T09:00'], timezone: 'Europe/Berlin' }],
+    ] as const) {
+      expect(validateAgainst('automation-definition.schema.json', definition).problems).toEqual([]);
+      expect(definition.extensions).toEqual({ [SCHEDULE_EXTENSION]: extension });
+      expect(definition.trigger).toEqual(extensionTrigger(extension.timezone));
+    }
+  });
+
   test.each([
     ['an id the contract refuses', { id: 'no spaces' }, 'VALIDATION_FAILED'],
-    ['a rule v1 does not execute', { schedule: 'FREQ=HOURLY' }, 'CAPABILITY_UNSUPPORTED'],
+    ['a rule below the minimum interval', { schedule: 'FREQ=SECONDLY' }, 'CAPABILITY_UNSUPPORTED'],
+    ['a malformed cron expression', { schedule: { cron: '*/15 * * *' } }, 'VALIDATION_FAILED'],
     [
       'a time zone that is not durable',
       { schedule: { rrule: 'FREQ=DAILY', timezone: 'local' } },

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { packageRoot } from '../../src/contract/package-root.js';
 import { eventually } from '../support/eventually.js';
 import { browserMissing, launchBrowser, type TestBrowser } from './browser.js';
-import { dashboardWorld, ensureDashboardBuilt, type DashboardWorld } from './world.js';
+import { addActiveDefinition, dashboardWorld, ensureDashboardBuilt, type DashboardWorld } from './world.js';
 
 /** Each wait on the page is a condition with this deadline, never a sleep. */
 const WAIT = { timeout: 15_000 };
@@ -175,6 +175,21 @@ describe.skipIf(browserMissing !== undefined)('the console as issue 41 found it 
     } finally {
       await open.close();
     }
+  }, 60_000);
+
+  test('a definition row shows its schedule as written: the trigger rule, or the extension cron expression', async () => {
+    await addActiveDefinition(world.engine, 'quarter-hours', {
+      schedule: { cron: '*/15 * * * *', timezone: 'Europe/Berlin' },
+    });
+    await page.goto(`${world.url}/?token=${world.daemon.token}`);
+    const row = page.getByTestId('definition-quarter-hours');
+    await row.getByTestId('schedule').waitFor(WAIT);
+    expect(await row.getByTestId('schedule').textContent()).toBe('cron */15 * * * * · Europe/Berlin');
+    expect(await page.getByTestId('definition-daily-notes').getByTestId('schedule').textContent()).toBe(
+      'FREQ=DAILY;BYHOUR=9 · utc',
+    );
+    // The clock stands at 08:00 UTC: the next quarter hour is 08:15 UTC, 09:15 in Berlin.
+    await row.getByTestId('next-run').filter({ hasText: '09:15' }).waitFor(WAIT);
   }, 60_000);
 
   test('the page raised no error', () => {

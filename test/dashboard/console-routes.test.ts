@@ -42,6 +42,27 @@ describe('GET /api/v1/schedule/preview', () => {
     ]);
   });
 
+  test('a schedule extension: the next slots of its cron expression, and its refusals typed', async () => {
+    const schedule = JSON.stringify({ cron: '*/15 * * * *', timezone: 'Europe/Berlin' });
+    const { status, body } = await get(`/api/v1/schedule/preview?${new URLSearchParams({ schedule, count: '3' })}`);
+    expect(status).toBe(200);
+    expect(body).toEqual({
+      cron: '*/15 * * * *',
+      timezone: 'Europe/Berlin',
+      from: '2026-03-02T08:00:00.000Z',
+      scheduledTimes: ['2026-03-02T08:15:00.000Z', '2026-03-02T08:30:00.000Z', '2026-03-02T08:45:00.000Z'],
+    });
+    for (const [bad, code] of [
+      ['{"cron":', 'VALIDATION_FAILED'],
+      ['"*/15 * * * *"', 'VALIDATION_FAILED'],
+      [JSON.stringify({ cron: '0 0 9 * * *', timezone: 'utc' }), 'CAPABILITY_UNSUPPORTED'],
+      [JSON.stringify({ rrule: 'FREQ=DAILY;BYHOUR=30', timezone: 'utc' }), 'VALIDATION_FAILED'],
+    ]) {
+      const answer = await get(`/api/v1/schedule/preview?${new URLSearchParams({ schedule: bad! })}`);
+      expect(answer.body).toMatchObject({ outcome: 'rejected', error: { code } });
+    }
+  });
+
   test.each([
     ['timezone=utc', 400, 'VALIDATION_FAILED', 'rrule'],
     ['rrule=FREQ%3DDAILY%3BBYHOUR%3D9', 400, 'VALIDATION_FAILED', 'timezone'],

@@ -12,6 +12,8 @@ import { startDaemon, type Daemon } from '../../src/daemon/index.js';
 import { dashboardRoutes, DASHBOARD_DIR } from '../../src/daemon/dashboard-routes.js';
 import { command, definitionBody } from '../support/commands.js';
 import type { AutomationDefinition } from '../../src/domain/definition-body.js';
+import type { ScheduleExtension } from '../../src/schedule/schedule-extension.js';
+import { scheduledBy } from '../support/engine-harness.js';
 
 /** The newest modification time of the files under a folder (recursively). */
 function newestMtime(dir: string): number {
@@ -109,6 +111,8 @@ export interface DefinitionShape {
   tags?: string[];
   /** The run deadline (the body's policies.timeout.perRunMinutes; 30 unless set). */
   perRunMinutes?: number;
+  /** An x-coven-automata.schedule.v1 body, scheduling it instead of `rrule`. */
+  schedule?: ScheduleExtension;
 }
 
 /** Creates and activates one automation through the engine's commands (draft → paused → active). */
@@ -125,6 +129,7 @@ export async function addActiveDefinition(engine: Engine, automationId: string, 
     const extra = {
       display: { name: `Automation ${automationId}`, tags: shape.tags ?? [] },
       policies: policies(definitionBody(automationId, options).policies),
+      ...scheduledBy(shape.schedule),
     };
     return definitionBody(automationId, { ...options, extra });
   };
