@@ -16,6 +16,9 @@ const HELP: Readonly<Record<string, { what?: string; example: string }>> = {
   'run-now': { example: 'coven-automata run-now daily-notes' },
   cancel: { example: 'coven-automata cancel occ-manual-1f2e… --reason "wrong prompt"' },
   unquarantine: { example: 'coven-automata unquarantine daily-notes' },
+  backfill: {
+    example: 'coven-automata backfill daily-notes --from 2026-12-01T00:00:00Z --until 2026-12-03T23:59:59Z',
+  },
   retry: { example: 'coven-automata retry run-occ-manual-1f2e…' },
   recover: {
     example: 'coven-automata recover occ-1f2e… --determination failed_deterministic --statement "the job never ran"',

@@ -54,11 +54,45 @@ function registerCancelCommand({ program, opts, run }: ProgramKit): void {
     );
 }
 
-/** run-now, cancel, unquarantine, retry and recover: operator actions on occurrences and runs. */
+/** One line saying what a backfill planned. */
+function backfillSummary(result: Record<string, unknown>): string {
+  const slots = result.slots as string[];
+  const planned = (result.planned as string[]).length;
+  return (
+    `${String(result.automationId)}: ${slots.length} slot(s) in the range, ${planned} planned, ` +
+    `${Number(result.alreadyPlanned)} already had an occurrence` +
+    (planned > 0 ? '; they run oldest first, one at a time, from the next pass' : '')
+  );
+}
+
+/** `backfill <automationId> --from T --until T`: plans a past range's slots that never had an occurrence. */
+function registerBackfillCommand({ program, opts, run }: ProgramKit): void {
+  program
+    .command('backfill <automationId>')
+    .description('plan every slot of a past range that never had an occurrence (at most 500; idempotent)')
+    .requiredOption('--from <instant>', 'the range start, RFC 3339 UTC (2026-12-01T00:00:00Z)')
+    .requiredOption('--until <instant>', 'the range end, inclusive, not in the future')
+    .action(
+      run(async (automationId: string, cmd: { from: string; until: string }) =>
+        withEngine(opts(), async (engine) =>
+          report(
+            await engine.commands.handle(
+              envelope('x-coven-automata.definition.backfill.v1', { automationId, from: cmd.from, until: cmd.until }),
+            ),
+            opts(),
+            backfillSummary,
+          ),
+        ),
+      ),
+    );
+}
+
+/** run-now, cancel, unquarantine, backfill, retry and recover: operator actions on occurrences and runs. */
 export function registerOperatorCommands(kit: ProgramKit): void {
   const { program, opts, run, simple } = kit;
   registerRunNowCommand(kit);
   registerCancelCommand(kit);
+  registerBackfillCommand(kit);
   simple(
     'unquarantine',
     'x-coven-automata.definition.unquarantine.v1',

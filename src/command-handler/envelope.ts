@@ -31,14 +31,16 @@ export const CONTRACT_COMMANDS = [
  * Commands this engine adds outside the contract's 19, under its own namespace so no contract client
  * mistakes them for v1 commands. `definition.reenable` commits the contract's `disabled → paused`
  * transition, which no v1 command reaches; `definition.unquarantine` lifts the quarantine that exhausted
- * retries impose. The `authority.*` and `approval.*` commands manage the Runtime Authority registry
- * (familiars, runtime capabilities, the service's availability, single-use approvals); `definition.erase`
+ * retries impose; `definition.backfill` plans the slots of a past range that never had an occurrence. The
+ * `authority.*` and `approval.*` commands manage the Runtime Authority registry (familiars, runtime
+ * capabilities, the service's availability, single-use approvals); `definition.erase`
  * removes a definition's prompt and working directory for good (privacy) and tombstones it; the `acl.*` commands
  * restrict who reads an automation (domain/read-acl.ts).
  */
 export const EXTENSION_COMMANDS = [
   'x-coven-automata.definition.reenable.v1',
   'x-coven-automata.definition.unquarantine.v1',
+  'x-coven-automata.definition.backfill.v1',
   'x-coven-automata.authority.familiar.register.v1',
   'x-coven-automata.authority.familiar.revoke.v1',
   'x-coven-automata.authority.capabilities.set.v1',

@@ -7,6 +7,7 @@ import { recover } from './recover.js';
 import { retryAttempt } from './retry-attempt.js';
 import { runNow, runNowReads } from './run-now.js';
 import { unquarantine } from './unquarantine.js';
+import { backfill } from './backfill.js';
 
 /** The occurrence/run/attempt commands, bound to an engine's services and its immediate launches. */
 export function operatorCommands(svc: EngineServices, launches: ImmediateLaunches): OperatorCommands {
@@ -20,6 +21,7 @@ export function operatorCommands(svc: EngineServices, launches: ImmediateLaunche
       'attempt.retry.v1': (ctx) => retryAttempt(svc, ctx),
       'occurrence.recover.v1': (ctx) => recover(svc, dispatch, ctx),
       'x-coven-automata.definition.unquarantine.v1': unquarantine,
+      'x-coven-automata.definition.backfill.v1': (ctx) => backfill(svc, ctx),
     },
     queries: {
       'run.history.v1': (payload) => svc.store.read((r) => runHistory(r, payload as never)),

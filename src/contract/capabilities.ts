@@ -68,6 +68,16 @@ export const CAPABILITY_PROFILE = {
         'FREQ=MINUTELY;X-COVEN-AUTOMATA-SCHEDULE=V1 in the same zone; slots on whole minutes (minimum interval one ' +
         'minute); dst.gap.skip and dst.fold.first as for the v1 trigger',
     },
+    {
+      name: 'x-coven-automata.overlap.v1',
+      carriedIn: 'definition.extensions',
+      schema: 'spec/coven-automata/v1/overlap-extension.schema.json',
+      notes:
+        'policy forbid (a slot due while the automation is busy is skipped) or buffer-one (it waits, the latest ' +
+        'one, and runs when the automation is free); catchUp {windowMinutes ≤ 21600, order oldest-first|' +
+        'latest-only}: slots missed within the window run when the automation is free, older ones are recorded ' +
+        'and skipped; allow and cancel-other are refused (CAPABILITY_UNSUPPORTED)',
+    },
   ],
   refused: [
     { variant: 'trigger.webhook', reason: 'not a v1 trigger' },

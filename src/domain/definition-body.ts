@@ -3,6 +3,7 @@ import { integrityOf, verifyIntegrity, type Digest } from '../contract/digest.js
 import { validateAgainst } from '../contract/schemas.js';
 import { checkTimezone, parseRrule } from '../schedule/rrule.js';
 import { checkScheduleTerms, scheduleExtensionOf } from '../schedule/schedule-extension.js';
+import { checkOverlapExtension, OVERLAP_EXTENSION } from '../schedule/overlap-extension.js';
 import { negotiateDefinition, refuseUnexecutedShapes, refuseUnknownExtensions } from '../contract/capabilities.js';
 import { AUTHORITY_EXTENSION, checkBinding } from './authority.js';
 
@@ -94,6 +95,8 @@ export function checkCapabilities(definition: AutomationDefinition): void {
     parseRrule(definition.trigger.schedule.rrule);
     checkTimezone(definition.trigger.schedule.timezone);
   } else checkScheduleTerms(definition);
+  const overlap = definition.extensions?.[OVERLAP_EXTENSION];
+  if (overlap !== undefined) checkOverlapExtension(overlap);
   checkAuthorityBinding(definition);
 }
 

@@ -3,6 +3,7 @@ import type { DefinitionState } from '../../machines/index.js';
 import type { AutomationDefinition } from './definition-body.js';
 import { stateOf } from './records.js';
 import { SCHEDULE_EXTENSION, scheduleExtensionOf } from '../schedule/schedule-extension.js';
+import { OVERLAP_EXTENSION, overlapOf } from '../schedule/overlap-extension.js';
 import type { StoreTransaction } from '../store/store.js';
 import { VersionedRecords } from './versioned-records.js';
 import { DEFINITION_KIND, type DefinitionRecord } from './definition-records.js';
@@ -11,8 +12,8 @@ import { DEFINITION_KIND, type DefinitionRecord } from './definition-records.js'
 export type PlanningTerms = Pick<AutomationDefinition, 'automationId' | 'revision' | 'integrity' | 'trigger'> & {
   policies: Pick<AutomationDefinition['policies'], 'timeout' | 'retry'>;
   /**
-   * Only the Runtime Authority binding (it decides whether runs may be held for an operator) and the schedule
-   * extension, when the definition has them.
+   * Only the Runtime Authority binding (it decides whether runs may be held for an operator) and the schedule and
+   * overlap extensions, when the definition has them.
    */
   extensions?: AutomationDefinition['extensions'];
 };
@@ -34,7 +35,11 @@ export interface PlannableDefinition {
 
 /** The extensions planning reads: the Runtime Authority binding and the schedule, when the definition has them. */
 function planningExtensions(d: AutomationDefinition): Pick<PlanningTerms, 'extensions'> {
-  const kept = Object.entries({ [AUTHORITY_EXTENSION]: bindingOf(d), [SCHEDULE_EXTENSION]: scheduleExtensionOf(d) });
+  const kept = Object.entries({
+    [AUTHORITY_EXTENSION]: bindingOf(d),
+    [SCHEDULE_EXTENSION]: scheduleExtensionOf(d),
+    [OVERLAP_EXTENSION]: overlapOf(d),
+  });
   const extensions = Object.fromEntries(kept.filter(([, value]) => value !== undefined));
   return Object.keys(extensions).length === 0 ? {} : { extensions };
 }

@@ -68,6 +68,8 @@ export interface OccurrenceAttributes {
   };
   /** A retry attempt may not be dispatched before this instant (backoff). */
   notBefore?: string;
+  /** Planned by a backfill (x-coven-automata.definition.backfill.v1): it waits while its automation is busy. */
+  backfill?: { requestedAt: string };
 }
 
 export interface RunAttributes {

@@ -21,6 +21,7 @@ import {
 import { retentionQueueKind, type RetentionDue } from '../domain/retention-queue.js';
 import { RetentionPolicy, type RetentionOptions } from '../retention/policy.js';
 import { nextUnplannedSlot } from '../scheduler/planning.js';
+import { overlapOf, waitsWhileBusy } from '../schedule/overlap-extension.js';
 import { forEachPage, type StoreReader } from '../store/store.js';
 import { staleBinding, type StaleBinding } from './doctor-authority.js';
 
@@ -32,6 +33,8 @@ export interface DefinitionView {
   quarantineReason: string | null;
   /** The first slot not planned yet (ISO), null when none is ahead within the schedule's horizon. */
   nextUnplannedSlot: string | null;
+  /** Its due slots wait while the automation is busy (x-coven-automata.overlap.v1 buffer-one or catch-up). */
+  waitsWhileBusy?: boolean;
 }
 
 export interface OccurrenceView {
@@ -48,6 +51,8 @@ export interface OccurrenceView {
   leaseExpiresAt: string | null;
   misfireDisposition: string;
   recoveryEvidence?: string;
+  /** Planned by a backfill: it waits while its automation is busy. */
+  backfill?: boolean;
 }
 
 export interface RunView {
@@ -127,6 +132,7 @@ async function definitionViews(
       quarantined: quarantine.state === QuarantineState.quarantined,
       quarantineReason: quarantine.reason,
       nextUnplannedSlot: next === null ? null : new Date(next).toISOString(),
+      ...(waitsWhileBusy(overlapOf(d.terms)) ? { waitsWhileBusy: true } : {}),
     });
   }
   return { views, stale };
@@ -148,6 +154,7 @@ function occurrenceView(record: OccurrenceRecord): OccurrenceView {
     leaseExpiresAt: fence.leaseExpiresAt,
     misfireDisposition: a.misfireDisposition,
     ...(a.recovery?.evidence === undefined ? {} : { recoveryEvidence: a.recovery.evidence }),
+    ...(a.backfill === undefined ? {} : { backfill: true }),
   };
 }
 

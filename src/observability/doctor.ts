@@ -4,6 +4,7 @@ import { authorityFindings, unresolvedRefusals } from './doctor-authority.js';
 import { FINDINGS, SURFACE, type FindingCode, type Severity } from './doctor-steps.js';
 import { AttemptState, DefinitionState, OccurrenceState, RunState } from '../../machines/index.js';
 import type { DoctorView, OccurrenceView, RunView } from './doctor-view.js';
+import { busyAutomations, waitsItsTurn } from './doctor-waiting.js';
 
 /** What only a running scheduler (the daemon) knows; everything else the doctor reads from the store. */
 export interface SchedulerFacts {
@@ -114,7 +115,11 @@ function judgeScheduler({ view, facts, now, leader }: Judged, push: Push): void 
   const lastPass = facts.lastPassAt == null ? undefined : Date.parse(facts.lastPassAt);
   if (lastPass === undefined) return;
   const lagging = active.filter(
-    (d) => !d.quarantined && d.nextUnplannedSlot !== null && Date.parse(d.nextUnplannedSlot) < lastPass,
+    (d) =>
+      !d.quarantined &&
+      d.nextUnplannedSlot !== null &&
+      Date.parse(d.nextUnplannedSlot) < lastPass &&
+      !(d.waitsWhileBusy === true && busyAutomations(view).has(d.automationId)),
   );
   if (lagging.length > 0) {
     const oldest = lagging.map((d) => d.nextUnplannedSlot!).sort()[0]!;
@@ -132,7 +137,8 @@ function judgeOccurrences({ view, now, leader }: Judged, push: Push): void {
     (o) =>
       WAITING.has(o.state) &&
       now - Date.parse(o.scheduledFor) > DUE_BACKLOG_MS &&
-      (o.notBefore === undefined || Date.parse(o.notBefore) <= now),
+      (o.notBefore === undefined || Date.parse(o.notBefore) <= now) &&
+      !waitsItsTurn(view, o),
   );
   if (backlog.length > 0) {
     const oldest = backlog.map((o) => o.scheduledFor).sort()[0]!;

@@ -3,6 +3,7 @@ import { busyElsewhere } from '../domain/concurrency.js';
 import { updateEntityAttributes } from '../actors/entity-transition.js';
 import type { PlannableDefinition } from '../domain/definition-directory.js';
 import { liveWorkOf, moveEntity, type StepContext } from '../domain/lifecycle.js';
+import { olderWaiting, waitsItsTurn } from './waiting-slots.js';
 import {
   KINDS,
   attemptContext,
@@ -117,7 +118,8 @@ export async function claimWhenEligible(
   const attributes = occurrence.data.attributes;
   const now = Date.parse(step.now);
   // Once, before either transition: nothing the eligibility transition writes changes what it checks.
-  if (await disposeIfStale(step, occurrence, await definitionOf(svc, step, attributes.automationId))) return false;
+  const definition = await definitionOf(svc, step, attributes.automationId);
+  if (await disposeIfStale(step, occurrence, definition)) return false;
 
   if (stateOf(occurrence) === OccurrenceState.planned) {
     if (Date.parse(attributes.scheduledFor) > now) return false;
@@ -132,8 +134,12 @@ export async function claimWhenEligible(
     occurrence = await loadOccurrence(step.tx, occurrenceId);
   }
 
+  const waits = waitsItsTurn(occurrence, definition);
+  if (waits && (await olderWaiting(step.tx, occurrence, now))) return false;
   if ((await liveWorkOf(step.tx, attributes.automationId, occurrenceId)) !== undefined) {
-    if (attributes.activeRunRef !== undefined || deferOverlap) return false;
+    // A backfilled slot, or one whose automation's slots wait while it is busy (overlap extension), stays
+    // eligible: it runs next.
+    if (attributes.activeRunRef !== undefined || deferOverlap || waits) return false;
     // overlap forbid: a slot that comes due while the automation has live work is skipped, with the reason.
     await moveEntity<OccurrenceAttributes>(
       step,

@@ -1,28 +1,26 @@
 import { DefinitionState } from '../../machines/index.js';
 import { busyElsewhere, concurrencyGate, forEachConcurrently } from '../domain/concurrency.js';
 import { appendEvent } from '../changefeed/append-event.js';
-import { createExecutionEntity, type StepContext } from '../domain/lifecycle.js';
+import type { StepContext } from '../domain/lifecycle.js';
 import { DEFINITION_KIND, DEFINITION_REVISION_KIND, revisionId } from '../domain/definition-records.js';
-import { KINDS, type OccurrenceAttributes } from '../domain/records.js';
+import { KINDS } from '../domain/records.js';
 import { isQuarantined, type EngineServices } from '../domain/services.js';
 import { WorkPartition } from '../domain/work-partition.js';
-import { scheduleRef } from '../schedule/schedule-extension.js';
+import { planSlotOccurrence, slotReads } from '../domain/slot-occurrence.js';
+import { chooseDueSlot, overlapOf, waitsWhileBusy } from '../schedule/overlap-extension.js';
 import type { PlannableDefinition, PlanningTerms } from '../domain/definition-directory.js';
-import {
-  PLANNING_LOOKBACK_DAYS,
-  occurrenceIdFor,
-  occurrenceInput,
-  occurrenceKeyFor,
-} from '../domain/occurrence-input.js';
+import { PLANNING_LOOKBACK_DAYS, occurrenceIdFor, occurrenceKeyFor } from '../domain/occurrence-input.js';
 import type { LaunchOutcome } from '../domain/launch-outcome.js';
 import { reportLaunch } from '../domain/launch-commit.js';
 import { commitPlan, type CarriedPlan, type PlanCarry } from './plan-carry.js';
 const DAY_MS = 86_400_000;
 
 /**
- * Plans the latest due slot of one active definition (misfire `latest`): slots after the last planned one
- * (and after activation, and within the lookback) up to now collapse into the newest, and the collapsed
- * ones are recorded as `occurrence.misfire_recorded` — never silently dropped, never backfilled.
+ * Plans a due slot of one active definition: by the contract's misfire `latest`, slots after the last planned one
+ * (and after activation, and within the lookback) up to now collapse into the newest; the overlap extension's
+ * catch-up window plans the oldest within it (or the latest) and passes over those beyond it (see
+ * {@link chooseDueSlot}), and while the automation is busy its slots wait unplanned ({@link waitsWhileBusy}).
+ * Slots passed over are recorded as `occurrence.misfire_recorded` — never silently dropped.
  * Returns the new occurrence id, if one was planned.
  */
 export async function planLatestSlot(
@@ -41,60 +39,59 @@ export async function planLatestSlot(
     now.getTime() - PLANNING_LOOKBACK_DAYS * DAY_MS,
   );
   const slots = dueSlots(svc, definition, lowerBound, now.getTime());
-  const latest = slots.at(-1);
-  if (latest === undefined) return undefined;
+  if (slots.length === 0) return undefined;
+  const overlap = overlapOf(definition);
+  if (waitsWhileBusy(overlap) && (await step.tx.liveWork(KINDS.occurrence, { automationId })).length > 0)
+    return undefined;
+  const { plan: latest, passedOver } = chooseDueSlot(slots, now.getTime(), overlap);
   const moved = await step.tx.put(
     KINDS.planCursor,
     automationId,
-    { lastSlot: latest.toISOString() },
+    { lastSlot: (latest ?? slots.at(-1)!).toISOString() },
     { expectedVersion: cursor?.version ?? null },
   );
   step.afterCommit?.push(() => svc.planCursors.learn(moved));
+  if (latest === undefined) {
+    await recordMisfire(
+      step,
+      automationId,
+      undefined,
+      slots.at(-1)!,
+      passedOver.map((d) => d.toISOString()),
+    );
+    return undefined;
+  }
 
-  const key = occurrenceKeyFor(automationId, latest);
-  const occurrenceId = occurrenceIdFor(automationId, latest);
-  if (await slotTaken(step, occurrenceId, key)) return undefined;
-  const collapsed = slots.slice(0, -1).map((d) => d.toISOString());
-  const attributes: OccurrenceAttributes = {
-    automationId,
-    automationRevision: definition.revision,
-    definitionDigest: definition.integrity,
-    occurrenceKey: key,
-    scheduledFor: latest.toISOString(),
-    triggerIdentity: { kind: 'schedule.slot', rruleRef: scheduleRef(definition) },
-    stateReason: 'slot_fenced',
-    misfireDisposition: collapsed.length > 0 ? 'collapsed_to_latest' : 'none',
-    createdAt: step.now,
-    updatedAt: step.now,
-    observedAt: step.now,
-  };
-  await createExecutionEntity(
-    step,
-    'occurrence',
-    occurrenceId,
-    occurrenceInput(occurrenceId, definition, latest.toISOString()),
-    attributes,
-    'slot_fenced',
-  );
+  const collapsed = passedOver.map((d) => d.toISOString());
+  const occurrenceId = await planSlotOccurrence(step, definition, latest, { collapsed: collapsed.length > 0 });
+  if (occurrenceId === undefined) return undefined;
   if (collapsed.length > 0) await recordMisfire(step, automationId, occurrenceId, latest, collapsed);
   return occurrenceId;
 }
 
-/** Records the missed slots that collapsed into the planned one, so none is silently dropped. */
+/**
+ * Records the missed slots that will not run, so none is silently dropped: on the occurrence they collapsed into,
+ * or, when every due slot was beyond the catch-up window and none was planned, on the automation's stream.
+ */
 async function recordMisfire(
   step: StepContext,
   automationId: string,
-  occurrenceId: string,
+  occurrenceId: string | undefined,
   latest: Date,
   collapsed: string[],
 ): Promise<void> {
+  const summary =
+    occurrenceId === undefined
+      ? `${collapsed.length} missed slot(s) of ${automationId} up to ${latest.toISOString()} beyond its catch-up window`
+      : `${collapsed.length} missed slot(s) of ${automationId} collapsed into ${latest.toISOString()}`;
   await appendEvent(step.tx, step.feed, {
-    stream: { kind: 'occurrence', id: occurrenceId },
+    stream:
+      occurrenceId === undefined ? { kind: 'automation', id: automationId } : { kind: 'occurrence', id: occurrenceId },
     kind: 'occurrence.misfire_recorded',
-    summary: `${collapsed.length} missed slot(s) of ${automationId} collapsed into ${latest.toISOString()}`,
+    summary,
     payload: { disposition: 'collapsed_to_latest', collapsedSlots: collapsed.slice(-4096) },
     automationId,
-    occurrenceId,
+    ...(occurrenceId === undefined ? {} : { occurrenceId }),
   });
 }
 
@@ -112,28 +109,6 @@ function dueSlots(svc: EngineServices, definition: PlanningTerms, after: number,
   if (second === null || second > now) return [new Date(first)];
   return svc.schedule(definition).slotsBetween(new Date(after), new Date(now));
 }
-
-/**
- * One occurrence per slot: a second planner (another engine) finds the slot taken and plans nothing. A
- * scheduled occurrence's id is derived from its slot, so its record fences the slot while it exists; the
- * slot's key record is written only when retention compacts the occurrence (see compaction.ts): writing it
- * at planning would cost a burst one more random index leaf per occurrence. Stores written before keep
- * their keys, which this reads too.
- */
-async function slotTaken(step: StepContext, occurrenceId: string, key: string): Promise<boolean> {
-  await step.tx.prefetch?.(slotReads(occurrenceId, key), []);
-  return (
-    (await step.tx.get(KINDS.occurrence, occurrenceId)) !== undefined ||
-    (await step.tx.get(KINDS.occurrenceKey, key)) !== undefined
-  );
-}
-
-/** The records that say whether a slot is taken (see {@link slotTaken}). */
-const slotReads = (occurrenceId: string, key: string) =>
-  [
-    [KINDS.occurrence, occurrenceId],
-    [KINDS.occurrenceKey, key],
-  ] as const;
 
 /**
  * The records planning reads to know whether the definition's first unplanned slot (epoch ms) is taken: asked for

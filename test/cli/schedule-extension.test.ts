@@ -34,6 +34,29 @@ test('apply -f a cron-scheduled file, then next --count 4 lists four instants 15
   expect(human.out).toMatch(/Europe\/Berlin\n/);
 });
 
+test('backfill plans a past range once: the second time every slot already has its occurrence', async () => {
+  const store = join(mkdtempSync(join(dir, 'store-')), 'automations.json');
+  const cli = (...args: string[]) => runCli('--store', store, ...args);
+  expect((await cli('apply', '-f', 'examples/quarter-hour-notes.json')).code).toBe(0);
+  expect((await cli('activate', 'quarter-hour-notes')).code).toBe(0);
+  const range = ['--from', '2026-12-01T08:00:00Z', '--until', '2026-12-01T09:00:00Z'];
+  const first = await cli('backfill', 'quarter-hour-notes', ...range);
+  expect(first.code, first.err).toBe(0);
+  expect(first.out).toMatch(/^quarter-hour-notes: 5 slot\(s\) in the range, 5 planned, 0 already had an occurrence; /);
+  const second = await cli('backfill', 'quarter-hour-notes', ...range);
+  expect(second.out).toBe('quarter-hour-notes: 5 slot(s) in the range, 0 planned, 5 already had an occurrence');
+  const future = await cli(
+    'backfill',
+    'quarter-hour-notes',
+    '--from',
+    '2026-12-01T08:00:00Z',
+    '--until',
+    '2999-01-01T00:00:00Z',
+  );
+  expect(future.code).not.toBe(0);
+  expect(future.err).toMatch(/VALIDATION_FAILED.*in the future/);
+});
+
 test('apply -f refuses a file whose schedule extension is malformed, naming the field, and writes nothing', async () => {
   const store = join(mkdtempSync(join(dir, 'store-')), 'automations.json');
   const file = join(dir, 'bad-cron.json');

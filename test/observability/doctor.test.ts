@@ -4,6 +4,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { describe, expect, test } from 'vitest';
 import { KINDS } from '../../src/domain/records.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
+import { SimulatedRuntime } from '../../src/runtime/simulated-runtime.js';
 import type { StoreReader, StoreTransaction } from '../../src/store/store.js';
 import type { DoctorReport } from '../../src/observability/doctor.js';
 import { FINDINGS } from '../../src/observability/doctor-steps.js';
@@ -85,6 +86,37 @@ describe('the doctor (diagnostics.doctor.v1)', () => {
     await w.tick(at('09:00:30'));
     expect(w.passes.snapshot().lastPassErrors[0]).toMatch(/planning daily: disk full/);
     expect(codesOf(await w.doctor(w.daemonFacts()))).toEqual(['scheduler.planning-lag']);
+  });
+
+  test('slots that wait by policy behind their automation are neither planning lag nor due backlog', async () => {
+    // buffer-one: quarter-hour slots wait, unplanned, while a 40-minute run is live.
+    const buffered = await doctorWorld({
+      start: at('08:59:00'),
+      schedule: { cron: '*/15 * * * *', timezone: 'utc' },
+      extensions: { 'x-coven-automata.overlap.v1': { policy: 'buffer-one' } },
+      runtime: new SimulatedRuntime({ durationMs: 40 * 60_000 }),
+      perRunMinutes: 60,
+    });
+    for (const time of ['09:00:30', '09:15:30', '09:30:30']) await buffered.tick(at(time));
+    expect(codesOf(await buffered.doctor(buffered.daemonFacts()))).toEqual([]);
+    // Backfilled slots wait, eligible, behind the live run and behind each other.
+    const backfilled = await doctorWorld({
+      start: at('08:59:00'),
+      runtime: new SimulatedRuntime({ durationMs: 40 * 60_000 }),
+      perRunMinutes: 60,
+    });
+    await backfilled.tick(at('09:00:30'));
+    await backfilled.ok(
+      command('x-coven-automata.definition.backfill.v1', {
+        automationId: 'daily',
+        from: '2026-02-26T00:00:00Z',
+        until: '2026-02-28T23:59:59Z',
+      }),
+    );
+    await backfilled.tick(at('09:05:00'));
+    await backfilled.tick(at('09:30:00'));
+    expect((await backfilled.read.occurrences()).filter((o) => o.state === 'eligible')).toHaveLength(3);
+    expect(codesOf(await backfilled.doctor(backfilled.daemonFacts()))).toEqual([]);
   });
 
   test('occurrences.due-backlog: planned, due for over two minutes, never claimed', async () => {

@@ -32,6 +32,8 @@ export interface HarnessOptions<R extends Runtime = SimulatedRuntime> {
   timezone?: string;
   /** An x-coven-automata.schedule.v1 body: the definition is scheduled by it instead of `rrule`. */
   schedule?: ScheduleExtension;
+  /** More definition extensions (the overlap extension, say), beside `x-test` and the schedule's. */
+  extensions?: Record<string, unknown>;
   instanceId?: string;
   activate?: boolean;
   retention?: RetentionOptions | false;
@@ -43,14 +45,21 @@ export interface HarnessOptions<R extends Runtime = SimulatedRuntime> {
   outputTarget?: string;
 }
 
-/** The trigger and extensions of a definition scheduled by the schedule extension (nothing without one). */
-export const scheduledBy = (schedule: ScheduleExtension | undefined) =>
-  schedule === undefined
-    ? {}
-    : {
-        trigger: extensionTrigger(schedule.timezone),
-        extensions: { 'x-test': { kept: true }, [SCHEDULE_EXTENSION]: schedule },
-      };
+/**
+ * The trigger and extensions of a definition scheduled by the schedule extension, with `more` extensions beside
+ * it (nothing when neither is given).
+ */
+export function scheduledBy(
+  schedule: ScheduleExtension | undefined,
+  more?: Record<string, unknown>,
+): { trigger?: ReturnType<typeof extensionTrigger>; extensions?: Record<string, unknown> } {
+  const extensions = { 'x-test': { kept: true }, ...more };
+  if (schedule === undefined) return more === undefined ? {} : { extensions };
+  return {
+    trigger: extensionTrigger(schedule.timezone),
+    extensions: { ...extensions, [SCHEDULE_EXTENSION]: schedule },
+  };
+}
 
 /** An engine on a simulated clock and runtime, with one automation `daily` created and activated. */
 export async function harness<R extends Runtime = SimulatedRuntime>(options: HarnessOptions<R> = {}) {
@@ -86,7 +95,7 @@ export async function harness<R extends Runtime = SimulatedRuntime>(options: Har
       lifecycleState,
       rrule: options.rrule ?? 'FREQ=DAILY;BYHOUR=9',
       timezone: options.timezone ?? 'utc',
-      extra: { policies, ...scheduledBy(options.schedule) },
+      extra: { policies, ...scheduledBy(options.schedule, options.extensions) },
     });
   const ok = async (input: unknown) => {
     const r = await engine.commands.handle(input);

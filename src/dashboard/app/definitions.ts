@@ -137,7 +137,7 @@ async function rowFor(dashboard: Dashboard, row: DefinitionRow): Promise<HTMLTab
       el('div', { class: 'muted' }, row.name),
       row.schedule === undefined
         ? ''
-        : el('div', { class: 'muted', 'data-testid': 'schedule' }, `${row.schedule} · ${row.timezone ?? 'utc'}`),
+        : el('div', { class: 'muted mono', 'data-testid': 'schedule' }, `${row.schedule} · ${row.timezone ?? 'utc'}`),
     ),
     el('td', {}, stateBadge(row.lifecycleState)),
     el('td', { 'data-testid': 'revision' }, row.revision),

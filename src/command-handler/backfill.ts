@@ -1,0 +1,76 @@
+import { DefinitionState } from '../../machines/index.js';
+import { ContractError } from '../contract/errors.js';
+import { DEFINITION_KIND, type DefinitionRecord } from '../domain/definition-records.js';
+import { plannableDefinition } from '../domain/definition-directory.js';
+import { isQuarantined, type EngineServices } from '../domain/services.js';
+import { planSlotOccurrence } from '../domain/slot-occurrence.js';
+import type { CommandContext, CommandOutcome } from './context.js';
+import { commandStep, notFound } from './operator-lookups.js';
+
+/** The most slots one backfill plans: a longer range is several commands, each its own bounded commit. */
+export const BACKFILL_MAX_SLOTS = 500;
+
+/** Only an active, unquarantined definition is backfilled: its slots are claimed by the passes that follow. */
+async function backfillable(ctx: CommandContext, automationId: string): Promise<DefinitionRecord> {
+  const record = await ctx.tx.get<DefinitionRecord['data']>(DEFINITION_KIND, automationId);
+  if (record === undefined) throw notFound('definition', automationId);
+  const state = record.data.snapshot.value;
+  if (state === DefinitionState.tombstoned)
+    throw new ContractError('GONE_TOMBSTONED', `definition ${automationId} is tombstoned`, { automationId });
+  if (state !== DefinitionState.active || (await isQuarantined(ctx.tx, automationId)))
+    throw new ContractError(
+      'ILLEGAL_TRANSITION',
+      `definition ${automationId} is ${state === DefinitionState.active ? 'quarantined' : state}; only an active ` +
+        'definition is backfilled',
+      { automationId, state },
+    );
+  return record as DefinitionRecord;
+}
+
+/** The range's bounds as instants: `from` at or before `until`, `until` not after now (the schedule plans those). */
+function rangeOf(ctx: CommandContext): { from: number; until: number } {
+  const { from, until } = ctx.envelope.payload as { from: string; until: string };
+  const range = { from: Date.parse(from), until: Date.parse(until) };
+  if (!(range.from <= range.until))
+    throw new ContractError('VALIDATION_FAILED', `from ${from} is after until ${until}`, { field: 'payload.from' });
+  if (range.until > Date.parse(ctx.now))
+    throw new ContractError('VALIDATION_FAILED', `until ${until} is in the future; the schedule plans those slots`, {
+      field: 'payload.until',
+    });
+  return range;
+}
+
+/**
+ * x-coven-automata.definition.backfill.v1: plans an occurrence for every slot of the definition's schedule in
+ * [from, until] that never had one, at most {@link BACKFILL_MAX_SLOTS}, in one commit. Idempotent: a slot already
+ * planned (now, earlier, or compacted long ago) is left as it is, so a slot has one occurrence, ever. Backfilled
+ * occurrences are due at once and run one at a time, oldest first, waiting while the automation is busy.
+ */
+export async function backfill(svc: EngineServices, ctx: CommandContext): Promise<CommandOutcome> {
+  const automationId = ctx.envelope.payload.automationId as string;
+  const record = await backfillable(ctx, automationId);
+  const { from, until } = rangeOf(ctx);
+  const { terms } = plannableDefinition(record);
+  const slots = svc.schedule(terms).slotsBetween(new Date(from - 1), new Date(until));
+  if (slots.length > BACKFILL_MAX_SLOTS)
+    throw new ContractError(
+      'VALIDATION_FAILED',
+      `the range holds ${slots.length} slots; one backfill plans at most ${BACKFILL_MAX_SLOTS}: split it`,
+      { field: 'payload.until', slots: slots.length, max: BACKFILL_MAX_SLOTS },
+    );
+  const step = commandStep(ctx);
+  const planned: string[] = [];
+  for (const slot of slots) {
+    const occurrenceId = await planSlotOccurrence(step, terms, slot, { collapsed: false, backfilledAt: ctx.now });
+    if (occurrenceId !== undefined) planned.push(occurrenceId);
+  }
+  return {
+    automationId,
+    result: {
+      automationId,
+      slots: slots.map((s) => s.toISOString()),
+      planned,
+      alreadyPlanned: slots.length - planned.length,
+    },
+  };
+}
