@@ -176,5 +176,7 @@ export {
   type ScheduleTerms,
 } from './schedule/schedule-extension.js';
 export type { SlotSchedule } from './schedule/zoned-schedule.js';
+export { occurrenceSpanIdOf, traceIdOf, traceparentOf } from './runtime/trace-context.js';
+export type { CommitTracing } from './domain/inspection.js';
 export { parseRrule, type ScheduleRule } from './schedule/rrule.js';
 export { loadLifecycleSpec, type LifecycleSpec } from './spec/lifecycle-spec.js';

@@ -125,7 +125,7 @@ export async function runNow(
     afterCommit: async () => {
       try {
         for (const learn of dispatched.afterCommit!) learn();
-        if (dispatched.committed!.length > 0) svc.observer?.(dispatched.committed!);
+        svc.committedTransitions(dispatched.committed!);
       } finally {
         // The commit is durable and the launch `sending`: it is sent whatever a hook before it did.
         await launch?.release();

@@ -73,10 +73,11 @@ export const CAPABILITY_PROFILE = {
       carriedIn: 'definition.extensions',
       schema: 'spec/coven-automata/v1/overlap-extension.schema.json',
       notes:
-        'policy forbid (a slot due while the automation is busy is skipped) or buffer-one (it waits, the latest ' +
-        'one, and runs when the automation is free); catchUp {windowMinutes ≤ 21600, order oldest-first|' +
+        'policy forbid (a slot due while the automation is busy is skipped), buffer-one (it waits, the latest ' +
+        'one, and runs when the automation is free) or cancel-other (the live scheduled run is asked to cancel, ' +
+        'and the slot runs once the runtime acknowledged); catchUp {windowMinutes ≤ 21600, order oldest-first|' +
         'latest-only}: slots missed within the window run when the automation is free, older ones are recorded ' +
-        'and skipped; allow and cancel-other are refused (CAPABILITY_UNSUPPORTED)',
+        'and skipped; allow is refused (CAPABILITY_UNSUPPORTED)',
     },
   ],
   refused: [

@@ -15,6 +15,14 @@ export interface CommittedTransition {
   context: Record<string, unknown>;
 }
 
+/**
+ * Receives each step's committed transitions, once the step is durable, from the engine that committed it: how
+ * traces are made (see coven-automata/otel). Must not throw or block: it runs on the engine's path.
+ */
+export interface CommitTracing {
+  committed(transitions: readonly CommittedTransition[]): void;
+}
+
 /** The four contract machines whose entities the inspector shows. */
 export type InspectedEntity = 'definition' | 'occurrence' | 'run' | 'attempt';
 

@@ -14,7 +14,7 @@ import { VersionedRecords } from './versioned-records.js';
 import { isoNow, type Clock } from '../clock/clock.js';
 import type { StepContext } from './lifecycle.js';
 import { KINDS } from './records.js';
-import type { CommittedTransition } from './inspection.js';
+import type { CommitTracing, CommittedTransition } from './inspection.js';
 import { DEFINITION_KIND, type DefinitionAttributes, type DefinitionRecord } from './definition-records.js';
 
 import type { ActorSteps } from './actor-steps.js';
@@ -106,6 +106,15 @@ export class EngineServices {
 
   /** Receives each step's transitions after the step committed (the inspection mirror). */
   observer: ((transitions: CommittedTransition[]) => void) | undefined;
+  /** Receives them too, for traces (the engine option `tracing`); undefined costs nothing. */
+  tracing: CommitTracing | undefined;
+
+  /** Hands a committed step's transitions to the observer and the tracing. */
+  committedTransitions(transitions: CommittedTransition[]): void {
+    if (transitions.length === 0) return;
+    this.observer?.(transitions);
+    this.tracing?.committed(transitions);
+  }
   private readonly firstSlots = new Map<string, { revision: number; after: number; next: number | null }>();
 
   storeId(): Promise<string> {
@@ -132,7 +141,7 @@ export class EngineServices {
       });
     });
     for (const learn of afterCommit) learn();
-    if (committed.length > 0) this.observer?.(committed);
+    this.committedTransitions(committed);
     return result;
   }
 

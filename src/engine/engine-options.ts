@@ -1,7 +1,7 @@
 import type { ProducerIdentity } from '../changefeed/event-envelope.js';
 import type { Clock } from '../clock/clock.js';
 import type { RequirementsCheck } from '../command-handler/context.js';
-import type { InspectionSink } from '../domain/inspection.js';
+import type { CommitTracing, InspectionSink } from '../domain/inspection.js';
 import { DEFAULT_LEASE_SECONDS } from '../domain/services.js';
 import type { RetentionOptions } from '../retention/policy.js';
 import type { OutputDelivery } from '../runtime/output-delivery.js';
@@ -50,6 +50,12 @@ export interface EngineOptions {
    * Every definition, occurrence, run and attempt appears once, from its first state, then every transition.
    */
   inspector?: InspectionSink;
+  /**
+   * Traces of each occurrence's plan, claim, dispatch, run and settle, from the transitions this engine commits:
+   * `openTelemetryTracing()` from `coven-automata/otel` (needs `@opentelemetry/api`). Without it nothing is traced
+   * and nothing of OpenTelemetry is loaded.
+   */
+  tracing?: CommitTracing;
   /**
    * Retention of settled history by the contract's classes (default: ephemeral 1 day, standard 30, extended
    * 365, legal_hold forever). Each compacted occurrence and run keeps one `feed.snapshot` event with its final

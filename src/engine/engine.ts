@@ -90,6 +90,7 @@ export class Engine {
     if (options.passConcurrency !== undefined) this.services.passConcurrency = options.passConcurrency;
     if (options.host !== undefined) this.services.host = options.host;
     this.services.delivery = options.delivery;
+    this.services.tracing = options.tracing;
     const planConcurrency = options.planConcurrency ?? options.passConcurrency;
     if (planConcurrency !== undefined) this.services.planConcurrency = planConcurrency;
     this.retention = options.retention === false ? undefined : RetentionPolicy.from(options.retention);

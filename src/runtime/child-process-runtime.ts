@@ -39,6 +39,7 @@ import {
 } from './session-files.js';
 import { refused, spawnFailure, workingFolder } from './launch-refusals.js';
 import { readLogFile, signalOfShellStatus } from './session-log.js';
+import { traceparentOf } from './trace-context.js';
 
 export interface ChildProcessRuntimeOptions {
   runtimeId: string;
@@ -65,6 +66,8 @@ export interface ChildProcessRuntimeOptions {
   /** How long a launch waits for the wrapper to claim its start before answering "unknown" (a throw). Default 10 s. */
   startTimeoutMs?: number;
   sideEffectClass?: SideEffectClass;
+  /** Pass the occurrence's W3C trace context to the command as `TRACEPARENT` (off by default). */
+  traceContext?: boolean;
 }
 
 async function fileDigest(path: string): Promise<string> {
@@ -210,6 +213,7 @@ export class ChildProcessRuntime implements Runtime {
           COVEN_SESSION_ID: sessionIdOf(request.sessionKey),
           COVEN_DEADLINE_AT: request.deadlineAt,
           ...(request.model === undefined ? {} : { COVEN_MODEL: request.model }),
+          ...(this.options.traceContext === true ? { TRACEPARENT: traceparentOf(request.occurrenceId) } : {}),
         }),
       });
     } catch (error) {

@@ -12,6 +12,7 @@ import type {
 } from './runtime.js';
 import { logOfText } from './session-log.js';
 import { SessionExitCues } from './session-exit-cues.js';
+import { traceparentOf } from './trace-context.js';
 
 /** What an in-process automation returns: its outcome and, optionally, output to digest. */
 export interface FunctionResult {
@@ -47,6 +48,8 @@ export class FunctionRuntime implements Runtime {
   private readonly byKey = new Map<string, string>();
   private counter = 0;
   private readonly exits = new SessionExitCues();
+  /** Hand the function the occurrence's W3C trace context as `request.traceparent` (off by default). */
+  traceContext = false;
 
   constructor(
     readonly runtimeId: string,
@@ -65,7 +68,12 @@ export class FunctionRuntime implements Runtime {
     this.launches.push({ sessionKey: request.sessionKey, attemptId: request.attemptId, at: now.toISOString() });
     // Started, not awaited: the outcome is cued to a running engine, and observed by passes.
     void Promise.resolve()
-      .then(() => this.run(request, session.abort.signal))
+      .then(() =>
+        this.run(
+          this.traceContext ? { ...request, traceparent: traceparentOf(request.occurrenceId) } : request,
+          session.abort.signal,
+        ),
+      )
       .then(
         (result) => {
           const output = result.output ?? '';

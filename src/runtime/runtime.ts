@@ -13,6 +13,11 @@ export interface LaunchRequest {
   cwd?: string;
   model?: string;
   deadlineAt: string;
+  /**
+   * The W3C trace context of the occurrence (see trace-context.ts), when the runtime passes it on: a function
+   * runtime with `traceContext` set hands it to its function here, a child-process runtime as `TRACEPARENT`.
+   */
+  traceparent?: string;
 }
 
 export interface OutputCursors {

@@ -15,7 +15,6 @@ const NOT_EXECUTED: Partial<Record<OverlapExtension['policy'], string>> = {
   allow:
     'runs side by side need the stores to hold more than one live occurrence per automation, which they refuse ' +
     '(one_live_occurrence_per_automation); not in this build',
-  'cancel-other': 'cancelling the live run from the scheduler is not in this build',
 };
 
 /** The definition's {@link OVERLAP_EXTENSION} body, when it has one (checked when the definition was). */

@@ -3,7 +3,8 @@ import { busyElsewhere } from '../domain/concurrency.js';
 import { updateEntityAttributes } from '../actors/entity-transition.js';
 import type { PlannableDefinition } from '../domain/definition-directory.js';
 import { liveWorkOf, moveEntity, type StepContext } from '../domain/lifecycle.js';
-import { olderWaiting, waitsItsTurn } from './waiting-slots.js';
+import { cancelsOther, olderWaiting, skipOverlapping, waitsItsTurn } from './waiting-slots.js';
+import { newerWaiting, requestCancelOther } from './cancel-other.js';
 import {
   KINDS,
   attemptContext,
@@ -136,22 +137,21 @@ export async function claimWhenEligible(
 
   const waits = waitsItsTurn(occurrence, definition);
   if (waits && (await olderWaiting(step.tx, occurrence, now))) return false;
-  if ((await liveWorkOf(step.tx, attributes.automationId, occurrenceId)) !== undefined) {
+  const replaces = cancelsOther(definition) && attributes.activeRunRef === undefined;
+  if (replaces && (await newerWaiting(step.tx, occurrence, now)))
+    return skipOverlapping(step, occurrenceId, 'a newer slot of the automation is due and replaces it');
+  const live = await liveWorkOf(step.tx, attributes.automationId, occurrenceId);
+  if (live !== undefined) {
     // A backfilled slot, or one whose automation's slots wait while it is busy (overlap extension), stays
     // eligible: it runs next.
     if (attributes.activeRunRef !== undefined || deferOverlap || waits) return false;
+    // cancel-other: the live run is asked to cancel, and this slot runs once it has.
+    if (replaces) {
+      await requestCancelOther(svc, step, live);
+      return false;
+    }
     // overlap forbid: a slot that comes due while the automation has live work is skipped, with the reason.
-    await moveEntity<OccurrenceAttributes>(
-      step,
-      'occurrence',
-      occurrenceId,
-      { type: 'misfire', actor: 'scheduler', disposition: 'skipped_overlap' },
-      (a) => ({
-        ...touch(step.now, 'overlap forbidden: the automation has live work')(a),
-        misfireDisposition: 'skipped_overlap',
-      }),
-    );
-    return false;
+    return skipOverlapping(step, occurrenceId, 'overlap forbidden: the automation has live work');
   }
   const leaseExpiresAt = svc.leaseExpiresAt(now);
   await moveEntity<OccurrenceAttributes>(

@@ -1,7 +1,7 @@
 import { OccurrenceState } from '../../machines/index.js';
 import type { PlannableDefinition } from '../domain/definition-directory.js';
-import type { StepContext } from '../domain/lifecycle.js';
-import { KINDS, type OccurrenceRecord } from '../domain/records.js';
+import { moveEntity, type StepContext } from '../domain/lifecycle.js';
+import { KINDS, type OccurrenceAttributes, type OccurrenceRecord } from '../domain/records.js';
 import { overlapOf, waitsWhileBusy } from '../schedule/overlap-extension.js';
 
 /**
@@ -10,6 +10,10 @@ import { overlapOf, waitsWhileBusy } from '../schedule/overlap-extension.js';
  */
 export const waitsItsTurn = (occurrence: OccurrenceRecord, definition: PlannableDefinition): boolean =>
   occurrence.data.attributes.backfill !== undefined || waitsWhileBusy(overlapOf(definition.terms));
+
+/** Whether a due slot of the definition replaces its automation's live run (overlap extension's cancel-other). */
+export const cancelsOther = (definition: PlannableDefinition): boolean =>
+  overlapOf(definition.terms)?.policy === 'cancel-other';
 
 /**
  * Whether an older slot of the automation is due and waiting too (planned or eligible): waiting slots run oldest
@@ -29,4 +33,16 @@ export async function olderWaiting(
       work.scheduledFor < scheduledFor &&
       Date.parse(work.scheduledFor) <= now,
   );
+}
+
+/** Skips an occurrence that overlaps its automation's work (the contract's misfire transition), saying why. */
+export async function skipOverlapping(step: StepContext, occurrenceId: string, why: string): Promise<false> {
+  await moveEntity<OccurrenceAttributes>(
+    step,
+    'occurrence',
+    occurrenceId,
+    { type: 'misfire', actor: 'scheduler', disposition: 'skipped_overlap' },
+    (a) => ({ ...a, stateReason: why, updatedAt: step.now, misfireDisposition: 'skipped_overlap' }),
+  );
+  return false;
 }

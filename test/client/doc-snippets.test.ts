@@ -47,8 +47,8 @@ afterAll(() => {
 });
 
 /**
- * Compiles each snippet as its own ES module under `tsc --strict`, with `coven-automata` (and its `testkit` and
- * `daemon` entries) mapped to the package's source entries, and answers the diagnostics by snippet.
+ * Compiles each snippet as its own ES module under `tsc --strict`, with `coven-automata` (and its `testkit`,
+ * `daemon` and `otel` entries) mapped to the package's source entries, and answers the diagnostics by snippet.
  */
 function compileSnippets(snippets: Snippet[]): string[] {
   const folder = mkdtempSync(join(tmpdir(), 'coven-snippets-'));
@@ -72,6 +72,7 @@ function compileSnippets(snippets: Snippet[]): string[] {
       'coven-automata': [join(root, 'src/index.ts')],
       'coven-automata/testkit': [join(root, 'src/testkit/index.ts')],
       'coven-automata/daemon': [join(root, 'src/daemon/index.ts')],
+      'coven-automata/otel': [join(root, 'src/observability/otel.ts')],
     },
   };
   const program = ts.createProgram(files, options);

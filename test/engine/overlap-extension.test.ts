@@ -67,6 +67,26 @@ describe('x-coven-automata.overlap.v1', () => {
     expect(await w.recorded()).toEqual(['09:15', '09:45', '10:00']);
   });
 
+  test('cancel-other: a slot due while a run is live asks it to cancel (a request the runtime acknowledges), then runs', async () => {
+    const w = await quarterHourly('2026-12-07T08:59:00.000Z', { policy: 'cancel-other' }, 40);
+    await w.runUntil('2026-12-07T10:05:00.000Z');
+    const occurrences = (await w.h.read.occurrences()).sort((a, b) =>
+      String(a.scheduledFor).localeCompare(String(b.scheduledFor)),
+    );
+    expect(occurrences.map((o) => [String(o.scheduledFor).slice(11, 16), o.state])).toEqual([
+      ['09:00', 'cancelled'],
+      ['09:15', 'cancelled'],
+      ['09:30', 'cancelled'],
+      ['09:45', 'cancelled'],
+      ['10:00', 'running'],
+    ]);
+    for (const o of occurrences.slice(0, 4)) {
+      expect(o.cancellation).toMatchObject({ requestedBy: { principalId: 'coven-automata:scheduler' } });
+      expect(validateAgainst('automation-occurrence.schema.json', o).problems).toEqual([]);
+    }
+    expect(await w.skipped()).toEqual([]);
+  });
+
   test('catch-up oldest-first: after an outage, slots within the window run one by one, older ones recorded', async () => {
     // Active from 08:00; the engine's first pass is at 10:05. The window reaches back to 09:05.
     const w = await quarterHourly('2026-12-07T08:00:00.000Z', {
@@ -124,7 +144,7 @@ describe('x-coven-automata.overlap.v1', () => {
     expect((await h.engine.tick()).planned).toBe(0);
   });
 
-  test('is advertised, validated by its schema, and allow and cancel-other are refused in this build', async () => {
+  test('is advertised, validated by its schema, and allow is refused in this build', async () => {
     const h = await harness({ activate: false });
     const create = async (id: string, overlap: unknown) => {
       const extra = { ...scheduledBy(QUARTER_HOURS) };
@@ -141,7 +161,7 @@ describe('x-coven-automata.overlap.v1', () => {
       'accepted',
     );
     expect(await create('side-by-side', { policy: 'allow' })).toBe('CAPABILITY_UNSUPPORTED overlap.allow');
-    expect(await create('cancelling', { policy: 'cancel-other' })).toBe('CAPABILITY_UNSUPPORTED overlap.cancel-other');
+    expect(await create('cancelling', { policy: 'cancel-other' })).toBe('accepted');
     expect(await create('unknown-policy', { policy: 'replace' })).toBe('VALIDATION_FAILED');
     expect(
       await create('huge-window', { policy: 'forbid', catchUp: { windowMinutes: 99_999, order: 'oldest-first' } }),

@@ -20,6 +20,7 @@ const HEAVY = [
   'pino',
   'prom-client',
   'pg',
+  '@opentelemetry/api',
 ];
 /** The project modules the CLI imports only when their command runs. */
 const LAZY = /\/src\/testkit\/|\/src\/cli\/(diagram|inspect|invariants)-command\.ts$/;

@@ -1,4 +1,5 @@
 import { createEngine } from '../../src/engine/engine.js';
+import type { CommitTracing } from '../../src/domain/inspection.js';
 import { extensionTrigger, SCHEDULE_EXTENSION, type ScheduleExtension } from '../../src/schedule/schedule-extension.js';
 import { SimulatedClock } from '../../src/clock/clock.js';
 import { SimulatedRuntime, type SimulatedBehavior } from '../../src/runtime/simulated-runtime.js';
@@ -43,6 +44,8 @@ export interface HarnessOptions<R extends Runtime = SimulatedRuntime> {
   delivery?: OutputDelivery;
   /** The definition's atomic `policies.delivery.outputTarget` (default: none). */
   outputTarget?: string;
+  /** The engine option `tracing`. */
+  tracing?: CommitTracing;
 }
 
 /**
@@ -75,6 +78,7 @@ export async function harness<R extends Runtime = SimulatedRuntime>(options: Har
     newId: () => `store-${++ids}`,
     ...(options.retention === undefined ? {} : { retention: options.retention }),
     ...(options.delivery === undefined ? {} : { delivery: options.delivery }),
+    ...(options.tracing === undefined ? {} : { tracing: options.tracing }),
   });
   const policies = {
     timeout: { perRunMinutes: options.perRunMinutes ?? 30 },
