@@ -5,6 +5,10 @@ import { plannableDefinition } from '../domain/definition-directory.js';
 import { isQuarantined, type EngineServices } from '../domain/services.js';
 import { planSlotOccurrence } from '../domain/slot-occurrence.js';
 import type { CommandContext, CommandOutcome } from './context.js';
+import { PLANNING_LOOKBACK_DAYS } from '../domain/occurrence-input.js';
+import type { SlotSchedule } from '../schedule/zoned-schedule.js';
+
+const DAY_MS = 86_400_000;
 import { commandStep, notFound } from './operator-lookups.js';
 
 /** The most slots one backfill plans: a longer range is several commands, each its own bounded commit. */
@@ -27,7 +31,11 @@ async function backfillable(ctx: CommandContext, automationId: string): Promise<
   return record as DefinitionRecord;
 }
 
-/** The range's bounds as instants: `from` at or before `until`, `until` not after now (the schedule plans those). */
+/**
+ * The range's bounds as instants: `from` at or before `until`, `until` not after now (the schedule plans those), and
+ * `from` within the planning horizon: a slot's fence (its occurrence, then its key) is kept that long after the slot
+ * and may be retired after, so an older slot could be planned a second time.
+ */
 function rangeOf(ctx: CommandContext): { from: number; until: number } {
   const { from, until } = ctx.envelope.payload as { from: string; until: string };
   const range = { from: Date.parse(from), until: Date.parse(until) };
@@ -37,7 +45,26 @@ function rangeOf(ctx: CommandContext): { from: number; until: number } {
     throw new ContractError('VALIDATION_FAILED', `until ${until} is in the future; the schedule plans those slots`, {
       field: 'payload.until',
     });
+  const horizon = Date.parse(ctx.now) - PLANNING_LOOKBACK_DAYS * DAY_MS;
+  if (range.from < horizon)
+    throw new ContractError(
+      'VALIDATION_FAILED',
+      `from ${from} is more than ${PLANNING_LOOKBACK_DAYS} days ago: a slot that old may have run and had its fence ` +
+        'retired, so backfilling it could run it twice',
+      { field: 'payload.from', earliest: new Date(horizon).toISOString() },
+    );
   return range;
+}
+
+/** The schedule's slots in [from, until], oldest first, walked one at a time and stopped past `max`. */
+function slotsIn(schedule: SlotSchedule, from: number, until: number, max: number): Date[] {
+  const slots: Date[] = [];
+  for (let slot = schedule.nextAfter(new Date(from - 1)); slot !== null && slot.getTime() <= until;) {
+    slots.push(slot);
+    if (slots.length > max) break;
+    slot = schedule.nextAfter(slot);
+  }
+  return slots;
 }
 
 /**
@@ -51,12 +78,12 @@ export async function backfill(svc: EngineServices, ctx: CommandContext): Promis
   const record = await backfillable(ctx, automationId);
   const { from, until } = rangeOf(ctx);
   const { terms } = plannableDefinition(record);
-  const slots = svc.schedule(terms).slotsBetween(new Date(from - 1), new Date(until));
+  const slots = slotsIn(svc.schedule(terms), from, until, BACKFILL_MAX_SLOTS);
   if (slots.length > BACKFILL_MAX_SLOTS)
     throw new ContractError(
       'VALIDATION_FAILED',
-      `the range holds ${slots.length} slots; one backfill plans at most ${BACKFILL_MAX_SLOTS}: split it`,
-      { field: 'payload.until', slots: slots.length, max: BACKFILL_MAX_SLOTS },
+      `the range holds more than ${BACKFILL_MAX_SLOTS} slots, the most one backfill plans: split it`,
+      { field: 'payload.until', max: BACKFILL_MAX_SLOTS },
     );
   const step = commandStep(ctx);
   const planned: string[] = [];

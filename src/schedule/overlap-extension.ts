@@ -29,7 +29,13 @@ export function checkOverlapExtension(raw: unknown): void {
       field: `extensions.${OVERLAP_EXTENSION}`,
       problems: verdict.problems.slice(0, 20),
     });
-  const { policy } = raw as OverlapExtension;
+  const { policy, catchUp } = raw as OverlapExtension;
+  if (policy === 'cancel-other' && catchUp !== undefined)
+    throw new ContractError('CAPABILITY_UNSUPPORTED', 'cancel-other with a catch-up window is not supported', {
+      contractProfile: OVERLAP_EXTENSION,
+      variant: 'overlap.cancel-other.catchUp',
+      reason: 'a catch-up window runs missed slots after the live run; cancel-other replaces the live run',
+    });
   const reason = NOT_EXECUTED[policy];
   if (reason !== undefined)
     throw new ContractError('CAPABILITY_UNSUPPORTED', `overlap policy ${policy} is not supported: ${reason}`, {

@@ -60,6 +60,9 @@ function checkDays(rrule: string, freq: string, value: string): void {
       throw malformed(rrule, `BYDAY value ${JSON.stringify(item)} is not a weekday`);
     if (match[1] !== undefined && freq !== 'MONTHLY' && freq !== 'YEARLY')
       throw malformed(rrule, 'ordinal weekdays (2MO, -1FR) need FREQ=MONTHLY or FREQ=YEARLY');
+    const ordinal = Math.abs(Number(match[1] ?? 1));
+    if (ordinal < 1 || ordinal > (freq === 'MONTHLY' ? 5 : 53))
+      throw malformed(rrule, `BYDAY value ${JSON.stringify(item)} has no such week`);
   }
 }
 
@@ -79,6 +82,12 @@ function checkParts(rrule: string, parts: Map<string, string>): string {
   if (parts.has('BYSECOND') && parts.get('BYSECOND') !== '0')
     throw unsupported(rrule, 'rrule.BYSECOND', 'slots are on whole minutes (the minimum interval is one minute)');
   if (parts.has('BYDAY')) checkDays(rrule, freq, parts.get('BYDAY')!);
+  // The pairings RFC 5545 (3.3.10) rules out, which the expander would answer with something arbitrary.
+  if (parts.has('BYWEEKNO') && freq !== 'YEARLY') throw malformed(rrule, 'BYWEEKNO needs FREQ=YEARLY');
+  if (parts.has('BYYEARDAY') && ['DAILY', 'WEEKLY', 'MONTHLY'].includes(freq))
+    throw malformed(rrule, `BYYEARDAY is not allowed with FREQ=${freq}`);
+  if (parts.has('BYMONTHDAY') && freq === 'WEEKLY')
+    throw malformed(rrule, 'BYMONTHDAY is not allowed with FREQ=WEEKLY');
   if (parts.has('WKST') && !(WEEKDAYS as readonly string[]).includes(parts.get('WKST')!))
     throw malformed(rrule, 'WKST is not a weekday');
   return freq;
@@ -127,6 +136,8 @@ export class RfcRule implements WallRule {
     if (parts.has('COUNT') && dtstart === undefined)
       throw malformed(rrule, 'COUNT counts from dtstart: give the extension a dtstart');
     if (parts.has('UNTIL')) parts.set('UNTIL', wallUntil(rrule, parts.get('UNTIL')!, clock));
+    if (dtstart !== undefined && !/T\d{2}:\d{2}(:00)?$/.test(dtstart))
+      throw malformed(rrule, 'dtstart is on a whole minute (slots are)');
     const start = new Date(
       Temporal.PlainDateTime.from(dtstart ?? DEFAULT_START).toZonedDateTime('UTC').epochMilliseconds,
     );
@@ -135,8 +146,7 @@ export class RfcRule implements WallRule {
       rruleString: `DTSTART:${start.toISOString().replace(/[-:]|\.\d{3}/g, '')}\nRRULE:${text}`,
       temporal: Temporal as never,
     });
-    if (this.next(start.getTime() - 1) === null && !parts.has('COUNT') && !parts.has('UNTIL'))
-      throw malformed(rrule, 'it never matches a date');
+    if (this.next(start.getTime() - 1) === null) throw malformed(rrule, 'it never matches a date (after dtstart)');
   }
 
   next(after: WallMs): WallMs | null {

@@ -17,10 +17,11 @@ export const SCHEDULER_PRINCIPAL = { principalId: 'coven-automata:scheduler' };
 /**
  * Whether a newer slot of the automation is due and waiting too: under cancel-other the newest due slot is the one
  * that runs, so an older waiting one gives way (skipped as overlapping) instead of starting only to be cancelled.
+ * Backfilled slots are not "newer": they wait their turn and replace nothing.
  */
 export async function newerWaiting(tx: StepContext['tx'], occurrence: OccurrenceRecord, now: number): Promise<boolean> {
   const { automationId, scheduledFor } = occurrence.data.attributes;
-  return (await tx.liveWork(KINDS.occurrence, { automationId })).some(
+  const newer = (await tx.liveWork(KINDS.occurrence, { automationId })).filter(
     (work) =>
       work.id !== occurrence.id &&
       (work.state === OccurrenceState.planned || work.state === OccurrenceState.eligible) &&
@@ -28,6 +29,8 @@ export async function newerWaiting(tx: StepContext['tx'], occurrence: Occurrence
       work.scheduledFor > scheduledFor &&
       Date.parse(work.scheduledFor) <= now,
   );
+  for (const work of newer) if ((await loadOccurrence(tx, work.id)).data.attributes.backfill === undefined) return true;
+  return false;
 }
 
 /**

@@ -137,7 +137,8 @@ export async function claimWhenEligible(
 
   const waits = waitsItsTurn(occurrence, definition);
   if (waits && (await olderWaiting(step.tx, occurrence, now))) return false;
-  const replaces = cancelsOther(definition) && attributes.activeRunRef === undefined;
+  const replaces =
+    cancelsOther(definition) && attributes.activeRunRef === undefined && attributes.backfill === undefined;
   if (replaces && (await newerWaiting(step.tx, occurrence, now)))
     return skipOverlapping(step, occurrenceId, 'a newer slot of the automation is due and replaces it');
   const live = await liveWorkOf(step.tx, attributes.automationId, occurrenceId);

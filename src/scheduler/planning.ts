@@ -7,7 +7,7 @@ import { KINDS } from '../domain/records.js';
 import { isQuarantined, type EngineServices } from '../domain/services.js';
 import { WorkPartition } from '../domain/work-partition.js';
 import { planSlotOccurrence, slotReads } from '../domain/slot-occurrence.js';
-import { chooseDueSlot, overlapOf, waitsWhileBusy } from '../schedule/overlap-extension.js';
+import { chooseDueSlot, overlapOf, waitsWhileBusy, type OverlapExtension } from '../schedule/overlap-extension.js';
 import type { PlannableDefinition, PlanningTerms } from '../domain/definition-directory.js';
 import { PLANNING_LOOKBACK_DAYS, occurrenceIdFor, occurrenceKeyFor } from '../domain/occurrence-input.js';
 import type { LaunchOutcome } from '../domain/launch-outcome.js';
@@ -38,9 +38,9 @@ export async function planLatestSlot(
     planningBase(plannable, cursor?.data.lastSlot),
     now.getTime() - PLANNING_LOOKBACK_DAYS * DAY_MS,
   );
-  const slots = dueSlots(svc, definition, lowerBound, now.getTime());
-  if (slots.length === 0) return undefined;
   const overlap = overlapOf(definition);
+  const slots = candidateSlots(svc, definition, overlap, lowerBound, now.getTime());
+  if (slots.length === 0) return undefined;
   if (waitsWhileBusy(overlap) && (await step.tx.liveWork(KINDS.occurrence, { automationId })).length > 0)
     return undefined;
   const { plan: latest, passedOver } = chooseDueSlot(slots, now.getTime(), overlap);
@@ -64,7 +64,11 @@ export async function planLatestSlot(
 
   const collapsed = passedOver.map((d) => d.toISOString());
   const occurrenceId = await planSlotOccurrence(step, definition, latest, { collapsed: collapsed.length > 0 });
-  if (occurrenceId === undefined) return undefined;
+  if (occurrenceId === undefined) {
+    // The slot was taken (a backfill, another engine): the slots passed over for it are recorded all the same.
+    if (collapsed.length > 0) await recordMisfire(step, automationId, undefined, latest, collapsed);
+    return undefined;
+  }
   if (collapsed.length > 0) await recordMisfire(step, automationId, occurrenceId, latest, collapsed);
   return occurrenceId;
 }
@@ -82,7 +86,7 @@ async function recordMisfire(
 ): Promise<void> {
   const summary =
     occurrenceId === undefined
-      ? `${collapsed.length} missed slot(s) of ${automationId} up to ${latest.toISOString()} beyond its catch-up window`
+      ? `${collapsed.length} missed slot(s) of ${automationId} up to ${latest.toISOString()} not run`
       : `${collapsed.length} missed slot(s) of ${automationId} collapsed into ${latest.toISOString()}`;
   await appendEvent(step.tx, step.feed, {
     stream:
@@ -93,6 +97,26 @@ async function recordMisfire(
     automationId,
     ...(occurrenceId === undefined ? {} : { occurrenceId }),
   });
+}
+
+/**
+ * The due slots planning chooses among: all of (after, now], or, catching up oldest first, those before the window and
+ * the first within it — each pass plans one, so expanding the whole window at every pass would cost its square.
+ */
+function candidateSlots(
+  svc: EngineServices,
+  definition: PlanningTerms,
+  overlap: OverlapExtension | undefined,
+  after: number,
+  now: number,
+): Date[] {
+  const catchUp = overlap?.catchUp;
+  if (catchUp?.order !== 'oldest-first') return dueSlots(svc, definition, after, now);
+  const windowStart = now - catchUp.windowMinutes * 60_000;
+  const schedule = svc.schedule(definition);
+  const beyond = after < windowStart - 1 ? schedule.slotsBetween(new Date(after), new Date(windowStart - 1)) : [];
+  const first = schedule.nextAfter(new Date(Math.max(after, windowStart - 1)));
+  return first !== null && first.getTime() <= now ? [...beyond, first] : beyond;
 }
 
 /**

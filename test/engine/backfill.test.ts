@@ -65,7 +65,7 @@ describe('x-coven-automata.definition.backfill.v1', () => {
         expect(o.state).toBe(OccurrenceState.succeeded);
         expect(validateAgainst('automation-occurrence.schema.json', o).problems).toEqual([]);
       }
-      // The schedule's own slot (03-06, planned at the first pass) ran first; the backfill after it, oldest first.
+      // Activated at 12:00, the schedule has no due slot of its own here: the backfill runs alone, oldest first.
       const fromBackfill = claimedOrder.filter((at) => at <= '2026-03-04T09:00:00.000Z');
       expect(fromBackfill).toEqual([...fromBackfill].sort());
       expect(fromBackfill).toHaveLength(7);
@@ -83,7 +83,11 @@ describe('x-coven-automata.definition.backfill.v1', () => {
       { from: '2026-03-03T00:00:00Z', until: '2026-03-01T00:00:00Z' },
       'VALIDATION_FAILED',
     ],
-    ['more than 500 slots', { from: '2024-01-01T00:00:00Z', until: '2026-03-01T00:00:00Z' }, 'VALIDATION_FAILED'],
+    [
+      'a range reaching past the planning horizon',
+      { from: '2026-02-01T00:00:00Z', until: '2026-02-25T00:00:00Z' },
+      'VALIDATION_FAILED',
+    ],
     [
       'an unknown field',
       { from: '2026-03-01T00:00:00Z', until: '2026-03-02T00:00:00Z', all: true },
@@ -95,6 +99,46 @@ describe('x-coven-automata.definition.backfill.v1', () => {
     const response = await h.engine.commands.handle(command(BACKFILL, { automationId: 'daily', ...range }));
     expect(response.error?.code).toBe(code);
     expect(await h.read.occurrences()).toEqual([]);
+  });
+
+  test('refuses more than 500 slots, without expanding the whole range', async () => {
+    const h = await harness({ start: '2026-03-06T12:00:00.000Z', schedule: { cron: '* * * * *', timezone: 'utc' } });
+    const range = { automationId: 'daily', from: '2026-02-20T12:00:00Z', until: '2026-03-06T11:00:00Z' };
+    const started = performance.now();
+    const response = await h.engine.commands.handle(command(BACKFILL, range));
+    expect(response.error).toMatchObject({ code: 'VALIDATION_FAILED', details: { max: 500 } });
+    // 20,000 minutes in the range; walking 501 of them is what a refusal may cost.
+    expect(performance.now() - started).toBeLessThan(5_000);
+    expect(await h.read.occurrences()).toEqual([]);
+  });
+
+  test('under cancel-other, backfilled slots wait their turn and all run: none replaces another', async () => {
+    const h = await harness({
+      start: '2026-03-06T12:00:00.000Z',
+      extensions: { 'x-coven-automata.overlap.v1': { policy: 'cancel-other' } },
+    });
+    const range = { automationId: 'daily', from: '2026-03-01T00:00:00Z', until: '2026-03-03T23:59:59Z' };
+    await h.ok(command(BACKFILL, range));
+    for (let minute = 0; minute < 30; minute++) {
+      h.clock.advance({ minutes: 1 });
+      await h.engine.tick();
+    }
+    const states = (await h.read.occurrences())
+      .map((o) => `${String(o.scheduledFor).slice(5, 10)} ${String(o.state)}`)
+      .sort();
+    expect(states).toEqual(['03-01 succeeded', '03-02 succeeded', '03-03 succeeded']);
+  });
+
+  test('a due slot a backfill already took still records the older slots planning passed over', async () => {
+    const h = await harness({ start: '2026-03-02T08:00:00.000Z' });
+    h.clock.set('2026-03-04T12:00:00.000Z');
+    // Active since 03-02 08:00 and never planned: 03-02, 03-03 and 03-04 09:00 are due; the backfill takes 03-04.
+    await h.ok(
+      command(BACKFILL, { automationId: 'daily', from: '2026-03-04T09:00:00Z', until: '2026-03-04T09:00:00Z' }),
+    );
+    await h.engine.tick();
+    const misfire = (await h.read.feed()).find((e) => e.kind === 'occurrence.misfire_recorded');
+    expect(misfire?.payload.collapsedSlots).toEqual(['2026-03-02T09:00:00.000Z', '2026-03-03T09:00:00.000Z']);
   });
 
   test('refuses a definition that is not active, or unknown', async () => {

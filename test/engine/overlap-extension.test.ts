@@ -164,6 +164,12 @@ describe('x-coven-automata.overlap.v1', () => {
     expect(await create('cancelling', { policy: 'cancel-other' })).toBe('accepted');
     expect(await create('unknown-policy', { policy: 'replace' })).toBe('VALIDATION_FAILED');
     expect(
+      await create('cancel-and-catch-up', {
+        policy: 'cancel-other',
+        catchUp: { windowMinutes: 60, order: 'oldest-first' },
+      }),
+    ).toBe('CAPABILITY_UNSUPPORTED overlap.cancel-other.catchUp');
+    expect(
       await create('huge-window', { policy: 'forbid', catchUp: { windowMinutes: 99_999, order: 'oldest-first' } }),
     ).toBe('VALIDATION_FAILED');
     expect(SCHEDULE_EXTENSION).not.toBe(OVERLAP_EXTENSION);
