@@ -1,7 +1,6 @@
 import { CronExpressionParser, type CronExpression } from 'cron-parser';
-import { ContractError } from '../contract/errors.js';
 import type { WallMs } from './wall-clock.js';
-import { SCHEDULE_EXTENSION, type WallRule } from './wall-rule.js';
+import { formRefusals, type WallRule } from './wall-rule.js';
 
 /** Macros cron-parser knows whose slots are at least a minute apart; `@secondly` is below the minimum interval. */
 const MACROS = [
@@ -16,15 +15,7 @@ const MACROS = [
   '@weekends',
 ];
 
-const field = `extensions.${SCHEDULE_EXTENSION}.cron`;
-const malformed = (cron: string, why: string) =>
-  new ContractError('VALIDATION_FAILED', `cron ${JSON.stringify(cron)} is malformed: ${why}`, { field, reason: why });
-const unsupported = (cron: string, variant: string, why: string) =>
-  new ContractError('CAPABILITY_UNSUPPORTED', `cron ${JSON.stringify(cron)} uses ${variant}: ${why}`, {
-    contractProfile: SCHEDULE_EXTENSION,
-    variant,
-    reason: why,
-  });
+const { malformed, unsupported } = formRefusals('cron');
 
 /** Refuses what the schedule does not take before the library sees it: seconds, hashed (random) fields, 4 fields. */
 function checkShape(cron: string): void {

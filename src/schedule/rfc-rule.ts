@@ -1,9 +1,8 @@
 import { RRuleTemporal } from 'rrule-temporal';
 import { Temporal } from 'temporal-polyfill';
-import { ContractError } from '../contract/errors.js';
 import { WEEKDAYS } from './rrule.js';
 import type { WallClock, WallMs } from './wall-clock.js';
-import { SCHEDULE_EXTENSION, type WallRule } from './wall-rule.js';
+import { formRefusals, type WallRule } from './wall-rule.js';
 
 const FREQUENCIES = ['MINUTELY', 'HOURLY', 'DAILY', 'WEEKLY', 'MONTHLY', 'YEARLY'];
 /** BY* parts and their value ranges; a negative value counts from the end where RFC 5545 allows it. */
@@ -20,15 +19,7 @@ const OTHER_PARTS = ['FREQ', 'INTERVAL', 'COUNT', 'UNTIL', 'BYSECOND', 'BYDAY', 
 /** DTSTART when the extension names none: midnight, so a rule's minute and second default to 0. */
 const DEFAULT_START = '2000-01-01T00:00:00';
 
-const field = `extensions.${SCHEDULE_EXTENSION}.rrule`;
-const malformed = (rrule: string, why: string) =>
-  new ContractError('VALIDATION_FAILED', `rrule ${JSON.stringify(rrule)} is malformed: ${why}`, { field, reason: why });
-const unsupported = (rrule: string, variant: string, why: string) =>
-  new ContractError('CAPABILITY_UNSUPPORTED', `rrule ${JSON.stringify(rrule)} uses ${variant}: ${why}`, {
-    contractProfile: SCHEDULE_EXTENSION,
-    variant,
-    reason: why,
-  });
+const { malformed, unsupported } = formRefusals('rrule');
 
 function splitParts(rrule: string): Map<string, string> {
   const parts = new Map<string, string>();
