@@ -1,7 +1,8 @@
 import { OccurrenceState } from '../../machines/index.js';
 import type { DoctorView, OccurrenceView } from './doctor-view.js';
 
-const WAITING = new Set<string>([OccurrenceState.planned, OccurrenceState.eligible]);
+/** Occurrence states that wait to be claimed. */
+export const WAITING: ReadonlySet<string> = new Set<string>([OccurrenceState.planned, OccurrenceState.eligible]);
 
 /** Automations with an occurrence not yet terminal: their slots that wait while they are busy are not late. */
 export function busyAutomations(view: DoctorView): Set<string> {

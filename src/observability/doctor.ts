@@ -4,7 +4,7 @@ import { authorityFindings, unresolvedRefusals } from './doctor-authority.js';
 import { FINDINGS, SURFACE, type FindingCode, type Severity } from './doctor-steps.js';
 import { AttemptState, DefinitionState, OccurrenceState, RunState } from '../../machines/index.js';
 import type { DoctorView, OccurrenceView, RunView } from './doctor-view.js';
-import { busyAutomations, waitsItsTurn } from './doctor-waiting.js';
+import { busyAutomations, WAITING, waitsItsTurn } from './doctor-waiting.js';
 
 /** What only a running scheduler (the daemon) knows; everything else the doctor reads from the store. */
 export interface SchedulerFacts {
@@ -61,7 +61,6 @@ export const REPEATED_FAILURES = 3;
 /** Subject ids listed per finding; the observation always gives the full count. */
 const SUBJECTS_SHOWN = 50;
 
-const WAITING = new Set<string>([OccurrenceState.planned, OccurrenceState.eligible]);
 const LEASED = new Set<string>([OccurrenceState.claimed, OccurrenceState.dispatching, OccurrenceState.running]);
 const SETTLED_FAILED = new Set<string>([
   OccurrenceState.failed,

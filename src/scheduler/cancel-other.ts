@@ -1,4 +1,4 @@
-import { AttemptState, OccurrenceState } from '../../machines/index.js';
+import { AttemptState } from '../../machines/index.js';
 import { updateEntityAttributes } from '../actors/entity-transition.js';
 import { loadAttempt, loadOccurrence, loadRun } from '../domain/entities.js';
 import type { StepContext } from '../domain/lifecycle.js';
@@ -10,6 +10,7 @@ import {
   type OccurrenceRecord,
 } from '../domain/records.js';
 import type { EngineServices } from '../domain/services.js';
+import { waitingSiblings } from './waiting-slots.js';
 
 /** Who a cancellation the overlap extension's cancel-other asks for is recorded as requested by. */
 export const SCHEDULER_PRINCIPAL = { principalId: 'coven-automata:scheduler' };
@@ -20,16 +21,8 @@ export const SCHEDULER_PRINCIPAL = { principalId: 'coven-automata:scheduler' };
  * Backfilled slots are not "newer": they wait their turn and replace nothing.
  */
 export async function newerWaiting(tx: StepContext['tx'], occurrence: OccurrenceRecord, now: number): Promise<boolean> {
-  const { automationId, scheduledFor } = occurrence.data.attributes;
-  const newer = (await tx.liveWork(KINDS.occurrence, { automationId })).filter(
-    (work) =>
-      work.id !== occurrence.id &&
-      (work.state === OccurrenceState.planned || work.state === OccurrenceState.eligible) &&
-      work.scheduledFor !== null &&
-      work.scheduledFor > scheduledFor &&
-      Date.parse(work.scheduledFor) <= now,
-  );
-  for (const work of newer) if ((await loadOccurrence(tx, work.id)).data.attributes.backfill === undefined) return true;
+  for (const work of await waitingSiblings(tx, occurrence, now, 'after'))
+    if ((await loadOccurrence(tx, work.id)).data.attributes.backfill === undefined) return true;
   return false;
 }
 

@@ -3,6 +3,7 @@ import type { PlannableDefinition } from '../domain/definition-directory.js';
 import { moveEntity, type StepContext } from '../domain/lifecycle.js';
 import { KINDS, type OccurrenceAttributes, type OccurrenceRecord } from '../domain/records.js';
 import { overlapOf, waitsWhileBusy } from '../schedule/overlap-extension.js';
+import type { LiveWork } from '../store/store.js';
 
 /**
  * Whether an occurrence that finds its automation busy waits its turn (stays eligible) instead of being skipped as
@@ -16,24 +17,32 @@ export const cancelsOther = (definition: PlannableDefinition): boolean =>
   overlapOf(definition.terms)?.policy === 'cancel-other';
 
 /**
- * Whether an older slot of the automation is due and waiting too (planned or eligible): waiting slots run oldest
- * first, whichever of them a pass (or an engine) happens to look at first.
+ * The other slots of the occurrence's automation that are due and waiting (planned or eligible), older (`before`)
+ * or newer than it: the live-work index read once, for {@link olderWaiting} and cancel-other's newer slots.
  */
-export async function olderWaiting(
+export async function waitingSiblings(
   reader: StepContext['tx'],
   occurrence: OccurrenceRecord,
   now: number,
-): Promise<boolean> {
+  side: 'before' | 'after',
+): Promise<LiveWork[]> {
   const { automationId, scheduledFor } = occurrence.data.attributes;
-  return (await reader.liveWork(KINDS.occurrence, { automationId })).some(
+  return (await reader.liveWork(KINDS.occurrence, { automationId })).filter(
     (work) =>
       work.id !== occurrence.id &&
       (work.state === OccurrenceState.planned || work.state === OccurrenceState.eligible) &&
       work.scheduledFor !== null &&
-      work.scheduledFor < scheduledFor &&
+      (side === 'before' ? work.scheduledFor < scheduledFor : work.scheduledFor > scheduledFor) &&
       Date.parse(work.scheduledFor) <= now,
   );
 }
+
+/**
+ * Whether an older slot of the automation is due and waiting too: waiting slots run oldest first, whichever of them
+ * a pass (or an engine) happens to look at first.
+ */
+export const olderWaiting = async (reader: StepContext['tx'], occurrence: OccurrenceRecord, now: number) =>
+  (await waitingSiblings(reader, occurrence, now, 'before')).length > 0;
 
 /** Skips an occurrence that overlaps its automation's work (the contract's misfire transition), saying why. */
 export async function skipOverlapping(step: StepContext, occurrenceId: string, why: string): Promise<false> {
