@@ -176,6 +176,9 @@ export {
   type ScheduleTerms,
 } from './schedule/schedule-extension.js';
 export type { SlotSchedule } from './schedule/zoned-schedule.js';
+export { OVERLAP_EXTENSION, type OverlapExtension } from './schedule/overlap-extension.js';
+export { LIMITS_EXTENSION, type FlowLimits, type LimitsExtension, type RateLimit } from './domain/flow-limits.js';
+export { flowReport, type FlowReport, type GateReport } from './domain/flow-report.js';
 export { occurrenceSpanIdOf, traceIdOf, traceparentOf } from './runtime/trace-context.js';
 export type { CommitTracing } from './domain/inspection.js';
 export { parseRrule, type ScheduleRule } from './schedule/rrule.js';

@@ -20,6 +20,9 @@ const HELP: Readonly<Record<string, { what?: string; example: string }>> = {
     example: 'coven-automata backfill daily-notes --from 2026-12-01T00:00:00Z --until 2026-12-03T23:59:59Z',
   },
   retry: { example: 'coven-automata retry run-occ-manual-1f2e…' },
+  limits: { example: 'coven-automata limits show' },
+  'limits show': { example: 'coven-automata limits show --json' },
+  'limits set': { example: 'coven-automata limits set -f examples/limits.json --expect-revision 0' },
   recover: {
     example: 'coven-automata recover occ-1f2e… --determination failed_deterministic --statement "the job never ran"',
   },

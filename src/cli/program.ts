@@ -13,6 +13,7 @@ import { registerLogsCommand } from './logs-command.js';
 import { registerNextCommand } from './next-command.js';
 import { registerOccurrenceReads } from './occurrence-commands.js';
 import { registerOperatorCommands } from './operator-commands.js';
+import { registerLimitsCommands } from './limits-command.js';
 import { registerCompletionCommand } from './completion-command.js';
 import { addHelpExamples } from './help-examples.js';
 import { programKit } from './program-kit.js';
@@ -119,6 +120,7 @@ function registerSubcommands(program: Command): void {
   const kit = programKit(program);
   registerDefinitionCommands(kit);
   registerOperatorCommands(kit);
+  registerLimitsCommands(kit);
   registerListCommand(kit);
   registerDefinitionReads(kit);
   registerRunReads(kit);

@@ -4,6 +4,7 @@ import type { RetentionClass } from '../retention/policy.js';
 import { FunctionRuntime, type FunctionResult } from '../runtime/function-runtime.js';
 import type { LaunchRequest } from '../runtime/runtime.js';
 import { parseRrule } from '../schedule/rrule.js';
+import { LIMITS_EXTENSION, type LimitsExtension } from '../domain/flow-limits.js';
 import { extensionTrigger, SCHEDULE_EXTENSION } from '../schedule/schedule-extension.js';
 
 /** The approval policy a built definition binds unless it names its own. */
@@ -45,6 +46,11 @@ export interface AutomationOptions {
   retention?: RetentionClass;
   /** The principal recorded as the definition's creator; `sdk` by default. */
   createdBy?: string;
+  /**
+   * Flow control (x-coven-automata.limits.v1, docs/flow-control.md): the tags whose store-wide caps and rate limits
+   * its runs count against, its priority among work waiting at a limit, and a rate limit of its own.
+   */
+  limits?: LimitsExtension;
 }
 
 /** An automation that asks a registered runtime to run a prompt. */
@@ -94,6 +100,15 @@ function scheduleOf(spec: ScheduleSpec): Pick<AutomationDefinition, 'trigger' | 
   return { trigger: extensionTrigger(timezone), extensions: { [SCHEDULE_EXTENSION]: extension } };
 }
 
+/** The trigger and extensions, with the limits extension beside the schedule's when there are limits. */
+function withLimits(
+  scheduled: Pick<AutomationDefinition, 'trigger' | 'extensions'>,
+  limits: LimitsExtension | undefined,
+): Pick<AutomationDefinition, 'trigger' | 'extensions'> {
+  if (limits === undefined) return scheduled;
+  return { ...scheduled, extensions: { ...scheduled.extensions, [LIMITS_EXTENSION]: limits } };
+}
+
 function isV1Rule(rrule: string): boolean {
   try {
     parseRrule(rrule);
@@ -116,7 +131,7 @@ function bodyOf(spec: AutomationSpec): Omit<AutomationDefinition, 'integrity'> {
     revision: 1,
     lifecycleState: 'draft',
     display,
-    ...scheduleOf(spec.schedule),
+    ...withLimits(scheduleOf(spec.schedule), spec.limits),
     action: {
       variant: 'familiarInvocation',
       version: 1,
@@ -166,6 +181,7 @@ function bodyOf(spec: AutomationSpec): Omit<AutomationDefinition, 'integrity'> {
  *   schedule: { cron: '*\/15 * * * *', timezone: 'Europe/Berlin' },
  *   prompt: 'Jot down what changed.',
  *   runtime: 'coven-code',
+ *   limits: { tags: ['notes'], priority: 5, rate: { limit: 4, perMinutes: 60 } },
  * });
  * ```
  */

@@ -33,6 +33,8 @@ import {
   type TypedCommandEnvelope,
 } from './envelope.js';
 import { AUTHORITY_COMMANDS } from './authority-commands.js';
+import { setFlowLimits } from './flow-limits-commands.js';
+import { flowReport } from '../domain/flow-report.js';
 import { importLegacy } from './legacy-import.js';
 import { PRIVACY_COMMANDS } from './erase-definition.js';
 import type { ReadCaller } from '../domain/read-acl.js';
@@ -201,6 +203,8 @@ export class CommandHandler {
         };
         return { ...(await this.changefeed.read(stream, options)) };
       }
+      case 'x-coven-automata.limits.get.v1':
+        return { ...(await this.store.read((r) => flowReport(r, this.clock.now().getTime(), hidden))) };
       default: {
         const diagnostic = DIAGNOSTIC_READS[envelope.command as DiagnosticCommand] as DiagnosticRead | undefined;
         if (diagnostic !== undefined) return diagnostic({ store: this.store, clock: this.clock, hidden }, p);
@@ -215,6 +219,7 @@ export class CommandHandler {
     if (envelope.command === 'definition.create.v1') return createDefinition;
     if (envelope.command === 'definition.revise.v1') return reviseDefinition;
     if (envelope.command === 'legacy.import.v1') return importLegacy;
+    if (envelope.command === 'x-coven-automata.limits.set.v1') return setFlowLimits;
     const registry =
       AUTHORITY_COMMANDS[envelope.command] ?? PRIVACY_COMMANDS[envelope.command] ?? READ_ACL_COMMANDS[envelope.command];
     if (registry !== undefined) return registry;

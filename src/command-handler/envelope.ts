@@ -35,7 +35,8 @@ export const CONTRACT_COMMANDS = [
  * `authority.*` and `approval.*` commands manage the Runtime Authority registry (familiars, runtime
  * capabilities, the service's availability, single-use approvals); `definition.erase`
  * removes a definition's prompt and working directory for good (privacy) and tombstones it; the `acl.*` commands
- * restrict who reads an automation (domain/read-acl.ts).
+ * restrict who reads an automation (domain/read-acl.ts); `limits.set` sets the store-wide caps and rate limits
+ * (domain/flow-limits.ts).
  */
 export const EXTENSION_COMMANDS = [
   'x-coven-automata.definition.reenable.v1',
@@ -51,6 +52,7 @@ export const EXTENSION_COMMANDS = [
   'x-coven-automata.acl.grant.v1',
   'x-coven-automata.acl.revoke.v1',
   'x-coven-automata.acl.lift.v1',
+  'x-coven-automata.limits.set.v1',
 ] as const;
 
 /**
@@ -68,9 +70,10 @@ export const DIAGNOSTIC_COMMANDS = [
 
 /**
  * Reads this engine adds under its own namespace: `run.output` answers what an attempt's session printed (the
- * CLI's `logs`), judged by the read ACL like `run.get.v1` and answered from the runtime's evidence.
+ * CLI's `logs`), judged by the read ACL like `run.get.v1` and answered from the runtime's evidence; `limits.get`
+ * answers the store-wide limits and what each gate holds (the CLI's `limits`).
  */
-export const EXTENSION_READS = ['x-coven-automata.run.output.v1'] as const;
+export const EXTENSION_READS = ['x-coven-automata.run.output.v1', 'x-coven-automata.limits.get.v1'] as const;
 
 export type ContractCommand = (typeof CONTRACT_COMMANDS)[number];
 export type DiagnosticCommand = (typeof DIAGNOSTIC_COMMANDS)[number];

@@ -8,6 +8,7 @@ import {
   revisionId,
   type DefinitionRecord,
 } from '../domain/definition-records.js';
+import { passFlowGates } from '../domain/flow-gates.js';
 import { createExecutionEntity, liveWorkOf, type StepContext } from '../domain/lifecycle.js';
 import { occurrenceInput } from '../domain/occurrence-input.js';
 import { KINDS, type OccurrenceAttributes } from '../domain/records.js';
@@ -84,6 +85,30 @@ async function createManualOccurrence(
 }
 
 /**
+ * A manual run counts against the automation's limits (x-coven-automata.limits.v1) like a scheduled claim, but is
+ * never queued: a cap or rate limit that holds it back refuses the command (retryable), nothing written.
+ */
+async function admitManualRun(ctx: CommandContext, occurrenceId: string, definition: AutomationDefinition) {
+  const admission = await passFlowGates(
+    ctx.tx,
+    { occurrenceId, terms: definition, dueAt: ctx.now, manual: true },
+    ctx.now,
+  );
+  if (admission.admitted) return;
+  const gates = admission.refused.map((v) => `${v.key} (${v.refusal === 'rate' ? 'rate limit spent' : 'cap full'})`);
+  throw new ContractError(
+    'CONCURRENCY_LIMIT',
+    `automation ${definition.automationId} is held back by ${gates.join(', ')}; try again later`,
+    {
+      automationId: definition.automationId,
+      gates: admission.refused.map((v) => ({ key: v.key, refusal: v.refusal })),
+      ...(admission.retryAt === undefined ? {} : { retryAfter: new Date(admission.retryAt).toISOString() }),
+    },
+    { retryable: true },
+  );
+}
+
+/**
  * What a manual run reads before it writes: the automation's live occurrences (its overlap check) and the
  * revision its launch pins, at the revision this engine last saw the definition at (a stale guess costs a row).
  */
@@ -116,6 +141,7 @@ export async function runNow(
     automationId,
     definitionRecord.data.attributes.definition,
   );
+  await admitManualRun(ctx, occurrenceId, definitionRecord.data.attributes.definition);
   const leaseExpiresAt = await svc.actors.scheduler.claimForManualRun(svc, s, occurrenceId);
   const dispatched: StepContext = { tx: ctx.tx, feed: ctx.feed, now: ctx.now, committed: [], afterCommit: [] };
   const launch = await launches.queue(dispatched, occurrenceId);

@@ -79,6 +79,25 @@ export const CAPABILITY_PROFILE = {
         'latest-only}: slots missed within the window run when the automation is free, older ones are recorded ' +
         'and skipped; allow is refused (CAPABILITY_UNSUPPORTED)',
     },
+    {
+      name: 'x-coven-automata.limits.v1',
+      carriedIn: 'definition.extensions',
+      schema: 'spec/coven-automata/v1/limits-extension.schema.json',
+      notes:
+        'tags (the store-wide caps and rate limits a claim counts against), priority (-1000..1000: among work ' +
+        'waiting on one limit, the higher is claimed first, then the earlier due) and a rate limit of the ' +
+        'automation ({limit, perMinutes}); work a limit holds back stays eligible and is claimed when it lets it ' +
+        'through; a run-now a limit refuses is CONCURRENCY_LIMIT (429, retryable)',
+    },
+    {
+      name: 'x-coven-automata.limits.set.v1',
+      carriedIn: 'command',
+      schema: 'spec/coven-automata/v1/flow-limits.schema.json',
+      notes:
+        'store-wide caps on sessions in flight per runtime and per tag, and rate limits per tag, held by every ' +
+        'engine of the store (each claim under a limit writes its gate record, so concurrent claims conflict); ' +
+        'x-coven-automata.limits.get.v1 reads them with what each gate holds',
+    },
   ],
   refused: [
     { variant: 'trigger.webhook', reason: 'not a v1 trigger' },

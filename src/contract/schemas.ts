@@ -69,7 +69,11 @@ export function validateAgainst(schema: SchemaName, value: unknown): SchemaVerdi
 }
 
 /** This engine's own extension schemas (spec/coven-automata/v1), by file name. */
-export type ExtensionSchemaName = 'schedule-extension.schema.json' | 'overlap-extension.schema.json';
+export type ExtensionSchemaName =
+  | 'schedule-extension.schema.json'
+  | 'overlap-extension.schema.json'
+  | 'limits-extension.schema.json'
+  | 'flow-limits.schema.json';
 
 const EXTENSION_SCHEMA_DIR = join('spec', 'coven-automata', 'v1');
 const extensionValidators = new Map<ExtensionSchemaName, ValidateFunction>();

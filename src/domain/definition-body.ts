@@ -6,6 +6,7 @@ import { checkScheduleTerms, scheduleExtensionOf } from '../schedule/schedule-ex
 import { checkOverlapExtension, OVERLAP_EXTENSION } from '../schedule/overlap-extension.js';
 import { negotiateDefinition, refuseUnexecutedShapes, refuseUnknownExtensions } from '../contract/capabilities.js';
 import { AUTHORITY_EXTENSION, checkBinding } from './authority.js';
+import { checkLimitsExtension, LIMITS_EXTENSION } from './flow-limits.js';
 
 export type LifecycleState = 'draft' | 'paused' | 'active' | 'disabled' | 'invalid';
 
@@ -97,6 +98,8 @@ export function checkCapabilities(definition: AutomationDefinition): void {
   } else checkScheduleTerms(definition);
   const overlap = definition.extensions?.[OVERLAP_EXTENSION];
   if (overlap !== undefined) checkOverlapExtension(overlap);
+  const limits = definition.extensions?.[LIMITS_EXTENSION];
+  if (limits !== undefined) checkLimitsExtension(limits);
   checkAuthorityBinding(definition);
 }
 

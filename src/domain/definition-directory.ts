@@ -6,14 +6,18 @@ import { SCHEDULE_EXTENSION, scheduleExtensionOf } from '../schedule/schedule-ex
 import { OVERLAP_EXTENSION, overlapOf } from '../schedule/overlap-extension.js';
 import type { StoreTransaction } from '../store/store.js';
 import { VersionedRecords } from './versioned-records.js';
+import { LIMITS_EXTENSION, limitsOf } from './flow-limits.js';
 import { DEFINITION_KIND, type DefinitionRecord } from './definition-records.js';
 
 /** The terms of a definition revision that planning pins on an occurrence. */
-export type PlanningTerms = Pick<AutomationDefinition, 'automationId' | 'revision' | 'integrity' | 'trigger'> & {
+export type PlanningTerms = Pick<
+  AutomationDefinition,
+  'automationId' | 'revision' | 'integrity' | 'trigger' | 'runtimeRequirements'
+> & {
   policies: Pick<AutomationDefinition['policies'], 'timeout' | 'retry'>;
   /**
-   * Only the Runtime Authority binding (it decides whether runs may be held for an operator) and the schedule and
-   * overlap extensions, when the definition has them.
+   * Only the Runtime Authority binding (it decides whether runs may be held for an operator) and the schedule,
+   * overlap and limits extensions, when the definition has them.
    */
   extensions?: AutomationDefinition['extensions'];
 };
@@ -39,6 +43,7 @@ function planningExtensions(d: AutomationDefinition): Pick<PlanningTerms, 'exten
     [AUTHORITY_EXTENSION]: bindingOf(d),
     [SCHEDULE_EXTENSION]: scheduleExtensionOf(d),
     [OVERLAP_EXTENSION]: overlapOf(d),
+    [LIMITS_EXTENSION]: limitsOf(d),
   });
   const extensions = Object.fromEntries(kept.filter(([, value]) => value !== undefined));
   return Object.keys(extensions).length === 0 ? {} : { extensions };
@@ -57,6 +62,7 @@ export function plannableDefinition(record: DefinitionRecord): PlannableDefiniti
       integrity: d.integrity,
       trigger: d.trigger,
       policies: { timeout: d.policies.timeout, retry: d.policies.retry },
+      ...(d.runtimeRequirements === undefined ? {} : { runtimeRequirements: d.runtimeRequirements }),
       ...planningExtensions(d),
     },
     plannableAfter: Date.parse(attributes.scheduleEffectiveFrom ?? attributes.createdAt) - 1,

@@ -14,6 +14,7 @@ import { VersionedRecords } from './versioned-records.js';
 import { isoNow, type Clock } from '../clock/clock.js';
 import type { StepContext } from './lifecycle.js';
 import { KINDS } from './records.js';
+import { WaitingWork } from './flow-limits.js';
 import type { CommitTracing, CommittedTransition } from './inspection.js';
 import { DEFINITION_KIND, type DefinitionAttributes, type DefinitionRecord } from './definition-records.js';
 
@@ -86,6 +87,8 @@ export class EngineServices {
   /** The scheduler generation this instance acquired on its first pass (scheduler-generation.ts). */
   generation: number | undefined;
 
+  /** Eligible work this engine's passes found waiting, and when to look again (see {@link WaitingWork}). */
+  readonly waitingWork = new WaitingWork();
   /** Every definition as planning reads it, remembered between passes (checked against record versions). */
   readonly definitions = new DefinitionDirectory();
   /** Every plan cursor, remembered between passes the same way. */

@@ -20,16 +20,22 @@ export async function nextWakeAt(svc: EngineServices, reader: StoreReader): Prom
     if (!Number.isNaN(t)) wake = Math.min(wake, Math.max(t, now));
   };
   if ((await reader.liveWork('attempt')).length > 0) consider(now + OBSERVE_INTERVAL_MS);
+  const eligible = new Set<string>();
   for (const work of await reader.liveWork('occurrence')) {
     const state = work.state;
     if (state === OccurrenceState.planned) consider(work.notBefore ?? work.scheduledFor);
-    if (state === OccurrenceState.eligible) consider(now);
+    if (state === OccurrenceState.eligible) {
+      eligible.add(work.id);
+      // Work a pass found waiting (on a limit, or its turn) is looked at when a commit or its rate limit frees it.
+      consider(svc.waitingWork.wakeFor(work.id, now));
+    }
     // A lease that already lapsed is not a wake-up: its launch was decided, or a live sender still owns it.
     const leaseEnd = work.leaseExpiresAt === null ? Number.NaN : Date.parse(work.leaseExpiresAt) + 1;
     if ((state === OccurrenceState.claimed || state === OccurrenceState.dispatching) && leaseEnd > now)
       consider(leaseEnd);
     if (work.deadlineAt !== null) consider(work.deadlineAt);
   }
+  svc.waitingWork.retain(eligible);
   const cursors = new Map((await svc.planCursors.current(reader)).map((c) => [c.id, c.lastSlot]));
   for (const definition of await svc.definitions.current(reader)) {
     if (definition.state !== DefinitionState.active) continue;

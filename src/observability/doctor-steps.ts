@@ -139,4 +139,5 @@ export const SURFACE: Record<string, string> = {
   retry: 'coven-automata retry <runId>',
   cancel: 'coven-automata cancel <occurrenceId>',
   metrics: 'GET /metrics',
+  limits: 'coven-automata limits show',
 };

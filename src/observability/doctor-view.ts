@@ -5,6 +5,7 @@ import { DefinitionState, RunState } from '../../machines/index.js';
 import { RunHoldState } from '../../machines/extension-states.js';
 import type { EntityRecord } from '../actors/entity-transition.js';
 import type { RunHoldContext } from '../guards/run-hold.js';
+import { flowReport } from '../domain/flow-report.js';
 import { verifyIntegrity } from '../contract/digest.js';
 import type { Engine } from '../engine/engine.js';
 import { OWNER_LEASE_KIND, type OwnerLease } from '../domain/owner-lease.js';
@@ -96,6 +97,8 @@ export interface DoctorView {
   retentionBacklog: RetentionBacklogEntry[];
   /** Live bound definitions whose familiar revision the registry no longer holds (Runtime Authority). */
   staleBindings: StaleBinding[];
+  /** Eligible occurrences waiting at a flow gate (x-coven-automata.limits.v1): held back by policy, not stuck. */
+  waitingAtLimits?: string[];
 }
 
 /** History past its window by more than this is overdue: a retention sweep runs every few minutes. */
@@ -282,6 +285,7 @@ export async function readDoctorView(engine: Engine, reader: StoreReader, option
     ownerLeases: leases.map((l) => ({ instanceId: l.id, expiresAt: l.data.expiresAt })),
     retentionBacklog: await retentionBacklog(reader, policy, options.now.getTime()),
     staleBindings: definitions.stale,
+    waitingAtLimits: (await flowReport(reader, options.now.getTime())).gates.flatMap((gate) => gate.waiting),
   };
 }
 
@@ -303,5 +307,6 @@ export function withoutAutomations(view: DoctorView, hidden: ReadonlySet<string>
     receipts: view.receipts.filter((r) => !hiddenRuns.has(r.runId)),
     retentionBacklog: view.retentionBacklog.filter((e) => !hiddenOccurrences.has(e.occurrenceId)),
     staleBindings: view.staleBindings.filter((b) => !hidden.has(b.automationId)),
+    waitingAtLimits: (view.waitingAtLimits ?? []).filter((id) => !hiddenOccurrences.has(id)),
   };
 }

@@ -27,3 +27,8 @@ export function waitsItsTurn(view: DoctorView, o: OccurrenceView): boolean {
     )
   );
 }
+
+/** An occurrence a flow gate holds back (x-coven-automata.limits.v1): waiting on a cap or rate limit is not stuck. */
+export function waitsAtLimit(view: DoctorView, o: OccurrenceView): boolean {
+  return view.waitingAtLimits?.includes(o.occurrenceId) === true;
+}

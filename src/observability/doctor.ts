@@ -4,7 +4,7 @@ import { authorityFindings, unresolvedRefusals } from './doctor-authority.js';
 import { FINDINGS, SURFACE, type FindingCode, type Severity } from './doctor-steps.js';
 import { AttemptState, DefinitionState, OccurrenceState, RunState } from '../../machines/index.js';
 import type { DoctorView, OccurrenceView, RunView } from './doctor-view.js';
-import { busyAutomations, WAITING, waitsItsTurn } from './doctor-waiting.js';
+import { busyAutomations, WAITING, waitsAtLimit, waitsItsTurn } from './doctor-waiting.js';
 
 /** What only a running scheduler (the daemon) knows; everything else the doctor reads from the store. */
 export interface SchedulerFacts {
@@ -132,19 +132,22 @@ function judgeScheduler({ view, facts, now, leader }: Judged, push: Push): void 
 }
 
 function judgeOccurrences({ view, now, leader }: Judged, push: Push): void {
-  const backlog = view.occurrences.filter(
+  const late = view.occurrences.filter(
     (o) =>
       WAITING.has(o.state) &&
       now - Date.parse(o.scheduledFor) > DUE_BACKLOG_MS &&
       (o.notBefore === undefined || Date.parse(o.notBefore) <= now) &&
       !waitsItsTurn(view, o),
   );
+  const backlog = late.filter((o) => !waitsAtLimit(view, o));
   if (backlog.length > 0) {
     const oldest = backlog.map((o) => o.scheduledFor).sort()[0]!;
+    const held = late.length - backlog.length;
     push(
       'occurrences.due-backlog',
       ids(backlog),
-      `${plural(backlog.length, 'occurrence')} due and not claimed; oldest due ${age(now, oldest)} s ago`,
+      `${plural(backlog.length, 'occurrence')} due and not claimed; oldest due ${age(now, oldest)} s ago` +
+        (held > 0 ? `; ${held} more wait at limits, by policy (coven-automata limits show)` : ''),
     );
   }
   // A lapsed claim matters only when its owner is gone too: a live engine's owner lease keeps its claims.

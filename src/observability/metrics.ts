@@ -6,6 +6,8 @@ import type { Engine, TickReport } from '../engine/engine.js';
 import { KINDS, stateOf, type RunRecord } from '../domain/records.js';
 import type { Store } from '../store/store.js';
 import { heldRuns } from './doctor-view.js';
+import { flowReport } from '../domain/flow-report.js';
+import { flowGateGauges, setFlowGates } from './flow-metrics.js';
 import { attemptOutcomes, heldRunGauges, setHeldRuns } from './failure-metrics.js';
 import { PassFacts, passDurationMs, type PassFactsSnapshot } from './pass-facts.js';
 import { StepLatencies, type Step } from './step-latencies.js';
@@ -120,6 +122,7 @@ function storeGauges(registers: Registry[], collect: () => Promise<void>) {
     occurrences: gauge('coven_occurrences', 'Occurrences the store holds, by state', ['state']),
     runs: gauge('coven_runs', 'Runs the store holds, by state', ['state']),
     ...heldRunGauges(registers, collect),
+    flow: flowGateGauges(registers, collect),
   };
 }
 
@@ -127,14 +130,14 @@ type StoreGauges = ReturnType<typeof storeGauges>;
 
 /**
  * The store gauges from its indexes: counts by state from the timelines, the queue from the live work, holds from
- * the run-hold records. A scrape never reads the occurrences or runs whole.
+ * the run-hold records, the flow gates from their records. A scrape never reads the occurrences or runs whole.
  */
 async function readStoreGauges(store: Store, clock: Clock, gauges: StoreGauges): Promise<void> {
   const now = clock.now().getTime();
   let depth = 0;
   let oldestDue = Infinity;
   const holds: { since: string | null }[] = [];
-  const { occurrences, runs } = await store.read(async (reader) => {
+  const { occurrences, runs, flow } = await store.read(async (reader) => {
     for (const work of await reader.liveWork('occurrence')) {
       const due = Date.parse(work.scheduledFor ?? '');
       if (WAITING.has(work.state) && due <= now) {
@@ -146,7 +149,11 @@ async function readStoreGauges(store: Store, clock: Clock, gauges: StoreGauges):
       const run = await reader.get<RunRecord['data']>(KINDS.run, runId);
       if (run !== undefined && stateOf(run as RunRecord) === RunState.running) holds.push(hold);
     }
-    return { occurrences: await reader.timelineCounts('occurrence', {}), runs: await reader.timelineCounts('run', {}) };
+    return {
+      occurrences: await reader.timelineCounts('occurrence', {}),
+      runs: await reader.timelineCounts('run', {}),
+      flow: await flowReport(reader, now),
+    };
   });
   gauges.queueDepth.set(depth);
   gauges.oldestEligible.set(depth === 0 ? 0 : Math.max(0, now - oldestDue) / 1000);
@@ -154,6 +161,7 @@ async function readStoreGauges(store: Store, clock: Clock, gauges: StoreGauges):
   for (const state of OCCURRENCE_STATES) gauges.occurrences.set({ state }, occurrences[state] ?? 0);
   for (const state of RUN_STATES) gauges.runs.set({ state }, runs[state] ?? 0);
   setHeldRuns(gauges, holds, now);
+  setFlowGates(gauges.flow, flow);
 }
 
 /**

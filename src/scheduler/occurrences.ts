@@ -20,6 +20,7 @@ import { launchOrphaned } from '../domain/owner-lease.js';
 import { sideEffectsRuledOut, type SideEffectFacts } from '../guards/occurrence.js';
 import { stopOwnedByCancellation } from '../guards/stop-ownership.js';
 import { recordReceipt } from '../domain/receipts.js';
+import { heldBackByLimits, waitsForCommit, type ClaimPath } from './flow-claims.js';
 import { loadAttempt, loadOccurrence, loadRun } from '../domain/entities.js';
 import { readAttemptLaunch } from '../domain/outbox.js';
 import { endRunHold, isRunHeld, moveRunHold } from '../domain/run-hold.js';
@@ -102,7 +103,7 @@ async function definitionOf(
 /**
  * A planned or eligible occurrence: eligibility, then the claim (overlap forbid), unless its definition is
  * no longer active or was revised. Only this step reads the definition; every other live occurrence is
- * advanced without it. With `deferOverlap` an occurrence that finds the automation's work live stays eligible
+ * advanced without it. On the planning path an occurrence that finds the automation's work live stays eligible
  * instead of being skipped: planning uses it, since that live work may be past its deadline, for the pass's
  * advance phase to settle before it decides on the overlap.
  *
@@ -112,7 +113,7 @@ export async function claimWhenEligible(
   svc: EngineServices,
   step: StepContext,
   planned: OccurrenceRecord,
-  deferOverlap = false,
+  path: ClaimPath = 'advance',
 ): Promise<boolean> {
   let occurrence = planned;
   const occurrenceId = occurrence.id;
@@ -136,7 +137,7 @@ export async function claimWhenEligible(
   }
 
   const waits = waitsItsTurn(occurrence, definition);
-  if (waits && (await olderWaiting(step.tx, occurrence, now))) return false;
+  if (waits && (await olderWaiting(step.tx, occurrence, now))) return waitsForCommit(svc, occurrenceId);
   const replaces =
     cancelsOther(definition) && attributes.activeRunRef === undefined && attributes.backfill === undefined;
   if (replaces && (await newerWaiting(step.tx, occurrence, now)))
@@ -145,7 +146,8 @@ export async function claimWhenEligible(
   if (live !== undefined) {
     // A backfilled slot, or one whose automation's slots wait while it is busy (overlap extension), stays
     // eligible: it runs next.
-    if (attributes.activeRunRef !== undefined || deferOverlap || waits) return false;
+    if (waits) return waitsForCommit(svc, occurrenceId);
+    if (attributes.activeRunRef !== undefined || path === 'planning') return false;
     // cancel-other: the live run is asked to cancel, and this slot runs once it has.
     if (replaces) {
       await requestCancelOther(svc, step, live);
@@ -154,6 +156,7 @@ export async function claimWhenEligible(
     // overlap forbid: a slot that comes due while the automation has live work is skipped, with the reason.
     return skipOverlapping(step, occurrenceId, 'overlap forbidden: the automation has live work');
   }
+  if (await heldBackByLimits(svc, step, occurrence, definition, path !== 'advance')) return false;
   const leaseExpiresAt = svc.leaseExpiresAt(now);
   await moveEntity<OccurrenceAttributes>(
     step,

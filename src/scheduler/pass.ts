@@ -4,6 +4,7 @@ import { storeStream } from '../changefeed/event-envelope.js';
 import { DEFINITION_KIND } from '../domain/definition-records.js';
 import { KINDS, type OccurrenceRecord } from '../domain/records.js';
 import type { EngineServices } from '../domain/services.js';
+import { FLOW_KINDS, FLOW_SETTINGS_ID, limitsOf } from '../domain/flow-limits.js';
 import { WorkPartition } from '../domain/work-partition.js';
 import { forEachConcurrently } from '../domain/concurrency.js';
 import { loadOccurrence } from '../domain/entities.js';
@@ -11,8 +12,8 @@ import { advanceOccurrence, claimWhenEligible, type SessionStop } from './occurr
 
 /** What a pass knows of the definitions once, instead of per occurrence. */
 export interface PassFacts {
-  /** Each automation's definition: active or not, and its revision. */
-  definitions: ReadonlyMap<string, { active: boolean; revision: number }>;
+  /** Each automation's definition: active or not, its revision, and its priority (x-coven-automata.limits.v1). */
+  definitions: ReadonlyMap<string, { active: boolean; revision: number; priority: number }>;
   /** Automations with a quarantine record (quarantined now or earlier): their planned work is looked at. */
   quarantines: ReadonlySet<string>;
 }
@@ -22,7 +23,11 @@ export async function passFacts(svc: EngineServices, reader: StoreReader): Promi
   const definitions = new Map(
     (await svc.definitions.current(reader)).map((d) => [
       d.id,
-      { active: d.state === DefinitionState.active, revision: d.terms.revision },
+      {
+        active: d.state === DefinitionState.active,
+        revision: d.terms.revision,
+        priority: limitsOf(d.terms)?.priority ?? 0,
+      },
     ]),
   );
   const quarantines = new Set((await reader.versions(KINDS.quarantine)).map((v) => v.id));
@@ -89,7 +94,10 @@ async function loadBatch(tx: StoreTransaction, ids: readonly string[]): Promise<
   for (const id of ids) occurrences.push(await loadOccurrence(tx, id));
   const automations = [...new Set(occurrences.map((o) => o.data.attributes.automationId))];
   await tx.prefetch?.(
-    automations.flatMap((id) => [[DEFINITION_KIND, id] as const, [KINDS.quarantine, id] as const]),
+    [
+      ...automations.flatMap((id) => [[DEFINITION_KIND, id] as const, [KINDS.quarantine, id] as const]),
+      [FLOW_KINDS.settings, FLOW_SETTINGS_ID] as const,
+    ],
     [],
   );
   return occurrences;
@@ -111,7 +119,8 @@ async function claimDueInBatches(svc: EngineServices, partition: WorkPartition |
     try {
       await svc.step(async (step) => {
         locked = (await step.tx.lockDueOccurrences?.(step.now, CLAIM_BATCH, taken, othersShare)) ?? [];
-        for (const occurrence of await loadBatch(step.tx, locked)) await claimWhenEligible(svc, step, occurrence);
+        for (const occurrence of await loadBatch(step.tx, locked))
+          await claimWhenEligible(svc, step, occurrence, 'batch');
       });
     } catch {
       return;
@@ -119,6 +128,18 @@ async function claimDueInBatches(svc: EngineServices, partition: WorkPartition |
     taken.push(...locked);
     if (locked.length < CLAIM_BATCH) return;
   }
+}
+
+/**
+ * The pass's work in the order its claims are made: higher priority first, then the earlier due, then by id, so
+ * work a limit governs is claimed best-ranked first when the limit lets only some of it through.
+ */
+function rankedForClaims(due: LiveWork[], facts: PassFacts): LiveWork[] {
+  const priority = (work: LiveWork) => facts.definitions.get(work.automationId ?? '')?.priority ?? 0;
+  const slot = (work: LiveWork) => work.scheduledFor ?? '';
+  return due.sort(
+    (a, b) => priority(b) - priority(a) || (slot(a) < slot(b) ? -1 : slot(a) > slot(b) ? 1 : a.id < b.id ? -1 : 1),
+  );
 }
 
 /**
@@ -143,8 +164,9 @@ export async function advanceAll(
     const live = await r.liveWork(KINDS.occurrence, { exceptHeldBy: share.others });
     return { live, facts: await passFacts(svc, r), share };
   });
-  const due = live.filter(
-    (work) => share.mine(work.automationId ?? work.id, work.claimedBy) && needsAttention(work, now, facts),
+  const due = rankedForClaims(
+    live.filter((work) => share.mine(work.automationId ?? work.id, work.claimedBy) && needsAttention(work, now, facts)),
+    facts,
   );
   await forEachConcurrently(due, svc.passConcurrency, async ({ id }) => {
     const mine: SessionStop[] = [];

@@ -52,7 +52,7 @@ export async function commitPlan(
         const claimed =
           occurrenceId !== undefined &&
           carrying !== undefined &&
-          (await claimWhenEligible(svc, step, await loadOccurrence(step.tx, occurrenceId), true));
+          (await claimWhenEligible(svc, step, await loadOccurrence(step.tx, occurrenceId), 'planning'));
         const queued =
           claimed && carrying.through === 'launched' ? await carrying.queue(step, occurrenceId) : undefined;
         return { value: { occurrenceId, claimed }, queued };

@@ -6,6 +6,14 @@ import { packageRoot } from '../../src/contract/package-root.js';
 import { eventually } from '../support/eventually.js';
 import { browserMissing, launchBrowser, type TestBrowser } from './browser.js';
 import { addActiveDefinition, dashboardWorld, ensureDashboardBuilt, type DashboardWorld } from './world.js';
+import { LIMITS_EXTENSION } from '../../src/domain/flow-limits.js';
+import type { Engine } from '../../src/engine/engine.js';
+import { command } from '../support/commands.js';
+
+async function ok(engine: Engine, envelope: unknown): Promise<void> {
+  const response = await engine.commands.handle(envelope);
+  if (response.outcome === 'rejected') throw new Error(JSON.stringify(response.error));
+}
 
 /** Each wait on the page is a condition with this deadline, never a sleep. */
 const WAIT = { timeout: 15_000 };
@@ -190,6 +198,21 @@ describe.skipIf(browserMissing !== undefined)('the console as issue 41 found it 
     );
     // The clock stands at 08:00 UTC: the next quarter hour is 08:15 UTC, 09:15 in Berlin.
     await row.getByTestId('next-run').filter({ hasText: '09:15' }).waitFor(WAIT);
+  }, 60_000);
+
+  test('the limits panel shows each gate: a full tag cap and the work waiting at it', async () => {
+    for (const id of ['report-a', 'report-b'])
+      await addActiveDefinition(world.engine, id, { extensions: { [LIMITS_EXTENSION]: { tags: ['reports'] } } });
+    await ok(
+      world.engine,
+      command('x-coven-automata.limits.set.v1', { limits: { tags: { reports: { inFlight: 1 } } } }),
+    );
+    await world.pass(61);
+    await page.goto(`${world.url}/?token=${world.daemon.token}`);
+    const gate = page.getByTestId('gate-tag:reports');
+    await gate.filter({ hasText: '1 / 1' }).waitFor(WAIT);
+    expect(await gate.getByTestId('gate-waiting').textContent()).toBe('1');
+    expect(await gate.textContent()).toMatch(/full$/);
   }, 60_000);
 
   test('the page raised no error', () => {

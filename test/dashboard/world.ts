@@ -113,6 +113,8 @@ export interface DefinitionShape {
   perRunMinutes?: number;
   /** An x-coven-automata.schedule.v1 body, scheduling it instead of `rrule`. */
   schedule?: ScheduleExtension;
+  /** More definition extensions (x-coven-automata.limits.v1, say). */
+  extensions?: Record<string, unknown>;
 }
 
 /** Creates and activates one automation through the engine's commands (draft → paused → active). */
@@ -129,7 +131,7 @@ export async function addActiveDefinition(engine: Engine, automationId: string, 
     const extra = {
       display: { name: `Automation ${automationId}`, tags: shape.tags ?? [] },
       policies: policies(definitionBody(automationId, options).policies),
-      ...scheduledBy(shape.schedule),
+      ...scheduledBy(shape.schedule, shape.extensions),
     };
     return definitionBody(automationId, { ...options, extra });
   };

@@ -6,6 +6,7 @@ import type { Dashboard } from './context.js';
 import { renderDefinitions } from './definitions.js';
 import { DefinitionEditor } from './definition-editor.js';
 import { showDoctor } from './doctor.js';
+import { renderLimits } from './limits.js';
 import { byId } from './dom.js';
 import { LiveFeed } from './feed.js';
 import { MachineView } from './machine-view.js';
@@ -132,6 +133,7 @@ async function start(): Promise<void> {
       machines.refresh(),
       chart.refresh(),
       editor.refresh(),
+      renderLimits(dashboard, byId('limits')),
     ]);
   });
   renderViews(byId('views'), view, chooseView);
