@@ -8,6 +8,7 @@ import { CliError, parseRetention, withLocalEngine, type CliOptions } from './co
 import { storeLocation } from './store-location.js';
 import { dirname } from 'node:path';
 import { makePrivateFolder } from '../store/private-files.js';
+import { optionalPackage } from './optional-package.js';
 
 /** What `start` takes beyond the global options. */
 export interface StartOptions {
@@ -17,6 +18,8 @@ export interface StartOptions {
   inspect?: boolean | string;
   /** `--public-reads`: loopback TCP without the token reads prompts, outputs and definition bodies too. */
   publicReads?: boolean;
+  /** `--otel`: spans through the process's global OpenTelemetry tracer provider. */
+  otel?: boolean;
 }
 
 const INSPECT_PORT = 8787;
@@ -60,7 +63,12 @@ export function declareStartOptions(command: Command): Command {
         '(default: they get redacted answers; any local user can reach that port)',
     )
     .option('--log-format <format>', 'human lines (default) or json (one pino record per line)')
-    .option('--inspect [port]', `feed the Stately inspector live from a relay on 127.0.0.1 (default ${INSPECT_PORT})`);
+    .option('--inspect [port]', `feed the Stately inspector live from a relay on 127.0.0.1 (default ${INSPECT_PORT})`)
+    .option(
+      '--otel',
+      'OpenTelemetry spans (plan, claim, dispatch, run, settle) through the global tracer provider an SDK registered ' +
+        '(NODE_OPTIONS=--import ./your-otel-setup.mjs); needs npm install @opentelemetry/api',
+    );
 }
 
 /**
@@ -81,6 +89,16 @@ export async function startPlugins(metrics: EngineMetrics, options: CliOptions):
 function announcer(logger: EngineLogger, format: 'human' | 'json') {
   return (message: string, fields: Record<string, unknown> = {}) =>
     format === 'json' ? logger.info(message, fields) : console.log(message);
+}
+
+/** The OpenTelemetry subpath, or a usage error naming the package to install. */
+const loadOtel = () => optionalPackage('@opentelemetry/api', '--otel', () => import('../observability/otel.js'));
+
+/** `--otel`: the engine's transitions become spans of the global tracer provider (a no-op until an SDK registers). */
+async function traceIfAsked(engine: Engine, cmd: StartOptions): Promise<boolean> {
+  if (cmd.otel !== true) return false;
+  engine.services.tracing = (await loadOtel()).openTelemetryTracing();
+  return true;
 }
 
 async function attachInspectorIfAsked(engine: Engine, cmd: StartOptions) {
@@ -111,6 +129,8 @@ async function serve(
   const say = announcer(logger, format);
   const metrics = createEngineMetrics({ engine, store });
   let lastPassAt: Date | undefined;
+  // Before the daemon takes commands, so every transition it commits is traced.
+  const traced = await traceIfAsked(engine, cmd);
   const daemon = await startDaemon({
     engine,
     store,
@@ -121,6 +141,7 @@ async function serve(
     lastPassAt: () => lastPassAt,
   });
   const inspector = await attachInspectorIfAsked(engine, cmd);
+  if (traced) say('OpenTelemetry: spans go to the global tracer provider', { otel: true });
   say(`engine running on ${store.file} (Ctrl-C to stop)`, { storeFile: store.file });
   say(`serving on ${daemon.socketPath}`, { socketPath: daemon.socketPath });
   if (daemon.url !== undefined) say(`dashboard: ${daemon.url}/?token=${daemon.token}`, { url: daemon.url });
@@ -142,10 +163,14 @@ async function serve(
   return 0;
 }
 
-/** `start`: refuses a bad --listen and a store a daemon already serves before opening anything. */
+/**
+ * `start`: refuses a bad --listen, a missing OpenTelemetry API (--otel) and a store a daemon already serves before
+ * opening anything.
+ */
 export async function runStart(options: CliOptions, cmd: StartOptions): Promise<number> {
   parseListen(cmd.listen);
   parseLogFormat(cmd.logFormat);
+  if (cmd.otel === true) await loadOtel();
   const { anchor } = storeLocation(options);
   const running = await DaemonClient.connect(anchor);
   if (running !== undefined) {

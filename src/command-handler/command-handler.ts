@@ -35,6 +35,7 @@ import {
 import { AUTHORITY_COMMANDS } from './authority-commands.js';
 import { setFlowLimits } from './flow-limits-commands.js';
 import { flowReport } from '../domain/flow-report.js';
+import type { CommittedTransition } from '../domain/inspection.js';
 import { importLegacy } from './legacy-import.js';
 import { PRIVACY_COMMANDS } from './erase-definition.js';
 import type { ReadCaller } from '../domain/read-acl.js';
@@ -84,6 +85,7 @@ export class CommandHandler {
   private readonly producer;
   private readonly newId: () => string;
   private readonly operator: CommandHandlerOptions['operator'];
+  private readonly onCommitted: CommandHandlerOptions['onCommitted'];
   /** The store's id once a committed transaction has seen it stored. */
   private storeId: string | undefined;
   private candidateStoreId: string | undefined;
@@ -94,6 +96,7 @@ export class CommandHandler {
     this.requirements = options.requirements ?? defaultRequirements();
     this.producer = options.producer ?? DEFAULT_PRODUCER;
     this.newId = options.newId ?? defaultNewId;
+    this.onCommitted = options.onCommitted;
     this.operator = options.operator;
     this.changefeed = new Changefeed(options.store, options.clock, options.checkpointTtlMs);
   }
@@ -204,7 +207,11 @@ export class CommandHandler {
         return { ...(await this.changefeed.read(stream, options)) };
       }
       case 'x-coven-automata.limits.get.v1':
-        return { ...(await this.store.read((r) => flowReport(r, this.clock.now().getTime(), hidden))) };
+        return {
+          ...(await this.store.read((r) =>
+            flowReport(r, this.clock.now().getTime(), hidden, { unclaimedRates: true }),
+          )),
+        };
       default: {
         const diagnostic = DIAGNOSTIC_READS[envelope.command as DiagnosticCommand] as DiagnosticRead | undefined;
         if (diagnostic !== undefined) return diagnostic({ store: this.store, clock: this.clock, hidden }, p);
@@ -253,7 +260,9 @@ export class CommandHandler {
     let rejection: ContractError | undefined;
     let storeId: string | undefined;
     let onRollback: (() => void) | undefined;
+    const committed: CommittedTransition[] = [];
     const transaction = this.store.transact(async (tx: StoreTransaction) => {
+      committed.length = 0;
       const prior = await findAdoption(tx, envelope, this.operator?.reads?.[envelope.command]?.(envelope.payload));
       if (prior !== undefined) {
         if (prior.requestDigest !== digest) throw replayMismatch(envelope.adoptionKey, prior);
@@ -269,6 +278,7 @@ export class CommandHandler {
         now,
         feed: { producer: this.producer, storeId: id, now },
         requirements: this.requirements,
+        committed,
       });
       afterCommit = outcome.afterCommit;
       onRollback = outcome.onRollback;
@@ -299,6 +309,8 @@ export class CommandHandler {
     });
     // Only a committed transaction makes the id durable; a store id never changes once stored.
     if (storeId !== undefined) this.storeId = storeId;
+    // A dry run commits nothing; a replay ran nothing; CANCEL_PENDING committed its request.
+    if (committed.length > 0 && storeId !== undefined) this.handOn(committed);
     // Side effects go out only after the commit is durable; their failures surface through later passes.
     if (afterCommit !== undefined)
       await Promise.resolve()
@@ -334,6 +346,15 @@ export class CommandHandler {
       result: structuredClone(prior.result),
       ...(prior.eventRef === undefined ? {} : { eventRef: { ...prior.eventRef } }),
     };
+  }
+
+  /** Hands a committed command's transitions on; a listener that throws cannot turn a durable commit into a refusal. */
+  private handOn(transitions: CommittedTransition[]): void {
+    try {
+      this.onCommitted?.(transitions);
+    } catch {
+      // The commit stands; what the listener missed, the changefeed still has.
+    }
   }
 
   private rejected(identity: { command: string; adoptionKey: string }, error: unknown): CommandResponse {

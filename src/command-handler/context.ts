@@ -1,3 +1,4 @@
+import type { CommittedTransition } from '../domain/inspection.js';
 import { randomUUID } from 'node:crypto';
 import type { ChangefeedContext, ProducerIdentity } from '../changefeed/event-envelope.js';
 import type { RequirementsVerdict } from '../guards/common.js';
@@ -22,6 +23,11 @@ export interface CommandHandlerOptions {
   checkpointTtlMs?: number;
   /** The occurrence/run/attempt commands, supplied by an engine; without one they answer CAPABILITY_UNSUPPORTED. */
   operator?: OperatorCommands;
+  /**
+   * Hears the lifecycle transitions a command committed (a run-now's plan and claim, a cancel, a backfill's plans),
+   * once they are durable: the engine's tracing.
+   */
+  onCommitted?: (transitions: CommittedTransition[]) => void;
 }
 
 /**
@@ -61,6 +67,8 @@ export interface CommandContext {
   now: string;
   feed: ChangefeedContext;
   requirements: RequirementsCheck;
+  /** Collects the lifecycle transitions the command makes, handed on once it committed. */
+  committed?: CommittedTransition[];
 }
 
 export interface CommandOutcome {

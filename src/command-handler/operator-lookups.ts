@@ -13,6 +13,7 @@ export const commandStep = (ctx: CommandContext): StepContext => ({
   feed: ctx.feed,
   now: ctx.now,
   adoptionKey: ctx.envelope.adoptionKey,
+  ...(ctx.committed === undefined ? {} : { committed: ctx.committed }),
 });
 
 /** NOT_FOUND for an entity the command names that the store does not hold. */

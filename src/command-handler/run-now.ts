@@ -9,6 +9,8 @@ import {
   type DefinitionRecord,
 } from '../domain/definition-records.js';
 import { passFlowGates } from '../domain/flow-gates.js';
+import { allowsOverlap } from '../schedule/overlap-extension.js';
+import { FLOW_KINDS, FLOW_SETTINGS_ID } from '../domain/flow-limits.js';
 import { createExecutionEntity, liveWorkOf, type StepContext } from '../domain/lifecycle.js';
 import { occurrenceInput } from '../domain/occurrence-input.js';
 import { KINDS, type OccurrenceAttributes } from '../domain/records.js';
@@ -18,7 +20,7 @@ import { commandStep, notFound } from './operator-lookups.js';
 
 /**
  * The definition a manual run starts from: it exists, is active and unquarantined, and has no live work
- * (overlap is forbidden), checked in that order.
+ * (overlap is forbidden, unless its overlap policy is `allow`), checked in that order.
  */
 async function requireRunnableDefinition(ctx: CommandContext, automationId: string): Promise<DefinitionRecord> {
   const definitionRecord = await ctx.tx.get<DefinitionRecord['data']>(DEFINITION_KIND, automationId);
@@ -38,7 +40,9 @@ async function requireRunnableDefinition(ctx: CommandContext, automationId: stri
       quarantined: true,
     });
   }
-  const live = await liveWorkOf(ctx.tx, automationId);
+  const live = allowsOverlap(definitionRecord.data.attributes.definition)
+    ? undefined
+    : await liveWorkOf(ctx.tx, automationId);
   if (live !== undefined)
     throw new ContractError(
       'OVERLAP_FORBIDDEN',
@@ -78,6 +82,7 @@ async function createManualOccurrence(
       createdAt: ctx.now,
       updatedAt: ctx.now,
       observedAt: ctx.now,
+      ...(allowsOverlap(definition) ? { overlap: 'allow' as const } : {}),
     },
     'manual_request',
   );
@@ -109,8 +114,9 @@ async function admitManualRun(ctx: CommandContext, occurrenceId: string, definit
 }
 
 /**
- * What a manual run reads before it writes: the automation's live occurrences (its overlap check) and the
- * revision its launch pins, at the revision this engine last saw the definition at (a stale guess costs a row).
+ * What a manual run reads before it writes: the automation's live occurrences (its overlap check), the store's
+ * flow limits, and the revision its launch pins, at the revision this engine last saw the definition at (a stale
+ * guess costs a row).
  */
 export function runNowReads(svc: EngineServices, payload: Record<string, unknown>): CommandReads {
   const { automationId } = payload;
@@ -118,7 +124,12 @@ export function runNowReads(svc: EngineServices, payload: Record<string, unknown
   const known = svc.definitions.remembered(automationId);
   return {
     liveOccurrencesOf: automationId,
-    records: known === undefined ? [] : [[DEFINITION_REVISION_KIND, revisionId(automationId, known.terms.revision)]],
+    records: [
+      [FLOW_KINDS.settings, FLOW_SETTINGS_ID],
+      ...(known === undefined
+        ? []
+        : [[DEFINITION_REVISION_KIND, revisionId(automationId, known.terms.revision)] as const]),
+    ],
   };
 }
 

@@ -77,7 +77,8 @@ export const CAPABILITY_PROFILE = {
         'one, and runs when the automation is free) or cancel-other (the live scheduled run is asked to cancel, ' +
         'and the slot runs once the runtime acknowledged); catchUp {windowMinutes ≤ 21600, order oldest-first|' +
         'latest-only}: slots missed within the window run when the automation is free, older ones are recorded ' +
-        'and skipped; allow is refused (CAPABILITY_UNSUPPORTED)',
+        "and skipped; allow (runs side by side: each occurrence carries overlap allow, which the stores' one-live " +
+        'rule leaves out)',
     },
     {
       name: 'x-coven-automata.limits.v1',

@@ -12,5 +12,10 @@ export interface DefinitionFacts {
   timezone: string;
   /** The schedule as written: the v1 trigger's rule, or the schedule extension's cron expression or rule. */
   schedule: string;
+  /**
+   * This engine's policies beyond the contract's, when the definition has any: its overlap policy
+   * (x-coven-automata.overlap.v1) and its flow-control tags, priority and rate limit (x-coven-automata.limits.v1).
+   */
+  policies?: string;
   tags: string[];
 }

@@ -67,19 +67,25 @@ async function inStates(reader: StoreReader, ids: readonly string[], states: Rea
   return ids.filter((id) => kept.has(id));
 }
 
-const STILL_WAITING: ReadonlySet<string> = new Set([OccurrenceState.planned, OccurrenceState.eligible]);
+/** A waiter is listed only while eligible: it is listed from eligible and leaves the list when it is claimed. */
+const STILL_WAITING: ReadonlySet<string> = new Set([OccurrenceState.eligible]);
 
-/** The best-ranked waiter that outranks `candidate` and still waits, and the waiters found gone on the way. */
+/**
+ * The best-ranked waiter that outranks `candidate` and still waits, and the waiters that outrank it but are gone
+ * (claimed, skipped, cancelled), read in one go.
+ */
 async function waiterAhead(reader: StoreReader, gate: FlowGate, candidate: GateWaiter) {
   const ahead = gate.waiting.filter((w) => w.occurrenceId !== candidate.occurrenceId && outranks(w, candidate));
   ahead.sort((a, b) => (outranks(a, b) ? -1 : 1));
-  const gone = new Set<string>();
-  for (const waiter of ahead) {
-    const [still] = await inStates(reader, [waiter.occurrenceId], STILL_WAITING);
-    if (still !== undefined) return { waiter, gone };
-    gone.add(waiter.occurrenceId);
-  }
-  return { waiter: undefined, gone };
+  const still = new Set(
+    await inStates(
+      reader,
+      ahead.map((w) => w.occurrenceId),
+      STILL_WAITING,
+    ),
+  );
+  const gone = new Set(ahead.filter((w) => !still.has(w.occurrenceId)).map((w) => w.occurrenceId));
+  return { waiter: ahead.find((w) => still.has(w.occurrenceId)), gone };
 }
 
 interface GateReading {
@@ -88,6 +94,8 @@ interface GateReading {
   gate: FlowGate;
   live: string[];
   verdict: GateVerdict;
+  /** Waiters found gone were dropped from `gate`: worth writing even when nothing else changes. */
+  pruned: boolean;
 }
 
 async function readGate(tx: StoreTransaction, terms: GateTerms, candidate: GateWaiter, now: number, manual: boolean) {
@@ -100,7 +108,7 @@ async function readGate(tx: StoreTransaction, terms: GateTerms, candidate: GateW
   const gate =
     gone.size === 0 ? stored : { ...stored, waiting: stored.waiting.filter((w) => !gone.has(w.occurrenceId)) };
   const verdict = judgeGate(terms, gate, live, waiter, now);
-  return { terms, record, gate, live, verdict } satisfies GateReading;
+  return { terms, record, gate, live, verdict, pruned: gone.size > 0 } satisfies GateReading;
 }
 
 const writeGate = (tx: StoreTransaction, reading: GateReading, gate: FlowGate) =>
@@ -148,11 +156,26 @@ export async function passFlowGates(
   }
   if (candidate.manual !== true) {
     for (const r of readings) {
-      const next = withWaiter(r.gate, waiter, r.verdict.refusal !== undefined);
+      const next = withWaiter(r.gate, waiter, r.verdict.refusal !== undefined) ?? (r.pruned ? r.gate : undefined);
       if (next !== undefined) await writeGate(tx, r, next);
     }
   }
   const retryAts = refused.map((v) => v.retryAt);
   const onlyRates = retryAts.every((t) => t !== undefined);
   return { admitted: false, refused, ...(onlyRates ? { retryAt: Math.max(...(retryAts as number[])) } : {}) };
+}
+
+/**
+ * Takes `candidate` off the waiting lists of its gates: it waits for something else now (its automation's own
+ * work), and a listed waiter would hold lower-ranked work back at a gate with room. Writes only the gates that
+ * list it.
+ */
+export async function leaveGates(tx: StoreTransaction, candidate: ClaimCandidate): Promise<void> {
+  const gates = gatesOf((await flowLimits(tx))?.limits, candidate.terms);
+  for (const terms of gates) {
+    const record = await tx.get<FlowGate>(FLOW_KINDS.gate, terms.key);
+    if (record === undefined || !record.data.waiting.some((w) => w.occurrenceId === candidate.occurrenceId)) continue;
+    const waiting = record.data.waiting.filter((w) => w.occurrenceId !== candidate.occurrenceId);
+    await tx.put(FLOW_KINDS.gate, terms.key, { ...record.data, waiting }, { expectedVersion: record.version });
+  }
 }

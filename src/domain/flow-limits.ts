@@ -150,10 +150,13 @@ export interface GateVerdict {
   retryAt?: number;
 }
 
-/** The claim instants of `recent` inside the rate limit's window ending at `now`. */
-function claimsInWindow(recent: readonly string[], rate: RateLimit, now: number): number[] {
+/** The claim instants of `recent` inside the rate limit's window ending at `now`, in time order (epoch ms). */
+export function claimsInWindow(recent: readonly string[], rate: RateLimit, now: number): number[] {
   const windowStart = now - rate.perMinutes * 60_000;
-  return recent.map((instant) => Date.parse(instant)).filter((t) => t > windowStart);
+  return recent
+    .map((instant) => Date.parse(instant))
+    .filter((t) => t > windowStart)
+    .sort((a, b) => a - b);
 }
 
 /**
@@ -183,7 +186,8 @@ export function judgeGate(
 export function admitted(terms: GateTerms, gate: FlowGate, live: readonly string[], occurrenceId: string, now: string) {
   const next: FlowGate = {
     inFlight: terms.inFlight === undefined ? [] : [...live, occurrenceId],
-    recent: terms.rate === undefined ? [] : [...gate.recent, now].slice(-terms.rate.limit),
+    // Engines' clocks differ, so instants arrive out of order: the newest `limit` are kept, in time order.
+    recent: terms.rate === undefined ? [] : [...gate.recent, now].sort().slice(-terms.rate.limit),
     waiting: gate.waiting.filter((w) => w.occurrenceId !== occurrenceId),
   };
   return next;
@@ -209,24 +213,46 @@ export function withWaiter(gate: FlowGate, waiter: GateWaiter, wait: boolean): F
 
 /**
  * Eligible occurrences this engine's passes found waiting (on a limit, or their turn behind their automation's
- * work) and when to look again: at a rate limit's reopening, or at the next commit (`null`: work ending is a
- * commit, which wakes every engine). Without it, eligible work would wake the pass loop at once, every time.
+ * work) and when to look again: at a rate limit's reopening, or once any commit was heard after the pass noted it
+ * (`null`: work ending is a commit, which every engine of the store hears; a commit the same pass made after the
+ * note counts too). Without it, eligible work would wake the pass loop at once, every time.
  */
 export class WaitingWork {
-  private readonly until = new Map<string, number | null>();
+  private commits = 0;
+  private readonly until = new Map<string, { retryAt: number | null; afterCommit: number }>();
+
+  /** A commit was heard (this engine's or another's). */
+  heard(): void {
+    this.commits += 1;
+  }
 
   note(occurrenceId: string, retryAt: number | null): void {
-    this.until.set(occurrenceId, retryAt);
+    this.until.set(occurrenceId, { retryAt, afterCommit: this.commits });
   }
 
   clear(occurrenceId: string): void {
     this.until.delete(occurrenceId);
   }
 
-  /** When to look at an eligible occurrence again: now when no pass found it waiting, null for the next commit. */
-  wakeFor(occurrenceId: string, now: number): number | null {
-    const retryAt = this.until.get(occurrenceId);
-    return retryAt === undefined ? now : retryAt;
+  /**
+   * Whether a pass holds the occurrence back and until when: undefined when it is not held (or a commit since may
+   * have freed it: look now), the instant a rate window reopens, or null until the next commit.
+   */
+  heldUntil(occurrenceId: string): number | null | undefined {
+    const held = this.until.get(occurrenceId);
+    if (held === undefined || (held.retryAt === null && this.commits > held.afterCommit)) return undefined;
+    return held.retryAt;
+  }
+
+  /**
+   * The occurrences a pass need not judge again at `now`: held, no commit heard since (any commit may have changed
+   * why: work ended, a definition paused), and no rate window reopened.
+   */
+  heldAt(now: number): Set<string> {
+    const held = new Set<string>();
+    for (const [id, entry] of this.until)
+      if (this.commits === entry.afterCommit && (entry.retryAt === null || entry.retryAt > now)) held.add(id);
+    return held;
   }
 
   /** Forgets every occurrence but those still eligible. */

@@ -3,6 +3,7 @@ import type { StoredRecord, StoreReader } from '../store/store.js';
 import { DEFINITION_KIND, type DefinitionRecord } from './definition-records.js';
 import { plannableDefinition } from './definition-directory.js';
 import {
+  claimsInWindow,
   EMPTY_GATE,
   FLOW_KINDS,
   limitsOf,
@@ -65,6 +66,23 @@ async function automationRates(reader: StoreReader): Promise<Map<string, RateLim
   return rates;
 }
 
+/** The rate limits of the automations whose claims wrote a gate, from their definitions. */
+async function writtenRates(
+  reader: StoreReader,
+  gates: ReadonlyMap<string, FlowGate>,
+): Promise<Map<string, RateLimit>> {
+  const rates = new Map<string, RateLimit>();
+  for (const key of gates.keys()) {
+    if (!key.startsWith('automation:')) continue;
+    const id = key.slice('automation:'.length);
+    const record = await reader.get<DefinitionRecord['data']>(DEFINITION_KIND, id);
+    const rate =
+      record === undefined ? undefined : limitsOf(plannableDefinition(record as DefinitionRecord).terms)?.rate;
+    if (rate !== undefined) rates.set(id, rate);
+  }
+  return rates;
+}
+
 /** Every key the limits and the definitions name, and every gate that was ever written. */
 function keysOf(limits: FlowLimits, rates: ReadonlyMap<string, RateLimit>, written: readonly string[]): string[] {
   const named = [
@@ -99,7 +117,7 @@ async function reportGate(
   }
   if (terms.rate !== undefined) {
     const windowMs = terms.rate.perMinutes * 60_000;
-    const inWindow = gate.recent.map((t) => Date.parse(t)).filter((t) => t > now - windowMs);
+    const inWindow = claimsInWindow(gate.recent, terms.rate, now);
     const spent = inWindow.length >= terms.rate.limit;
     const reopensAt = spent ? new Date(inWindow[inWindow.length - terms.rate.limit]! + windowMs).toISOString() : null;
     report.rate = { ...terms.rate, used: inWindow.length, reopensAt };
@@ -111,7 +129,8 @@ async function reportGate(
 /**
  * The store-wide limits and every gate's state at `now`: work in flight against each cap, claims in each rate
  * window and when it reopens, and the work waiting. What `limits`, the metrics and the doctor show. Gates and
- * waiters of the `hidden` automations (read ACL) are left out.
+ * waiters of the `hidden` automations (read ACL) are left out. `unclaimedRates` also lists the rate limits of
+ * automations that never claimed under them (it reads every definition).
  *
  * @example
  * ```ts
@@ -123,13 +142,16 @@ export async function flowReport(
   reader: StoreReader,
   now: number,
   hidden: ReadonlySet<string> = new Set(),
+  options: { unclaimedRates?: boolean } = {},
 ): Promise<FlowReport> {
   const settings = await flowLimits(reader);
   const limits = settings?.limits ?? {};
   const records = await reader.list<FlowGate>(FLOW_KINDS.gate);
   const byKey = new Map(records.map((r) => [r.id, r.data]));
   const gates: GateReport[] = [];
-  const rates = await automationRates(reader);
+  // Rate limits of automations none of whose claims wrote a gate yet are found only by reading every definition:
+  // what `limits show` asks for, not a metrics scrape.
+  const rates = options.unclaimedRates === true ? await automationRates(reader) : await writtenRates(reader, byKey);
   for (const key of keysOf(limits, rates, [...byKey.keys()])) {
     if (key.startsWith('automation:') && hidden.has(key.slice('automation:'.length))) continue;
     const terms = termsOf(limits, rates, key);

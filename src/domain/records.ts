@@ -70,6 +70,11 @@ export interface OccurrenceAttributes {
   notBefore?: string;
   /** Planned by a backfill (x-coven-automata.definition.backfill.v1): it waits while its automation is busy. */
   backfill?: { requestedAt: string };
+  /**
+   * `allow` (x-coven-automata.overlap.v1): its revision lets it run beside the automation's other live work; the
+   * stores' one-live-occurrence rule leaves it out. Pinned at planning, never changed.
+   */
+  overlap?: 'allow';
 }
 
 export interface RunAttributes {

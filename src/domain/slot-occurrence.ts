@@ -1,4 +1,5 @@
 import { scheduleRef } from '../schedule/schedule-extension.js';
+import { allowsOverlap } from '../schedule/overlap-extension.js';
 import type { PlanningTerms } from './definition-directory.js';
 import { createExecutionEntity, type StepContext } from './lifecycle.js';
 import { occurrenceIdFor, occurrenceInput, occurrenceKeyFor } from './occurrence-input.js';
@@ -61,6 +62,7 @@ export async function planSlotOccurrence(
     updatedAt: step.now,
     observedAt: step.now,
     ...(origin.backfilledAt === undefined ? {} : { backfill: { requestedAt: origin.backfilledAt } }),
+    ...(allowsOverlap(terms) ? { overlap: 'allow' as const } : {}),
   };
   const input = occurrenceInput(occurrenceId, terms, slot.toISOString());
   await createExecutionEntity(step, 'occurrence', occurrenceId, input, attributes, 'slot_fenced');

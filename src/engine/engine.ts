@@ -97,7 +97,14 @@ export class Engine {
     this.worker = new Worker(this.services);
     this.cues = new ExitCues((attemptId) => this.worker.observe(attemptId));
     this.loop = new PassLoop(this.services, this.timers, (trigger) => this.tick(trigger));
-    this.unregister = registerLiveInstance(instanceId);
+    const unregisterInstance = registerLiveInstance(instanceId);
+    // Any commit (this engine's or another's) may have ended work that held eligible work back (a settle frees a
+    // cap): passes judge held work again after one, whether the loop or a caller's tick() runs them.
+    const unheard = options.store.onCommit(() => this.services.waitingWork.heard());
+    this.unregister = () => {
+      unregisterInstance();
+      unheard();
+    };
     if (options.inspector !== undefined) this.inspection = new InspectionFeed(options.store, options.inspector).start();
     this.commands = new CommandHandler({
       store: options.store,
@@ -108,6 +115,7 @@ export class Engine {
       requirements:
         options.requirements ??
         confineCwd(options.runtimes, defaultRequirements(options.runtimes.map((r) => r.runtimeId))),
+      onCommitted: (transitions) => this.services.tracing?.committed(transitions),
       operator: operatorCommands(this.services, {
         dispatch: (occurrenceId) => this.dispatch(occurrenceId),
         queue: (step, occurrenceId) => this.queueLaunchHere(step, occurrenceId),

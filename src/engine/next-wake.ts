@@ -1,5 +1,6 @@
 import { DefinitionState, OccurrenceState } from '../../machines/index.js';
-import type { StoreReader } from '../store/store.js';
+import type { LiveWork, StoreReader } from '../store/store.js';
+import { WorkPartition } from '../domain/work-partition.js';
 import { nextUnplannedSlot } from '../scheduler/planning.js';
 import type { EngineServices } from '../domain/services.js';
 
@@ -7,6 +8,17 @@ import type { EngineServices } from '../domain/services.js';
 export const OBSERVE_INTERVAL_MS = 1_000;
 /** The longest the loop sleeps without looking, so a clock jump or a missed wake-up costs at most this. */
 export const MAX_SLEEP_MS = 60_000;
+
+/**
+ * When eligible work needs a pass: now when it is this engine's and no pass holds it back; when its rate window
+ * reopens, or at the next commit (null), when one does; within a second when it is another live engine's (which
+ * claims it; this engine only looks again, so it notices that engine's share passing to it).
+ */
+function eligibleWake(svc: EngineServices, work: LiveWork, share: WorkPartition, now: number): number | null {
+  if (!share.mine(work.automationId ?? work.id, work.claimedBy)) return now + OBSERVE_INTERVAL_MS;
+  const held = svc.waitingWork.heldUntil(work.id);
+  return held === undefined ? now : held;
+}
 
 /**
  * The next instant a pass has something to do: a running session to observe soon, else the earliest of
@@ -21,13 +33,15 @@ export async function nextWakeAt(svc: EngineServices, reader: StoreReader): Prom
   };
   if ((await reader.liveWork('attempt')).length > 0) consider(now + OBSERVE_INTERVAL_MS);
   const eligible = new Set<string>();
+  const share = await WorkPartition.read(svc, reader);
   for (const work of await reader.liveWork('occurrence')) {
     const state = work.state;
     if (state === OccurrenceState.planned) consider(work.notBefore ?? work.scheduledFor);
     if (state === OccurrenceState.eligible) {
       eligible.add(work.id);
-      // Work a pass found waiting (on a limit, or its turn) is looked at when a commit or its rate limit frees it.
-      consider(svc.waitingWork.wakeFor(work.id, now));
+      consider(eligibleWake(svc, work, share, now));
+      // Held eligible work's deadline is its claim's to act on: waking for it would only find it held again.
+      continue;
     }
     // A lease that already lapsed is not a wake-up: its launch was decided, or a live sender still owns it.
     const leaseEnd = work.leaseExpiresAt === null ? Number.NaN : Date.parse(work.leaseExpiresAt) + 1;

@@ -10,12 +10,8 @@ export interface OverlapExtension {
   catchUp?: { windowMinutes: number; order: 'oldest-first' | 'latest-only' };
 }
 
-/** Policies the schema names that this build does not execute, and why. */
-const NOT_EXECUTED: Partial<Record<OverlapExtension['policy'], string>> = {
-  allow:
-    'runs side by side need the stores to hold more than one live occurrence per automation, which they refuse ' +
-    '(one_live_occurrence_per_automation); not in this build',
-};
+/** Policies the schema names that this build does not execute, and why (none: every policy runs). */
+const NOT_EXECUTED: Partial<Record<OverlapExtension['policy'], string>> = {};
 
 /** The definition's {@link OVERLAP_EXTENSION} body, when it has one (checked when the definition was). */
 export const overlapOf = (terms: { extensions?: Record<string, unknown> }): OverlapExtension | undefined =>
@@ -50,7 +46,18 @@ export function checkOverlapExtension(raw: unknown): void {
  * and skipped: `buffer-one` (the latest waits) and any catch-up window (missed slots run when it is free).
  */
 export const waitsWhileBusy = (overlap: OverlapExtension | undefined): boolean =>
-  overlap !== undefined && (overlap.policy === 'buffer-one' || overlap.catchUp !== undefined);
+  overlap !== undefined &&
+  (overlap.policy === 'buffer-one' || (overlap.catchUp !== undefined && overlap.policy !== 'allow'));
+
+/**
+ * `allow`: a slot is claimed whatever the automation has live, so its runs go side by side. Each occurrence says
+ * so itself ({@link OccurrenceOverlap}), which is what the stores' one-live rule exempts.
+ */
+export const allowsOverlap = (terms: { extensions?: Record<string, unknown> }): boolean =>
+  overlapOf(terms)?.policy === 'allow';
+
+/** What an occurrence of an `allow` definition carries (OccurrenceAttributes.overlap), pinned when it is planned. */
+export type OccurrenceOverlap = 'allow';
 
 /** Which of an automation's due slots planning plans now, and which it passes over (recorded, never run). */
 export interface SlotChoice {

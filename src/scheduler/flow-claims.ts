@@ -1,4 +1,4 @@
-import { passFlowGates } from '../domain/flow-gates.js';
+import { leaveGates, passFlowGates } from '../domain/flow-gates.js';
 import type { PlannableDefinition } from '../domain/definition-directory.js';
 import type { StepContext } from '../domain/lifecycle.js';
 import type { OccurrenceRecord } from '../domain/records.js';
@@ -11,9 +11,32 @@ import type { EngineServices } from '../domain/services.js';
  */
 export type ClaimPath = 'advance' | 'planning' | 'batch';
 
-/** Eligible work that waits its turn behind its automation's work: the commit that ends that work wakes a pass. */
-export function waitsForCommit(svc: EngineServices, occurrenceId: string): false {
-  svc.waitingWork.note(occurrenceId, null);
+/**
+ * Notes held work once its step committed, so the step's own commit (a waiter written at a gate) does not count as
+ * one that may have freed it; a step that rolls back notes nothing and its work is looked at again.
+ */
+function noteHeld(svc: EngineServices, step: StepContext, occurrenceId: string, retryAt: number | null): void {
+  if (step.afterCommit === undefined) svc.waitingWork.note(occurrenceId, retryAt);
+  else step.afterCommit.push(() => svc.waitingWork.note(occurrenceId, retryAt));
+}
+
+/**
+ * Eligible work that waits its turn behind its automation's work: the commit that ends that work wakes a pass.
+ * Meanwhile it gives up its place at any gate, so work it outranks is not held back by a waiter that cannot run.
+ */
+export async function waitsForCommit(
+  svc: EngineServices,
+  step: StepContext,
+  occurrence: OccurrenceRecord,
+  definition: PlannableDefinition,
+): Promise<false> {
+  const candidate = {
+    occurrenceId: occurrence.id,
+    terms: definition.terms,
+    dueAt: occurrence.data.attributes.scheduledFor,
+  };
+  await leaveGates(step.tx, candidate);
+  noteHeld(svc, step, occurrence.id, null);
   return false;
 }
 
@@ -34,7 +57,7 @@ export async function heldBackByLimits(
   const admission = await passFlowGates(step.tx, candidate, step.now, unranked);
   if (admission.deferred === true) return true;
   if (!admission.admitted) {
-    svc.waitingWork.note(occurrenceId, admission.retryAt ?? null);
+    noteHeld(svc, step, occurrenceId, admission.retryAt ?? null);
     return true;
   }
   svc.waitingWork.clear(occurrenceId);

@@ -2,8 +2,8 @@ import { AttemptState, DefinitionState, OccurrenceState, RunState } from '../../
 import { busyElsewhere } from '../domain/concurrency.js';
 import { updateEntityAttributes } from '../actors/entity-transition.js';
 import type { PlannableDefinition } from '../domain/definition-directory.js';
-import { liveWorkOf, moveEntity, type StepContext } from '../domain/lifecycle.js';
-import { cancelsOther, olderWaiting, skipOverlapping, waitsItsTurn } from './waiting-slots.js';
+import { moveEntity, type StepContext } from '../domain/lifecycle.js';
+import { cancelsOther, liveWorkInTheWay, olderWaiting, skipOverlapping, waitsItsTurn } from './waiting-slots.js';
 import { newerWaiting, requestCancelOther } from './cancel-other.js';
 import {
   KINDS,
@@ -137,16 +137,16 @@ export async function claimWhenEligible(
   }
 
   const waits = waitsItsTurn(occurrence, definition);
-  if (waits && (await olderWaiting(step.tx, occurrence, now))) return waitsForCommit(svc, occurrenceId);
+  if (waits && (await olderWaiting(step.tx, occurrence, now))) return waitsForCommit(svc, step, occurrence, definition);
   const replaces =
     cancelsOther(definition) && attributes.activeRunRef === undefined && attributes.backfill === undefined;
   if (replaces && (await newerWaiting(step.tx, occurrence, now)))
     return skipOverlapping(step, occurrenceId, 'a newer slot of the automation is due and replaces it');
-  const live = await liveWorkOf(step.tx, attributes.automationId, occurrenceId);
+  const live = await liveWorkInTheWay(step.tx, occurrence, waits);
   if (live !== undefined) {
     // A backfilled slot, or one whose automation's slots wait while it is busy (overlap extension), stays
     // eligible: it runs next.
-    if (waits) return waitsForCommit(svc, occurrenceId);
+    if (waits) return waitsForCommit(svc, step, occurrence, definition);
     if (attributes.activeRunRef !== undefined || path === 'planning') return false;
     // cancel-other: the live run is asked to cancel, and this slot runs once it has.
     if (replaces) {

@@ -110,7 +110,8 @@ async function loadBatch(tx: StoreTransaction, ids: readonly string[]): Promise<
  * that fails is rolled back whole and left to the one-occurrence-per-transaction path, which reports errors.
  */
 async function claimDueInBatches(svc: EngineServices, partition: WorkPartition | undefined): Promise<void> {
-  const taken: string[] = [];
+  // Work a pass held back (a limit, its turn) is not locked again until something may have freed it.
+  const taken: string[] = [...svc.waitingWork.heldAt(svc.clock.now().getTime())];
   // Another live engine's share is its to claim: taken here, it would only be passed over there while this
   // transaction holds it. Automations this engine has not heard of yet are anyone's, as before the partition.
   const othersShare = partition === undefined ? [] : svc.definitions.knownIds().filter((id) => !partition.mine(id));
@@ -164,8 +165,14 @@ export async function advanceAll(
     const live = await r.liveWork(KINDS.occurrence, { exceptHeldBy: share.others });
     return { live, facts: await passFacts(svc, r), share };
   });
+  const held = svc.waitingWork.heldAt(now);
   const due = rankedForClaims(
-    live.filter((work) => share.mine(work.automationId ?? work.id, work.claimedBy) && needsAttention(work, now, facts)),
+    live.filter(
+      (work) =>
+        share.mine(work.automationId ?? work.id, work.claimedBy) &&
+        !held.has(work.id) &&
+        needsAttention(work, now, facts),
+    ),
     facts,
   );
   await forEachConcurrently(due, svc.passConcurrency, async ({ id }) => {

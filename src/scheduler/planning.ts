@@ -2,6 +2,7 @@ import { DefinitionState } from '../../machines/index.js';
 import { busyElsewhere, concurrencyGate, forEachConcurrently } from '../domain/concurrency.js';
 import { appendEvent } from '../changefeed/append-event.js';
 import type { StepContext } from '../domain/lifecycle.js';
+import { FLOW_KINDS, FLOW_SETTINGS_ID } from '../domain/flow-limits.js';
 import { DEFINITION_KIND, DEFINITION_REVISION_KIND, revisionId } from '../domain/definition-records.js';
 import { KINDS } from '../domain/records.js';
 import { isQuarantined, type EngineServices } from '../domain/services.js';
@@ -245,8 +246,15 @@ async function planDefinition(
   // the cursor exists). The revision is the one the pass saw: a revision since costs its own read.
   const revision =
     carrying === 'launched' ? [[DEFINITION_REVISION_KIND, revisionId(seen.id, seen.terms.revision)] as const] : [];
+  // A carried claim asks the store's flow limits first (flow-gates.ts).
+  const limits = carrying === undefined ? [] : [[FLOW_KINDS.settings, FLOW_SETTINGS_ID] as const];
   await step.tx.prefetch?.(
-    [...PLANNING_READS.map((kind) => [kind, seen.id] as const), ...firstSlotReads(seen.id, next), ...revision],
+    [
+      ...PLANNING_READS.map((kind) => [kind, seen.id] as const),
+      ...firstSlotReads(seen.id, next),
+      ...revision,
+      ...limits,
+    ],
     [],
     { appending: true, ...(carrying === undefined ? {} : { liveOccurrencesOf: seen.id }) },
   );

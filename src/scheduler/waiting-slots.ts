@@ -1,9 +1,9 @@
 import { OccurrenceState } from '../../machines/index.js';
 import type { PlannableDefinition } from '../domain/definition-directory.js';
-import { moveEntity, type StepContext } from '../domain/lifecycle.js';
+import { liveWorkOf, moveEntity, type StepContext } from '../domain/lifecycle.js';
 import { KINDS, type OccurrenceAttributes, type OccurrenceRecord } from '../domain/records.js';
 import { overlapOf, waitsWhileBusy } from '../schedule/overlap-extension.js';
-import type { LiveWork } from '../store/store.js';
+import type { LiveWork, StoreReader } from '../store/store.js';
 
 /**
  * Whether an occurrence that finds its automation busy waits its turn (stays eligible) instead of being skipped as
@@ -11,6 +11,20 @@ import type { LiveWork } from '../store/store.js';
  */
 export const waitsItsTurn = (occurrence: OccurrenceRecord, definition: PlannableDefinition): boolean =>
   occurrence.data.attributes.backfill !== undefined || waitsWhileBusy(overlapOf(definition.terms));
+
+/**
+ * The live occurrence of the automation that stands in the occurrence's way, if any. Under overlap `allow` none
+ * does (runs go side by side), but a slot that waits its turn (a backfilled one) still waits behind them.
+ */
+export async function liveWorkInTheWay(
+  tx: StoreReader,
+  occurrence: OccurrenceRecord,
+  waits: boolean,
+): Promise<string | undefined> {
+  const { automationId, overlap } = occurrence.data.attributes;
+  if (overlap === 'allow' && !waits) return undefined;
+  return liveWorkOf(tx, automationId, occurrence.id);
+}
 
 /** Whether a due slot of the definition replaces its automation's live run (overlap extension's cancel-other). */
 export const cancelsOther = (definition: PlannableDefinition): boolean =>

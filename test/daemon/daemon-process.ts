@@ -26,10 +26,10 @@ export interface CliChild {
  * Spawns `coven-automata <args>` as its own Node process (tsx), the way an operator's terminal would, in `cwd`
  * (default: the checkout; a test whose CLI makes a `.coven` folder there passes a temporary one).
  */
-export function spawnCli(args: string[], cwd = root): CliChild {
+export function spawnCli(args: string[], cwd = root, env: Record<string, string> = {}): CliChild {
   const child = spawn(process.execPath, ['--import', TSX, MAIN, ...args], {
     cwd,
-    env: { ...process.env, NO_COLOR: '1' },
+    env: { ...process.env, NO_COLOR: '1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.add(child);
@@ -64,8 +64,13 @@ export async function runCliProcess(
 }
 
 /** `start` on a store, resolved once it prints its socket (and, with --listen, its dashboard URL). */
-export async function startDaemonProcess(store: string, extra: string[] = [], cwd?: string): Promise<CliChild> {
-  const daemon = spawnCli(['--store', store, '--command', 'true', 'start', ...extra], cwd);
+export async function startDaemonProcess(
+  store: string,
+  extra: string[] = [],
+  cwd?: string,
+  env?: Record<string, string>,
+): Promise<CliChild> {
+  const daemon = spawnCli(['--store', store, '--command', 'true', 'start', ...extra], cwd, env);
   // A daemon process loads its code through tsx before it serves: on a loaded 2-core machine that alone took 20 s.
   await daemon.waitFor(/^serving on .*$/m, 60_000);
   if (extra.includes('--listen')) await daemon.waitFor(/^dashboard: .*$/m, 60_000);

@@ -213,6 +213,10 @@ describe.skipIf(browserMissing !== undefined)('the console as issue 41 found it 
     await gate.filter({ hasText: '1 / 1' }).waitFor(WAIT);
     expect(await gate.getByTestId('gate-waiting').textContent()).toBe('1');
     expect(await gate.textContent()).toMatch(/full$/);
+    // Each definition row names the policies it adds to the contract's.
+    const policies = page.getByTestId('definition-report-a').getByTestId('policies');
+    await policies.waitFor(WAIT);
+    expect(await policies.textContent()).toBe('tags reports');
   }, 60_000);
 
   test('the page raised no error', () => {

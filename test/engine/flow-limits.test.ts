@@ -171,6 +171,27 @@ describe('x-coven-automata.limits.v1', () => {
     expect(unexplained.findings.map((f) => f.code)).toContain('occurrences.due-backlog');
   });
 
+  test('work held at a cap wakes no pass until a commit is heard after it was held', async () => {
+    const w = await world([{ id: 'one' }, { id: 'two' }], { runtimes: { 'coven-code': { inFlight: 1 } } }, 90);
+    w.clock.advance({ minutes: 1 });
+    await w.engine.tick();
+    const wake = () => w.store.read((r) => nextWakeAt(w.engine.services, r));
+    // The pass that held it went on to commit (the launch): those commits may have freed it, so it is looked at.
+    expect((await wake()).getTime()).toBe(w.clock.now().getTime());
+    await w.engine.tick();
+    // A pass that found it held and committed nothing after: the running session is observed every second, and
+    // nothing wakes the loop at once for the held occurrence.
+    expect((await wake()).getTime() - w.clock.now().getTime()).toBe(1_000);
+    w.engine.services.waitingWork.heard();
+    expect((await wake()).getTime()).toBe(w.clock.now().getTime());
+    // Held again by the next pass an hour on: still no wake-up for it.
+    w.clock.advance({ minutes: 61 });
+    await w.engine.tick();
+    await w.engine.tick();
+    expect(await w.live()).toHaveLength(1);
+    expect((await wake()).getTime() - w.clock.now().getTime()).toBe(1_000);
+  });
+
   test('run-now under a full cap is CONCURRENCY_LIMIT (retryable), and writes nothing', async () => {
     const w = await world([{ id: 'one' }, { id: 'two' }], { runtimes: { 'coven-code': { inFlight: 1 } } });
     const first = await w.ok('occurrence.runNow.v1', { automationId: 'one' });

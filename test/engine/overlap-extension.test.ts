@@ -6,28 +6,44 @@ import { OVERLAP_EXTENSION, type OverlapExtension } from '../../src/schedule/ove
 import { SCHEDULE_EXTENSION } from '../../src/schedule/schedule-extension.js';
 import { command, definitionBody } from '../support/commands.js';
 import { harness, scheduledBy } from '../support/engine-harness.js';
+import { MemoryStore } from '../../src/store/memory-store.js';
+import type { Store } from '../../src/store/store.js';
+import { captureHistory } from '../../src/testkit/invariants/history.js';
+import { OVERLAP_CHECK } from '../../src/testkit/invariants/conformance-checks.js';
 
 const QUARTER_HOURS = { cron: '*/15 * * * *', timezone: 'utc' };
 
 /** An engine whose `daily` runs every quarter hour under `overlap`, its sessions lasting `runMinutes`. */
-async function quarterHourly(start: string, overlap: OverlapExtension | undefined, runMinutes = 1) {
+async function quarterHourly(
+  start: string,
+  overlap: OverlapExtension | undefined,
+  runMinutes = 1,
+  store: Store = new MemoryStore(),
+) {
   const h = await harness({
     start,
+    store,
     schedule: QUARTER_HOURS,
     perRunMinutes: 60,
     runtime: new SimulatedRuntime({ durationMs: runMinutes * 60_000 }),
     ...(overlap === undefined ? {} : { extensions: { [OVERLAP_EXTENSION]: overlap } }),
   });
-  /** Moves the clock minute by minute to `until`, one pass a minute, checking one live occurrence at most. */
-  const runUntil = async (until: string) => {
+  /**
+   * Moves the clock minute by minute to `until`, one pass a minute, checking `maxLive` live occurrences at most
+   * (one, the contract's rule, unless told); answers the most seen at once.
+   */
+  const runUntil = async (until: string, maxLive = 1) => {
+    let most = 0;
     while (h.clock.now().getTime() < Date.parse(until)) {
       h.clock.advance({ minutes: 1 });
       await h.engine.tick();
       const live = (await h.read.occurrences()).filter((o) =>
         ['claimed', 'dispatching', 'running'].includes(o.state as string),
       );
-      expect(live.length, `live at ${h.clock.now().toISOString()}`).toBeLessThanOrEqual(1);
+      expect(live.length, `live at ${h.clock.now().toISOString()}`).toBeLessThanOrEqual(maxLive);
+      most = Math.max(most, live.length);
     }
+    return most;
   };
   const ran = async () =>
     (await h.read.occurrences())
@@ -87,6 +103,24 @@ describe('x-coven-automata.overlap.v1', () => {
     expect(await w.skipped()).toEqual([]);
   });
 
+  test('allow: slots due while runs are live run beside them, nothing skipped, and run-now is not refused', async () => {
+    const w = await quarterHourly('2026-12-07T08:59:00.000Z', { policy: 'allow' }, 40);
+    // 09:00 runs to 09:40, 09:15 to 09:55, 09:30 to 10:10: three at once from 09:30.
+    expect(await w.runUntil('2026-12-07T09:35:00.000Z', 3)).toBe(3);
+    const manual = await w.h.engine.commands.handle(command('occurrence.runNow.v1', { automationId: 'daily' }));
+    expect(manual.outcome, JSON.stringify(manual.error)).toBe('committed');
+    expect(await w.runUntil('2026-12-07T10:20:00.000Z', 4)).toBe(4);
+    // 09:45 runs to 10:25.
+    expect(await w.ran()).toEqual(['09:00', '09:15', '09:30', '09:35']);
+    expect(await w.skipped()).toEqual([]);
+    // The invariant suite's one-live-run check leaves occurrences that allow overlap out, and only those.
+    const empty = { launches: [], cancels: [], exits: new Map(), lost: new Set<string>() };
+    const history = await captureHistory(w.h.store, empty, w.h.clock.now().toISOString(), []);
+    expect(OVERLAP_CHECK.check(history, undefined)).toEqual([]);
+    for (const record of history.records.occurrence.values())
+      expect((record.data.attributes as { overlap?: string }).overlap).toBe('allow');
+  });
+
   test('catch-up oldest-first: after an outage, slots within the window run one by one, older ones recorded', async () => {
     // Active from 08:00; the engine's first pass is at 10:05. The window reaches back to 09:05.
     const w = await quarterHourly('2026-12-07T08:00:00.000Z', {
@@ -144,7 +178,7 @@ describe('x-coven-automata.overlap.v1', () => {
     expect((await h.engine.tick()).planned).toBe(0);
   });
 
-  test('is advertised, validated by its schema, and allow is refused in this build', async () => {
+  test('is advertised and validated by its schema; every policy is accepted', async () => {
     const h = await harness({ activate: false });
     const create = async (id: string, overlap: unknown) => {
       const extra = { ...scheduledBy(QUARTER_HOURS) };
@@ -160,7 +194,7 @@ describe('x-coven-automata.overlap.v1', () => {
     expect(await create('catching', { policy: 'forbid', catchUp: { windowMinutes: 60, order: 'oldest-first' } })).toBe(
       'accepted',
     );
-    expect(await create('side-by-side', { policy: 'allow' })).toBe('CAPABILITY_UNSUPPORTED overlap.allow');
+    expect(await create('side-by-side', { policy: 'allow' })).toBe('accepted');
     expect(await create('cancelling', { policy: 'cancel-other' })).toBe('accepted');
     expect(await create('unknown-policy', { policy: 'replace' })).toBe('VALIDATION_FAILED');
     expect(

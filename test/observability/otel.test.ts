@@ -16,6 +16,7 @@ import { occurrenceSpanIdOf, traceIdOf, traceparentOf } from '../../src/runtime/
 import type { LaunchRequest } from '../../src/runtime/runtime.js';
 import { eventually } from '../support/eventually.js';
 import { harness } from '../support/engine-harness.js';
+import { command } from '../support/commands.js';
 import { launchRequests } from '../support/launch-request.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'coven-otel-'));
@@ -64,6 +65,35 @@ describe('OpenTelemetry traces (coven-automata/otel)', () => {
     const run = finished.find((s) => s.name === 'coven.run')!;
     expect(run.attributes['coven.transition.to']).toBe('succeeded');
     expect(tracing.openSpans()).toBe(0);
+  });
+
+  test("a command's transitions are spans too: a run-now's plan and claim, then its run, in the occurrence's trace", async () => {
+    const { tracer, spans } = recordingTracer();
+    const h = await harness({ tracing: openTelemetryTracing(tracer) });
+    const response = await h.ok(command('occurrence.runNow.v1', { automationId: 'daily' }));
+    // The command's commit planned and claimed it; its launch, sent after the commit, started the session.
+    const occurrenceId = String(response.result!.occurrenceId);
+    expect(
+      spans()
+        .map((s) => s.name)
+        .sort(),
+    ).toEqual(['coven.claim', 'coven.dispatch', 'coven.plan']);
+    h.clock.advance({ minutes: 2 });
+    await h.engine.tick();
+    const finished = spans();
+    expect(finished.map((s) => s.name).sort()).toEqual([
+      'coven.claim',
+      'coven.dispatch',
+      'coven.plan',
+      'coven.run',
+      'coven.settle',
+    ]);
+    for (const span of finished) expect(span.spanContext().traceId).toBe(traceIdOf(occurrenceId));
+    // A refused command made no transition and no span; a replay of the run-now makes none either.
+    expect((await h.engine.commands.handle(command('occurrence.runNow.v1', { automationId: 'nope' }))).outcome).toBe(
+      'rejected',
+    );
+    expect(spans()).toHaveLength(5);
   });
 
   test('a failed run and its occurrence are error spans', async () => {

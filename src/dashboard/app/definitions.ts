@@ -18,6 +18,8 @@ interface DefinitionRow {
   timezone?: string;
   /** The schedule as written: the trigger's rule, or the schedule extension's cron expression or rule. */
   schedule?: string;
+  /** Overlap and flow-control policies beyond the contract's, in a line. */
+  policies?: string;
   /** Health and latest run, when the console read carried them for the whole page at once. */
   health?: Health;
   lastRun?: RunSummary;
@@ -138,6 +140,7 @@ async function rowFor(dashboard: Dashboard, row: DefinitionRow): Promise<HTMLTab
       row.schedule === undefined
         ? ''
         : el('div', { class: 'muted mono', 'data-testid': 'schedule' }, `${row.schedule} · ${row.timezone ?? 'utc'}`),
+      row.policies === undefined ? '' : el('div', { class: 'muted mono', 'data-testid': 'policies' }, row.policies),
     ),
     el('td', {}, stateBadge(row.lifecycleState)),
     el('td', { 'data-testid': 'revision' }, row.revision),

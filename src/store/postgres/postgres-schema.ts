@@ -6,6 +6,7 @@ import { LIVE_WORK_QUERY_MIGRATION } from './live-work-queries.js';
 import { TIMELINE_MIGRATION } from './timeline-queries.js';
 import { RECORD_COLUMNS_MIGRATION } from './record-columns-migration.js';
 import { LIVE_TURNS_MIGRATION } from './live-turns.js';
+import { OVERLAP_ALLOW_MIGRATION } from './overlap-allow-migration.js';
 
 /** What the `store_schema` row names as its format: a table of that name in any other shape is foreign. */
 export const STORE_FORMAT = 'coven-automata';
@@ -55,6 +56,7 @@ export const MIGRATIONS: readonly Migration[] = [
   TIMELINE_MIGRATION,
   RECORD_COLUMNS_MIGRATION,
   LIVE_TURNS_MIGRATION,
+  OVERLAP_ALLOW_MIGRATION,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.at(-1)!.version;

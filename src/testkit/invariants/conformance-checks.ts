@@ -62,7 +62,9 @@ export const COMPACTION_CHECK: InvariantCheck = {
 /**
  * overlap: forbid over every commit, not only the last: the occurrence transitions replayed in feed (commit) order
  * never leave one automation with two occurrences in live states at once. A compacted occurrence's transitions
- * left the feed with it, both its entry into live work and its end.
+ * left the feed with it, both its entry into live work and its end. An occurrence whose revision allows overlap
+ * (x-coven-automata.overlap.v1 `allow`, pinned in its attributes) runs beside the others by design and is not
+ * counted; a compacted one kept no attributes, and is counted as the contract's.
  */
 export const OVERLAP_CHECK: InvariantCheck = {
   id: 'one-live-run-per-automation',
@@ -70,8 +72,11 @@ export const OVERLAP_CHECK: InvariantCheck = {
   check(h) {
     const problems: string[] = [];
     const live = new Map<string, Set<string>>();
+    const allowed = (id: string) =>
+      (h.records.occurrence.get(id)?.data.attributes as { overlap?: string } | undefined)?.overlap === 'allow';
     for (const t of transitions(h)) {
       if (t.event.payload.entity !== 'occurrence' || t.event.automationId === undefined) continue;
+      if (allowed(t.entityId)) continue;
       const mine = live.get(t.event.automationId) ?? new Set<string>();
       live.set(t.event.automationId, mine);
       if (!OCCURRENCE_LIVE.has(t.event.payload.to as OccurrenceState)) mine.delete(t.entityId);
