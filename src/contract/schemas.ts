@@ -2,6 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import { packageRoot, SPEC_DIR } from './package-root.js';
+import { ContractError } from './errors.js';
 
 /** The contract object schemas this package owns, by file name (they share one `$id` base). */
 export type SchemaName =
@@ -90,4 +91,27 @@ export function validateExtension(schema: ExtensionSchemaName, value: unknown): 
   }
   const valid = validate(value) as boolean;
   return { valid, problems: valid ? [] : [...new Set((validate.errors ?? []).map(describe))] };
+}
+
+/**
+ * Refuses the body of an `x-coven-automata.*` extension its schema does not admit: VALIDATION_FAILED naming
+ * `field` (by default `extensions.<name>`) and the first 20 problems.
+ *
+ * @example
+ * ```ts
+ * requireValidExtension('overlap-extension.schema.json', 'x-coven-automata.overlap.v1', { policy: 'forbid' });
+ * ```
+ */
+export function requireValidExtension(
+  schema: ExtensionSchemaName,
+  name: string,
+  value: unknown,
+  field = `extensions.${name}`,
+): void {
+  const verdict = validateExtension(schema, value);
+  if (!verdict.valid)
+    throw new ContractError('VALIDATION_FAILED', `${name} failed validation`, {
+      field,
+      problems: verdict.problems.slice(0, 20),
+    });
 }

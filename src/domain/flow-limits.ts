@@ -1,5 +1,4 @@
-import { ContractError } from '../contract/errors.js';
-import { validateExtension } from '../contract/schemas.js';
+import { requireValidExtension } from '../contract/schemas.js';
 
 /** The definition extension that gives an automation tags, a priority and a rate limit (docs/flow-control.md). */
 export const LIMITS_EXTENSION = 'x-coven-automata.limits.v1';
@@ -80,22 +79,12 @@ export const limitsOf = (terms: { extensions?: Record<string, unknown> }): Limit
 
 /** Validates the extension's body against its schema. */
 export function checkLimitsExtension(raw: unknown): void {
-  const verdict = validateExtension('limits-extension.schema.json', raw);
-  if (!verdict.valid)
-    throw new ContractError('VALIDATION_FAILED', `${LIMITS_EXTENSION} failed validation`, {
-      field: `extensions.${LIMITS_EXTENSION}`,
-      problems: verdict.problems.slice(0, 20),
-    });
+  requireValidExtension('limits-extension.schema.json', LIMITS_EXTENSION, raw);
 }
 
 /** Validates store-wide limits against flow-limits.schema.json, into typed limits. */
 export function checkFlowLimits(raw: unknown, field = 'payload.limits'): FlowLimits {
-  const verdict = validateExtension('flow-limits.schema.json', raw);
-  if (!verdict.valid)
-    throw new ContractError('VALIDATION_FAILED', 'limits failed validation', {
-      field,
-      problems: verdict.problems.slice(0, 20),
-    });
+  requireValidExtension('flow-limits.schema.json', 'limits', raw, field);
   return raw as FlowLimits;
 }
 

@@ -1,5 +1,5 @@
 import { ContractError } from '../contract/errors.js';
-import { validateExtension } from '../contract/schemas.js';
+import { requireValidExtension } from '../contract/schemas.js';
 
 /** The definition extension that says what a slot does while its automation is busy (docs/schedules.md). */
 export const OVERLAP_EXTENSION = 'x-coven-automata.overlap.v1';
@@ -19,12 +19,7 @@ export const overlapOf = (terms: { extensions?: Record<string, unknown> }): Over
 
 /** Validates the extension's body: its schema, then the policies this build executes. */
 export function checkOverlapExtension(raw: unknown): void {
-  const verdict = validateExtension('overlap-extension.schema.json', raw);
-  if (!verdict.valid)
-    throw new ContractError('VALIDATION_FAILED', `${OVERLAP_EXTENSION} failed validation`, {
-      field: `extensions.${OVERLAP_EXTENSION}`,
-      problems: verdict.problems.slice(0, 20),
-    });
+  requireValidExtension('overlap-extension.schema.json', OVERLAP_EXTENSION, raw);
   const { policy, catchUp } = raw as OverlapExtension;
   if (policy === 'cancel-other' && catchUp !== undefined)
     throw new ContractError('CAPABILITY_UNSUPPORTED', 'cancel-other with a catch-up window is not supported', {

@@ -1,6 +1,6 @@
 import { Temporal } from 'temporal-polyfill';
 import { ContractError } from '../contract/errors.js';
-import { validateExtension } from '../contract/schemas.js';
+import { requireValidExtension } from '../contract/schemas.js';
 import { checkTimezone } from './rrule.js';
 import { CronRule } from './cron-rule.js';
 import { RfcRule } from './rfc-rule.js';
@@ -77,12 +77,7 @@ export function checkScheduleTerms(terms: ScheduleTerms): void {
 export function makeSchedule(terms: ScheduleTerms): SlotSchedule {
   const raw = terms.extensions?.[SCHEDULE_EXTENSION];
   if (raw === undefined) return new Schedule(terms.trigger.schedule.rrule, terms.trigger.schedule.timezone);
-  const verdict = validateExtension('schedule-extension.schema.json', raw);
-  if (!verdict.valid)
-    throw new ContractError('VALIDATION_FAILED', `${SCHEDULE_EXTENSION} failed validation`, {
-      field: `extensions.${SCHEDULE_EXTENSION}`,
-      problems: verdict.problems.slice(0, 20),
-    });
+  requireValidExtension('schedule-extension.schema.json', SCHEDULE_EXTENSION, raw);
   const extension = raw as ScheduleExtension;
   checkTrigger(terms, extension);
   checkTimezone(extension.timezone);

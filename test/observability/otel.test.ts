@@ -33,6 +33,9 @@ function recordingTracer() {
 const parentOf = (span: ReadableSpan) =>
   (span as unknown as { parentSpanContext?: { spanId: string } }).parentSpanContext?.spanId;
 
+/** An occurrence's spans, from plan to settle, in name order. */
+const EVERY_PHASE = ['coven.claim', 'coven.dispatch', 'coven.plan', 'coven.run', 'coven.settle'];
+
 describe('OpenTelemetry traces (coven-automata/otel)', () => {
   test("an occurrence's plan, claim, dispatch, run and settle are spans of one trace, named from its id", async () => {
     const { tracer, spans } = recordingTracer();
@@ -48,13 +51,7 @@ describe('OpenTelemetry traces (coven-automata/otel)', () => {
     const finished = spans();
     // A commit's transitions end their spans in the order the commit lists them (the run and the occurrence settle
     // in one commit), so the names are compared as a set.
-    expect(finished.map((s) => s.name).sort()).toEqual([
-      'coven.claim',
-      'coven.dispatch',
-      'coven.plan',
-      'coven.run',
-      'coven.settle',
-    ]);
+    expect(finished.map((s) => s.name).sort()).toEqual(EVERY_PHASE);
     for (const span of finished) {
       expect(span.spanContext().traceId).toBe(traceIdOf(occurrenceId));
       expect(parentOf(span)).toBe(occurrenceSpanIdOf(occurrenceId));
@@ -81,15 +78,9 @@ describe('OpenTelemetry traces (coven-automata/otel)', () => {
     h.clock.advance({ minutes: 2 });
     await h.engine.tick();
     const finished = spans();
-    expect(finished.map((s) => s.name).sort()).toEqual([
-      'coven.claim',
-      'coven.dispatch',
-      'coven.plan',
-      'coven.run',
-      'coven.settle',
-    ]);
+    expect(finished.map((s) => s.name).sort()).toEqual(EVERY_PHASE);
     for (const span of finished) expect(span.spanContext().traceId).toBe(traceIdOf(occurrenceId));
-    // A refused command made no transition and no span; a replay of the run-now makes none either.
+    // A refused command made no transition and no span.
     expect((await h.engine.commands.handle(command('occurrence.runNow.v1', { automationId: 'nope' }))).outcome).toBe(
       'rejected',
     );
