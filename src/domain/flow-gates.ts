@@ -55,15 +55,21 @@ export function gatesOf(limits: FlowLimits | undefined, terms: ClaimCandidate['t
   return gatesFor(limits, terms.automationId, runtimeId, limitsOf(terms));
 }
 
-/** The occurrences among `ids` that are in `states` now, in the order given. */
-async function inStates(reader: StoreReader, ids: readonly string[], states: ReadonlySet<string>): Promise<string[]> {
+/** The occurrences among `ids` the store holds, read at once where each read is a round trip. */
+export async function occurrenceRecords(reader: StoreReader, ids: readonly string[]): Promise<OccurrenceRecord[]> {
   if (ids.length === 0) return [];
   const records = reader.getMany
     ? await reader.getMany<OccurrenceRecord['data']>(KINDS.occurrence, ids)
     : (await Promise.all(ids.map((id) => reader.get<OccurrenceRecord['data']>(KINDS.occurrence, id)))).filter(
         (r): r is StoredRecord<OccurrenceRecord['data']> => r !== undefined,
       );
-  const kept = new Set(records.filter((r) => states.has(stateOf(r as OccurrenceRecord))).map((r) => r.id));
+  return records as OccurrenceRecord[];
+}
+
+/** The occurrences among `ids` that are in `states` now, in the order given. */
+async function inStates(reader: StoreReader, ids: readonly string[], states: ReadonlySet<string>): Promise<string[]> {
+  const records = await occurrenceRecords(reader, ids);
+  const kept = new Set(records.filter((r) => states.has(stateOf(r))).map((r) => r.id));
   return ids.filter((id) => kept.has(id));
 }
 

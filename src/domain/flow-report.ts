@@ -1,7 +1,6 @@
 import { OccurrenceState } from '../../machines/index.js';
 import type { StoredRecord, StoreReader } from '../store/store.js';
 import { DEFINITION_KIND, type DefinitionRecord } from './definition-records.js';
-import { plannableDefinition } from './definition-directory.js';
 import {
   claimsInWindow,
   EMPTY_GATE,
@@ -12,8 +11,8 @@ import {
   type GateTerms,
   type RateLimit,
 } from './flow-limits.js';
-import { flowLimits } from './flow-gates.js';
-import { KINDS, OCCURRENCE_LIVE, stateOf, type OccurrenceRecord } from './records.js';
+import { flowLimits, occurrenceRecords } from './flow-gates.js';
+import { OCCURRENCE_LIVE, stateOf } from './records.js';
 
 /** One gate as operators read it: its limits, what it holds now, and the work waiting at it. */
 export interface GateReport {
@@ -35,16 +34,9 @@ export interface FlowReport {
   gates: GateReport[];
 }
 
-async function recordsOf(reader: StoreReader, ids: readonly string[]): Promise<Map<string, OccurrenceRecord>> {
-  const records: Array<StoredRecord<OccurrenceRecord['data']>> = [];
-  if (reader.getMany) records.push(...(await reader.getMany<OccurrenceRecord['data']>(KINDS.occurrence, ids)));
-  else
-    for (const id of ids) {
-      const record = await reader.get<OccurrenceRecord['data']>(KINDS.occurrence, id);
-      if (record !== undefined) records.push(record);
-    }
-  return new Map(records.map((r) => [r.id, r as OccurrenceRecord]));
-}
+/** The rate limit a definition record gives its automation (x-coven-automata.limits.v1), if any. */
+const rateOf = (record: StoredRecord<DefinitionRecord['data']>): RateLimit | undefined =>
+  limitsOf(record.data.attributes.definition)?.rate;
 
 /** The limits a gate key stands for now: from the store-wide limits, or (automation:…) from its definition. */
 function termsOf(limits: FlowLimits, rates: ReadonlyMap<string, RateLimit>, key: string): GateTerms {
@@ -60,7 +52,7 @@ function termsOf(limits: FlowLimits, rates: ReadonlyMap<string, RateLimit>, key:
 async function automationRates(reader: StoreReader): Promise<Map<string, RateLimit>> {
   const rates = new Map<string, RateLimit>();
   for (const record of await reader.list<DefinitionRecord['data']>(DEFINITION_KIND)) {
-    const rate = limitsOf(plannableDefinition(record as DefinitionRecord).terms)?.rate;
+    const rate = rateOf(record);
     if (rate !== undefined) rates.set(record.id, rate);
   }
   return rates;
@@ -76,8 +68,7 @@ async function writtenRates(
     if (!key.startsWith('automation:')) continue;
     const id = key.slice('automation:'.length);
     const record = await reader.get<DefinitionRecord['data']>(DEFINITION_KIND, id);
-    const rate =
-      record === undefined ? undefined : limitsOf(plannableDefinition(record as DefinitionRecord).terms)?.rate;
+    const rate = record === undefined ? undefined : rateOf(record);
     if (rate !== undefined) rates.set(id, rate);
   }
   return rates;
@@ -100,7 +91,8 @@ async function reportGate(
   now: number,
   hidden: ReadonlySet<string>,
 ): Promise<GateReport> {
-  const records = await recordsOf(reader, [...gate.inFlight, ...gate.waiting.map((w) => w.occurrenceId)]);
+  const read = await occurrenceRecords(reader, [...gate.inFlight, ...gate.waiting.map((w) => w.occurrenceId)]);
+  const records = new Map(read.map((r) => [r.id, r]));
   const states = new Map([...records].map(([id, r]) => [id, stateOf(r)]));
   const shown = (id: string) => !hidden.has(records.get(id)?.data.attributes.automationId ?? '');
   const report: GateReport = {
